@@ -1,0 +1,59 @@
+"""Errors raised on bad user input.
+
+Every error names where the problem is (file and line, query, column) so a user can fix the
+input without reading ragnb's code. Validation never uses ``assert``, which ``python -O`` strips.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+
+__all__ = ["InputError"]
+
+
+class InputError(ValueError):
+    """Bad input data: a malformed file, a missing field, an impossible value.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, in words a user can act on.
+    path : str or PathLike, optional
+        The file the problem is in.
+    line : int, optional
+        1-based line number in ``path``.
+    query_id : str, optional
+        The query the problem concerns.
+    column : str, optional
+        The column or field the problem concerns.
+
+    Examples
+    --------
+    >>> str(InputError("grade is not an integer: '2.5'", path="qrels.tsv", line=7))
+    "qrels.tsv, line 7: grade is not an integer: '2.5'"
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | PathLike[str] | None = None,
+        line: int | None = None,
+        query_id: str | None = None,
+        column: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.query_id = query_id
+        self.column = column
+        where = []
+        if self.path is not None:
+            where.append(self.path)
+        if line is not None:
+            where.append(f"line {line}")
+        if query_id is not None:
+            where.append(f"query {query_id!r}")
+        if column is not None:
+            where.append(f"column {column!r}")
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)

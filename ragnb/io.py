@@ -1,0 +1,508 @@
+"""Reading and writing files: BEIR folders, TREC qrels and runs, JSON, atomically.
+
+This is the only module of ragnb that touches files holding user data. Readers return the frames
+documented in :mod:`ragnb.frames`; every malformed input raises :class:`ragnb.errors.InputError`
+naming the file and the 1-based line. Writers write to a temporary file in the target folder and
+rename it over the target, so a crash never leaves a half-written file and never loses the old one.
+
+Formats
+-------
+BEIR folder
+    ``corpus.jsonl`` (``_id``, ``title`` optional, ``text``), ``queries.jsonl`` (``_id``,
+    ``text``), ``qrels/<split>.tsv`` (``query-id  corpus-id  score``, tab-separated, with or
+    without the header line). Thakur et al., "BEIR", NeurIPS 2021 Datasets and Benchmarks.
+TREC qrels
+    ``qid iter docid rel``, whitespace-separated (the ``iter`` column is ignored).
+TREC run
+    ``qid Q0 docid rank score tag``, whitespace-separated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pandas as pd
+
+from ragnb.errors import InputError
+from ragnb.frames import QRELS_COLUMNS, RUN_COLUMNS, check_run
+
+__all__ = [
+    "BeirDataset",
+    "atomic_write",
+    "read_beir",
+    "read_corpus",
+    "read_queries",
+    "read_qrels",
+    "read_run",
+    "read_json",
+    "write_json",
+    "write_qrels",
+    "write_run",
+    "write_jsonl",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# atomic writes
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path``; on success rename it over ``path``.
+
+    On an exception the temporary file is removed and ``path`` is left as it was.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The final file.
+    mode : {"w", "wb"}
+        Text (UTF-8, ``\\n`` line ends) or binary.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        if "b" in mode:
+            f: IO[Any] = os.fdopen(fd, mode)
+        else:
+            f = os.fdopen(fd, mode, encoding="utf-8", newline="\n")
+        with f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(obj: Any, path: str | os.PathLike[str]) -> None:
+    """Write ``obj`` as indented UTF-8 JSON, atomically."""
+    with atomic_write(path) as f:
+        json.dump(obj, f, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+        f.write("\n")
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON file; a syntax error names the file and line."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"malformed JSON: {e.msg}", path=path, line=e.lineno) from None
+
+
+def write_jsonl(records: list[dict[str, Any]], path: str | os.PathLike[str]) -> None:
+    """Write one JSON object per line, atomically."""
+    with atomic_write(path) as f:
+        for rec in records:
+            f.write(json.dumps(rec, ensure_ascii=False))
+            f.write("\n")
+
+
+# --------------------------------------------------------------------------------------------
+# BEIR
+
+
+def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"malformed JSON: {e.msg}", path=path, line=lineno) from None
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", path=path, line=lineno)
+            yield lineno, obj
+
+
+def _field(obj: dict[str, Any], name: str, path: Path, lineno: int, default: Any = None) -> str:
+    if name not in obj or obj[name] is None:
+        if default is not None:
+            return default
+        raise InputError(f"missing field {name!r}", path=path, line=lineno, column=name)
+    value = obj[name]
+    if not isinstance(value, str | int):
+        raise InputError(
+            f"field {name!r} must be a string, got {type(value).__name__}",
+            path=path,
+            line=lineno,
+            column=name,
+        )
+    return str(value)
+
+
+def read_corpus(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a BEIR ``corpus.jsonl``.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        One JSON object per line with ``_id``, ``text`` and optionally ``title``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``doc_id``, ``title`` (``""`` when absent), ``text``; file order.
+
+    Raises
+    ------
+    InputError
+        Malformed JSON, a missing ``_id`` or ``text``, or a duplicate ``_id`` (file and line).
+    """
+    path = Path(path)
+    rows = []
+    seen: dict[str, int] = {}
+    for lineno, obj in _iter_jsonl(path):
+        did = _field(obj, "_id", path, lineno)
+        if did in seen:
+            raise InputError(
+                f"duplicate _id {did!r} (first on line {seen[did]})", path=path, line=lineno
+            )
+        seen[did] = lineno
+        rows.append((did, _field(obj, "title", path, lineno, ""), _field(obj, "text", path, lineno)))
+    return pd.DataFrame(rows, columns=["doc_id", "title", "text"], dtype=object)
+
+
+def read_queries(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a BEIR ``queries.jsonl``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``text``; file order.
+
+    Raises
+    ------
+    InputError
+        Malformed JSON, a missing ``_id`` or ``text``, or a duplicate ``_id`` (file and line).
+    """
+    path = Path(path)
+    rows = []
+    seen: dict[str, int] = {}
+    for lineno, obj in _iter_jsonl(path):
+        qid = _field(obj, "_id", path, lineno)
+        if qid in seen:
+            raise InputError(
+                f"duplicate _id {qid!r} (first on line {seen[qid]})", path=path, line=lineno
+            )
+        seen[qid] = lineno
+        rows.append((qid, _field(obj, "text", path, lineno)))
+    return pd.DataFrame(rows, columns=["query_id", "text"], dtype=object)
+
+
+def _parse_grade(token: str, path: Path, lineno: int) -> int:
+    try:
+        value = int(token)
+    except ValueError:
+        raise InputError(
+            f"grade is not an integer: {token!r}", path=path, line=lineno, column="relevance"
+        ) from None
+    return value
+
+
+def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read qrels in BEIR TSV form (3 columns, header optional) or TREC form (4 columns).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        BEIR: ``query-id<TAB>corpus-id<TAB>score``; TREC: ``qid iter docid rel``. The form is
+        taken from the number of columns of the first data line.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id``, ``relevance`` (int64), file order.
+
+    Raises
+    ------
+    InputError
+        Wrong number of columns, a non-integer grade, or a duplicate (query, document) pair,
+        naming the file and line.
+    """
+    path = Path(path)
+    rows: list[tuple[str, str, int]] = []
+    seen: dict[tuple[str, str], int] = {}
+    ncols = None
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            parts = line.split("\t") if "\t" in line else line.split()
+            parts = [p.strip() for p in parts]
+            if not any(parts):
+                continue
+            if ncols is None:
+                if len(parts) not in (3, 4):
+                    raise InputError(
+                        f"expected 3 (BEIR) or 4 (TREC) columns, found {len(parts)}",
+                        path=path,
+                        line=lineno,
+                    )
+                ncols = len(parts)
+                if ncols == 3 and parts[0].lower() in ("query-id", "query_id", "qid"):
+                    continue  # BEIR header line
+            if len(parts) != ncols:
+                raise InputError(
+                    f"expected {ncols} columns like the first line, found {len(parts)}",
+                    path=path,
+                    line=lineno,
+                )
+            qid, did, grade = (parts[0], parts[1], parts[2]) if ncols == 3 else (
+                parts[0], parts[2], parts[3]
+            )
+            rel = _parse_grade(grade, path, lineno)
+            key = (qid, did)
+            if key in seen:
+                raise InputError(
+                    f"duplicate judgement of doc {did!r} (first on line {seen[key]})",
+                    path=path,
+                    line=lineno,
+                    query_id=qid,
+                )
+            seen[key] = lineno
+            rows.append((qid, did, rel))
+    df = pd.DataFrame(rows, columns=list(QRELS_COLUMNS))
+    df["query_id"] = df["query_id"].astype(object)
+    df["doc_id"] = df["doc_id"].astype(object)
+    df["relevance"] = df["relevance"].astype("int64")
+    return df
+
+
+def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a TREC run file ``qid Q0 docid rank score tag``.
+
+    Parameters
+    ----------
+    path : str or PathLike
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id``, ``score`` (float64), ``rank`` (int64), ``tag``; file
+        order. Evaluation orders by score (see :func:`ragnb.frames.sort_run`).
+
+    Raises
+    ------
+    InputError
+        Wrong number of columns, a non-integer rank, a non-numeric or NaN score, or a duplicate
+        (query, document) pair, naming the file and line.
+    """
+    path = Path(path)
+    qids: list[str] = []
+    dids: list[str] = []
+    ranks: list[int] = []
+    scores: list[float] = []
+    tags: list[str] = []
+    seen: dict[tuple[str, str], int] = {}
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise InputError(
+                    f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
+                    path=path,
+                    line=lineno,
+                )
+            qid, _, did, rank_s, score_s, tag = parts
+            try:
+                rank = int(rank_s)
+            except ValueError:
+                raise InputError(
+                    f"rank is not an integer: {rank_s!r}", path=path, line=lineno, column="rank"
+                ) from None
+            try:
+                score = float(score_s)
+            except ValueError:
+                raise InputError(
+                    f"score is not a number: {score_s!r}", path=path, line=lineno, column="score"
+                ) from None
+            if math.isnan(score):
+                raise InputError("score is NaN", path=path, line=lineno, column="score")
+            key = (qid, did)
+            if key in seen:
+                raise InputError(
+                    f"duplicate entry for doc {did!r} (first on line {seen[key]})",
+                    path=path,
+                    line=lineno,
+                    query_id=qid,
+                )
+            seen[key] = lineno
+            qids.append(qid)
+            dids.append(did)
+            ranks.append(rank)
+            scores.append(score)
+            tags.append(tag)
+    return pd.DataFrame(
+        {
+            "query_id": pd.Series(qids, dtype=object),
+            "doc_id": pd.Series(dids, dtype=object),
+            "score": pd.Series(scores, dtype="float64"),
+            "rank": pd.Series(ranks, dtype="int64"),
+            "tag": pd.Series(tags, dtype=object),
+        }
+    )
+
+
+def write_run(
+    run: pd.DataFrame, path: str | os.PathLike[str], tag: str | None = None
+) -> None:
+    """Write a run as a TREC run file, atomically, ranks in trec_eval's score order.
+
+    Scores are written with Python's shortest round-trip ``repr``, so reading the file back
+    gives the same float64 values bit for bit.
+
+    Parameters
+    ----------
+    run : DataFrame
+        Columns ``query_id``, ``doc_id``, ``score``; ``tag`` is used when ``tag`` is None.
+    path : str or PathLike
+    tag : str, optional
+        The system name written in the last column (no white space). Default: the run's ``tag``
+        column, else ``"ragnb"``.
+
+    Raises
+    ------
+    InputError
+        On a malformed run frame or a tag with white space.
+    """
+    from ragnb.frames import sort_run
+
+    check_run(run)
+    if tag is None:
+        tag = str(run["tag"].iloc[0]) if "tag" in run.columns and len(run) else "ragnb"
+    if not tag or any(c.isspace() for c in tag):
+        raise InputError(f"run tag must be one word, got {tag!r}")
+    ordered = sort_run(run[list(RUN_COLUMNS)], warn=False).run
+    with atomic_write(path) as f:
+        for qid, did, rank, score in zip(
+            ordered["query_id"], ordered["doc_id"], ordered["rank"], ordered["score"]
+        ):
+            f.write(f"{qid} Q0 {did} {rank} {float(score)!r} {tag}\n")
+
+
+def write_qrels(qrels: pd.DataFrame, path: str | os.PathLike[str], form: str = "trec") -> None:
+    """Write qrels atomically, as TREC (``qid 0 docid rel``) or BEIR TSV with header.
+
+    Parameters
+    ----------
+    qrels : DataFrame
+        Columns ``query_id``, ``doc_id``, ``relevance``.
+    path : str or PathLike
+    form : {"trec", "beir"}, default "trec"
+    """
+    from ragnb.frames import check_qrels
+
+    check_qrels(qrels)
+    if form not in ("trec", "beir"):
+        raise InputError(f"unknown qrels form {form!r}; use 'trec' or 'beir'")
+    with atomic_write(path) as f:
+        if form == "beir":
+            f.write("query-id\tcorpus-id\tscore\n")
+        for qid, did, rel in zip(qrels["query_id"], qrels["doc_id"], qrels["relevance"]):
+            if form == "trec":
+                f.write(f"{qid} 0 {did} {int(rel)}\n")
+            else:
+                f.write(f"{qid}\t{did}\t{int(rel)}\n")
+
+
+@dataclass
+class BeirDataset:
+    """A dataset in BEIR layout, loaded.
+
+    Attributes
+    ----------
+    path : Path
+        The folder.
+    name : str
+        The folder's name.
+    split : str
+        The qrels split loaded.
+    corpus, queries, qrels : DataFrame
+        See :mod:`ragnb.frames`. ``queries`` holds every query of ``queries.jsonl``.
+    meta : dict
+        Contents of ``recipe.json`` beside the data, if any (how the dataset was built).
+    """
+
+    path: Path
+    name: str
+    split: str
+    corpus: pd.DataFrame
+    queries: pd.DataFrame
+    qrels: pd.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def judged_queries(self) -> pd.DataFrame:
+        """The queries that have qrels in this split, in ``queries.jsonl`` order."""
+        ids = set(self.qrels["query_id"])
+        return self.queries[self.queries["query_id"].isin(ids)].reset_index(drop=True)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for a report: documents, queries, judged queries, pairs, grades."""
+        grades = self.qrels["relevance"].value_counts().sort_index()
+        return {
+            "dataset": self.name,
+            "path": str(self.path),
+            "split": self.split,
+            "documents": len(self.corpus),
+            "queries": len(self.queries),
+            "judged_queries": int(self.qrels["query_id"].nunique()),
+            "qrels_pairs": len(self.qrels),
+            "grades": {int(k): int(v) for k, v in grades.items()},
+        }
+
+
+def read_beir(path: str | os.PathLike[str], split: str = "test") -> BeirDataset:
+    """Read a BEIR folder.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Folder holding ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
+    split : str, default "test"
+
+    Returns
+    -------
+    BeirDataset
+
+    Raises
+    ------
+    FileNotFoundError
+        If the folder or one of its files is missing (the message lists what the folder holds).
+    InputError
+        On malformed content, or qrels that name a query missing from ``queries.jsonl``.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"no BEIR dataset folder at {path}")
+    qrels_path = path / "qrels" / f"{split}.tsv"
+    for p in (path / "corpus.jsonl", path / "queries.jsonl", qrels_path):
+        if not p.exists():
+            have = sorted(str(x.relative_to(path)) for x in path.rglob("*") if x.is_file())
+            raise FileNotFoundError(f"{p} not found; the folder holds {have[:20]}")
+    corpus = read_corpus(path / "corpus.jsonl")
+    queries = read_queries(path / "queries.jsonl")
+    qrels = read_qrels(qrels_path)
+    missing = set(qrels["query_id"]) - set(queries["query_id"])
+    if missing:
+        qid = sorted(missing)[0]
+        raise InputError(
+            f"{len(missing)} qrels queries are not in queries.jsonl", path=qrels_path, query_id=qid
+        )
+    meta = read_json(path / "recipe.json") if (path / "recipe.json").exists() else {}
+    return BeirDataset(path, path.name, split, corpus, queries, qrels, meta)
