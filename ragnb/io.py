@@ -71,6 +71,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
         if "b" in mode:
             f: IO[Any] = os.fdopen(fd, mode)
         else:
@@ -84,6 +85,12 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_json(obj: Any, path: str | os.PathLike[str]) -> None:
