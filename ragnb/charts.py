@@ -1,0 +1,157 @@
+"""Charts: a tidy DataFrame in, an altair chart out; and offline rendering for reports.
+
+Every builder takes the frame it draws (no computation here beyond reshaping) so the data behind
+a chart is always at hand, and returns an ``altair.Chart``.
+
+Reports must render with the network off, so :func:`setup` switches altair to the ``ragnb``
+renderer: each chart becomes a ``text/html`` output that calls ``vegaEmbed`` on its spec (data
+inline), and :func:`setup` itself displays, once per notebook, a script holding the Vega,
+Vega-Lite and vega-embed libraries bundled by ``vl-convert`` (no CDN). The Vega-Lite JSON
+mimetype is included beside the HTML so JupyterLab still draws charts natively.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cache
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+__all__ = [
+    "RENDERER",
+    "javascript_bundle",
+    "measure_vs_k",
+    "per_query_distribution",
+    "setup",
+    "spec_to_html",
+]
+
+RENDERER = "ragnb"
+
+
+@cache
+def javascript_bundle() -> str:
+    """Vega, Vega-Lite and vega-embed as one script (vl-convert), matching altair's Vega-Lite."""
+    import vl_convert as vlc
+
+    major_minor = ".".join(alt.VEGALITE_VERSION.split(".")[:2])
+    return vlc.javascript_bundle(vl_version=major_minor)
+
+
+def spec_to_html(spec: dict[str, Any]) -> str:
+    """HTML that draws ``spec`` with the page's ``vegaEmbed`` once the page has loaded.
+
+    Parameters
+    ----------
+    spec : dict
+        A Vega-Lite specification (data inline).
+
+    Returns
+    -------
+    str
+        A ``<div>`` and a ``<script>``; on failure the chart's div shows the error.
+    """
+    blob = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    div = "ragnb-chart-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
+    # "</" must not end the script element early when the data holds such text
+    blob = blob.replace("</", "<\\/")
+    return f"""<div id="{div}" class="ragnb-chart"></div>
+<script type="text/javascript">
+(function (spec) {{
+  var el = document.getElementById("{div}");
+  function draw() {{
+    if (!window.vegaEmbed) {{
+      el.innerHTML = "<pre>chart library missing: run ragnb.charts.setup() first</pre>";
+      return;
+    }}
+    window.vegaEmbed(el, spec, {{"mode": "vega-lite", "actions": false, "renderer": "svg"}})
+      .catch(function (err) {{ el.innerHTML = "<pre>chart error: " + err + "</pre>"; }});
+  }}
+  if (document.readyState === "complete") {{ draw(); }}
+  else {{ window.addEventListener("load", draw); }}
+}})({blob});
+</script>"""
+
+
+def _renderer(spec: dict[str, Any], **_: Any) -> dict[str, Any]:
+    mime = f"application/vnd.vegalite.v{alt.VEGALITE_VERSION.split('.')[0]}+json"
+    return {
+        "text/html": spec_to_html(spec),
+        mime: spec,
+        "text/plain": "<altair chart: drawn by vega-embed>",
+    }
+
+
+def setup(max_rows: int | None = 20_000) -> Any:
+    """Enable the offline renderer and return the script bundle to display once.
+
+    Call it in a notebook's first code cell and let the cell display the result.
+
+    Parameters
+    ----------
+    max_rows : int or None, default 20000
+        Altair's inline-data row limit (None disables it).
+
+    Returns
+    -------
+    IPython.display.HTML
+        A ``<script>`` with the Vega libraries (about 0.9 MB).
+    """
+    from IPython.display import HTML
+
+    alt.renderers.register(RENDERER, _renderer)
+    alt.renderers.enable(RENDERER)
+    if max_rows is None:
+        alt.data_transformers.disable_max_rows()
+    else:
+        alt.data_transformers.enable("default", max_rows=max_rows)
+    bundle = javascript_bundle().replace("</script", "<\\/script")
+    return HTML(f'<script type="text/javascript">{bundle}</script>')
+
+
+def measure_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.Chart:
+    """Each measure against the cutoff K, one line per retriever, one panel per measure family.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Columns ``retriever`` (str), ``family`` (str, e.g. ``"nDCG"``), ``k`` (int),
+        ``value`` (float), ``measure`` (str, full name, for the tooltip).
+    """
+    base = alt.Chart(frame).encode(
+        x=alt.X("k:Q", title="cutoff K", scale=alt.Scale(type="log", base=2)),
+        y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=True)),
+        color=alt.Color("retriever:N", title="retriever"),
+        tooltip=["retriever:N", "measure:N", alt.Tooltip("value:Q", format=".4f")],
+    )
+    layered = alt.layer(base.mark_line(), base.mark_point(size=30), data=frame)
+    return layered.properties(width=width, height=height).facet(
+        facet=alt.Facet("family:N", title=None), columns=3
+    ).resolve_scale(y="independent")
+
+
+def per_query_distribution(
+    frame: pd.DataFrame, *, width: int = 220, height: int = 160
+) -> alt.Chart:
+    """Per-query values of each measure as box plots, one box per retriever.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Columns ``retriever``, ``measure``, ``query_id``, ``value`` (one row per query).
+    """
+    return (
+        alt.Chart(frame)
+        .mark_boxplot(extent="min-max")
+        .encode(
+            x=alt.X("retriever:N", title=None),
+            y=alt.Y("value:Q", title=None),
+            color=alt.Color("retriever:N", legend=None),
+        )
+        .properties(width=width, height=height)
+        .facet(facet=alt.Facet("measure:N", title=None), columns=3)
+        .resolve_scale(y="independent")
+    )

@@ -1,0 +1,192 @@
+"""The ``ragnb`` command line: the same functions the notebooks call.
+
+::
+
+    ragnb report NOTEBOOK [-p NAME VALUE]... [--dataset PATH]
+    ragnb report --all [--dataset PATH]
+    ragnb retrieve --dataset PATH --retriever bm25|dense|hybrid [--model M] [-k 100] --out RUN
+    ragnb evaluate QRELS RUN -m nDCG@10 -m P@5 ... [--per-query] [--format table|csv|json]
+    ragnb data build-sample [--out data/pydocs]
+
+Bad input ends with ``ragnb: error: ...`` naming the file, line, query or parameter, and exit
+status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ragnb.errors import InputError
+
+__all__ = ["main"]
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from ragnb import report
+
+    params = dict(args.param or [])
+    if args.dataset:
+        params["dataset"] = str(Path(args.dataset).resolve())
+    if args.all:
+        if args.notebook:
+            raise InputError("give either a NOTEBOOK or --all, not both")
+        names = [p.stem for p in report.list_notebooks()]
+    elif args.notebook:
+        names = [args.notebook]
+    else:
+        raise InputError("name a NOTEBOOK or use --all")
+    for name in names:
+        path = report.resolve_notebook(name)
+        mine = params
+        if args.all:  # a shared --dataset goes to the notebooks that take one
+            declared = report.notebook_parameters(path)
+            mine = {k: v for k, v in params.items() if k in declared or k != "dataset"}
+        result = report.render_report(path, mine, update_index=False)
+        print(f"{result.notebook}: {result.html} ({result.seconds:.1f} s)")
+    index = report.build_index()
+    print(f"index: {index}")
+    return 0
+
+
+def _cmd_retrieve(args: argparse.Namespace) -> int:
+    from ragnb.experiment import make_retriever
+    from ragnb.io import read_beir, write_run
+
+    dataset = read_beir(args.dataset, split=args.split)
+    queries = dataset.judged_queries
+    retriever = make_retriever(
+        args.retriever, model=args.model, rrf_k=args.rrf_k, depth=max(args.k, 100),
+        cache_dir=args.cache_dir or None,
+    )
+    retriever.index(dataset.corpus)
+    run = retriever.retrieve(queries, k=args.k)
+    write_run(run, args.out, tag=args.tag or args.retriever)
+    print(
+        f"{args.out}: {run['query_id'].nunique()} queries x top {args.k} "
+        f"({args.retriever} on {dataset.name}/{args.split})",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from ragnb.evaluate import evaluate
+    from ragnb.io import read_qrels, read_run
+
+    qrels = read_qrels(args.qrels)
+    run = read_run(args.run)
+    measures = args.measure or ["P@5", "P@10", "R@100", "nDCG@10", "RR"]
+    result = evaluate(qrels, run, measures, order=args.order)
+    if args.per_query:
+        frame = result.per_query_wide().reset_index()
+        all_row = {"query_id": "all", **result.aggregate_to_dict()}
+        import pandas as pd
+
+        frame = pd.concat([frame, pd.DataFrame([all_row])], ignore_index=True)
+    else:
+        frame = result.aggregate
+    if args.format == "csv":
+        frame.to_csv(sys.stdout, index=False)
+    elif args.format == "json":
+        payload = {
+            "aggregate": result.aggregate.to_dict(orient="records"),
+            "counts": result.counts,
+        }
+        if args.per_query:
+            payload["per_query"] = result.per_query.to_dict(orient="records")
+        json.dump(payload, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        if args.per_query:
+            long = result.per_query
+            for qid, measure, value in zip(long["query_id"], long["measure"], long["value"]):
+                print(f"{measure:<24}\t{qid}\t{value:.4f}")
+        for row in result.aggregate.itertuples(index=False):
+            print(f"{row.measure:<24}\tall\t{row.value:.4f}\t(n_valid={row.n_valid})")
+    counts = result.counts
+    notes = []
+    if counts.get("queries_missing_from_run"):
+        notes.append(f"{counts['queries_missing_from_run']} qrels queries absent from the run "
+                     "scored 0")
+    if counts.get("run_queries_without_qrels"):
+        notes.append(f"{counts['run_queries_without_qrels']} run queries without qrels left out")
+    if counts.get("rank_disagreements"):
+        notes.append(f"{counts['rank_disagreements']} queries ordered by score, not file rank")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def _cmd_data(args: argparse.Namespace) -> int:
+    from ragnb.sample_data import build_sample
+
+    summary = build_sample(args.out)
+    print(json.dumps({k: v for k, v in summary.items() if not isinstance(v, dict | list)},
+                     indent=2, default=str))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="ragnb", description="Evaluate the retrieval step of RAG systems."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("report", help="execute notebooks into HTML reports")
+    p.add_argument("notebook", nargs="?", help="notebook name in notebooks/ (or a path)")
+    p.add_argument("--all", action="store_true", help="every notebook in notebooks/")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="a notebook parameter (repeatable); unknown names are an error")
+    p.add_argument("--dataset", help="BEIR folder; sets the notebook parameter 'dataset'")
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("retrieve", help="write a TREC run for the queries of a qrels split")
+    p.add_argument("--dataset", required=True, help="BEIR folder")
+    p.add_argument("--retriever", required=True, choices=["bm25", "dense", "hybrid"])
+    p.add_argument("--model", default="all-MiniLM-L6-v2",
+                   help="sentence-transformers name or path, or openai:<model>")
+    p.add_argument("-k", type=int, default=100, help="documents per query (default 100)")
+    p.add_argument("--split", default="test", help="qrels split (default test)")
+    p.add_argument("--rrf-k", type=int, default=60, help="RRF constant for hybrid (default 60)")
+    p.add_argument("--cache-dir", default="", help="embedding cache folder")
+    p.add_argument("--tag", default="", help="run tag (default: the retriever)")
+    p.add_argument("--out", required=True, help="TREC run file to write")
+    p.set_defaults(func=_cmd_retrieve)
+
+    p = sub.add_parser("evaluate", help="evaluate a TREC run against qrels")
+    p.add_argument("qrels", help="TREC qrels or BEIR qrels .tsv")
+    p.add_argument("run", help="TREC run file")
+    p.add_argument("-m", "--measure", action="append",
+                   help="measure name, e.g. nDCG@10, P(rel=2)@5, ndcg_cut_10 (repeatable)")
+    p.add_argument("--per-query", action="store_true", help="also print per-query values")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--order", choices=["score", "file"], default="score",
+                   help="score: trec_eval order (default); file: the run's own order")
+    p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser("data", help="build the embedded sample dataset")
+    dsub = p.add_subparsers(dest="data_command", required=True)
+    b = dsub.add_parser("build-sample", help="build data/pydocs from the stdlib's docstrings")
+    b.add_argument("--out", default="data/pydocs", help="output folder (default data/pydocs)")
+    b.set_defaults(func=_cmd_data)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ragnb`` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (InputError, FileNotFoundError) as e:
+        print(f"ragnb: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,322 @@
+"""The analysis behind notebook 01: several retrievers on one dataset, every core measure.
+
+Data flows one way: a BEIR folder -> runs (one per retriever) -> :func:`ragnb.evaluate.evaluate`
+-> tidy frames -> tables and charts. :class:`RetrievalEvaluationConfig` mirrors the notebook's
+``parameters`` cell field for field (a test checks it with ``papermill.inspect_notebook``).
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass, field, fields
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ragnb.cache import Cache
+from ragnb.embed import DEFAULT_MODEL, make_embedder
+from ragnb.errors import InputError
+from ragnb.evaluate import evaluate
+from ragnb.io import BeirDataset, read_beir
+from ragnb.measures import Measure
+from ragnb.retrieve import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
+
+__all__ = [
+    "Comparison",
+    "RetrievalEvaluationConfig",
+    "compare_retrievers",
+    "core_measures",
+    "make_retriever",
+    "versions",
+]
+
+RETRIEVERS = ("bm25", "dense", "hybrid")
+
+
+@dataclass
+class RetrievalEvaluationConfig:
+    """Parameters of notebook 01 (``notebooks/01_retrieval_evaluation.ipynb``).
+
+    Attributes
+    ----------
+    dataset : str
+        BEIR folder; relative paths are taken from the project root.
+    split : str
+        Qrels split to evaluate.
+    retrievers : list of str
+        Any of ``"bm25"``, ``"dense"``, ``"hybrid"`` (RRF of BM25 and dense).
+    model : str
+        Embedder for dense retrieval: sentence-transformers name or path, or ``openai:<model>``.
+    depth : int
+        Documents retrieved per query (the run's length).
+    cutoffs : list of int
+        Cutoffs K at which each measure is computed.
+    headline_k : int
+        The cutoff of the summary table.
+    alpha : float in [0, 1]
+        Weight of precision in F, F_e, T, T_u (Primer eqs. 1-4).
+    rel : int
+        Minimum grade counted as relevant by binary measures.
+    rrf_k : int
+        Constant of reciprocal rank fusion (Cormack et al. 2009).
+    cache_dir : str
+        Embedding cache folder; empty for ``$RAGNB_CACHE_DIR`` or ``~/.cache/ragnb``.
+    """
+
+    dataset: str = "data/pydocs"
+    split: str = "test"
+    retrievers: list[str] = field(default_factory=lambda: list(RETRIEVERS))
+    model: str = DEFAULT_MODEL
+    depth: int = 100
+    cutoffs: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 20, 50, 100])
+    headline_k: int = 10
+    alpha: float = 0.5
+    rel: int = 1
+    rrf_k: int = 60
+    cache_dir: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = [r for r in self.retrievers if r not in RETRIEVERS]
+        if unknown or not self.retrievers:
+            raise InputError(f"retrievers must be among {list(RETRIEVERS)}, got {self.retrievers}",
+                             column="retrievers")
+        if not self.cutoffs or any(int(k) < 1 for k in self.cutoffs):
+            raise InputError(f"cutoffs must be positive integers, got {self.cutoffs}",
+                             column="cutoffs")
+        if max(self.cutoffs) > self.depth:
+            raise InputError(
+                f"the largest cutoff ({max(self.cutoffs)}) exceeds depth ({self.depth})",
+                column="cutoffs",
+            )
+        if not 0.0 <= float(self.alpha) <= 1.0:
+            raise InputError(f"alpha must lie in [0, 1], got {self.alpha}", column="alpha")
+
+    @classmethod
+    def from_params(cls, **params: Any) -> RetrievalEvaluationConfig:
+        """Build from notebook parameters; unknown names raise :class:`InputError`."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(params) - names)
+        if unknown:
+            raise InputError(f"unknown parameter(s) {unknown}; known: {sorted(names)}")
+        return cls(**params)
+
+    def dataset_path(self, root: Path | None = None) -> Path:
+        """The dataset folder, relative paths resolved against ``root`` (the project root)."""
+        from ragnb.report import project_root
+
+        path = Path(self.dataset)
+        return path if path.is_absolute() else (root or project_root()) / path
+
+
+def versions() -> dict[str, str]:
+    """Python, platform and the versions of the libraries that produce the numbers."""
+    out = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for dist in ("ragnb", "numpy", "pandas", "bm25s", "sentence-transformers", "torch",
+                 "transformers", "openai", "altair", "papermill"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def make_retriever(
+    kind: str,
+    *,
+    model: str = DEFAULT_MODEL,
+    rrf_k: int = 60,
+    depth: int = 100,
+    cache: Cache | None = None,
+    cache_dir: str | None = None,
+    progress: bool = True,
+) -> Retriever:
+    """A retriever by name: ``"bm25"``, ``"dense"`` or ``"hybrid"`` (RRF of the two).
+
+    Raises
+    ------
+    InputError
+        On an unknown name.
+    """
+    if kind == "bm25":
+        return BM25Retriever()
+    if kind in ("dense", "hybrid"):
+        embedder = make_embedder(model, cache=cache, cache_dir=cache_dir, progress=progress)
+        dense = DenseRetriever(embedder)
+        if kind == "dense":
+            return dense
+        return HybridRetriever(BM25Retriever(), dense, rrf_k=rrf_k, depth=depth)
+    raise InputError(f"unknown retriever {kind!r}; use one of {list(RETRIEVERS)}")
+
+
+def core_measures(cutoffs: list[int], alpha: float = 0.5, rel: int = 1) -> list[Measure]:
+    """The measures of notebook 01 at every cutoff: P, R, nDCG, Success, Judged, F, F_e, T,
+    T_u, nDCG_inK, and RR (no cutoff)."""
+    out: list[Measure] = [Measure("RR", rel=rel)]
+    for k in sorted(set(int(c) for c in cutoffs)):
+        out += [
+            Measure("P", k, rel=rel),
+            Measure("R", k, rel=rel),
+            Measure("nDCG", k),
+            Measure("Success", k, rel=rel),
+            Measure("Judged", k),
+            Measure("F", k, alpha=alpha, rel=rel),
+            Measure("F_e", k, alpha=alpha, rel=rel),
+            Measure("T", k, alpha=alpha, rel=rel),
+            Measure("T_u", k, alpha=alpha, rel=rel),
+            Measure("nDCG_inK", k, rel=rel),
+        ]
+    return out
+
+
+@dataclass
+class Comparison:
+    """Retrievers compared on one dataset.
+
+    Attributes
+    ----------
+    config : RetrievalEvaluationConfig
+    dataset : BeirDataset
+    runs : dict of str to DataFrame
+        One run frame per retriever.
+    aggregate : DataFrame
+        Columns ``retriever``, ``measure``, ``family``, ``k`` (NaN for no cutoff), ``value``,
+        ``n_valid``, ``n_queries``.
+    per_query : DataFrame
+        Columns ``retriever``, ``measure``, ``family``, ``k``, ``query_id``, ``value``.
+    counts : dict of str to dict
+        Per retriever, the policies' counts from :func:`ragnb.evaluate.evaluate`.
+    timings : dict of str to float
+        Seconds to index and retrieve, per retriever.
+    retrievers : dict of str to dict
+        Each retriever's configuration (:meth:`Retriever.describe`).
+    cache : dict
+        Cache location and hit/miss counts.
+    """
+
+    config: RetrievalEvaluationConfig
+    dataset: BeirDataset
+    runs: dict[str, pd.DataFrame]
+    aggregate: pd.DataFrame
+    per_query: pd.DataFrame
+    counts: dict[str, dict[str, Any]]
+    timings: dict[str, float]
+    retrievers: dict[str, dict[str, Any]]
+    cache: dict[str, Any]
+
+    def headline(self, k: int | None = None) -> pd.DataFrame:
+        """One row per retriever, one column per measure at cutoff ``k`` (and RR), with
+        ``n_valid``."""
+        k = k or self.config.headline_k
+        agg = self.aggregate
+        rows = agg[(agg["k"] == k) | agg["k"].isna()]
+        table = rows.pivot(index="retriever", columns="measure", values="value")
+        order = list(dict.fromkeys(rows["measure"]))
+        table = table[order]
+        table.insert(0, "n_valid", rows.groupby("retriever")["n_valid"].min())
+        table.insert(1, "n_queries", rows.groupby("retriever")["n_queries"].max())
+        return table.loc[[r for r in self.config.retrievers if r in table.index]]
+
+    def drilldown(self, k: int | None = None, families: tuple[str, ...] = ("nDCG", "R", "P"),
+                  ) -> pd.DataFrame:
+        """Per-query table at cutoff ``k``: query text, then one column per (measure, retriever).
+
+        Rows are sorted by the spread of the first family across retrievers (largest first), so
+        the queries where the retrievers disagree most come first.
+        """
+        k = k or self.config.headline_k
+        pq = self.per_query[(self.per_query["k"] == k) & self.per_query["family"].isin(families)]
+        wide = pq.pivot_table(index="query_id", columns=["measure", "retriever"], values="value")
+        first = [c for c in wide.columns if c[0].startswith(families[0])]
+        spread = wide[first].max(axis=1) - wide[first].min(axis=1)
+        wide = wide.loc[spread.sort_values(ascending=False, kind="stable").index]
+        texts = self.dataset.queries.set_index("query_id")["text"]
+        wide.insert(0, ("query", ""), texts.reindex(wide.index).to_numpy())
+        return wide
+
+    def counts_table(self) -> pd.DataFrame:
+        """The evaluation policies' counts per retriever (missing queries, rank disagreements,
+        F_e short runs, ...)."""
+        flat = {
+            name: {k: (v if not isinstance(v, dict) else sum(v.values())) for k, v in c.items()}
+            for name, c in self.counts.items()
+        }
+        return pd.DataFrame(flat).T
+
+    def provenance(self) -> dict[str, Any]:
+        """What produced the numbers: dataset, retrievers and models, versions, cache."""
+        return {
+            "dataset": self.dataset.summary(),
+            "dataset_recipe": {k: self.dataset.meta[k] for k in ("python_version",)
+                               if k in self.dataset.meta},
+            "config": asdict(self.config),
+            "retrievers": self.retrievers,
+            "timings_s": self.timings,
+            "cache": self.cache,
+            "versions": versions(),
+        }
+
+
+def compare_retrievers(
+    config: RetrievalEvaluationConfig, *, dataset: BeirDataset | None = None,
+    progress: bool = True,
+) -> Comparison:
+    """Run every retriever of ``config`` on its dataset and evaluate the runs.
+
+    Parameters
+    ----------
+    config : RetrievalEvaluationConfig
+    dataset : BeirDataset, optional
+        Already loaded data (default: read ``config.dataset``).
+    progress : bool
+        Progress bars while embedding.
+
+    Returns
+    -------
+    Comparison
+    """
+    if dataset is None:
+        dataset = read_beir(config.dataset_path(), split=config.split)
+    queries = dataset.judged_queries
+    cache = Cache(config.cache_dir or None)
+    measures = core_measures(config.cutoffs, config.alpha, config.rel)
+    runs: dict[str, pd.DataFrame] = {}
+    timings: dict[str, float] = {}
+    described: dict[str, dict[str, Any]] = {}
+    aggregates, per_queries, counts = [], [], {}
+    dense_cache: dict[str, DenseRetriever] = {}
+    for name in config.retrievers:
+        start = time.perf_counter()
+        if name == "hybrid" and "dense" in dense_cache:
+            retriever: Retriever = HybridRetriever(
+                BM25Retriever(), dense_cache["dense"], rrf_k=config.rrf_k, depth=config.depth
+            )
+            retriever.first.index(dataset.corpus)  # type: ignore[attr-defined]
+        else:
+            retriever = make_retriever(name, model=config.model, rrf_k=config.rrf_k,
+                                       depth=config.depth, cache=cache, progress=progress)
+            retriever.index(dataset.corpus)
+        if isinstance(retriever, DenseRetriever):
+            dense_cache["dense"] = retriever
+        run = retriever.retrieve(queries, k=config.depth)
+        timings[name] = time.perf_counter() - start
+        described[name] = retriever.describe()
+        runs[name] = run
+        result = evaluate(dataset.qrels, run, measures)
+        counts[name] = result.counts
+        aggregates.append(result.aggregate.assign(retriever=name))
+        per_queries.append(result.per_query.assign(retriever=name))
+    by_name = {str(m): m for m in measures}
+    aggregate = pd.concat(aggregates, ignore_index=True)
+    per_query = pd.concat(per_queries, ignore_index=True)
+    for frame in (aggregate, per_query):
+        frame["family"] = frame["measure"].map(lambda n: by_name[n].family)
+        frame["k"] = frame["measure"].map(lambda n: by_name[n].cutoff).astype("Float64")
+    aggregate = aggregate[["retriever", "measure", "family", "k", "value", "n_valid",
+                           "n_queries"]]
+    per_query = per_query[["retriever", "measure", "family", "k", "query_id", "value"]]
+    return Comparison(config, dataset, runs, aggregate, per_query, counts, timings, described,
+                      cache.summary())

@@ -1,0 +1,319 @@
+"""Retrievers that turn a corpus and queries into a run.
+
+Every retriever has ``name``, ``index(corpus)`` and ``retrieve(queries, k) -> run``, where
+``corpus`` and ``queries`` are the frames of :mod:`ragnb.frames` and the run has columns
+``query_id``, ``doc_id``, ``score``, ``rank`` (1-based, trec_eval order). A document is indexed as
+``title + " " + text`` (the BEIR convention).
+
+- :class:`BM25Retriever`: Okapi BM25 with bm25s. The default configuration is the standard one
+  of the BEIR baseline (Elasticsearch/Lucene BM25: ``k1=1.2``, ``b=0.75``, Lucene IDF, English
+  stop words, Snowball English stemmer), not tuned to any dataset.
+- :class:`DenseRetriever`: exact search by dot product of L2-normalised embeddings (cosine), top K.
+- :class:`HybridRetriever`: reciprocal rank fusion of two retrievers' runs (:func:`rrf`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragnb.embed import CachedEmbedder
+from ragnb.errors import InputError
+from ragnb.frames import sort_run
+
+__all__ = ["BM25Retriever", "DenseRetriever", "HybridRetriever", "Retriever", "rrf", "doc_texts"]
+
+
+def doc_texts(corpus: pd.DataFrame) -> list[str]:
+    """``title + " " + text`` for each document (just ``text`` when the title is empty)."""
+    titles = corpus["title"].fillna("").astype(str).to_numpy()
+    texts = corpus["text"].fillna("").astype(str).to_numpy()
+    return [f"{t} {x}" if t else x for t, x in zip(titles, texts)]
+
+
+def _run_frame(qids: list[str], doc_ids: np.ndarray, idx: np.ndarray, scores: np.ndarray) -> pd.DataFrame:
+    """Scatter (n_queries, k) index/score arrays into a sorted run frame."""
+    n, k = idx.shape
+    run = pd.DataFrame(
+        {
+            "query_id": np.repeat(np.asarray(qids, dtype=object), k),
+            "doc_id": doc_ids[idx.ravel()],
+            "score": scores.ravel().astype(np.float64),
+        }
+    )
+    return sort_run(run, warn=False).run
+
+
+class Retriever(ABC):
+    """Index a corpus once, then retrieve the top ``k`` documents per query."""
+
+    name: str
+
+    @abstractmethod
+    def index(self, corpus: pd.DataFrame) -> Retriever:
+        """Index ``corpus`` (columns ``doc_id``, ``title``, ``text``); returns self."""
+
+    @abstractmethod
+    def retrieve(self, queries: pd.DataFrame, k: int = 100) -> pd.DataFrame:
+        """Run frame with the top ``k`` documents of each query (columns ``query_id``, ``text``)."""
+
+    def describe(self) -> dict[str, Any]:
+        """Name and configuration, for reports."""
+        return {"retriever": self.name}
+
+
+def _check_k(k: int) -> None:
+    if not isinstance(k, int | np.integer) or k < 1:
+        raise InputError(f"cutoff k must be a positive integer, got {k!r}")
+
+
+class BM25Retriever(Retriever):
+    """Okapi BM25 (Robertson and Zaragoza 2009) with bm25s.
+
+    Parameters
+    ----------
+    k1 : float, default 1.2
+    b : float, default 0.75
+    method : str, default "lucene"
+        bm25s's scoring variant; ``"lucene"`` is Lucene's BM25 (IDF ``log(1 + (N-n+0.5)/(n+0.5))``).
+    stemmer : str or None, default "english"
+        Snowball stemmer language (PyStemmer); None for no stemming.
+    stopwords : str or None, default "en"
+        bm25s stop word list.
+    name : str, default "bm25"
+
+    References
+    ----------
+    Thakur et al., "BEIR", NeurIPS 2021 (BM25 baseline: Elasticsearch defaults).
+    Lu, "BM25S: Orders of magnitude faster lexical search via eager sparse scoring", 2024.
+    """
+
+    def __init__(
+        self,
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+        method: str = "lucene",
+        stemmer: str | None = "english",
+        stopwords: str | None = "en",
+        name: str = "bm25",
+    ) -> None:
+        self.k1, self.b, self.method = k1, b, method
+        self.stemmer_language, self.stopwords = stemmer, stopwords
+        self.name = name
+        self._model: Any = None
+        self._doc_ids: np.ndarray | None = None
+
+    def _stemmer(self) -> Any:
+        if self.stemmer_language is None:
+            return None
+        import Stemmer
+
+        return Stemmer.Stemmer(self.stemmer_language).stemWords
+
+    def _tokenize(self, texts: list[str]) -> Any:
+        import bm25s
+
+        return bm25s.tokenize(
+            texts,
+            stopwords=self.stopwords or [],
+            stemmer=self._stemmer(),
+            show_progress=False,
+        )
+
+    def index(self, corpus: pd.DataFrame) -> BM25Retriever:
+        import bm25s
+
+        self._doc_ids = corpus["doc_id"].astype(str).to_numpy(dtype=object)
+        self._model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        self._model.index(self._tokenize(doc_texts(corpus)), show_progress=False)
+        return self
+
+    def retrieve(self, queries: pd.DataFrame, k: int = 100) -> pd.DataFrame:
+        _check_k(k)
+        if self._model is None or self._doc_ids is None:
+            raise RuntimeError("call index(corpus) before retrieve()")
+        k = min(k, len(self._doc_ids))
+        qids = queries["query_id"].astype(str).tolist()
+        tokens = self._tokenize(queries["text"].astype(str).tolist())
+        idx, scores = self._model.retrieve(tokens, k=k, show_progress=False, n_threads=0)
+        return _run_frame(qids, self._doc_ids, np.asarray(idx), np.asarray(scores))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "retriever": self.name,
+            "kind": "bm25",
+            "library": "bm25s",
+            "k1": self.k1,
+            "b": self.b,
+            "method": self.method,
+            "stemmer": self.stemmer_language,
+            "stopwords": self.stopwords,
+        }
+
+
+class DenseRetriever(Retriever):
+    """Exact dense retrieval: cosine similarity of normalised embeddings, top K.
+
+    Parameters
+    ----------
+    embedder : CachedEmbedder
+        Embeds passages (``kind="passage"``) and queries (``kind="query"``); its vectors are
+        L2-normalised here again, so the dot product is the cosine.
+    name : str, default "dense"
+    query_batch : int, default 1024
+        Queries scored per matrix product (bounds memory: ``query_batch x n_docs`` floats).
+    """
+
+    def __init__(self, embedder: CachedEmbedder, *, name: str = "dense", query_batch: int = 1024):
+        self.embedder = embedder
+        self.name = name
+        self.query_batch = query_batch
+        self._doc_vecs: np.ndarray | None = None
+        self._doc_ids: np.ndarray | None = None
+
+    @staticmethod
+    def _normalise(x: np.ndarray) -> np.ndarray:
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+        return x / np.where(norms == 0, 1, norms)
+
+    def index(self, corpus: pd.DataFrame) -> DenseRetriever:
+        self._doc_ids = corpus["doc_id"].astype(str).to_numpy(dtype=object)
+        vecs = self.embedder.embed(doc_texts(corpus), kind="passage", desc="embedding passages")
+        self._doc_vecs = self._normalise(vecs)
+        return self
+
+    def retrieve(self, queries: pd.DataFrame, k: int = 100) -> pd.DataFrame:
+        _check_k(k)
+        if self._doc_vecs is None or self._doc_ids is None:
+            raise RuntimeError("call index(corpus) before retrieve()")
+        k = min(k, len(self._doc_ids))
+        qids = queries["query_id"].astype(str).tolist()
+        qvecs = self._normalise(
+            self.embedder.embed(queries["text"].astype(str).tolist(), kind="query",
+                                desc="embedding queries")
+        )
+        idx_parts, score_parts = [], []
+        for start in range(0, len(qids), self.query_batch):
+            sims = qvecs[start : start + self.query_batch] @ self._doc_vecs.T
+            top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+            top_scores = np.take_along_axis(sims, top, axis=1)
+            idx_parts.append(top)
+            score_parts.append(top_scores)
+        if not idx_parts:
+            return _run_frame([], self._doc_ids, np.zeros((0, k), int), np.zeros((0, k)))
+        return _run_frame(qids, self._doc_ids, np.vstack(idx_parts), np.vstack(score_parts))
+
+    def describe(self) -> dict[str, Any]:
+        return {"retriever": self.name, "kind": "dense", "search": "exact cosine",
+                **{f"embedder_{k}": v for k, v in self.embedder.describe().items()}}
+
+
+def rrf(runs: list[pd.DataFrame], rrf_k: int = 60, k: int | None = None) -> pd.DataFrame:
+    """Reciprocal rank fusion of several runs.
+
+    ``score(d) = sum over runs r containing d of 1 / (rrf_k + rank_r(d))``, ranks 1-based in
+    trec_eval order; a document absent from a run gets nothing from it.
+
+    Parameters
+    ----------
+    runs : list of DataFrame
+        Run frames (columns ``query_id``, ``doc_id``, ``score``).
+    rrf_k : int, default 60
+        The constant of Cormack et al. (2009).
+    k : int, optional
+        Keep the top ``k`` fused documents per query; default all.
+
+    Returns
+    -------
+    DataFrame
+        Run frame (``query_id``, ``doc_id``, ``score``, ``rank``).
+
+    References
+    ----------
+    Cormack, Clarke and Buettcher, "Reciprocal rank fusion outperforms Condorcet and individual
+    rank learning methods", SIGIR 2009, eq. 1.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> a = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["x", "y"], "score": [2.0, 1.0]})
+    >>> b = pd.DataFrame({"query_id": ["q"], "doc_id": ["y"], "score": [5.0]})
+    >>> fused = rrf([a, b], rrf_k=60)
+    >>> fused["doc_id"].tolist(), round(fused["score"].iloc[0], 6)  # y: 1/62 + 1/61
+    (['y', 'x'], 0.032523)
+    """
+    if not runs:
+        raise InputError("rrf needs at least one run")
+    if rrf_k < 0:
+        raise InputError(f"rrf_k must be >= 0, got {rrf_k}")
+    parts = []
+    for run in runs:
+        ranked = sort_run(run[["query_id", "doc_id", "score"]], warn=False).run
+        parts.append(
+            pd.DataFrame(
+                {
+                    "query_id": ranked["query_id"],
+                    "doc_id": ranked["doc_id"],
+                    "score": 1.0 / (rrf_k + ranked["rank"].to_numpy(dtype=np.float64)),
+                }
+            )
+        )
+    fused = (
+        pd.concat(parts, ignore_index=True)
+        .groupby(["query_id", "doc_id"], as_index=False, sort=False)["score"]
+        .sum()
+    )
+    out = sort_run(fused, warn=False).run
+    if k is not None:
+        out = out[out["rank"] <= k].reset_index(drop=True)
+    return out
+
+
+class HybridRetriever(Retriever):
+    """Reciprocal rank fusion of two retrievers (default: BM25 and dense).
+
+    Parameters
+    ----------
+    first, second : Retriever
+    rrf_k : int, default 60
+        Cormack et al. (2009).
+    depth : int, default 100
+        Documents taken from each retriever before fusion.
+    name : str, default "hybrid"
+    """
+
+    def __init__(
+        self,
+        first: Retriever,
+        second: Retriever,
+        *,
+        rrf_k: int = 60,
+        depth: int = 100,
+        name: str = "hybrid",
+    ) -> None:
+        self.first, self.second = first, second
+        self.rrf_k, self.depth, self.name = rrf_k, depth, name
+
+    def index(self, corpus: pd.DataFrame) -> HybridRetriever:
+        self.first.index(corpus)
+        self.second.index(corpus)
+        return self
+
+    def retrieve(self, queries: pd.DataFrame, k: int = 100) -> pd.DataFrame:
+        _check_k(k)
+        depth = max(k, self.depth)
+        runs = [self.first.retrieve(queries, depth), self.second.retrieve(queries, depth)]
+        return rrf(runs, rrf_k=self.rrf_k, k=k)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "retriever": self.name,
+            "kind": "hybrid-rrf",
+            "rrf_k": self.rrf_k,
+            "depth": self.depth,
+            "fuses": [self.first.name, self.second.name],
+        }
