@@ -134,12 +134,12 @@ class Cache:
 
     def put_many(self, namespace: str, items: Mapping[str, bytes]) -> None:
         """Store many values in one transaction (all land, or none)."""
-        with self._lock:
+        # the connection as context manager commits, or rolls back if any row fails
+        with self._lock, self._conn:
             self._conn.executemany(
                 "INSERT OR REPLACE INTO entries(namespace, key, value) VALUES (?, ?, ?)",
                 [(namespace, k, sqlite3.Binary(v)) for k, v in items.items()],
             )
-            self._conn.commit()
         self._count(namespace, "writes", len(items))
 
     def put(self, namespace: str, key: str, value: bytes) -> None:

@@ -128,9 +128,11 @@ def measure_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) ->
         tooltip=["retriever:N", "measure:N", alt.Tooltip("value:Q", format=".4f")],
     )
     layered = alt.layer(base.mark_line(), base.mark_point(size=30), data=frame)
-    return layered.properties(width=width, height=height).facet(
-        facet=alt.Facet("family:N", title=None), columns=3
-    ).resolve_scale(y="independent")
+    return (
+        layered.properties(width=width, height=height)
+        .facet(facet=alt.Facet("family:N", title=None), columns=3)
+        .resolve_scale(y="independent")
+    )
 
 
 def per_query_distribution(

@@ -59,7 +59,10 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
     dataset = read_beir(args.dataset, split=args.split)
     queries = dataset.judged_queries
     retriever = make_retriever(
-        args.retriever, model=args.model, rrf_k=args.rrf_k, depth=max(args.k, 100),
+        args.retriever,
+        model=args.model,
+        rrf_k=args.rrf_k,
+        depth=max(args.k, 100),
         cache_dir=args.cache_dir or None,
     )
     retriever.index(dataset.corpus)
@@ -103,15 +106,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         if args.per_query:
             long = result.per_query
-            for qid, measure, value in zip(long["query_id"], long["measure"], long["value"]):
+            for qid, measure, value in zip(
+                long["query_id"], long["measure"], long["value"], strict=True
+            ):
                 print(f"{measure:<24}\t{qid}\t{value:.4f}")
         for row in result.aggregate.itertuples(index=False):
             print(f"{row.measure:<24}\tall\t{row.value:.4f}\t(n_valid={row.n_valid})")
     counts = result.counts
     notes = []
     if counts.get("queries_missing_from_run"):
-        notes.append(f"{counts['queries_missing_from_run']} qrels queries absent from the run "
-                     "scored 0")
+        notes.append(
+            f"{counts['queries_missing_from_run']} qrels queries absent from the run scored 0"
+        )
     if counts.get("run_queries_without_qrels"):
         notes.append(f"{counts['run_queries_without_qrels']} run queries without qrels left out")
     if counts.get("rank_disagreements"):
@@ -125,8 +131,13 @@ def _cmd_data(args: argparse.Namespace) -> int:
     from ragnb.sample_data import build_sample
 
     summary = build_sample(args.out)
-    print(json.dumps({k: v for k, v in summary.items() if not isinstance(v, dict | list)},
-                     indent=2, default=str))
+    print(
+        json.dumps(
+            {k: v for k, v in summary.items() if not isinstance(v, dict | list)},
+            indent=2,
+            default=str,
+        )
+    )
     return 0
 
 
@@ -140,16 +151,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="execute notebooks into HTML reports")
     p.add_argument("notebook", nargs="?", help="notebook name in notebooks/ (or a path)")
     p.add_argument("--all", action="store_true", help="every notebook in notebooks/")
-    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                   help="a notebook parameter (repeatable); unknown names are an error")
+    p.add_argument(
+        "-p",
+        "--param",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "VALUE"),
+        help="a notebook parameter (repeatable); unknown names are an error",
+    )
     p.add_argument("--dataset", help="BEIR folder; sets the notebook parameter 'dataset'")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("retrieve", help="write a TREC run for the queries of a qrels split")
     p.add_argument("--dataset", required=True, help="BEIR folder")
     p.add_argument("--retriever", required=True, choices=["bm25", "dense", "hybrid"])
-    p.add_argument("--model", default="all-MiniLM-L6-v2",
-                   help="sentence-transformers name or path, or openai:<model>")
+    p.add_argument(
+        "--model",
+        default="all-MiniLM-L6-v2",
+        help="sentence-transformers name or path, or openai:<model>",
+    )
     p.add_argument("-k", type=int, default=100, help="documents per query (default 100)")
     p.add_argument("--split", default="test", help="qrels split (default test)")
     p.add_argument("--rrf-k", type=int, default=60, help="RRF constant for hybrid (default 60)")
@@ -161,12 +181,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="evaluate a TREC run against qrels")
     p.add_argument("qrels", help="TREC qrels or BEIR qrels .tsv")
     p.add_argument("run", help="TREC run file")
-    p.add_argument("-m", "--measure", action="append",
-                   help="measure name, e.g. nDCG@10, P(rel=2)@5, ndcg_cut_10 (repeatable)")
+    p.add_argument(
+        "-m",
+        "--measure",
+        action="append",
+        help="measure name, e.g. nDCG@10, P(rel=2)@5, ndcg_cut_10 (repeatable)",
+    )
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    p.add_argument("--order", choices=["score", "file"], default="score",
-                   help="score: trec_eval order (default); file: the run's own order")
+    p.add_argument(
+        "--order",
+        choices=["score", "file"],
+        default="score",
+        help="score: trec_eval order (default); file: the run's own order",
+    )
     p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("data", help="build the embedded sample dataset")

@@ -191,9 +191,11 @@ class SentenceTransformerEmbedder(Embedder):
         info = super().describe()
         if self._model is not None:
             info["max_seq_length"] = self._model.max_seq_length
-            info["dim"] = self._model.get_embedding_dimension() if hasattr(
-                self._model, "get_embedding_dimension"
-            ) else self._model.get_sentence_embedding_dimension()
+            info["dim"] = (
+                self._model.get_embedding_dimension()
+                if hasattr(self._model, "get_embedding_dimension")
+                else self._model.get_sentence_embedding_dimension()
+            )
         return info
 
 

@@ -65,6 +65,10 @@ class RetrievalEvaluationConfig:
         Constant of reciprocal rank fusion (Cormack et al. 2009).
     cache_dir : str
         Embedding cache folder; empty for ``$RAGNB_CACHE_DIR`` or ``~/.cache/ragnb``.
+    export_dir : str
+        Folder that receives the runs (TREC), the aggregate and per-query tables and the
+        provenance (see :meth:`Comparison.export`); empty to export nothing. Relative paths are
+        taken from the project root.
     """
 
     dataset: str = "data/pydocs"
@@ -78,15 +82,19 @@ class RetrievalEvaluationConfig:
     rel: int = 1
     rrf_k: int = 60
     cache_dir: str = ""
+    export_dir: str = ""
 
     def __post_init__(self) -> None:
         unknown = [r for r in self.retrievers if r not in RETRIEVERS]
         if unknown or not self.retrievers:
-            raise InputError(f"retrievers must be among {list(RETRIEVERS)}, got {self.retrievers}",
-                             column="retrievers")
+            raise InputError(
+                f"retrievers must be among {list(RETRIEVERS)}, got {self.retrievers}",
+                column="retrievers",
+            )
         if not self.cutoffs or any(int(k) < 1 for k in self.cutoffs):
-            raise InputError(f"cutoffs must be positive integers, got {self.cutoffs}",
-                             column="cutoffs")
+            raise InputError(
+                f"cutoffs must be positive integers, got {self.cutoffs}", column="cutoffs"
+            )
         if max(self.cutoffs) > self.depth:
             raise InputError(
                 f"the largest cutoff ({max(self.cutoffs)}) exceeds depth ({self.depth})",
@@ -106,17 +114,31 @@ class RetrievalEvaluationConfig:
 
     def dataset_path(self, root: Path | None = None) -> Path:
         """The dataset folder, relative paths resolved against ``root`` (the project root)."""
-        from ragnb.report import project_root
+        return _resolve(self.dataset, root)
 
-        path = Path(self.dataset)
-        return path if path.is_absolute() else (root or project_root()) / path
+
+def _resolve(path_str: str, root: Path | None = None) -> Path:
+    from ragnb.report import project_root
+
+    path = Path(path_str)
+    return path if path.is_absolute() else (root or project_root()) / path
 
 
 def versions() -> dict[str, str]:
     """Python, platform and the versions of the libraries that produce the numbers."""
     out = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for dist in ("ragnb", "numpy", "pandas", "bm25s", "sentence-transformers", "torch",
-                 "transformers", "openai", "altair", "papermill"):
+    for dist in (
+        "ragnb",
+        "numpy",
+        "pandas",
+        "bm25s",
+        "sentence-transformers",
+        "torch",
+        "transformers",
+        "openai",
+        "altair",
+        "papermill",
+    ):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -220,8 +242,11 @@ class Comparison:
         table.insert(1, "n_queries", rows.groupby("retriever")["n_queries"].max())
         return table.loc[[r for r in self.config.retrievers if r in table.index]]
 
-    def drilldown(self, k: int | None = None, families: tuple[str, ...] = ("nDCG", "R", "P"),
-                  ) -> pd.DataFrame:
+    def drilldown(
+        self,
+        k: int | None = None,
+        families: tuple[str, ...] = ("nDCG", "R", "P"),
+    ) -> pd.DataFrame:
         """Per-query table at cutoff ``k``: query text, then one column per (measure, retriever).
 
         Rows are sorted by the spread of the first family across retrievers (largest first), so
@@ -246,12 +271,35 @@ class Comparison:
         }
         return pd.DataFrame(flat).T
 
+    def export(self, folder: str | Path) -> Path:
+        """Write the results for reuse outside the report.
+
+        Files: ``runs/<retriever>.trec`` (TREC runs), ``aggregate.csv``, ``per_query.csv`` and
+        ``provenance.json``, each written atomically.
+
+        Returns
+        -------
+        Path
+            The folder.
+        """
+        from ragnb.io import atomic_write, write_json, write_run
+
+        folder = _resolve(str(folder))
+        for name, run in self.runs.items():
+            write_run(run, folder / "runs" / f"{name}.trec", tag=name)
+        for stem, frame in (("aggregate", self.aggregate), ("per_query", self.per_query)):
+            with atomic_write(folder / f"{stem}.csv") as f:
+                frame.to_csv(f, index=False)
+        write_json(self.provenance(), folder / "provenance.json")
+        return folder
+
     def provenance(self) -> dict[str, Any]:
         """What produced the numbers: dataset, retrievers and models, versions, cache."""
         return {
             "dataset": self.dataset.summary(),
-            "dataset_recipe": {k: self.dataset.meta[k] for k in ("python_version",)
-                               if k in self.dataset.meta},
+            "dataset_recipe": {
+                k: self.dataset.meta[k] for k in ("python_version",) if k in self.dataset.meta
+            },
             "config": asdict(self.config),
             "retrievers": self.retrievers,
             "timings_s": self.timings,
@@ -261,7 +309,9 @@ class Comparison:
 
 
 def compare_retrievers(
-    config: RetrievalEvaluationConfig, *, dataset: BeirDataset | None = None,
+    config: RetrievalEvaluationConfig,
+    *,
+    dataset: BeirDataset | None = None,
     progress: bool = True,
 ) -> Comparison:
     """Run every retriever of ``config`` on its dataset and evaluate the runs.
@@ -296,8 +346,14 @@ def compare_retrievers(
             )
             retriever.first.index(dataset.corpus)  # type: ignore[attr-defined]
         else:
-            retriever = make_retriever(name, model=config.model, rrf_k=config.rrf_k,
-                                       depth=config.depth, cache=cache, progress=progress)
+            retriever = make_retriever(
+                name,
+                model=config.model,
+                rrf_k=config.rrf_k,
+                depth=config.depth,
+                cache=cache,
+                progress=progress,
+            )
             retriever.index(dataset.corpus)
         if isinstance(retriever, DenseRetriever):
             dense_cache["dense"] = retriever
@@ -315,8 +371,11 @@ def compare_retrievers(
     for frame in (aggregate, per_query):
         frame["family"] = frame["measure"].map(lambda n: by_name[n].family)
         frame["k"] = frame["measure"].map(lambda n: by_name[n].cutoff).astype("Float64")
-    aggregate = aggregate[["retriever", "measure", "family", "k", "value", "n_valid",
-                           "n_queries"]]
+    aggregate = aggregate[["retriever", "measure", "family", "k", "value", "n_valid", "n_queries"]]
     per_query = per_query[["retriever", "measure", "family", "k", "query_id", "value"]]
-    return Comparison(config, dataset, runs, aggregate, per_query, counts, timings, described,
-                      cache.summary())
+    comparison = Comparison(
+        config, dataset, runs, aggregate, per_query, counts, timings, described, cache.summary()
+    )
+    if config.export_dir:
+        comparison.export(config.export_dir)
+    return comparison

@@ -71,7 +71,10 @@ def qrels_to_dict(qrels: pd.DataFrame) -> dict[str, dict[str, int]]:
     check_qrels(qrels)
     out: dict[str, dict[str, int]] = {}
     for qid, did, rel in zip(
-        qrels["query_id"].to_numpy(), qrels["doc_id"].to_numpy(), qrels["relevance"].to_numpy()
+        qrels["query_id"].to_numpy(),
+        qrels["doc_id"].to_numpy(),
+        qrels["relevance"].to_numpy(),
+        strict=True,
     ):
         out.setdefault(str(qid), {})[str(did)] = int(rel)
     return out
@@ -99,7 +102,7 @@ def run_to_dict(run: pd.DataFrame) -> dict[str, dict[str, float]]:
     check_run(run)
     out: dict[str, dict[str, float]] = {}
     for qid, did, score in zip(
-        run["query_id"].to_numpy(), run["doc_id"].to_numpy(), run["score"].to_numpy()
+        run["query_id"].to_numpy(), run["doc_id"].to_numpy(), run["score"].to_numpy(), strict=True
     ):
         out.setdefault(str(qid), {})[str(did)] = float(score)
     return out

@@ -180,7 +180,9 @@ def read_corpus(path: str | os.PathLike[str]) -> pd.DataFrame:
                 f"duplicate _id {did!r} (first on line {seen[did]})", path=path, line=lineno
             )
         seen[did] = lineno
-        rows.append((did, _field(obj, "title", path, lineno, ""), _field(obj, "text", path, lineno)))
+        rows.append(
+            (did, _field(obj, "title", path, lineno, ""), _field(obj, "text", path, lineno))
+        )
     return pd.DataFrame(rows, columns=["doc_id", "title", "text"], dtype=object)
 
 
@@ -267,8 +269,8 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
                     path=path,
                     line=lineno,
                 )
-            qid, did, grade = (parts[0], parts[1], parts[2]) if ncols == 3 else (
-                parts[0], parts[2], parts[3]
+            qid, did, grade = (
+                (parts[0], parts[1], parts[2]) if ncols == 3 else (parts[0], parts[2], parts[3])
             )
             rel = _parse_grade(grade, path, lineno)
             key = (qid, did)
@@ -365,9 +367,7 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     )
 
 
-def write_run(
-    run: pd.DataFrame, path: str | os.PathLike[str], tag: str | None = None
-) -> None:
+def write_run(run: pd.DataFrame, path: str | os.PathLike[str], tag: str | None = None) -> None:
     """Write a run as a TREC run file, atomically, ranks in trec_eval's score order.
 
     Scores are written with Python's shortest round-trip ``repr``, so reading the file back
@@ -397,7 +397,7 @@ def write_run(
     ordered = sort_run(run[list(RUN_COLUMNS)], warn=False).run
     with atomic_write(path) as f:
         for qid, did, rank, score in zip(
-            ordered["query_id"], ordered["doc_id"], ordered["rank"], ordered["score"]
+            ordered["query_id"], ordered["doc_id"], ordered["rank"], ordered["score"], strict=True
         ):
             f.write(f"{qid} Q0 {did} {rank} {float(score)!r} {tag}\n")
 
@@ -420,7 +420,9 @@ def write_qrels(qrels: pd.DataFrame, path: str | os.PathLike[str], form: str = "
     with atomic_write(path) as f:
         if form == "beir":
             f.write("query-id\tcorpus-id\tscore\n")
-        for qid, did, rel in zip(qrels["query_id"], qrels["doc_id"], qrels["relevance"]):
+        for qid, did, rel in zip(
+            qrels["query_id"], qrels["doc_id"], qrels["relevance"], strict=True
+        ):
             if form == "trec":
                 f.write(f"{qid} 0 {did} {int(rel)}\n")
             else:

@@ -241,6 +241,11 @@ def render_report(
     update_index : bool, default True
         Rebuild ``index.html`` afterwards.
 
+    Notes
+    -----
+    A notebook that declares an ``export_dir`` parameter and is not given one exports its data
+    (runs, tables, provenance) to ``<reports_dir>/<notebook>/``, beside its HTML report.
+
     Returns
     -------
     ReportResult
@@ -258,6 +263,8 @@ def render_report(
     path = resolve_notebook(notebook)
     params = check_parameters(path, dict(parameters or {}))
     out_dir = Path(reports_dir) if reports_dir is not None else project_root() / "reports"
+    if "export_dir" in notebook_parameters(path) and "export_dir" not in params:
+        params["export_dir"] = str((out_dir / path.stem).resolve())
     executed = out_dir / EXECUTED / path.name
     executed.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

@@ -31,10 +31,12 @@ def doc_texts(corpus: pd.DataFrame) -> list[str]:
     """``title + " " + text`` for each document (just ``text`` when the title is empty)."""
     titles = corpus["title"].fillna("").astype(str).to_numpy()
     texts = corpus["text"].fillna("").astype(str).to_numpy()
-    return [f"{t} {x}" if t else x for t, x in zip(titles, texts)]
+    return [f"{t} {x}" if t else x for t, x in zip(titles, texts, strict=True)]
 
 
-def _run_frame(qids: list[str], doc_ids: np.ndarray, idx: np.ndarray, scores: np.ndarray) -> pd.DataFrame:
+def _run_frame(
+    qids: list[str], doc_ids: np.ndarray, idx: np.ndarray, scores: np.ndarray
+) -> pd.DataFrame:
     """Scatter (n_queries, k) index/score arrays into a sorted run frame."""
     n, k = idx.shape
     run = pd.DataFrame(
@@ -193,8 +195,9 @@ class DenseRetriever(Retriever):
         k = min(k, len(self._doc_ids))
         qids = queries["query_id"].astype(str).tolist()
         qvecs = self._normalise(
-            self.embedder.embed(queries["text"].astype(str).tolist(), kind="query",
-                                desc="embedding queries")
+            self.embedder.embed(
+                queries["text"].astype(str).tolist(), kind="query", desc="embedding queries"
+            )
         )
         idx_parts, score_parts = [], []
         for start in range(0, len(qids), self.query_batch):
@@ -208,8 +211,12 @@ class DenseRetriever(Retriever):
         return _run_frame(qids, self._doc_ids, np.vstack(idx_parts), np.vstack(score_parts))
 
     def describe(self) -> dict[str, Any]:
-        return {"retriever": self.name, "kind": "dense", "search": "exact cosine",
-                **{f"embedder_{k}": v for k, v in self.embedder.describe().items()}}
+        return {
+            "retriever": self.name,
+            "kind": "dense",
+            "search": "exact cosine",
+            **{f"embedder_{k}": v for k, v in self.embedder.describe().items()},
+        }
 
 
 def rrf(runs: list[pd.DataFrame], rrf_k: int = 60, k: int | None = None) -> pd.DataFrame:

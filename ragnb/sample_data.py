@@ -42,9 +42,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import pandas as pd
-
-from ragnb.io import atomic_write, read_json, write_json, write_jsonl, write_qrels
+# Only the standard library at module level: _assemble runs in a clean interpreter (see
+# _assemble_isolated) and must not import libraries that patch the stdlib it reads.
 
 __all__ = [
     "DATASET_NAME",
@@ -494,9 +493,7 @@ def _assemble(seed: int) -> dict[str, Any]:
     return {
         "queries": [{"_id": f"q-{m}", "text": queries[m]} for m in sorted(queries)],
         "corpus": [{"_id": p.doc_id, "title": p.doc_id, "text": p.text} for p in corpus],
-        "qrels": pd.DataFrame(qrels_rows, columns=["query_id", "doc_id", "relevance"]).astype(
-            {"query_id": object, "doc_id": object, "relevance": "int64"}
-        ),
+        "qrels": [list(row) for row in qrels_rows],
         "related": related,
         "skipped": dict(sorted(skipped.items())),
         "per_module": {
@@ -562,6 +559,8 @@ def _check_target(out_dir: Path) -> None:
     if not any(out_dir.iterdir()):
         return
     recipe = out_dir / "recipe.json"
+    from ragnb.io import read_json
+
     builder = read_json(recipe).get("builder") if recipe.is_file() else None
     if builder != BUILDER:
         raise FileExistsError(
@@ -595,6 +594,40 @@ def _make_readable(folder: Path) -> None:
 
 def _file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _assemble_isolated(seed: int) -> dict[str, Any]:
+    """Run :func:`_assemble` in a fresh interpreter (``python -I``) and return its result.
+
+    Libraries imported by the calling process may patch the standard library (transformers adds
+    ``logging.Logger.info_once``, others wrap ``inspect`` functions), which would change the
+    docstrings read. A fresh interpreter that imports nothing but this module sees the stdlib as
+    shipped, so the dataset depends on the CPython build alone.
+    """
+    import json
+    import subprocess
+
+    code = (
+        "import json, sys\n"
+        "from ragnb.sample_data import _assemble\n"
+        "json.dump(_assemble(int(sys.argv[1])), sys.stdout)\n"
+    )
+    package_parent = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            f"import sys; sys.path.insert(0, {package_parent!r})\n" + code,
+            str(seed),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"collecting docstrings failed in a fresh interpreter:\n{proc.stderr}")
+    return json.loads(proc.stdout)
 
 
 def build_sample(
@@ -676,8 +709,14 @@ def build_sample(
     out_dir = Path(out_dir)
     _check_target(out_dir)
 
-    data = _assemble(seed)
-    qrels = data["qrels"]
+    import pandas as pd
+
+    from ragnb.io import atomic_write, write_json, write_jsonl, write_qrels
+
+    data = _assemble_isolated(seed)
+    qrels = pd.DataFrame(data["qrels"], columns=["query_id", "doc_id", "relevance"]).astype(
+        {"query_id": object, "doc_id": object, "relevance": "int64"}
+    )
     counts = {
         "queries": len(data["queries"]),
         "passages": len(data["corpus"]),

@@ -42,8 +42,10 @@ def provenance_markdown(prov: dict[str, Any]) -> str:
     )
     recipe = prov.get("dataset_recipe") or {}
     if recipe:
-        lines.append(f"Built by `ragnb data build-sample` under Python "
-                     f"{_md_escape(recipe.get('python_version'))}.")
+        lines.append(
+            f"Built by `ragnb data build-sample` under Python "
+            f"{_md_escape(recipe.get('python_version'))}."
+        )
     lines += ["", "| retriever | configuration | index + retrieve (s) |", "|---|---|---|"]
     timings = prov.get("timings_s", {})
     for name, desc in prov.get("retrievers", {}).items():

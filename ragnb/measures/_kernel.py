@@ -1,0 +1,354 @@
+"""Padded arrays shared by every measure, and the vectorised helpers the kernels use.
+
+:func:`prepare` turns a qrels frame and a run frame into a :class:`RankingArrays` once; every
+measure kernel then reads the same arrays, one row per query of the qrels, and returns one value per
+query without a Python loop over queries.
+
+Layout
+------
+Rows are the queries of the qrels, sorted by ``query_id`` (string order). Columns of the ranked
+arrays are rank positions 0, 1, ..., ``depth - 1`` of the run in evaluation order (see
+:func:`ragnb.frames.sort_run`). A position the run does not fill holds grade 0, ``judged=False``
+and ``filled=False``; a retrieved document without a judgement holds grade 0, ``judged=False``,
+``filled=True``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from ragnb.errors import InputError
+from ragnb.frames import RunOrder, check_qrels, qrels_from_dict, run_from_dict, sort_run
+
+__all__ = ["RankingArrays", "prepare"]
+
+
+@dataclass(frozen=True, eq=False)
+class RankingArrays:
+    """A run joined with its qrels, as padded arrays, one row per query of the qrels.
+
+    Attributes
+    ----------
+    query_ids : ndarray of str, shape (n_queries,)
+        The queries of the qrels, sorted.
+    grades : ndarray of int64, shape (n_queries, depth)
+        Grade of the document at each rank position; 0 where the document is unjudged or the
+        position is unfilled.
+    judged : ndarray of bool, shape (n_queries, depth)
+        The document at this position has a judgement (any grade, including 0 and negatives).
+    filled : ndarray of bool, shape (n_queries, depth)
+        The run has a document at this position.
+    ideal : ndarray of int64, shape (n_queries, ideal_depth)
+        All judged grades of the query sorted descending; entries at and beyond ``n_judged`` are
+        padding (0). Truncated to ``depth_cap`` columns when a cap is set.
+    n_judged : ndarray of int64, shape (n_queries,)
+        Judged documents per query (the length of the unpadded part of ``ideal``).
+    n_retrieved : ndarray of int64, shape (n_queries,)
+        Documents the run returns for the query (before any depth cap); 0 when the query is
+        missing from the run.
+    grade_levels : ndarray of int64, shape (n_levels,)
+        The distinct grades of the qrels, ascending.
+    level_counts : ndarray of int64, shape (n_queries, n_levels)
+        Judged documents of each grade level per query; gives N_p for any relevance threshold
+        without keeping every judgement (see :meth:`n_relevant`).
+    order : {"score", "file"}
+        The ordering policy applied to the run.
+    depth_cap : int or None
+        The largest rank the arrays keep (None: the whole run).
+    n_rank_disagreements : int
+        Queries whose file ``rank`` column disagrees with the score order.
+    n_run_queries_without_qrels : int
+        Queries of the run that have no qrels; they are left out of the arrays.
+    """
+
+    query_ids: np.ndarray
+    grades: np.ndarray
+    judged: np.ndarray
+    filled: np.ndarray
+    ideal: np.ndarray
+    n_judged: np.ndarray
+    n_retrieved: np.ndarray
+    grade_levels: np.ndarray
+    level_counts: np.ndarray
+    order: RunOrder
+    depth_cap: int | None
+    n_rank_disagreements: int
+    n_run_queries_without_qrels: int
+
+    @property
+    def n_queries(self) -> int:
+        """Number of queries (rows)."""
+        return int(self.query_ids.shape[0])
+
+    @property
+    def depth(self) -> int:
+        """Number of rank positions held (columns of ``grades``)."""
+        return int(self.grades.shape[1])
+
+    @property
+    def n_missing_from_run(self) -> int:
+        """Queries of the qrels for which the run returns nothing."""
+        return int((self.n_retrieved == 0).sum())
+
+    def relevant(self, rel: int, k: int | None = None) -> np.ndarray:
+        """Relevance mask of the top ``k`` positions.
+
+        Parameters
+        ----------
+        rel : int
+            A judged document with grade >= ``rel`` is relevant; unjudged documents and unfilled
+            positions never are.
+        k : int, optional
+            Cutoff; default all ``depth`` positions. A ``k`` beyond ``depth`` gives ``depth``
+            columns (the missing positions are non-relevant anyway).
+
+        Returns
+        -------
+        ndarray of bool, shape (n_queries, min(k, depth))
+        """
+        return _top(self.judged, k) & (_top(self.grades, k) >= rel)
+
+    def n_relevant(self, rel: int) -> np.ndarray:
+        """N_p: judged documents with grade >= ``rel``, per query.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_queries,)
+        """
+        return self.level_counts[:, self.grade_levels >= rel].sum(axis=1)
+
+
+# ----------------------------------------------------------------------------- kernel helpers
+
+
+def _top(a: np.ndarray, k: int | None) -> np.ndarray:
+    """The first ``k`` columns of a (n_queries, depth) array (all when ``k`` is None)."""
+    return a if k is None else a[:, :k]
+
+
+def _discount(n: int) -> np.ndarray:
+    """trec_eval's DCG discount ``1 / log2(rank + 1)`` for ranks 1..n, shape (n,)."""
+    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+
+
+def _dcg(gains: np.ndarray) -> np.ndarray:
+    """Discounted cumulative gain of each row of a (n_queries, width) gain array."""
+    return gains @ _discount(gains.shape[1]) if gains.shape[1] else np.zeros(gains.shape[0])
+
+
+def _safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:
+    """``num / den`` as float64, 0 where ``den == 0`` (trec_eval's convention)."""
+    num_a = np.asarray(num, dtype=np.float64)
+    den_a = np.asarray(den, dtype=np.float64)
+    out = np.zeros(np.broadcast(num_a, den_a).shape, dtype=np.float64)
+    np.divide(num_a, den_a, out=out, where=den_a != 0)
+    return out
+
+
+def _first_true(mask: np.ndarray) -> np.ndarray:
+    """1-based position of the first True of each row, 0 when the row has none."""
+    if mask.shape[1] == 0:
+        return np.zeros(mask.shape[0], dtype=np.int64)
+    first = mask.argmax(axis=1) + 1
+    return np.where(mask.any(axis=1), first, 0)
+
+
+# ----------------------------------------------------------------------------- preparation
+
+
+def as_qrels_frame(qrels: pd.DataFrame | Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
+    """Validate qrels given as a frame or ``{query_id: {doc_id: grade}}``; ids as str."""
+    if isinstance(qrels, pd.DataFrame):
+        check_qrels(qrels)
+        df = qrels
+    elif isinstance(qrels, Mapping):
+        df = qrels_from_dict(qrels)
+    else:
+        raise InputError(
+            f"qrels must be a DataFrame or a dict of dicts, got {type(qrels).__name__}"
+        )
+    if len(df) == 0:
+        raise InputError("qrels hold no judgements; nothing to evaluate")
+    return pd.DataFrame(
+        {
+            "query_id": df["query_id"].astype(str).to_numpy(dtype=object),
+            "doc_id": df["doc_id"].astype(str).to_numpy(dtype=object),
+            "relevance": df["relevance"].to_numpy(dtype=np.int64),
+        }
+    )
+
+
+def as_run_frame(run: pd.DataFrame | Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
+    """A run given as a frame or ``{query_id: {doc_id: score}}`` (validated by sort_run)."""
+    if isinstance(run, pd.DataFrame):
+        return run
+    if isinstance(run, Mapping):
+        return run_from_dict(run)
+    raise InputError(f"run must be a DataFrame or a dict of dicts, got {type(run).__name__}")
+
+
+def prepare(
+    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    *,
+    order: RunOrder = "score",
+    depth: int | None = None,
+) -> RankingArrays:
+    """Join a run with its qrels into padded arrays shared by all measures.
+
+    Parameters
+    ----------
+    qrels : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``relevance`` (int), or ``{query_id: {doc_id: grade}}``.
+    run : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    order : {"score", "file"}, default "score"
+        Ordering policy, see :func:`ragnb.frames.sort_run` (``"score"`` is trec_eval's: score
+        descending, ties by ``doc_id`` descending).
+    depth : int, optional
+        Keep only the top ``depth`` ranks (the largest cutoff the measures need); default the whole
+        run. ``n_retrieved`` always counts the whole run.
+
+    Returns
+    -------
+    RankingArrays
+        One row per query of the qrels (sorted). Run queries without qrels are dropped and
+        counted in ``n_run_queries_without_qrels``.
+
+    Raises
+    ------
+    InputError
+        On malformed or empty qrels, a malformed run, an unknown ``order`` or a bad ``depth``.
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"a": 2, "b": 0, "c": 1}}
+    >>> run = {"q1": {"a": 0.9, "x": 0.8, "b": 0.7}, "q9": {"a": 1.0}}
+    >>> arrays = prepare(qrels, run)
+    >>> arrays.grades.tolist(), arrays.judged.tolist()
+    ([[2, 0, 0]], [[True, False, True]])
+    >>> arrays.ideal.tolist(), arrays.n_relevant(1).tolist(), arrays.n_run_queries_without_qrels
+    ([[2, 1, 0]], [2], 1)
+    """
+    if depth is not None and (
+        isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 1
+    ):
+        raise InputError(f"depth must be a positive integer or None, got {depth!r}")
+    qrels_df = as_qrels_frame(qrels)
+    sorted_run = sort_run(as_run_frame(run), order, warn=False)
+    return _prepare_arrays(
+        qrels_df,
+        sorted_run.run,
+        order=sorted_run.order,
+        depth=None if depth is None else int(depth),
+        n_rank_disagreements=sorted_run.n_rank_disagreements,
+    )
+
+
+def _prepare_arrays(
+    qrels: pd.DataFrame,
+    run: pd.DataFrame,
+    *,
+    order: RunOrder,
+    depth: int | None,
+    n_rank_disagreements: int,
+) -> RankingArrays:
+    """Scatter a validated qrels frame and a sorted run (with 1-based ``rank``) into arrays."""
+    q_qid = qrels["query_id"].to_numpy(dtype=object)
+    q_doc = qrels["doc_id"].to_numpy(dtype=object)
+    q_grade = qrels["relevance"].to_numpy(dtype=np.int64)
+
+    qindex = pd.Index(pd.unique(q_qid)).sort_values()
+    n_q = len(qindex)
+    q_row = qindex.get_indexer(q_qid).astype(np.int64)
+
+    # Rows of the sorted run are grouped by query and ranked 1, 2, ... within each group
+    # (sort_run's contract), so queries are looked up once per group, not once per row.
+    r_rank = run["rank"].to_numpy(dtype=np.int64)
+    starts = np.flatnonzero(r_rank == 1)
+    lengths = np.diff(np.append(starts, len(r_rank)))
+    group_qid = run["query_id"].iloc[starts].to_numpy(dtype=object)
+    group_row = qindex.get_indexer(group_qid).astype(np.int64)
+    n_without = int((group_row < 0).sum())
+
+    n_retrieved = np.zeros(n_q, dtype=np.int64)
+    n_retrieved[group_row[group_row >= 0]] = lengths[group_row >= 0]
+    full_depth = int(n_retrieved.max()) if n_q else 0
+    width = full_depth if depth is None else min(depth, full_depth)
+
+    # Keep the run rows that land in the arrays: known query, rank within the width.
+    r_row_all = np.repeat(group_row, lengths)
+    keep = np.flatnonzero((r_row_all >= 0) & (r_rank <= width))
+    rows = r_row_all[keep]
+    cols = r_rank[keep] - 1
+    r_doc = run["doc_id"].iloc[keep]
+
+    # Join them to judgements with one integer key per (query row, document).
+    docs = pd.concat([pd.Series(q_doc, dtype=r_doc.dtype), r_doc], ignore_index=True)
+    codes, uniques = docs.factorize()
+    n_docs = max(len(uniques), 1)
+    q_key = q_row * n_docs + codes[: len(q_doc)]
+    r_key = rows * n_docs + codes[len(q_doc) :]
+    match = pd.Index(q_key).get_indexer(r_key)
+
+    grades = np.zeros((n_q, width), dtype=np.int64)
+    judged = np.zeros((n_q, width), dtype=bool)
+    filled = np.zeros((n_q, width), dtype=bool)
+    filled[rows, cols] = True
+    hit = match >= 0
+    judged[rows[hit], cols[hit]] = True
+    grades[rows[hit], cols[hit]] = q_grade[match[hit]]
+
+    # All judged grades per query, sorted descending (the ideal ranking).
+    n_judged = np.bincount(q_row, minlength=n_q).astype(np.int64)
+    by_grade = np.lexsort((-q_grade, q_row))
+    s_row, s_grade = q_row[by_grade], q_grade[by_grade]
+    first = np.concatenate([[0], np.cumsum(n_judged)[:-1]])
+    s_pos = np.arange(len(s_row)) - first[s_row]
+    ideal_width = int(n_judged.max()) if depth is None else min(depth, int(n_judged.max()))
+    ideal = np.zeros((n_q, ideal_width), dtype=np.int64)
+    in_ideal = s_pos < ideal_width
+    ideal[s_row[in_ideal], s_pos[in_ideal]] = s_grade[in_ideal]
+
+    levels, level_of = np.unique(q_grade, return_inverse=True)
+    levels = levels.astype(np.int64)
+    level_counts = (
+        np.bincount(q_row * len(levels) + level_of.ravel(), minlength=n_q * len(levels))
+        .reshape(n_q, len(levels))
+        .astype(np.int64)
+    )
+
+    arrays = (grades, judged, filled, ideal, n_judged, n_retrieved, levels, level_counts)
+    for a in arrays:
+        a.setflags(write=False)
+    query_ids = qindex.to_numpy(dtype=object)
+    query_ids.setflags(write=False)
+    return RankingArrays(
+        query_ids=query_ids,
+        grades=grades,
+        judged=judged,
+        filled=filled,
+        ideal=ideal,
+        n_judged=n_judged,
+        n_retrieved=n_retrieved,
+        grade_levels=levels,
+        level_counts=level_counts,
+        order=order,
+        depth_cap=depth,
+        n_rank_disagreements=int(n_rank_disagreements),
+        n_run_queries_without_qrels=n_without,
+    )
+
+
+def _check_arrays(arrays: Any) -> RankingArrays:
+    if not isinstance(arrays, RankingArrays):
+        raise InputError(
+            f"expected RankingArrays from ragnb.measures.prepare, got {type(arrays).__name__}"
+        )
+    return arrays

@@ -1,0 +1,468 @@
+"""Measure value objects, their names, the family registry and the alias table.
+
+A measure is a family (``P``, ``nDCG``, ``F``, ...), an optional cutoff and named parameters. Its
+name is canonical and round-trips: ``str(parse_measure(s)) == s`` for every canonical ``s``, and
+``parse_measure(str(m)) == m`` for every measure ``m``.
+
+Grammar
+-------
+``FAMILY[(param=value[,param=value...])][@CUTOFF]``, for example ``P@5``, ``RR``, ``RR@10``,
+``P(rel=2)@10``, ``F(alpha=0.5,rel=2)@10``. Parameters print in the family's canonical order and a
+parameter at its default value is omitted (``P(rel=1)@10`` is printed ``P@10``). Floats print in
+their shortest round-trip form without a trailing ``.0`` (``alpha=1``, ``alpha=0.25``).
+
+Aliases
+-------
+Other tools' names are accepted and normalised to the canonical name: trec_eval's (``P_10``,
+``recall_100``, ``ndcg_cut_10``, ``ndcg``, ``recip_rank``, ``success_10``, also with a dot:
+``P.10``), ranx's (``precision@10``, ``recall@100``, ``ndcg@10``, ``mrr``, ``hit_rate@10``,
+``f1@10`` = ``F(alpha=0.5)@10``) and ir_measures' (its names are ours: ``nDCG@10``,
+``P(rel=2)@10``, ``R@100``, ``RR``, ``Success@10``, ``Judged@10``; plus ``NDCG``, ``MRR``,
+``Precision``, ``Recall``). ``HitRate@10`` is ``Success@10``.
+
+The model is ir_measures' ``measures/base.py`` (MacAvaney et al., ECIR 2022).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ragnb.errors import InputError
+from ragnb.frames import RunOrder
+from ragnb.measures._kernel import RankingArrays, _check_arrays, prepare
+
+__all__ = [
+    "Measure",
+    "MeasureFamily",
+    "ParamSpec",
+    "families",
+    "parse_measure",
+    "parse_measures",
+    "register_alias",
+    "register_family",
+    "register_trec_alias",
+]
+
+ParamValue = int | float
+Kernel = Callable[..., np.ndarray]
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter of a measure family.
+
+    Attributes
+    ----------
+    name : str
+    kind : {int, float}
+        Values are parsed and stored as this type.
+    default : int or float or None
+        None makes the parameter required (it is then always printed).
+    low, high : float, optional
+        Inclusive bounds.
+    doc : str
+    """
+
+    name: str
+    kind: type
+    default: ParamValue | None = None
+    low: float | None = None
+    high: float | None = None
+    doc: str = ""
+
+    def coerce(self, value: Any, where: str) -> ParamValue:
+        """Parse (from str) or check a value; raise InputError naming ``where`` if bad."""
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                if self.kind is int:
+                    if not re.fullmatch(r"[+-]?\d+", text):
+                        raise ValueError
+                    value = int(text)
+                else:
+                    value = float(text)
+            except ValueError:
+                raise InputError(
+                    f"{where}: parameter {self.name}={text!r} is not {self._kind_name()}"
+                ) from None
+        elif isinstance(value, bool) or not isinstance(value, int | float | np.number):
+            raise InputError(f"{where}: parameter {self.name}={value!r} is not {self._kind_name()}")
+        elif self.kind is int:
+            if not float(value).is_integer():
+                raise InputError(f"{where}: parameter {self.name}={value!r} is not an integer")
+            value = int(value)
+        else:
+            value = float(value)
+        if self.kind is float and not math.isfinite(value):
+            raise InputError(f"{where}: parameter {self.name}={value!r} is not finite")
+        if (self.low is not None and value < self.low) or (
+            self.high is not None and value > self.high
+        ):
+            raise InputError(
+                f"{where}: parameter {self.name}={value!r} is outside [{self.low}, {self.high}]"
+            )
+        return value
+
+    def _kind_name(self) -> str:
+        return "an integer" if self.kind is int else "a number"
+
+
+REL = ParamSpec(
+    "rel", int, 1, doc="minimum grade counted relevant (inclusive), as trec_eval's relevance_level"
+)
+ALPHA = ParamSpec("alpha", float, None, 0.0, 1.0, doc="trade-off weight in [0, 1], required")
+
+
+@dataclass(frozen=True)
+class MeasureFamily:
+    """A family of measures sharing a kernel: ``P``, ``nDCG``, ``F``, ...
+
+    Attributes
+    ----------
+    name : str
+        The canonical head of the names (``"nDCG"``).
+    kernel : callable
+        ``kernel(arrays, k, **params) -> ndarray of shape (n_queries,)``; ``k`` is the cutoff or
+        None. Private, vectorised, no validation.
+    params : tuple of ParamSpec
+        In canonical print order.
+    cutoff : {"required", "optional"}
+    depth : callable, optional
+        ``depth(k) -> int or None``: the ranks the kernel reads (default ``k``; None = all).
+    flags : callable, optional
+        ``flags(arrays, k, **params) -> {flag_name: ndarray of bool, shape (n_queries,)}``:
+        per-query conditions worth counting in a report (e.g. F_e's short runs).
+    summary : str
+        One line, with the formula.
+    """
+
+    name: str
+    kernel: Kernel
+    params: tuple[ParamSpec, ...] = ()
+    cutoff: Literal["required", "optional"] = "required"
+    depth: Callable[[int | None], int | None] | None = None
+    flags: Callable[..., dict[str, np.ndarray]] | None = None
+    summary: str = ""
+
+    def param(self, name: str) -> ParamSpec | None:
+        for spec in self.params:
+            if spec.name == name:
+                return spec
+        return None
+
+
+_FAMILIES: dict[str, MeasureFamily] = {}
+_HEAD_ALIASES: dict[str, tuple[str, dict[str, ParamValue]]] = {}
+_TREC_ALIASES: list[tuple[re.Pattern[str], str, dict[str, ParamValue]]] = []
+
+
+def register_family(family: MeasureFamily) -> MeasureFamily:
+    """Add a family to the registry (its name must be new)."""
+    if family.name in _FAMILIES or family.name in _HEAD_ALIASES:
+        raise ValueError(f"measure family {family.name!r} is already registered")
+    if not re.fullmatch(r"[^\s()@,=]+", family.name):
+        raise ValueError(f"bad family name {family.name!r}")
+    _FAMILIES[family.name] = family
+    return family
+
+
+def register_alias(alias: str, family: str, **params: ParamValue) -> None:
+    """Let ``alias`` stand for ``family`` with implied ``params`` (e.g. ranx's ``f1``)."""
+    if alias in _FAMILIES or alias in _HEAD_ALIASES:
+        raise ValueError(f"measure name {alias!r} is already registered")
+    _HEAD_ALIASES[alias] = (family, dict(params))
+
+
+def register_trec_alias(pattern: str, family: str, **params: ParamValue) -> None:
+    """A whole-name alias as a regular expression; a group ``k`` gives the cutoff.
+
+    Example: ``register_trec_alias(r"P[._](?P<k>\\d+)", "P")`` reads trec_eval's ``P_10``.
+    """
+    _TREC_ALIASES.append((re.compile(pattern), family, dict(params)))
+
+
+def families() -> dict[str, MeasureFamily]:
+    """The registered families by canonical name (a copy)."""
+    return dict(_FAMILIES)
+
+
+def _format_value(value: ParamValue) -> str:
+    if isinstance(value, float):
+        text = repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return str(value)
+
+
+@dataclass(frozen=True, eq=False, init=False, repr=False)
+class Measure:
+    """A measure: family, cutoff and parameters, with a canonical name.
+
+    Equal measures have equal names; measures are immutable and hashable, so they serve as dict
+    keys and set members.
+
+    Parameters
+    ----------
+    family : str
+        A registered family name (not an alias), e.g. ``"nDCG"``.
+    cutoff : int, optional
+        Rank cutoff K >= 1; required or optional depending on the family.
+    **params
+        The family's parameters, e.g. ``rel=2``, ``alpha=0.5``.
+
+    Attributes
+    ----------
+    family : str
+    cutoff : int or None
+    params : mapping of str to int or float
+        Every parameter of the family, defaults filled in, in canonical order.
+    name : str
+        The canonical name (also ``str(measure)``).
+
+    Raises
+    ------
+    InputError
+        Unknown family, missing or invalid cutoff, unknown, missing or out-of-range parameter.
+
+    Examples
+    --------
+    >>> m = Measure("F", 10, alpha=0.5, rel=2)
+    >>> str(m), m.params["rel"]
+    ('F(alpha=0.5,rel=2)@10', 2)
+    >>> Measure("P", 10, rel=1) == parse_measure("P_10")
+    True
+    """
+
+    family: str
+    cutoff: int | None
+    params: Mapping[str, ParamValue]
+    name: str
+
+    def __init__(self, family: str, cutoff: int | None = None, **params: Any) -> None:
+        spec = _FAMILIES.get(family)
+        if spec is None:
+            raise InputError(f"unknown measure family {family!r}; known: {sorted(_FAMILIES)}")
+        where = family
+        if cutoff is None:
+            if spec.cutoff == "required":
+                raise InputError(f"{where}: a cutoff is required, e.g. {family}@10")
+        elif isinstance(cutoff, bool) or not isinstance(cutoff, int | np.integer) or cutoff < 1:
+            raise InputError(f"{where}: cutoff must be a positive integer, got {cutoff!r}")
+        unknown = [p for p in params if spec.param(p) is None]
+        if unknown:
+            allowed = [p.name for p in spec.params] or "none"
+            raise InputError(f"{where}: unknown parameter {unknown[0]!r}; allowed: {allowed}")
+        values: dict[str, ParamValue] = {}
+        for p in spec.params:
+            if p.name in params:
+                values[p.name] = p.coerce(params[p.name], where)
+            elif p.default is None:
+                raise InputError(f"{where}: parameter {p.name!r} is required")
+            else:
+                values[p.name] = p.default
+        shown = [
+            f"{p.name}={_format_value(values[p.name])}"
+            for p in spec.params
+            if p.default is None or values[p.name] != p.default
+        ]
+        name = family + (f"({','.join(shown)})" if shown else "")
+        name += "" if cutoff is None else f"@{int(cutoff)}"
+        object.__setattr__(self, "family", family)
+        object.__setattr__(self, "cutoff", None if cutoff is None else int(cutoff))
+        object.__setattr__(self, "params", MappingProxyType(values))
+        object.__setattr__(self, "name", name)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"parse_measure({self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Measure):
+            return self.name == other.name
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(("ragnb.Measure", self.name))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (parse_measure, (self.name,))
+
+    @property
+    def spec(self) -> MeasureFamily:
+        """The family's registry entry."""
+        return _FAMILIES[self.family]
+
+    @property
+    def depth(self) -> int | None:
+        """Ranks the measure reads (None: the whole run)."""
+        spec = self.spec
+        return spec.depth(self.cutoff) if spec.depth is not None else self.cutoff
+
+    def compute(self, arrays: RankingArrays) -> np.ndarray:
+        """Per-query values on prepared arrays.
+
+        Parameters
+        ----------
+        arrays : RankingArrays
+            From :func:`ragnb.measures.prepare`, with ``depth_cap`` None or >= ``self.depth``.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_queries,)
+        """
+        arrays = _check_arrays(arrays)
+        need = self.depth
+        if arrays.depth_cap is not None and (need is None or need > arrays.depth_cap):
+            raise InputError(
+                f"{self}: needs {'the whole run' if need is None else f'{need} ranks'}, "
+                f"but the arrays were prepared with depth={arrays.depth_cap}"
+            )
+        out = self.spec.kernel(arrays, self.cutoff, **self.params)
+        return np.asarray(out, dtype=np.float64)
+
+    def flags(self, arrays: RankingArrays) -> dict[str, np.ndarray]:
+        """Per-query flags the family reports (empty for most families).
+
+        Returns
+        -------
+        dict of str to ndarray of bool, shape (n_queries,)
+        """
+        spec = self.spec
+        if spec.flags is None:
+            return {}
+        return spec.flags(_check_arrays(arrays), self.cutoff, **self.params)
+
+
+_NAME_RE = re.compile(
+    r"(?P<head>[^\s()@,=]+)\s*(?:\((?P<params>[^()]*)\))?\s*(?:@\s*(?P<cutoff>[^\s()@]+))?"
+)
+
+
+def parse_measure(name: str | Measure) -> Measure:
+    """Parse a measure name (canonical or an alias) into a :class:`Measure`.
+
+    Parameters
+    ----------
+    name : str or Measure
+        E.g. ``"nDCG@10"``, ``"P(rel=2)@10"``, ``"ndcg_cut_10"``, ``"mrr"``. A Measure is returned
+        unchanged.
+
+    Returns
+    -------
+    Measure
+
+    Raises
+    ------
+    InputError
+        Naming the string, when it is not a known measure or its parameters are invalid.
+
+    Examples
+    --------
+    >>> str(parse_measure("ndcg_cut_10")), str(parse_measure("hit_rate@5"))
+    ('nDCG@10', 'Success@5')
+    >>> str(parse_measure("F(rel=2, alpha=0.50)@10"))
+    'F(alpha=0.5,rel=2)@10'
+    """
+    if isinstance(name, Measure):
+        return name
+    if not isinstance(name, str):
+        raise InputError(f"a measure must be a name or a Measure, got {type(name).__name__}")
+    return _parse(name.strip())
+
+
+def _build(text: str, family: str, cutoff: int | None, params: dict[str, Any]) -> Measure:
+    try:
+        return Measure(family, cutoff, **params)
+    except InputError as err:
+        raise InputError(f"measure {text!r}: {err.message}") from None
+
+
+def _parse(text: str) -> Measure:
+    for pattern, family, implied in _TREC_ALIASES:
+        m = pattern.fullmatch(text)
+        if m:
+            k = m.groupdict().get("k")
+            return _build(text, family, None if k is None else int(k), dict(implied))
+    m = _NAME_RE.fullmatch(text)
+    if m is None:
+        raise InputError(f"cannot parse measure {text!r}; expected e.g. 'nDCG@10' or 'P(rel=2)@5'")
+    head = m.group("head")
+    params: dict[str, Any]
+    if head in _FAMILIES:
+        family, params = head, {}
+    elif head in _HEAD_ALIASES:
+        family, implied = _HEAD_ALIASES[head]
+        params = dict(implied)
+    else:
+        raise InputError(
+            f"unknown measure {text!r}; known families: {', '.join(sorted(_FAMILIES))} "
+            "(aliases from trec_eval, ranx and ir_measures are accepted)"
+        )
+    if m.group("params") is not None:
+        for item in m.group("params").split(","):
+            key, sep, value = item.partition("=")
+            key = key.strip()
+            if not sep or not key:
+                raise InputError(f"measure {text!r}: expected param=value, got {item.strip()!r}")
+            if key in params:
+                raise InputError(f"measure {text!r}: parameter {key!r} given twice")
+            params[key] = value
+    cutoff_text = m.group("cutoff")
+    cutoff = None
+    if cutoff_text is not None:
+        if not re.fullmatch(r"\d+", cutoff_text):
+            raise InputError(f"measure {text!r}: cutoff {cutoff_text!r} is not a positive integer")
+        cutoff = int(cutoff_text)
+    return _build(text, family, cutoff, params)
+
+
+def parse_measures(names: Iterable[str | Measure] | str | Measure) -> list[Measure]:
+    """Parse several measures; duplicates (after normalisation) are kept once, first wins.
+
+    Parameters
+    ----------
+    names : iterable of str or Measure, or a single one
+
+    Returns
+    -------
+    list of Measure
+
+    Raises
+    ------
+    InputError
+        On the first unknown or invalid name, or an empty list.
+
+    Examples
+    --------
+    >>> [str(m) for m in parse_measures(["P_10", "P@10", "recip_rank"])]
+    ['P@10', 'RR']
+    """
+    if isinstance(names, str | Measure):
+        names = [names]
+    out: dict[Measure, None] = {}
+    for name in names:
+        out.setdefault(parse_measure(name), None)
+    if not out:
+        raise InputError("no measures given")
+    return list(out)
+
+
+def _mean_of(
+    measure: Measure,
+    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    order: RunOrder,
+) -> float:
+    """Macro mean of ``measure`` over the queries of the qrels (NaN values excluded)."""
+    values = measure.compute(prepare(qrels, run, order=order, depth=measure.depth))
+    valid = ~np.isnan(values)
+    return float(values[valid].mean()) if valid.any() else float("nan")

@@ -1,0 +1,90 @@
+"""Recall at K (``R@K``), trec_eval's ``recall_K``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ragnb.frames import RunOrder
+from ragnb.measures._kernel import RankingArrays, _safe_div
+from ragnb.measures.base import (
+    REL,
+    Measure,
+    MeasureFamily,
+    _mean_of,
+    register_alias,
+    register_family,
+    register_trec_alias,
+)
+
+__all__ = ["recall_at_k"]
+
+
+def _recall(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
+    """Relevant documents in the top ``k`` over N_p (0 when N_p = 0); shape (n_queries,)."""
+    return _safe_div(arrays.relevant(rel, k).sum(axis=1), arrays.n_relevant(rel))
+
+
+register_family(
+    MeasureFamily(
+        "R",
+        _recall,
+        params=(REL,),
+        summary="R@K = (relevant documents in the top K) / N_p; 0 when N_p = 0",
+    )
+)
+register_alias("Recall", "R")
+register_alias("recall", "R")
+register_trec_alias(r"recall[._](?P<k>\d+)", "R")
+
+
+def recall_at_k(
+    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    k: int,
+    *,
+    rel: int = 1,
+    order: RunOrder = "score",
+) -> float:
+    """Mean recall at ``k`` over the queries of the qrels.
+
+    Parameters
+    ----------
+    qrels : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
+    run : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    k : int
+        Cutoff K >= 1.
+    rel : int, default 1
+        A judged document with grade >= ``rel`` is relevant.
+    order : {"score", "file"}, default "score"
+
+    Returns
+    -------
+    float in [0, 1]
+        Macro mean of the per-query values.
+
+    Notes
+    -----
+    ``R@K = n_p / N_p`` with ``n_p`` the relevant documents among the top K and ``N_p`` all judged
+    documents of the query with grade >= ``rel``. A query with ``N_p = 0`` scores 0 (not NaN), as
+    in trec_eval's ``recall_K`` (``m_recall.c``); a query missing from the run scores 0.
+
+    References
+    ----------
+    .. [1] C. J. van Rijsbergen, *Information Retrieval*, 2nd ed., Butterworths, 1979, ch. 7.
+    .. [2] trec_eval 9.0, ``m_recall.c``, https://github.com/usnistgov/trec_eval
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"a": 2, "b": 0, "c": 1, "d": 1}}   # N_p = 3 (a, c, d)
+    >>> run = {"q1": {"a": 0.9, "x": 0.8, "c": 0.7}}
+    >>> recall_at_k(qrels, run, 2)                             # a in top 2: 1/3
+    0.3333333333333333
+    >>> recall_at_k(qrels, run, 3, rel=2)                      # N_p = 1 (a), found: 1/1
+    1.0
+    """
+    return _mean_of(Measure("R", k, rel=rel), qrels, run, order)

@@ -1,0 +1,93 @@
+"""Reciprocal rank (``RR``, ``RR@K``), trec_eval's ``recip_rank``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ragnb.frames import RunOrder
+from ragnb.measures._kernel import RankingArrays, _first_true, _safe_div
+from ragnb.measures.base import (
+    REL,
+    Measure,
+    MeasureFamily,
+    _mean_of,
+    register_alias,
+    register_family,
+    register_trec_alias,
+)
+
+__all__ = ["reciprocal_rank"]
+
+
+def _rr(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
+    """1 / rank of the first relevant document within ``k`` (0 if none); shape (n_queries,)."""
+    return _safe_div(1.0, _first_true(arrays.relevant(rel, k)))
+
+
+register_family(
+    MeasureFamily(
+        "RR",
+        _rr,
+        params=(REL,),
+        cutoff="optional",
+        summary="RR@K = 1 / rank of the first relevant document in the top K; 0 if none",
+    )
+)
+register_alias("MRR", "RR")
+register_alias("mrr", "RR")
+register_trec_alias(r"recip_rank", "RR")
+
+
+def reciprocal_rank(
+    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    k: int | None = None,
+    *,
+    rel: int = 1,
+    order: RunOrder = "score",
+) -> float:
+    """Mean reciprocal rank (MRR), optionally cut at ``k``.
+
+    Parameters
+    ----------
+    qrels : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
+    run : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    k : int, optional
+        Only the top ``k`` ranks count; default the whole run.
+    rel : int, default 1
+        A judged document with grade >= ``rel`` is relevant.
+    order : {"score", "file"}, default "score"
+
+    Returns
+    -------
+    float in [0, 1]
+        Macro mean of the per-query values.
+
+    Notes
+    -----
+    ``RR = 1 / r`` with ``r`` the rank of the first relevant document, 0 when none is retrieved
+    (within ``k``). Ties are ordered as trec_eval orders them (``doc_id`` descending), which is
+    trec_eval's ``recip_rank`` (``m_recip_rank.c``). ir_measures computes ``RR@k`` with MS MARCO's
+    script, which breaks ties by ``doc_id`` *ascending*; on tied scores the two can differ.
+
+    References
+    ----------
+    .. [1] P. B. Kantor and E. M. Voorhees, "The TREC-5 confusion track", Information Retrieval
+       2(2-3), 2000, pp. 165-176.
+    .. [2] trec_eval 9.0, ``m_recip_rank.c``, https://github.com/usnistgov/trec_eval
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"a": 0, "c": 1}}
+    >>> run = {"q1": {"a": 0.9, "x": 0.8, "c": 0.7}}   # first relevant (c) at rank 3
+    >>> reciprocal_rank(qrels, run)
+    0.3333333333333333
+    >>> reciprocal_rank(qrels, run, 2)
+    0.0
+    """
+    return _mean_of(Measure("RR", k, rel=rel), qrels, run, order)

@@ -1,0 +1,87 @@
+"""Success at K (``Success@K``, also called hit rate), trec_eval's ``success_K``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ragnb.frames import RunOrder
+from ragnb.measures._kernel import RankingArrays
+from ragnb.measures.base import (
+    REL,
+    Measure,
+    MeasureFamily,
+    _mean_of,
+    register_alias,
+    register_family,
+    register_trec_alias,
+)
+
+__all__ = ["success_at_k"]
+
+
+def _success(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
+    """1.0 if any relevant document is in the top ``k``, else 0.0; shape (n_queries,)."""
+    return np.asarray(arrays.relevant(rel, k).any(axis=1), dtype=np.float64)
+
+
+register_family(
+    MeasureFamily(
+        "Success",
+        _success,
+        params=(REL,),
+        summary="Success@K = 1 if a relevant document is in the top K, else 0",
+    )
+)
+register_alias("success", "Success")
+register_alias("HitRate", "Success")
+register_alias("hit_rate", "Success")
+register_trec_alias(r"success[._](?P<k>\d+)", "Success")
+
+
+def success_at_k(
+    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    k: int,
+    *,
+    rel: int = 1,
+    order: RunOrder = "score",
+) -> float:
+    """Fraction of queries with a relevant document in the top ``k`` (hit rate).
+
+    Parameters
+    ----------
+    qrels : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
+    run : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    k : int
+        Cutoff K >= 1.
+    rel : int, default 1
+        A judged document with grade >= ``rel`` is relevant.
+    order : {"score", "file"}, default "score"
+
+    Returns
+    -------
+    float in [0, 1]
+        Macro mean of the per-query values, each 0 or 1.
+
+    Notes
+    -----
+    trec_eval's ``success_K`` (``m_success.c``) and ir_measures' ``Success@K``. Some papers call
+    this "Recall@K"; here R@K is the TREC recall (:func:`ragnb.measures.recall.recall_at_k`).
+
+    References
+    ----------
+    .. [1] trec_eval 9.0, ``m_success.c``, https://github.com/usnistgov/trec_eval
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"c": 1}, "q2": {"z": 1}}
+    >>> run = {"q1": {"a": 0.9, "c": 0.7}, "q2": {"y": 0.5}}   # q1 hits at rank 2, q2 misses
+    >>> success_at_k(qrels, run, 2), success_at_k(qrels, run, 1)
+    (0.5, 0.0)
+    """
+    return _mean_of(Measure("Success", k, rel=rel), qrels, run, order)

@@ -1,0 +1,80 @@
+"""Shared fixtures: the real datasets beside the repository, rendered reports, a test cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+
+# Tests never fetch models from a hub, and keep their embedding cache inside the work tree (a
+# fresh clone starts cold, as CI does).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("RAGNB_CACHE_DIR", str(REPO / ".cache" / "test-cache"))
+
+
+def shared_dataset(name: str) -> Path:
+    """Path of ``../shared/datasets/<name>``; skip if absent, but fail under ``CI=true``."""
+    path = SHARED_DATASETS / name
+    if not (path / "corpus.jsonl").exists():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"dataset {path} is missing; CI must run with ../shared beside the repo")
+        pytest.skip(f"dataset {path} not available")
+    return path
+
+
+@pytest.fixture(scope="session")
+def scifact_path() -> Path:
+    return shared_dataset("scifact")
+
+
+@pytest.fixture(scope="session")
+def dbpedia_path() -> Path:
+    return shared_dataset("dbpedia-entity-subset")
+
+
+@pytest.fixture(scope="session")
+def msmarco_path() -> Path:
+    return shared_dataset("msmarco-dl-subset")
+
+
+@pytest.fixture(scope="session")
+def sample_report(tmp_path_factory: pytest.TempPathFactory):
+    """Notebook 01 rendered on the embedded sample dataset (``data/pydocs``)."""
+    from ragnb.report import render_report
+
+    out = tmp_path_factory.mktemp("reports-sample")
+    return render_report(
+        "01_retrieval_evaluation", {"export_dir": str(out / "export")}, reports_dir=out
+    )
+
+
+@pytest.fixture(scope="session")
+def scifact_report(tmp_path_factory: pytest.TempPathFactory, scifact_path: Path):
+    """Notebook 01 rendered on the 300 SciFact test queries."""
+    from ragnb.report import render_report
+
+    out = tmp_path_factory.mktemp("reports-scifact")
+    return render_report(
+        "01_retrieval_evaluation",
+        {"dataset": str(scifact_path), "export_dir": str(out / "export")},
+        reports_dir=out,
+    )
+
+
+@pytest.fixture
+def openai_server():
+    """A real OpenAI-compatible server on 127.0.0.1 (``tests/openai_server.py``), per test.
+
+    Point the ``openai`` client at ``openai_server.base_url``; script answers and faults with
+    ``openai_server.chat.push(...)`` / ``openai_server.embeddings.fail(...)``.
+    """
+    from openai_server import OpenAIServer
+
+    with OpenAIServer() as server:
+        yield server

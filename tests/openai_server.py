@@ -1,0 +1,612 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 for tests, with scripted answers and faults.
+
+Tests talk to it through the real ``openai`` client (``base_url=server.base_url``); nothing is
+mocked. The server runs :class:`http.server.ThreadingHTTPServer` in a background thread on an
+ephemeral port.
+
+Endpoints (each a :class:`Route`, reachable as ``server.embeddings``, ``server.chat`` or
+``server.routes[path]``):
+
+``POST /v1/embeddings``
+    Deterministic signed hashed bag of words (:func:`hashed_embedding`): texts sharing words have
+    similar vectors. Vectors are NOT normalised (clients must normalise). Honours ``dimensions``
+    (default :attr:`OpenAIServer.embedding_dim`) and ``encoding_format`` ``"float"`` or
+    ``"base64"`` (little-endian float32, what the openai 3.x client asks for by default).
+``POST /v1/chat/completions``
+    Answers only what a test scripted; unscripted requests get a 400 (not retried by the client).
+
+Scripting a route::
+
+    server.chat.push("relevant: 2")                        # one answer, usage counted from words
+    server.chat.push(ChatAnswer("2", prompt_tokens=100, completion_tokens=1, delay=0.5))
+    server.chat.push(error(429, retry_after_ms=1), times=2)  # then two rate limits
+    server.chat.push(error(503), malformed(), disconnect())
+    server.chat.handler = lambda req: ChatAnswer(str(len(req.json["messages"])))  # when queue empty
+    server.embeddings.fail(500, times=3)                    # faults before the normal answers
+    server.embeddings.push(Reply(delay=1.0))                # a normal answer, one second late
+    server.embeddings.latency = 0.05                        # added to every answer
+
+The queue is consumed first, in order, one item per request; then ``route.handler`` answers.
+A spec is a :class:`Reply`, a :class:`ChatAnswer`, a ``str`` (chat: the assistant's content),
+a ``dict`` (a 200 JSON body), or a callable ``(RecordedRequest) -> spec``. A :class:`Reply` with
+status 200 and no body is what ``route.handler`` answers (so ``Reply(delay=...)`` is a slow
+normal answer).
+
+Retry note (openai 3.x client): ``Retry-After`` is honoured only when ``0 < value <= 120``
+seconds; ``Retry-After: 0`` falls back to the client's backoff (0.5 s times 2**retry, minus up to
+25 % jitter). ``retry-after-ms: 1`` makes retries near-instant. 408, 409, 429 and 5xx are
+retried, ``x-should-retry: false`` stops retries.
+
+Every request is logged (:attr:`OpenAIServer.requests`) with the ``Authorization`` and
+``api-key`` headers redacted; only a SHA-256 fingerprint of the key is kept
+(:attr:`RecordedRequest.api_key_sha256`), so a test can check which key arrived without the log
+holding it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import re
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ChatAnswer",
+    "OpenAIServer",
+    "RecordedRequest",
+    "Reply",
+    "Route",
+    "disconnect",
+    "error",
+    "hashed_embedding",
+    "malformed",
+]
+
+REDACTED = "[REDACTED]"
+_SECRET_HEADERS = ("authorization", "api-key", "x-api-key")
+_WORD = re.compile(r"\w+")
+
+
+# ----------------------------------------------------------------------------- what was received
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the server saw it (secrets redacted).
+
+    Attributes
+    ----------
+    method, path : str
+        ``path`` without the query string, e.g. ``"/v1/embeddings"``.
+    headers : dict of str to str
+        Lower-case names; ``authorization`` / ``api-key`` values replaced by ``"[REDACTED]"``.
+    json : Any
+        The parsed body, or None if it was empty or not JSON.
+    api_key_sha256 : str or None
+        SHA-256 hex of the bearer token or ``api-key`` value.
+    status : int or None
+        The status answered (None if the connection was dropped or still in flight).
+    received_at : float
+        ``time.monotonic()`` at arrival, seconds.
+    """
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any
+    api_key_sha256: str | None = None
+    status: int | None = None
+    received_at: float = 0.0
+
+
+# ----------------------------------------------------------------------------- what to answer
+
+
+@dataclass
+class Reply:
+    """A fixed answer.
+
+    Parameters
+    ----------
+    status : int, default 200
+    body : dict, list, str, bytes or None
+        JSON-encoded if dict/list, sent as is if str/bytes. None with status 200: what the
+        route's handler answers; None otherwise: an OpenAI-style error body.
+    headers : dict of str to str
+    delay : float, seconds
+        Wait before answering.
+    disconnect : bool
+        Close the connection without answering (the client sees a connection error).
+    """
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    disconnect: bool = False
+
+
+@dataclass
+class ChatAnswer:
+    """A chat completion with one assistant message.
+
+    Parameters
+    ----------
+    content : str
+    prompt_tokens, completion_tokens : int, optional
+        Default: number of words in the request's messages / in ``content``.
+    finish_reason : str, default "stop"
+    delay : float, seconds
+    headers : dict of str to str
+    model : str, optional
+        Default: the requested model.
+    """
+
+    content: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str = "stop"
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+
+    def to_reply(self, request: RecordedRequest, seq: int) -> Reply:
+        body = request.json if isinstance(request.json, dict) else {}
+        prompt = self.prompt_tokens
+        if prompt is None:
+            prompt = sum(_n_words(m.get("content")) for m in body.get("messages", []) or [])
+        completion = self.completion_tokens
+        if completion is None:
+            completion = _n_words(self.content)
+        return Reply(
+            body={
+                "id": f"chatcmpl-test-{seq}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": self.model or body.get("model", "test-chat"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": self.content},
+                        "finish_reason": self.finish_reason,
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
+            },
+            headers=dict(self.headers),
+            delay=self.delay,
+        )
+
+
+Spec = Reply | ChatAnswer | str | dict | Callable[[RecordedRequest], Any]
+
+
+def error(
+    status: int,
+    message: str | None = None,
+    *,
+    retry_after: float | str | None = None,
+    retry_after_ms: float | None = None,
+    should_retry: bool | None = None,
+    headers: dict[str, str] | None = None,
+    delay: float = 0.0,
+) -> Reply:
+    """An OpenAI-style error answer: ``{"error": {"message", "type", "code"}}``.
+
+    ``retry_after`` sets ``Retry-After`` (seconds), ``retry_after_ms`` sets ``retry-after-ms``,
+    ``should_retry`` sets ``x-should-retry``.
+    """
+    hdrs = dict(headers or {})
+    if retry_after is not None:
+        hdrs["Retry-After"] = str(retry_after)
+    if retry_after_ms is not None:
+        hdrs["retry-after-ms"] = str(retry_after_ms)
+    if should_retry is not None:
+        hdrs["x-should-retry"] = "true" if should_retry else "false"
+    kind = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        404: "not_found_error",
+        429: "rate_limit_exceeded",
+    }.get(status, "server_error")
+    body = {
+        "error": {
+            "message": message or f"scripted error {status}",
+            "type": kind,
+            "param": None,
+            "code": kind,
+        }
+    }
+    return Reply(status=status, body=body, headers=hdrs, delay=delay)
+
+
+def malformed(text: str = '{"object": "list", "data": [', status: int = 200) -> Reply:
+    """A body that is not valid JSON (truncated by default), labelled application/json."""
+    return Reply(status=status, body=text.encode("utf-8"))
+
+
+def disconnect(delay: float = 0.0) -> Reply:
+    """Drop the connection without an answer."""
+    return Reply(disconnect=True, delay=delay)
+
+
+# ----------------------------------------------------------------------------- embeddings
+
+
+def _n_words(text: Any) -> int:
+    if isinstance(text, str):
+        return len(_WORD.findall(text))
+    if isinstance(text, list):  # content parts
+        return sum(_n_words(p.get("text")) for p in text if isinstance(p, dict))
+    return 0
+
+
+def hashed_embedding(text: str, dim: int) -> np.ndarray:
+    """The server's vector for ``text``: signed hashed bag of lower-cased words.
+
+    Each word adds +1 or -1 (from its SHA-256) to one of ``dim`` buckets. Not normalised.
+
+    Returns
+    -------
+    ndarray of shape (dim,), float32
+    """
+    vec = np.zeros(dim, dtype=np.float32)
+    words = _WORD.findall(text.lower()) or [text]
+    for word in words:
+        h = int.from_bytes(hashlib.sha256(word.encode("utf-8")).digest()[:8], "little")
+        vec[h % dim] += 1.0 if (h >> 63) & 1 else -1.0
+    return vec
+
+
+# ----------------------------------------------------------------------------- routes
+
+
+class Route:
+    """One endpoint: a queue of scripted specs, then a handler, with a request counter.
+
+    Attributes
+    ----------
+    path : str
+    handler : callable ``(RecordedRequest) -> spec``
+        Answers once the queue is empty.
+    latency : float, seconds
+        Added before every answer of this route.
+    count : int
+        Requests received.
+    """
+
+    def __init__(self, path: str, handler: Callable[[RecordedRequest], Any]) -> None:
+        self.path = path
+        self.handler = handler
+        self.default = handler
+        self.latency = 0.0
+        self.count = 0
+        self._queue: deque[Spec] = deque()
+        self._lock = threading.Lock()
+
+    def push(self, *specs: Spec, times: int = 1) -> Route:
+        """Queue ``specs`` (the whole sequence ``times`` times) for the next requests."""
+        with self._lock:
+            for _ in range(times):
+                self._queue.extend(specs)
+        return self
+
+    def fail(self, status: int, *, times: int = 1, **kwargs: Any) -> Route:
+        """Queue ``times`` :func:`error` answers with ``status``."""
+        return self.push(error(status, **kwargs), times=times)
+
+    @property
+    def pending(self) -> int:
+        """Scripted specs not consumed yet."""
+        with self._lock:
+            return len(self._queue)
+
+    def clear(self) -> None:
+        """Drop the queue and restore the default handler."""
+        with self._lock:
+            self._queue.clear()
+            self.handler = self.default
+            self.latency = 0.0
+
+    def _next(self) -> Spec:
+        with self._lock:
+            self.count += 1
+            if self._queue:
+                return self._queue.popleft()
+        return self.handler
+
+
+def _no_script(request: RecordedRequest) -> Reply:
+    return error(
+        400,
+        f"openai_server: nothing scripted for {request.path}",
+        should_retry=False,
+    )
+
+
+# ----------------------------------------------------------------------------- the server
+
+
+class OpenAIServer:
+    """An OpenAI-compatible server on 127.0.0.1 for tests.
+
+    Parameters
+    ----------
+    embedding_dim : int, default 64
+        Vector length when the request gives no ``dimensions``.
+
+    Examples
+    --------
+    >>> with OpenAIServer() as server:  # doctest: +SKIP
+    ...     client = openai.OpenAI(base_url=server.base_url, api_key="sk-test")
+    """
+
+    def __init__(self, embedding_dim: int = 64) -> None:
+        self.embedding_dim = embedding_dim
+        self.embeddings = Route("/v1/embeddings", self._embeddings_answer)
+        self.chat = Route("/v1/chat/completions", _no_script)
+        self.routes: dict[str, Route] = {r.path: r for r in (self.embeddings, self.chat)}
+        self.handler_errors: list[str] = []
+        self._log: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._seq = itertools.count(1)
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+
+    def start(self) -> OpenAIServer:
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.02},  # shutdown() waits up to one poll
+            name="openai-test-server",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is None:
+            return
+        self._stopping.set()  # wakes delayed answers
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``, the client's ``base_url``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- what was received
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of the request log, in arrival order."""
+        with self._lock:
+            return list(self._log)
+
+    def request_count(self, path: str | None = None) -> int:
+        """Requests received, at ``path`` (e.g. ``"/v1/embeddings"``) or in all."""
+        with self._lock:
+            return sum(1 for r in self._log if path is None or r.path == path)
+
+    def bodies(self, path: str) -> list[Any]:
+        """Parsed JSON bodies received at ``path``."""
+        return [r.json for r in self.requests if r.path == path]
+
+    def reset(self) -> None:
+        """Clear the log, the counters and every route's script."""
+        with self._lock:
+            self._log.clear()
+            self.handler_errors.clear()
+        for route in self.routes.values():
+            route.clear()
+            route.count = 0
+
+    # -- answering
+
+    def _embeddings_answer(self, request: RecordedRequest) -> Reply:
+        body = request.json
+        if not isinstance(body, dict) or "model" not in body or "input" not in body:
+            return error(400, "'model' and 'input' are required", should_retry=False)
+        texts = body["input"]
+        if isinstance(texts, str):
+            texts = [texts]
+        if (
+            not isinstance(texts, list)
+            or not texts
+            or not all(isinstance(t, str) and t for t in texts)
+        ):
+            return error(
+                400, "'input' must be a non-empty string or list of them", should_retry=False
+            )
+        dim = body.get("dimensions", self.embedding_dim)
+        if not isinstance(dim, int) or dim < 1:
+            return error(400, "'dimensions' must be a positive integer", should_retry=False)
+        fmt = body.get("encoding_format", "float")
+        if fmt not in ("float", "base64"):
+            return error(400, f"unknown encoding_format {fmt!r}", should_retry=False)
+        data = []
+        for i, text in enumerate(texts):
+            vec = hashed_embedding(text, dim)
+            emb: Any
+            if fmt == "base64":
+                emb = base64.b64encode(vec.astype("<f4").tobytes()).decode("ascii")
+            else:
+                emb = vec.tolist()
+            data.append({"object": "embedding", "index": i, "embedding": emb})
+        n = sum(_n_words(t) for t in texts)
+        return Reply(
+            body={
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": n, "total_tokens": n},
+            }
+        )
+
+    def _resolve(self, route: Route, spec: Any, request: RecordedRequest, depth: int = 0) -> Reply:
+        if depth > 10:
+            raise TypeError("spec nested too deeply (a handler answering Reply() with no body?)")
+        for _ in range(10):  # callables may return callables; stop runaway chains
+            if isinstance(spec, Reply):
+                if spec.status == 200 and spec.body is None and not spec.disconnect:
+                    normal = self._resolve(route, route.handler, request, depth + 1)
+                    return Reply(
+                        normal.status,
+                        normal.body,
+                        {**normal.headers, **spec.headers},
+                        normal.delay + spec.delay,
+                        normal.disconnect,
+                    )
+                if spec.body is None and not spec.disconnect:
+                    return error(spec.status, headers=spec.headers, delay=spec.delay)
+                return spec
+            if isinstance(spec, ChatAnswer):
+                return spec.to_reply(request, next(self._seq))
+            if isinstance(spec, str):
+                return ChatAnswer(spec).to_reply(request, next(self._seq))
+            if isinstance(spec, dict | list):
+                return Reply(body=spec)
+            if callable(spec):
+                spec = spec(request)
+                continue
+            raise TypeError(f"cannot answer with {spec!r}")
+        raise TypeError("spec callables nested too deeply")
+
+    def _answer(self, request: RecordedRequest) -> Reply:
+        route = self.routes.get(request.path)
+        if route is None:
+            return error(404, f"no route {request.method} {request.path}", should_retry=False)
+        if request.method != "POST":
+            return error(405, f"{request.method} not allowed", should_retry=False)
+        spec = route._next()
+        try:
+            reply = self._resolve(route, spec, request)
+        except Exception:
+            tb = traceback.format_exc()
+            with self._lock:
+                self.handler_errors.append(tb)
+            return error(500, f"openai_server handler failed:\n{tb}", should_retry=False)
+        if route.latency:
+            reply = Reply(
+                reply.status,
+                reply.body,
+                reply.headers,
+                reply.delay + route.latency,
+                reply.disconnect,
+            )
+        return reply
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._log.append(request)
+
+
+def _redact(headers: Iterable[tuple[str, str]]) -> tuple[dict[str, str], str | None]:
+    out: dict[str, str] = {}
+    key: str | None = None
+    for name, value in headers:
+        lname = name.lower()
+        if lname in _SECRET_HEADERS:
+            token = value.split(" ", 1)[1] if value.lower().startswith("bearer ") else value
+            key = hashlib.sha256(token.encode("utf-8")).hexdigest()
+            value = REDACTED
+        out[lname] = value
+    return out, key
+
+
+def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # quiet
+
+        def _handle(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                parsed = json.loads(raw) if raw else None
+            except ValueError:
+                parsed = None
+            headers, key = _redact(self.headers.items())
+            request = RecordedRequest(
+                method=self.command,
+                path=self.path.split("?", 1)[0],
+                headers=headers,
+                json=parsed,
+                api_key_sha256=key,
+                received_at=time.monotonic(),
+            )
+            server._record(request)
+            if raw and parsed is None:
+                reply = error(400, "request body is not JSON", should_retry=False)
+            else:
+                reply = server._answer(request)
+            if reply.delay > 0 and server._stopping.wait(reply.delay):
+                reply = disconnect()
+            if reply.disconnect:
+                self.close_connection = True
+                return
+            body = reply.body
+            if isinstance(body, str):
+                payload = body.encode("utf-8")
+            elif isinstance(body, bytes):
+                payload = body
+            else:
+                payload = json.dumps(body).encode("utf-8")
+            request.status = reply.status
+            try:
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                self.close_connection = True
+
+        do_POST = _handle
+        do_GET = _handle
+
+    return Handler

@@ -1,0 +1,182 @@
+"""Notebook 01 end to end: papermill execution, HTML export, offline rendering in Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import fields
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ragnb.errors import InputError
+from ragnb.experiment import RetrievalEvaluationConfig
+from ragnb.report import notebook_parameters, render_report, resolve_notebook
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+def test_parameters_cell_mirrors_config_dataclass():
+    declared = notebook_parameters(resolve_notebook("01_retrieval_evaluation"))
+    assert list(declared) == [f.name for f in fields(RetrievalEvaluationConfig)]
+    defaults = RetrievalEvaluationConfig()
+    for f in fields(RetrievalEvaluationConfig):
+        # papermill reports defaults as source text
+        assert eval(declared[f.name]["default"]) == getattr(defaults, f.name), f.name
+        assert declared[f.name]["help"], f"parameter {f.name} has no comment"
+
+
+def test_unknown_parameter_is_an_error(tmp_path):
+    with pytest.raises(InputError, match="no parameter 'datset'"):
+        render_report("01_retrieval_evaluation", {"datset": "x"}, reports_dir=tmp_path)
+    with pytest.raises(InputError, match="takes a int"):
+        render_report("01_retrieval_evaluation", {"depth": "many"}, reports_dir=tmp_path)
+    assert not list(tmp_path.glob("*.html"))
+
+
+def test_unknown_notebook_lists_the_available_ones():
+    with pytest.raises(InputError, match="01_retrieval_evaluation"):
+        resolve_notebook("99_nothing")
+
+
+def _export(report) -> Path:
+    return Path(report.parameters["export_dir"])
+
+
+def test_sample_report_is_self_contained(sample_report):
+    html = sample_report.html.read_text(encoding="utf-8")
+    # no script or stylesheet fetched from anywhere
+    assert not re.search(r"<script[^>]+src=", html)
+    assert not re.search(r"<link[^>]+href=\"https?:", html)
+    assert "cdn.jsdelivr" not in html and "cdnjs" not in html
+    # code cells hidden, charts present, provenance stated
+    assert "compare_retrievers(" not in html
+    assert html.count('class="ragnb-chart"') == 2
+    for fact in (
+        "What produced these numbers",
+        "pydocs",
+        "all-MiniLM-L6-v2",
+        "bm25s",
+        "Versions",
+        "hits",
+        "misses",
+    ):
+        assert fact in html, fact
+    index = (sample_report.html.parent / "index.html").read_text(encoding="utf-8")
+    assert 'href="01_retrieval_evaluation.html"' in index
+
+
+def test_sample_report_exports_runs_and_tables(sample_report):
+    export = _export(sample_report)
+    agg = pd.read_csv(export / "aggregate.csv")
+    assert set(agg["retriever"]) == {"bm25", "dense", "hybrid"}
+    assert (agg["n_queries"] == 95).all()
+    for name in ("bm25", "dense", "hybrid"):
+        lines = (export / "runs" / f"{name}.trec").read_text().splitlines()
+        assert len(lines) == 95 * 100
+    prov = json.loads((export / "provenance.json").read_text())
+    assert prov["retrievers"]["dense"]["embedder_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    # dense retrieval finds the module's own functions far better than chance
+    ndcg = agg[agg["measure"] == "nDCG@10"].set_index("retriever")["value"]
+    assert ndcg["dense"] > 0.5 and ndcg["bm25"] > 0.3
+
+
+@pytest.mark.slow
+def test_scifact_reference_points(scifact_report):
+    """BEIR BM25 0.665 (we accept [0.655, 0.695]); all-MiniLM-L6-v2 0.645 +- 0.01 (MTEB)."""
+    agg = pd.read_csv(_export(scifact_report) / "aggregate.csv")
+    at10 = agg[agg["measure"] == "nDCG@10"].set_index("retriever")
+    assert (at10["n_queries"] == 300).all() and (at10["n_valid"] == 300).all()
+    assert 0.655 <= at10.loc["bm25", "value"] <= 0.695
+    assert abs(at10.loc["dense", "value"] - 0.645) <= 0.01
+    assert at10.loc["hybrid", "value"] > max(at10.loc["bm25", "value"], 0.6)
+
+
+def _open_offline(url: str, profile: Path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = str(CHROMIUM)
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        f"--user-data-dir={profile}",
+        "--window-size=1400,2000",
+    ):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
+    driver.set_network_conditions(
+        offline=True, latency=0, download_throughput=0, upload_throughput=0
+    )
+    driver.get("about:blank")
+    driver.get_log("performance")  # drain what the start-up page did; keep only our page's
+    driver.get(url)
+    return driver
+
+
+def _check_offline_render(html_path: Path, tmp_path: Path) -> None:
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.fail("Debian chromium and chromium-driver are required (make test installs them)")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = _open_offline(html_path.as_uri(), tmp_path / "profile")
+    try:
+        charts = driver.find_elements("css selector", ".ragnb-chart")
+        assert len(charts) >= 2
+
+        def all_drawn(d):
+            return all(
+                el.find_elements("css selector", "svg .mark-symbol, svg .mark-line, svg path")
+                for el in d.find_elements("css selector", ".ragnb-chart")
+            )
+
+        WebDriverWait(driver, 60).until(all_drawn)
+        for el in driver.find_elements("css selector", ".ragnb-chart"):
+            assert "chart error" not in el.text and "missing" not in el.text
+            assert el.find_elements("css selector", "svg")
+        requests, failures, by_id = [], [], {}
+        for entry in driver.get_log("performance"):
+            msg = json.loads(entry["message"])["message"]
+            if msg["method"] == "Network.requestWillBeSent":
+                doc, url = msg["params"].get("documentURL", ""), msg["params"]["request"]["url"]
+                requests.append((doc, url))
+                by_id[msg["params"]["requestId"]] = (doc, url)
+            elif msg["method"] == "Network.loadingFailed":
+                failures.append((by_id.get(msg["params"]["requestId"]), msg["params"]["errorText"]))
+        # every request after the drain is logged before it can fail, so a failure of an
+        # unknown request belongs to the browser's own start-up page, not to the report
+        ours_failed = [f for f in failures if f[0] is not None]
+        assert not ours_failed, ours_failed
+        # the page itself fetches nothing but file:/data: URLs, and nobody goes on the network
+        page = html_path.as_uri()
+        assert any(doc == page for doc, _ in requests)
+        ours = [u for doc, u in requests if doc == page and not u.startswith(("file:", "data:"))]
+        assert not ours, ours
+        remote = [u for _, u in requests if u.startswith(("http:", "https:", "ws:", "wss:"))]
+        assert not remote, remote
+        severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert not severe, severe
+    finally:
+        driver.quit()
+        shutil.rmtree(tmp_path / "profile", ignore_errors=True)
+
+
+def test_sample_report_draws_offline_in_chromium(sample_report, tmp_path):
+    _check_offline_render(sample_report.html, tmp_path)
+
+
+@pytest.mark.slow
+def test_scifact_report_draws_offline_in_chromium(scifact_report, tmp_path):
+    _check_offline_render(scifact_report.html, tmp_path)
