@@ -180,3 +180,49 @@ def test_sample_report_draws_offline_in_chromium(sample_report, tmp_path):
 @pytest.mark.slow
 def test_scifact_report_draws_offline_in_chromium(scifact_report, tmp_path):
     _check_offline_render(scifact_report.html, tmp_path)
+
+
+def _small_beir(src: Path, dst: Path, n_queries: int = 8) -> Path:
+    """The first ``n_queries`` judged queries of ``src`` and only the documents they judge."""
+    from ragnb.io import read_beir, write_jsonl, write_qrels
+
+    data = read_beir(src)
+    qids = sorted(data.qrels["query_id"].unique())[:n_queries]
+    qrels = data.qrels[data.qrels["query_id"].isin(qids)]
+    corpus = data.corpus[data.corpus["doc_id"].isin(set(qrels["doc_id"]))]
+    write_jsonl(
+        [{"_id": d, "title": t, "text": x} for d, t, x in corpus.itertuples(index=False)],
+        dst / "corpus.jsonl",
+    )
+    queries = data.queries[data.queries["query_id"].isin(qids)]
+    write_jsonl(
+        [{"_id": q, "text": t} for q, t in queries.itertuples(index=False)], dst / "queries.jsonl"
+    )
+    write_qrels(qrels, dst / "qrels" / "test.tsv", form="beir")
+    return dst
+
+
+def test_second_report_run_makes_zero_model_calls(tmp_path):
+    """Counted at the embedding backend (its calls), as the report's provenance records them."""
+    data = _small_beir(Path(__file__).resolve().parents[1] / "data" / "pydocs", tmp_path / "d")
+    params = {
+        "dataset": str(data),
+        "cache_dir": str(tmp_path / "cache"),
+        "depth": 20,
+        "cutoffs": "[1, 5, 10, 20]",
+        "retrievers": "[dense, hybrid]",
+    }
+    calls = []
+    for attempt in ("first", "second"):
+        out = tmp_path / attempt
+        render_report(
+            "01_retrieval_evaluation", {**params, "export_dir": str(out / "x")}, reports_dir=out
+        )
+        prov = json.loads((out / "x" / "provenance.json").read_text())
+        dense = prov["retrievers"]["dense"]
+        calls.append(
+            (dense["embedder_calls"], dense["embedder_cache_hits"], dense["embedder_cache_misses"])
+        )
+    (first_calls, _, first_misses), (second_calls, second_hits, second_misses) = calls
+    assert first_calls > 0 and first_misses > 0
+    assert second_calls == 0 and second_misses == 0 and second_hits == first_misses
