@@ -39,12 +39,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
         names = [args.notebook]
     else:
         raise InputError("name a NOTEBOOK or use --all")
-    for name in names:
+    plans = []
+    for name in names:  # check every notebook's parameters before running any
         path = report.resolve_notebook(name)
         mine = params
         if args.all:  # a shared --dataset goes to the notebooks that take one
             declared = report.notebook_parameters(path)
             mine = {k: v for k, v in params.items() if k in declared or k != "dataset"}
+        report.check_parameters(path, mine)
+        plans.append((path, mine))
+    for path, mine in plans:
         result = report.render_report(path, mine, update_index=False)
         print(f"{result.notebook}: {result.html} ({result.seconds:.1f} s)")
     index = report.build_index()

@@ -91,7 +91,11 @@ def qrels_from_dict(qrels: Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
     rows = []
     for qid, docs in qrels.items():
         for did, rel in docs.items():
-            if isinstance(rel, bool) or not float(rel).is_integer():
+            try:
+                integral = not isinstance(rel, bool) and float(rel).is_integer()
+            except (TypeError, ValueError):
+                integral = False
+            if not integral:
                 raise InputError(f"grade of {did!r} is not an integer: {rel!r}", query_id=str(qid))
             rows.append((str(qid), str(did), int(rel)))
     return _frame(rows, QRELS_COLUMNS, {"relevance": "int64"})

@@ -23,6 +23,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -142,7 +143,7 @@ def _field(obj: dict[str, Any], name: str, path: Path, lineno: int, default: Any
             return default
         raise InputError(f"missing field {name!r}", path=path, line=lineno, column=name)
     value = obj[name]
-    if not isinstance(value, str | int):
+    if isinstance(value, bool) or not isinstance(value, str | int):  # JSON true is no id
         raise InputError(
             f"field {name!r} must be a string, got {type(value).__name__}",
             path=path,
@@ -213,14 +214,20 @@ def read_queries(path: str | os.PathLike[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["query_id", "text"], dtype=object)
 
 
-def _parse_grade(token: str, path: Path, lineno: int) -> int:
-    try:
-        value = int(token)
-    except ValueError:
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _parse_int(token: str, what: str, column: str, path: Path, lineno: int) -> int:
+    # int() alone would also take "1_0" (10) and non-ASCII digits, which trec_eval does not
+    if not _INTEGER.fullmatch(token):
         raise InputError(
-            f"grade is not an integer: {token!r}", path=path, line=lineno, column="relevance"
-        ) from None
-    return value
+            f"{what} is not an integer: {token!r}", path=path, line=lineno, column=column
+        )
+    return int(token)
+
+
+def _parse_grade(token: str, path: Path, lineno: int) -> int:
+    return _parse_int(token, "grade", "relevance", path, lineno)
 
 
 def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -328,12 +335,7 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
                     line=lineno,
                 )
             qid, _, did, rank_s, score_s, tag = parts
-            try:
-                rank = int(rank_s)
-            except ValueError:
-                raise InputError(
-                    f"rank is not an integer: {rank_s!r}", path=path, line=lineno, column="rank"
-                ) from None
+            rank = _parse_int(rank_s, "rank", "rank", path, lineno)
             try:
                 score = float(score_s)
             except ValueError:
@@ -367,6 +369,21 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     )
 
 
+def _check_ids(frame: pd.DataFrame, pattern: str, what: str) -> None:
+    """Raise if a ``query_id`` or ``doc_id`` is empty or matches ``pattern``: such an id would
+    write a line that cannot be read back."""
+    for col in ("query_id", "doc_id"):
+        ids = frame[col].astype(str)
+        bad = (ids == "") | ids.str.contains(pattern, regex=True)
+        if bad.any():
+            i = int(bad.to_numpy().argmax())
+            raise InputError(
+                f"{col} {ids.iloc[i]!r} cannot be written to a {what} file (empty or white space)",
+                query_id=str(frame["query_id"].iloc[i]),
+                column=col,
+            )
+
+
 def write_run(run: pd.DataFrame, path: str | os.PathLike[str], tag: str | None = None) -> None:
     """Write a run as a TREC run file, atomically, ranks in trec_eval's score order.
 
@@ -385,11 +402,12 @@ def write_run(run: pd.DataFrame, path: str | os.PathLike[str], tag: str | None =
     Raises
     ------
     InputError
-        On a malformed run frame or a tag with white space.
+        On a malformed run frame, or an id or tag that is empty or holds white space.
     """
     from ragnb.frames import sort_run
 
     check_run(run)
+    _check_ids(run, r"\s", "TREC run")
     if tag is None:
         tag = str(run["tag"].iloc[0]) if "tag" in run.columns and len(run) else "ragnb"
     if not tag or any(c.isspace() for c in tag):
@@ -411,12 +429,22 @@ def write_qrels(qrels: pd.DataFrame, path: str | os.PathLike[str], form: str = "
         Columns ``query_id``, ``doc_id``, ``relevance``.
     path : str or PathLike
     form : {"trec", "beir"}, default "trec"
+
+    Raises
+    ------
+    InputError
+        On a malformed qrels frame, an unknown ``form``, or an id that is empty or holds white
+        space (TREC) or a tab, a line break or surrounding white space (BEIR).
     """
     from ragnb.frames import check_qrels
 
     check_qrels(qrels)
     if form not in ("trec", "beir"):
         raise InputError(f"unknown qrels form {form!r}; use 'trec' or 'beir'")
+    if form == "trec":
+        _check_ids(qrels, r"\s", "TREC qrels")
+    else:
+        _check_ids(qrels, r"^\s|\s$|[\t\r\n]", "BEIR qrels")
     with atomic_write(path) as f:
         if form == "beir":
             f.write("query-id\tcorpus-id\tscore\n")
@@ -498,7 +526,9 @@ def read_beir(path: str | os.PathLike[str], split: str = "test") -> BeirDataset:
     """
     path = Path(path)
     if not path.is_dir():
-        raise FileNotFoundError(f"no BEIR dataset folder at {path}")
+        parent = path.parent
+        have = sorted(x.name for x in parent.iterdir())[:20] if parent.is_dir() else []
+        raise FileNotFoundError(f"no BEIR dataset folder at {path}; {parent} holds {have}")
     qrels_path = path / "qrels" / f"{split}.tsv"
     for p in (path / "corpus.jsonl", path / "queries.jsonl", qrels_path):
         if not p.exists():

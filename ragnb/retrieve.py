@@ -68,7 +68,7 @@ class Retriever(ABC):
 
 
 def _check_k(k: int) -> None:
-    if not isinstance(k, int | np.integer) or k < 1:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         raise InputError(f"cutoff k must be a positive integer, got {k!r}")
 
 
@@ -142,7 +142,9 @@ class BM25Retriever(Retriever):
         qids = queries["query_id"].astype(str).tolist()
         tokens = self._tokenize(queries["text"].astype(str).tolist())
         idx, scores = self._model.retrieve(tokens, k=k, show_progress=False, n_threads=0)
-        return _run_frame(qids, self._doc_ids, np.asarray(idx), np.asarray(scores))
+        run = _run_frame(qids, self._doc_ids, np.asarray(idx), np.asarray(scores))
+        # bm25s pads with score-0 documents; Lucene returns only documents matching a term
+        return run[run["score"] > 0].reset_index(drop=True)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -257,6 +259,8 @@ def rrf(runs: list[pd.DataFrame], rrf_k: int = 60, k: int | None = None) -> pd.D
         raise InputError("rrf needs at least one run")
     if rrf_k < 0:
         raise InputError(f"rrf_k must be >= 0, got {rrf_k}")
+    if k is not None:
+        _check_k(k)
     parts = []
     for run in runs:
         ranked = sort_run(run[["query_id", "doc_id", "score"]], warn=False).run
