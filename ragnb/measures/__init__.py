@@ -14,6 +14,10 @@ Judged[@K] judged in top K / min(K, retrieved), as ir_measures  :mod:`.judged`
 F, F_e     Primer eq. 2; F_e estimates N_p from the top 2K      :mod:`.primer`
 T, T_u     Primer eqs. 3-4                                      :mod:`.primer`
 nDCG_inK@K recall-free nDCG, ideal = the top K re-sorted        :mod:`.primer`
+Bpref[@K]  trec_eval bpref: judged non-relevant above relevant  :mod:`.incomplete`
+nDCG', P'  condensed lists: unjudged removed before cutting     :mod:`.incomplete`
+ContextPr. ContextPrecision@K: sum P@k v_k / sum v_k (ragas)    :mod:`.context`
+PR-AUC[@K] step-wise PR area = AP (trec_eval map), SPEAR        :mod:`.context`
 ========== ==================================================== =================
 
 Binary measures take ``rel`` (default 1, trec_eval's relevance level): ``P(rel=2)@10``.
@@ -22,7 +26,18 @@ Usage: :func:`parse_measure` for names, :func:`prepare` for the shared arrays, a
 :func:`ragnb.evaluate.evaluate` for tables.
 """
 
-from ragnb.measures import judged, ndcg, precision, primer, recall, rr, success  # noqa: F401
+from ragnb.measures import (  # noqa: F401
+    context,
+    graded,
+    incomplete,
+    judged,
+    ndcg,
+    precision,
+    primer,
+    recall,
+    rr,
+    success,
+)
 from ragnb.measures._kernel import RankingArrays, prepare
 from ragnb.measures.base import (
     Measure,
@@ -35,29 +50,71 @@ from ragnb.measures.base import (
     register_family,
     register_trec_alias,
 )
+from ragnb.measures.context import context_precision_at_k, pooled_qrels, pr_auc, pr_curve
+from ragnb.measures.graded import (
+    GRADE_MAPS,
+    complete_hit,
+    harm_at_k,
+    map_grades,
+    n_recall_4plus,
+    n_recall_5,
+    precision_4plus,
+    prepare_sources,
+    ra_nwg,
+    ra_nwg_novelty,
+    rarity_weights,
+)
+from ragnb.measures.incomplete import (
+    bpref,
+    condensed_ndcg,
+    condensed_precision,
+    judged_gap_warning,
+)
 from ragnb.measures.judged import judged_at_k
 from ragnb.measures.ndcg import ndcg_at_k
 from ragnb.measures.precision import precision_at_k
 from ragnb.measures.primer import f_estimated, f_measure, ndcg_in_k, t_measure, t_unnormalised
+from ragnb.measures.proc import ideal_reorder, proc_table
 from ragnb.measures.recall import recall_at_k
 from ragnb.measures.rr import reciprocal_rank
 from ragnb.measures.success import success_at_k
 
 __all__ = [
+    "GRADE_MAPS",
     "Measure",
     "MeasureFamily",
     "ParamSpec",
     "RankingArrays",
+    "bpref",
+    "complete_hit",
+    "condensed_ndcg",
+    "condensed_precision",
+    "context_precision_at_k",
     "f_estimated",
     "f_measure",
     "families",
+    "harm_at_k",
+    "ideal_reorder",
     "judged_at_k",
+    "judged_gap_warning",
+    "map_grades",
+    "n_recall_4plus",
+    "n_recall_5",
     "ndcg_at_k",
     "ndcg_in_k",
     "parse_measure",
     "parse_measures",
+    "pooled_qrels",
+    "pr_auc",
+    "pr_curve",
+    "precision_4plus",
     "precision_at_k",
     "prepare",
+    "prepare_sources",
+    "proc_table",
+    "ra_nwg",
+    "ra_nwg_novelty",
+    "rarity_weights",
     "recall_at_k",
     "reciprocal_rank",
     "register_alias",
