@@ -22,6 +22,7 @@ import pandas as pd
 
 __all__ = [
     "RENDERER",
+    "comparison_chart",
     "javascript_bundle",
     "measure_vs_k",
     "per_query_distribution",
@@ -156,4 +157,62 @@ def per_query_distribution(
         .properties(width=width, height=height)
         .facet(facet=alt.Facet("measure:N", title=None), columns=3)
         .resolve_scale(y="independent")
+    )
+
+
+def comparison_chart(
+    frame: pd.DataFrame, *, width: int = 240, row_height: int = 22, columns: int = 3
+) -> alt.Chart:
+    """Differences between systems with their confidence intervals, one panel per measure.
+
+    Each compared pair is a row: a point at the mean difference, a bar from ``ci_low`` to
+    ``ci_high``, and a dashed line at 0; pairs whose adjusted p-value is significant are drawn in
+    red, the others in grey.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :attr:`ragnb.stats.ComparisonResult.pairs`: columns ``measure`` (str), ``pair`` (str,
+        e.g. ``"dense − bm25"``), ``difference``, ``ci_low``, ``ci_high`` (float, the measure's
+        unit), ``significant`` (bool), ``p_value``, ``p_adjusted`` (float, for the tooltip).
+    width : int, default 240
+        Width of each panel, pixels.
+    row_height : int, default 22
+        Height per pair, pixels.
+    columns : int, default 3
+        Panels per row.
+    """
+    n_pairs = max(1, frame["pair"].nunique())
+    label = frame["significant"].map({True: "significant", False: "not significant"})
+    data = frame.assign(significance=label)
+    base = alt.Chart().encode(
+        y=alt.Y("pair:N", title=None, sort=list(dict.fromkeys(frame["pair"]))),
+        tooltip=[
+            "measure:N",
+            "pair:N",
+            alt.Tooltip("difference:Q", format=".4f"),
+            alt.Tooltip("ci_low:Q", format=".4f"),
+            alt.Tooltip("ci_high:Q", format=".4f"),
+            alt.Tooltip("p_value:Q", format=".4g"),
+            alt.Tooltip("p_adjusted:Q", format=".4g"),
+        ],
+    )
+    color = alt.Color(
+        "significance:N",
+        title=None,
+        scale=alt.Scale(domain=["significant", "not significant"], range=["#d62728", "#9e9e9e"]),
+    )
+    bars = base.mark_rule(strokeWidth=2).encode(
+        x=alt.X("ci_low:Q", title="difference a − b (with CI)"), x2="ci_high:Q", color=color
+    )
+    points = base.mark_point(filled=True, size=50).encode(x="difference:Q", color=color)
+    zero = alt.Chart().mark_rule(strokeDash=[4, 3], color="#444").encode(x=alt.datum(0))
+    layered = alt.layer(zero, bars, points, data=data)
+    return (
+        layered.properties(width=width, height=row_height * n_pairs)
+        .facet(
+            facet=alt.Facet("measure:N", title=None, sort=list(dict.fromkeys(frame["measure"]))),
+            columns=columns,
+        )
+        .resolve_scale(x="independent")
     )

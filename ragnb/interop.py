@@ -1,0 +1,392 @@
+"""Conversions between ragnb's qrels/run frames and ranx's and ir_measures' objects.
+
+ranx and ir_measures import lazily: ranx compiles its kernels with numba (seconds on first use),
+and neither is needed by the rest of ragnb.
+
+ranx
+----
+:func:`to_ranx_qrels` / :func:`to_ranx_run` build ``ranx.Qrels`` / ``ranx.Run``;
+:func:`from_ranx_qrels` / :func:`from_ranx_run` go back. Two differences from ragnb matter when
+evaluating with ranx:
+
+* **Queries.** ragnb evaluates the queries of the qrels and scores a query missing from the run
+  as an empty ranking (trec_eval ``-c``); ``ranx.evaluate`` does the same only with
+  ``make_comparable=True`` (otherwise it requires the same query sets).
+* **Ties.** ragnb (like trec_eval) orders tied scores by ``doc_id`` descending. ranx sorts each
+  query's documents with ``np.argsort`` of the negated scores inside numba (ranx 0.3.21,
+  ``data_structures/common.py``), and numba's quicksort is not stable: a list of at most 15
+  documents is insertion-sorted, which keeps the insertion order of tied documents, while a
+  longer one is partitioned first, which can swap them. So with ties the two can rank
+  differently and measures can differ (on a synthetic run with 15-way ties handed to ranx in
+  file order, nDCG@10 differed on 11 of 30 queries). :func:`to_ranx_run` inserts documents in
+  ragnb's order, which ranx kept in our tests but does not promise to keep; pass
+  ``trec_eval_ties=True`` to hand ranx strictly decreasing scores in ragnb's order instead (the
+  original scores are then lost). Without ties ranx's ``ndcg``, ``precision`` and ``recall``
+  at a cutoff agree with :func:`ragnb.evaluate.evaluate` to rounding (``tests/test_interop.py``).
+
+ir_measures
+-----------
+ir_measures' own forms are ``Qrel(query_id, doc_id, relevance, iteration)`` and
+``ScoredDoc(query_id, doc_id, score)`` namedtuples (as yielded by ``ir_measures.read_trec_qrels``
+and ``read_trec_run``), ``{query_id: {doc_id: value}}`` dicts, and DataFrames with those columns,
+which are ragnb's column names. :func:`to_ir_measures_qrels` / :func:`to_ir_measures_run` give
+lists of namedtuples; :func:`from_ir_measures_qrels` / :func:`from_ir_measures_run` accept any of
+the three forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ragnb.errors import InputError
+from ragnb.frames import (
+    QRELS_COLUMNS,
+    RUN_COLUMNS,
+    check_qrels,
+    check_run,
+    qrels_from_dict,
+    qrels_to_dict,
+    run_from_dict,
+    run_to_dict,
+    sort_run,
+)
+
+if TYPE_CHECKING:
+    import ir_measures
+    import ranx
+
+__all__ = [
+    "from_ir_measures_qrels",
+    "from_ir_measures_run",
+    "from_ranx_qrels",
+    "from_ranx_run",
+    "to_ir_measures_qrels",
+    "to_ir_measures_run",
+    "to_ranx_qrels",
+    "to_ranx_run",
+]
+
+
+def _qrels_frame(qrels: pd.DataFrame | Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
+    if isinstance(qrels, pd.DataFrame):
+        check_qrels(qrels)
+        return qrels
+    return qrels_from_dict(qrels)
+
+
+def _run_frame(run: pd.DataFrame | Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
+    if isinstance(run, pd.DataFrame):
+        check_run(run)
+        return run
+    return run_from_dict(run)
+
+
+# --------------------------------------------------------------------------------------------
+# ranx
+
+
+def to_ranx_qrels(
+    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]], name: str | None = None
+) -> ranx.Qrels:
+    """A qrels frame (or dict) as a ``ranx.Qrels``.
+
+    Parameters
+    ----------
+    qrels : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``relevance`` (int), or ``{query_id: {doc_id: grade}}``.
+    name : str, optional
+        The ``Qrels`` name.
+
+    Returns
+    -------
+    ranx.Qrels
+        Every judgement, grade 0 and negative grades included (ranx, like ragnb, counts grades
+        below its relevance level 1 as non-relevant). Empty qrels give an empty ``Qrels``.
+
+    Raises
+    ------
+    InputError
+        On a malformed frame (missing column, non-integer grade, duplicate pair).
+
+    Examples
+    --------
+    >>> q = to_ranx_qrels({"q1": {"a": 1, "b": 0}})
+    >>> dict(q.to_dict()["q1"])
+    {'a': 1, 'b': 0}
+    """
+    import ranx
+
+    frame = _qrels_frame(qrels)
+    if len(frame) == 0:
+        out = ranx.Qrels()
+    else:
+        out = ranx.Qrels.from_dict(qrels_to_dict(frame))
+    out.name = name
+    return out
+
+
+def to_ranx_run(
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    name: str | None = None,
+    *,
+    trec_eval_ties: bool = False,
+) -> ranx.Run:
+    """A run frame (or dict) as a ``ranx.Run``.
+
+    Documents are handed to ranx in ragnb's evaluation order (:func:`ragnb.frames.sort_run`);
+    ranx re-sorts them by score with an unstable sort, so its order of tied scores is its own
+    (module docstring).
+
+    Parameters
+    ----------
+    run : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``score`` (optionally ``rank``, ``tag``), or
+        ``{query_id: {doc_id: score}}``.
+    name : str, optional
+        The ``Run`` name; default the frame's ``tag`` if it has exactly one.
+    trec_eval_ties : bool, default False
+        Replace each query's scores by ``n, n - 1, ..., 1`` in ragnb's (trec_eval's) order, so
+        that ranx ranks tied documents as ragnb does. The returned run then no longer holds the
+        original scores.
+
+    Returns
+    -------
+    ranx.Run
+
+    Raises
+    ------
+    InputError
+        On a malformed run (missing column, NaN or non-numeric score, duplicate pair).
+
+    Examples
+    --------
+    >>> r = to_ranx_run({"q1": {"a": 0.5, "b": 0.9}}, name="bm25")
+    >>> r.name, list(r.to_dict()["q1"])
+    ('bm25', ['b', 'a'])
+    """
+    import ranx
+
+    frame = _run_frame(run)
+    if name is None and "tag" in frame.columns:
+        tags = frame["tag"].dropna().astype(str).unique()
+        name = str(tags[0]) if len(tags) == 1 else None
+    ordered = sort_run(frame[list(RUN_COLUMNS)], warn=False).run
+    if trec_eval_ties and len(ordered):
+        size = ordered.groupby("query_id", sort=False)["rank"].transform("max")
+        ordered = ordered.assign(score=(size - ordered["rank"] + 1).astype(np.float64))
+    if len(ordered) == 0:
+        out = ranx.Run()
+    else:
+        out = ranx.Run.from_dict(run_to_dict(ordered))
+    out.name = name
+    return out
+
+
+def from_ranx_qrels(qrels: ranx.Qrels) -> pd.DataFrame:
+    """A ``ranx.Qrels`` as a qrels frame.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id`` (str), ``relevance`` (int64); queries in ranx's order
+        (sorted), documents by grade descending.
+
+    Raises
+    ------
+    InputError
+        If ``qrels`` is not a ``ranx.Qrels``.
+    """
+    import ranx
+
+    if not isinstance(qrels, ranx.Qrels):
+        raise InputError(f"expected a ranx.Qrels, got {type(qrels).__name__}")
+    return qrels_from_dict({str(q): dict(docs) for q, docs in qrels.to_dict().items()})
+
+
+def from_ranx_run(run: ranx.Run) -> pd.DataFrame:
+    """A ``ranx.Run`` as a run frame.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id`` (str), ``score`` (float64), and ``tag`` (str) when the
+        run has a name; ranx's order (queries sorted, documents by score descending).
+
+    Raises
+    ------
+    InputError
+        If ``run`` is not a ``ranx.Run``.
+    """
+    import ranx
+
+    if not isinstance(run, ranx.Run):
+        raise InputError(f"expected a ranx.Run, got {type(run).__name__}")
+    frame = run_from_dict({str(q): dict(docs) for q, docs in run.to_dict().items()})
+    if run.name is not None:
+        frame["tag"] = pd.Series([str(run.name)] * len(frame), dtype=object)
+    return frame
+
+
+# --------------------------------------------------------------------------------------------
+# ir_measures
+
+
+def to_ir_measures_qrels(
+    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
+) -> list[ir_measures.Qrel]:
+    """A qrels frame (or dict) as a list of ``ir_measures.Qrel`` (iteration ``"0"``).
+
+    Raises
+    ------
+    InputError
+        On a malformed frame.
+
+    Examples
+    --------
+    >>> to_ir_measures_qrels({"q1": {"a": 2}})
+    [Qrel(query_id='q1', doc_id='a', relevance=2, iteration='0')]
+    """
+    from ir_measures import Qrel
+
+    frame = _qrels_frame(qrels)
+    return [
+        Qrel(str(q), str(d), int(r))
+        for q, d, r in zip(frame["query_id"], frame["doc_id"], frame["relevance"], strict=True)
+    ]
+
+
+def to_ir_measures_run(
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+) -> list[ir_measures.ScoredDoc]:
+    """A run frame (or dict) as a list of ``ir_measures.ScoredDoc``, in the frame's row order.
+
+    Raises
+    ------
+    InputError
+        On a malformed run.
+
+    Examples
+    --------
+    >>> to_ir_measures_run({"q1": {"a": 0.5}})
+    [ScoredDoc(query_id='q1', doc_id='a', score=0.5)]
+    """
+    from ir_measures import ScoredDoc
+
+    frame = _run_frame(run)
+    return [
+        ScoredDoc(str(q), str(d), float(s))
+        for q, d, s in zip(frame["query_id"], frame["doc_id"], frame["score"], strict=True)
+    ]
+
+
+def _records(obj: Any, fields: tuple[str, ...], what: str) -> list[tuple[Any, ...]]:
+    """Rows of ``fields`` from an iterable of namedtuples (or objects with those attributes)."""
+    rows = []
+    for i, item in enumerate(obj):
+        try:
+            rows.append(tuple(getattr(item, f) for f in fields))
+        except AttributeError:
+            raise InputError(
+                f"{what} item {i} is a {type(item).__name__}, not a namedtuple with fields "
+                f"{list(fields)}"
+            ) from None
+    return rows
+
+
+def from_ir_measures_qrels(
+    qrels: Iterable[ir_measures.Qrel] | Mapping[str, Mapping[str, int]] | pd.DataFrame,
+) -> pd.DataFrame:
+    """ir_measures qrels (namedtuples, dict of dicts, or DataFrame) as a qrels frame.
+
+    The ``iteration`` field is dropped (trec_eval ignores it too).
+
+    Parameters
+    ----------
+    qrels : iterable of Qrel, dict or DataFrame
+        E.g. ``ir_measures.read_trec_qrels(path)``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id`` (str), ``relevance`` (int64), in input order.
+
+    Raises
+    ------
+    InputError
+        On an item without the Qrel fields, a non-integer grade, or a duplicate pair (naming
+        the query).
+    """
+    if isinstance(qrels, pd.DataFrame):
+        frame = qrels[list(QRELS_COLUMNS)].copy() if set(QRELS_COLUMNS) <= set(qrels) else qrels
+    elif isinstance(qrels, Mapping):
+        return qrels_from_dict(qrels)
+    else:
+        rows = []
+        for q, d, r in _records(qrels, QRELS_COLUMNS, "qrels"):
+            try:
+                grade = _as_int(r)
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"grade of {d!r} is not an integer: {r!r}", query_id=str(q)
+                ) from None
+            rows.append((str(q), str(d), grade))
+        frame = pd.DataFrame(rows, columns=list(QRELS_COLUMNS))
+        frame["relevance"] = frame["relevance"].astype("int64")
+    check_qrels(frame)
+    frame = frame.reset_index(drop=True)
+    frame["query_id"] = frame["query_id"].astype(str).astype(object)
+    frame["doc_id"] = frame["doc_id"].astype(str).astype(object)
+    return frame
+
+
+def _as_int(value: Any) -> int:
+    if isinstance(value, bool) or not float(value).is_integer():
+        raise ValueError(value)
+    return int(value)
+
+
+def from_ir_measures_run(
+    run: Iterable[ir_measures.ScoredDoc] | Mapping[str, Mapping[str, float]] | pd.DataFrame,
+) -> pd.DataFrame:
+    """ir_measures run (namedtuples, dict of dicts, or DataFrame) as a run frame.
+
+    Parameters
+    ----------
+    run : iterable of ScoredDoc, dict or DataFrame
+        E.g. ``ir_measures.read_trec_run(path)`` (its rank and tag columns are not kept).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id`` (str), ``score`` (float64), in input order.
+
+    Raises
+    ------
+    InputError
+        On an item without the ScoredDoc fields, a NaN or non-numeric score, or a duplicate pair.
+    """
+    if isinstance(run, pd.DataFrame):
+        frame = run[list(RUN_COLUMNS)].copy() if set(RUN_COLUMNS) <= set(run) else run
+    elif isinstance(run, Mapping):
+        return run_from_dict(run)
+    else:
+        rows = []
+        for q, d, score in _records(run, RUN_COLUMNS, "run"):
+            try:
+                value = float(score)
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"score of {d!r} is not a number: {score!r}", query_id=str(q)
+                ) from None
+            rows.append((str(q), str(d), value))
+        frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+        frame["score"] = frame["score"].astype(np.float64)
+    check_run(frame)
+    frame = frame.reset_index(drop=True)
+    frame["query_id"] = frame["query_id"].astype(str).astype(object)
+    frame["doc_id"] = frame["doc_id"].astype(str).astype(object)
+    return frame
