@@ -26,6 +26,7 @@ __all__ = [
     "javascript_bundle",
     "measure_vs_k",
     "per_query_distribution",
+    "proc_vs_k",
     "setup",
     "spec_to_html",
 ]
@@ -215,4 +216,40 @@ def comparison_chart(
             columns=columns,
         )
         .resolve_scale(x="independent")
+    )
+
+
+def proc_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.Chart:
+    """Actual value (solid) and its pool ceiling PROC (dashed) against K, per retriever.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Columns ``retriever``, ``family``, ``cutoff`` (int), ``actual``, ``proc`` (floats), as in
+        :attr:`ragnb.experiment.Comparison.proc`.
+    """
+    long = frame.melt(
+        id_vars=["retriever", "family", "cutoff"],
+        value_vars=["actual", "proc"],
+        var_name="kind",
+        value_name="value",
+    )
+    return (
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("cutoff:Q", title="cutoff K", scale=alt.Scale(type="log", base=2)),
+            y=alt.Y("value:Q", title=None, scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("retriever:N"),
+            strokeDash=alt.StrokeDash("kind:N", title="value", sort=["actual", "proc"]),
+            tooltip=[
+                "retriever:N",
+                "family:N",
+                "cutoff:Q",
+                "kind:N",
+                alt.Tooltip("value:Q", format=".4f"),
+            ],
+        )
+        .properties(width=width, height=height)
+        .facet(facet=alt.Facet("family:N", title=None), columns=4)
     )

@@ -17,12 +17,14 @@ from typing import Any
 
 import pandas as pd
 
+from ragnb import stats
 from ragnb.cache import Cache
 from ragnb.embed import DEFAULT_MODEL, make_embedder
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.io import BeirDataset, read_beir
-from ragnb.measures import Measure
+from ragnb.measures import Measure, judged_gap_warning, map_grades, parse_measure
+from ragnb.measures.proc import proc_table
 from ragnb.retrieve import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
 
 __all__ = [
@@ -69,6 +71,21 @@ class RetrievalEvaluationConfig:
         Folder that receives the runs (TREC), the aggregate and per-query tables and the
         provenance (see :meth:`Comparison.export`); empty to export nothing. Relative paths are
         taken from the project root.
+    grade_map : str
+        How the qrels' grades map onto Dallaire's 1-5 utility scale for the graded set measures:
+        ``"auto"`` (binary qrels: no graded measures; grades within 0-2: ``dbpedia-entity``;
+        within 0-3: ``trec-dl``), ``"none"``, a name of :data:`ragnb.measures.GRADE_MAPS`, or a
+        mapping written as YAML/JSON, e.g. ``"{2: 5, 1: 4, 0: 1}"``.
+    proc_pool : int
+        Candidate pool depth for PROC: each retriever's top ``proc_pool`` documents, ideally
+        reordered (Dallaire section 2.4).
+    significance : list of str
+        Measures compared between retrievers with paired bootstrap CIs and randomization tests,
+        Holm-corrected; graded measures are dropped when the dataset has no grades.
+    n_resamples : int
+        Bootstrap and randomization resamples.
+    seed : int
+        Seed of the resampling.
     """
 
     dataset: str = "data/pydocs"
@@ -83,6 +100,13 @@ class RetrievalEvaluationConfig:
     rrf_k: int = 60
     cache_dir: str = ""
     export_dir: str = ""
+    grade_map: str = "auto"
+    proc_pool: int = 100
+    significance: list[str] = field(
+        default_factory=lambda: ["nDCG@10", "R@100", "RA-nWG@10", "N-Recall4+@10"]
+    )
+    n_resamples: int = 10_000
+    seed: int = 0
 
     def __post_init__(self) -> None:
         unknown = [r for r in self.retrievers if r not in RETRIEVERS]
@@ -102,6 +126,11 @@ class RetrievalEvaluationConfig:
             )
         if not 0.0 <= float(self.alpha) <= 1.0:
             raise InputError(f"alpha must lie in [0, 1], got {self.alpha}", column="alpha")
+        if not 1 <= self.proc_pool <= self.depth:
+            raise InputError(
+                f"proc_pool must lie in [1, depth={self.depth}], got {self.proc_pool}",
+                column="proc_pool",
+            )
 
     @classmethod
     def from_params(cls, **params: Any) -> RetrievalEvaluationConfig:
@@ -194,6 +223,80 @@ def core_measures(cutoffs: list[int], alpha: float = 0.5, rel: int = 1) -> list[
     return out
 
 
+GRADED_FAMILIES = ("RA-nWG", "N-Recall4+", "N-Recall5", "Precision4+", "Harm", "CompleteHit")
+
+
+def graded_measures(cutoffs: list[int]) -> list[Measure]:
+    """Dallaire's graded set measures at every cutoff (section 2.4); they read 1-5 grades."""
+    return [Measure(f, k) for k in sorted(set(int(c) for c in cutoffs)) for f in GRADED_FAMILIES]
+
+
+def resolve_grade_map(spec: str, qrels: pd.DataFrame) -> tuple[str, dict[int, int]] | None:
+    """The grade map named by ``spec`` for these qrels, or None for no graded measures.
+
+    Parameters
+    ----------
+    spec : str
+        ``"auto"``, ``"none"``, a key of :data:`ragnb.measures.GRADE_MAPS`, or a YAML/JSON
+        mapping such as ``"{2: 5, 1: 4, 0: 1}"``.
+    qrels : DataFrame
+
+    Returns
+    -------
+    (str, dict) or None
+        The map's name (``"custom"`` for a written mapping) and the mapping.
+
+    Raises
+    ------
+    InputError
+        Unknown name, unreadable mapping, or ``"auto"`` on grades it cannot place.
+    """
+    import yaml
+
+    from ragnb.measures import GRADE_MAPS
+
+    spec = str(spec).strip()
+    grades = set(int(g) for g in qrels["relevance"].unique())
+    if spec == "none":
+        return None
+    if spec == "auto":
+        if grades <= {0, 1}:
+            return None
+        if grades <= {0, 1, 2}:
+            return "dbpedia-entity", dict(GRADE_MAPS["dbpedia-entity"])
+        if grades <= {0, 1, 2, 3}:
+            return "trec-dl", dict(GRADE_MAPS["trec-dl"])
+        raise InputError(
+            f"grade_map='auto' cannot place grades {sorted(grades)}; state a mapping onto 1-5",
+            column="grade_map",
+        )
+    if spec in GRADE_MAPS:
+        return spec, dict(GRADE_MAPS[spec])
+    try:
+        parsed = yaml.safe_load(spec)
+    except yaml.YAMLError:
+        parsed = None
+    if not isinstance(parsed, dict) or not all(
+        isinstance(k, int) and isinstance(v, int) for k, v in parsed.items()
+    ):
+        raise InputError(
+            f"grade_map must be 'auto', 'none', one of {sorted(GRADE_MAPS)} or a mapping like "
+            f"'{{2: 5, 1: 4, 0: 1}}', got {spec!r}",
+            column="grade_map",
+        )
+    return "custom", parsed
+
+
+def proc_measures(cutoffs: list[int], pool: int, graded: bool) -> list[Measure]:
+    """Measures whose PROC is reported: nDCG, R and (graded data) RA-nWG, N-Recall4+ at the
+    cutoffs no deeper than the pool."""
+    ks = [k for k in sorted(set(int(c) for c in cutoffs)) if k <= pool and k > 1]
+    out = [Measure("nDCG", k) for k in ks] + [Measure("R", k) for k in ks]
+    if graded:
+        out += [Measure("RA-nWG", k) for k in ks] + [Measure("N-Recall4+", k) for k in ks]
+    return out
+
+
 @dataclass
 class Comparison:
     """Retrievers compared on one dataset.
@@ -217,6 +320,16 @@ class Comparison:
         Each retriever's configuration (:meth:`Retriever.describe`).
     cache : dict
         Cache location and hit/miss counts.
+    grade_map : tuple of (str, dict) or None
+        The map onto 1-5 used by the graded measures, None when the data has no grades.
+    proc : DataFrame
+        Per retriever and measure: ``actual``, ``proc`` (ceiling of the top-``proc_pool`` pool
+        ideally reordered) and ``pct_proc`` (= mean actual / mean PROC), ``n_valid``.
+    significance : ragnb.stats.ComparisonResult or None
+        Pairwise differences with bootstrap CIs and Holm-corrected randomization p-values (None
+        with a single retriever).
+    notes : list of str
+        Warnings worth reading beside the numbers (Judged@K gaps between retrievers, ...).
     """
 
     config: RetrievalEvaluationConfig
@@ -228,12 +341,41 @@ class Comparison:
     timings: dict[str, float]
     retrievers: dict[str, dict[str, Any]]
     cache: dict[str, Any]
+    grade_map: tuple[str, dict[int, int]] | None = None
+    proc: pd.DataFrame = field(default_factory=pd.DataFrame)
+    significance: Any = None
+    notes: list[str] = field(default_factory=list)
 
-    def headline(self, k: int | None = None) -> pd.DataFrame:
-        """One row per retriever, one column per measure at cutoff ``k`` (and RR), with
-        ``n_valid``."""
+    @property
+    def graded(self) -> bool:
+        """True when the graded set measures were computed."""
+        return self.grade_map is not None
+
+    def graded_headline(self, k: int | None = None) -> pd.DataFrame:
+        """The graded set measures at cutoff ``k``, one row per retriever, with Judged@K."""
         k = k or self.config.headline_k
         agg = self.aggregate
+        rows = agg[(agg["k"] == k) & agg["family"].isin((*GRADED_FAMILIES, "Judged"))]
+        table = rows.pivot(index="retriever", columns="measure", values="value")
+        table = table[list(dict.fromkeys(rows["measure"]))]
+        valid = rows.pivot(index="retriever", columns="measure", values="n_valid")
+        for name in table.columns:
+            if name.startswith(("RA-nWG", "N-Recall", "CompleteHit")):
+                table.insert(list(table.columns).index(name) + 1, f"n_valid {name}", valid[name])
+        return table.loc[[r for r in self.config.retrievers if r in table.index]]
+
+    def by_k(self, graded: bool = False) -> pd.DataFrame:
+        """Aggregate rows with a cutoff, for charts against K: the core measures, or (``graded``)
+        the graded set measures."""
+        rows = self.aggregate.dropna(subset=["k"])
+        is_graded = rows["family"].isin(GRADED_FAMILIES)
+        return rows[is_graded if graded else ~is_graded]
+
+    def headline(self, k: int | None = None) -> pd.DataFrame:
+        """One row per retriever, one column per core measure at cutoff ``k`` (and RR), with
+        ``n_valid``."""
+        k = k or self.config.headline_k
+        agg = self.aggregate[~self.aggregate["family"].isin(GRADED_FAMILIES)]
         rows = agg[(agg["k"] == k) | agg["k"].isna()]
         table = rows.pivot(index="retriever", columns="measure", values="value")
         order = list(dict.fromkeys(rows["measure"]))
@@ -274,8 +416,9 @@ class Comparison:
     def export(self, folder: str | Path) -> Path:
         """Write the results for reuse outside the report.
 
-        Files: ``runs/<retriever>.trec`` (TREC runs), ``aggregate.csv``, ``per_query.csv`` and
-        ``provenance.json``, each written atomically.
+        Files: ``runs/<retriever>.trec`` (TREC runs), ``aggregate.csv``, ``per_query.csv``,
+        ``proc.csv``, ``significance.csv`` (with several retrievers) and ``provenance.json``, each
+        written atomically.
 
         Returns
         -------
@@ -287,7 +430,10 @@ class Comparison:
         folder = _resolve(str(folder))
         for name, run in self.runs.items():
             write_run(run, folder / "runs" / f"{name}.trec", tag=name)
-        for stem, frame in (("aggregate", self.aggregate), ("per_query", self.per_query)):
+        frames = [("aggregate", self.aggregate), ("per_query", self.per_query), ("proc", self.proc)]
+        if self.significance is not None:
+            frames.append(("significance", self.significance.pairs))
+        for stem, frame in frames:
             with atomic_write(folder / f"{stem}.csv") as f:
                 frame.to_csv(f, index=False)
         write_json(self.provenance(), folder / "provenance.json")
@@ -301,11 +447,73 @@ class Comparison:
                 k: self.dataset.meta[k] for k in ("python_version",) if k in self.dataset.meta
             },
             "config": asdict(self.config),
+            "grade_map": None
+            if self.grade_map is None
+            else {
+                "name": self.grade_map[0],
+                "map": {str(k): v for k, v in self.grade_map[1].items()},
+            },
+            "notes": self.notes,
             "retrievers": self.retrievers,
             "timings_s": self.timings,
             "cache": self.cache,
             "versions": versions(),
         }
+
+
+def _proc_frame(
+    config: RetrievalEvaluationConfig,
+    qrels: pd.DataFrame,
+    graded_qrels: pd.DataFrame | None,
+    runs: dict[str, pd.DataFrame],
+) -> pd.DataFrame:
+    """PROC and %PROC of each retriever's top-``proc_pool`` pool (Dallaire section 2.4)."""
+    measures = proc_measures(config.cutoffs, config.proc_pool, graded_qrels is not None)
+    binary = [m for m in measures if m.family not in GRADED_FAMILIES]
+    graded = [m for m in measures if m.family in GRADED_FAMILIES]
+    parts = []
+    for name, run in runs.items():
+        for q, ms in ((qrels, binary), (graded_qrels, graded)):
+            if q is None or not ms:
+                continue
+            table = proc_table(q, run, ms, config.proc_pool).table
+            parts.append(table.assign(retriever=name, pool=config.proc_pool))
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    first = ["retriever", "pool"]
+    return out[first + [c for c in out.columns if c not in first]]
+
+
+def _significance(config: RetrievalEvaluationConfig, per_query: pd.DataFrame, graded: bool) -> Any:
+    """Pairwise comparison of the retrievers on ``config.significance`` (or None)."""
+    if len(config.retrievers) < 2:
+        return None
+    available = set(per_query["measure"])
+    wanted = [str(parse_measure(m)) for m in config.significance]
+    chosen = [m for m in wanted if m in available]
+    if not chosen:
+        return None
+    return stats.compare(
+        per_query,
+        measures=chosen,
+        system_column="retriever",
+        n_resamples=config.n_resamples,
+        seed=config.seed,
+    )
+
+
+def _judged_notes(aggregate: pd.DataFrame, k: int, margin: float = 0.1) -> list[str]:
+    """A note when retrievers' Judged@K differ by more than ``margin`` (incomplete pools)."""
+    import warnings
+
+    judged = aggregate[aggregate["measure"] == f"Judged@{k}"].set_index("retriever")["value"]
+    if len(judged) < 2:
+        return []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        judged_gap_warning(judged, margin=margin, measure=f"Judged@{k}")
+    return [str(w.message) for w in caught]
 
 
 def compare_retrievers(
@@ -361,11 +569,19 @@ def compare_retrievers(
         timings[name] = time.perf_counter() - start
         described[name] = retriever.describe()
         runs[name] = run
+    grade_map = resolve_grade_map(config.grade_map, dataset.qrels)
+    graded_qrels = None if grade_map is None else map_grades(dataset.qrels, grade_map[1])
+    graded = [] if grade_map is None else graded_measures(config.cutoffs)
+    for name, run in runs.items():
         result = evaluate(dataset.qrels, run, measures)
         counts[name] = result.counts
         aggregates.append(result.aggregate.assign(retriever=name))
         per_queries.append(result.per_query.assign(retriever=name))
-    by_name = {str(m): m for m in measures}
+        if graded_qrels is not None:
+            extra = evaluate(graded_qrels, run, graded)
+            aggregates.append(extra.aggregate.assign(retriever=name))
+            per_queries.append(extra.per_query.assign(retriever=name))
+    by_name = {str(m): m for m in (*measures, *graded)}
     aggregate = pd.concat(aggregates, ignore_index=True)
     per_query = pd.concat(per_queries, ignore_index=True)
     for frame in (aggregate, per_query):
@@ -374,8 +590,20 @@ def compare_retrievers(
     aggregate = aggregate[["retriever", "measure", "family", "k", "value", "n_valid", "n_queries"]]
     per_query = per_query[["retriever", "measure", "family", "k", "query_id", "value"]]
     comparison = Comparison(
-        config, dataset, runs, aggregate, per_query, counts, timings, described, cache.summary()
+        config,
+        dataset,
+        runs,
+        aggregate,
+        per_query,
+        counts,
+        timings,
+        described,
+        cache.summary(),
+        grade_map=grade_map,
     )
+    comparison.proc = _proc_frame(config, dataset.qrels, graded_qrels, runs)
+    comparison.significance = _significance(config, per_query, grade_map is not None)
+    comparison.notes = _judged_notes(aggregate, config.headline_k)
     if config.export_dir:
         comparison.export(config.export_dir)
     return comparison

@@ -55,6 +55,19 @@ def sample_report(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def dbpedia_report(tmp_path_factory: pytest.TempPathFactory, dbpedia_path: Path):
+    """Notebook 01 rendered on the graded DBpedia-Entity subset (grades 0/1/2)."""
+    from ragnb.report import render_report
+
+    out = tmp_path_factory.mktemp("reports-dbpedia")
+    return render_report(
+        "01_retrieval_evaluation",
+        {"dataset": str(dbpedia_path), "export_dir": str(out / "export")},
+        reports_dir=out,
+    )
+
+
+@pytest.fixture(scope="session")
 def scifact_report(tmp_path_factory: pytest.TempPathFactory, scifact_path: Path):
     """Notebook 01 rendered on the 300 SciFact test queries."""
     from ragnb.report import render_report

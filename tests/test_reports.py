@@ -54,7 +54,9 @@ def test_sample_report_is_self_contained(sample_report):
     assert "cdn.jsdelivr" not in html and "cdnjs" not in html
     # code cells hidden, charts present, provenance stated
     assert "compare_retrievers(" not in html
-    assert html.count('class="ragnb-chart"') == 2
+    # K curves, per-query boxes, PROC curves, significance; no graded section on binary qrels
+    assert html.count('class="ragnb-chart"') == 4
+    assert "The qrels are binary" in html
     for fact in (
         "What produced these numbers",
         "pydocs",
@@ -85,6 +87,47 @@ def test_sample_report_exports_runs_and_tables(sample_report):
     # dense retrieval finds the module's own functions far better than chance
     ndcg = agg[agg["measure"] == "nDCG@10"].set_index("retriever")["value"]
     assert ndcg["dense"] > 0.5 and ndcg["bm25"] > 0.3
+
+
+def test_sample_report_exports_proc_and_significance(sample_report):
+    export = _export(sample_report)
+    proc = pd.read_csv(export / "proc.csv")
+    assert set(proc["retriever"]) == {"bm25", "dense", "hybrid"}
+    assert set(proc["family"]) == {"nDCG", "R"}  # binary qrels: no graded ceilings
+    assert (proc["proc"] >= proc["actual"] - 1e-12).all() and (proc["proc"] <= 1).all()
+    # the top-100 pool holds every document the run ranks: R@100's ceiling is the run's R@100
+    r100 = proc[proc["measure"] == "R@100"]
+    assert (abs(r100["proc"] - r100["actual"]) < 1e-12).all()
+    sig = pd.read_csv(export / "significance.csv")
+    assert len(sig) == 3 * 2  # 3 pairs x {nDCG@10, R@100}; graded measures dropped
+    assert sig["p_adjusted"].between(0, 1).all() and (sig["p_adjusted"] >= sig["p_value"]).all()
+
+
+@pytest.mark.slow
+def test_dbpedia_report_has_graded_measures_proc_and_significance(dbpedia_report):
+    export = _export(dbpedia_report)
+    agg = pd.read_csv(export / "aggregate.csv")
+    ra = agg[agg["measure"] == "RA-nWG@10"].set_index("retriever")
+    assert set(ra.index) == {"bm25", "dense", "hybrid"}
+    assert ra["value"].between(0, 1).all() and (ra["n_valid"] == 40).all()
+    n5 = agg[agg["measure"] == "N-Recall5@10"]
+    assert (n5["n_valid"] < n5["n_queries"]).all()  # queries without grade-2 (-> 5) are NA
+    proc = pd.read_csv(export / "proc.csv")
+    assert {"RA-nWG", "N-Recall4+", "nDCG", "R"} <= set(proc["family"])
+    assert proc["pct_proc"].between(0, 1).all()
+    sig = pd.read_csv(export / "significance.csv")
+    assert set(sig["measure"]) == {"nDCG@10", "R@100", "RA-nWG@10", "N-Recall4+@10"}
+    prov = json.loads((export / "provenance.json").read_text())
+    assert prov["grade_map"] == {"name": "dbpedia-entity", "map": {"2": 5, "1": 4, "0": 1}}
+    html = dbpedia_report.html.read_text(encoding="utf-8")
+    assert "Grade map" in html and "dbpedia-entity" in html
+    # K curves, per-query boxes, graded K curves, PROC curves, significance
+    assert html.count('class="ragnb-chart"') == 5
+
+
+@pytest.mark.slow
+def test_dbpedia_report_draws_offline_in_chromium(dbpedia_report, tmp_path):
+    _check_offline_render(dbpedia_report.html, tmp_path)
 
 
 @pytest.mark.slow
