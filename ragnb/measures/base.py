@@ -182,7 +182,8 @@ def register_alias(alias: str, family: str, **params: ParamValue) -> None:
 
 
 def register_trec_alias(pattern: str, family: str, **params: ParamValue) -> None:
-    """A whole-name alias as a regular expression; a group ``k`` gives the cutoff.
+    """A whole-name alias as a regular expression; a group ``k`` gives the cutoff and any other
+    named group a parameter of that name (an integer or float as written).
 
     Example: ``register_trec_alias(r"P[._](?P<k>\\d+)", "P")`` reads trec_eval's ``P_10``.
     """
@@ -390,8 +391,12 @@ def _parse(text: str) -> Measure:
     for pattern, family, implied in _TREC_ALIASES:
         m = pattern.fullmatch(text)
         if m:
-            k = m.groupdict().get("k")
-            return _build(text, family, None if k is None else int(k), dict(implied))
+            groups = {g: v for g, v in m.groupdict().items() if v is not None}
+            k = groups.pop("k", None)
+            params = dict(implied)
+            for name, value in groups.items():
+                params[name] = float(value) if any(c in value for c in ".eE") else int(value)
+            return _build(text, family, None if k is None else int(k), params)
     m = _NAME_RE.fullmatch(text)
     if m is None:
         raise InputError(f"cannot parse measure {text!r}; expected e.g. 'nDCG@10' or 'P(rel=2)@5'")

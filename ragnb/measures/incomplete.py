@@ -159,9 +159,8 @@ _J = r"\s*judged_only\s*=\s*(?:True|true|1)\s*"
 _AT = r"(?:\s*@\s*(?P<k>\d+))"
 register_trec_alias(rf"nDCG\({_J}\){_AT}?", "nDCG'")
 register_trec_alias(rf"P\({_J}\){_AT}", "P'")
-# ir_measures prints rel before judged_only: P(rel=2,judged_only=True)@10. Usual levels only.
-for _rel in range(0, 10):
-    register_trec_alias(rf"P\(\s*rel\s*=\s*{_rel}\s*,{_J}\){_AT}", "P'", rel=_rel)
+# ir_measures prints rel before judged_only: P(rel=2,judged_only=True)@10.
+register_trec_alias(rf"P\(\s*rel\s*=\s*(?P<rel>-?\d+)\s*,{_J}\){_AT}", "P'")
 
 
 # ----------------------------------------------------------------------------- public functions
