@@ -40,7 +40,7 @@ def javascript_bundle() -> str:
     import vl_convert as vlc
 
     major_minor = ".".join(alt.VEGALITE_VERSION.split(".")[:2])
-    return vlc.javascript_bundle(vl_version=major_minor)
+    return str(vlc.javascript_bundle(vl_version=major_minor))  # type: ignore[call-arg]
 
 
 def spec_to_html(spec: dict[str, Any]) -> str:

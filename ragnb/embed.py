@@ -274,7 +274,7 @@ class OpenAIEmbedder(Embedder):
         vecs = np.asarray([d.embedding for d in data], dtype=np.float32)
         if self.normalize:
             norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-            vecs = vecs / np.where(norms == 0, 1, norms)
+            vecs = (vecs / np.where(norms == 0, 1, norms)).astype(np.float32)
         return vecs
 
     def describe(self) -> dict[str, Any]:
@@ -368,7 +368,7 @@ class CachedEmbedder:
 
     def describe(self) -> dict[str, Any]:
         info = self.backend.describe()
-        stats = self.cache.stats.get(NAMESPACE, {})
+        stats: dict[str, int] = dict(self.cache.stats.get(NAMESPACE, {}))
         info["cache_hits"] = int(stats.get("hits", 0))
         info["cache_misses"] = int(stats.get("misses", 0))
         return info

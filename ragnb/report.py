@@ -319,7 +319,7 @@ def build_index(reports_dir: str | os.PathLike[str] | None = None) -> Path:
             "</tr>"
         )
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    page = f"""<!DOCTYPE html>
+    document = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>ragnb reports</title>
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; }}
@@ -339,5 +339,5 @@ listed beside it.</p>
 """
     index = out_dir / "index.html"
     with atomic_write(index) as f:
-        f.write(page)
+        f.write(document)
     return index

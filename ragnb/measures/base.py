@@ -393,10 +393,10 @@ def _parse(text: str) -> Measure:
         if m:
             groups = {g: v for g, v in m.groupdict().items() if v is not None}
             k = groups.pop("k", None)
-            params = dict(implied)
+            captured: dict[str, Any] = dict(implied)
             for name, value in groups.items():
-                params[name] = float(value) if any(c in value for c in ".eE") else int(value)
-            return _build(text, family, None if k is None else int(k), params)
+                captured[name] = float(value) if any(c in value for c in ".eE") else int(value)
+            return _build(text, family, None if k is None else int(k), captured)
     m = _NAME_RE.fullmatch(text)
     if m is None:
         raise InputError(f"cannot parse measure {text!r}; expected e.g. 'nDCG@10' or 'P(rel=2)@5'")
