@@ -36,6 +36,7 @@ from ragnb.errors import InputError
 from ragnb.frames import QRELS_COLUMNS, RUN_COLUMNS, check_run
 
 __all__ = [
+    "AppendLog",
     "BeirDataset",
     "atomic_write",
     "read_beir",
@@ -86,6 +87,45 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+class AppendLog:
+    """A file that only grows by whole lines, safe against a killed process.
+
+    Each :meth:`append` is one ``write(2)`` on a file opened ``O_APPEND``: the line lands whole at
+    the end, or not at all, even if the process is killed (SIGKILL) right after. Used for
+    ledgers and logs that must survive crashes; the file is opened on first use.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    fsync : bool, default False
+        ``fsync`` after every line (survives a power loss too, at a cost per line).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self._fd: int | None = None
+
+    def append(self, line: str) -> None:
+        """Append ``line`` (a trailing newline is added when missing)."""
+        data = (line if line.endswith("\n") else line + "\n").encode("utf-8")
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+        if self.fsync:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Close the file (reopened by the next :meth:`append`)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _umask() -> int:

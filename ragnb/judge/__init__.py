@@ -1,0 +1,64 @@
+"""Relevance judges behind one interface: an LLM through the ``openai`` client, and offline ones.
+
+A :class:`Judge` has two verbs, each with a batch form that takes and returns a DataFrame:
+
+- ``grade(query, passages)`` / ``grade_many(items)``: a grade per passage on the judge's scale;
+- ``rank(query, passages)`` / ``rank_many(items)``: a permutation of a small batch, best first.
+
+Every item gets a result row, valid or not, with the raw answer beside it, the reason it is
+invalid, the attempts, the usage tokens and whether it came from the cache.
+
+Judges
+------
+:class:`OpenAIJudge`
+    Any OpenAI-compatible chat endpoint (``base_url``); editable prompt templates
+    (:mod:`ragnb.judge.prompts`), strict parsing with one reminder, bounded concurrency,
+    retries honouring ``Retry-After``, the project cache, a cost ledger (:mod:`ragnb.ledger`).
+:class:`QrelsJudge`, :class:`NoisyJudge`, :class:`SimilarityJudge`
+    Offline: existing labels, labels plus noise, string or embedding similarity
+    (:mod:`ragnb.judge.offline`).
+
+Examples
+--------
+>>> from ragnb.judge import QrelsJudge
+>>> judge = QrelsJudge({"q1": {"d1": 2, "d2": 0}})
+>>> [r.grade for r in judge.grade("query", ["text 1", "text 2"], query_id="q1",
+...                                doc_ids=["d1", "d2"])]
+[2, 0]
+>>> judge.rank("query", ["text 2", "text 1"], query_id="q1", doc_ids=["d2", "d1"]).order
+('d1', 'd2')
+"""
+
+from ragnb.judge.base import (
+    GRADE_COLUMNS,
+    RANK_COLUMNS,
+    GradeRequest,
+    GradeResult,
+    Judge,
+    RankRequest,
+    RankResult,
+)
+from ragnb.judge.llm import INFLIGHT_NAMESPACE, KEY_PARTS, NAMESPACE, CallResult, OpenAIJudge
+from ragnb.judge.offline import NoisyJudge, QrelsJudge, SimilarityJudge
+from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
+
+__all__ = [
+    "GRADE_COLUMNS",
+    "INFLIGHT_NAMESPACE",
+    "KEY_PARTS",
+    "NAMESPACE",
+    "RANK_COLUMNS",
+    "CallResult",
+    "GradeRequest",
+    "GradeResult",
+    "Judge",
+    "NoisyJudge",
+    "OpenAIJudge",
+    "PromptTemplate",
+    "QrelsJudge",
+    "RankRequest",
+    "RankResult",
+    "SimilarityJudge",
+    "available_prompts",
+    "load_prompt",
+]

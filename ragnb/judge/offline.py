@@ -1,0 +1,443 @@
+"""Offline judges: no model, no network, honest names.
+
+They implement the same :class:`~ragnb.judge.Judge` verbs as the LLM judge so a pipeline can be
+run and checked end to end before paying for calls. Each reports what it is in ``judge_id``,
+which reports print: a golden set graded by ``"qrels-judge"`` repeats the labels it was given.
+
+- :class:`QrelsJudge` (``"qrels-judge"``): grades and orders from existing labels.
+- :class:`NoisyJudge` (``"noisy-judge(sd=..,seed=..)"``): labels plus Gaussian noise on a latent
+  utility; grades round it onto the scale, orders are Plackett-Luce samples (Gumbel-max).
+- :class:`SimilarityJudge` (``"similarity-judge(levenshtein>=0.5)"``): the non-LLM relevance of
+  "RAG Evaluation Part 1": relevant (1) when the passage's maximum similarity to the query's
+  reference texts reaches a threshold, else 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragnb.errors import InputError
+from ragnb.judge.base import GradeRequest, GradeResult, Judge, RankRequest, RankResult
+
+__all__ = ["NoisyJudge", "QrelsJudge", "SimilarityJudge"]
+
+
+def _labels(qrels: Any) -> dict[tuple[str, str], int]:
+    from ragnb.frames import check_qrels, qrels_from_dict
+
+    if isinstance(qrels, Mapping):
+        qrels = qrels_from_dict(qrels)
+    if not isinstance(qrels, pd.DataFrame):
+        raise InputError(f"qrels must be a DataFrame or a dict of dicts, got {type(qrels)}")
+    check_qrels(qrels)
+    return {
+        (str(q), str(d)): int(r)
+        for q, d, r in zip(qrels["query_id"], qrels["doc_id"], qrels["relevance"], strict=True)
+    }
+
+
+def _scale(labels: Mapping[Any, int], scale: tuple[int, int] | None) -> tuple[int, int]:
+    if scale is not None:
+        if len(scale) != 2 or not all(type(x) is int for x in scale) or scale[0] >= scale[1]:
+            raise InputError(f"scale must be (low, high) integers, low < high, got {scale!r}")
+        return (int(scale[0]), int(scale[1]))
+    if not labels:
+        raise InputError("qrels are empty: give a scale")
+    lo, hi = min(labels.values()), max(labels.values())
+    return (lo, hi) if lo < hi else (lo, lo + 1)
+
+
+def _check_missing(missing: str | int) -> str | int:
+    if missing == "invalid" or (type(missing) is int):
+        return missing
+    raise InputError(f"missing must be 'invalid' or an integer grade, got {missing!r}")
+
+
+class _LabelJudge(Judge):
+    """Shared by the judges that read grades from qrels."""
+
+    def __init__(self, qrels: Any, scale: tuple[int, int] | None, missing: str | int) -> None:
+        self._qrels = _labels(qrels)
+        self.scale = _scale(self._qrels, scale)
+        self.missing = _check_missing(missing)
+
+    def _label(self, qid: str, did: str) -> int | None:
+        g = self._qrels.get((qid, did))
+        if g is None and self.missing != "invalid":
+            return int(self.missing)
+        return g
+
+    def _unjudged(self, qid: str, dids: Sequence[str]) -> list[str]:
+        return [d for d in dids if self._label(qid, d) is None]
+
+    def _invalid_grade(self, r: GradeRequest) -> GradeResult:
+        return GradeResult(
+            r.query_id,
+            r.doc_id,
+            None,
+            False,
+            "invalid",
+            reason="unjudged: no qrels label for this pair (missing='invalid')",
+            judge_id=self.judge_id,
+        )
+
+    def _invalid_rank(self, r: RankRequest, unjudged: list[str]) -> RankResult:
+        return RankResult(
+            r.query_id,
+            r.batch_id,
+            r.doc_ids,
+            None,
+            False,
+            "invalid",
+            reason=f"unjudged document(s) {unjudged} (missing='invalid')",
+            judge_id=self.judge_id,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info.update({"labels": len(self._qrels), "missing": self.missing})
+        return info
+
+
+class QrelsJudge(_LabelJudge):
+    """Grades and orders from existing relevance labels (to validate a pipeline).
+
+    Parameters
+    ----------
+    qrels : DataFrame or dict of dict
+        Columns ``query_id``, ``doc_id``, ``relevance`` (or ``{qid: {docid: grade}}``).
+    scale : (int, int), optional
+        Default: (lowest, highest) label.
+    missing : "invalid" or int, default "invalid"
+        An unjudged pair is an invalid result (default), or gets this grade (e.g. 0, as
+        trec_eval treats unjudged documents).
+
+    Notes
+    -----
+    :meth:`rank` sorts by label, highest first; ties keep the input order. Results carry
+    ``raw`` = ``"qrels label <g>"``.
+    """
+
+    def __init__(
+        self, qrels: Any, *, scale: tuple[int, int] | None = None, missing: str | int = "invalid"
+    ) -> None:
+        super().__init__(qrels, scale, missing)
+        self.judge_id = "qrels-judge"
+
+    def _grade_batch(self, requests: list[GradeRequest], stage: str | None) -> list[GradeResult]:
+        out = []
+        for r in requests:
+            g = self._label(r.query_id, r.doc_id)
+            if g is None:
+                out.append(self._invalid_grade(r))
+                continue
+            judged = (r.query_id, r.doc_id) in self._qrels
+            raw = f"qrels label {g}" if judged else f"unjudged: default grade {g}"
+            out.append(
+                GradeResult(r.query_id, r.doc_id, g, True, "ok", raw=raw, judge_id=self.judge_id)
+            )
+        return out
+
+    def _rank_batch(self, requests: list[RankRequest], stage: str | None) -> list[RankResult]:
+        out = []
+        for r in requests:
+            unjudged = self._unjudged(r.query_id, r.doc_ids)
+            if unjudged:
+                out.append(self._invalid_rank(r, unjudged))
+                continue
+            grades = [self._label(r.query_id, d) or 0 for d in r.doc_ids]
+            perm = tuple(sorted(range(len(grades)), key=lambda i: -grades[i]))
+            raw = f"qrels labels {grades}, sorted highest first, ties in input order"
+            out.append(
+                RankResult(
+                    r.query_id,
+                    r.batch_id,
+                    r.doc_ids,
+                    perm,
+                    True,
+                    "ok",
+                    raw=raw,
+                    judge_id=self.judge_id,
+                )
+            )
+        return out
+
+
+def _rng(seed: int, *parts: Any) -> np.random.Generator:
+    blob = json.dumps([seed, *parts], ensure_ascii=False).encode("utf-8")
+    return np.random.default_rng(int.from_bytes(hashlib.sha256(blob).digest()[:8], "little"))
+
+
+class NoisyJudge(_LabelJudge):
+    """A simulated judge: existing labels plus Gaussian noise on a latent utility.
+
+    The latent utility of a pair is ``u = label + sd * z``, ``z ~ N(0, 1)``.
+
+    - :meth:`grade` rounds ``u`` half up onto the scale: ``clip(floor(u + 0.5), low, high)``.
+      ``z`` is drawn from a generator seeded by (``seed``, query id, doc id), so a pair always
+      gets the same grade, whatever batch it comes in.
+    - :meth:`rank` draws fresh ``z`` for the batch and a Plackett-Luce sample with worths
+      ``exp(u_i / gumbel_scale)`` by the Gumbel-max trick: sort ``u_i + gumbel_scale * g_i``,
+      ``g_i ~ Gumbel(0, 1)``, descending. The generator is seeded by (``seed``, query id, the
+      batch's doc ids in order): the same batch always gets the same order.
+
+    Parameters
+    ----------
+    qrels : DataFrame or dict of dict
+    sd : float, default 1.0
+        Standard deviation of the noise, in grade units (0: the labels themselves).
+    seed : int, default 0
+    scale : (int, int), optional
+        Default: (lowest, highest) label.
+    gumbel_scale : float, default 1.0
+        Temperature of the Plackett-Luce sampling (0: sort the noisy utilities).
+    missing : "invalid" or int, default "invalid"
+        As in :class:`QrelsJudge`.
+
+    References
+    ----------
+    .. [1] R. L. Plackett, "The analysis of permutations", Applied Statistics 24(2), 1975;
+       R. D. Luce, "Individual Choice Behavior", 1959.
+    .. [2] E. J. Gumbel, 1954; the Gumbel-max trick: W. Kool, H. van Hoof, M. Welling,
+       "Stochastic beams and where to find them", ICML 2019, section 2.
+    .. [3] Dallaire (arXiv 2511.09545), section 3.4: Plackett-Luce listwise refinement.
+
+    Examples
+    --------
+    >>> j = NoisyJudge({"q": {"a": 2, "b": 0}}, sd=0.0)
+    >>> [r.grade for r in j.grade("query", ["A", "B"], doc_ids=["a", "b"])]
+    [2, 0]
+    """
+
+    def __init__(
+        self,
+        qrels: Any,
+        *,
+        sd: float = 1.0,
+        seed: int = 0,
+        scale: tuple[int, int] | None = None,
+        gumbel_scale: float = 1.0,
+        missing: str | int = "invalid",
+    ) -> None:
+        super().__init__(qrels, scale, missing)
+        for name, v in (("sd", sd), ("gumbel_scale", gumbel_scale)):
+            if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0:
+                raise InputError(f"{name} must be a number >= 0, got {v!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InputError(f"seed must be an integer, got {seed!r}")
+        self.sd = float(sd)
+        self.seed = seed
+        self.gumbel_scale = float(gumbel_scale)
+        self.judge_id = f"noisy-judge(sd={self.sd:g},seed={seed})"
+
+    def utility(self, query_id: str, doc_id: str) -> float | None:
+        """The latent utility :meth:`grade` rounds (None when unjudged and invalid)."""
+        g = self._label(query_id, doc_id)
+        if g is None:
+            return None
+        z = _rng(self.seed, "grade", query_id, doc_id).standard_normal()
+        return g + self.sd * float(z)
+
+    def _grade_batch(self, requests: list[GradeRequest], stage: str | None) -> list[GradeResult]:
+        lo, hi = self.scale or (0, 1)
+        out = []
+        for r in requests:
+            u = self.utility(r.query_id, r.doc_id)
+            if u is None:
+                out.append(self._invalid_grade(r))
+                continue
+            g = int(min(hi, max(lo, math.floor(u + 0.5))))
+            out.append(
+                GradeResult(
+                    r.query_id,
+                    r.doc_id,
+                    g,
+                    True,
+                    "ok",
+                    raw=f"noisy utility {u:.4f} -> {g}",
+                    judge_id=self.judge_id,
+                )
+            )
+        return out
+
+    def _rank_batch(self, requests: list[RankRequest], stage: str | None) -> list[RankResult]:
+        out = []
+        for r in requests:
+            unjudged = self._unjudged(r.query_id, r.doc_ids)
+            if unjudged:
+                out.append(self._invalid_rank(r, unjudged))
+                continue
+            labels = np.array([self._label(r.query_id, d) for d in r.doc_ids], dtype=float)
+            rng = _rng(self.seed, "rank", r.query_id, list(r.doc_ids))
+            u = labels + self.sd * rng.standard_normal(len(labels))
+            keys = u + self.gumbel_scale * rng.gumbel(size=len(labels))
+            perm = tuple(int(i) for i in np.argsort(-keys, kind="stable"))
+            out.append(
+                RankResult(
+                    r.query_id,
+                    r.batch_id,
+                    r.doc_ids,
+                    perm,
+                    True,
+                    "ok",
+                    raw=f"noisy utilities {np.round(u, 4).tolist()}, Gumbel-max keys "
+                    f"{np.round(keys, 4).tolist()}",
+                    judge_id=self.judge_id,
+                )
+            )
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info.update({"sd": self.sd, "seed": self.seed, "gumbel_scale": self.gumbel_scale})
+        return info
+
+
+class SimilarityJudge(Judge):
+    """Non-LLM binary relevance: max similarity to the query's reference texts >= tau.
+
+    ``score(r) = max_c sim(r, c)`` over the reference texts ``c`` of the query; grade 1 when
+    ``score >= tau`` (or ``> tau``), else 0. :meth:`rank` orders by score, highest first, ties
+    in input order.
+
+    Parameters
+    ----------
+    references : dict of str to list of str, or DataFrame
+        Reference texts per query id (a frame with ``query_id`` and ``text`` columns works).
+    similarity : {"levenshtein", "sequence_matcher", "embedding"} or callable
+        See :mod:`ragnb.context`.
+    tau : float, default 0.5
+    compare : {">=", ">"}, default ">="
+    embedder : CachedEmbedder, optional
+        Required for ``"embedding"``.
+
+    References
+    ----------
+    .. [1] "RAG Evaluation Part 1: Retriever Evaluation", "Non-LLM based relevance
+       calculation": score(r_i) = max_c sim(r_i, c), v_i = 1 if score >= tau.
+    """
+
+    scale = (0, 1)
+
+    def __init__(
+        self,
+        references: Any,
+        *,
+        similarity: str | Callable[[str, str], float] = "levenshtein",
+        tau: float = 0.5,
+        compare: str = ">=",
+        embedder: Any = None,
+    ) -> None:
+        if isinstance(references, pd.DataFrame):
+            if not {"query_id", "text"} <= set(references.columns):
+                raise InputError("references frame needs 'query_id' and 'text' columns")
+            refs: dict[str, list[str]] = {}
+            for q, t in zip(references["query_id"], references["text"], strict=True):
+                refs.setdefault(str(q), []).append(t)
+        elif isinstance(references, Mapping):
+            refs = {str(q): list(v) for q, v in references.items()}
+        else:
+            raise InputError("references must be a dict {query_id: [texts]} or a DataFrame")
+        if compare not in (">=", ">"):
+            raise InputError(f"compare must be '>=' or '>', got {compare!r}")
+        if isinstance(tau, bool) or not isinstance(tau, int | float) or math.isnan(tau):
+            raise InputError(f"tau must be a number, got {tau!r}")
+        self.references = refs
+        self.similarity = similarity
+        self.tau = float(tau)
+        self.compare = compare
+        self.embedder = embedder
+        name = similarity if isinstance(similarity, str) else getattr(similarity, "__name__", "f")
+        self.judge_id = f"similarity-judge({name}{compare}{self.tau:g})"
+
+    def _scores(self, qid: str, passages: Sequence[str | None]) -> np.ndarray | str:
+        from ragnb.context import similarity_matrix
+
+        refs = self.references.get(qid)
+        if not refs:
+            return f"no reference texts for query {qid!r}"
+        if any(p is None for p in passages):
+            return "no passage text"
+        m = similarity_matrix(
+            [p or "" for p in passages],
+            refs,
+            similarity=self.similarity,  # type: ignore[arg-type]  # validated by ragnb.context
+            embedder=self.embedder,
+        )
+        return m.max(axis=1)
+
+    def _relevant(self, s: float) -> bool:
+        return s >= self.tau if self.compare == ">=" else s > self.tau
+
+    def _grade_batch(self, requests: list[GradeRequest], stage: str | None) -> list[GradeResult]:
+        by_query: dict[str, list[int]] = {}
+        for i, r in enumerate(requests):
+            by_query.setdefault(r.query_id, []).append(i)
+        out: list[GradeResult | None] = [None] * len(requests)
+        for qid, idx in by_query.items():
+            scores = self._scores(qid, [requests[i].passage for i in idx])
+            for j, i in enumerate(idx):
+                r = requests[i]
+                if isinstance(scores, str):
+                    out[i] = GradeResult(
+                        r.query_id,
+                        r.doc_id,
+                        None,
+                        False,
+                        "invalid",
+                        reason=scores,
+                        judge_id=self.judge_id,
+                    )
+                    continue
+                s = float(scores[j])
+                g = int(self._relevant(s))
+                raw = f"max similarity {s:.4f} {'' if g else 'not '}{self.compare} {self.tau:g}"
+                out[i] = GradeResult(
+                    r.query_id, r.doc_id, g, True, "ok", raw=raw, judge_id=self.judge_id
+                )
+        return [r for r in out if r is not None]
+
+    def _rank_batch(self, requests: list[RankRequest], stage: str | None) -> list[RankResult]:
+        out = []
+        for r in requests:
+            scores = self._scores(r.query_id, list(r.passages) if r.passages else [None])
+            if isinstance(scores, str):
+                out.append(
+                    RankResult(
+                        r.query_id,
+                        r.batch_id,
+                        r.doc_ids,
+                        None,
+                        False,
+                        "invalid",
+                        reason=scores,
+                        judge_id=self.judge_id,
+                    )
+                )
+                continue
+            perm = tuple(int(i) for i in np.argsort(-scores, kind="stable"))
+            out.append(
+                RankResult(
+                    r.query_id,
+                    r.batch_id,
+                    r.doc_ids,
+                    perm,
+                    True,
+                    "ok",
+                    raw=f"max similarities {np.round(scores, 4).tolist()}",
+                    judge_id=self.judge_id,
+                )
+            )
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info.update({"tau": self.tau, "compare": self.compare, "queries": len(self.references)})
+        return info

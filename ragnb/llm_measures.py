@@ -1,0 +1,511 @@
+"""LLM-judged context precision and context recall of RAG samples ("RAG Evaluation Part 1").
+
+The measures run on the same client, cache, retries and ledger as :class:`ragnb.judge.OpenAIJudge`
+(pass the judge), with the seed's prompts as editable templates in ``ragnb/prompts/``.
+
+Samples use ragas' field names, one row per sample (a DataFrame, a list of dicts, or anything
+with ``to_pandas()`` such as a ragas ``EvaluationDataset``):
+
+===================== ======================== ===========================================
+field                 type                     used by
+===================== ======================== ===========================================
+``user_input``        str                      both context precisions
+``retrieved_contexts`` list of str, rank order all three
+``reference``         str                      precision with reference, recall
+``response``          str                      precision without reference
+===================== ======================== ===========================================
+
+Measures
+--------
+:func:`llm_context_precision_with_reference`
+    Each retrieved context k is judged relevant (v_k = 1) or not (0) by the binary relevance
+    prompt, anchored on the reference answer; then
+    ``CP@K = sum_k P@k v_k / sum_k v_k`` (0 when no context is relevant, as ragas).
+:func:`llm_context_precision_without_reference`
+    The same, anchored on the generated ``response`` (for live traffic without a reference).
+:func:`llm_context_recall`
+    The reference is split into claims (claim extraction prompt, a numbered list); each claim
+    is judged supported (1) or not (0) by the retrieved contexts together (claim attribution
+    prompt); recall = supported claims / claims.
+
+A judgement that stays invalid after the reminder, or fails, is never guessed: the sample's
+score is NaN, ``valid`` is False and ``reason`` says which judgement failed and why.
+
+References
+----------
+.. [1] "RAG Evaluation Part 1: Retriever Evaluation": Context Precision@K (worked examples
+   0.917 and 0.477), LLMContextPrecisionWithReference / WithoutReference, LLM-based Context
+   Recall (claims C1-C4, recall 3/4), with the retrival_relevance_prompt,
+   claim_extraction_prompt and claim_context_attribution_prompt.
+.. [2] S. Es et al., "Ragas: automated evaluation of retrieval augmented generation", EACL
+   2024; ragas ``LLMContextPrecisionWithReference``, ``LLMContextPrecisionWithoutReference``,
+   ``LLMContextRecall``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragnb.errors import InputError
+from ragnb.judge.llm import CallResult, LLMCall, OpenAIJudge
+from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
+from ragnb.ledger import CostEstimate, PlannedCall, estimate_calls
+
+__all__ = [
+    "context_precision_from_verdicts",
+    "estimate_llm_measure",
+    "llm_context_precision_with_reference",
+    "llm_context_precision_without_reference",
+    "llm_context_recall",
+]
+
+Template = str | os.PathLike[str] | PromptTemplate
+
+
+# ----------------------------------------------------------------------------- kernels
+
+
+def context_precision_from_verdicts(v: Sequence[int]) -> float:
+    """``sum_k P@k v_k / sum_k v_k`` for one ranked binary vector; 0.0 without relevant items.
+
+    Parameters
+    ----------
+    v : sequence of {0, 1}, length K, rank order
+
+    Returns
+    -------
+    float in [0, 1]
+
+    Examples
+    --------
+    The seed's two worked examples (the seed rounds P@3 to 0.33 first and prints 0.477):
+
+    >>> round(context_precision_from_verdicts([1, 1, 0, 1, 0]), 3)
+    0.917
+    >>> round(context_precision_from_verdicts([0, 0, 1, 1, 1]), 3)
+    0.478
+    """
+    a = np.asarray(v, dtype=float)
+    n = a.sum()
+    if n == 0:
+        return 0.0
+    precision = np.cumsum(a) / np.arange(1, len(a) + 1)
+    return float((precision * a).sum() / n)
+
+
+# ----------------------------------------------------------------------------- samples
+
+
+def _frame(samples: Any) -> pd.DataFrame:
+    if isinstance(samples, pd.DataFrame):
+        return samples
+    if hasattr(samples, "to_pandas") and callable(samples.to_pandas):
+        frame = samples.to_pandas()
+        if isinstance(frame, pd.DataFrame):
+            return frame
+    if isinstance(samples, Sequence) and not isinstance(samples, str | bytes):
+        for i, row in enumerate(samples):
+            if not isinstance(row, Mapping):
+                raise InputError(f"row {i}: a sample must be a dict, got {type(row).__name__}")
+        return pd.DataFrame(list(samples))
+    raise InputError(f"samples must be a DataFrame or a list of dicts, got {type(samples)}")
+
+
+def _text(frame: pd.DataFrame, i: int, col: str) -> str:
+    if col not in frame.columns:
+        raise InputError(f"samples lack the field {col!r}", column=col)
+    v = frame[col].iloc[i]
+    if not isinstance(v, str) or not v.strip():
+        raise InputError(f"row {i}: {col} must be a non-empty text, got {v!r}", column=col)
+    return v
+
+
+def _contexts(frame: pd.DataFrame, i: int, k: int | None) -> list[str]:
+    col = "retrieved_contexts"
+    if col not in frame.columns:
+        raise InputError(f"samples lack the field {col!r}", column=col)
+    v = frame[col].iloc[i]
+    if isinstance(v, str | bytes) or not hasattr(v, "__iter__"):
+        raise InputError(f"row {i}: {col} must be a list of texts", column=col)
+    out = list(v)
+    for x in out:
+        if not isinstance(x, str):
+            raise InputError(f"row {i}: {col} holds {x!r}, not text", column=col)
+    return out if k is None else out[:k]
+
+
+def _check_k(k: int | None) -> None:
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise InputError(f"k must be a positive integer or None, got {k!r}")
+
+
+def _check_judge(judge: Any) -> OpenAIJudge:
+    if not isinstance(judge, OpenAIJudge):
+        raise InputError(
+            f"the LLM measures need an OpenAIJudge (client, cache, ledger), got {type(judge)}"
+        )
+    return judge
+
+
+def _template(t: Template, judge: OpenAIJudge, kind: str) -> PromptTemplate:
+    shipped = available_prompts()
+    if isinstance(t, str) and t in shipped:
+        # the judge's language when the prompt ships in it, else English
+        tpl = load_prompt(t, judge.language if judge.language in shipped[t] else "en")
+    else:
+        tpl = load_prompt(t)
+    if tpl.kind != kind:
+        raise InputError(f"prompt {tpl.id} is a {tpl.kind} prompt; a {kind} prompt is needed")
+    return tpl
+
+
+def _head(frame: pd.DataFrame) -> dict[str, Any]:
+    out: dict[str, Any] = {"sample": np.arange(len(frame))}
+    if "user_input" in frame.columns:
+        out["user_input"] = frame["user_input"].to_numpy(dtype=object)
+    return out
+
+
+def _verdict(c: CallResult) -> int | None:
+    return int(c.value) if c.valid else None
+
+
+# ----------------------------------------------------------------------------- precision
+
+
+def _precision_calls(
+    frame: pd.DataFrame, judge: OpenAIJudge, tpl: PromptTemplate, anchor: str, k: int | None
+) -> list[list[LLMCall]]:
+    out = []
+    for i in range(len(frame)):
+        query = _text(frame, i, "user_input")
+        answer = _text(frame, i, anchor)
+        calls = []
+        for j, ctx in enumerate(_contexts(frame, i, k)):
+            values = {"query": query, tpl.item_field: ctx, "answer": answer}
+            calls.append(judge.make_call(tpl, values, item=f"s{i}/c{j + 1}", query_id=f"s{i}"))
+        out.append(calls)
+    return out
+
+
+def _context_precision(
+    samples: Any,
+    judge: Any,
+    anchor: str,
+    name: str,
+    k: int | None,
+    prompt: Template,
+    stage: str,
+) -> pd.DataFrame:
+    _check_k(k)
+    judge = _check_judge(judge)
+    frame = _frame(samples)
+    tpl = _template(prompt, judge, "grade")
+    per_sample = _precision_calls(frame, judge, tpl, anchor, k)
+    flat = [c for calls in per_sample for c in calls]
+    results = iter(judge.run(flat, stage=stage, kind="grade"))
+    scores, verdicts, raws, valid, reasons, n_ctx = [], [], [], [], [], []
+    for calls in per_sample:
+        rs = [next(results) for _ in calls]
+        v = [_verdict(r) for r in rs]
+        bad = [(j + 1, r) for j, r in enumerate(rs) if not r.valid]
+        verdicts.append(tuple(v))
+        raws.append(tuple(r.raw for r in rs))
+        n_ctx.append(len(calls))
+        if bad:
+            scores.append(math.nan)
+            valid.append(False)
+            reasons.append("; ".join(f"context {j}: {r.status}: {r.reason}" for j, r in bad))
+        else:
+            scores.append(context_precision_from_verdicts([int(x or 0) for x in v]))
+            valid.append(True)
+            reasons.append("")
+    return pd.DataFrame(
+        {
+            **_head(frame),
+            name: np.asarray(scores, dtype=float),
+            "n_contexts": np.asarray(n_ctx, dtype="int64"),
+            "verdicts": pd.Series(verdicts, dtype=object),
+            "raw_answers": pd.Series(raws, dtype=object),
+            "valid": np.asarray(valid, dtype=bool),
+            "reason": pd.Series(reasons, dtype=object),
+            "judge_id": judge.judge_id,
+            "prompt": tpl.id,
+        }
+    )
+
+
+def llm_context_precision_with_reference(
+    samples: Any,
+    judge: OpenAIJudge,
+    *,
+    k: int | None = None,
+    prompt: Template = "binary-relevance",
+    stage: str = "context_precision_with_reference",
+) -> pd.DataFrame:
+    """Context precision with each context judged against the reference answer.
+
+    Parameters
+    ----------
+    samples : DataFrame, list of dict or ragas EvaluationDataset
+        Fields ``user_input``, ``retrieved_contexts`` (rank order), ``reference``.
+    judge : OpenAIJudge
+        Client, model, cache, ledger and retry settings (its own prompts are not used).
+    k : int, optional
+        Judge only the top ``k`` contexts (default all).
+    prompt : str, PathLike or PromptTemplate, default "binary-relevance"
+        A 0/1 grade template with fields ``query``, ``passage``, ``answer``.
+    stage : str
+        Ledger label.
+
+    Returns
+    -------
+    DataFrame
+        One row per sample: ``sample`` (0-based position), ``user_input``,
+        ``llm_context_precision_with_reference`` (float in [0, 1], NaN unless ``valid``),
+        ``n_contexts``, ``verdicts`` (tuple of 1/0/None per context, rank order),
+        ``raw_answers`` (tuple of the judge's answers), ``valid`` (bool), ``reason`` (str),
+        ``judge_id``, ``prompt``.
+
+    Raises
+    ------
+    InputError
+        When a sample lacks a field or holds an empty text (before any call).
+
+    References
+    ----------
+    .. [1] "RAG Evaluation Part 1", Context Precision@K and LLMContextPrecisionWithReference.
+    """
+    return _context_precision(
+        samples,
+        judge,
+        "reference",
+        "llm_context_precision_with_reference",
+        k,
+        prompt,
+        stage,
+    )
+
+
+def llm_context_precision_without_reference(
+    samples: Any,
+    judge: OpenAIJudge,
+    *,
+    k: int | None = None,
+    prompt: Template = "binary-relevance",
+    stage: str = "context_precision_without_reference",
+) -> pd.DataFrame:
+    """Context precision with each context judged against the generated response.
+
+    As :func:`llm_context_precision_with_reference`, with the field ``response`` in place of
+    ``reference`` and the score column ``llm_context_precision_without_reference``.
+
+    References
+    ----------
+    .. [1] "RAG Evaluation Part 1", LLMContextPrecisionWithoutReference.
+    """
+    return _context_precision(
+        samples,
+        judge,
+        "response",
+        "llm_context_precision_without_reference",
+        k,
+        prompt,
+        stage,
+    )
+
+
+# ----------------------------------------------------------------------------- recall
+
+
+def _numbered(contexts: Sequence[str]) -> str:
+    return "\n\n".join(f"{i}. {c}" for i, c in enumerate(contexts, start=1))
+
+
+def llm_context_recall(
+    samples: Any,
+    judge: OpenAIJudge,
+    *,
+    k: int | None = None,
+    extraction_prompt: Template = "claim-extraction",
+    attribution_prompt: Template = "claim-attribution",
+    stage: str = "context_recall",
+) -> pd.DataFrame:
+    """Context recall: the share of the reference's claims that the retrieved contexts support.
+
+    Parameters
+    ----------
+    samples : DataFrame, list of dict or ragas EvaluationDataset
+        Fields ``reference`` and ``retrieved_contexts``; ``user_input`` is copied if present.
+    judge : OpenAIJudge
+    k : int, optional
+        Use only the top ``k`` contexts (default all).
+    extraction_prompt : default "claim-extraction"
+        An ``extract`` template with field ``reference`` (answer: numbered list).
+    attribution_prompt : default "claim-attribution"
+        A 0/1 grade template with fields ``claim`` and ``contexts`` (numbered "1. ...").
+    stage : str
+        Ledger label (the two steps are ``<stage>/claims`` and ``<stage>/attribution``).
+
+    Returns
+    -------
+    DataFrame
+        One row per sample: ``sample``, ``user_input``, ``context_recall`` (float in [0, 1],
+        NaN unless ``valid``), ``n_claims``, ``claims`` (tuple of str), ``supported`` (tuple of
+        1/0/None per claim), ``raw_answers`` (the extraction answer, then each attribution
+        answer), ``valid``, ``reason``, ``judge_id``, ``prompt`` (the attribution template).
+
+    Raises
+    ------
+    InputError
+        When a sample lacks a field or holds an empty text (before any call).
+
+    References
+    ----------
+    .. [1] "RAG Evaluation Part 1", LLM-based Context Recall: claims C1-C4 of the Einstein
+       example, 3 of 4 supported, recall 0.75.
+    """
+    _check_k(k)
+    judge = _check_judge(judge)
+    frame = _frame(samples)
+    ext = _template(extraction_prompt, judge, "extract")
+    att = _template(attribution_prompt, judge, "grade")
+    refs = [_text(frame, i, "reference") for i in range(len(frame))]
+    contexts = [_contexts(frame, i, k) for i in range(len(frame))]
+    ext_calls = [
+        judge.make_call(ext, {"reference": r}, item=f"s{i}/claims", query_id=f"s{i}")
+        for i, r in enumerate(refs)
+    ]
+    extracted = judge.run(ext_calls, stage=f"{stage}/claims", kind="extract")
+    att_calls: list[list[LLMCall]] = []
+    for i, res in enumerate(extracted):
+        claims = res.value if res.valid else ()
+        block = _numbered(contexts[i]) if contexts[i] else "(no context retrieved)"
+        att_calls.append(
+            [
+                judge.make_call(
+                    att,
+                    {att.item_field: claim, "contexts": block},
+                    item=f"s{i}/claim{j + 1}",
+                    query_id=f"s{i}",
+                )
+                for j, claim in enumerate(claims)
+            ]
+        )
+    flat = [c for calls in att_calls for c in calls]
+    results = iter(judge.run(flat, stage=f"{stage}/attribution", kind="grade"))
+    scores, claims_col, supported, raws, valid, reasons = [], [], [], [], [], []
+    for res, calls in zip(extracted, att_calls, strict=True):
+        rs = [next(results) for _ in calls]
+        claims_col.append(tuple(res.value) if res.valid else ())
+        supported.append(tuple(_verdict(r) for r in rs))
+        raws.append((res.raw, *(r.raw for r in rs)))
+        if not res.valid:
+            scores.append(math.nan)
+            valid.append(False)
+            reasons.append(f"claim extraction: {res.status}: {res.reason}")
+            continue
+        bad = [(j + 1, r) for j, r in enumerate(rs) if not r.valid]
+        if bad:
+            scores.append(math.nan)
+            valid.append(False)
+            reasons.append("; ".join(f"claim {j}: {r.status}: {r.reason}" for j, r in bad))
+            continue
+        scores.append(sum(int(r.value) for r in rs) / len(rs))
+        valid.append(True)
+        reasons.append("")
+    return pd.DataFrame(
+        {
+            **_head(frame),
+            "context_recall": np.asarray(scores, dtype=float),
+            "n_claims": np.asarray([len(c) for c in claims_col], dtype="int64"),
+            "claims": pd.Series(claims_col, dtype=object),
+            "supported": pd.Series(supported, dtype=object),
+            "raw_answers": pd.Series(raws, dtype=object),
+            "valid": np.asarray(valid, dtype=bool),
+            "reason": pd.Series(reasons, dtype=object),
+            "judge_id": judge.judge_id,
+            "prompt": att.id,
+        }
+    )
+
+
+# ----------------------------------------------------------------------------- estimates
+
+
+def estimate_llm_measure(
+    samples: Any,
+    judge: OpenAIJudge,
+    measure: str,
+    *,
+    k: int | None = None,
+    claims_per_reference: int = 4,
+) -> CostEstimate:
+    """Dry-run cost of one LLM measure (see :func:`ragnb.ledger.estimate`).
+
+    Parameters
+    ----------
+    samples : as the measure takes them
+    judge : OpenAIJudge
+    measure : {"context_precision_with_reference", "context_precision_without_reference",
+        "context_recall"}
+    k : int, optional
+    claims_per_reference : int, default 4
+        For recall: claims assumed per reference whose extraction is not cached (each
+        attribution prompt is counted with the whole reference as its claim, an upper bound
+        on the claim's length). Cached extractions give their real claims.
+
+    Returns
+    -------
+    CostEstimate
+    """
+    _check_k(k)
+    judge = _check_judge(judge)
+    frame = _frame(samples)
+    notes: list[str] = []
+    if measure in ("context_precision_with_reference", "context_precision_without_reference"):
+        anchor = "reference" if measure.endswith("with_reference") else "response"
+        tpl = _template("binary-relevance", judge, "grade")
+        calls = [c for cs in _precision_calls(frame, judge, tpl, anchor, k) for c in cs]
+        planned: list[PlannedCall] = judge.plan_calls(calls, measure)
+    elif measure == "context_recall":
+        ext = _template("claim-extraction", judge, "extract")
+        att = _template("claim-attribution", judge, "grade")
+        planned = []
+        for i in range(len(frame)):
+            ref = _text(frame, i, "reference")
+            block = _numbered(_contexts(frame, i, k)) or "(no context retrieved)"
+            call = judge.make_call(ext, {"reference": ref}, item=f"s{i}/claims", query_id=f"s{i}")
+            (p,) = judge.plan_calls([call], f"{measure}/claims")
+            planned.append(p)
+            cached = judge._cached([call]).get(call.key)
+            if cached is not None and cached.valid:
+                claims = list(cached.value)
+            else:  # placeholders as long as the reference, distinct so none is deduplicated
+                claims = [f"{ref} ({j + 1})" for j in range(claims_per_reference)]
+            atts = [
+                judge.make_call(
+                    att,
+                    {att.item_field: c, "contexts": block},
+                    item=f"s{i}/claim{j + 1}",
+                    query_id=f"s{i}",
+                )
+                for j, c in enumerate(claims)
+            ]
+            planned.extend(judge.plan_calls(atts, f"{measure}/attribution"))
+        notes.append(
+            f"claims not yet extracted are assumed {claims_per_reference} per reference, each "
+            "as long as the reference (an upper bound on its length)"
+        )
+    else:
+        raise InputError(
+            "measure must be context_precision_with_reference, "
+            f"context_precision_without_reference or context_recall, got {measure!r}"
+        )
+    return estimate_calls(planned, prices=judge.ledger.prices, notes=notes)
