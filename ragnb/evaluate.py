@@ -152,6 +152,11 @@ def evaluate(
     return _result(parsed, arrays, values)
 
 
+def _repeat_str(values: np.ndarray, take: np.ndarray) -> pd.Series:
+    """``values[take]`` as a column of pandas' string dtype (what a frame makes of str values)."""
+    return pd.Series(values, dtype="str").take(take).reset_index(drop=True)
+
+
 def _result(measures: list[Measure], arrays: RankingArrays, values: np.ndarray) -> EvaluationResult:
     """Assemble tables from a (n_queries, n_measures) value matrix."""
     n_q, n_m = values.shape
@@ -169,10 +174,12 @@ def _result(measures: list[Measure], arrays: RankingArrays, values: np.ndarray) 
             "n_queries": np.full(n_m, n_q, dtype=np.int64),
         }
     )
+    # The id and name columns are converted once per query / measure, then repeated by `take`
+    # (converting n_queries * n_measures Python strings costs more than the measures).
     per_query = pd.DataFrame(
         {
-            "query_id": np.tile(arrays.query_ids, n_m),
-            "measure": np.repeat(np.asarray(names, dtype=object), n_q),
+            "query_id": _repeat_str(arrays.query_ids, np.tile(np.arange(n_q), n_m)),
+            "measure": _repeat_str(np.asarray(names, dtype=object), np.repeat(np.arange(n_m), n_q)),
             "value": values.T.reshape(-1),
         }
     )

@@ -255,6 +255,7 @@ def test_second_report_run_makes_zero_model_calls(tmp_path):
         "dataset": str(data),
         "cache_dir": str(tmp_path / "cache"),
         "depth": 20,
+        "proc_pool": 20,
         "cutoffs": "[1, 5, 10, 20]",
         "retrievers": "[dense, hybrid]",
     }

@@ -24,7 +24,18 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder, check_qrels, qrels_from_dict, run_from_dict, sort_run
+from ragnb.frames import (
+    RunOrder,
+    _common_skip,
+    _groupsort,
+    _index_qrels,
+    _index_run,
+    _QrelsIndex,
+    _RunIndex,
+    check_qrels,
+    qrels_from_dict,
+    run_from_dict,
+)
 
 __all__ = ["RankingArrays", "prepare"]
 
@@ -226,6 +237,14 @@ def prepare(
     InputError
         On malformed or empty qrels, a malformed run, an unknown ``order`` or a bad ``depth``.
 
+    Notes
+    -----
+    No frame is sorted and no string column is hashed or sorted as a whole: both inputs are
+    grouped by query as row numbers (:func:`ragnb.frames._index_run`, ``_index_qrels``), and each
+    query's ranked documents are matched with its judgements by merging the two lists sorted by
+    ``doc_id``, in compiled code (:mod:`ragnb._groupsort`). Dicts of dicts are read directly,
+    without building frames.
+
     Examples
     --------
     >>> qrels = {"q1": {"a": 2, "b": 0, "c": 1}}
@@ -240,83 +259,76 @@ def prepare(
         isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 1
     ):
         raise InputError(f"depth must be a positive integer or None, got {depth!r}")
-    qrels_df = as_qrels_frame(qrels)
-    sorted_run = sort_run(as_run_frame(run), order, warn=False)
+    qrels_index = _index_qrels(qrels)
+    run_index = _index_run(run, order)
     return _prepare_arrays(
-        qrels_df,
-        sorted_run.run,
-        order=sorted_run.order,
-        depth=None if depth is None else int(depth),
-        n_rank_disagreements=sorted_run.n_rank_disagreements,
+        qrels_index, run_index, order=order, depth=None if depth is None else int(depth)
     )
 
 
 def _prepare_arrays(
-    qrels: pd.DataFrame,
-    run: pd.DataFrame,
+    qrels: _QrelsIndex,
+    run: _RunIndex,
     *,
     order: RunOrder,
     depth: int | None,
-    n_rank_disagreements: int,
 ) -> RankingArrays:
-    """Scatter a validated qrels frame and a sorted run (with 1-based ``rank``) into arrays."""
-    q_qid = qrels["query_id"].to_numpy(dtype=object)
-    q_doc = qrels["doc_id"].to_numpy(dtype=object)
-    q_grade = qrels["relevance"].to_numpy(dtype=np.int64)
+    """Join indexed qrels and an indexed run into the padded arrays."""
+    groups = qrels.queries
+    n_q = len(groups.ids)
+    n_judged = groups.sizes.astype(np.int64)
 
-    qindex = pd.Index(pd.unique(q_qid)).sort_values()
-    n_q = len(qindex)
-    q_row = qindex.get_indexer(q_qid).astype(np.int64)
-
-    # Rows of the sorted run are grouped by query and ranked 1, 2, ... within each group
-    # (sort_run's contract), so queries are looked up once per group, not once per row.
-    r_rank = run["rank"].to_numpy(dtype=np.int64)
-    starts = np.flatnonzero(r_rank == 1)
-    lengths = np.diff(np.append(starts, len(r_rank)))
-    group_qid = run["query_id"].iloc[starts].to_numpy(dtype=object)
-    group_row = qindex.get_indexer(group_qid).astype(np.int64)
-    n_without = int((group_row < 0).sum())
-
+    # Run query groups -> rows of the arrays (the qrels' queries, sorted).
+    run_groups = run.queries
+    row_of_group = pd.Index(groups.ids).get_indexer(run_groups.ids).astype(np.int64)
+    known = row_of_group >= 0
+    n_without = int((~known).sum())
     n_retrieved = np.zeros(n_q, dtype=np.int64)
-    n_retrieved[group_row[group_row >= 0]] = lengths[group_row >= 0]
+    n_retrieved[row_of_group[known]] = run_groups.sizes[known]
     full_depth = int(n_retrieved.max()) if n_q else 0
     width = full_depth if depth is None else min(depth, full_depth)
 
-    # Keep the run rows that land in the arrays: known query, rank within the width.
-    r_row_all = np.repeat(group_row, lengths)
-    keep = np.flatnonzero((r_row_all >= 0) & (r_rank <= width))
-    rows = r_row_all[keep]
-    cols = r_rank[keep] - 1
-    r_doc = run["doc_id"].iloc[keep]
-
-    # Join them to judgements with one integer key per (query row, document).
-    docs = pd.concat([pd.Series(q_doc, dtype=r_doc.dtype), r_doc], ignore_index=True)
-    codes, uniques = docs.factorize()
-    n_docs = max(len(uniques), 1)
-    q_key = q_row * n_docs + codes[: len(q_doc)]
-    r_key = rows * n_docs + codes[len(q_doc) :]
-    match = pd.Index(q_key).get_indexer(r_key)
-
+    # Each query's top `width` ranks, joined with its judgements (a merge by doc_id).
+    run_docs, qrels_docs = _common_skip(run.docs, qrels.docs)
     grades = np.zeros((n_q, width), dtype=np.int64)
     judged = np.zeros((n_q, width), dtype=bool)
     filled = np.zeros((n_q, width), dtype=bool)
-    filled[rows, cols] = True
-    hit = match >= 0
-    judged[rows[hit], cols[hit]] = True
-    grades[rows[hit], cols[hit]] = q_grade[match[hit]]
+    kernels = _groupsort()
+    kernels.run_chunks(
+        kernels.join_grades,
+        len(run_groups.ids),
+        run.by_doc,
+        run.order,
+        run_groups.starts,
+        run_docs.data,
+        run_docs.offsets,
+        run_docs.prefix,
+        row_of_group,
+        qrels.by_doc,
+        groups.starts,
+        qrels_docs.data,
+        qrels_docs.offsets,
+        qrels_docs.prefix,
+        qrels.grades,
+        run_docs.skip,
+        np.empty(len(run.order), dtype=np.int64),
+        grades,
+        judged,
+        filled,
+    )
 
     # All judged grades per query, sorted descending (the ideal ranking).
-    n_judged = np.bincount(q_row, minlength=n_q).astype(np.int64)
-    by_grade = np.lexsort((-q_grade, q_row))
-    s_row, s_grade = q_row[by_grade], q_grade[by_grade]
-    first = np.concatenate([[0], np.cumsum(n_judged)[:-1]])
-    s_pos = np.arange(len(s_row)) - first[s_row]
-    ideal_width = int(n_judged.max()) if depth is None else min(depth, int(n_judged.max()))
+    q_row = np.repeat(np.arange(n_q, dtype=np.int64), n_judged)
+    grouped = qrels.grades[groups.rows]
+    s_grade = _descending_within(q_row, grouped)
+    s_pos = np.arange(len(q_row), dtype=np.int64) - np.repeat(groups.starts[:-1], n_judged)
+    max_judged = int(n_judged.max())
+    ideal_width = max_judged if depth is None else min(depth, max_judged)
     ideal = np.zeros((n_q, ideal_width), dtype=np.int64)
     in_ideal = s_pos < ideal_width
-    ideal[s_row[in_ideal], s_pos[in_ideal]] = s_grade[in_ideal]
+    ideal[q_row[in_ideal], s_pos[in_ideal]] = s_grade[in_ideal]
 
-    levels, level_of = np.unique(q_grade, return_inverse=True)
+    levels, level_of = np.unique(grouped, return_inverse=True)
     levels = levels.astype(np.int64)
     level_counts = (
         np.bincount(q_row * len(levels) + level_of.ravel(), minlength=n_q * len(levels))
@@ -327,7 +339,7 @@ def _prepare_arrays(
     arrays = (grades, judged, filled, ideal, n_judged, n_retrieved, levels, level_counts)
     for a in arrays:
         a.setflags(write=False)
-    query_ids = qindex.to_numpy(dtype=object)
+    query_ids = groups.ids.copy()
     query_ids.setflags(write=False)
     return RankingArrays(
         query_ids=query_ids,
@@ -341,9 +353,22 @@ def _prepare_arrays(
         level_counts=level_counts,
         order=order,
         depth_cap=depth,
-        n_rank_disagreements=int(n_rank_disagreements),
+        n_rank_disagreements=run.n_rank_disagreements,
         n_run_queries_without_qrels=n_without,
     )
+
+
+def _descending_within(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` sorted descending within each group; ``group`` is sorted (non-decreasing)."""
+    if len(values) == 0:
+        return values.copy()
+    low, high = int(values.min()), int(values.max())
+    span = high - low + 1
+    if span * (int(group[-1]) + 1) < 2**62:  # one packed int64 key, one fast sort
+        key = group * span + (high - values)
+        key.sort()
+        return high - key % span
+    return values[np.lexsort((-values, group))]
 
 
 def _check_arrays(arrays: Any) -> RankingArrays:

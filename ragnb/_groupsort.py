@@ -1,0 +1,409 @@
+"""Compiled per-query kernels: sort ids as byte strings, order runs, join runs with qrels.
+
+Private to :mod:`ragnb.frames` and :mod:`ragnb.measures._kernel`, which import it lazily (numba
+costs about half a second to import; compiled code is cached on disk).
+
+Strings are held as one UTF-8 byte buffer ``data`` (uint8) and ``offsets`` (int64, shape
+(n + 1,)): string ``i`` is ``data[offsets[i]:offsets[i + 1]]``. Comparing UTF-8 bytes
+lexicographically is comparing code points, hence Python's ``str`` order and trec_eval's
+``strcmp``. When all strings of a column share their first ``skip`` bytes (``<dbpedia:``...),
+``prefix[i]`` holds the next 8 bytes of string ``i`` big-endian, zero-padded, so that most
+comparisons are one integer comparison; the rest compare bytes from ``skip`` on.
+
+Rows are grouped by query: ``rows`` lists row numbers, group ``g`` being
+``rows[starts[g]:starts[g + 1]]`` in row order. The work is per group and cache-local (a query's
+hundred documents), which is what makes it fast: no hash table over millions of strings, no sort of
+ten million strings. A Python thread pool runs disjoint ranges of groups (the kernels release the
+GIL), see :func:`run_chunks`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numba as nb
+import numpy as np
+
+__all__ = ["common_prefix", "prefixes", "doc_order", "rank_order", "join_grades", "run_chunks"]
+
+
+@nb.njit(cache=True, nogil=True)
+def common_prefix(data: np.ndarray, offsets: np.ndarray) -> int:
+    """Number of leading bytes all strings share (0 for no strings)."""
+    n = offsets.shape[0] - 1
+    if n == 0:
+        return 0
+    s0 = offsets[0]
+    common = offsets[1] - s0
+    for i in range(1, n):
+        s = offsets[i]
+        m = min(common, offsets[i + 1] - s)
+        j = 0
+        while j < m and data[s + j] == data[s0 + j]:
+            j += 1
+        common = j
+        if common == 0:
+            break
+    return common
+
+
+@nb.njit(cache=True, nogil=True)
+def prefixes(data: np.ndarray, offsets: np.ndarray, skip: int) -> np.ndarray:
+    """Bytes ``skip .. skip + 7`` of each string as a big-endian uint64, zero-padded; (n,)."""
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        s = offsets[i] + skip
+        e = offsets[i + 1]
+        k = np.uint64(0)
+        for j in range(8):
+            k = k << np.uint64(8)
+            if s + j < e:
+                k = k | np.uint64(data[s + j])
+        out[i] = k
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _tail_cmp(da, sa, ea, db, sb, eb):
+    """-1, 0, 1 as bytes ``da[sa:ea]`` are <, ==, > bytes ``db[sb:eb]``."""
+    la = ea - sa
+    lb = eb - sb
+    for i in range(min(la, lb)):
+        ca = da[sa + i]
+        cb = db[sb + i]
+        if ca != cb:
+            return -1 if ca < cb else 1
+    if la == lb:
+        return 0
+    return -1 if la < lb else 1
+
+
+# Comparisons are written out at each call site: the prefixes settle almost all of them, and a
+# call passing several arrays costs more than the comparison (numba reference counting).
+
+
+@nb.njit(cache=True, nogil=True)
+def _sort_by_string(idx, data, offsets, prefix, skip):
+    """Stable merge sort of ``idx`` (string numbers) in place by string."""
+    m = idx.shape[0]
+    key = np.empty(m, dtype=np.uint64)
+    for i in range(m):
+        key[i] = prefix[idx[i]]
+    run = 16
+    for lo in range(0, m, run):
+        hi = min(lo + run, m)
+        for i in range(lo + 1, hi):
+            v = idx[i]
+            kv = key[i]
+            j = i - 1
+            while j >= lo:
+                kj = key[j]
+                if kj < kv:
+                    break
+                if kj == kv:
+                    u = idx[j]
+                    if (
+                        _tail_cmp(
+                            data,
+                            offsets[u] + skip,
+                            offsets[u + 1],
+                            data,
+                            offsets[v] + skip,
+                            offsets[v + 1],
+                        )
+                        <= 0
+                    ):
+                        break
+                idx[j + 1] = idx[j]
+                key[j + 1] = kj
+                j -= 1
+            idx[j + 1] = v
+            key[j + 1] = kv
+    if m <= run:
+        return
+    src_i = idx
+    src_k = key
+    dst_i = np.empty(m, dtype=np.int64)
+    dst_k = np.empty(m, dtype=np.uint64)
+    in_tmp = False
+    width = run
+    while width < m:
+        for lo in range(0, m, 2 * width):
+            mid = min(lo + width, m)
+            hi = min(lo + 2 * width, m)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                ki = src_k[i]
+                kj = src_k[j]
+                take_right = kj < ki
+                if kj == ki:
+                    a = src_i[j]
+                    b = src_i[i]
+                    take_right = (
+                        _tail_cmp(
+                            data,
+                            offsets[a] + skip,
+                            offsets[a + 1],
+                            data,
+                            offsets[b] + skip,
+                            offsets[b + 1],
+                        )
+                        < 0
+                    )
+                if take_right:
+                    dst_i[k] = src_i[j]
+                    dst_k[k] = kj
+                    j += 1
+                else:
+                    dst_i[k] = src_i[i]
+                    dst_k[k] = ki
+                    i += 1
+                k += 1
+            while i < mid:
+                dst_i[k] = src_i[i]
+                dst_k[k] = src_k[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst_i[k] = src_i[j]
+                dst_k[k] = src_k[j]
+                j += 1
+                k += 1
+        src_i, dst_i = dst_i, src_i
+        src_k, dst_k = dst_k, src_k
+        in_tmp = not in_tmp
+        width *= 2
+    if in_tmp:
+        idx[:] = src_i
+
+
+@nb.njit(cache=True, nogil=True)
+def doc_order(rows, starts, data, offsets, prefix, skip, out, dup, g_lo, g_hi):
+    """Sort each group's rows by their string ascending; flag groups holding a string twice.
+
+    For groups ``g_lo <= g < g_hi`` writes ``out[starts[g]:starts[g + 1]]`` (the group's rows by
+    string) and ``dup[g]`` (a row whose string repeats in the group, else -1). ``prefix`` holds
+    bytes ``skip ..`` of each string (all strings share their first ``skip`` bytes).
+    """
+    for g in range(g_lo, g_hi):
+        s = starts[g]
+        e = starts[g + 1]
+        seg = out[s:e]
+        seg[:] = rows[s:e]
+        _sort_by_string(seg, data, offsets, prefix, skip)
+        dup[g] = -1
+        for i in range(1, e - s):
+            a = seg[i - 1]
+            b = seg[i]
+            if prefix[a] == prefix[b] and (
+                _tail_cmp(
+                    data, offsets[a] + skip, offsets[a + 1], data, offsets[b] + skip, offsets[b + 1]
+                )
+                == 0
+            ):
+                dup[g] = b
+                break
+
+
+@nb.njit(cache=True, nogil=True)
+def _sort_by_key(key, idx):
+    """Stable merge sort of ``key`` (float64) ascending in place, ``idx`` moved along."""
+    m = key.shape[0]
+    run = 16
+    for lo in range(0, m, run):
+        hi = min(lo + run, m)
+        for i in range(lo + 1, hi):
+            kv = key[i]
+            v = idx[i]
+            j = i - 1
+            while j >= lo and key[j] > kv:
+                key[j + 1] = key[j]
+                idx[j + 1] = idx[j]
+                j -= 1
+            key[j + 1] = kv
+            idx[j + 1] = v
+    if m <= run:
+        return
+    src_k = key
+    src_i = idx
+    dst_k = np.empty(m, dtype=np.float64)
+    dst_i = np.empty(m, dtype=np.int64)
+    in_tmp = False
+    width = run
+    while width < m:
+        for lo in range(0, m, 2 * width):
+            mid = min(lo + width, m)
+            hi = min(lo + 2 * width, m)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if src_k[j] < src_k[i]:
+                    dst_k[k] = src_k[j]
+                    dst_i[k] = src_i[j]
+                    j += 1
+                else:
+                    dst_k[k] = src_k[i]
+                    dst_i[k] = src_i[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst_k[k] = src_k[i]
+                dst_i[k] = src_i[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst_k[k] = src_k[j]
+                dst_i[k] = src_i[j]
+                j += 1
+                k += 1
+        src_k, dst_k = dst_k, src_k
+        src_i, dst_i = dst_i, src_i
+        in_tmp = not in_tmp
+        width *= 2
+    if in_tmp:
+        key[:] = src_k
+        idx[:] = src_i
+
+
+@nb.njit(cache=True, nogil=True)
+def rank_order(
+    by_doc, rows, starts, score, file_key, has_file_key, by_file, out, disagree, g_lo, g_hi
+):
+    """Evaluation order of each group's rows, and whether the file order disagrees with it.
+
+    The score order is score descending, ties by string descending (``by_doc`` reversed, then a
+    stable sort on minus the score). The file order is ``file_key`` ascending, ties by row
+    (``rows`` is in row order; a stable sort); without a file key it is row order. For groups
+    ``g_lo <= g < g_hi``, ``out`` receives the file order when ``by_file`` is set, else the score
+    order; ``disagree[g]`` is set when a file key is given and the two orders differ.
+    """
+    for g in range(g_lo, g_hi):
+        s = starts[g]
+        e = starts[g + 1]
+        m = e - s
+        by_score = np.empty(m, dtype=np.int64)
+        keys = np.empty(m, dtype=np.float64)
+        for i in range(m):
+            r = by_doc[e - 1 - i]
+            by_score[i] = r
+            keys[i] = -score[r]
+        _sort_by_key(keys, by_score)
+        if has_file_key:
+            by_key = np.empty(m, dtype=np.int64)
+            for i in range(m):
+                r = rows[s + i]
+                by_key[i] = r
+                keys[i] = file_key[r]
+            _sort_by_key(keys, by_key)
+            differs = False
+            for i in range(m):
+                if by_score[i] != by_key[i]:
+                    differs = True
+                    break
+            disagree[g] = differs
+            if by_file:
+                out[s:e] = by_key
+        elif by_file:
+            out[s:e] = rows[s:e]
+        if not by_file:
+            out[s:e] = by_score
+
+
+@nb.njit(cache=True, nogil=True)
+def join_grades(
+    r_by_doc,
+    r_order,
+    r_starts,
+    r_data,
+    r_off,
+    r_pre,
+    row_of_group,
+    q_by_doc,
+    q_starts,
+    q_data,
+    q_off,
+    q_pre,
+    q_grade,
+    skip,
+    rank_of_row,
+    grades,
+    judged,
+    filled,
+    g_lo,
+    g_hi,
+):
+    """Scatter each run group's top ranks, joined with its query's judgements, into the arrays.
+
+    Run group ``g`` (rows by string ``r_by_doc``, in evaluation order ``r_order``) belongs to array
+    row ``i = row_of_group[g]`` (-1: no qrels, skipped) and to qrels group ``i`` (rows by string
+    ``q_by_doc``, grade ``q_grade[row]``). The first ``grades.shape[1]`` ranks are written to row
+    ``i`` of ``grades``, ``judged`` and ``filled``. Both prefix arrays start at byte ``skip``, a
+    length all strings of both sides share. ``rank_of_row`` is scratch space, one int64 per run
+    row.
+    """
+    width = grades.shape[1]
+    for g in range(g_lo, g_hi):
+        i = row_of_group[g]
+        if i < 0:
+            continue
+        s = r_starts[g]
+        e = r_starts[g + 1]
+        for p in range(e - s):
+            rank_of_row[r_order[s + p]] = p
+        for p in range(min(e - s, width)):
+            filled[i, p] = True
+        # Merge the two string-sorted lists; a run row found among the judgements is judged.
+        a = s
+        b = q_starts[i]
+        qe = q_starts[i + 1]
+        while a < e and b < qe:
+            ra = r_by_doc[a]
+            qb = q_by_doc[b]
+            x = r_pre[ra]
+            y = q_pre[qb]
+            if x != y:
+                c = -1 if x < y else 1
+            else:
+                c = _tail_cmp(
+                    r_data, r_off[ra] + skip, r_off[ra + 1], q_data, q_off[qb] + skip, q_off[qb + 1]
+                )
+            if c < 0:
+                a += 1
+            elif c > 0:
+                b += 1
+            else:
+                p = rank_of_row[r_by_doc[a]]
+                if p < width:
+                    judged[i, p] = True
+                    grades[i, p] = q_grade[q_by_doc[b]]
+                a += 1
+                b += 1
+
+
+def run_chunks(kernel: Callable[..., None], n_groups: int, *args: object) -> None:
+    """Run ``kernel(*args, g_lo, g_hi)`` over ``range(n_groups)`` on the usable cores (at most 8).
+
+    The groups are cut into disjoint ranges, a few per thread; the kernels release the GIL and
+    write disjoint parts of their outputs. Fewer than 4096 groups run on the calling thread.
+    """
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    n_threads = min(cores, 8, max(1, n_groups // 2048))
+    if n_threads <= 1:
+        kernel(*args, 0, n_groups)
+        return
+    bounds = np.linspace(0, n_groups, n_threads * 4 + 1).astype(np.int64)
+    with ThreadPoolExecutor(n_threads) as pool:
+        futures = [
+            pool.submit(kernel, *args, int(lo), int(hi))
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
+            if hi > lo
+        ]
+        for f in futures:
+            f.result()
