@@ -105,9 +105,9 @@ def test_offline_report_exports_the_run_folder(pydocs_report):
 
 
 def test_offline_report_draws_offline_in_chromium(pydocs_report, tmp_path):
-    from test_reports import _check_offline_render
+    from browser import check_offline_render
 
-    _check_offline_render(pydocs_report.html, tmp_path)
+    check_offline_render(pydocs_report.html, tmp_path)
 
 
 def test_llm_report_never_writes_the_api_key(openai_server, tmp_path, monkeypatch):

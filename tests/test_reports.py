@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from dataclasses import fields
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from browser import check_offline_render
 
 from ragnb.errors import InputError
 from ragnb.experiment import RetrievalEvaluationConfig
 from ragnb.report import notebook_parameters, render_report, resolve_notebook
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 
 def test_parameters_cell_mirrors_config_dataclass():
@@ -127,7 +124,7 @@ def test_dbpedia_report_has_graded_measures_proc_and_significance(dbpedia_report
 
 @pytest.mark.slow
 def test_dbpedia_report_draws_offline_in_chromium(dbpedia_report, tmp_path):
-    _check_offline_render(dbpedia_report.html, tmp_path)
+    check_offline_render(dbpedia_report.html, tmp_path)
 
 
 @pytest.mark.slow
@@ -141,91 +138,13 @@ def test_scifact_reference_points(scifact_report):
     assert at10.loc["hybrid", "value"] > max(at10.loc["bm25", "value"], 0.6)
 
 
-def _open_offline(url: str, profile: Path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        f"--user-data-dir={profile}",
-        "--window-size=1400,2000",
-    ):
-        opts.add_argument(arg)
-    opts.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
-    driver.set_network_conditions(
-        offline=True, latency=0, download_throughput=0, upload_throughput=0
-    )
-    driver.get("about:blank")
-    driver.get_log("performance")  # drain what the start-up page did; keep only our page's
-    driver.get(url)
-    return driver
-
-
-def _check_offline_render(html_path: Path, tmp_path: Path) -> None:
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.fail("Debian chromium and chromium-driver are required (make test installs them)")
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    driver = _open_offline(html_path.as_uri(), tmp_path / "profile")
-    try:
-        charts = driver.find_elements("css selector", ".ragnb-chart")
-        assert len(charts) >= 2
-
-        def all_drawn(d):
-            return all(
-                el.find_elements("css selector", "svg .mark-symbol, svg .mark-line, svg path")
-                for el in d.find_elements("css selector", ".ragnb-chart")
-            )
-
-        WebDriverWait(driver, 60).until(all_drawn)
-        for el in driver.find_elements("css selector", ".ragnb-chart"):
-            assert "chart error" not in el.text and "missing" not in el.text
-            assert el.find_elements("css selector", "svg")
-        requests, failures, by_id = [], [], {}
-        for entry in driver.get_log("performance"):
-            msg = json.loads(entry["message"])["message"]
-            if msg["method"] == "Network.requestWillBeSent":
-                doc, url = msg["params"].get("documentURL", ""), msg["params"]["request"]["url"]
-                requests.append((doc, url))
-                by_id[msg["params"]["requestId"]] = (doc, url)
-            elif msg["method"] == "Network.loadingFailed":
-                failures.append((by_id.get(msg["params"]["requestId"]), msg["params"]["errorText"]))
-        # every request after the drain is logged before it can fail, so a failure of an
-        # unknown request belongs to the browser's own start-up page, not to the report
-        ours_failed = [f for f in failures if f[0] is not None]
-        assert not ours_failed, ours_failed
-        # the page itself fetches nothing but file:/data: URLs, and nobody goes on the network
-        page = html_path.as_uri()
-        assert any(doc == page for doc, _ in requests)
-        ours = [u for doc, u in requests if doc == page and not u.startswith(("file:", "data:"))]
-        assert not ours, ours
-        remote = [u for _, u in requests if u.startswith(("http:", "https:", "ws:", "wss:"))]
-        assert not remote, remote
-        severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-        assert not severe, severe
-    finally:
-        driver.quit()
-        shutil.rmtree(tmp_path / "profile", ignore_errors=True)
-
-
 def test_sample_report_draws_offline_in_chromium(sample_report, tmp_path):
-    _check_offline_render(sample_report.html, tmp_path)
+    check_offline_render(sample_report.html, tmp_path)
 
 
 @pytest.mark.slow
 def test_scifact_report_draws_offline_in_chromium(scifact_report, tmp_path):
-    _check_offline_render(scifact_report.html, tmp_path)
+    check_offline_render(scifact_report.html, tmp_path)
 
 
 def _small_beir(src: Path, dst: Path, n_queries: int = 8) -> Path:
