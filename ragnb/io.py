@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
@@ -149,6 +150,57 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"malformed JSON: {e.msg}", path=path, line=e.lineno) from None
+
+
+def write_table_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write a DataFrame as UTF-8 CSV without its index, atomically."""
+    with atomic_write(path) as f:
+        frame.to_csv(f, index=False)
+
+
+def read_author_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a user's author table for the proper-name diagnostics: a CSV file.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        CSV with a header row holding at least ``author``, ``title``, ``topic`` (other columns
+        are kept).
+
+    Returns
+    -------
+    DataFrame
+        Every column as str; ``attrs["source"]`` is the path.
+
+    Raises
+    ------
+    InputError
+        If the file is missing or unreadable, a column is missing, or a cell of those columns is
+        empty (the line of the file is named; line 1 is the header).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(
+            "author table not found (give 'default', 'scifact' or a CSV path)", path=path
+        )
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as e:
+        raise InputError(f"unreadable CSV: {e}", path=path) from None
+    for col in ("author", "title", "topic"):
+        if col not in frame.columns:
+            raise InputError(
+                f"missing column {col!r}; the header has {list(frame.columns)}",
+                path=path,
+                line=1,
+                column=col,
+            )
+        empty = frame[col].str.strip() == ""
+        if empty.any():
+            row = int(np.flatnonzero(empty.to_numpy())[0])
+            raise InputError(f"empty {col}", path=path, line=row + 2, column=col)
+    frame.attrs["source"] = str(path)
+    return frame
 
 
 def write_jsonl(records: list[dict[str, Any]], path: str | os.PathLike[str]) -> None:

@@ -4,6 +4,8 @@
   author tables from real data, and the margins Delta_name, Delta_topic, Delta_both.
 - :mod:`ragnb.diagnostics.ablations`: the ten ablations of section 4.2 as pure functions
   ``Bundle -> Bundle`` and the Delta-Delta table of section 4.3.
+- :mod:`ragnb.diagnostics.study`: all of it over several embedders and languages, shaped like
+  the paper's tables (notebook 03).
 - :mod:`ragnb.diagnostics.noise`: noise levels 0-4 (EN/FR), the rule-based denoiser, cosine drops
   (Appendix A.4) and the retrieval impact with paired bootstrap CIs and top-K agreement.
 
@@ -17,6 +19,7 @@ returns a tidy DataFrame; nothing here reads or writes files except through :mod
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from ragnb.diagnostics.ablations import (
@@ -63,6 +66,14 @@ from ragnb.diagnostics.noise import (
     reference_passages,
     subset_dataset,
 )
+from ragnb.diagnostics.study import (
+    DiagnosticsResult,
+    EmbedderStatus,
+    available_embedders,
+    load_author_table,
+    run_diagnostics,
+    sample_author_table,
+)
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 
@@ -72,6 +83,12 @@ __all__ = [
     "LEVELS",
     "Bundle",
     "DiagnosticsConfig",
+    "DiagnosticsResult",
+    "EmbedderStatus",
+    "available_embedders",
+    "load_author_table",
+    "run_diagnostics",
+    "sample_author_table",
     "NoiseImpact",
     "ablation_margins",
     "ablation_table",
@@ -111,15 +128,23 @@ __all__ = [
 
 @dataclass
 class DiagnosticsConfig:
-    """Parameters of the diagnostics analyses (a notebook's ``parameters`` cell mirrors them).
+    """Parameters of notebook 03 (its ``parameters`` cell mirrors them); see
+    :func:`~ragnb.diagnostics.study.run_diagnostics`.
 
     Attributes
     ----------
-    model : str
-        Embedder: sentence-transformers name or path, or ``openai:<model>``.
+    embedders : list of str
+        Names for :func:`ragnb.embed.make_embedder`; empty for every available one
+        (:func:`~ragnb.diagnostics.study.available_embedders`).
+    exclude : list of str
+        Embedders left out (the report lists them and why). Default: the 4-bit e5, which embeds
+        about 4 short texts per second on 2 cores.
     table : str
-        Author table: ``"pydocs"`` (:func:`default_author_table`) or ``"scifact"``
-        (:func:`scifact_author_table`).
+        Author table: ``"default"`` (installed distributions' author names x ``data/pydocs``
+        topics), ``"scifact"`` (SciFact titles and claims from ``dataset``) or a CSV path with
+        ``author``, ``title``, ``topic``.
+    max_bundles : int
+        Rows of the author table used (bundles per run); 0 for all.
     languages : list of str
         Template and noise languages, among ``"en"``, ``"fr"``.
     ablations : list of str
@@ -129,45 +154,77 @@ class DiagnosticsConfig:
     seed : int
     min_base_margin : float
         Bundles whose base Delta_name is below are left out of Delta-Delta% (the paper: 0.02).
+    dataset : str
+        BEIR folder of the noise analyses (and of the ``"scifact"`` table); relative paths from
+        the project root.
+    split : str
+        Its qrels split.
     noise_levels : list of int
         Among 0-4.
-    noise_dataset : str
-        BEIR folder for the noise analyses; relative paths from the project root.
+    noise_queries : int
+        Judged queries (with a relevant passage) of the cosine analysis; 0 for all.
+    impact_retrievers : list of str
+        Retrievers of the retrieval impact: ``"bm25"`` or embedder names (exact dense search).
+    impact_queries, impact_max_docs : int
+        Run the retrieval impact on a subset (:func:`subset_dataset`); 0 for the whole dataset.
     k : int
         Cutoff of nDCG, recall, overlap and Kendall's tau in the retrieval impact.
     n_resamples : int
         Bootstrap resamples.
+    rewrite : str
+        Mitigation: ``"rules"`` (:func:`denoise`), ``"llm"`` (an OpenAI-compatible model through
+        the judge's client and cache; key from ``$OPENAI_API_KEY``) or ``"none"``.
+    base_url, llm_model : str
+        The LLM rewrite's endpoint and model.
     cache_dir : str
         Embedding cache folder; empty for the default.
     """
 
-    model: str = DEFAULT_MODEL
-    table: str = "pydocs"
+    embedders: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=lambda: ["multilingual-e5-small-4bit"])
+    table: str = "default"
+    max_bundles: int = 20
     languages: list[str] = field(default_factory=lambda: ["en", "fr"])
     ablations: list[str] = field(default_factory=list)
-    runs: int = 15
+    runs: int = 2
     seed: int = 0
     min_base_margin: float = 0.02
+    dataset: str = "data/pydocs"
+    split: str = "test"
     noise_levels: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
-    noise_dataset: str = "data/pydocs"
+    noise_queries: int = 30
+    impact_retrievers: list[str] = field(default_factory=lambda: ["bm25", DEFAULT_MODEL])
+    impact_queries: int = 0
+    impact_max_docs: int = 0
     k: int = 10
-    n_resamples: int = 10_000
+    n_resamples: int = 2000
+    rewrite: str = "rules"
+    base_url: str = ""
+    llm_model: str = "gpt-4o-mini"
     cache_dir: str = ""
 
     def __post_init__(self) -> None:
-        if self.table not in ("pydocs", "scifact"):
-            raise InputError(f"table must be 'pydocs' or 'scifact', got {self.table!r}")
         bad = [x for x in self.languages if x not in ("en", "fr")]
         if bad or not self.languages:
             raise InputError(f"languages must be among ['en', 'fr'], got {self.languages}")
         unknown = [a for a in self.ablations if a not in ABLATIONS]
         if unknown:
             raise InputError(f"unknown ablation(s) {unknown}; known: {list(ABLATIONS)}")
-        if int(self.runs) < 1:
-            raise InputError(f"runs must be at least 1, got {self.runs}")
+        for name in ("runs", "k", "n_resamples"):
+            if int(getattr(self, name)) < 1:
+                raise InputError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("max_bundles", "noise_queries", "impact_queries", "impact_max_docs"):
+            if int(getattr(self, name)) < 0:
+                raise InputError(f"{name} must be >= 0 (0 means all), got {getattr(self, name)}")
         bad_levels = [lv for lv in self.noise_levels if lv not in LEVELS]
         if bad_levels or not self.noise_levels:
             raise InputError(f"noise_levels must be among {list(LEVELS)}, got {self.noise_levels}")
+        if self.rewrite not in ("rules", "llm", "none"):
+            raise InputError(f"rewrite must be 'rules', 'llm' or 'none', got {self.rewrite!r}")
+        if self.rewrite == "llm" and not self.llm_model:
+            raise InputError("rewrite='llm' needs llm_model")
+        if not self.impact_retrievers:
+            raise InputError("impact_retrievers is empty; give at least 'bm25'")
 
     @classmethod
     def from_params(cls, **params: Any) -> DiagnosticsConfig:
@@ -177,3 +234,9 @@ class DiagnosticsConfig:
         if unknown:
             raise InputError(f"unknown parameter(s) {unknown}; known: {sorted(names)}")
         return cls(**params)
+
+    def dataset_path(self) -> Path:
+        """``dataset`` as a path; a relative one is taken from the project root."""
+        from ragnb.experiment import _resolve
+
+        return _resolve(self.dataset)
