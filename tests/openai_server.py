@@ -4,8 +4,8 @@ Tests talk to it through the real ``openai`` client (``base_url=server.base_url`
 mocked. The server runs :class:`http.server.ThreadingHTTPServer` in a background thread on an
 ephemeral port.
 
-Endpoints (each a :class:`Route`, reachable as ``server.embeddings``, ``server.chat`` or
-``server.routes[path]``):
+Endpoints (each a :class:`Route`, reachable as ``server.embeddings``, ``server.chat``,
+``server.rerank`` or ``server.routes[path]``):
 
 ``POST /v1/embeddings``
     Deterministic signed hashed bag of words (:func:`hashed_embedding`): texts sharing words have
@@ -14,6 +14,14 @@ Endpoints (each a :class:`Route`, reachable as ``server.embeddings``, ``server.c
     ``"base64"`` (little-endian float32, what the openai 3.x client asks for by default).
 ``POST /v1/chat/completions``
     Answers only what a test scripted; unscripted requests get a 400 (not retried by the client).
+``POST /v1/rerank`` (``server.rerank``)
+    The rerank shape of Cohere and Jina: ``{"model", "query", "documents":
+    [str], "top_n"}`` (Voyage's ``top_k`` too) -> ``{"results": [{"index", "relevance_score"}],
+    "usage": {"total_tokens"}}``, best first. The default handler (:func:`rerank_answer`) scores
+    by word overlap: the share of the query's distinct lower-cased words found in the document
+    (ties: lower index first); ``total_tokens`` counts words as Voyage counts tokens (query words
+    times documents, plus the documents' words). ``functools.partial(rerank_answer, key="data")``
+    answers Voyage's shape ``{"data": [...]}`` instead.
 
 Scripting a route::
 
@@ -71,6 +79,8 @@ __all__ = [
     "error",
     "hashed_embedding",
     "malformed",
+    "rerank_answer",
+    "rerank_score",
 ]
 
 REDACTED = "[REDACTED]"
@@ -274,6 +284,49 @@ def hashed_embedding(text: str, dim: int) -> np.ndarray:
     return vec
 
 
+# ----------------------------------------------------------------------------- rerank
+
+
+def rerank_score(query: str, document: str) -> float:
+    """The test server's relevance of ``document`` to ``query``: the share of the query's
+    distinct lower-cased words that occur in the document, in [0, 1]."""
+    q = set(_WORD.findall(query.lower()))
+    if not q:
+        return 0.0
+    return len(q & set(_WORD.findall(document.lower()))) / len(q)
+
+
+def rerank_answer(request: RecordedRequest, key: str = "results") -> Reply:
+    """Answer a rerank request by word overlap (:func:`rerank_score`), best first.
+
+    ``key="results"`` gives Cohere's / Jina's shape, ``key="data"`` Voyage's. ``top_n`` (or
+    Voyage's ``top_k``) keeps the best ones; 400 (not retried) on a malformed request.
+    """
+    body = request.json
+    if not isinstance(body, dict) or not isinstance(body.get("query"), str):
+        return error(400, "'query' (a string) is required", should_retry=False)
+    docs = body.get("documents")
+    if not isinstance(docs, list) or not docs or not all(isinstance(d, str) for d in docs):
+        return error(400, "'documents' must be a non-empty list of strings", should_retry=False)
+    top = body.get("top_n", body.get("top_k"))
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+        return error(400, "'top_n' must be a positive integer", should_retry=False)
+    scores = [rerank_score(body["query"], d) for d in docs]
+    order = sorted(range(len(docs)), key=lambda i: (-scores[i], i))
+    if top is not None:
+        order = order[:top]
+    n_query = _n_words(body["query"])
+    tokens = n_query * len(docs) + sum(_n_words(d) for d in docs)
+    return Reply(
+        body={
+            "object": "list",
+            key: [{"index": i, "relevance_score": scores[i]} for i in order],
+            "model": body.get("model", "test-rerank"),
+            "usage": {"total_tokens": tokens},
+        }
+    )
+
+
 # ----------------------------------------------------------------------------- routes
 
 
@@ -361,7 +414,10 @@ class OpenAIServer:
         self.embedding_dim = embedding_dim
         self.embeddings = Route("/v1/embeddings", self._embeddings_answer)
         self.chat = Route("/v1/chat/completions", _no_script)
-        self.routes: dict[str, Route] = {r.path: r for r in (self.embeddings, self.chat)}
+        self.rerank = Route("/v1/rerank", rerank_answer)
+        self.routes: dict[str, Route] = {
+            r.path: r for r in (self.embeddings, self.chat, self.rerank)
+        }
         self.handler_errors: list[str] = []
         self._log: list[RecordedRequest] = []
         self._lock = threading.Lock()
