@@ -178,6 +178,9 @@ class ReportResult:
     seconds: float
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
 def export_html(executed: Path, out: Path, title: str | None = None) -> None:
     """Convert an executed notebook to a self-contained HTML file with code hidden.
 
@@ -194,14 +197,19 @@ def export_html(executed: Path, out: Path, title: str | None = None) -> None:
     from nbconvert import HTMLExporter
 
     nb = nbformat.read(str(executed), as_version=4)
-    # progress bars and other stderr streams are for the terminal, not the report
+    # Progress bars and other stderr streams are for the terminal, not the report. Live
+    # ipywidgets (tqdm.auto's bars, the what-if controls) need a kernel: in a static page their
+    # state would only make nbconvert load the widget manager from a CDN, so they are dropped
+    # with the notebook's widget state (reports draw what-if views as altair sliders instead).
     for cell in nb.cells:
         if cell.get("cell_type") == "code":
             cell["outputs"] = [
                 o
                 for o in cell.get("outputs", [])
                 if not (o.get("output_type") == "stream" and o.get("name") == "stderr")
+                and WIDGET_VIEW not in o.get("data", {})
             ]
+    nb.metadata.pop("widgets", None)
     if title:
         nb.metadata["title"] = title
     exporter = HTMLExporter(

@@ -192,3 +192,35 @@ def test_second_report_run_makes_zero_model_calls(tmp_path):
     (first_calls, _, first_misses), (second_calls, second_hits, second_misses) = calls
     assert first_calls > 0 and first_misses > 0
     assert second_calls == 0 and second_misses == 0 and second_hits == first_misses
+
+
+def test_export_drops_live_widgets_so_nothing_loads_from_a_cdn(tmp_path):
+    """tqdm.auto's bars become ipywidgets in a kernel; their state would pull the widget manager
+    from unpkg into the HTML. The export drops widget views and state, keeps everything else."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from ragnb.report import WIDGET_VIEW, export_html
+
+    view = {"model_id": "abc", "version_major": 2, "version_minor": 0}
+    cell = new_code_cell(
+        "bar()",
+        outputs=[
+            new_output("display_data", {WIDGET_VIEW: view, "text/plain": "Loading 0%|"}),
+            new_output("display_data", {"text/plain": "kept output 42"}),
+        ],
+    )
+    nb = new_notebook(cells=[cell])
+    nb.metadata["widgets"] = {
+        "application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}
+    }
+    executed = tmp_path / "executed.ipynb"
+    nbformat.write(nb, str(executed))
+    out = tmp_path / "report.html"
+    export_html(executed, out)
+    html = out.read_text(encoding="utf-8")
+    assert "kept output 42" in html
+    assert "Loading 0%" not in html
+    assert "unpkg" not in html and "widget-state" not in html and "html-manager" not in html
+    nb_again = nbformat.read(str(executed), as_version=4)  # the executed notebook is untouched
+    assert "widgets" in nb_again.metadata

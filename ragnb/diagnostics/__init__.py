@@ -183,7 +183,7 @@ class DiagnosticsConfig:
     embedders: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=lambda: ["multilingual-e5-small-4bit"])
     table: str = "default"
-    max_bundles: int = 20
+    max_bundles: int = 12
     languages: list[str] = field(default_factory=lambda: ["en", "fr"])
     ablations: list[str] = field(default_factory=list)
     runs: int = 2
@@ -192,7 +192,7 @@ class DiagnosticsConfig:
     dataset: str = "data/pydocs"
     split: str = "test"
     noise_levels: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
-    noise_queries: int = 30
+    noise_queries: int = 20
     impact_retrievers: list[str] = field(default_factory=lambda: ["bm25", DEFAULT_MODEL])
     impact_queries: int = 0
     impact_max_docs: int = 0
