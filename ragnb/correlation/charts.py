@@ -1,0 +1,153 @@
+"""Heatmaps of the correlation study, like the Primer paper's figures: a tidy frame in, an
+altair chart out, no computation. Shown after :func:`ragnb.charts.setup` they render offline in
+the house ``.ragnb-chart`` wrapper.
+
+References
+----------
+.. [1] Schwartz, Vasilyev and Sawaya, "How important is Recall for Measuring Retrieval
+   Quality?", Primer: Figures 2-4 (score distributions), 6 (correlations by K/Np), 7-18
+   (differences).
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+__all__ = [
+    "correlation_heatmap",
+    "difference_heatmap",
+    "grade_distribution_heatmap",
+    "ranked_measures_chart",
+]
+
+
+def _ratio_order(values: pd.Series) -> list[str]:
+    return sorted({str(v) for v in values}, key=float)
+
+
+def grade_distribution_heatmap(frame: pd.DataFrame, *, size: int = 26) -> alt.Chart:
+    """Share of each grade (rows, 1-5) per K/Np segment (columns), one panel per embedder.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`ragnb.correlation.grade_distribution`: ``E``, ``ratio``, ``grade``, ``share``,
+        ``count``, ``n``.
+    """
+    order = _ratio_order(frame["ratio"])
+    return (
+        alt.Chart(frame)
+        .mark_rect()
+        .encode(
+            x=alt.X("ratio:O", title="K/Np", sort=order),
+            y=alt.Y("grade:O", title="response score", sort="descending"),
+            color=alt.Color("share:Q", title="share", scale=alt.Scale(scheme="blues")),
+            row=alt.Row("E:N", title="embedder"),
+            tooltip=["E:N", "ratio:O", "grade:O", alt.Tooltip("share:Q", format=".3f"), "n:Q"],
+        )
+        .properties(width=size * max(1, len(order)), height=5 * 16)
+    )
+
+
+def correlation_heatmap(frame: pd.DataFrame, *, size: int = 34) -> alt.FacetChart:
+    """Correlation with the grade per K/Np segment (columns) and embedder (rows), one panel per
+    measure.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Rows of :func:`ragnb.correlation.correlation_table` for one method and ``kind="ratio"``:
+        ``E``, ``segment``, ``measure``, ``corr``, ``alpha``, ``n``.
+    """
+    order = _ratio_order(frame["segment"])
+    base = alt.Chart(frame).encode(
+        x=alt.X("segment:O", title="K/Np", sort=order),
+        y=alt.Y("E:N", title="embedder"),
+        tooltip=[
+            "measure:N",
+            "E:N",
+            "segment:O",
+            alt.Tooltip("corr:Q", format=".3f"),
+            alt.Tooltip("alpha:Q", format=".3f"),
+            "n:Q",
+        ],
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color("corr:Q", title="correlation", scale=alt.Scale(scheme="viridis"))
+    )
+    text = base.mark_text(fontSize=9, color="white").encode(text=alt.Text("corr:Q", format=".2f"))
+    return (
+        alt.layer(rect, text, data=frame)
+        .properties(width=size * max(1, len(order)), height=40)
+        .facet(row=alt.Row("measure:N", title=None))
+    )
+
+
+def difference_heatmap(frame: pd.DataFrame, *, size: int = 34) -> alt.FacetChart:
+    """Difference of correlations A - B per K/Np segment and embedder, one panel per pair; a
+    ``*`` marks a difference whose bootstrap interval excludes 0.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Rows of :func:`ragnb.correlation.difference_table` with ``kind="ratio"``: ``E``,
+        ``segment``, ``pair``, ``diff``, ``ci_low``, ``ci_high``, ``significant``, ``label``
+        (the cell text, e.g. ``"0.03*"``).
+    """
+    order = _ratio_order(frame["segment"])
+    bound = float(frame["diff"].abs().max()) if len(frame) else 1.0
+    base = alt.Chart(frame).encode(
+        x=alt.X("segment:O", title="K/Np", sort=order),
+        y=alt.Y("E:N", title="embedder"),
+        tooltip=[
+            "pair:N",
+            "E:N",
+            "segment:O",
+            alt.Tooltip("diff:Q", format=".3f"),
+            alt.Tooltip("ci_low:Q", format=".3f"),
+            alt.Tooltip("ci_high:Q", format=".3f"),
+            "significant:N",
+            "n:Q",
+        ],
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color(
+            "diff:Q",
+            title="difference",
+            scale=alt.Scale(scheme="redblue", domain=[-bound or -1, bound or 1]),
+        )
+    )
+    text = base.mark_text(fontSize=9).encode(text="label:N")
+    return (
+        alt.layer(rect, text, data=frame)
+        .properties(width=size * max(1, len(order)), height=40)
+        .facet(row=alt.Row("pair:N", title=None))
+    )
+
+
+def ranked_measures_chart(
+    frame: pd.DataFrame, *, width: int = 200, height: int = 140
+) -> alt.FacetChart:
+    """Mean measure of the ranked samples against K/Np, one line per embedder, one panel per
+    measure.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Long form of :meth:`CorrelationStudy.ranked_measures`: ``E``, ``ratio`` (float),
+        ``measure``, ``value``.
+    """
+    return (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("ratio:Q", title="K/Np"),
+            y=alt.Y("value:Q", title=None),
+            color=alt.Color("E:N", title="embedder"),
+            tooltip=["E:N", "measure:N", "ratio:Q", alt.Tooltip("value:Q", format=".3f")],
+        )
+        .properties(width=width, height=height)
+        .facet(facet=alt.Facet("measure:N", title=None), columns=4)
+        .resolve_scale(y="independent")
+    )

@@ -1,0 +1,84 @@
+"""Notebook 05 (measure correlation): its parameters mirror CorrelationConfig; on data/pydocs
+without grades it says on its first screen that graded samples are needed and how many queries
+qualify; in SIMULATED mode it says the grades are simulated, runs the study, and renders offline
+in Chromium."""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+from dataclasses import fields
+
+import pytest
+from browser import check_offline_render
+
+from ragnb.correlation import CorrelationConfig
+from ragnb.errors import InputError
+from ragnb.report import notebook_parameters, render_report, resolve_notebook
+
+NOTEBOOK = "05_measure_correlation"
+CHART = 'class="ragnb-chart"'
+FAST = {"embedders": "[wordllama]", "configs": "[[20, 2], [20, 4]]", "n_negatives": 20}
+
+
+def visible_text(page: str) -> str:
+    page = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
+    page = re.sub(r"<style.*?</style>", " ", page, flags=re.S)
+    page = re.sub(r"<[^>]+>", " ", page)
+    return re.sub(r"\s+", " ", html_lib.unescape(page))
+
+
+def test_parameters_cell_mirrors_config_dataclass_and_takes_no_key():
+    declared = notebook_parameters(resolve_notebook(NOTEBOOK))
+    assert list(declared) == [f.name for f in fields(CorrelationConfig)]
+    defaults = CorrelationConfig()
+    for f in fields(CorrelationConfig):
+        assert eval(declared[f.name]["default"]) == getattr(defaults, f.name), f.name
+        assert declared[f.name]["help"], f"parameter {f.name} has no comment"
+        expected = type(getattr(defaults, f.name)).__name__
+        assert declared[f.name]["inferred_type_name"] == expected, f.name
+    assert not [name for name in declared if "key" in name or "secret" in name]
+    assert defaults.graded_path == "" and defaults.simulate_grades_alpha == 0.0
+
+
+def test_config_rejects_unknown_names_and_two_grade_sources():
+    with pytest.raises(InputError, match=r"unknown parameter\(s\) \['api_key'\]"):
+        CorrelationConfig.from_params(api_key="sk-nope")
+    with pytest.raises(InputError, match="choose one source of grades"):
+        CorrelationConfig(graded_path="g.jsonl", simulate_grades_alpha=0.5)
+    with pytest.raises(InputError, match="must not hold credentials"):
+        CorrelationConfig(base_url="http://user:pw@localhost:8000/v1")
+    with pytest.raises(InputError, match=r"\[Nc, Np\] with 2 <= Np < Nc"):
+        CorrelationConfig(configs=[[5, 5]])
+
+
+def test_default_data_report_says_graded_samples_are_needed(tmp_path):
+    result = render_report(NOTEBOOK, {**FAST, "max_queries": 20}, reports_dir=tmp_path)
+    text = visible_text(result.html.read_text(encoding="utf-8"))
+    statement = "No graded samples: the correlation study is not run."
+    assert statement in text and text.index(statement) < text.index("Samples") < 2500
+    assert "95 of 95 judged queries qualify" in text  # data/pydocs: every query has >= 2
+    assert "graded_path" in text and "base_url" in text and "answer_topK" in text
+    assert "Not available: no graded samples" in text
+    assert "SIMULATED" not in text
+    assert result.html.read_text(encoding="utf-8").count(CHART) == 1  # ranked measures only
+
+
+def test_simulated_report_says_so_first_and_renders_offline(tmp_path):
+    params = {
+        **FAST,
+        "max_queries": 30,
+        "simulate_grades_alpha": 0.6,
+        "methods": "[spearman, pearson]",
+        "n_boot": 50,
+        "min_segment": 50,
+    }
+    result = render_report(NOTEBOOK, params, reports_dir=tmp_path)
+    page = result.html.read_text(encoding="utf-8")
+    text = visible_text(page)
+    banner = "SIMULATED GRADES. The grades in this report are simulated from F(alpha=0.6)"
+    assert banner in text and text.index(banner) < text.index("Samples") < 2500
+    # ranked measures, score distribution, correlations by K/Np, differences
+    assert page.count(CHART) == 4
+    assert "Not available" not in text
+    check_offline_render(result.html, tmp_path)
