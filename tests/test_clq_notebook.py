@@ -1,0 +1,67 @@
+"""Notebook 04 (CLQ trade-offs): its parameters mirror the config dataclass, and it renders
+offline on a tiny grid with every chart, the recommendations and the stated cap."""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+from dataclasses import fields
+
+import pytest
+
+from ragnb.clq.sweep import ClqTradeoffsConfig
+from ragnb.errors import InputError
+from ragnb.report import notebook_parameters, render_report, resolve_notebook
+
+NOTEBOOK = "04_clq_tradeoffs"
+CHART = 'class="ragnb-chart"'
+TINY = {
+    "embedders": "[wordllama]",
+    "dims": "[64, 0]",
+    "chunkers": "[document]",
+    "indexes": "[flat, hnsw]",
+    "pool_ks": "[50, 100]",
+    "rerankers": "[none, 'rescore:wordllama']",
+    "modes": "[dense, bm25]",
+    "dynamic_margins": "[0.05]",
+    "max_docs": 300,
+    "max_queries": 15,
+    "sla_ms": 1000.0,
+}
+
+
+def visible_text(page: str) -> str:
+    page = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
+    page = re.sub(r"<style.*?</style>", " ", page, flags=re.S)
+    page = re.sub(r"<[^>]+>", " ", page)
+    return re.sub(r"\s+", " ", html_lib.unescape(page))
+
+
+def test_parameters_cell_mirrors_config_dataclass():
+    declared = notebook_parameters(resolve_notebook(NOTEBOOK))
+    assert list(declared) == [f.name for f in fields(ClqTradeoffsConfig)]
+    defaults = ClqTradeoffsConfig()
+    for f in fields(ClqTradeoffsConfig):
+        assert eval(declared[f.name]["default"]) == getattr(defaults, f.name), f.name
+        assert declared[f.name]["help"], f"parameter {f.name} has no comment"
+    with pytest.raises(InputError, match="unknown parameter"):
+        ClqTradeoffsConfig.from_params(sla=5)
+    with pytest.raises(InputError, match="indexes"):
+        ClqTradeoffsConfig.from_params(indexes=["ivf"])
+
+
+def test_tiny_grid_renders_offline_with_charts_and_recommendations(tmp_path):
+    result = render_report(NOTEBOOK, TINY, reports_dir=tmp_path, update_index=False)
+    page = result.html.read_text(encoding="utf-8")
+    text = visible_text(page)
+    # frontier, latency vs K, quality vs dimension, PROC vs actual, recall vs efSearch
+    assert page.count(CHART) == 5
+    assert "Capped for time: 15 of 95 judged queries" in text
+    assert "Under a p95 SLA of 1000 ms, ship" in text
+    assert "Under a budget of USD 1 per 1,000 queries" in text
+    assert "For a quality target of" in text
+    for heading in ("Scenario matrix", "Leaderboard", "Dynamic K", "Memory", "Cost tables"):
+        assert heading in text
+    assert "Traceback" not in text
+    # the sweep folder holds the resumable results
+    assert (tmp_path / NOTEBOOK / "results.parquet").exists()

@@ -1,0 +1,116 @@
+"""CLQ sweep on a small grid over a few hundred pydocs passages: every configuration gets a row
+with latency, memory, cost and quality; an interrupted sweep resumes with only the missing
+configurations; exact search agrees with brute force; dynamic K escalates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragnb.clq.grid import SweepGrid
+from ragnb.clq.sweep import cap_dataset, read_parquet, run_sweep
+from ragnb.io import read_beir
+
+PYDOCS = Path(__file__).resolve().parents[1] / "data" / "pydocs"
+GRID = dict(
+    embedders=["wordllama"],
+    dims=[0],
+    chunkers=["document", "sentences-120-30"],
+    indexes=["flat", "hnsw", "flat-sq8"],
+    pool_ks=[50, 100],
+    rerankers=["none", "rescore:wordllama"],
+    modes=["dense", "bm25"],
+    dynamic_k=[{"start": 50, "escalate_to": 100, "margin": 0.05}],
+)
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def small():
+    ds = read_beir(PYDOCS)
+    ds, note = cap_dataset(ds, max_docs=300, max_queries=15, seed=1)
+    assert "15 of 95 judged queries" in note
+    return ds
+
+
+@pytest.fixture(scope="module")
+def interrupted(small, tmp_path_factory):
+    """A sweep stopped after 5 configurations, then resumed."""
+    out = tmp_path_factory.mktemp("sweep")
+    cache = str(tmp_path_factory.mktemp("cache"))
+    grid = SweepGrid(**GRID)
+    seen = []
+
+    def stop_after_five(cfg, row):
+        seen.append(cfg.config_id)
+        if len(seen) == 5:
+            raise Stop
+
+    with pytest.raises(Stop):
+        run_sweep(grid, small, out, cache_dir=cache, on_config_done=stop_after_five)
+    first = read_parquet(out / "results.parquet")
+    resumed = run_sweep(grid, small, out, cache_dir=cache)
+    return grid, seen, first, resumed
+
+
+def test_interrupted_sweep_resumes_with_only_the_missing_configurations(interrupted):
+    grid, seen, first, resumed = interrupted
+    ids = [c.config_id for c in grid.expand()]
+    assert sorted(first["config_id"]) == sorted(seen) and len(seen) == 5
+    assert resumed.n_skipped == 5
+    assert resumed.n_evaluated == len(ids) - 5
+    assert not set(resumed.evaluated_ids) & set(seen)
+    assert sorted(resumed.results["config_id"]) == sorted(ids)
+    # embeddings were stored by the first call: the resumed one embedded nothing new
+    assert resumed.n_embedded_texts == 0
+
+
+def test_third_run_measures_nothing(interrupted, small):
+    grid, _, _, resumed = interrupted
+    third = run_sweep(grid, small, resumed.out_dir)
+    assert third.n_evaluated == 0 and third.n_index_builds == 0
+    assert len(third.results) == len(grid.expand())
+
+
+def test_rows_carry_latency_memory_cost_and_quality(interrupted):
+    r = interrupted[3].results
+    assert (r["latency_p95_ms"] >= r["latency_p50_ms"]).all()
+    assert (r["latency_p50_ms"] > 0).all()
+    dense = r[r["mode"] == "dense"]
+    assert (dense["embed_p50_ms"] > 0).all() and (dense["mem_vectors"] > 0).all()
+    sq8 = dense[dense["index"] == "flat-sq8"]
+    flat = dense[dense["index"] == "flat"]
+    # int8 stores one byte per component, float32 four
+    assert (sq8["mem_vectors"] * 4 <= flat["mem_vectors"].max() * 1.05).all()
+    assert (dense.loc[dense["index"] == "hnsw", "mem_graph"] > 0).all()
+    assert (r["cost_local_usd"] > 0).all() and (r["cost_generator_usd"] > 0).all()
+    assert np.allclose(r["cost_usd"], r["cost_retrieval_usd"] + r["cost_generator_usd"])
+    assert r["quality"].between(0, 1).all() and (r["quality"] == r["nDCG@10"]).all()
+    # the final run lies inside its pool: actual <= PROC
+    assert (r["quality"] <= r["proc"] + 1e-9).all()
+    # no reranker: the pool's order is the final order, so K does not change nDCG@10
+    fixed = r[(r["reranker"] == "none") & (r["dynamic"] == "")]
+    by_k = fixed.pivot_table(index="family", columns="pool_k", values="nDCG@10")
+    assert np.allclose(by_k[50], by_k[100])
+    # dynamic K escalates some queries and pools between the fixed sizes
+    dyn = r[r["dynamic"] != ""]
+    assert len(dyn) and dyn["mean_pool"].between(50, 100).all()
+    assert (dyn["escalated"] > 0).any()
+
+
+def test_recall_curve_and_memory_estimates(interrupted):
+    res = interrupted[3]
+    rec = res.recall
+    hnsw = rec[rec["index"] == "hnsw"]
+    assert len(hnsw) and set(hnsw["k"]) == {50, 100}
+    # recall grows with efSearch and reaches (near) exact at the widest beam
+    for _, g in hnsw.groupby(["index_label", "chunker", "k"]):
+        g = g.sort_values("ef_search")
+        assert g["recall"].iloc[-1] >= 0.99 and g["recall"].iloc[-1] >= g["recall"].iloc[0]
+    est = res.memory[res.memory["source"] == "estimate"]
+    assert set(est["n_vectors"]) == {1_000_000, 10_000_000}
