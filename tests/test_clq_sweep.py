@@ -114,3 +114,33 @@ def test_recall_curve_and_memory_estimates(interrupted):
         assert g["recall"].iloc[-1] >= 0.99 and g["recall"].iloc[-1] >= g["recall"].iloc[0]
     est = res.memory[res.memory["source"] == "estimate"]
     assert set(est["n_vectors"]) == {1_000_000, 10_000_000}
+
+
+@pytest.mark.slow
+def test_scifact_evidence_sentences_make_chunk_level_relevance(scifact_path, tmp_path):
+    """A whole-document chunk holds every evidence sentence, so its chunk-level scores equal the
+    document-level ones; sentence windows are judged by where the evidence is."""
+    ds, _ = cap_dataset(read_beir(scifact_path), max_docs=200, max_queries=25, seed=0)
+    grid = SweepGrid(
+        embedders=["wordllama"],
+        dims=[0],
+        chunkers=["document", "sentences-60-0"],
+        indexes=["flat"],
+        pool_ks=[50],
+        rerankers=["none"],
+        modes=["dense"],
+    )
+    result = run_sweep(
+        grid,
+        ds,
+        tmp_path / "sweep",
+        cache_dir=str(tmp_path / "cache"),
+        evidence_dir=str(scifact_path / "raw"),
+    )
+    rows = result.results.set_index("chunker")
+    doc = rows.loc["document"]
+    assert doc["evidence_nDCG@10"] == pytest.approx(doc["nDCG@10"], abs=1e-12)
+    sent = rows.loc["sentences-60-0"]
+    assert 0 < sent["evidence_nDCG@10"] <= 1
+    assert sent["evidence_nDCG@10"] != pytest.approx(sent["nDCG@10"], abs=1e-6)
+    assert any("Evidence sentences from" in n for n in result.notes)

@@ -191,6 +191,10 @@ def cap_dataset(
     return capped, "Capped for time: " + "; ".join(notes) + "."
 
 
+#: Measures of the chunk-level run against chunk qrels from evidence sentences (SciFact).
+EVIDENCE_MEASURES = ["nDCG@10", "P@10"]
+
+
 def quality_measures(graded: bool) -> dict[str, list[str]]:
     """The measures of a sweep: on the original qrels, and (graded data) on 1-5 grades.
 
@@ -303,6 +307,25 @@ class _Sweep:
         self.evidence_dir = evidence_dir
         self.seed = seed
         self.notes: list[str] = []
+        self.evidence: dict[tuple[str, str], set[int]] | None = None
+        self.sentences: dict[str, list[str]] | None = None
+        self.chunk_qrels: dict[str, pd.DataFrame] = {}
+        if evidence_dir:
+            from ragnb.clq.chunking import scifact_evidence
+
+            evidence, sentences = scifact_evidence(evidence_dir)
+            judged = set(zip(dataset.qrels["query_id"], dataset.qrels["doc_id"], strict=True))
+            self.evidence = {pair: idx for pair, idx in evidence.items() if pair in judged}
+            ids = set(dataset.corpus["doc_id"].astype(str))
+            self.sentences = {d: sents for d, sents in sentences.items() if d in ids}
+            relevant = int((dataset.qrels["relevance"] > 0).sum())
+            self.notes.append(
+                f"Evidence sentences from {evidence_dir}: {len(self.evidence)} of {relevant} "
+                "relevant (query, document) pairs mark where the evidence is, so a chunk is "
+                "relevant when it holds an evidence sentence (`evidence_nDCG@10`, "
+                "`evidence_P@10`, chunk level); the other pairs fall back to document level "
+                "(every chunk of the document keeps its grade)."
+            )
         self.queries = dataset.judged_queries
         self.qids = self.queries["query_id"].astype(str).tolist()
         self.qtexts = self.queries["text"].astype(str).tolist()
@@ -348,8 +371,14 @@ class _Sweep:
         if name not in self.chunks:
             from ragnb.clq.chunking import Chunker, chunk_corpus
 
-            chunks = chunk_corpus(self.dataset.corpus, Chunker.parse(name)).reset_index(drop=True)
+            chunks = chunk_corpus(
+                self.dataset.corpus, Chunker.parse(name), sentences=self.sentences
+            ).reset_index(drop=True)
             self.chunks[name] = chunks
+            if self.evidence is not None:
+                from ragnb.clq.chunking import chunk_qrels
+
+                self.chunk_qrels[name] = chunk_qrels(self.qrels, chunks, self.evidence)
             self.chunk_tokens[name] = np.asarray(count_texts(chunks["text"].astype(str)))
         return self.chunks[name]
 
@@ -703,7 +732,8 @@ def _quality(
     pools: list[list[tuple[int, float]]],
     finals: list[list[tuple[int, float]]],
 ) -> dict[str, Any]:
-    """Measures of the final run and PROC/%PROC of the pool, at document level (best chunk)."""
+    """Measures of the final run and PROC/%PROC of the pool, at document level (best chunk);
+    with evidence sentences, also the chunk-level run against chunk qrels (``evidence_*``)."""
     from ragnb.clq.chunking import collapse_to_documents
     from ragnb.evaluate import evaluate
     from ragnb.measures.proc import proc_table
@@ -726,6 +756,13 @@ def _quality(
             for _, r in table.iterrows():
                 out[f"proc_{r['measure']}"] = float(r["proc"])
                 out[f"pct_proc_{r['measure']}"] = float(r["pct_proc"])
+    if cfg.chunker in sw.chunk_qrels:
+        chunk_run = _chunk_run(sw, finals, chunk_ids)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            at_chunks = evaluate(sw.chunk_qrels[cfg.chunker], chunk_run, EVIDENCE_MEASURES)
+        for name, value in at_chunks.aggregate_to_dict().items():
+            out[f"evidence_{name}"] = value
     out["quality"] = out[sw.quality]
     out["proc"] = out.get(f"proc_{sw.quality}", math.nan)
     out["pct_proc"] = out.get(f"pct_proc_{sw.quality}", math.nan)
@@ -839,7 +876,12 @@ def run_sweep(
         Called with ``(config, row)`` after each configuration is saved (progress; tests use
         it to interrupt a sweep).
     evidence_dir : str, optional
-        Reserved for chunk-level evidence qrels (SciFact); unused.
+        SciFact's release, the ``raw/`` folder of the BEIR folder
+        (:func:`ragnb.clq.chunking.scifact_evidence`).
+        Chunks are then cut on SciFact's own sentences and each configuration is also scored at
+        chunk level (``evidence_nDCG@10``, ``evidence_P@10``): a chunk is relevant when it holds
+        an evidence sentence of a relevant pair; pairs without marked evidence fall back to
+        document level (:func:`ragnb.clq.chunking.chunk_qrels`).
     seed : int
 
     Returns
@@ -1086,6 +1128,9 @@ class ClqTradeoffsConfig:
         Chunks sent to the generator per query.
     prices_file : str
         Price table YAML; empty for the shipped ``ragnb/clq/prices.yaml``.
+    evidence : str
+        Evidence sentences for chunk-level relevance: ``"auto"`` (the dataset's ``raw/`` folder
+        when it holds SciFact's release), ``"none"``, or a path.
     cache_dir : str
         Embedding cache folder; empty for the default.
     export_dir : str
@@ -1121,6 +1166,7 @@ class ClqTradeoffsConfig:
     generator: str = "gpt-5"
     generator_k: int = 10
     prices_file: str = ""
+    evidence: str = "auto"
     cache_dir: str = ""
     export_dir: str = ""
     resume: bool = True
@@ -1306,6 +1352,22 @@ class ClqReport:
         }
 
 
+def _evidence_dir(spec: str, dataset_path: Path) -> str | None:
+    """The evidence folder named by ``ClqTradeoffsConfig.evidence``, or None."""
+    if spec in ("", "none"):
+        return None
+    if spec == "auto":
+        raw = dataset_path / "raw"
+        found = (raw / "scifact.zip").is_file() or any(raw.glob("claims_*"))
+        return str(raw) if found else None
+    from ragnb.experiment import _resolve
+
+    path = _resolve(spec)
+    if not path.exists():
+        raise InputError("evidence folder not found", path=path, column="evidence")
+    return str(path)
+
+
 def clq_tradeoffs(config: ClqTradeoffsConfig, *, dataset: BeirDataset | None = None) -> ClqReport:
     """Run notebook 04's sweep and decisions.
 
@@ -1347,11 +1409,13 @@ def clq_tradeoffs(config: ClqTradeoffsConfig, *, dataset: BeirDataset | None = N
     else:
         out_dir = Path(tempfile.mkdtemp(prefix="ragnb-clq-"))
         notes.append(f"no export_dir: the sweep ran in the temporary folder {out_dir}")
+    evidence_dir = _evidence_dir(config.evidence, _resolve(config.dataset))
     t0 = time.perf_counter()
     sweep = run_sweep(
         config.grid(),
         dataset,
         out_dir,
+        evidence_dir=evidence_dir,
         cost=cost,
         cache_dir=config.cache_dir or None,
         grade_map=config.grade_map,
