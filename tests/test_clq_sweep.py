@@ -144,3 +144,32 @@ def test_scifact_evidence_sentences_make_chunk_level_relevance(scifact_path, tmp
     assert 0 < sent["evidence_nDCG@10"] <= 1
     assert sent["evidence_nDCG@10"] != pytest.approx(sent["nDCG@10"], abs=1e-6)
     assert any("Evidence sentences from" in n for n in result.notes)
+
+
+def test_truncated_dimensions_reuse_the_full_vectors(small, tmp_path):
+    """One embedding pass per model: the 32-d vectors are the full ones cut and renormalised,
+    exactly what make_embedder(..., dim=32) (TruncatedEmbedder) gives."""
+    import warnings
+
+    from ragnb.clq.chunking import Chunker, chunk_corpus
+    from ragnb.embed import make_embedder
+
+    grid = SweepGrid(
+        embedders=["wordllama"],
+        dims=[0, 32],
+        chunkers=["document"],
+        indexes=["flat"],
+        pool_ks=[50],
+        rerankers=["none"],
+        modes=["dense"],
+    )
+    cache = str(tmp_path / "cache")
+    result = run_sweep(grid, small, tmp_path / "sweep", cache_dir=cache)
+    texts = chunk_corpus(small.corpus, Chunker.parse("document"))["text"].astype(str).tolist()
+    assert result.n_embedded_texts == len(set(texts)) + small.judged_queries["text"].nunique()
+    stored = {v.shape[1]: v for v in map(np.load, (tmp_path / "sweep" / "embeddings").glob("*"))}
+    assert set(stored) == {256, 32}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = make_embedder("wordllama", dim=32, cache_dir=str(tmp_path / "c2"), progress=False)
+    np.testing.assert_allclose(stored[32], direct.embed(texts, kind="passage"), atol=1e-6)

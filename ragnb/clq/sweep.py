@@ -404,11 +404,20 @@ class _Sweep:
             vecs = np.load(path)
             if vecs.shape[0] == len(chunks):
                 return vecs, 0
-        emb = self._embedder(name, dim)
-        vecs = _normalise(emb.embed(chunks["text"].astype(str).tolist(), kind="passage"))
+        emb = self._embedder(name, dim)  # records a truncation warning in the notes
+        if dim:
+            # TruncatedEmbedder's arithmetic (first ``dim`` coordinates, L2-renormalised) on the
+            # full vectors: one embedding pass serves every dimension of a model
+            full, n = self._embed_chunks((name, 0, chunker))
+            if dim > full.shape[1]:
+                raise InputError(f"{name} has {full.shape[1]} dimensions; cannot keep {dim}")
+            vecs = _normalise(full[:, :dim])
+        else:
+            vecs = _normalise(emb.embed(chunks["text"].astype(str).tolist(), kind="passage"))
+            n = int(emb.backend.n_texts)
         with atomic_write(path, "wb") as f:
             np.save(f, vecs)
-        return vecs, int(emb.backend.n_texts)
+        return vecs, n
 
     def prepare_embeddings(self, keys: list[tuple[str, int, str]]) -> None:
         todo = [k for k in keys if k not in self.vectors]
@@ -422,6 +431,11 @@ class _Sweep:
         """Query vectors (cached) and, once per (embedder, dim), the per-query embedding time
         of the uncached backend, after warm-up."""
         key = (name, dim)
+        if key not in self.qvectors and dim:
+            # the full vectors cut and renormalised; the model's time is the full model's
+            full = self.query_vectors(name, 0)
+            self.qvectors[key] = _normalise(full[:, :dim])
+            self.embed_ms[key] = self.embed_ms[(name, 0)]
         if key not in self.qvectors:
             emb = self._embedder(name, dim)
             self.qvectors[key] = _normalise(emb.embed(self.qtexts, kind="query"))
