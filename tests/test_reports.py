@@ -177,6 +177,7 @@ def test_second_report_run_makes_zero_model_calls(tmp_path):
         "proc_pool": 20,
         "cutoffs": "[1, 5, 10, 20]",
         "retrievers": "[dense, hybrid]",
+        "model": "wordllama",  # any embedder behind the cache; a fast one
     }
     calls = []
     for attempt in ("first", "second"):
