@@ -97,6 +97,12 @@ def test_rows_carry_latency_memory_cost_and_quality(interrupted):
     fixed = r[(r["reranker"] == "none") & (r["dynamic"] == "")]
     by_k = fixed.pivot_table(index="family", columns="pool_k", values="nDCG@10")
     assert np.allclose(by_k[50], by_k[100])
+    # rescoring embeds each query with the second embedder at query time: with wordllama as
+    # both, the rerank stage of every query costs at least the dense stage's query embedding
+    rescored = dense[(dense["reranker"] == "rescore:wordllama") & (dense["dim"] == 0)]
+    assert len(rescored)
+    assert (rescored["rerank_p50_ms"] >= rescored["embed_p50_ms"]).all()
+    assert (rescored["rerank_p95_ms"] >= rescored["embed_p95_ms"]).all()
     # dynamic K escalates some queries and pools between the fixed sizes
     dyn = r[r["dynamic"] != ""]
     assert len(dyn) and dyn["mean_pool"].between(50, 100).all()
