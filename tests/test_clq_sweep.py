@@ -179,3 +179,39 @@ def test_truncated_dimensions_reuse_the_full_vectors(small, tmp_path):
         warnings.simplefilter("ignore")
         direct = make_embedder("wordllama", dim=32, cache_dir=str(tmp_path / "c2"), progress=False)
     np.testing.assert_allclose(stored[32], direct.embed(texts, kind="passage"), atol=1e-6)
+
+
+def test_staged_search_fixes_one_stage_at_a_time(small, tmp_path):
+    """SPEAR's staged search: the sum, not the product, of the stages' sizes is measured, and
+    each stage keeps the best value of its knobs."""
+    from ragnb.clq.sweep import staged_search
+
+    grid = SweepGrid(
+        embedders=["wordllama"],
+        dims=[0, 64],
+        chunkers=["document", "sentences-120-30"],
+        indexes=["flat", "hnsw"],
+        pool_ks=[50],
+        rerankers=["none", "rescore:wordllama"],
+        modes=["dense"],
+    )
+    out = tmp_path / "staged"
+    final, trace = staged_search(
+        grid,
+        [["dims", "chunkers"], ["indexes"], ["rerankers"]],
+        small,
+        out,
+        cache_dir=str(tmp_path / "cache"),
+    )
+    assert list(trace["n_configs"]) == [4, 2, 2]
+    measured = read_parquet(out / "results.parquet")
+    assert len(measured) < len(grid.expand()) == 16
+    assert len(final.expand()) == 1
+    for field in ("dims", "chunkers", "indexes", "rerankers"):
+        assert len(getattr(final, field)) == 1
+    # stage 1's winner is the best of its four configurations
+    first = measured[(measured["index"] == "flat") & (measured["reranker"] == "none")]
+    assert trace.loc[0, "best"] == pytest.approx(first["quality"].max())
+    assert trace["best"].is_monotonic_increasing
+    with pytest.raises(Exception, match="unknown grid field"):
+        staged_search(grid, [["colours"]], small, out)
