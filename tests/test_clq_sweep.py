@@ -215,3 +215,44 @@ def test_staged_search_fixes_one_stage_at_a_time(small, tmp_path):
     assert trace["best"].is_monotonic_increasing
     with pytest.raises(Exception, match="unknown grid field"):
         staged_search(grid, [["colours"]], small, out)
+
+
+def test_http_reranker_is_priced_from_the_tokens_it_used(small, tmp_path, openai_server):
+    """A /rerank API in a sweep: the cost per 1,000 queries is the tokens the server counted in
+    the timed requests (query + candidate per candidate) times the price table's rate."""
+    from openai_server import _n_words
+
+    from ragnb.clq.cost import CostModel, load_prices
+
+    prices, machine = load_prices(None)
+    rate = prices.price("rerank-2.5").input_usd_per_1m  # from ragnb/clq/prices.yaml
+    grid = SweepGrid(
+        embedders=["wordllama"],
+        chunkers=["document"],
+        pool_ks=[20],
+        rerankers=["http:rerank-2.5"],
+        modes=["bm25"],
+    )
+    options = {"http:rerank-2.5": {"base_url": openai_server.base_url, "cache": False}}
+    result = run_sweep(
+        grid,
+        small,
+        tmp_path / "sweep",
+        cache_dir=str(tmp_path / "cache"),
+        reranker_options=options,
+        cost=CostModel(prices, machine_usd_per_hour=machine),
+        warmup=2,
+    )
+    row = result.results.iloc[0]
+    bodies = [r.json for r in openai_server.requests if r.path == "/v1/rerank"]
+    n_q = len(small.judged_queries)
+    assert len(bodies) == 2 + n_q  # warm-up, then one request per query
+    timed = bodies[2:]
+    tokens = [
+        _n_words(b["query"]) * len(b["documents"]) + sum(map(_n_words, b["documents"]))
+        for b in timed
+    ]
+    expected = sum(tokens) / n_q * rate / 1e6 * 1000
+    assert row["cost_rerank_usd"] == pytest.approx(expected, rel=1e-9)
+    assert row["cost_rerank_usd"] > 0 and row["rerank_p50_ms"] > 0
+    assert row["cost_usd"] == pytest.approx(row["cost_retrieval_usd"] + row["cost_generator_usd"])
