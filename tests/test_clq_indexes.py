@@ -228,3 +228,27 @@ def test_memory_table(built) -> None:
     with pytest.raises(InputError, match="measured index is 'hnsw-sq8'"):
         memory_table(D, "hnsw", measured=index)
     assert set(INDEX_KINDS) == {k for k, _ in SUPPORTED}
+
+
+@pytest.mark.parametrize(("kind", "backend"), sorted(SUPPORTED))
+def test_save_and_load_give_the_same_index(kind, backend, tmp_path):
+    from ragnb.clq.indexes import load_index
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((500, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q = x[:20] + 0.05 * rng.standard_normal((20, 32)).astype(np.float32)
+    index = make_index(kind, 32, backend=backend, M=8, ef_search=32)
+    index.build(x)
+    path = tmp_path / f"index.{backend}"
+    index.save(path)
+    loaded = load_index(path)
+    assert loaded.describe() == index.describe()  # build_seconds of the original build
+    s1, i1 = index.search(q, 10)
+    s2, i2 = loaded.search(q, 10)
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_allclose(s1, s2, rtol=1e-6)
+    assert loaded.memory_bytes() == index.memory_bytes()
+    (tmp_path / f"index.{backend}.json").unlink()
+    with pytest.raises(InputError, match="no stored index"):
+        load_index(path)

@@ -66,8 +66,10 @@ def test_interrupted_sweep_resumes_with_only_the_missing_configurations(interrup
     assert resumed.n_evaluated == len(ids) - 5
     assert not set(resumed.evaluated_ids) & set(seen)
     assert sorted(resumed.results["config_id"]) == sorted(ids)
-    # embeddings were stored by the first call: the resumed one embedded nothing new
+    # embeddings and indexes were stored by the first call: the resumed one embedded nothing
+    # new and loaded every index it needed
     assert resumed.n_embedded_texts == 0
+    assert resumed.n_index_builds == 0
 
 
 def test_third_run_measures_nothing(interrupted, small):

@@ -31,9 +31,11 @@ Navigable Small World graphs", IEEE TPAMI 2020.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,6 +49,7 @@ __all__ = [
     "SUPPORTED",
     "VectorIndex",
     "exact_top_k",
+    "load_index",
     "make_index",
     "memory_estimate",
     "memory_table",
@@ -267,6 +270,31 @@ class VectorIndex(ABC):
             backend measures is stated on its class.
         """
 
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the built index (backend's own format) and its facts beside it, atomically.
+
+        ``path`` receives the index; ``path + ".json"`` the :meth:`describe` facts (with the
+        build time of the original build). Read back with :func:`load_index`.
+
+        Raises
+        ------
+        InputError
+            The index is not built.
+        """
+        from ragnb.io import atomic_write, write_json
+
+        self._require_built()
+        path = Path(path)
+        with atomic_write(path, "wb") as f:
+            f.write(self._serialise())
+        write_json({**self.describe(), "seed": self.seed, "threads": self.threads}, _meta(path))
+
+    @abstractmethod
+    def _serialise(self) -> bytes: ...
+
+    @abstractmethod
+    def _deserialise(self, data: bytes, n: int) -> None: ...
+
     @abstractmethod
     def _build(self, x: np.ndarray) -> None: ...
 
@@ -343,6 +371,21 @@ class FaissIndex(VectorIndex):
     def _apply_ef(self) -> None:
         self._index.hnsw.efSearch = self.ef_search
 
+    def _serialise(self) -> bytes:
+        import faiss
+
+        return bytes(faiss.serialize_index(self._index))
+
+    def _deserialise(self, data: bytes, n: int) -> None:
+        import faiss
+
+        self._index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+        if self._index.ntotal != n or self._index.d != self.dim:
+            raise InputError(
+                f"stored faiss index holds {self._index.ntotal} x {self._index.d}; "
+                f"its facts say {n} x {self.dim}"
+            )
+
     def _search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         if self.is_hnsw:
             self._index.hnsw.efSearch = self.ef_search
@@ -398,6 +441,31 @@ class HnswlibIndex(VectorIndex):
 
     def _apply_ef(self) -> None:
         self._index.set_ef(self.ef_search)
+
+    def _serialise(self) -> bytes:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            target = Path(tmp) / "index.bin"
+            self._index.save_index(str(target))
+            return target.read_bytes()
+
+    def _deserialise(self, data: bytes, n: int) -> None:
+        import tempfile
+
+        import hnswlib
+
+        index = hnswlib.Index(space="ip", dim=self.dim)
+        with tempfile.TemporaryDirectory() as tmp:
+            source = Path(tmp) / "index.bin"
+            source.write_bytes(data)
+            index.load_index(str(source), max_elements=n)
+        if index.get_current_count() != n:
+            raise InputError(
+                f"stored hnswlib index holds {index.get_current_count()} vectors, not {n}"
+            )
+        index.set_ef(self.ef_search)
+        self._index = index
 
     def _search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         self._index.set_ef(self.ef_search)
@@ -495,6 +563,43 @@ def make_index(
 
 # --------------------------------------------------------------------------------------------
 # exact reference and recall
+
+
+def _meta(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def load_index(path: str | os.PathLike[str]) -> VectorIndex:
+    """An index written by :meth:`VectorIndex.save`, ready to search.
+
+    The facts file restores the kind, backend, parameters and the original ``build_seconds``
+    (loading is not building: a resumed sweep reports the time the index took to build).
+
+    Raises
+    ------
+    InputError
+        The index or its facts file is missing or does not match.
+    """
+    from ragnb.io import read_json
+
+    path = Path(path)
+    if not path.is_file() or not _meta(path).is_file():
+        raise InputError("no stored index (or its .json facts) here", path=path)
+    facts = read_json(_meta(path))
+    index = make_index(
+        facts["kind"],
+        int(facts["dim"]),
+        backend=facts["backend"],
+        M=int(facts["M"] or 16),
+        ef_construction=int(facts["ef_construction"] or 200),
+        ef_search=int(facts["ef_search"] or 64),
+        seed=int(facts.get("seed", 0)),
+        threads=int(facts.get("threads", 1)),
+    )
+    index._deserialise(path.read_bytes(), int(facts["n"]))
+    index.n = int(facts["n"])
+    index.build_seconds = facts["build_seconds"]
+    return index
 
 
 def exact_top_k(

@@ -453,11 +453,22 @@ class _Sweep:
 
     # -------------------------------------------------------------- indexes
 
-    def _build_index(self, key: tuple[Any, ...]) -> Any:
-        from ragnb.clq.indexes import make_index
+    def _build_index(self, key: tuple[Any, ...]) -> tuple[Any, bool]:
+        """The index of ``key``: loaded from the sweep folder when an earlier run stored it
+        (with its original build time), else built and stored. Returns (index, built)."""
+        from ragnb.clq.indexes import load_index, make_index
 
         name, dim, chunker, kind, backend, m, efc = key
         vecs = self.vectors[(name, dim, chunker)]
+        path = self.out_dir / "indexes" / f"{_fingerprint(key, self.dataset_key)}.{backend}"
+        if path.is_file():
+            try:
+                index = load_index(path)
+            except InputError:
+                pass  # a torn or foreign file: build again
+            else:
+                if index.n == vecs.shape[0] and index.dim == vecs.shape[1]:
+                    return index, False
         index = make_index(
             kind,
             vecs.shape[1],
@@ -468,13 +479,17 @@ class _Sweep:
             seed=self.seed,
         )
         index.build(vecs)
-        return index
+        path.parent.mkdir(parents=True, exist_ok=True)
+        index.save(path)
+        return index, True
 
     def prepare_indexes(self, keys: list[tuple[Any, ...]]) -> None:
         todo = [k for k in dict.fromkeys(keys) if k not in self.indexes]
-        for key, index in zip(todo, self.executor.map(self._build_index, todo), strict=True):
+        for key, (index, built) in zip(
+            todo, self.executor.map(self._build_index, todo), strict=True
+        ):
             self.indexes[key] = index
-            self.n_index_builds += 1
+            self.n_index_builds += int(built)
 
     # -------------------------------------------------------------- BM25
 
