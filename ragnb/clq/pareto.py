@@ -474,7 +474,7 @@ def scenario_matrix(
             pick = pick.iloc[0] if len(pick) else None
         if pick is None:
             continue
-        row = {"scenario": scenario, "rule": rule}
+        row: dict[str, Any] = {"scenario": scenario, "rule": rule}
         for c in ("label", "mode", "embedder", "dim", "index", "chunker", "reranker"):
             if c in pick.index:
                 row[c] = pick[c]

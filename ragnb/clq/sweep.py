@@ -209,7 +209,7 @@ def quality_measures(graded: bool) -> dict[str, list[str]]:
     return out
 
 
-def _pct(values: Sequence[float], q: float) -> float:
+def _pct(values: Sequence[float] | np.ndarray, q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else math.nan
 
 
@@ -682,6 +682,7 @@ def _run_config(sw: _Sweep, cfg: SweepConfig) -> tuple[dict[str, Any], pd.DataFr
     if cfg.dense:
         from ragnb.clq.indexes import memory_estimate
 
+        assert vecs is not None  # set with the index when cfg.dense (not user input)
         mem = index.memory_bytes()
         row["vector_dim"] = int(vecs.shape[1])
         row["build_seconds"] = float(index.build_seconds or 0.0)

@@ -142,9 +142,9 @@ def sample_author_table(table: pd.DataFrame, max_rows: int, seed: int = 0) -> pd
     marked = np.flatnonzero([has_diacritics(str(a)) for a in table["author"]])
     plain = np.setdiff1d(np.arange(len(table)), marked)
     n_marked = min(len(marked), max(3, max_rows // 4), max_rows)
-    pick_marked = rng.choice(marked, size=n_marked, replace=False) if n_marked else []
+    pick_marked = rng.choice(marked, size=n_marked, replace=False)
     pick_plain = rng.choice(plain, size=min(len(plain), max_rows - n_marked), replace=False)
-    keep = np.sort(np.concatenate([np.asarray(pick_marked, int), np.asarray(pick_plain, int)]))
+    keep = np.sort(np.concatenate([pick_marked, pick_plain]).astype(int))
     out = table.iloc[keep].reset_index(drop=True)
     out.attrs = dict(table.attrs)
     out.attrs["sampled"] = (len(out), len(table))
