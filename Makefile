@@ -34,7 +34,8 @@ browser:
 reports: $(STAMP)
 	$(BIN)/ragnb report --all
 
-test: $(STAMP) browser
+# lint first (ruff, mypy): a style or type error fails CI before the 10-minute test run
+test: $(STAMP) browser lint
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
