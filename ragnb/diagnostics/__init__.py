@@ -183,10 +183,10 @@ class DiagnosticsConfig:
     embedders: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=lambda: ["multilingual-e5-small-4bit"])
     table: str = "default"
-    max_bundles: int = 12
+    max_bundles: int = 6
     languages: list[str] = field(default_factory=lambda: ["en", "fr"])
     ablations: list[str] = field(default_factory=list)
-    runs: int = 2
+    runs: int = 15
     seed: int = 0
     min_base_margin: float = 0.02
     dataset: str = "data/pydocs"
