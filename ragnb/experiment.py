@@ -10,7 +10,7 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from ragnb.evaluate import evaluate
 from ragnb.io import BeirDataset, read_beir
 from ragnb.measures import Measure, judged_gap_warning, map_grades, parse_measure
 from ragnb.measures.proc import proc_table
+from ragnb.params import NotebookParams, resolve_path
 from ragnb.retrieve import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
 
 __all__ = [
@@ -40,7 +41,7 @@ RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
 @dataclass
-class RetrievalEvaluationConfig:
+class RetrievalEvaluationConfig(NotebookParams):
     """Parameters of notebook 01 (``notebooks/01_retrieval_evaluation.ipynb``).
 
     Attributes
@@ -131,26 +132,6 @@ class RetrievalEvaluationConfig:
                 f"proc_pool must lie in [1, depth={self.depth}], got {self.proc_pool}",
                 column="proc_pool",
             )
-
-    @classmethod
-    def from_params(cls, **params: Any) -> RetrievalEvaluationConfig:
-        """Build from notebook parameters; unknown names raise :class:`InputError`."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(params) - names)
-        if unknown:
-            raise InputError(f"unknown parameter(s) {unknown}; known: {sorted(names)}")
-        return cls(**params)
-
-    def dataset_path(self, root: Path | None = None) -> Path:
-        """The dataset folder, relative paths resolved against ``root`` (the project root)."""
-        return _resolve(self.dataset, root)
-
-
-def _resolve(path_str: str, root: Path | None = None) -> Path:
-    from ragnb.report import project_root
-
-    path = Path(path_str)
-    return path if path.is_absolute() else (root or project_root()) / path
 
 
 def versions() -> dict[str, str]:
@@ -427,7 +408,7 @@ class Comparison:
         """
         from ragnb.io import atomic_write, write_json, write_run
 
-        folder = _resolve(str(folder))
+        folder = resolve_path(str(folder))
         for name, run in self.runs.items():
             write_run(run, folder / "runs" / f"{name}.trec", tag=name)
         frames = [("aggregate", self.aggregate), ("per_query", self.per_query), ("proc", self.proc)]

@@ -99,7 +99,7 @@ import time
 import unicodedata
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,7 @@ from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.frames import sort_run
 from ragnb.judge.base import Judge
+from ragnb.params import NotebookParams, resolve_path
 from ragnb.refine import HISTORY_COLUMNS, RefineConfig, initial_scores_from_grades, refine
 from ragnb.retrieve import BM25Retriever, Retriever, doc_texts, rrf
 
@@ -183,7 +184,7 @@ FORMAT = "ragnb-golden-set/1"
 
 
 @dataclass
-class GoldenSetConfig:
+class GoldenSetConfig(NotebookParams):
     """Parameters of notebook 02 (``notebooks/02_golden_set.ipynb``), field for field.
 
     Attributes
@@ -349,26 +350,6 @@ class GoldenSetConfig:
                 "key is read from $OPENAI_API_KEY only",
                 column="base_url",
             )
-
-    @classmethod
-    def from_params(cls, **params: Any) -> GoldenSetConfig:
-        """Build from notebook parameters; unknown names raise :class:`InputError`."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(params) - names)
-        if unknown:
-            raise InputError(f"unknown parameter(s) {unknown}; known: {sorted(names)}")
-        return cls(**params)
-
-    def dataset_path(self, root: Path | None = None) -> Path:
-        """The dataset folder, relative paths resolved against ``root`` (the project root)."""
-        return _resolve(self.dataset, root)
-
-
-def _resolve(path_str: str, root: Path | None = None) -> Path:
-    from ragnb.report import project_root
-
-    path = Path(path_str)
-    return path if path.is_absolute() else (root or project_root()) / path
 
 
 def _has_credentials(url: str) -> bool:
@@ -1319,7 +1300,7 @@ class GoldenPipeline:
         queries = data.judged_queries
         if config.max_queries:
             queries = queries.head(config.max_queries)
-        run_dir = _resolve(config.export_dir) if config.export_dir else None
+        run_dir = resolve_path(config.export_dir) if config.export_dir else None
         cache = Cache(config.cache_dir or None)
         ledger = None
         if config.judge == "openai":

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,6 @@ from ragnb.evaluate import evaluate
 from ragnb.experiment import (
     GRADED_FAMILIES,
     RETRIEVERS,
-    _resolve,
     make_retriever,
     resolve_grade_map,
     versions,
@@ -53,6 +52,7 @@ from ragnb.experiment import (
 from ragnb.io import BeirDataset, read_beir, read_run
 from ragnb.measures import Measure, map_grades
 from ragnb.measures import families as registered_families
+from ragnb.params import NotebookParams, resolve_path
 
 __all__ = [
     "ALPHA_FAMILIES",
@@ -125,7 +125,7 @@ def _check_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int, li
 
 
 @dataclass
-class WhatIfConfig:
+class WhatIfConfig(NotebookParams):
     """Parameters of notebook 06 (``notebooks/06_what_if.ipynb``).
 
     Attributes
@@ -233,15 +233,6 @@ class WhatIfConfig:
                 len(set(self.families)),
                 self.max_chart_rows,
             )
-
-    @classmethod
-    def from_params(cls, **params: Any) -> WhatIfConfig:
-        """Build from notebook parameters; unknown names raise :class:`InputError`."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(params) - names)
-        if unknown:
-            raise InputError(f"unknown parameter(s) {unknown}; known: {sorted(names)}")
-        return cls(**params)
 
 
 def _check_grid(ks: Sequence[int], alphas: Sequence[float], fams: Sequence[str]) -> None:
@@ -711,7 +702,7 @@ def load_runs(runs_dir: str | Path, retrievers: Sequence[str] = ()) -> dict[str,
     InputError
         When the folder is missing, holds no ``.trec`` file, or lacks a requested one.
     """
-    folder = _resolve(str(runs_dir))
+    folder = resolve_path(str(runs_dir))
     if not folder.is_dir():
         raise InputError("runs_dir is not a folder", path=folder, column="runs_dir")
     available = sorted(p.stem for p in folder.glob("*.trec"))
@@ -892,12 +883,12 @@ def run_what_if(
         Bad runs folder, grade map, or a grid whose slider chart exceeds ``max_chart_rows``.
     """
     if dataset is None:
-        dataset = read_beir(_resolve(config.dataset), split=config.split)
+        dataset = read_beir(resolve_path(config.dataset), split=config.split)
     start = time.perf_counter()
     cache: dict[str, Any] = {}
     if config.runs_dir:
         runs = load_runs(config.runs_dir, config.retrievers)
-        source: dict[str, Any] = {"runs_dir": str(_resolve(config.runs_dir))}
+        source: dict[str, Any] = {"runs_dir": str(resolve_path(config.runs_dir))}
         cache = {"path": "not used (runs read from files)", "namespaces": {}}
     else:
         runs, described, cache = compute_runs(

@@ -46,6 +46,7 @@ from ragnb.clq.cost import CostModel, api_model, count_texts, load_prices
 from ragnb.clq.grid import SweepConfig, SweepGrid
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset, atomic_write
+from ragnb.params import NotebookParams, resolve_path
 
 __all__ = [
     "ClqTradeoffsConfig",
@@ -1115,7 +1116,7 @@ def staged_search(
 
 
 @dataclass
-class ClqTradeoffsConfig:
+class ClqTradeoffsConfig(NotebookParams):
     """Parameters of notebook 04 (``notebooks/04_clq_tradeoffs.ipynb``).
 
     Attributes
@@ -1216,15 +1217,6 @@ class ClqTradeoffsConfig:
         for name in ("sla_ms", "budget_usd_per_1k", "quality_target"):
             if float(getattr(self, name)) < 0:
                 raise InputError(f"{name} must be >= 0", column=name)
-
-    @classmethod
-    def from_params(cls, **params: Any) -> ClqTradeoffsConfig:
-        """Build from notebook parameters; unknown names raise :class:`InputError`."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(params) - names)
-        if unknown:
-            raise InputError(f"unknown parameter(s) {unknown}; known: {sorted(names)}")
-        return cls(**params)
 
     def grid(self) -> SweepGrid:
         """The sweep grid these parameters describe."""
@@ -1398,9 +1390,7 @@ def _evidence_dir(spec: str, dataset_path: Path) -> str | None:
         raw = dataset_path / "raw"
         found = (raw / "scifact.zip").is_file() or any(raw.glob("claims_*"))
         return str(raw) if found else None
-    from ragnb.experiment import _resolve
-
-    path = _resolve(spec)
+    path = resolve_path(spec)
     if not path.exists():
         raise InputError("evidence folder not found", path=path, column="evidence")
     return str(path)
@@ -1422,12 +1412,11 @@ def clq_tradeoffs(config: ClqTradeoffsConfig, *, dataset: BeirDataset | None = N
     import tempfile
 
     from ragnb.clq.pareto import efficiency, pareto_front, recommend
-    from ragnb.experiment import _resolve
     from ragnb.io import read_beir
 
     notes: list[str] = []
     if dataset is None:
-        dataset = read_beir(_resolve(config.dataset), split=config.split)
+        dataset = read_beir(resolve_path(config.dataset), split=config.split)
     dataset, cap_note = cap_dataset(
         dataset, max_docs=config.max_docs, max_queries=config.max_queries, seed=config.seed
     )
@@ -1443,11 +1432,11 @@ def clq_tradeoffs(config: ClqTradeoffsConfig, *, dataset: BeirDataset | None = N
         generator_k=config.generator_k,
     )
     if config.export_dir:
-        out_dir = _resolve(config.export_dir)
+        out_dir = resolve_path(config.export_dir)
     else:
         out_dir = Path(tempfile.mkdtemp(prefix="ragnb-clq-"))
         notes.append(f"no export_dir: the sweep ran in the temporary folder {out_dir}")
-    evidence_dir = _evidence_dir(config.evidence, _resolve(config.dataset))
+    evidence_dir = _evidence_dir(config.evidence, resolve_path(config.dataset))
     t0 = time.perf_counter()
     sweep = run_sweep(
         config.grid(),

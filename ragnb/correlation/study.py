@@ -24,7 +24,7 @@ References
 from __future__ import annotations
 
 import urllib.parse
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import pandas as pd
 
 from ragnb.correlation import analysis, data
 from ragnb.errors import InputError
+from ragnb.params import NotebookParams, resolve_path
 
 __all__ = ["CorrelationConfig", "CorrelationStudy", "run_study"]
 
@@ -40,7 +41,7 @@ MODES = ("ranked-only", "file", "llm", "simulated")
 
 
 @dataclass
-class CorrelationConfig:
+class CorrelationConfig(NotebookParams):
     """Parameters of notebook 05, field for field.
 
     Attributes
@@ -198,15 +199,6 @@ class CorrelationConfig:
                     column="base_url",
                 )
 
-    @classmethod
-    def from_params(cls, **params: Any) -> CorrelationConfig:
-        """Build from notebook parameters; unknown names raise :class:`InputError`."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(params) - names)
-        if unknown:
-            raise InputError(f"unknown parameter(s) {unknown}; known: {sorted(names)}")
-        return cls(**params)
-
     @property
     def mode(self) -> str:
         """Where the grades come from: one of ``ranked-only``, ``file``, ``llm``, ``simulated``."""
@@ -221,13 +213,6 @@ class CorrelationConfig:
     def alphas(self) -> np.ndarray:
         """The alpha grid."""
         return analysis.alpha_grid(self.alpha_steps, self.alpha_base)
-
-
-def _resolve(p: str) -> Path:
-    from ragnb.report import project_root
-
-    path = Path(p)
-    return path if path.is_absolute() else project_root() / path
 
 
 @dataclass(eq=False)
@@ -447,7 +432,7 @@ class CorrelationStudy:
         """Write the samples and tables to ``export_dir`` (nothing when it is empty)."""
         if not self.config.export_dir:
             return []
-        out = _resolve(self.config.export_dir)
+        out = resolve_path(self.config.export_dir)
         out.mkdir(parents=True, exist_ok=True)
         written = []
         for name, frame in (
@@ -499,12 +484,12 @@ def run_study(config: CorrelationConfig) -> CorrelationStudy:
     qualification: dict[str, Any] = {}
     query_texts = ranked = graded = None
     if c.query_texts_path:
-        query_texts = data.read_query_texts(_resolve(c.query_texts_path))
+        query_texts = data.read_query_texts(resolve_path(c.query_texts_path))
     if c.ranked_path:
-        ranked = data.read_ranked(_resolve(c.ranked_path))
+        ranked = data.read_ranked(resolve_path(c.ranked_path))
         data.validate_ranked(ranked, query_texts)
     if c.mode == "file":
-        graded = data.read_graded(_resolve(c.graded_path))
+        graded = data.read_graded(resolve_path(c.graded_path))
         data.validate_graded(graded, ranked)
         from_file = analysis.sample_set(graded, ranked)
         if ranked is None:
@@ -516,7 +501,7 @@ def run_study(config: CorrelationConfig) -> CorrelationStudy:
     if query_texts is None:
         from ragnb.io import read_beir
 
-        ds = read_beir(_resolve(c.dataset), c.split)
+        ds = read_beir(resolve_path(c.dataset), c.split)
         query_texts, qualification = data.beir_query_texts(
             ds,
             negatives=c.negatives,
@@ -563,7 +548,7 @@ def run_study(config: CorrelationConfig) -> CorrelationStudy:
                 f"The LLM graded the first {len(sub)} of {len(ranked)} ranked samples "
                 "(`max_llm_samples`)."
             )
-        ledger_path = _resolve(c.export_dir) / "ledger.jsonl" if c.export_dir else None
+        ledger_path = resolve_path(c.export_dir) / "ledger.jsonl" if c.export_dir else None
         ledger = Ledger(ledger_path)
         judge = OpenAIJudge(
             c.model,

@@ -18,9 +18,7 @@ returns a tidy DataFrame; nothing here reads or writes files except through :mod
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field
 
 from ragnb.diagnostics.ablations import (
     ABLATIONS,
@@ -76,6 +74,7 @@ from ragnb.diagnostics.study import (
 )
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
+from ragnb.params import NotebookParams
 
 __all__ = [
     "ABLATIONS",
@@ -127,7 +126,7 @@ __all__ = [
 
 
 @dataclass
-class DiagnosticsConfig:
+class DiagnosticsConfig(NotebookParams):
     """Parameters of notebook 03 (its ``parameters`` cell mirrors them); see
     :func:`~ragnb.diagnostics.study.run_diagnostics`.
 
@@ -225,18 +224,3 @@ class DiagnosticsConfig:
             raise InputError("rewrite='llm' needs llm_model")
         if not self.impact_retrievers:
             raise InputError("impact_retrievers is empty; give at least 'bm25'")
-
-    @classmethod
-    def from_params(cls, **params: Any) -> DiagnosticsConfig:
-        """Build from notebook parameters; unknown names raise :class:`InputError`."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(params) - names)
-        if unknown:
-            raise InputError(f"unknown parameter(s) {unknown}; known: {sorted(names)}")
-        return cls(**params)
-
-    def dataset_path(self) -> Path:
-        """``dataset`` as a path; a relative one is taken from the project root."""
-        from ragnb.experiment import _resolve
-
-        return _resolve(self.dataset)
