@@ -47,7 +47,6 @@ import json
 import logging
 import math
 import os
-import random
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -778,21 +777,21 @@ class HTTPReranker(Reranker):
             )
         if not isinstance(api_key_env, str) or not api_key_env:
             raise InputError("api_key_env must name an environment variable")
-        for name, v in (
-            ("max_documents", max_documents),
-            ("max_attempts", max_attempts),
-            ("concurrency", concurrency),
-        ):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InputError(f"{name} must be a positive integer, got {v!r}")
-        for name, f in (
-            ("timeout", timeout),
-            ("backoff_base", backoff_base),
-            ("backoff_max", backoff_max),
-            ("max_retry_wait", max_retry_wait),
-        ):
-            if isinstance(f, bool) or not isinstance(f, int | float) or not f >= 0:
-                raise InputError(f"{name} must be a number of seconds >= 0, got {f!r}")
+        from ragnb.judge.llm import check_retry_settings
+
+        check_retry_settings(
+            {
+                "max_documents": max_documents,
+                "max_attempts": max_attempts,
+                "concurrency": concurrency,
+            },
+            {
+                "timeout": timeout,
+                "backoff_base": backoff_base,
+                "backoff_max": backoff_max,
+                "max_retry_wait": max_retry_wait,
+            },
+        )
         params = dict(request_params or {})
         for reserved in (
             "model",
@@ -975,7 +974,7 @@ class HTTPReranker(Reranker):
     def _post(self, body: dict[str, Any], query_id: str) -> Any:
         import openai
 
-        from ragnb.judge.llm import _error_message, retry_after_seconds
+        from ragnb.judge.llm import _error_message, backoff_seconds, retry_after_seconds
 
         client = self._load()
         where = f"{self.name}: POST {_safe_url(self.base_url)}{self.path} (query {query_id!r})"
@@ -1015,8 +1014,7 @@ class HTTPReranker(Reranker):
                     f"{where}: {reason} (request {tries} of at most {self.max_attempts})"
                 )
             if wait is None:
-                step = min(self.backoff_max, self.backoff_base * 2 ** (tries - 1))
-                wait = step * random.uniform(0.5, 1.0)
+                wait = backoff_seconds(tries, self.backoff_base, self.backoff_max)
             elif wait > self.max_retry_wait:
                 self._add(failures=1)
                 raise RerankError(

@@ -188,6 +188,29 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return None
 
 
+def check_retry_settings(counts: Mapping[str, Any], seconds: Mapping[str, Any]) -> None:
+    """Validate a client's retry settings: ``counts`` are integers >= 1 (attempts, concurrency),
+    ``seconds`` numbers of seconds >= 0 (timeout, backoff base and cap, longest Retry-After).
+
+    Raises
+    ------
+    InputError
+        Naming the first bad setting.
+    """
+    for name, v in counts.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InputError(f"{name} must be an integer >= 1, got {v!r}")
+    for name, f in seconds.items():
+        if isinstance(f, bool) or not isinstance(f, int | float) or not f >= 0:
+            raise InputError(f"{name} must be a number of seconds >= 0, got {f!r}")
+
+
+def backoff_seconds(tries: int, base: float, cap: float) -> float:
+    """Wait before retry number ``tries`` (1-based) when the server gave no Retry-After:
+    ``min(cap, base * 2**(tries - 1))`` with jitter (half to full), in seconds."""
+    return min(cap, base * 2 ** (tries - 1)) * random.uniform(0.5, 1.0)
+
+
 def _safe_url(url: str | None) -> str | None:
     """``url`` without user info, query or fragment (where secrets may hide)."""
     if url is None:
@@ -299,20 +322,15 @@ class OpenAIJudge(Judge):
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InputError(f"model must be a non-empty string, got {model!r}")
-        for name, v, lo in (
-            ("concurrency", concurrency, 1),
-            ("max_attempts", max_attempts, 1),
-        ):
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise InputError(f"{name} must be an integer >= {lo}, got {v!r}")
-        for name, f in (
-            ("timeout", timeout),
-            ("backoff_base", backoff_base),
-            ("backoff_max", backoff_max),
-            ("max_retry_wait", max_retry_wait),
-        ):
-            if isinstance(f, bool) or not isinstance(f, int | float) or not f >= 0:
-                raise InputError(f"{name} must be a number of seconds >= 0, got {f!r}")
+        check_retry_settings(
+            {"concurrency": concurrency, "max_attempts": max_attempts},
+            {
+                "timeout": timeout,
+                "backoff_base": backoff_base,
+                "backoff_max": backoff_max,
+                "max_retry_wait": max_retry_wait,
+            },
+        )
         params = dict(request_params or {})
         for reserved in ("model", "messages", "stream", "n"):
             if reserved in params:
@@ -761,8 +779,7 @@ class OpenAIJudge(Judge):
             if not retryable or tries >= self.max_attempts:
                 raise _Failed(f"{reason} (request {tries} of at most {self.max_attempts})")
             if wait is None:
-                step = min(self.backoff_max, self.backoff_base * 2 ** (tries - 1))
-                wait = step * random.uniform(0.5, 1.0)
+                wait = backoff_seconds(tries, self.backoff_base, self.backoff_max)
             elif wait > self.max_retry_wait:
                 raise _Failed(
                     f"{reason}; the server asked to wait {wait:g} s, more than "
