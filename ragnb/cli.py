@@ -57,8 +57,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_retrieve(args: argparse.Namespace) -> int:
-    from ragnb.experiment import make_retriever
     from ragnb.io import read_beir, write_run
+    from ragnb.retrieve import make_retriever
 
     dataset = read_beir(args.dataset, split=args.split)
     queries = dataset.judged_queries

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.validation import require_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -221,15 +222,6 @@ def _frame(rows: list[tuple], columns: tuple[str, ...], dtypes: dict[str, str]) 
     return df
 
 
-def _require_columns(df: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise InputError(
-            f"{what} frame lacks column(s) {missing}; it has {list(df.columns)}",
-            column=missing[0],
-        )
-
-
 def _check_duplicates(df: pd.DataFrame, what: str) -> None:
     dup = df.duplicated(["query_id", "doc_id"], keep="first")
     if dup.any():
@@ -254,7 +246,7 @@ def check_qrels(qrels: pd.DataFrame) -> None:
 
 def _check_qrels_values(qrels: pd.DataFrame) -> None:
     """:func:`check_qrels` without the duplicate check (which the sorting kernels do cheaply)."""
-    _require_columns(qrels, QRELS_COLUMNS, "qrels")
+    require_columns(qrels, QRELS_COLUMNS, "qrels frame")
     if not pd.api.types.is_integer_dtype(qrels["relevance"]):
         raise InputError("qrels grades must be integers", column="relevance")
 
@@ -273,7 +265,7 @@ def check_run(run: pd.DataFrame) -> None:
 
 def _check_run_values(run: pd.DataFrame) -> None:
     """:func:`check_run` without the duplicate check (which the sorting kernels do cheaply)."""
-    _require_columns(run, RUN_COLUMNS, "run")
+    require_columns(run, RUN_COLUMNS, "run frame")
     if not pd.api.types.is_numeric_dtype(run["score"]):
         raise InputError("run scores must be numeric", column="score")
     nan = run["score"].isna()

@@ -1,6 +1,6 @@
 """What LLM calls cost: offline token counts, a dated price table, a crash-safe ledger, budgets.
 
-Three pieces, used by :mod:`ragnb.judge` and :mod:`ragnb.llm_measures` and shown by notebooks:
+Three pieces, used by :mod:`ragnb.judge` and :mod:`ragnb.context.llm` and shown by notebooks:
 
 :class:`PriceTable`
     Model -> US dollars per 1M input and output tokens, with the date and source of the prices.

@@ -62,9 +62,10 @@ from ragnb.cache import Cache, make_key, text_hash
 from ragnb.errors import InputError
 from ragnb.frames import sort_run
 from ragnb.ledger import PriceTable
+from ragnb.validation import l2_normalise
 
 if TYPE_CHECKING:
-    from ragnb.embed import CachedEmbedder, Embedder
+    from ragnb.embed.base import CachedEmbedder, Embedder
     from ragnb.judge.base import Judge
 
 __all__ = [
@@ -452,12 +453,6 @@ class NoReranker(Reranker):
 # ----------------------------------------------------------------------------- embeddings
 
 
-def _unit_rows(vecs: np.ndarray) -> np.ndarray:
-    v = np.asarray(vecs, dtype=np.float64)
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    return v / np.where(norms == 0, 1.0, norms)
-
-
 class EmbedderRescorer(Reranker):
     """Rescore candidates by cosine similarity under a second embedder.
 
@@ -484,8 +479,8 @@ class EmbedderRescorer(Reranker):
     def _score_groups(self, groups: list[_Group], top_n: int | None) -> list[np.ndarray]:
         qtexts = list(dict.fromkeys(g.query for g in groups))
         ptexts = list(dict.fromkeys(t for g in groups for t in g.texts))
-        q = _unit_rows(self.embedder.embed(qtexts, kind="query"))
-        p = _unit_rows(self.embedder.embed(ptexts, kind="passage"))
+        q = l2_normalise(self.embedder.embed(qtexts, kind="query"), np.float64)
+        p = l2_normalise(self.embedder.embed(ptexts, kind="passage"), np.float64)
         qi = {t: i for i, t in enumerate(qtexts)}
         pi = {t: i for i, t in enumerate(ptexts)}
         self._add(calls=2)
@@ -1303,7 +1298,7 @@ def make_reranker(spec: str, **kwargs: Any) -> Reranker:
     if not sep or not name:
         raise InputError(f"unknown reranker spec {spec!r}; expected one of {kinds}")
     if kind == "rescore":
-        from ragnb.embed import make_embedder
+        from ragnb.embed.base import make_embedder
 
         return EmbedderRescorer(make_embedder(name, **kwargs))
     if kind == "cross-encoder":
@@ -1407,7 +1402,7 @@ def suppress_near_duplicates(
         mat = np.vstack(rows)
     else:
         raise InputError(f"vectors must be a mapping or a callable, got {type(vectors).__name__}")
-    unit = _unit_rows(mat)
+    unit = l2_normalise(mat, np.float64)
     pos = {d: i for i, d in enumerate(distinct)}
     vec_idx = np.array([pos[d] for d in ids])
     qids = ordered["query_id"].to_numpy(dtype=object)

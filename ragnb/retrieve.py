@@ -20,11 +20,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragnb.embed import CachedEmbedder
+from ragnb.cache import Cache
+from ragnb.embed import DEFAULT_MODEL, CachedEmbedder, make_embedder
 from ragnb.errors import InputError
 from ragnb.frames import sort_run
+from ragnb.validation import check_positive_int, l2_normalise
 
-__all__ = ["BM25Retriever", "DenseRetriever", "HybridRetriever", "Retriever", "rrf", "doc_texts"]
+__all__ = [
+    "RETRIEVERS",
+    "BM25Retriever",
+    "DenseRetriever",
+    "HybridRetriever",
+    "Retriever",
+    "doc_texts",
+    "make_retriever",
+    "rrf",
+]
 
 
 def doc_texts(corpus: pd.DataFrame) -> list[str]:
@@ -65,11 +76,6 @@ class Retriever(ABC):
     def describe(self) -> dict[str, Any]:
         """Name and configuration, for reports."""
         return {"retriever": self.name}
-
-
-def _check_k(k: int) -> None:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise InputError(f"cutoff k must be a positive integer, got {k!r}")
 
 
 class BM25Retriever(Retriever):
@@ -135,7 +141,7 @@ class BM25Retriever(Retriever):
         return self
 
     def retrieve(self, queries: pd.DataFrame, k: int = 100) -> pd.DataFrame:
-        _check_k(k)
+        check_positive_int(k, "cutoff k")
         if self._model is None or self._doc_ids is None:
             raise RuntimeError("call index(corpus) before retrieve()")
         k = min(k, len(self._doc_ids))
@@ -179,24 +185,19 @@ class DenseRetriever(Retriever):
         self._doc_vecs: np.ndarray | None = None
         self._doc_ids: np.ndarray | None = None
 
-    @staticmethod
-    def _normalise(x: np.ndarray) -> np.ndarray:
-        norms = np.linalg.norm(x, axis=1, keepdims=True)
-        return x / np.where(norms == 0, 1, norms)
-
     def index(self, corpus: pd.DataFrame) -> DenseRetriever:
         self._doc_ids = corpus["doc_id"].astype(str).to_numpy(dtype=object)
         vecs = self.embedder.embed(doc_texts(corpus), kind="passage", desc="embedding passages")
-        self._doc_vecs = self._normalise(vecs)
+        self._doc_vecs = l2_normalise(vecs)
         return self
 
     def retrieve(self, queries: pd.DataFrame, k: int = 100) -> pd.DataFrame:
-        _check_k(k)
+        check_positive_int(k, "cutoff k")
         if self._doc_vecs is None or self._doc_ids is None:
             raise RuntimeError("call index(corpus) before retrieve()")
         k = min(k, len(self._doc_ids))
         qids = queries["query_id"].astype(str).tolist()
-        qvecs = self._normalise(
+        qvecs = l2_normalise(
             self.embedder.embed(
                 queries["text"].astype(str).tolist(), kind="query", desc="embedding queries"
             )
@@ -260,7 +261,7 @@ def rrf(runs: list[pd.DataFrame], rrf_k: int = 60, k: int | None = None) -> pd.D
     if rrf_k < 0:
         raise InputError(f"rrf_k must be >= 0, got {rrf_k}")
     if k is not None:
-        _check_k(k)
+        check_positive_int(k, "cutoff k")
     parts = []
     for run in runs:
         ranked = sort_run(run[["query_id", "doc_id", "score"]], warn=False).run
@@ -315,7 +316,7 @@ class HybridRetriever(Retriever):
         return self
 
     def retrieve(self, queries: pd.DataFrame, k: int = 100) -> pd.DataFrame:
-        _check_k(k)
+        check_positive_int(k, "cutoff k")
         depth = max(k, self.depth)
         runs = [self.first.retrieve(queries, depth), self.second.retrieve(queries, depth)]
         return rrf(runs, rrf_k=self.rrf_k, k=k)
@@ -328,3 +329,34 @@ class HybridRetriever(Retriever):
             "depth": self.depth,
             "fuses": [self.first.name, self.second.name],
         }
+
+
+RETRIEVERS = ("bm25", "dense", "hybrid")
+
+
+def make_retriever(
+    kind: str,
+    *,
+    model: str = DEFAULT_MODEL,
+    rrf_k: int = 60,
+    depth: int = 100,
+    cache: Cache | None = None,
+    cache_dir: str | None = None,
+    progress: bool = True,
+) -> Retriever:
+    """A retriever by name: ``"bm25"``, ``"dense"`` or ``"hybrid"`` (RRF of the two).
+
+    Raises
+    ------
+    InputError
+        On an unknown name.
+    """
+    if kind == "bm25":
+        return BM25Retriever()
+    if kind in ("dense", "hybrid"):
+        embedder = make_embedder(model, cache=cache, cache_dir=cache_dir, progress=progress)
+        dense = DenseRetriever(embedder)
+        if kind == "dense":
+            return dense
+        return HybridRetriever(BM25Retriever(), dense, rrf_k=rrf_k, depth=depth)
+    raise InputError(f"unknown retriever {kind!r}; use one of {list(RETRIEVERS)}")

@@ -1094,7 +1094,7 @@ def compare(
         with :func:`ragnb.evaluate.evaluate`) or per-query values: a long frame ``query_id,
         measure, value`` or a wide frame (index or column ``query_id``, one column per measure).
         A single DataFrame is a long per-query frame with a ``system_column`` naming the system,
-        such as :attr:`ragnb.experiment.Comparison.per_query`.
+        such as :attr:`ragnb.retrieval.study.Comparison.per_query`.
     measures : list of str or Measure, optional
         The measures to compare (aliases accepted). Default: every measure all systems share.
     qrels : DataFrame or dict, optional

@@ -24,7 +24,7 @@ def provenance_markdown(prov: dict[str, Any]) -> str:
     Parameters
     ----------
     prov : dict
-        As returned by :meth:`ragnb.experiment.Comparison.provenance`: keys ``dataset``,
+        As returned by :meth:`ragnb.retrieval.study.Comparison.provenance`: keys ``dataset``,
         ``retrievers``, ``timings_s``, ``cache``, ``versions`` (others are ignored).
 
     Returns

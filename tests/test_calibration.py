@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from openai_server import ChatAnswer
 
-from ragnb.calibration import (
+from ragnb.errors import InputError
+from ragnb.golden.calibration import (
     LLMFactExtractor,
     agreement_pairs,
     calibrate,
@@ -25,7 +26,6 @@ from ragnb.calibration import (
     system_agreement,
     weighted_kappa,
 )
-from ragnb.errors import InputError
 from ragnb.measures import pr_auc
 
 # ----------------------------------------------------------------------------- kappa

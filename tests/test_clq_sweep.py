@@ -160,7 +160,7 @@ def test_truncated_dimensions_reuse_the_full_vectors(small, tmp_path):
     import warnings
 
     from ragnb.clq.chunking import Chunker, chunk_corpus
-    from ragnb.embed import make_embedder
+    from ragnb.embed.base import make_embedder
 
     grid = SweepGrid(
         embedders=["wordllama"],

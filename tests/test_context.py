@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_measures_incomplete import bm25_run, max_abs_diff
 
-import ragnb.context as context_module
+import ragnb.context.nonllm as context_module
 import ragnb.measures.context as measures_context_module
-from ragnb.context import (
+from ragnb.context.nonllm import (
     context_matches,
     id_based_context_scores,
     levenshtein_similarity,
@@ -460,7 +460,7 @@ def test_bad_arguments_raise_input_error():
 
 
 def test_embedding_cosine_relevance(tmp_path):
-    from ragnb.embed import make_embedder
+    from ragnb.embed.base import make_embedder
 
     embedder = make_embedder(cache_dir=tmp_path, progress=False)
     sample = {

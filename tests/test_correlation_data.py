@@ -115,7 +115,7 @@ def test_jsonl_errors_name_the_file_and_line(tmp_path):
     with pytest.raises(InputError, match=r"sample id='A-0': p holds 3, not text"):
         read_query_texts(p)
     p.write_text('{"id": "A-0", "E": "AM", "Nc": 5}\n')
-    with pytest.raises(InputError, match=r"ranked samples lack the column\(s\) \['Np', 'K'"):
+    with pytest.raises(InputError, match=r"ranked samples lacks column\(s\) \['Np', 'K'"):
         read_ranked(p)
 
 
@@ -186,7 +186,7 @@ def test_graded_sum_of_ink_above_np_is_caught():
 
 @pytest.fixture(scope="module")
 def embedder(tmp_path_factory):
-    from ragnb.embed import make_embedder
+    from ragnb.embed.base import make_embedder
 
     return make_embedder(
         "wordllama", cache=Cache(tmp_path_factory.mktemp("emb-cache")), progress=False

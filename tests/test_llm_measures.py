@@ -16,16 +16,16 @@ import pytest
 from openai_server import ChatAnswer
 
 from ragnb.cache import Cache
-from ragnb.errors import InputError
-from ragnb.judge import OpenAIJudge, QrelsJudge
-from ragnb.ledger import Ledger, PriceTable
-from ragnb.llm_measures import (
+from ragnb.context.llm import (
     context_precision_from_verdicts,
     estimate_llm_measure,
     llm_context_precision_with_reference,
     llm_context_precision_without_reference,
     llm_context_recall,
 )
+from ragnb.errors import InputError
+from ragnb.judge import OpenAIJudge, QrelsJudge
+from ragnb.ledger import Ledger, PriceTable
 
 CHAT = "/v1/chat/completions"
 PRICES = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output": 4.0}}})

@@ -1,4 +1,4 @@
-"""S6 listwise refinement (ragnb.refine): hand-computed PL updates, lock rules, topological
+"""S6 listwise refinement (ragnb.golden.refine): hand-computed PL updates, lock rules, topological
 order, the stopping rules, budgets, determinism, and convergence with a noiseless judge."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragnb.errors import InputError
-from ragnb.refine import (
+from ragnb.golden.refine import (
     HISTORY_COLUMNS,
     LockGraph,
     RefineConfig,

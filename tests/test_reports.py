@@ -12,8 +12,8 @@ import pytest
 from browser import check_offline_render
 
 from ragnb.errors import InputError
-from ragnb.experiment import RetrievalEvaluationConfig
 from ragnb.report import notebook_parameters, render_report, resolve_notebook
+from ragnb.retrieval.study import RetrievalEvaluationConfig
 
 
 def test_parameters_cell_mirrors_config_dataclass():

@@ -115,7 +115,7 @@ class _FakeEmbedder:
 
 
 def test_embedder_rescorer_gives_the_cosine_order(tmp_path):
-    from ragnb.embed import make_embedder
+    from ragnb.embed.base import make_embedder
 
     emb = make_embedder("wordllama", cache=Cache(tmp_path), progress=False)
     rr = EmbedderRescorer(emb)

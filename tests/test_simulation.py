@@ -1,4 +1,4 @@
-"""Refinement vs one-shot simulation (ragnb.simulation): the simulated judge, the sliding window,
+"""Refinement vs one-shot simulation (golden.simulation): the simulated judge, the sliding window,
 latent utilities, the frame on the DBpedia subset, and the equal-budget comparison."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import pytest
 from scipy.stats import norm
 
 from ragnb.errors import InputError
-from ragnb.io import read_beir
-from ragnb.simulation import (
+from ragnb.golden.simulation import (
     FRAME_COLUMNS,
     METRICS,
     NoisyUtilityRanker,
@@ -25,6 +24,7 @@ from ragnb.simulation import (
     sliding_window_rank,
     summarise,
 )
+from ragnb.io import read_beir
 
 
 @pytest.fixture(scope="module")

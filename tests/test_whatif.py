@@ -1,4 +1,4 @@
-"""What-if grid (ragnb.whatif): per-query values on a K x alpha grid, aggregates, rank stability,
+"""What-if grid (whatif.study): per-query values on a K x alpha grid, aggregates, rank stability,
 the slider table's row budget, and the slider charts' specifications."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from ragnb.evaluate import evaluate
 from ragnb.io import read_beir, write_run
 from ragnb.measures import map_grades
 from ragnb.retrieve import BM25Retriever
-from ragnb.whatif import (
+from ragnb.whatif.charts import rank_bump_chart, what_if_chart
+from ragnb.whatif.study import (
     DEFAULT_ALPHAS,
     WhatIfConfig,
     chart_rows,
@@ -24,7 +25,6 @@ from ragnb.whatif import (
     slider_table,
     top_changes,
 )
-from ragnb.whatif_charts import rank_bump_chart, what_if_chart
 
 KS = [1, 3, 5, 10, 20]
 ALPHAS = [0.0, 0.25, 0.5, 0.75, 1.0]
@@ -175,7 +175,7 @@ def test_rank_table_and_top_changes_by_hand():
     pq = pd.DataFrame(rows, columns=["retriever", "alpha", "value"]).assign(
         dataset="d", family="F", k=5, measure=lambda f: "F@5", query_id="q"
     )
-    from ragnb.whatif import WhatIfFrames
+    from ragnb.whatif.study import WhatIfFrames
 
     fr = WhatIfFrames(pq, (5,), (0.0, 0.5, 1.0), ("F",))
     ranks = rank_table(fr, ["F"])
@@ -224,7 +224,7 @@ def test_load_runs(tmp_path, pydocs):
 
 def test_combine_datasets(frames):
     other = frames.per_query.assign(dataset="pydocs-copy")
-    from ragnb.whatif import WhatIfFrames
+    from ragnb.whatif.study import WhatIfFrames
 
     both = combine([frames, WhatIfFrames(other, frames.ks, frames.alphas, frames.families)])
     assert both.datasets == ["pydocs", "pydocs-copy"]
@@ -253,7 +253,7 @@ def test_slider_chart_spec(frames):
 def test_doctests():
     import doctest
 
-    import ragnb.whatif
+    import ragnb.whatif.study
 
-    result = doctest.testmod(ragnb.whatif)
+    result = doctest.testmod(ragnb.whatif.study)
     assert result.attempted >= 5 and result.failed == 0

@@ -14,7 +14,7 @@ from browser import check_offline_render, open_offline
 
 from ragnb.io import read_beir, read_run
 from ragnb.report import notebook_parameters, project_root, render_report, resolve_notebook
-from ragnb.whatif import WhatIfConfig, precompute
+from ragnb.whatif.study import WhatIfConfig, precompute
 
 NOTEBOOK = "06_what_if"
 
@@ -126,7 +126,8 @@ def test_interactive_frontend_follows_the_requests_allow_stdin():
         for allow in (True, False):
             lines: list[str] = []
             kc.execute_interactive(
-                "from ragnb.widgets import interactive_frontend; print(interactive_frontend())",
+                "from ragnb.whatif.widgets import interactive_frontend\n"
+                "print(interactive_frontend())",
                 allow_stdin=allow,
                 output_hook=lambda msg, lines=lines: lines.append(msg["content"].get("text", "")),
                 timeout=60,

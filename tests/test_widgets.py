@@ -1,4 +1,4 @@
-"""ragnb.widgets: the what-if view as a function, and the ipywidgets controls over it."""
+"""ragnb.whatif.widgets: the what-if view as a function, and the ipywidgets controls over it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from ragnb.evaluate import evaluate
 from ragnb.io import read_beir
 from ragnb.measures import map_grades
 from ragnb.retrieve import BM25Retriever
-from ragnb.whatif import WhatIfFrames, combine, precompute
-from ragnb.widgets import WhatIfWidget, interactive_frontend, view
+from ragnb.whatif.study import WhatIfFrames, combine, precompute
+from ragnb.whatif.widgets import WhatIfWidget, interactive_frontend, view
 
 
 @pytest.fixture(scope="module")

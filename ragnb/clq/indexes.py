@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.validation import check_positive_int
 
 __all__ = [
     "BACKENDS",
@@ -89,12 +90,6 @@ def _check_matrix(x: Any, what: str, dim: int | None = None) -> np.ndarray:
         row = int(np.nonzero(~np.isfinite(x).all(axis=1))[0][0])
         raise InputError(f"{what} hold a NaN or infinite value (row {row})")
     return x
-
-
-def _check_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise InputError(f"k must be an integer >= 1, got {k!r}")
-    return int(k)
 
 
 def _check_kind_backend(kind: str, backend: str) -> None:
@@ -202,7 +197,7 @@ class VectorIndex(ABC):
         InputError
             Bad ``queries`` or ``k``, or the index is not built.
         """
-        k = _check_k(k)
+        k = check_positive_int(k)
         q = _check_matrix(queries, "queries", self.dim)
         if self.n == 0:
             raise InputError("the index is empty: call build(vectors) before search")
@@ -635,7 +630,7 @@ def exact_top_k(
     >>> i.tolist(), [round(float(x), 2) for x in s[0]]
     ([[2, 1]], [1.0, 0.8])
     """
-    k = _check_k(k)
+    k = check_positive_int(k)
     x = _check_matrix(vectors, "vectors")
     q = _check_matrix(queries, "queries", x.shape[1])
     n, nq = x.shape[0], q.shape[0]
@@ -703,7 +698,7 @@ def recall_vs_ef(
     Dallaire, arXiv 2511.09545, section 5.3: "tune recall (efSearch) until the delta vs. flat at
     @10/@30 is <= 1-2%; further tuning mostly burns latency".
     """
-    k = _check_k(k)
+    k = check_positive_int(k)
     q = _check_matrix(queries, "queries", index.dim)
     exact = np.asarray(exact_ids)
     if exact.ndim != 2 or exact.shape[0] != q.shape[0] or exact.shape[1] < k:

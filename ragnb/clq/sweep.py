@@ -47,6 +47,7 @@ from ragnb.clq.grid import SweepConfig, SweepGrid
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset, atomic_write
 from ragnb.params import NotebookParams, resolve_path
+from ragnb.validation import l2_normalise
 
 __all__ = [
     "ClqTradeoffsConfig",
@@ -294,8 +295,7 @@ class _Sweep:
         evidence_dir: str | None,
         seed: int,
     ) -> None:
-        from ragnb.experiment import resolve_grade_map
-        from ragnb.measures import map_grades
+        from ragnb.measures import map_grades, resolve_grade_map
 
         self.grid = grid
         self.dataset = dataset
@@ -386,7 +386,7 @@ class _Sweep:
     # -------------------------------------------------------------- embeddings
 
     def _embedder(self, name: str, dim: int) -> Any:
-        from ragnb.embed import make_embedder
+        from ragnb.embed.base import make_embedder
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -412,9 +412,9 @@ class _Sweep:
             full, n = self._embed_chunks((name, 0, chunker))
             if dim > full.shape[1]:
                 raise InputError(f"{name} has {full.shape[1]} dimensions; cannot keep {dim}")
-            vecs = _normalise(full[:, :dim])
+            vecs = l2_normalise(full[:, :dim])
         else:
-            vecs = _normalise(emb.embed(chunks["text"].astype(str).tolist(), kind="passage"))
+            vecs = l2_normalise(emb.embed(chunks["text"].astype(str).tolist(), kind="passage"))
             n = int(emb.backend.n_texts)
         with atomic_write(path, "wb") as f:
             np.save(f, vecs)
@@ -435,11 +435,11 @@ class _Sweep:
         if key not in self.qvectors and dim:
             # the full vectors cut and renormalised; the model's time is the full model's
             full = self.query_vectors(name, 0)
-            self.qvectors[key] = _normalise(full[:, :dim])
+            self.qvectors[key] = l2_normalise(full[:, :dim])
             self.embed_ms[key] = self.embed_ms[(name, 0)]
         if key not in self.qvectors:
             emb = self._embedder(name, dim)
-            self.qvectors[key] = _normalise(emb.embed(self.qtexts, kind="query"))
+            self.qvectors[key] = l2_normalise(emb.embed(self.qtexts, kind="query"))
             self.n_embedded += int(emb.backend.n_texts)
             backend = emb.backend
             for text in self.qtexts[: self.warmup]:
@@ -541,12 +541,6 @@ class _Sweep:
                 opts.setdefault("progress", False)
             self.rerankers[spec] = make_reranker(spec, **opts)
         return self.rerankers[spec]
-
-
-def _normalise(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.ascontiguousarray(x / np.where(norms == 0, 1, norms), dtype=np.float32)
 
 
 # ----------------------------------------------------------------------------- one config
@@ -896,7 +890,7 @@ def run_sweep(
     cache_dir : str, optional
         Embedding cache folder (default ``$RAGNB_CACHE_DIR`` or ``~/.cache/ragnb``).
     grade_map : str
-        As notebook 01 (:func:`ragnb.experiment.resolve_grade_map`): ``"auto"`` maps 0-2 and
+        As notebook 01 (:func:`ragnb.measures.resolve_grade_map`): ``"auto"`` maps 0-2 and
         0-3 grades onto 1-5 and leaves binary qrels without graded measures.
     quality : str
         Headline measure: ``"auto"`` (RA-nWG@10 on graded data, else nDCG@10) or one of
@@ -1369,7 +1363,7 @@ class ClqReport:
 
     def provenance(self) -> dict[str, Any]:
         """What produced the numbers (for :func:`ragnb.tables.provenance_markdown` and export)."""
-        from ragnb.experiment import versions
+        from ragnb.provenance import versions
 
         prov = {k: v for k, v in self.sweep.provenance.items() if k != "query_texts"}
         return {
@@ -1471,7 +1465,7 @@ def clq_tradeoffs(config: ClqTradeoffsConfig, *, dataset: BeirDataset | None = N
 
 def report_markdown(report: ClqReport) -> str:
     """The "what produced these numbers" block of notebook 04 (dataset, caps, grid, prices)."""
-    from ragnb.embedders_offline import OFFLINE_MODELS
+    from ragnb.embed.offline import OFFLINE_MODELS
 
     prov = report.provenance()
     ds = prov["dataset"]

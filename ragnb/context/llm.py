@@ -56,6 +56,7 @@ from ragnb.errors import InputError
 from ragnb.judge.llm import CallResult, LLMCall, OpenAIJudge
 from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
 from ragnb.ledger import CostEstimate, PlannedCall, estimate_calls
+from ragnb.validation import check_positive_int
 
 __all__ = [
     "context_precision_from_verdicts",
@@ -140,11 +141,6 @@ def _contexts(frame: pd.DataFrame, i: int, k: int | None) -> list[str]:
     return out if k is None else out[:k]
 
 
-def _check_k(k: int | None) -> None:
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise InputError(f"k must be a positive integer or None, got {k!r}")
-
-
 def _check_judge(judge: Any) -> OpenAIJudge:
     if not isinstance(judge, OpenAIJudge):
         raise InputError(
@@ -203,7 +199,7 @@ def _context_precision(
     prompt: Template,
     stage: str,
 ) -> pd.DataFrame:
-    _check_k(k)
+    check_positive_int(k, allow_none=True)
     judge = _check_judge(judge)
     frame = _frame(samples)
     tpl = _template(prompt, judge, "grade")
@@ -371,7 +367,7 @@ def llm_context_recall(
     .. [1] "RAG Evaluation Part 1", LLM-based Context Recall: claims C1-C4 of the Einstein
        example, 3 of 4 supported, recall 0.75.
     """
-    _check_k(k)
+    check_positive_int(k, allow_none=True)
     judge = _check_judge(judge)
     frame = _frame(samples)
     ext = _template(extraction_prompt, judge, "extract")
@@ -465,7 +461,7 @@ def estimate_llm_measure(
     -------
     CostEstimate
     """
-    _check_k(k)
+    check_positive_int(k, allow_none=True)
     judge = _check_judge(judge)
     frame = _frame(samples)
     notes: list[str] = []

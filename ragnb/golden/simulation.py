@@ -5,7 +5,7 @@ label; a simulated listwise judge sees the utilities of a window through Gaussia
 answers with their order. The same judge (same noise model, same noise level) serves two arms:
 
 * **one-shot**: RankGPT's bottom-up sliding window (window 20, step 10) over the pool, once;
-* **refine**: :func:`ragnb.refine.refine` (S6, Algorithm 1) with batches of 5, capped at the
+* **refine**: :func:`ragnb.golden.refine.refine` (S6, Algorithm 1) with batches of 5, capped at the
   budget;
 
 plus **multi-pass**, the sliding window repeated as many whole times as the budget pays for (a
@@ -55,7 +55,7 @@ highest labels first (ties at random), like the paper's grade-bucketed prune (S5
 ``pool="uniform"`` draws a uniform sample. With ``prior="none"`` both arms start from a random
 order of the pool (refine from zero scores); with ``prior="grades"`` both start from the labels
 (the sliding window from the label order, refine from
-:func:`~ragnb.refine.initial_scores_from_grades`), and only the within-label order is left to
+:func:`~ragnb.golden.refine.initial_scores_from_grades`), and only the within-label order is left to
 find.
 
 Output frame (:func:`simulate`)
@@ -93,9 +93,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.measures._kernel import as_qrels_frame
-from ragnb.measures.graded import map_grades
-from ragnb.refine import (
+from ragnb.golden.refine import (
     ListwiseRanker,
     RankFn,
     RefineConfig,
@@ -106,6 +104,8 @@ from ragnb.refine import (
     initial_scores_from_grades,
     refine,
 )
+from ragnb.measures._kernel import as_qrels_frame
+from ragnb.measures.graded import map_grades
 from ragnb.stats import kendall_top_k, paired_bootstrap, randomization_test
 
 __all__ = [
@@ -351,12 +351,12 @@ def sliding_window_rank(
     items : dict of id to str
         The pool in its initial order, ``{id: passage}``.
     ranker : ListwiseRanker or callable
-        As for :func:`ragnb.refine.refine`.
+        As for :func:`ragnb.golden.refine.refine`.
     window, step : int, default 20 and 10
         Window size and stride (``1 <= step <= window``).
     passes : int >= 1, default 1
     query_id : str, optional
-        As for :func:`ragnb.refine.refine`: also pass ``query_id=`` and ``doc_ids=``.
+        As for :func:`ragnb.golden.refine.refine`: also pass ``query_id=`` and ``doc_ids=``.
 
     Returns
     -------
@@ -831,14 +831,16 @@ def compare_methods(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m ragnb.simulation <BEIR folder> [--pool-size N] [--replicates R]``: run the
+    """``python -m ragnb.golden.simulation <BEIR folder> [--pool-size N] [--replicates R]``: run the
     default simulation on a dataset and print the summary and the refine vs one-shot table."""
     import argparse
     import time
 
     from ragnb.io import read_beir
 
-    parser = argparse.ArgumentParser(prog="python -m ragnb.simulation", description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m ragnb.golden.simulation", description=main.__doc__
+    )
     parser.add_argument("dataset")
     parser.add_argument("--pool-size", type=int, default=40)
     parser.add_argument("--replicates", type=int, default=3)

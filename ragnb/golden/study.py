@@ -13,7 +13,7 @@ S2    ``s2_pools``           each pool system's top ``depth`` for the S1 text, w
 S3    ``s3_candidates``      reciprocal rank fusion of the pools (``rrf_k`` = 60, Cormack et al.)
 S4    ``s4_grades``          every candidate graded by the judge (:meth:`Judge.grade_many`)
 S5    ``s5_pool``            grade-bucketed prune down to a minimum pool size (rule below)
-S6    ``s6_order``,          listwise refinement (:func:`ragnb.refine.refine`, Algorithm 1) of each
+S6    ``s6_order``,          listwise refinement (:func:`~.refine.refine`, Alg. 1) of each
       ``s6_history``,        query's pruned pool to a stable top ``top_n``
       ``s6_summary``
 ===== ====================== =====================================================================
@@ -32,7 +32,7 @@ defaults to the grades above the middle of the judge's scale: 4-5 on 1-5, 1 on 0
 
 The S6 choices
 --------------
-Initial scores come from the S4 grades (:func:`ragnb.refine.initial_scores_from_grades`, an
+Initial scores come from the S4 grades (:func:`ragnb.golden.refine.initial_scores_from_grades`, an
 ungraded document at the lowest grade); each query's refinement has its own seed, derived from
 ``seed`` and the query id; the judge is called as ``judge.rank(query, passages, query_id=...,
 doc_ids=...)`` under the ledger stage ``s6_rank``.
@@ -106,12 +106,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragnb.embed import DEFAULT_MODEL
+from ragnb.embed.base import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.frames import sort_run
+from ragnb.golden.refine import HISTORY_COLUMNS, RefineConfig, initial_scores_from_grades, refine
 from ragnb.judge.base import Judge
 from ragnb.params import NotebookParams, resolve_path
-from ragnb.refine import HISTORY_COLUMNS, RefineConfig, initial_scores_from_grades, refine
 from ragnb.retrieve import BM25Retriever, Retriever, doc_texts, rrf
 
 __all__ = [
@@ -168,12 +168,12 @@ _FILES = {
 _JUDGE_CODE = ("ragnb.judge.base", "ragnb.judge.offline", "ragnb.judge.llm", "ragnb.judge.prompts")
 #: The modules whose source is part of each stage's input hash (a code change reruns the stage).
 STAGE_CODE: dict[str, tuple[str, ...]] = {
-    "s1": ("ragnb.golden",),
-    "s2": ("ragnb.golden", "ragnb.retrieve", "ragnb.embed"),
-    "s3": ("ragnb.golden", "ragnb.retrieve"),
-    "s4": ("ragnb.golden", *_JUDGE_CODE),
-    "s5": ("ragnb.golden",),
-    "s6": ("ragnb.golden", "ragnb.refine", *_JUDGE_CODE),
+    "s1": ("ragnb.golden.study",),
+    "s2": ("ragnb.golden.study", "ragnb.retrieve", "ragnb.embed.base"),
+    "s3": ("ragnb.golden.study", "ragnb.retrieve"),
+    "s4": ("ragnb.golden.study", *_JUDGE_CODE),
+    "s5": ("ragnb.golden.study",),
+    "s6": ("ragnb.golden.study", "ragnb.golden.refine", *_JUDGE_CODE),
 }
 LEDGER_STAGES = {"s1": "s1_rewrite", "s4": "s4_grade", "s6": "s6_rank"}
 INCREMENTAL_STAGE = "incremental"
@@ -257,7 +257,7 @@ class GoldenSetConfig(NotebookParams):
         The run folder (stages, markers, qrels, manifest); empty: nothing written and no stage
         reused.
     simulate : bool
-        Run the refinement-vs-one-shot simulation (:mod:`ragnb.simulation`) on the golden grades.
+        Run the refinement-vs-one-shot simulation (:mod:`.simulation`) on the golden grades.
     sim_queries : int
         Queries simulated (the first ones; 0: all).
     sim_pool_size : int
@@ -607,7 +607,7 @@ def make_pool_retriever(
 ) -> Retriever:
     """A pool system by name (see :data:`POOL_RETRIEVERS`); ``"bm25-plain"`` is BM25 without
     stemming or stop words, a second lexical system."""
-    from ragnb.experiment import make_retriever
+    from ragnb.retrieve import make_retriever
 
     if name == "bm25-plain":
         return BM25Retriever(stemmer=None, stopwords=None, name="bm25-plain")
@@ -846,7 +846,7 @@ def refine_pools(
     stage: str = LEDGER_STAGES["s6"],
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """S6: listwise refinement of each query's pruned pool (:func:`ragnb.refine.refine`).
+    """S6: listwise refinement of each query's pruned pool (:func:`ragnb.golden.refine.refine`).
 
     Parameters
     ----------
@@ -866,7 +866,7 @@ def refine_pools(
     dict of str to DataFrame
         ``order``: ``query_id``, ``doc_id``, ``rank`` (1-based), ``score``, ``sigma``,
         ``exposures``, ``grade`` (S4), ``in_top`` (rank <= top_n). ``history``: ``query_id``
-        then :data:`ragnb.refine.HISTORY_COLUMNS`. ``summary``: ``query_id``, ``pool_size``,
+        then :data:`ragnb.golden.refine.HISTORY_COLUMNS`. ``summary``: ``query_id``, ``pool_size``,
         ``stop_reason``, ``calls``, ``invalid`` (answers that did not parse or failed),
         ``cached`` (answers from the cache), ``n_locks``, ``tokens`` (reported by the judge).
     """
@@ -1063,7 +1063,7 @@ def grade_distribution(
 
 
 def simulation_table(summary: pd.DataFrame, metric: str = "overlap") -> pd.DataFrame:
-    """One metric of :func:`ragnb.simulation.summarise`, wide, for reading: rows (noise sd,
+    """One metric of :func:`ragnb.golden.simulation.summarise`, wide, for reading: rows (noise sd,
     budget) written with ``:g``, columns the methods' means, then their 95% intervals as
     ``<method> low`` / ``<method> high``."""
     rows = summary[summary["metric"] == metric]
@@ -1100,8 +1100,7 @@ def estimate_markdown(estimate: Any, budget_usd: float | None) -> str:
 def human_labels(config: GoldenSetConfig, qrels: pd.DataFrame) -> tuple[pd.DataFrame, Any]:
     """The dataset's labels mapped by ``config.grade_map``, and the map ``(name, dict)`` or
     None."""
-    from ragnb.experiment import resolve_grade_map
-    from ragnb.measures import map_grades
+    from ragnb.measures import map_grades, resolve_grade_map
 
     gm = resolve_grade_map(config.grade_map, qrels)
     labels = qrels[["query_id", "doc_id", "relevance"]].copy()
@@ -2158,7 +2157,7 @@ class GoldenSet:
         stage and overall; None for offline judges), ``estimate``, ``increments``, ``versions``,
         ``files``.
         """
-        from ragnb.experiment import versions
+        from ragnb.provenance import versions
 
         p = self.pipeline
         judge_info = public_judge_info(p.judge)
@@ -2293,7 +2292,7 @@ class GoldenSet:
     # -- analyses the notebook shows
 
     def calibrate(self, human: pd.DataFrame | None = None, *, measure: str | None = None) -> Any:
-        """The judge against human labels (:func:`ragnb.calibration.calibrate`).
+        """The judge against human labels (:func:`ragnb.golden.calibration.calibrate`).
 
         Parameters
         ----------
@@ -2309,7 +2308,7 @@ class GoldenSet:
             Systems: the pool systems, their RRF fusion and the new systems. Exported to
             ``<run folder>/calibration/`` when there is a run folder.
         """
-        from ragnb.calibration import calibrate
+        from ragnb.golden.calibration import calibrate
 
         p = self.pipeline
         if human is None:
@@ -2329,25 +2328,25 @@ class GoldenSet:
 
     def spear(self, k: int | None = None) -> Any:
         """SPEAR's relative evaluation of the pool systems on the golden grades
-        (:func:`ragnb.calibration.spear_evaluate`), at ``k`` (default ``depth``); relevant means
+        (:func:`~.calibration.spear_evaluate`), at ``k`` (default ``depth``); relevant means
         a grade >= ``keep_grade``."""
-        from ragnb.calibration import spear_evaluate
+        from ragnb.golden.calibration import spear_evaluate
 
         p = self.pipeline
         return spear_evaluate(self.qrels, self.runs, k or p.depth, rel=p.keep_grade)
 
     def simulate(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The refinement vs one-shot simulation (:mod:`ragnb.simulation`) on the golden grades,
+        """The refinement vs one-shot simulation (:mod:`.simulation`) on the golden grades,
         with the config's ``sim_*`` settings.
 
         Returns
         -------
         frame, summary : DataFrame
-            :func:`ragnb.simulation.simulate` and :func:`~ragnb.simulation.summarise` (written to
+            :func:`~.simulation.simulate` and :func:`~.simulation.summarise` (written to
             ``simulation.csv`` and ``simulation_summary.csv`` in the run folder).
         """
+        from ragnb.golden.simulation import simulate, summarise
         from ragnb.io import atomic_write
-        from ragnb.simulation import simulate, summarise
 
         p = self.pipeline
         cfg = p.config if p.config is not None else GoldenSetConfig()

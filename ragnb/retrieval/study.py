@@ -7,11 +7,8 @@ Data flows one way: a BEIR folder -> runs (one per retriever) -> :func:`ragnb.ev
 
 from __future__ import annotations
 
-import platform
-import sys
 import time
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +16,36 @@ import pandas as pd
 
 from ragnb import stats
 from ragnb.cache import Cache
-from ragnb.embed import DEFAULT_MODEL, make_embedder
+from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.io import BeirDataset, read_beir
-from ragnb.measures import Measure, judged_gap_warning, map_grades, parse_measure
+from ragnb.measures import (
+    GRADED_FAMILIES,
+    Measure,
+    graded_measures,
+    judged_gap_warning,
+    map_grades,
+    parse_measure,
+    resolve_grade_map,
+)
 from ragnb.measures.proc import proc_table
 from ragnb.params import NotebookParams, resolve_path
-from ragnb.retrieve import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
+from ragnb.provenance import versions
+from ragnb.retrieve import (
+    RETRIEVERS,
+    DenseRetriever,
+    HybridRetriever,
+    Retriever,
+    make_retriever,
+)
 
 __all__ = [
     "Comparison",
     "RetrievalEvaluationConfig",
     "compare_retrievers",
     "core_measures",
-    "make_retriever",
-    "versions",
 ]
-
-RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
 @dataclass
@@ -134,56 +142,6 @@ class RetrievalEvaluationConfig(NotebookParams):
             )
 
 
-def versions() -> dict[str, str]:
-    """Python, platform and the versions of the libraries that produce the numbers."""
-    out = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for dist in (
-        "ragnb",
-        "numpy",
-        "pandas",
-        "bm25s",
-        "sentence-transformers",
-        "torch",
-        "transformers",
-        "openai",
-        "altair",
-        "papermill",
-    ):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
-
-
-def make_retriever(
-    kind: str,
-    *,
-    model: str = DEFAULT_MODEL,
-    rrf_k: int = 60,
-    depth: int = 100,
-    cache: Cache | None = None,
-    cache_dir: str | None = None,
-    progress: bool = True,
-) -> Retriever:
-    """A retriever by name: ``"bm25"``, ``"dense"`` or ``"hybrid"`` (RRF of the two).
-
-    Raises
-    ------
-    InputError
-        On an unknown name.
-    """
-    if kind == "bm25":
-        return BM25Retriever()
-    if kind in ("dense", "hybrid"):
-        embedder = make_embedder(model, cache=cache, cache_dir=cache_dir, progress=progress)
-        dense = DenseRetriever(embedder)
-        if kind == "dense":
-            return dense
-        return HybridRetriever(BM25Retriever(), dense, rrf_k=rrf_k, depth=depth)
-    raise InputError(f"unknown retriever {kind!r}; use one of {list(RETRIEVERS)}")
-
-
 def core_measures(cutoffs: list[int], alpha: float = 0.5, rel: int = 1) -> list[Measure]:
     """The measures of notebook 01 at every cutoff: P, R, nDCG, Success, Judged, F, F_e, T,
     T_u, nDCG_inK, and RR (no cutoff)."""
@@ -202,70 +160,6 @@ def core_measures(cutoffs: list[int], alpha: float = 0.5, rel: int = 1) -> list[
             Measure("nDCG_inK", k, rel=rel),
         ]
     return out
-
-
-GRADED_FAMILIES = ("RA-nWG", "N-Recall4+", "N-Recall5", "Precision4+", "Harm", "CompleteHit")
-
-
-def graded_measures(cutoffs: list[int]) -> list[Measure]:
-    """Dallaire's graded set measures at every cutoff (section 2.4); they read 1-5 grades."""
-    return [Measure(f, k) for k in sorted(set(int(c) for c in cutoffs)) for f in GRADED_FAMILIES]
-
-
-def resolve_grade_map(spec: str, qrels: pd.DataFrame) -> tuple[str, dict[int, int]] | None:
-    """The grade map named by ``spec`` for these qrels, or None for no graded measures.
-
-    Parameters
-    ----------
-    spec : str
-        ``"auto"``, ``"none"``, a key of :data:`ragnb.measures.GRADE_MAPS`, or a YAML/JSON
-        mapping such as ``"{2: 5, 1: 4, 0: 1}"``.
-    qrels : DataFrame
-
-    Returns
-    -------
-    (str, dict) or None
-        The map's name (``"custom"`` for a written mapping) and the mapping.
-
-    Raises
-    ------
-    InputError
-        Unknown name, unreadable mapping, or ``"auto"`` on grades it cannot place.
-    """
-    import yaml
-
-    from ragnb.measures import GRADE_MAPS
-
-    spec = str(spec).strip()
-    grades = set(int(g) for g in qrels["relevance"].unique())
-    if spec == "none":
-        return None
-    if spec == "auto":
-        if grades <= {0, 1}:
-            return None
-        if grades <= {0, 1, 2}:
-            return "dbpedia-entity", dict(GRADE_MAPS["dbpedia-entity"])
-        if grades <= {0, 1, 2, 3}:
-            return "trec-dl", dict(GRADE_MAPS["trec-dl"])
-        raise InputError(
-            f"grade_map='auto' cannot place grades {sorted(grades)}; state a mapping onto 1-5",
-            column="grade_map",
-        )
-    if spec in GRADE_MAPS:
-        return spec, dict(GRADE_MAPS[spec])
-    try:
-        parsed = yaml.safe_load(spec)
-    except yaml.YAMLError:
-        parsed = None
-    if not isinstance(parsed, dict) or not all(
-        isinstance(k, int) and isinstance(v, int) for k, v in parsed.items()
-    ):
-        raise InputError(
-            f"grade_map must be 'auto', 'none', one of {sorted(GRADE_MAPS)} or a mapping like "
-            f"'{{2: 5, 1: 4, 0: 1}}', got {spec!r}",
-            column="grade_map",
-        )
-    return "custom", parsed
 
 
 def proc_measures(cutoffs: list[int], pool: int, graded: bool) -> list[Measure]:
@@ -531,7 +425,7 @@ def compare_retrievers(
         start = time.perf_counter()
         if name == "hybrid" and "dense" in dense_cache:
             retriever: Retriever = HybridRetriever(
-                BM25Retriever(), dense_cache["dense"], rrf_k=config.rrf_k, depth=config.depth
+                make_retriever("bm25"), dense_cache["dense"], rrf_k=config.rrf_k, depth=config.depth
             )
             retriever.first.index(dataset.corpus)  # type: ignore[attr-defined]
         else:

@@ -16,8 +16,8 @@ import altair as alt
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.whatif import WhatIfFrames
-from ragnb.whatif_charts import alpha_curves_chart
+from ragnb.whatif.charts import alpha_curves_chart
+from ragnb.whatif.study import WhatIfFrames
 
 __all__ = ["WhatIfWidget", "interactive_frontend", "view"]
 
@@ -56,7 +56,7 @@ def view(
         ``dataset``.
     chart : altair.FacetChart
         Each family against alpha at ``k``, one line per retriever, a rule at ``alpha``
-        (:func:`ragnb.whatif_charts.alpha_curves_chart`).
+        (:func:`ragnb.whatif.charts.alpha_curves_chart`).
 
     Raises
     ------

@@ -70,6 +70,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.validation import check_positive_int
 
 __all__ = [
     "context_matches",
@@ -391,11 +392,6 @@ def _fields(
     return cols[0], cols[1]
 
 
-def _check_k(k: int | None) -> None:
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1):
-        raise InputError(f"k must be a positive integer or None, got {k!r}")
-
-
 def _check_threshold(tau: float, compare: str) -> Callable[[np.ndarray], np.ndarray]:
     if isinstance(tau, bool) or not isinstance(tau, int | float) or not math.isfinite(tau):
         raise InputError(f"tau must be a finite number, got {tau!r}")
@@ -504,7 +500,7 @@ def non_llm_context_scores(
     >>> float(out["non_llm_context_precision_with_reference"].iloc[0])   # P@1 * v_1 / 1
     1.0
     """
-    _check_k(k)
+    check_positive_int(k, allow_none=True)
     decide = _check_threshold(tau, compare)
     name = _similarity_name(similarity)
     frame = _as_frame(samples)
@@ -589,7 +585,7 @@ def context_matches(
           0 retrieved         2     1   0.00 False
           0 reference         1     1   0.75  True
     """
-    _check_k(k)
+    check_positive_int(k, allow_none=True)
     decide = _check_threshold(tau, compare)
     frame = _as_frame(samples)
     retrieved, reference = _fields(frame, TEXT_FIELDS, _text_list)
@@ -667,7 +663,7 @@ def id_based_context_scores(samples: Samples, k: int | None = None) -> pd.DataFr
     >>> out[["id_based_context_precision", "id_based_context_recall"]].round(3).values.tolist()
     [[0.667, 0.667]]
     """
-    _check_k(k)
+    check_positive_int(k, allow_none=True)
     frame = _as_frame(samples)
     retrieved, reference = _fields(frame, ID_FIELDS, _id_list)
     n_ret, n_ref, n_hits = [], [], []

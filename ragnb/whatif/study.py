@@ -39,20 +39,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragnb.embed import DEFAULT_MODEL
+from ragnb.embed.base import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
-from ragnb.experiment import (
-    GRADED_FAMILIES,
-    RETRIEVERS,
-    make_retriever,
-    resolve_grade_map,
-    versions,
-)
 from ragnb.io import BeirDataset, read_beir, read_run
-from ragnb.measures import Measure, map_grades
+from ragnb.measures import GRADED_FAMILIES, Measure, map_grades, resolve_grade_map
 from ragnb.measures import families as registered_families
 from ragnb.params import NotebookParams, resolve_path
+from ragnb.provenance import versions
+from ragnb.retrieve import RETRIEVERS, make_retriever
 
 __all__ = [
     "ALPHA_FAMILIES",
@@ -160,7 +155,7 @@ class WhatIfConfig(NotebookParams):
         Minimum grade counted relevant by the binary measures.
     grade_map : str
         Grades onto Dallaire's 1-5 scale for RA-nWG and the other graded families, as in
-        notebook 01 (:func:`ragnb.experiment.resolve_grade_map`); with ``"auto"`` on binary qrels
+        notebook 01 (:func:`ragnb.measures.resolve_grade_map`); with ``"auto"`` on binary qrels
         relevant documents become grade 5 (then RA-nWG@K = n_p / min(K, N_p)).
     rrf_k : int
         Reciprocal rank fusion constant of the hybrid retriever.
@@ -169,9 +164,9 @@ class WhatIfConfig(NotebookParams):
     max_chart_rows : int
         Inline row limit of the slider chart (see the module notes).
     widgets : {"auto", "on", "off"}
-        The ipywidgets controls (:class:`ragnb.widgets.WhatIfWidget`): ``"auto"`` builds them
+        The ipywidgets controls (:class:`~.widgets.WhatIfWidget`): ``"auto"`` builds them
         only under an interactive frontend such as JupyterLab
-        (:func:`ragnb.widgets.interactive_frontend`), not when papermill renders a report (whose
+        (:func:`~.widgets.interactive_frontend`), not when papermill renders a report (whose
         sliders are altair's and need no kernel); ``"on"`` always, ``"off"`` never.
     """
 
@@ -942,4 +937,4 @@ def run_what_if(
 # the registry must know every supported family (a renamed family fails here, at import)
 _unknown = [f for f in SUPPORTED_FAMILIES if f not in registered_families()]
 if _unknown:  # pragma: no cover
-    raise ImportError(f"ragnb.whatif: unknown measure families {_unknown}")
+    raise ImportError(f"ragnb.whatif.study: unknown measure families {_unknown}")

@@ -1,0 +1,98 @@
+"""Charts of notebook 01: a measure against K, per-query distributions, PROC against K.
+
+A tidy frame in, an altair chart out; call :func:`ragnb.charts.setup` first in a report.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+__all__ = [
+    "measure_vs_k",
+    "per_query_distribution",
+    "proc_vs_k",
+]
+
+
+def measure_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.Chart:
+    """Each measure against the cutoff K, one line per retriever, one panel per measure family.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Columns ``retriever`` (str), ``family`` (str, e.g. ``"nDCG"``), ``k`` (int),
+        ``value`` (float), ``measure`` (str, full name, for the tooltip).
+    """
+    base = alt.Chart(frame).encode(
+        x=alt.X("k:Q", title="cutoff K", scale=alt.Scale(type="log", base=2)),
+        y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=True)),
+        color=alt.Color("retriever:N", title="retriever"),
+        tooltip=["retriever:N", "measure:N", alt.Tooltip("value:Q", format=".4f")],
+    )
+    layered = alt.layer(base.mark_line(), base.mark_point(size=30), data=frame)
+    return (
+        layered.properties(width=width, height=height)
+        .facet(facet=alt.Facet("family:N", title=None), columns=3)
+        .resolve_scale(y="independent")
+    )
+
+
+def per_query_distribution(
+    frame: pd.DataFrame, *, width: int = 220, height: int = 160
+) -> alt.Chart:
+    """Per-query values of each measure as box plots, one box per retriever.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Columns ``retriever``, ``measure``, ``query_id``, ``value`` (one row per query).
+    """
+    return (
+        alt.Chart(frame)
+        .mark_boxplot(extent="min-max")
+        .encode(
+            x=alt.X("retriever:N", title=None),
+            y=alt.Y("value:Q", title=None),
+            color=alt.Color("retriever:N", legend=None),
+        )
+        .properties(width=width, height=height)
+        .facet(facet=alt.Facet("measure:N", title=None), columns=3)
+        .resolve_scale(y="independent")
+    )
+
+
+def proc_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.Chart:
+    """Actual value (solid) and its pool ceiling PROC (dashed) against K, per retriever.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Columns ``retriever``, ``family``, ``cutoff`` (int), ``actual``, ``proc`` (floats), as in
+        :attr:`ragnb.retrieval.study.Comparison.proc`.
+    """
+    long = frame.melt(
+        id_vars=["retriever", "family", "cutoff"],
+        value_vars=["actual", "proc"],
+        var_name="kind",
+        value_name="value",
+    )
+    return (
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("cutoff:Q", title="cutoff K", scale=alt.Scale(type="log", base=2)),
+            y=alt.Y("value:Q", title=None, scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("retriever:N"),
+            strokeDash=alt.StrokeDash("kind:N", title="value", sort=["actual", "proc"]),
+            tooltip=[
+                "retriever:N",
+                "family:N",
+                "cutoff:Q",
+                "kind:N",
+                alt.Tooltip("value:Q", format=".4f"),
+            ],
+        )
+        .properties(width=width, height=height)
+        .facet(facet=alt.Facet("family:N", title=None), columns=4)
+    )

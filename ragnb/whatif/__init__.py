@@ -1,0 +1,62 @@
+"""Notebook 06: what-if tuning of K and alpha over stored runs.
+
+- :mod:`ragnb.whatif.study`: per-query grids, configuration and pipeline.
+- :mod:`ragnb.whatif.charts`: altair charts with K/alpha sliders for static reports.
+- :mod:`ragnb.whatif.widgets`: ipywidgets views for JupyterLab.
+"""
+
+from ragnb.whatif.charts import (
+    alpha_curves_chart,
+    rank_bump_chart,
+    slider_params,
+    what_if_chart,
+)
+from ragnb.whatif.study import (
+    ALPHA_FAMILIES,
+    DEFAULT_ALPHAS,
+    DEFAULT_FAMILIES,
+    MAX_CHART_ROWS,
+    WhatIf,
+    WhatIfConfig,
+    WhatIfFrames,
+    chart_rows,
+    compute_runs,
+    grid_measures,
+    load_runs,
+    precompute,
+    rank_table,
+    run_what_if,
+    slider_table,
+    top_changes,
+)
+from ragnb.whatif.widgets import (
+    WhatIfWidget,
+    interactive_frontend,
+    view,
+)
+
+__all__ = [
+    "ALPHA_FAMILIES",
+    "DEFAULT_ALPHAS",
+    "DEFAULT_FAMILIES",
+    "MAX_CHART_ROWS",
+    "WhatIf",
+    "WhatIfConfig",
+    "WhatIfFrames",
+    "WhatIfWidget",
+    "alpha_curves_chart",
+    "chart_rows",
+    "compute_runs",
+    "grid_measures",
+    "interactive_frontend",
+    "load_runs",
+    "precompute",
+    "rank_bump_chart",
+    "rank_table",
+    "run_what_if",
+    "slider_params",
+    "slider_table",
+    "top_changes",
+    "view",
+    "what_if_chart",
+]
