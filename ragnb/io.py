@@ -40,6 +40,8 @@ __all__ = [
     "AppendLog",
     "BeirDataset",
     "atomic_write",
+    "read_parquet",
+    "write_parquet",
     "read_beir",
     "read_corpus",
     "read_queries",
@@ -637,3 +639,17 @@ def read_beir(path: str | os.PathLike[str], split: str = "test") -> BeirDataset:
         )
     meta = read_json(path / "recipe.json") if (path / "recipe.json").exists() else {}
     return BeirDataset(path, path.name, split, corpus, queries, qrels, meta)
+
+
+def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A parquet file as a frame; an empty frame when the file does not exist."""
+    path = Path(path)
+    if not path.exists():
+        return pd.DataFrame()
+    return pd.read_parquet(path)
+
+
+def write_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write ``frame`` as parquet atomically (temporary file, then rename)."""
+    with atomic_write(path, "wb") as f:
+        frame.to_parquet(f, index=False)

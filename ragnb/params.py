@@ -14,7 +14,13 @@ from typing import Any, Self
 
 from ragnb.errors import InputError
 
-__all__ = ["NotebookParams", "resolve_path"]
+__all__ = ["NotebookParams", "project_root", "resolve_path"]
+
+
+def project_root() -> Path:
+    """The folder holding ``notebooks/`` (``$RAGNB_ROOT``, else the package's parent folder)."""
+    env = os.environ.get("RAGNB_ROOT")
+    return Path(env) if env else Path(__file__).resolve().parents[1]
 
 
 def resolve_path(path: str | os.PathLike[str], root: Path | None = None) -> Path:
@@ -29,8 +35,6 @@ def resolve_path(path: str | os.PathLike[str], root: Path | None = None) -> Path
     if p.is_absolute():
         return p
     if root is None:
-        from ragnb.report import project_root
-
         root = project_root()
     return root / p
 

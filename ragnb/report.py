@@ -21,6 +21,7 @@ from typing import Any
 
 from ragnb.errors import InputError
 from ragnb.io import atomic_write
+from ragnb.params import project_root
 
 __all__ = [
     "ReportResult",
@@ -37,12 +38,6 @@ __all__ = [
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 TEMPLATE_NAME = "ragnb_report"
 EXECUTED = "_executed"
-
-
-def project_root() -> Path:
-    """The folder holding ``notebooks/`` (``$RAGNB_ROOT``, else the package's parent folder)."""
-    env = os.environ.get("RAGNB_ROOT")
-    return Path(env) if env else Path(__file__).resolve().parents[1]
 
 
 def list_notebooks(notebooks_dir: Path | None = None) -> list[Path]:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from ragnb.clq.grid import SweepGrid
-from ragnb.clq.sweep import cap_dataset, read_parquet, run_sweep
-from ragnb.io import read_beir
+from ragnb.clq.sweep import cap_dataset, run_sweep
+from ragnb.io import read_beir, read_parquet
 
 PYDOCS = Path(__file__).resolve().parents[1] / "data" / "pydocs"
 GRID = dict(

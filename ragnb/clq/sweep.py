@@ -45,7 +45,7 @@ import pandas as pd
 from ragnb.clq.cost import CostModel, api_model, count_texts, load_prices
 from ragnb.clq.grid import SweepConfig, SweepGrid
 from ragnb.errors import InputError
-from ragnb.io import BeirDataset, atomic_write
+from ragnb.io import BeirDataset, atomic_write, read_parquet, write_parquet
 from ragnb.params import NotebookParams, resolve_path
 from ragnb.validation import l2_normalise
 
@@ -107,20 +107,6 @@ class ThreadExecutor:
 
 
 # ----------------------------------------------------------------------------- parquet
-
-
-def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """A parquet file as a frame; an empty frame when the file does not exist."""
-    path = Path(path)
-    if not path.exists():
-        return pd.DataFrame()
-    return pd.read_parquet(path)
-
-
-def write_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write ``frame`` as parquet atomically (temporary file, then rename)."""
-    with atomic_write(path, "wb") as f:
-        frame.to_parquet(f, index=False)
 
 
 def _append_parquet(path: Path, rows: pd.DataFrame) -> pd.DataFrame:

@@ -531,7 +531,7 @@ def _title_sentence(text: str, min_words: int = 4, max_words: int = 16) -> str |
 
 
 def _project_root() -> Path:
-    from ragnb.report import project_root
+    from ragnb.params import project_root
 
     return project_root()
 
