@@ -85,6 +85,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from ragnb.io import read_qrels, read_run
 
     qrels = read_qrels(args.qrels)
+    if qrels.empty:
+        raise InputError("the qrels file holds no judgements; nothing to evaluate", path=args.qrels)
     run = read_run(args.run)
     measures = args.measure or ["P@5", "P@10", "R@100", "nDCG@10", "RR"]
     result = evaluate(qrels, run, measures, order=args.order)

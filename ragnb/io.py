@@ -20,6 +20,7 @@ TREC run
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import math
 import os
@@ -74,6 +75,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
@@ -90,6 +92,13 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _remove_leftovers(path: Path) -> None:
+    """Remove the temporary files that an interrupted :func:`atomic_write` of ``path`` left."""
+    for leftover in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
 
 
 class AppendLog:
@@ -147,7 +156,7 @@ def write_json(obj: Any, path: str | os.PathLike[str]) -> None:
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file; a syntax error names the file and line."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding=ENCODING)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
@@ -186,7 +195,7 @@ def read_author_table(path: str | os.PathLike[str]) -> pd.DataFrame:
             "author table not found (give 'default', 'scifact' or a CSV path)", path=path
         )
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding=ENCODING)
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as e:
         raise InputError(f"unreadable CSV: {e}", path=path) from None
     for col in ("author", "title", "topic"):
@@ -217,8 +226,13 @@ def write_jsonl(records: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
 # BEIR
 
 
+#: Text encoding of every file ragnb reads: UTF-8, a leading byte-order mark stripped (a BOM
+#: would otherwise become part of the first query id).
+ENCODING = "utf-8-sig"
+
+
 def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as f:
+    with path.open(encoding=ENCODING) as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
@@ -244,7 +258,18 @@ def _field(obj: dict[str, Any], name: str, path: Path, lineno: int, default: Any
             line=lineno,
             column=name,
         )
+    if name == "_id" and (not str(value) or _WHITESPACE.search(str(value))):
+        raise InputError(
+            f"_id {value!r} is empty or holds white space, which TREC run and qrels files "
+            "cannot carry",
+            path=path,
+            line=lineno,
+            column=name,
+        )
     return str(value)
+
+
+_WHITESPACE = re.compile(r"\s")
 
 
 def read_corpus(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -278,6 +303,8 @@ def read_corpus(path: str | os.PathLike[str]) -> pd.DataFrame:
         rows.append(
             (did, _field(obj, "title", path, lineno, ""), _field(obj, "text", path, lineno))
         )
+    if not rows:
+        raise InputError("the corpus holds no documents", path=path)
     return pd.DataFrame(rows, columns=["doc_id", "title", "text"], dtype=object)
 
 
@@ -308,7 +335,11 @@ def read_queries(path: str | os.PathLike[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["query_id", "text"], dtype=object)
 
 
-_INTEGER = re.compile(r"[+-]?[0-9]+")
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+#: A decimal number as C's strtod reads it in trec_eval, ASCII only: no "1_5" (Python's int and
+#: float take underscores), no full-width or other non-ASCII digits, no "inf" or "nan".
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 def _parse_int(token: str, what: str, column: str, path: Path, lineno: int) -> int:
@@ -317,7 +348,38 @@ def _parse_int(token: str, what: str, column: str, path: Path, lineno: int) -> i
         raise InputError(
             f"{what} is not an integer: {token!r}", path=path, line=lineno, column=column
         )
-    return int(token)
+    value = int(token)
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise InputError(
+            f"{what} {token} is outside the 64-bit integer range",
+            path=path,
+            line=lineno,
+            column=column,
+        )
+    return value
+
+
+def _parse_score(token: str, path: Path, lineno: int) -> float:
+    """A finite run score in trec_eval's number syntax; InputError naming file and line."""
+    if not _DECIMAL.fullmatch(token):
+        special = token.lower().lstrip("+-")
+        what = (
+            "score is NaN"
+            if special == "nan"
+            else f"score is not finite: {token!r}"
+            if special in ("inf", "infinity")
+            else f"score is not a number: {token!r}"
+        )
+        raise InputError(what, path=path, line=lineno, column="score")
+    value = float(token)
+    if not math.isfinite(value):
+        raise InputError(
+            f"score {token} is not finite (overflows a double)",
+            path=path,
+            line=lineno,
+            column="score",
+        )
+    return value
 
 
 def _parse_grade(token: str, path: Path, lineno: int) -> int:
@@ -348,7 +410,7 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     rows: list[tuple[str, str, int]] = []
     seen: dict[tuple[str, str], int] = {}
     ncols = None
-    with path.open(encoding="utf-8") as f:
+    with path.open(encoding=ENCODING) as f:
         for lineno, line in enumerate(f, start=1):
             parts = line.split("\t") if "\t" in line else line.split()
             parts = [p.strip() for p in parts]
@@ -407,7 +469,8 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     Raises
     ------
     InputError
-        Wrong number of columns, a non-integer rank, a non-numeric or NaN score, or a duplicate
+        Wrong number of columns, a non-integer rank, a score that is not a finite number in
+        trec_eval's syntax (no underscores, ASCII digits, no inf or NaN), or a duplicate
         (query, document) pair, naming the file and line.
     """
     path = Path(path)
@@ -417,7 +480,7 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     scores: list[float] = []
     tags: list[str] = []
     seen: dict[tuple[str, str], int] = {}
-    with path.open(encoding="utf-8") as f:
+    with path.open(encoding=ENCODING) as f:
         for lineno, line in enumerate(f, start=1):
             parts = line.split()
             if not parts:
@@ -430,14 +493,7 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
                 )
             qid, _, did, rank_s, score_s, tag = parts
             rank = _parse_int(rank_s, "rank", "rank", path, lineno)
-            try:
-                score = float(score_s)
-            except ValueError:
-                raise InputError(
-                    f"score is not a number: {score_s!r}", path=path, line=lineno, column="score"
-                ) from None
-            if math.isnan(score):
-                raise InputError("score is NaN", path=path, line=lineno, column="score")
+            score = _parse_score(score_s, path, lineno)
             key = (qid, did)
             if key in seen:
                 raise InputError(
@@ -496,7 +552,8 @@ def write_run(run: pd.DataFrame, path: str | os.PathLike[str], tag: str | None =
     Raises
     ------
     InputError
-        On a malformed run frame, or an id or tag that is empty or holds white space.
+        On a malformed run frame, a score that is not finite, or an id or tag that is empty
+        or holds white space.
     """
     from ragnb.frames import sort_run
 
@@ -506,6 +563,15 @@ def write_run(run: pd.DataFrame, path: str | os.PathLike[str], tag: str | None =
         tag = str(run["tag"].iloc[0]) if "tag" in run.columns and len(run) else "ragnb"
     if not tag or any(c.isspace() for c in tag):
         raise InputError(f"run tag must be one word, got {tag!r}")
+    scores = run["score"].to_numpy(dtype="float64")
+    if not np.isfinite(scores).all():
+        bad = run.iloc[int(np.flatnonzero(~np.isfinite(scores))[0])]
+        raise InputError(
+            f"score {bad['score']} of doc {bad['doc_id']!r} is not finite: a TREC run cannot "
+            "carry it (trec_eval's readers take finite numbers)",
+            query_id=str(bad["query_id"]),
+            column="score",
+        )
     ordered = sort_run(run[list(RUN_COLUMNS)], warn=False).run
     with atomic_write(path) as f:
         for qid, did, rank, score in zip(

@@ -8,13 +8,14 @@ rather than a silently ignored keyword. Paths in parameters are relative to the 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Self
 
 from ragnb.errors import InputError
 
-__all__ = ["NotebookParams", "project_root", "resolve_path"]
+__all__ = ["NotebookParams", "display_path", "local_path_prefixes", "project_root", "resolve_path"]
 
 
 def project_root() -> Path:
@@ -39,6 +40,60 @@ def resolve_path(path: str | os.PathLike[str], root: Path | None = None) -> Path
     return root / p
 
 
+def display_path(path: str | os.PathLike[str], root: Path | None = None) -> str:
+    """``path`` as a report may show it: never an absolute local path, home folder or user name.
+
+    Relative to the project root when inside it (``"reports/01_retrieval_evaluation"``) or beside
+    it (``"../shared/datasets/scifact"``), ``"~/..."`` under the home folder, and the last
+    component alone otherwise (``"scifact"``).
+
+    Parameters
+    ----------
+    path : str or PathLike
+    root : Path, optional
+        Default :func:`project_root`.
+
+    Examples
+    --------
+    >>> display_path("/srv/proj/reports/x", root=Path("/srv/proj"))
+    'reports/x'
+    >>> display_path("/srv/shared/datasets/scifact", root=Path("/srv/proj"))
+    '../shared/datasets/scifact'
+    """
+    p = Path(os.path.abspath(path))
+    root = Path(os.path.abspath(root if root is not None else project_root()))
+    for base, prefix in ((root, ""), (root.parent, "../")):
+        if p == base and not prefix:
+            return "."
+        if p.is_relative_to(base) and base != Path(base.anchor):
+            rel = p.relative_to(base).as_posix()
+            if base == root.parent and base == Path.home():
+                break  # "../x" would be right, but say "~/x": clearer and just as private
+            return prefix + rel
+    home = Path.home()
+    if p.is_relative_to(home) and home != Path(home.anchor):
+        return "~/" + p.relative_to(home).as_posix()
+    return p.name
+
+
+def local_path_prefixes(root: Path | None = None) -> list[tuple[str, str]]:
+    """``(absolute prefix, replacement)`` pairs that turn local paths into displayable ones.
+
+    Longest first: the project root (-> relative), its parent (-> ``../``) and the home folder
+    (-> ``~``), each as written and resolved. Used by :func:`ragnb.report.export_html` as a last
+    guard so that no report carries the author's file system.
+    """
+    root = Path(os.path.abspath(root if root is not None else project_root()))
+    pairs: dict[str, str] = {}
+    for base, repl in ((root, ""), (root.parent, "../"), (Path.home(), "~/")):
+        if base == Path(base.anchor):
+            continue
+        for form in {str(base), str(base.resolve())}:
+            pairs.setdefault(form + "/", repl)
+            pairs.setdefault(form, repl.rstrip("/") or ".")
+    return sorted(pairs.items(), key=lambda kv: len(kv[0]), reverse=True)
+
+
 class NotebookParams:
     """Mixin of the config dataclasses of notebooks 01-06 (each has a ``dataset`` field)."""
 
@@ -57,6 +112,35 @@ class NotebookParams:
         if unknown:
             raise InputError(f"unknown parameter(s) {unknown}; known: {sorted(names)}")
         return cls(**params)
+
+    @classmethod
+    def from_namespace(cls, namespace: Mapping[str, Any]) -> Self:
+        """Build from a notebook's namespace: ``Config.from_namespace(globals())``.
+
+        Takes exactly the dataclass's fields from ``namespace`` (the variables of the notebook's
+        ``parameters`` cell, after papermill's injected overrides), so each parameter is written
+        twice, in the cell and in the dataclass, and a test compares the two with
+        ``papermill.inspect_notebook``.
+
+        Parameters
+        ----------
+        namespace : mapping of str to Any
+            Usually ``globals()`` of the notebook.
+
+        Raises
+        ------
+        InputError
+            When a field has no variable in ``namespace`` (the parameters cell and the config
+            have drifted apart), or on a bad value (the dataclass's own checks).
+        """
+        names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        missing = [n for n in names if n not in namespace]
+        if missing:
+            raise InputError(
+                f"the notebook's namespace lacks parameter(s) {missing} of {cls.__name__}; "
+                "its parameters cell and the config have drifted apart"
+            )
+        return cls(**{n: namespace[n] for n in names})
 
     def dataset_path(self, root: Path | None = None) -> Path:
         """The dataset folder; a relative path is taken from ``root`` (the project root)."""

@@ -14,6 +14,7 @@ import datetime as _dt
 import html
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 
 from ragnb.errors import InputError
 from ragnb.io import atomic_write
-from ragnb.params import project_root
+from ragnb.params import display_path, local_path_prefixes, project_root
 
 __all__ = [
     "ReportResult",
@@ -217,7 +218,21 @@ def export_html(executed: Path, out: Path, title: str | None = None) -> None:
     )
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": executed.stem}})
     with atomic_write(out) as f:
-        f.write(body)
+        f.write(redact_local_paths(body))
+
+
+def redact_local_paths(text: str, root: Path | None = None) -> str:
+    """``text`` with the project root, its parent and the home folder replaced by relative forms.
+
+    The last guard of every report (issue: a report shared with a colleague must not show the
+    author's file system or user name); the studies already name paths with
+    :func:`ragnb.params.display_path`.
+    """
+    for prefix, repl in local_path_prefixes(root):
+        # a whole path component only: not "/workshop" for "/work", not inside a URL
+        tail = "" if prefix.endswith("/") else r"(?![\w.-])"
+        text = re.sub(r"(?<![\w.:/-])" + re.escape(prefix) + tail, repl, text)
+    return text
 
 
 def render_report(
@@ -303,6 +318,13 @@ def _report_facts(executed: Path) -> dict[str, Any]:
     }
 
 
+def _display_value(value: Any) -> Any:
+    """A parameter value for the index page: absolute paths shown as :func:`display_path`."""
+    if isinstance(value, str) and os.path.isabs(value):
+        return display_path(value)
+    return value
+
+
 def build_index(reports_dir: str | os.PathLike[str] | None = None) -> Path:
     """Write ``index.html`` linking every report in ``reports_dir``, with its parameters."""
     out_dir = Path(reports_dir) if reports_dir is not None else project_root() / "reports"
@@ -311,7 +333,9 @@ def build_index(reports_dir: str | os.PathLike[str] | None = None) -> Path:
         if page.name == "index.html":
             continue
         facts = _report_facts(out_dir / EXECUTED / f"{page.stem}.ipynb")
-        params = ", ".join(f"{k}={v!r}" for k, v in facts.get("parameters", {}).items())
+        params = ", ".join(
+            f"{k}={_display_value(v)!r}" for k, v in facts.get("parameters", {}).items()
+        )
         duration = facts.get("duration")
         rows.append(
             "<tr>"
