@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: all venv reports test lint browser clean
+.PHONY: all venv reports test lint browser lab clean
 
 all: reports
 
@@ -33,6 +33,11 @@ browser:
 
 reports: $(STAMP)
 	$(BIN)/ragnb report --all
+
+# JupyterLab on notebooks/, the project's venv as the kernel (python3), ipywidgets working.
+# Listens on 127.0.0.1 only; open the URL it prints (with its token) in a browser.
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --no-browser
 
 # lint first (ruff, mypy): a style or type error fails CI before the 10-minute test run
 test: $(STAMP) browser lint

@@ -85,7 +85,7 @@ def local_path_prefixes(root: Path | None = None) -> list[tuple[str, str]]:
     """
     root = Path(os.path.abspath(root if root is not None else project_root()))
     pairs: dict[str, str] = {}
-    for base, repl in ((root, ""), (root.parent, "../"), (Path.home(), "~/")):
+    for base, repl in ((root, ""), (Path.home(), "~/"), (root.parent, "../")):
         if base == Path(base.anchor):
             continue
         for form in {str(base), str(base.resolve())}:

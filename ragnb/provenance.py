@@ -36,7 +36,7 @@ REDACTED = "[REDACTED]"
 #: Shorter strings are not treated as keys: redacting "ab" would mangle ordinary text.
 MIN_SECRET_LENGTH = 4
 #: Environment variables whose values are secrets wherever they occur.
-SECRET_ENV = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "RAGNB_RERANK_API_KEY")
+SECRET_ENV = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "RERANK_API_KEY")
 
 _VERSIONED = (
     "ragnb",

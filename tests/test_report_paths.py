@@ -1,0 +1,65 @@
+"""Reports shared with a colleague show no absolute local path, home folder or user name
+(issue #12, item 9): a project under a temporary home folder renders notebook 02, whose report
+names its dataset, run folder and cache, and the index page lists its parameters."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ragnb.params import display_path
+from ragnb.report import build_index, redact_local_paths, render_report
+
+REPO = Path(__file__).resolve().parents[1]
+USER = "zqalice7"  # a user name that appears nowhere else
+
+
+@pytest.fixture
+def project_in_home(tmp_path, monkeypatch):
+    home = tmp_path / "home" / USER
+    root = home / "work" / "myproject"
+    shutil.copytree(REPO / "notebooks", root / "notebooks")
+    shutil.copytree(REPO / "data" / "pydocs", root / "data" / "pydocs")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("RAGNB_ROOT", str(root))
+    monkeypatch.setenv("RAGNB_CACHE_DIR", str(home / ".cache" / "ragnb"))
+    return home, root
+
+
+def test_report_from_a_project_under_home_names_no_local_path(project_in_home):
+    home, root = project_in_home
+    result = render_report("02_golden_set", {"retrievers": "[bm25]"})
+    assert result.html.parent == root / "reports"
+    index = build_index(root / "reports")
+    for page in (result.html, index):
+        text = page.read_text(encoding="utf-8")
+        assert str(home) not in text, page.name
+        assert USER not in text, page.name
+    # the paths are still there, in a form a colleague can read
+    report = result.html.read_text(encoding="utf-8")
+    assert "data/pydocs" in report
+    assert "reports/02_golden_set" in index.read_text(encoding="utf-8")
+
+
+def test_display_path_forms(tmp_path, monkeypatch):
+    home = tmp_path / "home" / USER
+    root = home / "proj"
+    monkeypatch.setenv("HOME", str(home))
+    assert display_path(root / "reports" / "x", root) == "reports/x"
+    assert display_path(root, root) == "."
+    assert (
+        display_path(home / "shared" / "datasets" / "scifact", root) == "~/shared/datasets/scifact"
+    )
+    assert display_path(home / ".cache" / "ragnb" / "c.sqlite", root) == "~/.cache/ragnb/c.sqlite"
+    assert display_path("/opt/data/scifact", root) == "scifact"
+
+
+def test_redaction_keeps_urls_and_longer_names(tmp_path, monkeypatch):
+    home = tmp_path / "home" / USER
+    monkeypatch.setenv("HOME", str(home))
+    root = home / "proj"
+    text = f"{root}/reports/a, {root}, {home}/x, {root}extra, https://host{root}/y"
+    out = redact_local_paths(text, root)
+    assert out == f"reports/a, ., ~/x, ~/projextra, https://host{root}/y"
