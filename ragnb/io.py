@@ -26,7 +26,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -40,6 +40,7 @@ from ragnb.frames import QRELS_COLUMNS, RUN_COLUMNS, check_run
 __all__ = [
     "AppendLog",
     "BeirDataset",
+    "append_parquet",
     "atomic_write",
     "read_parquet",
     "write_parquet",
@@ -53,6 +54,8 @@ __all__ = [
     "write_qrels",
     "write_run",
     "write_jsonl",
+    "read_records",
+    "write_records",
 ]
 
 
@@ -232,7 +235,7 @@ ENCODING = "utf-8-sig"
 
 
 def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding=ENCODING) as f:
+    with _open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
@@ -719,3 +722,130 @@ def write_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write ``frame`` as parquet atomically (temporary file, then rename)."""
     with atomic_write(path, "wb") as f:
         frame.to_parquet(f, index=False)
+
+
+def append_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Append ``frame``'s rows to a parquet file: read, concatenate, write a temporary file,
+    rename, so a kill loses only ``frame``.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Rows to append (an empty frame leaves the file's rows as they are).
+    path : str or PathLike
+        The parquet file; created when missing.
+
+    Returns
+    -------
+    DataFrame
+        The file's rows after the append.
+    """
+    old = read_parquet(path)
+    frames = [f for f in (old, frame) if len(f)]
+    new = pd.concat(frames, ignore_index=True) if frames else frame
+    write_parquet(new, path)
+    return new
+
+
+# --------------------------------------------------------------------------------------------
+# tables of records: jsonl, json, csv or parquet
+
+
+def _open_text(path: Path) -> IO[str]:
+    """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``."""
+    if path.suffix == ".gz":
+        import gzip
+
+        return gzip.open(path, "rt", encoding=ENCODING)
+    return path.open(encoding=ENCODING)
+
+
+def _json_cell(value: Any, path: Path, line: int, column: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        raise InputError(
+            f"cell is not a JSON list: {value[:40]!r}", path=path, line=line, column=column
+        ) from None
+
+
+def read_records(path: str | os.PathLike[str], *, json_columns: Iterable[str] = ()) -> pd.DataFrame:
+    """A table of records from a ``.jsonl``, ``.json``, ``.csv`` or ``.parquet`` file.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        ``.jsonl`` (one object a line), ``.json`` (a list of objects, or one object a line),
+        ``.csv`` or ``.parquet``; the text forms may be gzipped (``.jsonl.gz``, ...).
+    json_columns : iterable of str, optional
+        Columns of a CSV file whose cells are JSON text (lists), parsed.
+
+    Returns
+    -------
+    DataFrame
+        With ``attrs["path"]`` the file read.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    InputError
+        On malformed JSON (naming the line), a ``.json`` file that is not a list, a CSV cell of
+        ``json_columns`` that is not JSON, or an unknown suffix.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found")
+    suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
+    if suffix in (".json", ".json.gz"):
+        with _open_text(path) as f:
+            if f.read(1) == "{":
+                suffix = ".jsonl"
+    if suffix in (".jsonl", ".jsonl.gz"):
+        frame = pd.DataFrame([obj for _, obj in _iter_jsonl(path)])
+    elif suffix in (".json", ".json.gz"):
+        with _open_text(path) as f:
+            try:
+                data = json.load(f)
+            except json.JSONDecodeError as e:
+                raise InputError(f"malformed JSON: {e.msg}", path=path, line=e.lineno) from None
+        if not isinstance(data, list):
+            raise InputError("a .json file of records must hold a list of objects", path=path)
+        frame = pd.DataFrame(data)
+    elif suffix in (".csv", ".csv.gz"):
+        frame = pd.read_csv(path, keep_default_na=False)
+        for col in set(json_columns) & set(frame.columns):
+            frame[col] = [_json_cell(v, path, i + 2, col) for i, v in enumerate(frame[col])]
+    elif suffix == ".parquet":
+        frame = pd.read_parquet(path)
+    else:
+        raise InputError(
+            f"unknown file type {suffix!r}; use .jsonl, .json, .csv or .parquet", path=path
+        )
+    frame.attrs["path"] = str(path)
+    return frame
+
+
+def write_records(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write ``frame`` atomically as ``.jsonl`` (one object a line) or ``.parquet``.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    InputError
+        For another suffix.
+    """
+    path = Path(path)
+    if path.suffix == ".parquet":
+        write_parquet(frame, path)
+    elif path.suffix == ".jsonl":
+        with atomic_write(path) as f:
+            f.write(frame.to_json(orient="records", lines=True, force_ascii=False))
+    else:
+        raise InputError(f"write .jsonl or .parquet, not {path.suffix!r}", path=path)
+    return path

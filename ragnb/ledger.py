@@ -4,9 +4,9 @@ Three pieces, used by :mod:`ragnb.judge` and :mod:`ragnb.context.llm` and shown 
 
 :class:`PriceTable`
     Model -> US dollars per 1M input and output tokens, with the date and source of the prices.
-    The table shipped in ``ragnb/prompts/prices.yaml`` is a hand transcription of OpenAI's list
-    prices; copy and edit it, and pass its path. A model with no price is never costed as 0:
-    its cost is missing (NaN) and :func:`check_budget` refuses to pass.
+    The one table of ragnb (:mod:`ragnb.prices`, shipped in ``ragnb/prices.yaml``) holds hand
+    transcriptions of list prices; copy and edit it, and pass its path. A model with no price
+    is never costed as 0: its cost is missing (NaN) and :func:`check_budget` refuses to pass.
 :class:`Ledger`
     One JSON line per HTTP request (or per cache hit), appended with a single ``write(2)`` on a
     file opened ``O_APPEND`` as soon as the request ends, so a killed process (SIGKILL) loses
@@ -71,6 +71,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.io import AppendLog
+from ragnb.prices import ModelPrice, PriceTable
 
 __all__ = [
     "BudgetExceededError",
@@ -86,9 +87,6 @@ __all__ = [
     "estimate",
     "estimate_calls",
 ]
-
-# package data, found beside this file (works for wheels and editable installs alike)
-_PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 LEDGER_FIELDS = (
     "ts",
@@ -107,153 +105,6 @@ LEDGER_FIELDS = (
     "repeated",
     "cost_usd",
 )
-
-# ----------------------------------------------------------------------------- prices
-
-
-@dataclass(frozen=True)
-class ModelPrice:
-    """Price of one model.
-
-    Attributes
-    ----------
-    model : str
-        The price table entry that matched (the model or a prefix of it).
-    input_usd_per_1m, output_usd_per_1m : float
-        US dollars per 1,000,000 tokens.
-    as_of : str
-        Date of the price (ISO 8601).
-    source : str
-        Where the price comes from.
-    """
-
-    model: str
-    input_usd_per_1m: float
-    output_usd_per_1m: float
-    as_of: str
-    source: str
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        """Cost in US dollars of ``input_tokens`` and ``output_tokens``.
-
-        Examples
-        --------
-        >>> ModelPrice("m", 2.5, 10.0, "2025-08-07", "").cost(1000, 100)
-        0.0035
-        """
-        return (input_tokens * self.input_usd_per_1m + output_tokens * self.output_usd_per_1m) / 1e6
-
-
-class PriceTable:
-    """Model -> price per 1M tokens, dated, from a YAML file.
-
-    Parameters
-    ----------
-    prices : dict of str to ModelPrice
-    as_of, source : str
-        Defaults of the table.
-    path : str, optional
-        The file it was read from.
-
-    See Also
-    --------
-    PriceTable.load : read a table (the shipped one by default).
-    """
-
-    def __init__(
-        self, prices: Mapping[str, ModelPrice], as_of: str, source: str, path: str | None = None
-    ) -> None:
-        self.prices = dict(prices)
-        self.as_of = as_of
-        self.source = source
-        self.path = path
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str] | None = None) -> PriceTable:
-        """Read a price table; default: ``ragnb/prompts/prices.yaml`` shipped with ragnb.
-
-        The file holds ``as_of``, ``source`` and ``models: {name: {input: x, output: y}}``
-        (US dollars per 1M tokens); an entry may override ``as_of`` and ``source``.
-
-        Raises
-        ------
-        InputError
-            On a missing ``models`` mapping, or a price that is not a non-negative number
-            (naming the file and model).
-        """
-        import yaml
-
-        if path is None:
-            text = (_PROMPTS_DIR / "prices.yaml").read_text(encoding="utf-8")
-            where = "ragnb/prompts/prices.yaml"
-        else:
-            text = Path(path).read_text(encoding="utf-8")
-            where = str(path)
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise InputError(f"malformed YAML: {e}", path=where) from None
-        return cls.from_dict(data, path=where)
-
-    @classmethod
-    def from_dict(cls, data: Any, path: str | None = None) -> PriceTable:
-        """Build a table from the mapping a price file holds (see :meth:`load`)."""
-        if not isinstance(data, Mapping) or not isinstance(data.get("models"), Mapping):
-            raise InputError("a price table needs a 'models' mapping", path=path)
-        as_of = str(data.get("as_of", "unknown"))
-        source = str(data.get("source", "unknown")).strip()
-        prices = {}
-        for name, entry in data["models"].items():
-            if not isinstance(entry, Mapping):
-                raise InputError(f"model {name!r}: expected {{input: x, output: y}}", path=path)
-            values = []
-            for part in ("input", "output"):
-                v = entry.get(part)
-                if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0:
-                    raise InputError(
-                        f"model {name!r}: {part} price must be a number >= 0 (USD per 1M "
-                        f"tokens), got {v!r}",
-                        path=path,
-                    )
-                values.append(float(v))
-            prices[str(name)] = ModelPrice(
-                str(name),
-                values[0],
-                values[1],
-                str(entry.get("as_of", as_of)),
-                str(entry.get("source", source)).strip(),
-            )
-        return cls(prices, as_of, source, path)
-
-    def price(self, model: str) -> ModelPrice | None:
-        """The price of ``model``: exact entry, else the longest entry ``e`` such that the model
-        starts with ``e + "-"``; None when no entry matches.
-
-        Examples
-        --------
-        >>> t = PriceTable.load()
-        >>> t.price("gpt-4o-2024-08-06").model, t.price("gpt-4o-mini").model
-        ('gpt-4o', 'gpt-4o-mini')
-        >>> t.price("my-local-llama") is None
-        True
-        """
-        if model in self.prices:
-            return self.prices[model]
-        best = None
-        for name in self.prices:
-            if model.startswith(name + "-") and (best is None or len(name) > len(best)):
-                best = name
-        return None if best is None else self.prices[best]
-
-    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
-        """US dollars, or NaN when ``model`` has no price."""
-        p = self.price(model)
-        return math.nan if p is None else p.cost(input_tokens, output_tokens)
-
-    def describe(self) -> dict[str, Any]:
-        """Date, source and file of the table, for manifests."""
-        return {"as_of": self.as_of, "source": self.source, "path": self.path}
-
 
 # ----------------------------------------------------------------------------- tokens
 
@@ -858,7 +709,7 @@ def check_budget(estimate: CostEstimate, budget_usd: float) -> float:
         raise BudgetExceededError(
             f"cannot check the budget: no price for model(s) {estimate.unpriced_models} in the "
             f"price table ({estimate.prices.get('path') or 'shipped table'}); add them to a "
-            "copy of ragnb/prompts/prices.yaml and pass it as prices="
+            "copy of ragnb/prices.yaml and pass it as prices="
         )
     total = float(estimate.total_usd)
     if total > budget_usd:

@@ -14,7 +14,10 @@ Every retriever has ``name``, ``index(corpus)`` and ``retrieve(queries, k) -> ru
 
 from __future__ import annotations
 
+import itertools
+import re
 from abc import ABC, abstractmethod
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 import numpy as np
@@ -35,6 +38,7 @@ __all__ = [
     "doc_texts",
     "make_retriever",
     "rrf",
+    "rrf_scores",
 ]
 
 
@@ -60,6 +64,10 @@ def _run_frame(
     return sort_run(run, warn=False).run
 
 
+# describe() keys that count work or report sizes measured after loading: not identity
+_NOT_IDENTITY = re.compile(r"(calls|texts|hits|misses|writes|max_seq_length|dim)$")
+
+
 class Retriever(ABC):
     """Index a corpus once, then retrieve the top ``k`` documents per query."""
 
@@ -76,6 +84,20 @@ class Retriever(ABC):
     def describe(self) -> dict[str, Any]:
         """Name and configuration, for reports."""
         return {"retriever": self.name}
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What identifies the retriever's runs, for stage hashes.
+
+        Returns
+        -------
+        dict
+            ``class`` (the class name) and the items of :meth:`describe` except the counters
+            and measured sizes that do not change a run (keys ending in ``calls``, ``texts``,
+            ``hits``, ``misses``, ``writes``, ``max_seq_length`` or ``dim``).
+        """
+        info = self.describe()
+        kept = {k: v for k, v in info.items() if not _NOT_IDENTITY.search(k)}
+        return {"class": type(self).__name__, **kept}
 
 
 class BM25Retriever(Retriever):
@@ -222,11 +244,60 @@ class DenseRetriever(Retriever):
         }
 
 
+def rrf_scores(rankings: Iterable[Iterable[Hashable]], rrf_k: int = 60) -> dict[Any, float]:
+    """The reciprocal-rank-fusion score of every item of several rankings (the one RRF kernel).
+
+    ``score(d) = sum over rankings r containing d of 1 / (rrf_k + rank_r(d))``, ranks 1-based in
+    each ranking's order; an item absent from a ranking gets nothing from it. The sum runs over
+    the rankings in the given order with Kahan compensation (as pandas' grouped sum), so a
+    document's score does not depend on how the work is split. Both :func:`rrf` (run frames) and
+    the CLQ sweep's hybrid mode (:mod:`ragnb.clq.engine`, lists of chunk rows) fuse through it;
+    each sorts the scores with its own tie rule.
+
+    Parameters
+    ----------
+    rankings : iterable of iterables of hashable
+        Each ranking's items, best first.
+    rrf_k : int, default 60
+        The constant of Cormack et al. (2009), >= 0 (not validated here: the callers do).
+
+    Returns
+    -------
+    dict
+        Item -> fused score (float), in order of first appearance.
+
+    References
+    ----------
+    Cormack, Clarke and Buettcher, "Reciprocal rank fusion outperforms Condorcet and individual
+    rank learning methods", SIGIR 2009, eq. 1.
+
+    Examples
+    --------
+    >>> s = rrf_scores([["x", "y"], ["y"]], rrf_k=60)
+    >>> round(s["y"], 6), round(s["x"], 6)  # y: 1/62 + 1/61, x: 1/61
+    (0.032522, 0.016393)
+    """
+    total: dict[Any, float] = {}
+    carry: dict[Any, float] = {}
+    for ranked in rankings:
+        for rank, item in enumerate(ranked, start=1):
+            x = 1.0 / (rrf_k + rank)
+            old = total.get(item)
+            if old is None:  # the first term: a Kahan step from 0 leaves no carry
+                total[item] = x
+                continue
+            y = x - carry.get(item, 0.0)
+            t = old + y
+            carry[item] = (t - old) - y
+            total[item] = t
+    return total
+
+
 def rrf(runs: list[pd.DataFrame], rrf_k: int = 60, k: int | None = None) -> pd.DataFrame:
     """Reciprocal rank fusion of several runs.
 
     ``score(d) = sum over runs r containing d of 1 / (rrf_k + rank_r(d))``, ranks 1-based in
-    trec_eval order; a document absent from a run gets nothing from it.
+    trec_eval order; a document absent from a run gets nothing from it (:func:`rrf_scores`).
 
     Parameters
     ----------
@@ -240,7 +311,8 @@ def rrf(runs: list[pd.DataFrame], rrf_k: int = 60, k: int | None = None) -> pd.D
     Returns
     -------
     DataFrame
-        Run frame (``query_id``, ``doc_id``, ``score``, ``rank``).
+        Run frame (``query_id``, ``doc_id``, ``score``, ``rank``); ties in the fused score are
+        broken as trec_eval does (``doc_id`` descending).
 
     References
     ----------
@@ -253,8 +325,8 @@ def rrf(runs: list[pd.DataFrame], rrf_k: int = 60, k: int | None = None) -> pd.D
     >>> a = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["x", "y"], "score": [2.0, 1.0]})
     >>> b = pd.DataFrame({"query_id": ["q"], "doc_id": ["y"], "score": [5.0]})
     >>> fused = rrf([a, b], rrf_k=60)
-    >>> fused["doc_id"].tolist(), round(fused["score"].iloc[0], 6)  # y: 1/62 + 1/61
-    (['y', 'x'], 0.032523)
+    >>> fused["doc_id"].tolist(), round(float(fused["score"].iloc[0]), 6)  # y: 1/62 + 1/61
+    (['y', 'x'], 0.032522)
     """
     if not runs:
         raise InputError("rrf needs at least one run")
@@ -262,22 +334,29 @@ def rrf(runs: list[pd.DataFrame], rrf_k: int = 60, k: int | None = None) -> pd.D
         raise InputError(f"rrf_k must be >= 0, got {rrf_k}")
     if k is not None:
         check_positive_int(k, "cutoff k")
-    parts = []
-    for run in runs:
-        ranked = sort_run(run[["query_id", "doc_id", "score"]], warn=False).run
-        parts.append(
-            pd.DataFrame(
-                {
-                    "query_id": ranked["query_id"],
-                    "doc_id": ranked["doc_id"],
-                    "score": 1.0 / (rrf_k + ranked["rank"].to_numpy(dtype=np.float64)),
-                }
-            )
-        )
-    fused = (
-        pd.concat(parts, ignore_index=True)
-        .groupby(["query_id", "doc_id"], as_index=False, sort=False)["score"]
-        .sum()
+    ranked_runs = [sort_run(r[["query_id", "doc_id", "score"]], warn=False).run for r in runs]
+    per_query: dict[Any, list[list[Any]]] = {}
+    for ranked in ranked_runs:
+        qids = ranked["query_id"].to_numpy()
+        starts = np.flatnonzero(ranked["rank"].to_numpy() == 1).tolist() + [len(ranked)]
+        docs = ranked["doc_id"].tolist()
+        for a, b in itertools.pairwise(starts):
+            per_query.setdefault(qids[a], []).append(docs[a:b])
+    qs: list[Any] = []
+    ds: list[Any] = []
+    ss: list[float] = []
+    for qid, lists in per_query.items():
+        scores = rrf_scores(lists, rrf_k)
+        qs += [qid] * len(scores)
+        ds += list(scores)
+        ss += list(scores.values())
+    dtypes = pd.concat([r.iloc[:0] for r in ranked_runs]).dtypes  # the columns' common types
+    fused = pd.DataFrame(
+        {
+            "query_id": pd.Series(qs, dtype=dtypes["query_id"]),
+            "doc_id": pd.Series(ds, dtype=dtypes["doc_id"]),
+            "score": np.asarray(ss, dtype=np.float64),
+        }
     )
     out = sort_run(fused, warn=False).run
     if k is not None:

@@ -711,7 +711,7 @@ def build_sample(
 
     import pandas as pd
 
-    from ragnb.io import atomic_write, write_json, write_jsonl, write_qrels
+    from ragnb.io import write_json
 
     data = _assemble_isolated(seed)
     qrels = pd.DataFrame(data["qrels"], columns=["query_id", "doc_id", "relevance"]).astype(
@@ -735,54 +735,8 @@ def build_sample(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     built = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.build-", dir=out_dir.parent))
     try:
-        write_jsonl(data["corpus"], built / "corpus.jsonl")
-        write_jsonl(data["queries"], built / "queries.jsonl")
-        write_qrels(qrels, built / "qrels" / "test.tsv", form="beir")
-        with atomic_write(built / "README.md") as f:
-            f.write(
-                _README.format(
-                    version=sys.version.replace("\n", " "),
-                    queries=counts["queries"],
-                    passages=counts["passages"],
-                    pairs=counts["qrels_pairs"],
-                    positives=counts["positives"],
-                    negatives=counts["negatives"],
-                    max_pos=MAX_POSITIVES,
-                    max_neg=MAX_NEGATIVES,
-                    max_chars=MAX_TEXT_CHARS,
-                )
-            )
-        files = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "README.md")
-        recipe = {
-            "name": DATASET_NAME,
-            "builder": BUILDER,
-            "reference": REFERENCE,
-            "source": "docstrings of the Python standard library of the interpreter that ran "
-            "the build (inspect.cleandoc of each object's own __doc__)",
-            "licence": "PSF License Agreement (https://docs.python.org/3/license.html)",
-            "python": {
-                "version": sys.version,
-                "implementation": sys.implementation.name,
-            },
-            "seed": seed,
-            "parameters": {
-                "max_positives": MAX_POSITIVES,
-                "max_negatives": MAX_NEGATIVES,
-                "min_positives": MIN_POSITIVES,
-                "min_doc_chars": MIN_DOC_CHARS,
-                "max_text_chars": MAX_TEXT_CHARS,
-                "max_query_chars": MAX_QUERY_CHARS,
-            },
-            "rules": RULES,
-            "modules": {
-                "requested": {m: list(RELATED[m]) for m in sorted(RELATED)},
-                "used": sorted(data["related"]),
-                "skipped": data["skipped"],
-            },
-            "related": data["related"],
-            "counts": counts,
-            "files": {name: _file_sha256(built / name) for name in files},
-        }
+        files = _write_dataset(built, data, qrels, counts)
+        recipe = _recipe(data, counts, seed, files)
         write_json(recipe, built / "recipe.json")
         _make_readable(built)
         _swap_in(built, out_dir)
@@ -791,3 +745,66 @@ def build_sample(
             shutil.rmtree(built)
         raise
     return recipe
+
+
+def _write_dataset(
+    built: Path, data: dict[str, Any], qrels: Any, counts: dict[str, Any]
+) -> dict[str, str]:
+    """Write the corpus, queries, qrels and README into ``built``; their sha256 by name."""
+    from ragnb.io import atomic_write, write_jsonl, write_qrels
+
+    write_jsonl(data["corpus"], built / "corpus.jsonl")
+    write_jsonl(data["queries"], built / "queries.jsonl")
+    write_qrels(qrels, built / "qrels" / "test.tsv", form="beir")
+    with atomic_write(built / "README.md") as f:
+        f.write(
+            _README.format(
+                version=sys.version.replace("\n", " "),
+                queries=counts["queries"],
+                passages=counts["passages"],
+                pairs=counts["qrels_pairs"],
+                positives=counts["positives"],
+                negatives=counts["negatives"],
+                max_pos=MAX_POSITIVES,
+                max_neg=MAX_NEGATIVES,
+                max_chars=MAX_TEXT_CHARS,
+            )
+        )
+    files = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "README.md")
+    return {name: _file_sha256(built / name) for name in files}
+
+
+def _recipe(
+    data: dict[str, Any], counts: dict[str, Any], seed: int, files: dict[str, str]
+) -> dict[str, Any]:
+    """The content of ``recipe.json``: source, parameters, rules, modules, counts, file hashes."""
+    return {
+        "name": DATASET_NAME,
+        "builder": BUILDER,
+        "reference": REFERENCE,
+        "source": "docstrings of the Python standard library of the interpreter that ran "
+        "the build (inspect.cleandoc of each object's own __doc__)",
+        "licence": "PSF License Agreement (https://docs.python.org/3/license.html)",
+        "python": {
+            "version": sys.version,
+            "implementation": sys.implementation.name,
+        },
+        "seed": seed,
+        "parameters": {
+            "max_positives": MAX_POSITIVES,
+            "max_negatives": MAX_NEGATIVES,
+            "min_positives": MIN_POSITIVES,
+            "min_doc_chars": MIN_DOC_CHARS,
+            "max_text_chars": MAX_TEXT_CHARS,
+            "max_query_chars": MAX_QUERY_CHARS,
+        },
+        "rules": RULES,
+        "modules": {
+            "requested": {m: list(RELATED[m]) for m in sorted(RELATED)},
+            "used": sorted(data["related"]),
+            "skipped": data["skipped"],
+        },
+        "related": data["related"],
+        "counts": counts,
+        "files": files,
+    }

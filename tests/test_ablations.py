@@ -3,7 +3,7 @@
 Each ablation is checked against the paper's definition: what it changes, where (query,
 candidates), and what it must leave alone. The table's arithmetic is checked on a hand-made
 margins frame and, end to end, with a deterministic bag-of-words embedder (a real
-:class:`ragnb.embed.base.Embedder` subclass).
+:class:`ragnb.embed.Embedder` subclass).
 """
 
 from __future__ import annotations

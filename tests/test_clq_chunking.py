@@ -12,11 +12,10 @@ from ragnb.clq.chunking import (
     CHUNK_COLUMNS,
     Chunker,
     chunk_corpus,
-    chunk_qrels,
     collapse_to_documents,
-    scifact_evidence,
     split_sentences,
 )
+from ragnb.clq.evidence import chunk_qrels, scifact_evidence
 from ragnb.errors import InputError
 from ragnb.io import read_beir
 

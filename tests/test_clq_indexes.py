@@ -8,15 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.clq.indexes import (
-    INDEX_KINDS,
-    SUPPORTED,
-    exact_top_k,
-    make_index,
-    memory_estimate,
-    memory_table,
-    recall_vs_ef,
-)
+from ragnb.clq.index_measures import exact_top_k, memory_estimate, memory_table, recall_vs_ef
+from ragnb.clq.indexes import INDEX_KINDS, SUPPORTED, make_index
 from ragnb.errors import InputError
 
 N, D, NQ, K = 2000, 64, 100, 10

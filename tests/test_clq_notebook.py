@@ -9,7 +9,7 @@ from dataclasses import fields
 
 import pytest
 
-from ragnb.clq.sweep import ClqTradeoffsConfig
+from ragnb.clq.study import ClqTradeoffsConfig
 from ragnb.errors import InputError
 from ragnb.report import notebook_parameters, render_report, resolve_notebook
 

@@ -160,7 +160,7 @@ def test_truncated_dimensions_reuse_the_full_vectors(small, tmp_path):
     import warnings
 
     from ragnb.clq.chunking import Chunker, chunk_corpus
-    from ragnb.embed.base import make_embedder
+    from ragnb.embed import make_embedder
 
     grid = SweepGrid(
         embedders=["wordllama"],
@@ -186,7 +186,7 @@ def test_truncated_dimensions_reuse_the_full_vectors(small, tmp_path):
 def test_staged_search_fixes_one_stage_at_a_time(small, tmp_path):
     """SPEAR's staged search: the sum, not the product, of the stages' sizes is measured, and
     each stage keeps the best value of its knobs."""
-    from ragnb.clq.sweep import staged_search
+    from ragnb.clq.staged import staged_search
 
     grid = SweepGrid(
         embedders=["wordllama"],

@@ -460,7 +460,7 @@ def test_bad_arguments_raise_input_error():
 
 
 def test_embedding_cosine_relevance(tmp_path):
-    from ragnb.embed.base import make_embedder
+    from ragnb.embed import make_embedder
 
     embedder = make_embedder(cache_dir=tmp_path, progress=False)
     sample = {

@@ -186,7 +186,7 @@ def test_graded_sum_of_ink_above_np_is_caught():
 
 @pytest.fixture(scope="module")
 def embedder(tmp_path_factory):
-    from ragnb.embed.base import make_embedder
+    from ragnb.embed import make_embedder
 
     return make_embedder(
         "wordllama", cache=Cache(tmp_path_factory.mktemp("emb-cache")), progress=False

@@ -2,7 +2,7 @@
 tables from real data, bundle construction, margin arithmetic on hand-set vectors, determinism,
 and a tiny real run with MiniLM.
 
-The fake embedders are real subclasses of :class:`ragnb.embed.base.Embedder`: one looks vectors up
+The fake embedders are real subclasses of :class:`ragnb.embed.Embedder`: one looks vectors up
 in a table set by the test (so margins are known by hand), one is a hashed bag of words.
 """
 
@@ -33,7 +33,7 @@ from ragnb.diagnostics import (
     parse_person_names,
     scifact_author_table,
 )
-from ragnb.embed.base import Embedder
+from ragnb.embed import Embedder
 from ragnb.errors import InputError
 
 
@@ -333,7 +333,7 @@ def test_doctests():
 
 @pytest.fixture(scope="module")
 def minilm(tmp_path_factory):
-    from ragnb.embed.base import make_embedder
+    from ragnb.embed import make_embedder
 
     return make_embedder(cache_dir=tmp_path_factory.mktemp("minilm-cache"), progress=False)
 

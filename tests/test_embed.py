@@ -18,7 +18,8 @@ import pytest
 from openai_server import Reply, hashed_embedding
 
 from ragnb.cache import Cache
-from ragnb.embed.base import KEY_PARTS, NAMESPACE, CachedEmbedder, OpenAIEmbedder
+from ragnb.embed import CachedEmbedder, OpenAIEmbedder
+from ragnb.embed.cached import KEY_PARTS, NAMESPACE
 
 EMB = "/v1/embeddings"
 
@@ -300,7 +301,7 @@ def test_cached_embedder_empty(openai_server, tmp_path):
 
 def test_sentence_transformer_default_model_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from ragnb.embed.base import SentenceTransformerEmbedder
+    from ragnb.embed import SentenceTransformerEmbedder
 
     emb = SentenceTransformerEmbedder()
     assert emb.model_id == "sentence-transformers/all-MiniLM-L6-v2"

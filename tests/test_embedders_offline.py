@@ -4,7 +4,7 @@ Every backend of :data:`ragnb.embed.offline.OFFLINE_MODELS` is loaded once per m
 ``HF_HUB_OFFLINE=1`` and every non-loopback socket connection refused, then checked for shape,
 dtype, unit norm, determinism and "similar texts are closer than unrelated ones". The int8 ONNX
 MiniLM is compared with the float sentence-transformers MiniLM; the e5 prefixes, dimension
-truncation, cache keys and :func:`ragnb.embed.base.make_embedder` routing have their own tests.
+truncation, cache keys and :func:`ragnb.embed.make_embedder` routing have their own tests.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ragnb.cache import Cache
-from ragnb.embed.base import (
+from ragnb.embed import (
     CachedEmbedder,
     Embedder,
     OpenAIEmbedder,

@@ -1,4 +1,4 @@
-"""The golden-set pipeline (ragnb.golden.study): S1-S6 on a real subset of data/pydocs, resumable
+"""The golden-set pipeline (ragnb.golden): S1-S6 on a real subset of data/pydocs, resumable
 stages, incremental judging, the run folder and its manifest, and an LLM judge end to end
 against the local OpenAI-compatible server (with a canary API key)."""
 
@@ -16,7 +16,7 @@ import pytest
 from openai_server import ChatAnswer, error
 
 from ragnb.errors import InputError
-from ragnb.golden.study import (
+from ragnb.golden import (
     GoldenPipeline,
     GoldenSetConfig,
     default_keep_grade,
@@ -261,19 +261,23 @@ def test_second_run_is_a_noop_and_a_changed_parameter_reruns_only_its_stages(pyd
 
 
 def test_a_code_change_reruns_the_stages_that_run_it(pydocs, ten, tmp_path, monkeypatch):
-    import ragnb.golden.study
+    import ragnb.golden.config
 
     build(pydocs, ten, QrelsJudge(pydocs.qrels, missing=0), tmp_path / "run").run()
     # as if the prune code had changed: S5 runs again, S1-S4 do not; S5's output is the same, and
     # S6 is keyed on that output, not on S5's inputs, so S6 is still valid and reused
-    monkeypatch.setitem(ragnb.golden.study.STAGE_CODE, "s5", ("ragnb.golden.study", "ragnb.stats"))
+    monkeypatch.setitem(
+        ragnb.golden.config.STAGE_CODE, "s5", ("ragnb.golden.stages", "ragnb.stats")
+    )
     judge = CountingJudge(QrelsJudge(pydocs.qrels, missing=0))
     gs = build(pydocs, ten, judge, tmp_path / "run").run()
     reused = {s: r.reused for s, r in gs.pipeline._records.items()}
     assert reused == {"s1": True, "s2": True, "s3": True, "s4": True, "s5": False, "s6": True}
     assert judge.graded == 0 and judge.ranked == 0
     # a change of the refinement code reruns S6
-    monkeypatch.setitem(ragnb.golden.study.STAGE_CODE, "s6", ("ragnb.golden.study", "ragnb.stats"))
+    monkeypatch.setitem(
+        ragnb.golden.config.STAGE_CODE, "s6", ("ragnb.golden.stages", "ragnb.stats")
+    )
     gs = build(pydocs, ten, judge, tmp_path / "run").run()
     assert not gs.pipeline._records["s6"].reused and judge.ranked > 0
 

@@ -18,7 +18,7 @@ import pytest
 from test_golden import PYDOCS, scan_for, scripted, small_beir
 
 from ragnb.errors import InputError
-from ragnb.golden.study import GoldenSetConfig
+from ragnb.golden import GoldenSetConfig
 from ragnb.report import notebook_parameters, render_report, resolve_notebook
 
 NOTEBOOK = "02_golden_set"

@@ -259,7 +259,7 @@ def test_noise_retrieval_impact_accepts_a_factory(small):
 
 
 def test_noise_similarity_minilm_small(tmp_path, pydocs):
-    from ragnb.embed.base import make_embedder
+    from ragnb.embed import make_embedder
 
     emb = make_embedder(cache_dir=tmp_path, progress=False)
     refs = reference_passages(pydocs)

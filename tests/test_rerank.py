@@ -115,7 +115,7 @@ class _FakeEmbedder:
 
 
 def test_embedder_rescorer_gives_the_cosine_order(tmp_path):
-    from ragnb.embed.base import make_embedder
+    from ragnb.embed import make_embedder
 
     emb = make_embedder("wordllama", cache=Cache(tmp_path), progress=False)
     rr = EmbedderRescorer(emb)
@@ -447,8 +447,15 @@ def test_make_reranker_specs(openai_server, tmp_path):
 
 def test_doctests():
     import doctest
+    import importlib
+    import pkgutil
 
     import ragnb.rerank
 
-    result = doctest.testmod(ragnb.rerank)
-    assert result.attempted >= 10 and result.failed == 0
+    modules = [ragnb.rerank] + [
+        importlib.import_module(f"ragnb.rerank.{m.name}")
+        for m in pkgutil.iter_modules(ragnb.rerank.__path__)
+    ]
+    results = [doctest.testmod(m) for m in modules]
+    attempted = sum(r.attempted for r in results)
+    assert attempted >= 10 and sum(r.failed for r in results) == 0

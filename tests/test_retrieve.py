@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.embed.base import make_embedder
+from ragnb.embed import make_embedder
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.frames import check_run

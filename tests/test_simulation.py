@@ -11,12 +11,12 @@ import pytest
 from scipy.stats import norm
 
 from ragnb.errors import InputError
+from ragnb.golden.simulated_judge import window_starts
 from ragnb.golden.simulation import (
     FRAME_COLUMNS,
     METRICS,
     NoisyUtilityRanker,
     TokenCost,
-    _window_starts,
     compare_methods,
     estimate_passage_tokens,
     latent_utilities,
@@ -80,9 +80,9 @@ def test_noise_models_give_their_pairwise_probabilities(model, p_correct):
 
 
 def test_window_starts_bottom_up():
-    assert _window_starts(40, 20, 10) == [20, 10, 0]
-    assert _window_starts(45, 20, 10) == [25, 15, 5, 0]
-    assert _window_starts(20, 20, 10) == [0] == _window_starts(7, 20, 10)
+    assert window_starts(40, 20, 10) == [20, 10, 0]
+    assert window_starts(45, 20, 10) == [25, 15, 5, 0]
+    assert window_starts(20, 20, 10) == [0] == window_starts(7, 20, 10)
 
 
 def test_sliding_window_brings_the_best_to_the_top_in_one_pass():

@@ -130,7 +130,7 @@ def test_bootstrap_intervals_match_scipy_on_the_same_resamples(n, method):
     rng = np.random.default_rng(n)
     a, b = rng.random(n), rng.random(n).round(1)  # b is coarse: resampled means tie
     r = stats.paired_bootstrap(series(a), series(b), n_resamples=3000, method=method, seed=2)
-    boot = stats._bootstrap_means(a - b, 3000, np.random.default_rng(2))
+    boot = stats.bootstrap._bootstrap_means(a - b, 3000, np.random.default_rng(2))
     ref = scipy.stats.bootstrap(
         (a - b,),
         np.mean,

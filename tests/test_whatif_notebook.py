@@ -14,7 +14,8 @@ from browser import check_offline_render, open_offline
 
 from ragnb.io import read_beir, read_run
 from ragnb.report import notebook_parameters, project_root, render_report, resolve_notebook
-from ragnb.whatif.study import WhatIfConfig, precompute
+from ragnb.whatif.grid import precompute
+from ragnb.whatif.study import WhatIfConfig
 
 NOTEBOOK = "06_what_if"
 

@@ -11,7 +11,7 @@ from ragnb.evaluate import evaluate
 from ragnb.io import read_beir
 from ragnb.measures import map_grades
 from ragnb.retrieve import BM25Retriever
-from ragnb.whatif.study import WhatIfFrames, combine, precompute
+from ragnb.whatif.grid import WhatIfFrames, combine, precompute
 from ragnb.whatif.widgets import WhatIfWidget, interactive_frontend, view
 
 

@@ -12,8 +12,8 @@ Three parts, each in US dollars per 1,000 queries:
 - **Generator input**: the ``generator_k`` chunks sent to the generator times their mean token
   length times the generator's input price (Dallaire's GPT-5 table, section 3.2.1).
 
-Prices come from a dated, editable YAML table (``ragnb/clq/prices.yaml``, the format of
-:class:`ragnb.ledger.PriceTable`). A model missing from the table makes its part NaN, never 0.
+Prices come from ragnb's one dated, editable YAML table (``ragnb/prices.yaml``, read by
+:class:`ragnb.prices.PriceTable`). A model missing from the table makes its part NaN, never 0.
 
 References
 ----------
@@ -26,13 +26,13 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.ledger import PriceTable, count_tokens
+from ragnb.ledger import count_tokens
+from ragnb.prices import PRICES_PATH, PriceTable
 
 __all__ = [
     "PRICES_PATH",
@@ -44,18 +44,17 @@ __all__ = [
     "rerank_cost_table",
 ]
 
-#: The shipped price table.
-PRICES_PATH = Path(__file__).with_name("prices.yaml")
 TOKENIZER = "gpt-5"  # o200k_base: the offline token count of every text
 
 
 def load_prices(path: str | os.PathLike[str] | None = None) -> tuple[PriceTable, float | None]:
-    """Read a CLQ price table and its machine price.
+    """Read a price table and its machine price (:meth:`ragnb.prices.PriceTable.load`).
 
     Parameters
     ----------
     path : str or PathLike, optional
-        A YAML file in the format of ``ragnb/clq/prices.yaml``; default that file.
+        A YAML file in the format of ``ragnb/prices.yaml``; default that file, the one price
+        table of ragnb.
 
     Returns
     -------
@@ -69,19 +68,8 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> tuple[PriceTable,
     InputError
         Malformed YAML, a missing ``models`` mapping, a negative or non-numeric price.
     """
-    import yaml
-
-    where = Path(path) if path is not None else PRICES_PATH
-    table = PriceTable.load(where)
-    data = yaml.safe_load(where.read_text(encoding="utf-8"))
-    machine = data.get("machine_usd_per_hour") if isinstance(data, dict) else None
-    if machine is not None and (
-        isinstance(machine, bool) or not isinstance(machine, int | float) or machine < 0
-    ):
-        raise InputError(
-            f"machine_usd_per_hour must be a number >= 0, got {machine!r}", path=str(where)
-        )
-    return table, None if machine is None else float(machine)
+    table = PriceTable.load(path)
+    return table, table.machine_usd_per_hour
 
 
 def api_model(spec: str) -> str | None:
@@ -122,7 +110,7 @@ class CostModel:
     Parameters
     ----------
     prices : PriceTable
-        Default: the shipped ``ragnb/clq/prices.yaml``.
+        Default: the shipped ``ragnb/prices.yaml``.
     machine_usd_per_hour : float, optional
         Price of the machine running the local stages, US dollars per hour; default the price
         file's ``machine_usd_per_hour``.

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.validation import require_columns
 
 __all__ = [
     "EFFICIENCY_MEASURES",
@@ -53,9 +54,7 @@ EFFICIENCY_MEASURES = ("N-Recall4+@10", "RA-nWG@10", "N-Recall4+@30", "RA-nWG@30
 
 
 def _need(frame: pd.DataFrame, *columns: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise InputError(f"results table lacks column(s) {missing}", column=missing[0])
+    require_columns(frame, columns, "results table")
 
 
 def pareto_front(
@@ -181,6 +180,24 @@ def _quality_ties(frame: pd.DataFrame, quality: str, tol: float) -> pd.DataFrame
     return frame[frame[quality] >= best - tol]
 
 
+def _best_quality(
+    frame: pd.DataFrame,
+    ok: pd.DataFrame,
+    rule: str,
+    lead: str,
+    quality: str,
+    latency: str,
+    k_column: str,
+    quality_tol: float,
+) -> Choice:
+    """Among the feasible rows ``ok`` of ``frame`` with a quality, the highest quality; rows
+    within ``quality_tol`` of it tie and go to the smaller K, then the higher efficiency."""
+    ok = ok.dropna(subset=[quality])
+    ties = _quality_ties(ok, quality, quality_tol)
+    ranked = _order(ties, [(quality, False)], k_column, _eff(frame))
+    return _choice(rule, ranked, len(ok), _sentence(ranked, lead, quality, latency, len(ok)))
+
+
 def best_under_sla(
     frame: pd.DataFrame,
     sla_ms: float,
@@ -217,17 +234,9 @@ def best_under_sla(
     'c'
     """
     _need(frame, latency, quality, k_column)
-    ok = frame[frame[latency] <= sla_ms].dropna(subset=[quality])
-    ties = _quality_ties(ok, quality, quality_tol)
-    ranked = _order(ties, [(quality, False)], k_column, _eff(frame))
-    sentence = _sentence(
-        ranked,
-        f"Under a {latency.replace('latency_', '').replace('_ms', '')} SLA of {sla_ms:g} ms",
-        quality,
-        latency,
-        len(ok),
-    )
-    return _choice("sla", ranked, len(ok), sentence)
+    lead = f"Under a {latency.replace('latency_', '').replace('_ms', '')} SLA of {sla_ms:g} ms"
+    ok = frame[frame[latency] <= sla_ms]
+    return _best_quality(frame, ok, "sla", lead, quality, latency, k_column, quality_tol)
 
 
 def best_under_budget(
@@ -252,17 +261,9 @@ def best_under_budget(
     Choice
     """
     _need(frame, cost, quality, k_column)
-    ok = frame[frame[cost] <= budget_usd_per_1k].dropna(subset=[quality])
-    ties = _quality_ties(ok, quality, quality_tol)
-    ranked = _order(ties, [(quality, False)], k_column, _eff(frame))
-    sentence = _sentence(
-        ranked,
-        f"Under a budget of USD {budget_usd_per_1k:g} per 1,000 queries",
-        quality,
-        latency,
-        len(ok),
-    )
-    return _choice("budget", ranked, len(ok), sentence)
+    lead = f"Under a budget of USD {budget_usd_per_1k:g} per 1,000 queries"
+    ok = frame[frame[cost] <= budget_usd_per_1k]
+    return _best_quality(frame, ok, "budget", lead, quality, latency, k_column, quality_tol)
 
 
 def fastest_for_target(

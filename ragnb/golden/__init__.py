@@ -1,41 +1,46 @@
 """Notebook 02: golden sets by pooling, LLM judging and Plackett-Luce refinement.
 
-- :mod:`ragnb.golden.study`: the S1-S6 pipeline, the golden set and notebook 02's configuration.
-- :mod:`ragnb.golden.refine`: Plackett-Luce listwise refinement (Dallaire, Algorithm 1).
+- :mod:`ragnb.golden.config`: :class:`GoldenSetConfig` (notebook 02's parameters) and the names
+  the stages share (pool systems, judges, stage files, stage code).
+- :mod:`ragnb.golden.stages`: the six stages S1-S6 as functions over DataFrames.
+- :mod:`ragnb.golden.pipeline`: :class:`GoldenPipeline`, S1-S6 resumable from a run folder
+  (:mod:`ragnb.golden.store`), their input hashes (:mod:`ragnb.golden.fingerprints`).
+- :mod:`ragnb.golden.goldenset`: :class:`GoldenSet`, the result, with incremental judging and
+  exports; :mod:`ragnb.golden.analysis`: its coverage tables.
+- :mod:`ragnb.golden.judging`: the judge built from the parameters, described without secrets.
+- :mod:`ragnb.golden.study`: the notebook's own tables (cost estimate, simulation summary).
+- :mod:`ragnb.golden.refine`: Plackett-Luce listwise refinement (Dallaire, Algorithm 1), with its
+  update and lock rules in :mod:`ragnb.golden.plackett_luce`.
 - :mod:`ragnb.golden.calibration`: judge against human labels.
 - :mod:`ragnb.golden.simulation`: refinement against one-shot judging at equal budget.
+
+Query rewriting (S1) is :class:`ragnb.judge.LLMRewriter` (also importable from here).
 """
 
-from ragnb.golden.study import (
+from ragnb.golden.analysis import grade_distribution, judged_table, pool_overlap
+from ragnb.golden.config import (
     JUDGES,
     POOL_RETRIEVERS,
     STAGE_CODE,
     STAGES,
-    GoldenPipeline,
-    GoldenSet,
     GoldenSetConfig,
-    Increment,
-    LLMRewriter,
-    StageRecord,
+)
+from ragnb.golden.fingerprints import judge_fingerprint
+from ragnb.golden.goldenset import GoldenSet, Increment
+from ragnb.golden.judging import human_labels, judge_banner, make_judge, public_judge_info
+from ragnb.golden.pipeline import GoldenPipeline, StageRecord
+from ragnb.golden.stages import (
     default_keep_grade,
-    estimate_markdown,
     grade_candidates,
-    grade_distribution,
-    human_labels,
-    judge_banner,
-    judge_fingerprint,
-    judged_table,
-    make_judge,
     make_pool_retriever,
     merge_pools,
     normalise_queries,
     pool_candidates,
-    pool_overlap,
     prune_pool,
-    public_judge_info,
     refine_pools,
-    simulation_table,
 )
+from ragnb.golden.study import estimate_markdown, simulation_table
+from ragnb.judge.rewriter import LLMRewriter
 
 __all__ = [
     "GoldenPipeline",

@@ -50,9 +50,11 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.frames import sort_run
+from ragnb.golden.stages import provenance_rows
 from ragnb.measures import parse_measure
 from ragnb.measures._kernel import as_qrels_frame, as_run_frame
 from ragnb.measures.context import pooled_qrels, pr_curve
+from ragnb.validation import check_positive_int, require_columns
 
 __all__ = [
     "Calibration",
@@ -413,7 +415,7 @@ class Calibration:
     def export(self, folder: str | Path) -> Path:
         """Write ``pairs.csv``, ``confusion.csv``, ``agreement.csv``, ``systems.csv`` and
         ``calibration.json`` into ``folder``, atomically; returns the folder."""
-        from ragnb.io import atomic_write, write_json
+        from ragnb.io import write_json, write_table_csv
 
         folder = Path(folder)
         for stem, frame in (
@@ -422,8 +424,7 @@ class Calibration:
             ("agreement", self.agreement),
             ("systems", self.systems),
         ):
-            with atomic_write(folder / f"{stem}.csv") as f:
-                frame.to_csv(f, index=False)
+            write_table_csv(frame, folder / f"{stem}.csv")
         write_json(self.summary(), folder / "calibration.json")
         return folder
 
@@ -519,24 +520,13 @@ def spear_pool(runs: Mapping[str, Any], k: int) -> pd.DataFrame:
         ``query_id``, ``doc_id``, ``systems`` (the systems that retrieved it in their top ``k``,
         comma-separated, in the mapping's order), ``best_rank`` (int), one row per pair, sorted.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
+    check_positive_int(k, "k")
     if not runs:
         raise InputError("spear_pool needs at least one run")
     parts = []
     for name, run in runs.items():
         ranked = sort_run(as_run_frame(run), warn=False).run
-        top = ranked[ranked["rank"] <= k]
-        parts.append(
-            pd.DataFrame(
-                {
-                    "query_id": top["query_id"].astype(str).to_numpy(dtype=object),
-                    "doc_id": top["doc_id"].astype(str).to_numpy(dtype=object),
-                    "system": str(name),
-                    "rank": top["rank"].to_numpy(dtype=np.int64),
-                }
-            )
-        )
+        parts.append(provenance_rows(ranked[ranked["rank"] <= k], name).drop(columns="score"))
     both = pd.concat(parts, ignore_index=True)
     order = {str(n): i for i, n in enumerate(runs)}
     both["_o"] = both["system"].map(order)
@@ -728,9 +718,7 @@ def minimal_facts(
     cols = ["query_id", "doc_id", "fact_id", "fact"]
     if extract is None:
         return pd.DataFrame(columns=cols)
-    missing = [c for c in ("query_id", "doc_id", "query", "passage") if c not in relevant.columns]
-    if missing:
-        raise InputError(f"relevant pairs lack columns {missing}")
+    require_columns(relevant, ("query_id", "doc_id", "query", "passage"), "relevant pairs")
     many = getattr(extract, "many", None)
     pairs = list(zip(relevant["query"].astype(str), relevant["passage"].astype(str), strict=True))
     facts_of = many(pairs) if callable(many) else [extract(q, p) for q, p in pairs]
@@ -765,8 +753,7 @@ def fact_recall(facts: pd.DataFrame, runs: Mapping[str, Any], k: int) -> pd.Data
         One row per system: ``system``, ``k``, ``facts_found``, ``facts`` (over every query),
         ``recall`` (macro mean over queries of found / facts of the query), ``n_queries``.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
+    check_positive_int(k, "k")
     per_query_total = facts.groupby("query_id")["fact_id"].nunique()
     rows = []
     for name, run in runs.items():

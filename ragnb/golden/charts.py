@@ -87,7 +87,7 @@ def judged_at_k_chart(frame: pd.DataFrame, *, width: int = 320, height: int = 18
     Parameters
     ----------
     frame : DataFrame
-        :meth:`ragnb.golden.study.GoldenSet.judged_at_k`: columns ``system``, ``role`` ("pool" or
+        :meth:`ragnb.golden.GoldenSet.judged_at_k`: columns ``system``, ``role`` ("pool" or
         "new"), ``k`` (int), ``judged`` (float in [0, 1]).
     """
     return (
@@ -112,7 +112,7 @@ def refinement_convergence_chart(
     Parameters
     ----------
     frame : DataFrame
-        :meth:`ragnb.golden.study.GoldenSet.convergence`: columns ``query_id`` (``"(mean)"`` for the
+        :meth:`ragnb.golden.GoldenSet.convergence`: columns ``query_id`` (``"(mean)"`` for the
         mean), ``iteration`` (int), ``metric`` (str: ``n_locks``, ``mean_sigma``,
         ``stable_for``), ``value`` (float).
     """

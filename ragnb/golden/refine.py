@@ -65,7 +65,6 @@ References
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -75,6 +74,13 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.golden.plackett_luce import (
+    LockGraph,
+    initial_scores_from_grades,
+    lock_rule,
+    pl_gradient,
+    topological_order,
+)
 
 __all__ = [
     "HISTORY_COLUMNS",
@@ -239,263 +245,6 @@ class RefineConfig:
                 "RefineConfig.selection must be 'weighted', 'lowest' or 'unresolved', got "
                 f"{self.selection!r}"
             )
-
-
-# ----------------------------------------------------------------------------- kernels
-
-
-def pl_gradient(
-    scores: np.ndarray, order: Sequence[int] | np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Stage-wise Plackett-Luce gradient and Fisher increments of one judged order.
-
-    Parameters
-    ----------
-    scores : ndarray of float, shape (n,)
-        Current scores ``s`` of all items (log-worths).
-    order : sequence of int, length m
-        Indices into ``scores`` of the judged items, best first.
-
-    Returns
-    -------
-    grad : ndarray of float64, shape (n,)
-        ``d log P(order) / d s``: over the suffixes ``S_k`` of the order,
-        ``grad_j = sum_k ([j = order_k] - p_{k,j})`` with ``p_{k,j} = exp(s_j) / sum_{u in S_k}
-        exp(s_u)`` for ``j in S_k``; zero outside the batch. Sums to 0.
-    info : ndarray of float64, shape (n,)
-        ``sum_k p_{k,j} (1 - p_{k,j})`` over the suffixes holding ``j``; zero outside the batch.
-
-    References
-    ----------
-    .. [1] Dallaire, arXiv:2511.09545, Section 3.4, "Listwise PL update over a judged order".
-
-    Examples
-    --------
-    Three items with equal scores judged ``0 > 1 > 2``. Suffix ``{0, 1, 2}``: ``p = 1/3`` each;
-    suffix ``{1, 2}``: ``p = 1/2``; suffix ``{2}``: ``p = 1``. So ``grad_0 = 1 - 1/3``,
-    ``grad_1 = -1/3 + (1 - 1/2)``, ``grad_2 = -1/3 - 1/2 + (1 - 1)``, and
-    ``info_0 = 2/9``, ``info_1 = info_2 = 2/9 + 1/4``:
-
-    >>> grad, info = pl_gradient(np.zeros(3), [0, 1, 2])
-    >>> (grad * 36).round(9).tolist(), (info * 36).round(9).tolist()
-    ([24.0, 6.0, -30.0], [8.0, 17.0, 17.0])
-    """
-    idx = np.asarray(order, dtype=np.int64)
-    s = np.asarray(scores, dtype=np.float64)[idx]
-    m = idx.size
-    grad = np.zeros(len(scores))
-    info = np.zeros(len(scores))
-    if m == 0:
-        return grad, info
-    suffix = np.arange(m)[None, :] >= np.arange(m)[:, None]  # (k, i): i in S_k
-    logits = np.where(suffix, s[None, :], -np.inf)
-    logits = logits - logits.max(axis=1, keepdims=True)
-    w = np.exp(logits)
-    p = w / w.sum(axis=1, keepdims=True)  # (m, m): row k is the softmax over S_k
-    g = np.eye(m) - p  # [j = order_k] - p_{k,j}; zero outside S_k because p is
-    np.add.at(grad, idx, g.sum(axis=0))
-    np.add.at(info, idx, (p * (1.0 - p)).sum(axis=0))
-    return grad, info
-
-
-class LockGraph:
-    """Pairwise locks ``winner -> loser`` over items ``0..n-1``, kept acyclic.
-
-    The graph keeps its transitive closure as a boolean matrix, so "does ``a`` reach ``b``?"
-    is one look-up and an insertion costs one ``O(n^2)`` vectorised update; pools hold tens to
-    hundreds of items. (The tests check it against a depth-first search on ``edges``.)
-
-    Parameters
-    ----------
-    n : int
-        Number of items.
-
-    Attributes
-    ----------
-    edges : list of (int, int)
-        The locks added, in order; never an edge the others already imply.
-    reach : ndarray of bool, shape (n, n)
-        ``reach[a, b]``: a path of locks leads from ``a`` to ``b`` (``a != b``).
-
-    Examples
-    --------
-    >>> g = LockGraph(3)
-    >>> g.try_add(0, 1), g.try_add(1, 2), g.try_add(0, 2), g.try_add(2, 0)
-    ('added', 'added', 'implied', 'cycle')
-    >>> g.edges, bool(g.reaches(0, 2))
-    ([(0, 1), (1, 2)], True)
-    """
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.edges: list[tuple[int, int]] = []
-        self.reach = np.zeros((n, n), dtype=bool)
-
-    def reaches(self, a: int, b: int) -> bool:
-        """Whether a path of locks leads from ``a`` to ``b`` (True for ``a == b``)."""
-        return a == b or bool(self.reach[a, b])
-
-    def try_add(self, winner: int, loser: int) -> Literal["added", "implied", "cycle"]:
-        """Add ``winner -> loser`` unless the graph already implies it or it closes a cycle
-        (the loser already reaches the winner)."""
-        if self.reaches(winner, loser):
-            return "implied"
-        if self.reaches(loser, winner):
-            return "cycle"
-        above = self.reach[:, winner].copy()
-        above[winner] = True
-        below = self.reach[loser].copy()
-        below[loser] = True
-        self.reach[np.ix_(above, below)] = True
-        self.edges.append((winner, loser))
-        return "added"
-
-    def unresolved(self, order: Sequence[int], k: int) -> np.ndarray:
-        """Items whose place in the top ``k`` of ``order`` the locks do not yet fix.
-
-        The top ``k`` of ``order`` (a linear extension) is forced when each of its items reaches
-        the next and ``order[k-1]`` reaches every item after the top. Returns a boolean mask of
-        shape (n,) over the items in a pair that fails; all False when the top is fixed.
-        """
-        o = np.asarray(order, dtype=np.int64)
-        k = min(k, o.size)
-        mask = np.zeros(self.n, dtype=bool)
-        if k == 0:
-            return mask
-        chain_gap = ~self.reach[o[: k - 1], o[1:k]]
-        mask[o[: k - 1][chain_gap]] = True
-        mask[o[1:k][chain_gap]] = True
-        rest_gap = ~self.reach[o[k - 1], o[k:]]
-        if rest_gap.any():
-            mask[o[k:][rest_gap]] = True
-            mask[o[k - 1]] = True
-        return mask
-
-
-def lock_rule(
-    s_w: float,
-    s_l: float,
-    sigma_w: float,
-    sigma_l: float,
-    *,
-    z: float,
-    net_wins: int,
-    confirmations: int | None,
-) -> Literal["bounds", "confirmations"] | None:
-    """Whether the judge's ``w`` above ``l`` may become a lock, and by which rule.
-
-    Parameters
-    ----------
-    s_w, s_l : float
-        Scores of the winner and the loser after the update.
-    sigma_w, sigma_l : float
-        Their uncertainties ``1 / sqrt(max(I, eps))``.
-    z : float
-        Width of the bounds.
-    net_wins : int
-        Judgements of ``w`` above ``l`` minus those of ``l`` above ``w`` so far.
-    confirmations : int or None
-        Net wins that lock regardless of the bounds; None disables the rule.
-
-    Returns
-    -------
-    "bounds", "confirmations" or None
-        ``"bounds"`` when ``LCB(w) = s_w - z sigma_w > UCB(l) = s_l + z sigma_l``, else
-        ``"confirmations"`` when ``net_wins >= confirmations``, else None (no lock).
-
-    Examples
-    --------
-    >>> lock_rule(2.0, 0.0, 0.5, 0.5, z=1.0, net_wins=1, confirmations=3)   # 1.5 > 0.5
-    'bounds'
-    >>> lock_rule(2.0, 0.0, 0.5, 0.5, z=2.5, net_wins=1, confirmations=3)   # 0.75 < 1.25
-    >>> lock_rule(2.0, 0.0, 0.5, 0.5, z=2.5, net_wins=3, confirmations=3)
-    'confirmations'
-    """
-    if s_w - z * sigma_w > s_l + z * sigma_l:
-        return "bounds"
-    if confirmations is not None and net_wins >= confirmations:
-        return "confirmations"
-    return None
-
-
-def topological_order(n: int, edges: Sequence[tuple[int, int]], scores: np.ndarray) -> list[int]:
-    """Kahn's topological sort of a lock graph, the highest-scored available item first.
-
-    Parameters
-    ----------
-    n : int
-        Items ``0..n-1``.
-    edges : sequence of (int, int)
-        Locks ``(winner, loser)``; must form a DAG.
-    scores : ndarray of float, shape (n,)
-        Tie-break among the items whose winners are all placed: highest score first, then
-        lowest index.
-
-    Returns
-    -------
-    list of int
-        A linear extension of the locks, length n.
-
-    Raises
-    ------
-    InputError
-        If the edges hold a cycle.
-
-    Examples
-    --------
-    Scores put 2 first, but the lock ``1 -> 2`` must hold; 0 and 3 tie and go by index:
-
-    >>> topological_order(4, [(1, 2)], np.array([0.0, 1.0, 5.0, 0.0]))
-    [1, 2, 0, 3]
-    """
-    successors: list[list[int]] = [[] for _ in range(n)]
-    indegree = [0] * n
-    for w, lo in edges:
-        successors[w].append(lo)
-        indegree[lo] += 1
-    heap = [(-float(scores[i]), i) for i in range(n) if indegree[i] == 0]
-    heapq.heapify(heap)
-    out: list[int] = []
-    while heap:
-        _, i = heapq.heappop(heap)
-        out.append(i)
-        for j in successors[i]:
-            indegree[j] -= 1
-            if indegree[j] == 0:
-                heapq.heappush(heap, (-float(scores[j]), j))
-    if len(out) != n:
-        raise InputError("the lock graph holds a cycle; no topological order exists")
-    return out
-
-
-def initial_scores_from_grades(
-    grades: Sequence[float] | np.ndarray, spacing: float = 1.0
-) -> np.ndarray:
-    """Initial scores from judge grades (S4): ``spacing * (g - mean(g))``.
-
-    Parameters
-    ----------
-    grades : array-like of float, shape (n,)
-        One grade per item, e.g. Dallaire's 1-5 utility grades.
-    spacing : float > 0, default 1
-        Score difference between adjacent grades, in log-worth units: a PL probability of
-        ``1 / (1 + exp(-spacing))`` that an item beats one a grade lower.
-
-    Returns
-    -------
-    ndarray of float64, shape (n,)
-
-    Examples
-    --------
-    >>> initial_scores_from_grades([5, 4, 3]).tolist()
-    [1.0, 0.0, -1.0]
-    """
-    g = np.asarray(grades, dtype=np.float64)
-    if g.ndim != 1 or not np.isfinite(g).all():
-        raise InputError("grades must be a 1-d sequence of finite numbers")
-    if not (math.isfinite(spacing) and spacing > 0):
-        raise InputError(f"spacing must be a finite number > 0, got {spacing!r}")
-    return spacing * (g - g.mean()) if g.size else g
 
 
 # ----------------------------------------------------------------------------- result
@@ -771,13 +520,7 @@ def refine(
     >>> res.order, res.stop_reason
     (['d', 'f', 'b', 'e', 'c', 'a'], 'resolved')
     """
-    cfg = config if config is not None else RefineConfig()
-    if params:
-        names = {f.name for f in fields(RefineConfig)}
-        unknown = sorted(set(params) - names)
-        if unknown:
-            raise InputError(f"unknown refine parameters {unknown}; known: {sorted(names)}")
-        cfg = replace(cfg, **params)
+    cfg = _resolve_config(config, params)
     if max_tokens is not None and (
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
     ):
@@ -786,45 +529,98 @@ def refine(
     if len(set(ids)) != len(ids):
         raise InputError("item ids must be unique")
     rank = _rank_fn(ranker)
+    run = _Refinement(cfg, ids, _as_scores(initial_scores, ids))
     n = len(ids)
-    s = _as_scores(initial_scores, ids)
-    info = np.full(n, cfg.eps)
-    exposures = np.zeros(n, dtype=np.int64)
-    wins = np.zeros((n, n), dtype=np.int64)  # wins[w, l]: judgements of w above l
-    graph = LockGraph(n)
-    rng = np.random.default_rng(cfg.seed)
-    k_top = min(cfg.top_n, n)
-    round_length = math.ceil(n / cfg.m) if cfg.patience_unit == "round" else 1
-    needed = cfg.patience * round_length  # unchanged iterations that stop the run
-
-    def sigma() -> np.ndarray:
-        return 1.0 / np.sqrt(np.maximum(info, cfg.eps))
-
-    order = topological_order(n, graph.edges, s)
-    tops = [tuple(ids[i] for i in order[:k_top])]
-    rows: list[tuple[Any, ...]] = []
-    rejected: list[tuple[int, Hashable, Hashable, str]] = []
-    calls = 0
-    tokens: int | None = None
-    last_cost: int | None = None
-    stable_for = 0
-    invalid = 0
     reason = "trivial" if n < 2 else "max_iterations"
-
     for t in range(1, cfg.max_iterations + 1 if n >= 2 else 1):
-        if max_tokens is not None and tokens is not None and last_cost is not None:
-            if tokens + last_cost > max_tokens:
-                reason = "budget"
-                break
+        if run.over_budget(max_tokens):
+            reason = "budget"
+            break
         # 1) batch, favouring low information; shown to the judge in random order
-        focus = graph.unresolved(order, k_top) if cfg.selection == "unresolved" else None
-        batch = rng.permutation(_select(info, cfg, rng, focus))
+        batch = run.next_batch()
         passages = [texts[i] for i in batch]
         if query_id is None:
             answer = rank(query, passages)
         else:
             answer = rank(query, passages, query_id=query_id, doc_ids=[str(ids[i]) for i in batch])
-        calls += 1
+        run.count_call(answer, query, passages, token_cost, max_tokens)
+        if _is_invalid(answer):
+            run.skip(t)
+            continue
+        judged = batch[_permutation(answer, len(batch), query)]
+        run.update(judged, t)  # 2) the PL step
+        added = run.lock(judged, t)  # 3) locks
+        stop = run.advance(t, added)  # 4) global order and the stopping rules
+        if stop is not None:
+            reason = stop
+            break
+    return run.result(reason)
+
+
+def _resolve_config(config: RefineConfig | None, params: Mapping[str, Any]) -> RefineConfig:
+    """``config`` (default ``RefineConfig()``) with the single fields of ``params`` replaced."""
+    cfg = config if config is not None else RefineConfig()
+    if params:
+        names = {f.name for f in fields(RefineConfig)}
+        unknown = sorted(set(params) - names)
+        if unknown:
+            raise InputError(f"unknown refine parameters {unknown}; known: {sorted(names)}")
+        cfg = replace(cfg, **params)
+    return cfg
+
+
+class _Refinement:
+    """The state of one refinement (scores, information, locks, history) and its steps."""
+
+    def __init__(self, cfg: RefineConfig, ids: tuple[Hashable, ...], scores: np.ndarray) -> None:
+        n = len(ids)
+        self.cfg, self.ids, self.n = cfg, ids, n
+        self.s = scores
+        self.info = np.full(n, cfg.eps)
+        self.exposures = np.zeros(n, dtype=np.int64)
+        self.wins = np.zeros((n, n), dtype=np.int64)  # wins[w, l]: judgements of w above l
+        self.graph = LockGraph(n)
+        self.rng = np.random.default_rng(cfg.seed)
+        self.k_top = min(cfg.top_n, n)
+        round_length = math.ceil(n / cfg.m) if cfg.patience_unit == "round" else 1
+        self.needed = cfg.patience * round_length  # unchanged iterations that stop the run
+        self.order = topological_order(n, self.graph.edges, self.s)
+        self.tops = [tuple(ids[i] for i in self.order[: self.k_top])]
+        self.rows: list[tuple[Any, ...]] = []
+        self.rejected: list[tuple[int, Hashable, Hashable, str]] = []
+        self.calls = 0
+        self.tokens: int | None = None
+        self.last_cost: int | None = None
+        self.stable_for = 0
+        self.invalid = 0
+
+    def sigma(self) -> np.ndarray:
+        return 1.0 / np.sqrt(np.maximum(self.info, self.cfg.eps))
+
+    def over_budget(self, max_tokens: int | None) -> bool:
+        """The next call, costing what the last one did, would exceed ``max_tokens``."""
+        if max_tokens is None or self.tokens is None or self.last_cost is None:
+            return False
+        return self.tokens + self.last_cost > max_tokens
+
+    def next_batch(self) -> np.ndarray:
+        """Step 1: the next batch's indices, in the random order the judge sees them."""
+        cfg = self.cfg
+        focus = (
+            self.graph.unresolved(self.order, self.k_top) if cfg.selection == "unresolved" else None
+        )
+        return self.rng.permutation(_select(self.info, cfg, self.rng, focus))
+
+    def count_call(
+        self,
+        answer: Any,
+        query: str,
+        passages: list[str],
+        token_cost: TokenCost | None,
+        max_tokens: int | None,
+    ) -> None:
+        """Count a judge call and its tokens (``token_cost``, else what the answer reports)."""
+        self.calls += 1
         if token_cost is not None:
             cost: int | None = int(token_cost(query, passages))
         else:
@@ -835,88 +631,102 @@ def refine(
                 query_id=query,
             )
         if cost is not None:
-            tokens = (tokens or 0) + cost
-            last_cost = cost
-        if _is_invalid(answer):
-            invalid += 1
-            rows.append(
-                (t, calls, tokens, False, stable_for, len(graph.edges), len(rejected))
-                + (invalid, sigma().mean())
-            )
-            tops.append(tops[-1])
-            continue
-        judged = batch[_permutation(answer, len(batch), query)]
-        # 2) stage-wise PL update over the suffixes, with the scores before this batch
-        grad, fisher = pl_gradient(s, judged)
-        info += fisher
-        exposures[judged] += 1
+            self.tokens = (self.tokens or 0) + cost
+            self.last_cost = cost
+
+    def _row(self, t: int, changed: bool, mean_sigma: float) -> None:
+        self.rows.append(
+            (t, self.calls, self.tokens, changed, self.stable_for, len(self.graph.edges))
+            + (len(self.rejected), self.invalid, mean_sigma)
+        )
+
+    def skip(self, t: int) -> None:
+        """An invalid answer: counted, the batch teaches nothing."""
+        self.invalid += 1
+        self._row(t, False, self.sigma().mean())
+        self.tops.append(self.tops[-1])
+
+    def update(self, judged: np.ndarray, t: int) -> None:
+        """Step 2: stage-wise PL update over the suffixes, with the scores before this batch."""
+        cfg, n = self.cfg, self.n
+        grad, fisher = pl_gradient(self.s, judged)
+        self.info += fisher
+        self.exposures[judged] += 1
         if cfg.decay == "exposure":
-            eta = cfg.eta0 / np.sqrt(np.maximum(exposures, 1))
+            eta = cfg.eta0 / np.sqrt(np.maximum(self.exposures, 1))
         elif cfg.decay == "iteration":
             eta = np.full(n, cfg.eta0 / math.sqrt(t))
         else:
             eta = np.full(n, cfg.eta0)
-        s += np.clip(eta * grad, -cfg.clip, cfg.clip)
+        self.s += np.clip(eta * grad, -cfg.clip, cfg.clip)
         if cfg.recentre_every and t % cfg.recentre_every == 0:
-            s -= s.mean()
-        # 3) locks for the pairs the judge ordered
-        sig = sigma()
+            self.s -= self.s.mean()
+
+    def lock(self, judged: np.ndarray, t: int) -> bool:
+        """Step 3: locks for the pairs the judge ordered; whether a lock was added."""
+        s, sig, cfg = self.s, self.sigma(), self.cfg
         added = False
         for a in range(len(judged)):
             for b in range(a + 1, len(judged)):
                 w, lo = int(judged[a]), int(judged[b])
-                wins[w, lo] += 1
+                self.wins[w, lo] += 1
                 rule = lock_rule(
                     s[w],
                     s[lo],
                     sig[w],
                     sig[lo],
                     z=cfg.z,
-                    net_wins=int(wins[w, lo] - wins[lo, w]),
+                    net_wins=int(self.wins[w, lo] - self.wins[lo, w]),
                     confirmations=cfg.confirmations,
                 )
                 if rule is None:
                     continue
-                outcome = graph.try_add(w, lo)
+                outcome = self.graph.try_add(w, lo)
                 if outcome == "added":
                     added = True
                 elif outcome == "cycle":
-                    rejected.append((t, ids[w], ids[lo], rule))
-        # 4) global order and the stopping rules
-        order = topological_order(n, graph.edges, s)
-        top = tuple(ids[i] for i in order[:k_top])
-        changed = top != tops[-1]
-        tops.append(top)
-        counting = not changed and bool(exposures.min() >= cfg.min_exposures)
-        stable_for = stable_for + 1 if counting else 0
-        rows.append(
-            (t, calls, tokens, changed, stable_for, len(graph.edges), len(rejected))
-            + (invalid, sig.mean())
-        )
-        if cfg.stop_when_resolved and added and not graph.unresolved(order, k_top).any():
-            reason = "resolved"
-            break
-        if stable_for >= needed:
-            reason = "stable"
-            break
+                    self.rejected.append((t, self.ids[w], self.ids[lo], rule))
+        return added
 
-    history = pd.DataFrame(rows, columns=list(HISTORY_COLUMNS))
-    history["tokens"] = history["tokens"].astype("Int64")
-    history["top_changed"] = history["top_changed"].astype(bool)
-    history["mean_sigma"] = history["mean_sigma"].astype(np.float64)
-    return RefinementResult(
-        ids=ids,
-        order=[ids[i] for i in order],
-        scores=s,
-        sigmas=sigma(),
-        information=info,
-        exposures=exposures,
-        locks=[(ids[w], ids[lo]) for w, lo in graph.edges],
-        rejected=pd.DataFrame(rejected, columns=["iteration", "winner", "loser", "rule"]),
-        history=history,
-        tops=tuple(tops),
-        stop_reason=reason,
-        calls=calls,
-        tokens=tokens,
-        config=cfg,
-    )
+    def advance(self, t: int, added: bool) -> str | None:
+        """Step 4: the global order and its top; the stop reason, or None to go on."""
+        cfg = self.cfg
+        self.order = topological_order(self.n, self.graph.edges, self.s)
+        top = tuple(self.ids[i] for i in self.order[: self.k_top])
+        changed = top != self.tops[-1]
+        self.tops.append(top)
+        counting = not changed and bool(self.exposures.min() >= cfg.min_exposures)
+        self.stable_for = self.stable_for + 1 if counting else 0
+        self._row(t, changed, self.sigma().mean())
+        if (
+            cfg.stop_when_resolved
+            and added
+            and not self.graph.unresolved(self.order, self.k_top).any()
+        ):
+            return "resolved"
+        if self.stable_for >= self.needed:
+            return "stable"
+        return None
+
+    def result(self, reason: str) -> RefinementResult:
+        ids = self.ids
+        history = pd.DataFrame(self.rows, columns=list(HISTORY_COLUMNS))
+        history["tokens"] = history["tokens"].astype("Int64")
+        history["top_changed"] = history["top_changed"].astype(bool)
+        history["mean_sigma"] = history["mean_sigma"].astype(np.float64)
+        return RefinementResult(
+            ids=ids,
+            order=[ids[i] for i in self.order],
+            scores=self.s,
+            sigmas=self.sigma(),
+            information=self.info,
+            exposures=self.exposures,
+            locks=[(ids[w], ids[lo]) for w, lo in self.graph.edges],
+            rejected=pd.DataFrame(self.rejected, columns=["iteration", "winner", "loser", "rule"]),
+            history=history,
+            tops=tuple(self.tops),
+            stop_reason=reason,
+            calls=self.calls,
+            tokens=self.tokens,
+            config=self.cfg,
+        )

@@ -93,16 +93,16 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.golden.refine import (
-    ListwiseRanker,
-    RankFn,
-    RefineConfig,
-    _is_invalid,
-    _permutation,
-    _rank_fn,
-    _reported_tokens,
-    initial_scores_from_grades,
-    refine,
+from ragnb.golden.refine import RefineConfig, initial_scores_from_grades, refine
+from ragnb.golden.simulated_judge import (
+    Model,
+    NoisyUtilityRanker,
+    SimulatedRanking,
+    SlidingWindowResult,
+    TokenCost,
+    estimate_passage_tokens,
+    sliding_window_rank,
+    window_starts,
 )
 from ragnb.measures._kernel import as_qrels_frame
 from ragnb.measures.graded import map_grades
@@ -145,271 +145,6 @@ FRAME_COLUMNS = (
 )
 #: Metrics of the frame, each in [0, 1] except ``kendall_tau`` in [-1, 1].
 METRICS = ("overlap", "grade_overlap", "exact_set", "exact_order", "kendall_tau")
-
-Model = Literal["thurstone", "plackett-luce"]
-
-
-# ----------------------------------------------------------------------------- tokens
-
-
-@dataclass(frozen=True)
-class TokenCost:
-    """Tokens of one listwise call: ``prompt_tokens + k * (passage_tokens + item_overhead)``.
-
-    Attributes
-    ----------
-    passage_tokens : float > 0, default 100
-        Mean tokens of one passage (title and text).
-    prompt_tokens : int >= 0, default 300
-        Instructions, query and answer framing, once per call.
-    item_overhead : int >= 0, default 10
-        Per passage: its identifier in the prompt and its share of the output permutation.
-
-    Examples
-    --------
-    >>> TokenCost(passage_tokens=80)(20), TokenCost(passage_tokens=80)(5)   # 300 + k * 90
-    (2100, 750)
-    """
-
-    passage_tokens: float = 100.0
-    prompt_tokens: int = 300
-    item_overhead: int = 10
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.passage_tokens) and self.passage_tokens > 0):
-            raise InputError(f"passage_tokens must be > 0, got {self.passage_tokens!r}")
-        if self.prompt_tokens < 0 or self.item_overhead < 0:
-            raise InputError("prompt_tokens and item_overhead must be >= 0")
-
-    def __call__(self, n_items: int) -> int:
-        return math.ceil(self.prompt_tokens + n_items * (self.passage_tokens + self.item_overhead))
-
-
-def estimate_passage_tokens(corpus: pd.DataFrame, chars_per_token: float = 4.0) -> float:
-    """Mean tokens of a passage, by the rule of thumb of ``chars_per_token`` characters a token.
-
-    Parameters
-    ----------
-    corpus : DataFrame
-        Columns ``text`` and optionally ``title`` (:func:`ragnb.io.read_corpus`).
-    chars_per_token : float > 0, default 4
-        About 4 for English with GPT-style tokenisers.
-
-    Returns
-    -------
-    float
-        Mean of ``len(title + " " + text) / chars_per_token`` (``len(text) / ...`` without a
-        title).
-    """
-    if "text" not in corpus.columns or len(corpus) == 0:
-        raise InputError("corpus needs a 'text' column and at least one passage")
-    chars = corpus["text"].astype(str).str.len()
-    if "title" in corpus.columns:
-        title = corpus["title"].fillna("").astype(str).str.len()
-        chars = chars + np.where(title > 0, title + 1, 0)
-    return float(chars.mean() / chars_per_token)
-
-
-# ----------------------------------------------------------------------------- the judge
-
-
-@dataclass(frozen=True)
-class SimulatedRanking:
-    """A simulated judge's answer: ``permutation`` (positions, best first) and ``tokens``."""
-
-    permutation: list[int]
-    tokens: int
-
-
-class NoisyUtilityRanker:
-    """A simulated listwise judge: the order of latent utilities seen through noise.
-
-    Parameters
-    ----------
-    utilities : mapping of str to float
-        Latent utility of every item the judge may be shown; the "passages" it is given are
-        these keys (the simulation passes doc ids as passages).
-    noise_sd : float >= 0
-        Standard deviation of the noise added to each utility on each call; 0 is a perfect
-        judge.
-    model : {"thurstone", "plackett-luce"}, default "thurstone"
-        Gaussian noise (Thurstone case V), or Gumbel noise of the same standard deviation
-        (a Plackett-Luce sample).
-    cost : TokenCost, optional
-        Tokens charged per call.
-    seed : int, SeedSequence, Generator or None
-        The noise stream.
-
-    Attributes
-    ----------
-    calls, tokens_used : int
-        Calls answered and tokens charged so far.
-
-    Examples
-    --------
-    >>> judge = NoisyUtilityRanker({"a": 0.0, "b": 2.0, "c": 1.0}, noise_sd=0.0)
-    >>> judge.rank("q", ["a", "b", "c"])
-    SimulatedRanking(permutation=[1, 2, 0], tokens=630)
-    """
-
-    def __init__(
-        self,
-        utilities: Mapping[str, float],
-        noise_sd: float,
-        *,
-        model: Model = "thurstone",
-        cost: TokenCost | None = None,
-        seed: int | np.random.SeedSequence | np.random.Generator | None = None,
-    ) -> None:
-        if not (math.isfinite(noise_sd) and noise_sd >= 0):
-            raise InputError(f"noise_sd must be a finite number >= 0, got {noise_sd!r}")
-        if model not in ("thurstone", "plackett-luce"):
-            raise InputError(f"model must be 'thurstone' or 'plackett-luce', got {model!r}")
-        self.utilities = utilities
-        self.noise_sd = float(noise_sd)
-        self.model = model
-        self.cost = cost if cost is not None else TokenCost()
-        self.rng = np.random.default_rng(seed)
-        self.calls = 0
-        self.tokens_used = 0
-
-    def rank(self, query: str, items: Sequence[str]) -> SimulatedRanking:
-        """Order ``items`` (keys of ``utilities``) by noisy utility, best first."""
-        try:
-            u = np.array([self.utilities[d] for d in items], dtype=np.float64)
-        except KeyError as e:
-            raise InputError(f"the simulated judge knows no item {e.args[0]!r}") from None
-        n = u.size
-        if self.model == "thurstone":
-            noise = self.rng.normal(0.0, self.noise_sd, n)
-        else:
-            noise = self.rng.gumbel(0.0, self.noise_sd * math.sqrt(6.0) / math.pi, n)
-        perm = np.lexsort((np.arange(n), -(u + noise)))
-        tokens = self.cost(n)
-        self.calls += 1
-        self.tokens_used += tokens
-        return SimulatedRanking([int(i) for i in perm], tokens)
-
-
-# ----------------------------------------------------------------------------- one-shot baseline
-
-
-@dataclass(frozen=True)
-class SlidingWindowResult:
-    """Orders after each pass of :func:`sliding_window_rank`.
-
-    Attributes
-    ----------
-    orders : list of list
-        Item ids, best first, after pass 1, 2, ...
-    calls, tokens : list of int
-        Cumulative calls and tokens after each pass (tokens 0 when none are reported).
-    """
-
-    orders: list[list[Hashable]]
-    calls: list[int]
-    tokens: list[int]
-
-    @property
-    def order(self) -> list[Hashable]:
-        """The order after the last pass."""
-        return self.orders[-1]
-
-
-def _window_starts(n: int, window: int, step: int) -> list[int]:
-    """Start positions of RankGPT's bottom-up windows over a list of n."""
-    if n <= window:
-        return [0]
-    starts = []
-    start = n - window
-    while True:
-        starts.append(start)
-        if start == 0:
-            return starts
-        start = max(start - step, 0)
-
-
-def sliding_window_rank(
-    query: str,
-    items: Mapping[Hashable, str],
-    ranker: ListwiseRanker | RankFn,
-    *,
-    window: int = 20,
-    step: int = 10,
-    passes: int = 1,
-    query_id: str | None = None,
-) -> SlidingWindowResult:
-    """RankGPT's sliding-window listwise ranking, bottom-up, over a list in its given order.
-
-    The window covers the last ``window`` items, the judge reorders them, and the window moves
-    ``step`` items up, until it covers the first item; a strong item can climb ``window - step``
-    places per window, all the way to the top in one pass. ``passes`` repeats it on the output.
-
-    Parameters
-    ----------
-    query : str
-    items : dict of id to str
-        The pool in its initial order, ``{id: passage}``.
-    ranker : ListwiseRanker or callable
-        As for :func:`ragnb.golden.refine.refine`.
-    window, step : int, default 20 and 10
-        Window size and stride (``1 <= step <= window``).
-    passes : int >= 1, default 1
-    query_id : str, optional
-        As for :func:`ragnb.golden.refine.refine`: also pass ``query_id=`` and ``doc_ids=``.
-
-    Returns
-    -------
-    SlidingWindowResult
-        An invalid answer (``.permutation`` None or ``.valid`` False) leaves its window as it
-        was.
-
-    References
-    ----------
-    .. [1] Sun et al., RankGPT, EMNLP 2023, Section 3.3 (sliding window strategy).
-
-    Examples
-    --------
-    Five items, window 3, step 2, a perfect judge (longer is better): the window at positions
-    2-4 gives ``a b e d c``, the one at 0-2 gives ``e b a d c``. The best item reaches the top
-    in one pass; the rest is sorted only within windows. A second pass sorts more:
-
-    >>> by_length = lambda q, ps: sorted(range(len(ps)), key=lambda i: -len(ps[i]))
-    >>> items = {"a": "x", "b": "xx", "c": "xxx", "d": "xxxx", "e": "xxxxx"}
-    >>> sliding_window_rank("q", items, by_length, window=3, step=2, passes=2).orders
-    [['e', 'b', 'a', 'd', 'c'], ['e', 'd', 'b', 'c', 'a']]
-    """
-    for name, value, low in (("window", window, 2), ("step", step, 1), ("passes", passes, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
-    if step > window:
-        raise InputError(f"step ({step}) must not exceed window ({window})")
-    rank = _rank_fn(ranker)
-    ids = list(items.keys())
-    order = list(range(len(ids)))
-    starts = _window_starts(len(ids), window, step) if len(ids) > 1 else []
-    orders, calls, tokens = [], [], []
-    n_calls = n_tokens = 0
-    for _ in range(passes):
-        for start in starts:
-            idx = order[start : start + window]
-            passages = [items[ids[i]] for i in idx]
-            if query_id is None:
-                answer = rank(query, passages)
-            else:
-                answer = rank(
-                    query, passages, query_id=query_id, doc_ids=[str(ids[i]) for i in idx]
-                )
-            n_calls += 1
-            n_tokens += _reported_tokens(answer) or 0
-            if not _is_invalid(answer):
-                perm = _permutation(answer, len(idx), query)
-                order[start : start + window] = [idx[j] for j in perm]
-        orders.append([ids[i] for i in order])
-        calls.append(n_calls)
-        tokens.append(n_tokens)
-    return SlidingWindowResult(orders, calls, tokens)
-
 
 # ----------------------------------------------------------------------------- utilities, pools
 
@@ -587,6 +322,34 @@ def simulate(
     """
     noise_levels = _check_list(noise_levels, "noise_levels", 0.0, strict=False)
     budgets = _check_list(budgets, "budgets", 0.0, strict=True)
+    _check_options(replicates, top_n, pool_size, prior, pool)
+    setup = _Setup(
+        seed=seed,
+        top_n=top_n,
+        window=window,
+        step=step,
+        cost=cost if cost is not None else TokenCost(),
+        base=replace(config if config is not None else RefineConfig(), top_n=top_n),
+        model=model,
+        prior=prior,
+        budgets=tuple(budgets),
+    )
+    utilities = latent_utilities(qrels, grade_map=grade_map, jitter=jitter, seed=seed)
+    rows: list[tuple[Any, ...]] = []
+    for qid, group in _query_groups(utilities, queries).items():
+        if len(group) < 2:
+            continue
+        picked = _pool(group, pool_size, pool, np.random.default_rng(_query_seed(seed, qid)))
+        case = _QueryCase.build(setup, qid, picked)
+        for sd in noise_levels:
+            for rep in range(replicates):
+                rows += _replicate(setup, case, sd, rep)
+    return _as_frame(rows, dataset)
+
+
+def _check_options(
+    replicates: int, top_n: int, pool_size: int | None, prior: str, pool: str
+) -> None:
     for name, value, low in (("replicates", replicates, 1), ("top_n", top_n, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -596,85 +359,136 @@ def simulate(
         raise InputError(f"prior must be 'none' or 'grades', got {prior!r}")
     if pool not in ("graded", "uniform"):
         raise InputError(f"pool must be 'graded' or 'uniform', got {pool!r}")
-    cost = cost if cost is not None else TokenCost()
-    base = replace(config if config is not None else RefineConfig(), top_n=top_n)
-    utilities = latent_utilities(qrels, grade_map=grade_map, jitter=jitter, seed=seed)
+
+
+def _query_groups(
+    utilities: pd.DataFrame, queries: Sequence[str] | None
+) -> dict[str, pd.DataFrame]:
+    """Each query's rows of :func:`latent_utilities`, in qrels order or ``queries``' order."""
     groups = dict(tuple(utilities.groupby("query_id", sort=False)))
     if queries is not None:
         missing = [q for q in queries if q not in groups]
         if missing:
             raise InputError(f"{len(missing)} queries have no qrels", query_id=str(missing[0]))
         groups = {q: groups[q] for q in queries}
-    max_passes = math.floor(max(budgets))
-    rows: list[tuple[Any, ...]] = []
-    for qid, group in groups.items():
-        if len(group) < 2:
-            continue
-        picked = _pool(group, pool_size, pool, np.random.default_rng(_query_seed(seed, qid)))
+    return groups
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """The settings of :func:`simulate` shared by every query and replicate."""
+
+    seed: int
+    top_n: int
+    window: int
+    step: int
+    cost: TokenCost
+    base: RefineConfig
+    model: Model
+    prior: str
+    budgets: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class _QueryCase:
+    """One query's pool: utilities, labels, the true top, the tokens of one sliding pass and the
+    refinement's configuration (``max_iterations`` raised to what the largest budget pays)."""
+
+    qid: str
+    n: int
+    k: int
+    utility: dict[str, float]
+    level: dict[Hashable, int]
+    true_top: list[str]
+    one_pass: int
+    config: RefineConfig
+
+    @classmethod
+    def build(cls, setup: _Setup, qid: str, picked: pd.DataFrame) -> _QueryCase:
         n = len(picked)
-        k = min(top_n, n)
+        k = min(setup.top_n, n)
         utility = dict(zip(picked["doc_id"], picked["utility"], strict=True))
         level = dict(zip(picked["doc_id"], picked["relevance"], strict=True))
         true_top = sorted(utility, key=lambda d: (-utility[d], d))[:k]
-        one_pass = sum(cost(min(window, n)) for _ in _window_starts(n, window, step))
-        calls_per_budget = max(budgets) * one_pass / cost(min(base.m, n))
-        cfg_q = replace(base, max_iterations=max(base.max_iterations, math.ceil(calls_per_budget)))
-        for sd in noise_levels:
-            for rep in range(replicates):
-                ss = _query_seed(seed, qid, round(sd * 1e6), rep).spawn(4)
-                start_rng = np.random.default_rng(ss[0])
-                docs = list(utility)
-                if prior == "none":
-                    docs = [docs[i] for i in start_rng.permutation(n)]
-                    init = None
-                else:
-                    tie = start_rng.random(n)
-                    docs = [docs[i] for i in np.lexsort((tie, [-level[d] for d in docs]))]
-                    init = initial_scores_from_grades([level[d] for d in docs])
-                pool_items = {d: d for d in docs}
-                # arms: one sliding run with snapshots per pass; one refinement to the largest
-                # budget with snapshots per iteration
-                slide = sliding_window_rank(
-                    qid,
-                    pool_items,
-                    NoisyUtilityRanker(utility, sd, model=model, cost=cost, seed=ss[1]),
-                    window=window,
-                    step=step,
-                    passes=max(1, max_passes),
-                )
-                seed_refine = int(ss[3].generate_state(1)[0])
-                res = refine(
-                    qid,
-                    pool_items,
-                    NoisyUtilityRanker(utility, sd, model=model, cost=cost, seed=ss[2]),
-                    config=replace(cfg_q, seed=seed_refine),
-                    initial_scores=init,
-                    max_tokens=math.floor(max(budgets) * one_pass),
-                )
-                spent = res.history["tokens"].to_numpy(dtype=np.int64)
-                common = (qid, n, sd)
-                for r in budgets:
-                    b_tokens = math.floor(r * one_pass)
-                    # the run capped at b_tokens is the prefix whose tokens fit (the first call
-                    # is always made)
-                    it = max(1, int(np.searchsorted(spent, b_tokens, side="right")))
-                    it = min(it, len(spent))
-                    found = res.tops[it]
-                    stop = res.stop_reason if it == len(spent) else "budget"
-                    rows.append(
-                        (*common, r, b_tokens, "refine", 0, rep, it, int(spent[it - 1]), stop)
-                        + _top_metrics(found, true_top, level)
-                    )
-                    if r < 1:
-                        continue
-                    passes = math.floor(r)
-                    arms = [("one-shot", 1)] + ([("multi-pass", passes)] if passes >= 2 else [])
-                    for method, p in arms:
-                        rows.append(
-                            (*common, r, b_tokens, method, p, rep)
-                            + (slide.calls[p - 1], slide.tokens[p - 1], "passes")
-                            + _top_metrics(slide.orders[p - 1][:k], true_top, level)
-                        )
+        cost = setup.cost
+        one_pass = sum(
+            cost(min(setup.window, n)) for _ in window_starts(n, setup.window, setup.step)
+        )
+        calls_per_budget = max(setup.budgets) * one_pass / cost(min(setup.base.m, n))
+        base = setup.base
+        config = replace(base, max_iterations=max(base.max_iterations, math.ceil(calls_per_budget)))
+        return cls(qid, n, k, utility, level, true_top, one_pass, config)
+
+
+def _start(
+    case: _QueryCase, prior: str, rng: np.random.Generator
+) -> tuple[list[str], np.ndarray | None]:
+    """The starting order of both arms and the refinement's initial scores: a random order, or
+    the labels (ties at random) with scores from them."""
+    docs = list(case.utility)
+    if prior == "none":
+        return [docs[i] for i in rng.permutation(case.n)], None
+    tie = rng.random(case.n)
+    labels = np.array([-case.level[d] for d in docs])
+    docs = [docs[i] for i in np.lexsort((tie, labels))]
+    return docs, initial_scores_from_grades([case.level[d] for d in docs])
+
+
+def _replicate(setup: _Setup, case: _QueryCase, sd: float, rep: int) -> list[tuple[Any, ...]]:
+    """The rows of one (query, noise sd, replicate): every budget, every method."""
+    qid, cost, max_passes = case.qid, setup.cost, math.floor(max(setup.budgets))
+    ss = _query_seed(setup.seed, qid, round(sd * 1e6), rep).spawn(4)
+    docs, init = _start(case, setup.prior, np.random.default_rng(ss[0]))
+    pool_items: dict[Hashable, str] = {d: d for d in docs}
+    # arms: one sliding run with snapshots per pass; one refinement to the largest budget with
+    # snapshots per iteration
+    slide = sliding_window_rank(
+        qid,
+        pool_items,
+        NoisyUtilityRanker(case.utility, sd, model=setup.model, cost=cost, seed=ss[1]),
+        window=setup.window,
+        step=setup.step,
+        passes=max(1, max_passes),
+    )
+    seed_refine = int(ss[3].generate_state(1)[0])
+    res = refine(
+        qid,
+        pool_items,
+        NoisyUtilityRanker(case.utility, sd, model=setup.model, cost=cost, seed=ss[2]),
+        config=replace(case.config, seed=seed_refine),
+        initial_scores=init,
+        max_tokens=math.floor(max(setup.budgets) * case.one_pass),
+    )
+    spent = res.history["tokens"].to_numpy(dtype=np.int64)
+    common = (qid, case.n, sd)
+    rows: list[tuple[Any, ...]] = []
+    for r in setup.budgets:
+        b_tokens = math.floor(r * case.one_pass)
+        # the run capped at b_tokens is the prefix whose tokens fit (the first call is always
+        # made)
+        it = max(1, int(np.searchsorted(spent, b_tokens, side="right")))
+        it = min(it, len(spent))
+        found = res.tops[it]
+        stop = res.stop_reason if it == len(spent) else "budget"
+        rows.append(
+            (*common, r, b_tokens, "refine", 0, rep, it, int(spent[it - 1]), stop)
+            + _top_metrics(found, case.true_top, case.level)
+        )
+        if r < 1:
+            continue
+        passes = math.floor(r)
+        arms = [("one-shot", 1)] + ([("multi-pass", passes)] if passes >= 2 else [])
+        for method, p in arms:
+            rows.append(
+                (*common, r, b_tokens, method, p, rep)
+                + (slide.calls[p - 1], slide.tokens[p - 1], "passes")
+                + _top_metrics(slide.orders[p - 1][: case.k], case.true_top, case.level)
+            )
+    return rows
+
+
+def _as_frame(rows: list[tuple[Any, ...]], dataset: str) -> pd.DataFrame:
+    """The rows as :func:`simulate`'s frame, with its column types."""
     frame = pd.DataFrame(
         [(dataset, *row) for row in rows],
         columns=list(FRAME_COLUMNS),

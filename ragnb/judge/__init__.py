@@ -41,11 +41,13 @@ from ragnb.judge.base import (
 from ragnb.judge.llm import INFLIGHT_NAMESPACE, KEY_PARTS, NAMESPACE, CallResult, OpenAIJudge
 from ragnb.judge.offline import NoisyJudge, QrelsJudge, SimilarityJudge
 from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
+from ragnb.judge.rewriter import LLMRewriter
 
 __all__ = [
     "GRADE_COLUMNS",
     "INFLIGHT_NAMESPACE",
     "KEY_PARTS",
+    "LLMRewriter",
     "NAMESPACE",
     "RANK_COLUMNS",
     "CallResult",

@@ -29,6 +29,10 @@ T = TypeVar("T")
 # Status of a result: an answer on the scale / a permutation; an answer that does not parse
 # (kept in ``raw``); no answer at all (the API failed after every attempt, or was not reached).
 STATUSES = ("ok", "invalid", "failed")
+# describe() keys that do not change a judge's answers: left out of its fingerprint
+_NOT_IDENTITY = frozenset(
+    {"cache", "ledger", "base_url", "concurrency", "timeout_s", "max_attempts"}
+)
 
 
 @dataclass(frozen=True)
@@ -522,7 +526,39 @@ class Judge(ABC):
         """What the judge is, for reports and manifests (never secrets)."""
         return {"judge_id": self.judge_id, "class": type(self).__name__, "scale": self.scale}
 
+    def fingerprint(self) -> dict[str, Any]:
+        """What identifies the judge's answers, for stage hashes (never secrets or local paths).
+
+        Returns
+        -------
+        dict
+            :meth:`describe` without the cache and ledger paths, the base URL and the client
+            settings that do not change answers (``concurrency``, ``timeout_s``,
+            ``max_attempts``). Judges that read labels add ``labels_sha256``, so other labels
+            mean other grades.
+        """
+        return {k: v for k, v in self.describe().items() if k not in _NOT_IDENTITY}
+
     # -- helpers
+
+    def _invalid_grade(self, r: GradeRequest, reason: str) -> GradeResult:
+        """The result of a pair this judge cannot grade, with the reason."""
+        return GradeResult(
+            r.query_id, r.doc_id, None, False, "invalid", reason=reason, judge_id=self.judge_id
+        )
+
+    def _invalid_rank(self, r: RankRequest, reason: str) -> RankResult:
+        """The result of a batch this judge cannot order, with the reason."""
+        return RankResult(
+            r.query_id,
+            r.batch_id,
+            r.doc_ids,
+            None,
+            False,
+            "invalid",
+            reason=reason,
+            judge_id=self.judge_id,
+        )
 
     @staticmethod
     def _pairs(

@@ -1,51 +1,29 @@
-"""The LLM judge: prompts sent through the ``openai`` client, with retries, a cache and a ledger.
+"""The LLM judge: :class:`OpenAIJudge`, any OpenAI-compatible chat endpoint as a judge.
 
-How one item is judged
-----------------------
-1. The template is rendered; the cache key is the SHA-256 of (model, template hash, rendered
-   prompt hash, parameters: temperature, extra request parameters, whether reminders are
-   sent). Neither the API key nor the base URL is part of it.
-2. A cache hit is returned at once (``cached=True``, listed in the ledger at cost 0).
-3. Otherwise the key is marked *in flight* in the cache (namespace ``judge-inflight``) and the
-   request is sent, at most ``concurrency`` at a time (asyncio, ``openai.AsyncOpenAI`` with the
-   client's own retries off). A 429, 408, 409 or 5xx answer, a timeout, a dropped connection
-   or an unparseable body is retried after the wait the server asks for (``retry-after-ms``,
-   else ``Retry-After`` in seconds or as an HTTP date; a 429's wait also pauses every other
-   request), else after exponential backoff ``backoff_base * 2**(retry - 1)`` capped at
-   ``backoff_max``, with jitter (half to full); at most ``max_attempts`` requests per message.
-   401, 403 and 404 stop the whole job (the key, the URL or the model is wrong); the items not
-   yet sent are reported ``failed`` with that reason.
-4. The answer is parsed strictly (:mod:`ragnb.judge.prompts`). If it is invalid, the
-   conversation is sent once more with the answer and the template's reminder of the required
-   format; the second answer is parsed the same way, and is final.
-5. The result (valid or invalid, with every answer's text) is written to the cache as soon as
-   it is final, so a crash loses only the calls in flight. An item that ends ``failed`` (no
-   answer) is not cached: the next run sends it again. An item sent again although an earlier
-   run had marked it in flight is flagged ``repeated`` (in the result and the ledger).
+The judge is three pieces, each in its module:
 
-Every HTTP request, answered or not, is appended to the :class:`~ragnb.ledger.Ledger` with its
-attempt number, status and usage tokens.
+- **building calls** (here and :mod:`ragnb.judge.calls`): a prompt template
+  (:mod:`ragnb.judge.prompts`) is rendered into an :class:`~ragnb.judge.calls.LLMCall` whose
+  cache key is the SHA-256 of (model, template hash, rendered prompt hash, parameters:
+  temperature, extra request parameters, whether reminders are sent); neither the API key nor
+  the base URL is part of it;
+- **sending them** (:class:`~ragnb.judge.sender.CallSender`): the cache first, then bounded
+  concurrency through the one HTTP transport (:mod:`ragnb.transport`: retries, Retry-After,
+  backoff, redaction), one reminder of the answer format after an invalid answer, every HTTP
+  request in the cost ledger (:class:`~ragnb.ledger.Ledger`), every final answer cached at
+  once (a crash loses only the calls in flight);
+- **reading answers**: strict parsing by the template (an invalid answer is never coerced)
+  into :class:`~ragnb.judge.GradeResult` and :class:`~ragnb.judge.RankResult` rows.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import datetime as _dt
-import email.utils
-import hashlib
-import json
-import logging
-import math
 import os
-import random
-import time
-import urllib.parse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from ragnb.cache import Cache, make_key
+from ragnb.cache import Cache
 from ragnb.errors import InputError
 from ragnb.judge.base import (
     GradeRequest,
@@ -55,170 +33,23 @@ from ragnb.judge.base import (
     RankResult,
     grade_requests,
     rank_requests,
-    run_sync,
+)
+from ragnb.judge.calls import (
+    INFLIGHT_NAMESPACE,
+    KEY_PARTS,
+    NAMESPACE,
+    CallResult,
+    LLMCall,
+    audit,
+    build_call,
 )
 from ragnb.judge.prompts import LABELS, PromptTemplate, load_prompt
+from ragnb.judge.sender import CallSender
 from ragnb.ledger import Ledger, PlannedCall
+from ragnb.provenance import safe_url
+from ragnb.transport import RetryPolicy, check_request_params, check_retry_settings
 
 __all__ = ["INFLIGHT_NAMESPACE", "KEY_PARTS", "NAMESPACE", "CallResult", "LLMCall", "OpenAIJudge"]
-
-NAMESPACE = "judge"
-INFLIGHT_NAMESPACE = "judge-inflight"
-KEY_PARTS = ("model", "template_sha256", "prompt_sha256", "params")
-_RETRYABLE = {408, 409, 429}
-_FATAL = {401, 403, 404}
-log = logging.getLogger("ragnb.judge")
-
-
-@dataclass(frozen=True)
-class LLMCall:
-    """One prompt to send: its rendered messages, cache key and how to read its answer."""
-
-    item: str
-    query_id: str
-    key: str
-    messages: list[dict[str, str]]
-    template: PromptTemplate
-    reminder: str
-    labels: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class CallResult:
-    """What one prompt gave: the parsed value and the audit trail (see
-    :class:`ragnb.judge.GradeResult` for the fields)."""
-
-    value: Any
-    valid: bool
-    status: str
-    reason: str = ""
-    raw: str | None = None
-    first_raw: str | None = None
-    attempts: int = 0
-    reminded: bool = False
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached: bool = False
-    repeated: bool = False
-
-    def to_bytes(self) -> bytes:
-        d = {k: getattr(self, k) for k in _STORED}
-        d["value"] = list(self.value) if isinstance(self.value, tuple) else self.value
-        return json.dumps({"v": 1, **d}, ensure_ascii=False).encode("utf-8")
-
-    @classmethod
-    def from_bytes(cls, blob: bytes) -> CallResult:
-        d = json.loads(blob)
-        value = d["value"]
-        if isinstance(value, list):
-            value = tuple(value)
-        kept = {k: d[k] for k in _STORED if k not in ("value", "attempts")}
-        return cls(**kept, value=value, attempts=0, cached=True)
-
-
-_STORED = (
-    "value",
-    "valid",
-    "status",
-    "reason",
-    "raw",
-    "first_raw",
-    "attempts",
-    "reminded",
-    "input_tokens",
-    "output_tokens",
-)
-
-
-class _Failed(Exception):
-    """No answer for a message after every allowed attempt."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass
-class _Counts:
-    attempts: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-class _RunState:
-    """Shared by the workers of one run: the pause a 429 imposes, and a fatal error."""
-
-    def __init__(self) -> None:
-        self.pause_until = 0.0
-        self.abort: str | None = None
-
-
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """The wait a response asks for: ``retry-after-ms`` (milliseconds), else ``Retry-After``
-    (seconds, or an HTTP date); None when absent or unreadable.
-
-    Examples
-    --------
-    >>> retry_after_seconds({"retry-after-ms": "250"}), retry_after_seconds({"retry-after": "2"})
-    (0.25, 2.0)
-    """
-    low = {k.lower(): v for k, v in headers.items()}
-    ms = low.get("retry-after-ms")
-    if ms is not None:
-        try:
-            v = float(ms)
-            if math.isfinite(v) and v >= 0:
-                return v / 1000.0
-        except ValueError:
-            pass
-    ra = low.get("retry-after")
-    if ra is not None:
-        try:
-            v = float(ra)
-            if math.isfinite(v) and v >= 0:
-                return v
-        except ValueError:
-            try:
-                when = email.utils.parsedate_to_datetime(ra)
-            except (TypeError, ValueError):
-                return None
-            if when.tzinfo is None:
-                when = when.replace(tzinfo=_dt.UTC)
-            return max(0.0, (when - _dt.datetime.now(_dt.UTC)).total_seconds())
-    return None
-
-
-def check_retry_settings(counts: Mapping[str, Any], seconds: Mapping[str, Any]) -> None:
-    """Validate a client's retry settings: ``counts`` are integers >= 1 (attempts, concurrency),
-    ``seconds`` numbers of seconds >= 0 (timeout, backoff base and cap, longest Retry-After).
-
-    Raises
-    ------
-    InputError
-        Naming the first bad setting.
-    """
-    for name, v in counts.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise InputError(f"{name} must be an integer >= 1, got {v!r}")
-    for name, f in seconds.items():
-        if isinstance(f, bool) or not isinstance(f, int | float) or not f >= 0:
-            raise InputError(f"{name} must be a number of seconds >= 0, got {f!r}")
-
-
-def backoff_seconds(tries: int, base: float, cap: float) -> float:
-    """Wait before retry number ``tries`` (1-based) when the server gave no Retry-After:
-    ``min(cap, base * 2**(tries - 1))`` with jitter (half to full), in seconds."""
-    return min(cap, base * 2 ** (tries - 1)) * random.uniform(0.5, 1.0)
-
-
-def _safe_url(url: str | None) -> str | None:
-    """``url`` without user info, query or fragment (where secrets may hide)."""
-    if url is None:
-        return None
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class OpenAIJudge(Judge):
@@ -322,23 +153,9 @@ class OpenAIJudge(Judge):
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InputError(f"model must be a non-empty string, got {model!r}")
-        check_retry_settings(
-            {"concurrency": concurrency, "max_attempts": max_attempts},
-            {
-                "timeout": timeout,
-                "backoff_base": backoff_base,
-                "backoff_max": backoff_max,
-                "max_retry_wait": max_retry_wait,
-            },
-        )
-        params = dict(request_params or {})
-        for reserved in ("model", "messages", "stream", "n"):
-            if reserved in params:
-                raise InputError(f"request_params may not set {reserved!r}")
-        try:
-            json.dumps(params, sort_keys=True)
-        except TypeError as e:
-            raise InputError(f"request_params must hold JSON values: {e}") from None
+        check_retry_settings({"concurrency": concurrency}, {})
+        policy = RetryPolicy(max_attempts, timeout, backoff_base, backoff_max, max_retry_wait)
+        params = check_request_params(request_params, ("model", "messages", "stream", "n"))
         self.model = model
         self.language = language
         self.prompt = load_prompt(prompt, language)
@@ -349,7 +166,6 @@ class OpenAIJudge(Judge):
             raise InputError(f"rank_prompt {self.rank_prompt.id} is not a rank prompt")
         self.scale = self.prompt.scale
         self.base_url = base_url
-        self._api_key = api_key
         self.temperature = temperature
         self.request_params = params
         self.concurrency = concurrency
@@ -367,6 +183,24 @@ class OpenAIJudge(Judge):
         self.stage = stage
         self.progress = progress
         self.judge_id = f"openai-judge:{model}"
+        body = dict(params)
+        if temperature is not None:
+            body["temperature"] = temperature
+        self.sender = CallSender(
+            model=model,
+            judge_id=self.judge_id,
+            base_url=base_url,
+            api_key=api_key,
+            body=body,
+            policy=policy,
+            concurrency=concurrency,
+            reminder=reminder,
+            retry_invalid=retry_invalid,
+            cache=self.cache,
+            ledger=self.ledger,
+            stage=stage,
+            progress=progress,
+        )
 
     # -- identity
 
@@ -384,7 +218,7 @@ class OpenAIJudge(Judge):
             "judge_id": self.judge_id,
             "class": type(self).__name__,
             "model": self.model,
-            "base_url": _safe_url(self.base_url),
+            "base_url": safe_url(self.base_url),
             "scale": list(self.scale) if self.scale else None,
             "prompt": self.prompt.describe(),
             "rank_prompt": self.rank_prompt.describe(),
@@ -438,24 +272,14 @@ class OpenAIJudge(Judge):
         InputError
             When a field of the template is missing from ``values`` (naming ``item``).
         """
-        messages = template.render(values, where=f"item {item}")
-        blob = json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-        key = make_key(
-            {
-                "model": self.model,
-                "template_sha256": template.sha256,
-                "prompt_sha256": hashlib.sha256(blob.encode("utf-8")).hexdigest(),
-                "params": self.params,
-            }
-        )
-        return LLMCall(
-            item,
-            query_id,
-            key,
-            messages,
+        return build_call(
+            self.model,
+            self.params,
             template,
-            template.render_reminder(values),
-            None if labels is None else tuple(labels),
+            values,
+            item=item,
+            query_id=query_id,
+            labels=labels,
         )
 
     def _grade_calls(self, requests: list[GradeRequest]) -> list[LLMCall]:
@@ -503,7 +327,7 @@ class OpenAIJudge(Judge):
         unique: dict[str, LLMCall] = {}
         for c in calls:
             unique.setdefault(c.key, c)
-        found = self._cached(list(unique.values()))
+        found = self.sender.cached(list(unique.values()))
         return [
             PlannedCall(
                 c.item,
@@ -527,7 +351,7 @@ class OpenAIJudge(Judge):
                 r.query_id,
                 r.doc_id,
                 c.value if c.valid else None,
-                **_audit(c),
+                **audit(c),
                 judge_id=self.judge_id,
                 prompt=self.prompt.id,
             )
@@ -543,23 +367,17 @@ class OpenAIJudge(Judge):
                 r.batch_id,
                 r.doc_ids,
                 c.value if c.valid else None,
-                **_audit(c),
+                **audit(c),
                 judge_id=self.judge_id,
                 prompt=self.rank_prompt.id,
             )
             for r, c in zip(requests, results, strict=True)
         ]
 
-    # -- the engine
+    # -- sending (the engine is the CallSender)
 
     def _cached(self, calls: Sequence[LLMCall]) -> dict[str, CallResult]:
-        found = self.cache.get_many(NAMESPACE, [c.key for c in calls])
-        out = {}
-        for key, blob in found.items():
-            r = CallResult.from_bytes(blob)
-            if r.valid or not self.retry_invalid:
-                out[key] = r
-        return out
+        return self.sender.cached(calls)
 
     def run(
         self, calls: Sequence[LLMCall], *, stage: str | None = None, kind: str = "grade"
@@ -567,304 +385,7 @@ class OpenAIJudge(Judge):
         """Send ``calls`` (from the cache where possible); one result per call, same order.
 
         Calls with the same key are sent once and share the result. Never raises for a failed
-        call: its result has ``status="failed"`` and the reason.
+        call: its result has ``status="failed"`` and the reason (see
+        :meth:`ragnb.judge.sender.CallSender.run`).
         """
-        stage = stage or self.stage
-        calls = list(calls)
-        unique: dict[str, LLMCall] = {}
-        for c in calls:
-            unique.setdefault(c.key, c)
-        results = self._cached(list(unique.values()))
-        for key, r in results.items():
-            c = unique[key]
-            self._record(stage, kind, c, 0, "cached", r.input_tokens, r.output_tokens, True, False)
-        todo = [c for k, c in unique.items() if k not in results]
-        if todo:
-            before = set(self.cache.get_many(INFLIGHT_NAMESPACE, [c.key for c in todo]))
-            answered = set(self.cache.get_many(NAMESPACE, [c.key for c in todo]))
-            repeated = before - answered
-            results.update(run_sync(lambda: self._arun(todo, repeated, stage, kind)))
-            bad = [r for r in results.values() if not r.valid and not r.cached]
-            if bad:
-                n_failed = sum(r.status == "failed" for r in bad)
-                log.warning(
-                    "%s: %d of %d calls invalid, %d failed (see the reason column)",
-                    self.judge_id,
-                    len(bad) - n_failed,
-                    len(todo),
-                    n_failed,
-                )
-        return [results[c.key] for c in calls]
-
-    async def _arun(
-        self, todo: list[LLMCall], repeated: set[str], stage: str, kind: str
-    ) -> dict[str, CallResult]:
-        import openai
-        from tqdm import tqdm
-
-        state = _RunState()
-        out: dict[str, CallResult] = {}
-        client = openai.AsyncOpenAI(
-            base_url=self.base_url,
-            api_key=self._api_key or os.environ.get("OPENAI_API_KEY") or "unset",
-            timeout=self.timeout,
-            max_retries=0,
-        )
-        pending = iter(todo)
-        bar = tqdm(
-            total=len(todo),
-            desc=f"{stage}: {self.model}",
-            disable=not self.progress,
-            unit="call",
-        )
-
-        async def worker() -> None:
-            for call in pending:  # the iterator is shared: each call goes to one worker
-                try:
-                    out[call.key] = await self._one(
-                        client, call, call.key in repeated, stage, kind, state
-                    )
-                except (asyncio.CancelledError, KeyboardInterrupt):
-                    raise
-                except Exception as e:  # a bug must not lose the other items
-                    log.exception("%s: unexpected error on %s", self.judge_id, call.item)
-                    out[call.key] = CallResult(
-                        None, False, "failed", self._scrub(f"internal error: {e!r}")
-                    )
-                bar.update(1)
-
-        try:
-            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(todo)))))
-        finally:
-            bar.close()
-            await client.close()
-        return out
-
-    async def _one(
-        self,
-        client: Any,
-        call: LLMCall,
-        repeated: bool,
-        stage: str,
-        kind: str,
-        state: _RunState,
-    ) -> CallResult:
-        counts = _Counts()
-        if state.abort is not None:
-            return CallResult(None, False, "failed", f"not sent: {state.abort}")
-        stamp = json.dumps({"ts": time.time(), "run_id": self.ledger.run_id}).encode()
-        self.cache.put(INFLIGHT_NAMESPACE, call.key, stamp)
-
-        def result(**kw: Any) -> CallResult:
-            return CallResult(
-                attempts=counts.attempts,
-                input_tokens=counts.input_tokens,
-                output_tokens=counts.output_tokens,
-                repeated=repeated,
-                **kw,
-            )
-
-        try:
-            text = await self._request(
-                client, call.messages, call, counts, stage, kind, repeated, state
-            )
-        except _Failed as f:
-            return result(value=None, valid=False, status="failed", reason=f.reason)
-        value, reason = call.template.parse(text, call.labels)
-        first_raw = None
-        reminded = False
-        if reason is not None and self.reminder and call.reminder:
-            first_raw, first_reason = text, reason
-            reminded = True
-            follow_up = [
-                *call.messages,
-                {"role": "assistant", "content": text},
-                {"role": "user", "content": call.reminder},
-            ]
-            try:
-                text = await self._request(
-                    client, follow_up, call, counts, stage, kind, repeated, state
-                )
-            except _Failed as f:
-                return result(
-                    value=None,
-                    valid=False,
-                    status="invalid",
-                    reason=f"{first_reason}; the reminder got no answer: {f.reason}",
-                    raw=first_raw,
-                    reminded=True,
-                )
-            value, reason = call.template.parse(text, call.labels)
-            if reason is not None:
-                reason = f"{reason} (after a reminder; first answer: {first_reason})"
-        final = result(
-            value=value if reason is None else None,
-            valid=reason is None,
-            status="ok" if reason is None else "invalid",
-            reason=reason or "",
-            raw=text,
-            first_raw=first_raw,
-            reminded=reminded,
-        )
-        self.cache.put(NAMESPACE, call.key, final.to_bytes())
-        return final
-
-    async def _request(
-        self,
-        client: Any,
-        messages: list[dict[str, str]],
-        call: LLMCall,
-        counts: _Counts,
-        stage: str,
-        kind: str,
-        repeated: bool,
-        state: _RunState,
-    ) -> str:
-        import openai
-
-        body: dict[str, Any] = {"model": self.model, "messages": messages, **self.request_params}
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        loop = asyncio.get_running_loop()
-        tries = 0
-        while True:
-            if state.abort is not None:
-                raise _Failed(f"not sent: {state.abort}")
-            pause = state.pause_until - loop.time()
-            if pause > 0:
-                await asyncio.sleep(pause)
-            tries += 1
-            counts.attempts += 1
-            wait: float | None = None
-            retryable = True
-            try:
-                # POST /chat/completions through the client's generic verb: the same request,
-                # auth and errors as chat.completions.create, without its per-call TypedDict
-                # transform of the messages and pydantic model of the answer (~2 ms of typing
-                # introspection per call, most of the CPU budget at 16 calls per 50 ms); the
-                # body is read as a plain dict (a truncated one raises json.JSONDecodeError)
-                data = await client.post("/chat/completions", cast_to=dict, body=body)
-                content, n_in, n_out = _read_completion(data)
-            except openai.APIStatusError as e:
-                code = e.status_code
-                status = f"http_{code}"
-                reason = self._scrub(f"HTTP {code}: {_error_message(e)}")
-                headers = e.response.headers
-                retryable = code in _RETRYABLE or code >= 500
-                if str(headers.get("x-should-retry", "")).lower() == "false":
-                    retryable = False
-                if code in _FATAL:
-                    state.abort = f"the job stopped after {reason}"
-                if retryable:
-                    wait = retry_after_seconds(headers)
-                    if code == 429 and wait is not None and wait <= self.max_retry_wait:
-                        state.pause_until = max(state.pause_until, loop.time() + wait)
-            except openai.APITimeoutError:
-                status, reason = "timeout", f"no answer within {self.timeout:g} s"
-            except openai.APIConnectionError as e:
-                cause = e.__cause__ or e
-                status = "connection"
-                reason = self._scrub(f"connection error: {type(cause).__name__}: {cause}")
-            except (ValueError, openai.APIResponseValidationError, _Malformed) as e:
-                # a truncated or non-JSON body: the client raises json.JSONDecodeError
-                status = "malformed"
-                reason = self._scrub(f"malformed response body: {type(e).__name__}: {e}")
-            else:
-                counts.input_tokens += n_in
-                counts.output_tokens += n_out
-                self._record(stage, kind, call, counts.attempts, "ok", n_in, n_out, False, repeated)
-                return content
-            self._record(stage, kind, call, counts.attempts, status, 0, 0, False, repeated)
-            log.info("%s: %s attempt %d: %s", self.judge_id, call.item, counts.attempts, reason)
-            if not retryable or tries >= self.max_attempts:
-                raise _Failed(f"{reason} (request {tries} of at most {self.max_attempts})")
-            if wait is None:
-                wait = backoff_seconds(tries, self.backoff_base, self.backoff_max)
-            elif wait > self.max_retry_wait:
-                raise _Failed(
-                    f"{reason}; the server asked to wait {wait:g} s, more than "
-                    f"max_retry_wait={self.max_retry_wait:g} s"
-                )
-            await asyncio.sleep(wait)
-
-    def _record(
-        self,
-        stage: str,
-        kind: str,
-        call: LLMCall,
-        attempt: int,
-        status: str,
-        n_in: int,
-        n_out: int,
-        cached: bool,
-        repeated: bool,
-    ) -> None:
-        self.ledger.record(
-            stage=stage,
-            model=self.model,
-            item=call.item,
-            key=call.key,
-            attempt=attempt,
-            status=status,
-            input_tokens=n_in,
-            output_tokens=n_out,
-            cached=cached,
-            repeated=repeated,
-            judge_id=self.judge_id,
-            kind=kind,
-        )
-
-    def _scrub(self, text: str) -> str:
-        key = self._api_key or os.environ.get("OPENAI_API_KEY") or ""
-        if len(key) >= 4 and key in text:
-            text = text.replace(key, "[REDACTED]")
-        return text
-
-
-def _error_message(e: Any) -> str:
-    """The server's own error message (``{"error": {"message": ...}}``), else the client's."""
-    body = getattr(e, "body", None)
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return body["message"][:500]
-    return str(getattr(e, "message", e))[:500]
-
-
-class _Malformed(Exception):
-    """A 2xx body that is JSON but not a chat completion."""
-
-
-def _read_completion(data: Any) -> tuple[str, int, int]:
-    """``(content, prompt_tokens, completion_tokens)`` of a chat completion body.
-
-    Content that is null (a refusal, a tool call) reads as ``""``, an invalid answer; a body
-    without ``choices[0].message`` is malformed (retried).
-    """
-    try:
-        message = data["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        raise _Malformed(f"not a chat completion: {str(data)[:80]!r}") from None
-    content = message.get("content") if isinstance(message, dict) else None
-    usage = data.get("usage") or {}
-
-    def count(name: str) -> int:
-        v = usage.get(name) if isinstance(usage, dict) else None
-        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
-
-    text = content if isinstance(content, str) else ""
-    return text, count("prompt_tokens"), count("completion_tokens")
-
-
-def _audit(c: CallResult) -> dict[str, Any]:
-    return {
-        "valid": c.valid,
-        "status": c.status,
-        "reason": c.reason,
-        "raw": c.raw,
-        "first_raw": c.first_raw,
-        "attempts": c.attempts,
-        "reminded": c.reminded,
-        "input_tokens": c.input_tokens,
-        "output_tokens": c.output_tokens,
-        "cached": c.cached,
-        "repeated": c.repeated,
-    }
+        return self.sender.run(calls, stage=stage, kind=kind)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.judge.base import GradeRequest, GradeResult, Judge, RankRequest, RankResult
+from ragnb.provenance import sha256_json
 
 __all__ = ["NoisyJudge", "QrelsJudge", "SimilarityJudge"]
 
@@ -74,35 +75,64 @@ class _LabelJudge(Judge):
             return int(self.missing)
         return g
 
-    def _unjudged(self, qid: str, dids: Sequence[str]) -> list[str]:
-        return [d for d in dids if self._label(qid, d) is None]
+    def _grade_one(self, r: GradeRequest, g: int) -> tuple[int, str]:
+        """The grade of a pair whose label is ``g``, and how it was made (``raw``)."""
+        raise NotImplementedError
 
-    def _invalid_grade(self, r: GradeRequest) -> GradeResult:
-        return GradeResult(
-            r.query_id,
-            r.doc_id,
-            None,
-            False,
-            "invalid",
-            reason="unjudged: no qrels label for this pair (missing='invalid')",
-            judge_id=self.judge_id,
-        )
+    def _order(self, r: RankRequest, labels: list[int]) -> tuple[tuple[int, ...], str]:
+        """The permutation of a batch whose labels are ``labels``, and how it was made."""
+        raise NotImplementedError
 
-    def _invalid_rank(self, r: RankRequest, unjudged: list[str]) -> RankResult:
-        return RankResult(
-            r.query_id,
-            r.batch_id,
-            r.doc_ids,
-            None,
-            False,
-            "invalid",
-            reason=f"unjudged document(s) {unjudged} (missing='invalid')",
-            judge_id=self.judge_id,
-        )
+    def _grade_batch(self, requests: list[GradeRequest], stage: str | None) -> list[GradeResult]:
+        out = []
+        for r in requests:
+            g = self._label(r.query_id, r.doc_id)
+            if g is None:
+                reason = "unjudged: no qrels label for this pair (missing='invalid')"
+                out.append(self._invalid_grade(r, reason))
+                continue
+            grade, raw = self._grade_one(r, g)
+            out.append(
+                GradeResult(
+                    r.query_id, r.doc_id, grade, True, "ok", raw=raw, judge_id=self.judge_id
+                )
+            )
+        return out
+
+    def _rank_batch(self, requests: list[RankRequest], stage: str | None) -> list[RankResult]:
+        out = []
+        for r in requests:
+            labels = [self._label(r.query_id, d) for d in r.doc_ids]
+            unjudged = [d for d, g in zip(r.doc_ids, labels, strict=True) if g is None]
+            if unjudged:
+                reason = f"unjudged document(s) {unjudged} (missing='invalid')"
+                out.append(self._invalid_rank(r, reason))
+                continue
+            perm, raw = self._order(r, [int(g or 0) for g in labels])
+            out.append(
+                RankResult(
+                    r.query_id,
+                    r.batch_id,
+                    r.doc_ids,
+                    perm,
+                    True,
+                    "ok",
+                    raw=raw,
+                    judge_id=self.judge_id,
+                )
+            )
+        return out
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
         info.update({"labels": len(self._qrels), "missing": self.missing})
+        return info
+
+    def fingerprint(self) -> dict[str, Any]:
+        """:meth:`Judge.fingerprint` plus ``labels_sha256``: SHA-256 of the sorted
+        ``(query_id, doc_id, grade)`` triples of the labels."""
+        info = super().fingerprint()
+        info["labels_sha256"] = sha256_json(sorted((q, d, g) for (q, d), g in self._qrels.items()))
         return info
 
 
@@ -131,43 +161,13 @@ class QrelsJudge(_LabelJudge):
         super().__init__(qrels, scale, missing)
         self.judge_id = "qrels-judge"
 
-    def _grade_batch(self, requests: list[GradeRequest], stage: str | None) -> list[GradeResult]:
-        out = []
-        for r in requests:
-            g = self._label(r.query_id, r.doc_id)
-            if g is None:
-                out.append(self._invalid_grade(r))
-                continue
-            judged = (r.query_id, r.doc_id) in self._qrels
-            raw = f"qrels label {g}" if judged else f"unjudged: default grade {g}"
-            out.append(
-                GradeResult(r.query_id, r.doc_id, g, True, "ok", raw=raw, judge_id=self.judge_id)
-            )
-        return out
+    def _grade_one(self, r: GradeRequest, g: int) -> tuple[int, str]:
+        judged = (r.query_id, r.doc_id) in self._qrels
+        return g, f"qrels label {g}" if judged else f"unjudged: default grade {g}"
 
-    def _rank_batch(self, requests: list[RankRequest], stage: str | None) -> list[RankResult]:
-        out = []
-        for r in requests:
-            unjudged = self._unjudged(r.query_id, r.doc_ids)
-            if unjudged:
-                out.append(self._invalid_rank(r, unjudged))
-                continue
-            grades = [self._label(r.query_id, d) or 0 for d in r.doc_ids]
-            perm = tuple(sorted(range(len(grades)), key=lambda i: -grades[i]))
-            raw = f"qrels labels {grades}, sorted highest first, ties in input order"
-            out.append(
-                RankResult(
-                    r.query_id,
-                    r.batch_id,
-                    r.doc_ids,
-                    perm,
-                    True,
-                    "ok",
-                    raw=raw,
-                    judge_id=self.judge_id,
-                )
-            )
-        return out
+    def _order(self, r: RankRequest, labels: list[int]) -> tuple[tuple[int, ...], str]:
+        perm = tuple(sorted(range(len(labels)), key=lambda i: -labels[i]))
+        return perm, f"qrels labels {labels}, sorted highest first, ties in input order"
 
 
 def _rng(seed: int, *parts: Any) -> np.random.Generator:
@@ -245,54 +245,22 @@ class NoisyJudge(_LabelJudge):
         z = _rng(self.seed, "grade", query_id, doc_id).standard_normal()
         return g + self.sd * float(z)
 
-    def _grade_batch(self, requests: list[GradeRequest], stage: str | None) -> list[GradeResult]:
+    def _grade_one(self, r: GradeRequest, g: int) -> tuple[int, str]:
         lo, hi = self.scale or (0, 1)
-        out = []
-        for r in requests:
-            u = self.utility(r.query_id, r.doc_id)
-            if u is None:
-                out.append(self._invalid_grade(r))
-                continue
-            g = int(min(hi, max(lo, math.floor(u + 0.5))))
-            out.append(
-                GradeResult(
-                    r.query_id,
-                    r.doc_id,
-                    g,
-                    True,
-                    "ok",
-                    raw=f"noisy utility {u:.4f} -> {g}",
-                    judge_id=self.judge_id,
-                )
-            )
-        return out
+        u = self.utility(r.query_id, r.doc_id) or 0.0  # never None: the pair has label g
+        grade = int(min(hi, max(lo, math.floor(u + 0.5))))
+        return grade, f"noisy utility {u:.4f} -> {grade}"
 
-    def _rank_batch(self, requests: list[RankRequest], stage: str | None) -> list[RankResult]:
-        out = []
-        for r in requests:
-            unjudged = self._unjudged(r.query_id, r.doc_ids)
-            if unjudged:
-                out.append(self._invalid_rank(r, unjudged))
-                continue
-            labels = np.array([self._label(r.query_id, d) for d in r.doc_ids], dtype=float)
-            rng = _rng(self.seed, "rank", r.query_id, list(r.doc_ids))
-            u = labels + self.sd * rng.standard_normal(len(labels))
-            keys = u + self.gumbel_scale * rng.gumbel(size=len(labels))
-            perm = tuple(int(i) for i in np.argsort(-keys, kind="stable"))
-            out.append(
-                RankResult(
-                    r.query_id,
-                    r.batch_id,
-                    r.doc_ids,
-                    perm,
-                    True,
-                    "ok",
-                    raw=f"noisy utilities {np.round(u, 4).tolist()}, Gumbel-max keys "
-                    f"{np.round(keys, 4).tolist()}",
-                    judge_id=self.judge_id,
-                )
-            )
-        return out
+    def _order(self, r: RankRequest, labels: list[int]) -> tuple[tuple[int, ...], str]:
+        rng = _rng(self.seed, "rank", r.query_id, list(r.doc_ids))
+        u = np.array(labels, dtype=float) + self.sd * rng.standard_normal(len(labels))
+        keys = u + self.gumbel_scale * rng.gumbel(size=len(labels))
+        perm = tuple(int(i) for i in np.argsort(-keys, kind="stable"))
+        raw = (
+            f"noisy utilities {np.round(u, 4).tolist()}, Gumbel-max keys "
+            f"{np.round(keys, 4).tolist()}"
+        )
+        return perm, raw
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
@@ -386,15 +354,7 @@ class SimilarityJudge(Judge):
             for j, i in enumerate(idx):
                 r = requests[i]
                 if isinstance(scores, str):
-                    out[i] = GradeResult(
-                        r.query_id,
-                        r.doc_id,
-                        None,
-                        False,
-                        "invalid",
-                        reason=scores,
-                        judge_id=self.judge_id,
-                    )
+                    out[i] = self._invalid_grade(r, scores)
                     continue
                 s = float(scores[j])
                 g = int(self._relevant(s))
@@ -409,18 +369,7 @@ class SimilarityJudge(Judge):
         for r in requests:
             scores = self._scores(r.query_id, list(r.passages) if r.passages else [None])
             if isinstance(scores, str):
-                out.append(
-                    RankResult(
-                        r.query_id,
-                        r.batch_id,
-                        r.doc_ids,
-                        None,
-                        False,
-                        "invalid",
-                        reason=scores,
-                        judge_id=self.judge_id,
-                    )
-                )
+                out.append(self._invalid_rank(r, scores))
                 continue
             perm = tuple(int(i) for i in np.argsort(-scores, kind="stable"))
             out.append(

@@ -33,11 +33,9 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _check_arrays, prepare
+from ragnb.measures._kernel import RankingArrays, _check_arrays
 
 __all__ = [
     "Measure",
@@ -164,13 +162,33 @@ _HEAD_ALIASES: dict[str, tuple[str, dict[str, ParamValue]]] = {}
 _TREC_ALIASES: list[tuple[re.Pattern[str], str, dict[str, ParamValue]]] = []
 
 
-def register_family(family: MeasureFamily) -> MeasureFamily:
-    """Add a family to the registry (its name must be new)."""
+def register_family(
+    family: MeasureFamily, *, aliases: Iterable[str] = (), trec: Iterable[str] = ()
+) -> MeasureFamily:
+    """Add a family to the registry (its name must be new), with its plain aliases.
+
+    Parameters
+    ----------
+    family : MeasureFamily
+    aliases : iterable of str, optional
+        Other heads for the family, as :func:`register_alias` without implied parameters.
+    trec : iterable of str, optional
+        Whole-name patterns, as :func:`register_trec_alias` without implied parameters.
+
+    Returns
+    -------
+    MeasureFamily
+        ``family``.
+    """
     if family.name in _FAMILIES or family.name in _HEAD_ALIASES:
         raise ValueError(f"measure family {family.name!r} is already registered")
     if not re.fullmatch(r"[^\s()@,=]+", family.name):
         raise ValueError(f"bad family name {family.name!r}")
     _FAMILIES[family.name] = family
+    for alias in aliases:
+        register_alias(alias, family.name)
+    for pattern in trec:
+        register_trec_alias(pattern, family.name)
     return family
 
 
@@ -459,15 +477,3 @@ def parse_measures(names: Iterable[str | Measure] | str | Measure) -> list[Measu
     if not out:
         raise InputError("no measures given")
     return list(out)
-
-
-def _mean_of(
-    measure: Measure,
-    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
-    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
-    order: RunOrder,
-) -> float:
-    """Macro mean of ``measure`` over the queries of the qrels (NaN values excluded)."""
-    values = measure.compute(prepare(qrels, run, order=order, depth=measure.depth))
-    valid = ~np.isnan(values)
-    return float(values[valid].mean()) if valid.any() else float("nan")

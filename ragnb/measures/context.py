@@ -43,7 +43,6 @@ References
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -58,19 +57,10 @@ from ragnb.measures._kernel import (
     as_run_frame,
     prepare,
 )
-from ragnb.measures.base import (
-    REL,
-    Measure,
-    MeasureFamily,
-    _mean_of,
-    register_alias,
-    register_family,
-)
+from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.base import REL, Measure, MeasureFamily, register_alias, register_family
 
 __all__ = ["context_precision_at_k", "pooled_qrels", "pr_auc", "pr_curve"]
-
-Qrels: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, int]]
-Run: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, float]]
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -122,32 +112,22 @@ register_alias("context_precision", "ContextPrecision")
 # ----------------------------------------------------------------------------- public functions
 
 
+@fill_doc
 def context_precision_at_k(
     qrels: Qrels, run: Run, k: int | None = None, *, rel: int = 1, order: RunOrder = "score"
 ) -> float:
     """Mean Context Precision@K: precision averaged over the relevant ranks of the top K.
 
-    Parameters
-    ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    {{Parameters: qrels, run}}
     k : int, optional
         Cutoff K >= 1; default the whole run (ragas: all ``retrieved_contexts``).
     rel : int, default 1
         A judged document with grade >= ``rel`` is relevant (v_k = 1).
-    order : {"score", "file"}, default "score"
+    {{order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean of the per-query values.
+    {{Returns: mean}}
 
-    Raises
-    ------
-    InputError
-        On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.
+    {{Raises: bad_input}}
 
     Notes
     -----
@@ -168,9 +148,10 @@ def context_precision_at_k(
     >>> context_precision_at_k(qrels, run, 5), (1 + 1 + 3 / 4) / 3   # 11/12
     (0.9166666666666666, 0.9166666666666666)
     """
-    return _mean_of(Measure("ContextPrecision", k, rel=rel), qrels, run, order)
+    return mean_of(Measure("ContextPrecision", k, rel=rel), qrels, run, order)
 
 
+@fill_doc
 def pr_auc(
     qrels: Qrels, run: Run, k: int | None = None, *, rel: int = 1, order: RunOrder = "score"
 ) -> float:
@@ -185,18 +166,11 @@ def pr_auc(
         Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
     k : int, optional
         Trace the curve over the top K only (the area up to recall R@K); default the whole run.
-    rel : int, default 1
-    order : {"score", "file"}, default "score"
+    {{rel, order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean of the per-query values.
+    {{Returns: mean}}
 
-    Raises
-    ------
-    InputError
-        On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.
+    {{Raises: bad_input}}
 
     Notes
     -----
@@ -220,24 +194,19 @@ def pr_auc(
     >>> context_precision_at_k(qrels, run)                  # same sum over n_p = 2 instead
     0.8333333333333333
     """
-    return _mean_of(Measure("PR-AUC", k, rel=rel), qrels, run, order)
+    return mean_of(Measure("PR-AUC", k, rel=rel), qrels, run, order)
 
 
+@fill_doc
 def pr_curve(
     qrels: Qrels, run: Run, k: int | None = None, *, rel: int = 1, order: RunOrder = "score"
 ) -> pd.DataFrame:
     """The precision-recall points of each query's ranking, a tidy frame for plotting.
 
-    Parameters
-    ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    {{Parameters: qrels, run}}
     k : int, optional
         Points for ranks 1..K only; default every rank of the run.
-    rel : int, default 1
-    order : {"score", "file"}, default "score"
+    {{rel, order}}
 
     Returns
     -------
@@ -249,10 +218,7 @@ def pr_curve(
         of a query, ``sum(precision[relevant]) / N_p``, is its :func:`pr_auc`; draw the curve as
         a step line of precision against recall.
 
-    Raises
-    ------
-    InputError
-        On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.
+    {{Raises: bad_input}}
 
     References
     ----------
@@ -290,6 +256,7 @@ def pr_curve(
     )
 
 
+@fill_doc
 def pooled_qrels(
     qrels: Qrels,
     runs: Mapping[str, Run] | Sequence[Run],
@@ -307,7 +274,7 @@ def pooled_qrels(
         The runs being compared (frames or dicts, as for :func:`ragnb.evaluate.evaluate`).
     k : int, optional
         Pool only the top ``k`` of each run (the depth the systems are compared at); default all.
-    order : {"score", "file"}, default "score"
+    {{order}}
 
     Returns
     -------

@@ -58,13 +58,8 @@ from numpy.typing import ArrayLike
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder, check_qrels, sort_run
 from ragnb.measures._kernel import RankingArrays, as_qrels_frame, as_run_frame, prepare
-from ragnb.measures.base import (
-    Measure,
-    MeasureFamily,
-    ParamSpec,
-    _mean_of,
-    register_family,
-)
+from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
 
 __all__ = [
     "BASE_UTILITY",
@@ -86,8 +81,6 @@ __all__ = [
     "resolve_grade_map",
 ]
 
-Qrels: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, int]]
-Run: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, float]]
 SourceOf: TypeAlias = Mapping[str, str] | Callable[[str], str] | None
 
 #: Base (stationary) utilities b_1..b_5 of Dallaire's rubric, index ``g - 1``.
@@ -530,6 +523,7 @@ register_family(
 # ----------------------------------------------------------------------------- public functions
 
 
+@fill_doc
 def ra_nwg(
     qrels: Qrels,
     run: Run,
@@ -551,11 +545,10 @@ def ra_nwg(
         ``relevance``, or ``{query_id: {doc_id: grade}}``.
     run : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
-    k : int
-        Cutoff K >= 1.
+    {{k}}
     a, cap3, cap4, fb3, fb4 : float
         Weight parameters, see :func:`rarity_weights` (the paper's defaults).
-    order : {"score", "file"}, default "score"
+    {{order}}
 
     Returns
     -------
@@ -585,16 +578,14 @@ def ra_nwg(
     0.3333333333333333
     """
     m = Measure("RA-nWG", k, a=a, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)
-    return _mean_of(m, qrels, run, order)
+    return mean_of(m, qrels, run, order)
 
 
+@fill_doc
 def n_recall_4plus(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score") -> float:
     """Mean N-Recall4+@K: grade >= 4 documents in the top K over ``min(K, R4+)``.
 
-    Parameters
-    ----------
-    qrels, run, k, order
-        As for :func:`ra_nwg`.
+    {{Parameters: qrels, run, k, order}}
 
     Returns
     -------
@@ -617,20 +608,16 @@ def n_recall_4plus(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score")
     >>> n_recall_4plus(qrels, run, 2)                    # q1: 1 / min(2, 3)
     0.5
     """
-    return _mean_of(Measure("N-Recall4+", k), qrels, run, order)
+    return mean_of(Measure("N-Recall4+", k), qrels, run, order)
 
 
+@fill_doc
 def n_recall_5(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score") -> float:
     """Mean N-Recall5@K: grade 5 documents in the top K over ``min(K, R5)``, NA when ``R5 = 0``.
 
-    Parameters
-    ----------
-    qrels, run, k, order
-        As for :func:`ra_nwg`.
+    {{Parameters: qrels, run, k, order}}
 
-    Returns
-    -------
-    float in [0, 1]
+    {{Returns: mean}}
 
     References
     ----------
@@ -642,7 +629,7 @@ def n_recall_5(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score") -> 
     >>> n_recall_5(qrels, {"q1": {"a": 0.9, "b": 0.8, "c": 0.7}}, 1)   # 1 / min(1, 2)
     1.0
     """
-    return _mean_of(Measure("N-Recall5", k), qrels, run, order)
+    return mean_of(Measure("N-Recall5", k), qrels, run, order)
 
 
 def complete_hit(
@@ -679,20 +666,16 @@ def complete_hit(
     >>> complete_hit(qrels, run, 2), complete_hit(qrels, run, 3)   # q1 needs a and b
     (0.5, 1.0)
     """
-    return _mean_of(Measure("CompleteHit", k, rel=rel), qrels, run, order)
+    return mean_of(Measure("CompleteHit", k, rel=rel), qrels, run, order)
 
 
+@fill_doc
 def precision_4plus(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score") -> float:
     """Mean Precision4+@K: grade >= 4 documents in the top K over K.
 
-    Parameters
-    ----------
-    qrels, run, k, order
-        As for :func:`ra_nwg`.
+    {{Parameters: qrels, run, k, order}}
 
-    Returns
-    -------
-    float in [0, 1]
+    {{Returns: mean}}
 
     References
     ----------
@@ -703,20 +686,15 @@ def precision_4plus(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score"
     >>> precision_4plus({"q1": {"a": 5, "b": 3}}, {"q1": {"a": 0.9, "b": 0.8}}, 4)   # 1 / 4
     0.25
     """
-    return _mean_of(Measure("Precision4+", k), qrels, run, order)
+    return mean_of(Measure("Precision4+", k), qrels, run, order)
 
 
 def harm_at_k(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score") -> float:
     """Mean Harm@K: judged documents of grade <= 2 in the top K over K (lower is better).
 
-    Parameters
-    ----------
-    qrels, run, k, order
-        As for :func:`ra_nwg`.
+    {{Parameters: qrels, run, k, order}}
 
-    Returns
-    -------
-    float in [0, 1]
+    {{Returns: mean}}
 
     Notes
     -----
@@ -733,7 +711,7 @@ def harm_at_k(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score") -> f
     >>> harm_at_k(qrels, {"q1": {"a": 0.9, "b": 0.8, "x": 0.7, "c": 0.6}}, 4)   # b, c: 2/4
     0.5
     """
-    return _mean_of(Measure("Harm", k), qrels, run, order)
+    return mean_of(Measure("Harm", k), qrels, run, order)
 
 
 def ra_nwg_novelty(

@@ -38,7 +38,6 @@ import math
 import warnings
 from collections.abc import Mapping
 from itertools import combinations
-from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -46,20 +45,17 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder
 from ragnb.measures._kernel import RankingArrays, _dcg, _safe_div, _top
+from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import (
     REL,
     Measure,
     MeasureFamily,
-    _mean_of,
     register_alias,
     register_family,
     register_trec_alias,
 )
 
 __all__ = ["bpref", "condensed_ndcg", "condensed_precision", "judged_gap_warning"]
-
-Qrels: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, int]]
-Run: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, float]]
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -166,35 +162,27 @@ register_trec_alias(rf"P\(\s*rel\s*=\s*(?P<rel>-?\d+)\s*,{_J}\){_AT}", "P'")
 # ----------------------------------------------------------------------------- public functions
 
 
+@fill_doc
 def bpref(
     qrels: Qrels, run: Run, k: int | None = None, *, rel: int = 1, order: RunOrder = "score"
 ) -> float:
     """Mean binary preference (bpref) over the queries of the qrels, as trec_eval computes it.
 
-    Parameters
-    ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    {{Parameters: qrels, run}}
     k : int, optional
         Evaluate the run cut at rank ``k`` (trec_eval's ``-M k``); default the whole run. This is
         not Buckley and Voorhees' bpref-10, which changes the denominator instead.
     rel : int, default 1
         A judged document with grade >= ``rel`` is relevant; one with ``0 <= grade < rel`` is
         judged non-relevant.
-    order : {"score", "file"}, default "score"
-        Run ordering, see :func:`ragnb.frames.sort_run`.
+    {{order}}
 
     Returns
     -------
     float in [0, 1]
         Macro mean of the per-query values (shape (n_queries,) in :func:`ragnb.evaluate`).
 
-    Raises
-    ------
-    InputError
-        On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.
+    {{Raises: bad_input}}
 
     Notes
     -----
@@ -222,28 +210,21 @@ def bpref(
     >>> bpref(qrels, run, k=2)              # only a counts: 0.5 / 2
     0.25
     """
-    return _mean_of(Measure("Bpref", k, rel=rel), qrels, run, order)
+    return mean_of(Measure("Bpref", k, rel=rel), qrels, run, order)
 
 
+@fill_doc
 def condensed_ndcg(
     qrels: Qrels, run: Run, k: int | None = None, *, order: RunOrder = "score"
 ) -> float:
     """Mean nDCG@k of the condensed list, ``nDCG'@K`` (Sakai 2007).
 
-    Parameters
-    ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    {{Parameters: qrels, run}}
     k : int, optional
         Cutoff K >= 1 on the condensed list; None: the whole condensed list.
-    order : {"score", "file"}, default "score"
+    {{order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean of the per-query values.
+    {{Returns: mean}}
 
     Raises
     ------
@@ -274,34 +255,23 @@ def condensed_ndcg(
     >>> round(ndcg_at_k(qrels, run, 2), 4)
     0.2398
     """
-    return _mean_of(Measure("nDCG'", k), qrels, run, order)
+    return mean_of(Measure("nDCG'", k), qrels, run, order)
 
 
+@fill_doc
 def condensed_precision(
     qrels: Qrels, run: Run, k: int, *, rel: int = 1, order: RunOrder = "score"
 ) -> float:
     """Mean P@k of the condensed list, ``P'@K`` (Sakai 2007).
 
-    Parameters
-    ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    {{Parameters: qrels, run}}
     k : int
         Cutoff K >= 1 on the condensed list.
-    rel : int, default 1
-    order : {"score", "file"}, default "score"
+    {{rel, order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean of the per-query values.
+    {{Returns: mean}}
 
-    Raises
-    ------
-    InputError
-        On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.
+    {{Raises: bad_input}}
 
     Notes
     -----
@@ -323,7 +293,7 @@ def condensed_precision(
     >>> condensed_precision(qrels, run, 4)   # 2 relevant among 3 judged, over K = 4
     0.5
     """
-    return _mean_of(Measure("P'", k, rel=rel), qrels, run, order)
+    return mean_of(Measure("P'", k, rel=rel), qrels, run, order)
 
 
 def judged_gap_warning(

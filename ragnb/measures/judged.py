@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
-import pandas as pd
 
 from ragnb.frames import RunOrder
 from ragnb.measures._kernel import RankingArrays, _safe_div, _top
-from ragnb.measures.base import Measure, MeasureFamily, _mean_of, register_family
+from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.base import Measure, MeasureFamily, register_family
 
 __all__ = ["judged_at_k"]
 
@@ -30,29 +28,15 @@ register_family(
 )
 
 
+@fill_doc
 def judged_at_k(
-    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
-    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
-    k: int | None = None,
-    *,
-    order: RunOrder = "score",
+    qrels: Qrels, run: Run, k: int | None = None, *, order: RunOrder = "score"
 ) -> float:
     """Mean share of the top ``k`` documents that have a judgement (any grade).
 
-    Parameters
-    ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
-    k : int, optional
-        Cutoff; default the whole run.
-    order : {"score", "file"}, default "score"
+    {{Parameters: qrels, run, k_optional, order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean of the per-query values.
+    {{Returns: mean}}
 
     Notes
     -----
@@ -77,4 +61,4 @@ def judged_at_k(
     >>> judged_at_k(qrels, run, 10)                        # run has 3: 2/min(10, 3)
     0.6666666666666666
     """
-    return _mean_of(Measure("Judged", k), qrels, run, order)
+    return mean_of(Measure("Judged", k), qrels, run, order)

@@ -6,21 +6,12 @@ a different measure and would need its own name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
-import pandas as pd
 
 from ragnb.frames import RunOrder
 from ragnb.measures._kernel import RankingArrays, _dcg, _safe_div, _top
-from ragnb.measures.base import (
-    Measure,
-    MeasureFamily,
-    _mean_of,
-    register_alias,
-    register_family,
-    register_trec_alias,
-)
+from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.base import Measure, MeasureFamily, register_family
 
 __all__ = ["ndcg_at_k"]
 
@@ -39,36 +30,24 @@ register_family(
         cutoff="optional",
         summary="nDCG@K = DCG@K / ideal DCG@K; gain = max(grade, 0), discount 1/log2(rank+1), "
         "ideal from all judged documents",
-    )
+    ),
+    aliases=("NDCG", "ndcg"),
+    trec=(r"ndcg_cut[._](?P<k>\d+)",),
 )
-register_alias("NDCG", "nDCG")
-register_alias("ndcg", "nDCG")
-register_trec_alias(r"ndcg_cut[._](?P<k>\d+)", "nDCG")
 
 
-def ndcg_at_k(
-    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
-    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
-    k: int | None = None,
-    *,
-    order: RunOrder = "score",
-) -> float:
+@fill_doc
+def ndcg_at_k(qrels: Qrels, run: Run, k: int | None = None, *, order: RunOrder = "score") -> float:
     """Mean nDCG at ``k`` (trec_eval's ``ndcg_cut_k``; whole run when ``k`` is None).
 
     Parameters
     ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    {{qrels, run}}
     k : int, optional
         Cutoff K >= 1; None evaluates the whole run (trec_eval's ``ndcg``).
-    order : {"score", "file"}, default "score"
+    {{order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean of the per-query values.
+    {{Returns: mean}}
 
     Notes
     -----
@@ -93,4 +72,4 @@ def ndcg_at_k(
     >>> round(ndcg_at_k(qrels, run, 3), 6)
     0.798485
     """
-    return _mean_of(Measure("nDCG", k), qrels, run, order)
+    return mean_of(Measure("nDCG", k), qrels, run, order)

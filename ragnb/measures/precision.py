@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
-import pandas as pd
 
 from ragnb.frames import RunOrder
 from ragnb.measures._kernel import RankingArrays
-from ragnb.measures.base import (
-    REL,
-    Measure,
-    MeasureFamily,
-    _mean_of,
-    register_alias,
-    register_family,
-    register_trec_alias,
-)
+from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
 
 __all__ = ["precision_at_k"]
 
@@ -29,39 +19,20 @@ def _precision(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
 
 register_family(
     MeasureFamily(
-        "P",
-        _precision,
-        params=(REL,),
-        summary="P@K = (relevant documents in the top K) / K",
-    )
+        "P", _precision, params=(REL,), summary="P@K = (relevant documents in the top K) / K"
+    ),
+    aliases=("Precision", "precision"),
+    trec=(r"P[._](?P<k>\d+)",),
 )
-register_alias("Precision", "P")
-register_alias("precision", "P")
-register_trec_alias(r"P[._](?P<k>\d+)", "P")
 
 
+@fill_doc
 def precision_at_k(
-    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
-    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
-    k: int,
-    *,
-    rel: int = 1,
-    order: RunOrder = "score",
+    qrels: Qrels, run: Run, k: int, *, rel: int = 1, order: RunOrder = "score"
 ) -> float:
     """Mean precision at ``k`` over the queries of the qrels.
 
-    Parameters
-    ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
-    k : int
-        Cutoff K >= 1.
-    rel : int, default 1
-        A judged document with grade >= ``rel`` is relevant.
-    order : {"score", "file"}, default "score"
-        Run ordering, see :func:`ragnb.frames.sort_run`.
+    {{Parameters: qrels, run, k, rel, order}}
 
     Returns
     -------
@@ -91,4 +62,4 @@ def precision_at_k(
     >>> precision_at_k(qrels, run, 3, rel=2)                # only a has grade >= 2: 1/3
     0.3333333333333333
     """
-    return _mean_of(Measure("P", k, rel=rel), qrels, run, order)
+    return mean_of(Measure("P", k, rel=rel), qrels, run, order)

@@ -14,28 +14,14 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TypeAlias
-
 import numpy as np
-import pandas as pd
 
 from ragnb.frames import RunOrder
 from ragnb.measures._kernel import RankingArrays, _dcg, _safe_div
-from ragnb.measures.base import (
-    ALPHA,
-    REL,
-    Measure,
-    MeasureFamily,
-    _mean_of,
-    register_alias,
-    register_family,
-)
+from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.base import ALPHA, REL, Measure, MeasureFamily, register_alias, register_family
 
 __all__ = ["f_measure", "f_estimated", "t_measure", "t_unnormalised", "ndcg_in_k"]
-
-Qrels: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, int]]
-Run: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, float]]
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -114,30 +100,21 @@ register_alias("f1", "F", alpha=0.5)
 # ----------------------------------------------------------------------------- public functions
 
 
+@fill_doc
 def f_measure(
     qrels: Qrels, run: Run, k: int, *, alpha: float, rel: int = 1, order: RunOrder = "score"
 ) -> float:
     """Mean F measure at ``k``: ``F(alpha)@K = n_p / (alpha K + (1 - alpha) N_p)``.
 
-    Parameters
-    ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
-    k : int
-        Cutoff K >= 1.
+    {{Parameters: qrels, run, k}}
     alpha : float in [0, 1]
         Weight of precision: ``F = 1 / (alpha / P + (1 - alpha) / R)`` (eq. 1), so
         ``F(alpha=1)@K = P@K`` and ``F(alpha=0)@K = R@K``; ``alpha=0.5`` is F1.
     rel : int, default 1
         A judged document with grade >= ``rel`` is relevant (binary; grades above do not add).
-    order : {"score", "file"}, default "score"
+    {{order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean of the per-query values.
+    {{Returns: mean}}
 
     Notes
     -----
@@ -157,9 +134,10 @@ def f_measure(
     >>> f_measure(qrels, run, 2, alpha=0.5)                 # 1 / (0.5*2 + 0.5*3) = 0.4
     0.4
     """
-    return _mean_of(Measure("F", k, alpha=alpha, rel=rel), qrels, run, order)
+    return mean_of(Measure("F", k, alpha=alpha, rel=rel), qrels, run, order)
 
 
+@fill_doc
 def f_estimated(
     qrels: Qrels, run: Run, k: int, *, alpha: float, rel: int = 1, order: RunOrder = "score"
 ) -> float:
@@ -170,10 +148,7 @@ def f_estimated(
     qrels, run, k, alpha, rel, order
         As for :func:`f_measure`.
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean of the per-query values.
+    {{Returns: mean}}
 
     Notes
     -----
@@ -195,7 +170,7 @@ def f_estimated(
     >>> round(f_estimated(qrels, run, 2, alpha=0.5), 6)          # 1 / (0.5*2 + 0.5*2)
     0.5
     """
-    return _mean_of(Measure("F_e", k, alpha=alpha, rel=rel), qrels, run, order)
+    return mean_of(Measure("F_e", k, alpha=alpha, rel=rel), qrels, run, order)
 
 
 def t_measure(
@@ -233,7 +208,7 @@ def t_measure(
     >>> t_measure(qrels, run, 4, alpha=0.5)                      # 0.5*2 - 0.5*2/4 = 0.75
     0.75
     """
-    return _mean_of(Measure("T", k, alpha=alpha, rel=rel), qrels, run, order)
+    return mean_of(Measure("T", k, alpha=alpha, rel=rel), qrels, run, order)
 
 
 def t_unnormalised(
@@ -267,9 +242,10 @@ def t_unnormalised(
     >>> t_unnormalised(qrels, run, 4, alpha=0.5)                 # 0.5*2 - 0.5*2 = 0
     0.0
     """
-    return _mean_of(Measure("T_u", k, alpha=alpha, rel=rel), qrels, run, order)
+    return mean_of(Measure("T_u", k, alpha=alpha, rel=rel), qrels, run, order)
 
 
+@fill_doc
 def ndcg_in_k(qrels: Qrels, run: Run, k: int, *, rel: int = 1, order: RunOrder = "score") -> float:
     """Mean within-K nDCG: DCG@K over the DCG of the same top-K documents ideally ordered.
 
@@ -280,10 +256,7 @@ def ndcg_in_k(qrels: Qrels, run: Run, k: int, *, rel: int = 1, order: RunOrder =
     rel : int, default 1
         Documents with grade >= ``rel`` are relevant and gain their grade; the others gain 0.
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean of the per-query values.
+    {{Returns: mean}}
 
     Notes
     -----
@@ -310,4 +283,4 @@ def ndcg_in_k(qrels: Qrels, run: Run, k: int, *, rel: int = 1, order: RunOrder =
     >>> round(ndcg_in_k(qrels, run, 2), 6)                  # (1/log2(3)) / 1
     0.63093
     """
-    return _mean_of(Measure("nDCG_inK", k, rel=rel), qrels, run, order)
+    return mean_of(Measure("nDCG_inK", k, rel=rel), qrels, run, order)

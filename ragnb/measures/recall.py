@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
-import pandas as pd
 
 from ragnb.frames import RunOrder
 from ragnb.measures._kernel import RankingArrays, _safe_div
-from ragnb.measures.base import (
-    REL,
-    Measure,
-    MeasureFamily,
-    _mean_of,
-    register_alias,
-    register_family,
-    register_trec_alias,
-)
+from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
 
 __all__ = ["recall_at_k"]
 
@@ -33,39 +23,21 @@ register_family(
         _recall,
         params=(REL,),
         summary="R@K = (relevant documents in the top K) / N_p; 0 when N_p = 0",
-    )
+    ),
+    aliases=("Recall", "recall"),
+    trec=(r"recall[._](?P<k>\d+)",),
 )
-register_alias("Recall", "R")
-register_alias("recall", "R")
-register_trec_alias(r"recall[._](?P<k>\d+)", "R")
 
 
+@fill_doc
 def recall_at_k(
-    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
-    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
-    k: int,
-    *,
-    rel: int = 1,
-    order: RunOrder = "score",
+    qrels: Qrels, run: Run, k: int, *, rel: int = 1, order: RunOrder = "score"
 ) -> float:
     """Mean recall at ``k`` over the queries of the qrels.
 
-    Parameters
-    ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
-    k : int
-        Cutoff K >= 1.
-    rel : int, default 1
-        A judged document with grade >= ``rel`` is relevant.
-    order : {"score", "file"}, default "score"
+    {{Parameters: qrels, run, k, rel, order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean of the per-query values.
+    {{Returns: mean}}
 
     Notes
     -----
@@ -87,4 +59,4 @@ def recall_at_k(
     >>> recall_at_k(qrels, run, 3, rel=2)                      # N_p = 1 (a), found: 1/1
     1.0
     """
-    return _mean_of(Measure("R", k, rel=rel), qrels, run, order)
+    return mean_of(Measure("R", k, rel=rel), qrels, run, order)

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
-import pandas as pd
 
 from ragnb.frames import RunOrder
 from ragnb.measures._kernel import RankingArrays, _first_true, _safe_div
-from ragnb.measures.base import (
-    REL,
-    Measure,
-    MeasureFamily,
-    _mean_of,
-    register_alias,
-    register_family,
-    register_trec_alias,
-)
+from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
 
 __all__ = ["reciprocal_rank"]
 
@@ -34,39 +24,26 @@ register_family(
         params=(REL,),
         cutoff="optional",
         summary="RR@K = 1 / rank of the first relevant document in the top K; 0 if none",
-    )
+    ),
+    aliases=("MRR", "mrr"),
+    trec=(r"recip_rank",),
 )
-register_alias("MRR", "RR")
-register_alias("mrr", "RR")
-register_trec_alias(r"recip_rank", "RR")
 
 
+@fill_doc
 def reciprocal_rank(
-    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
-    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
-    k: int | None = None,
-    *,
-    rel: int = 1,
-    order: RunOrder = "score",
+    qrels: Qrels, run: Run, k: int | None = None, *, rel: int = 1, order: RunOrder = "score"
 ) -> float:
     """Mean reciprocal rank (MRR), optionally cut at ``k``.
 
     Parameters
     ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    {{qrels, run}}
     k : int, optional
         Only the top ``k`` ranks count; default the whole run.
-    rel : int, default 1
-        A judged document with grade >= ``rel`` is relevant.
-    order : {"score", "file"}, default "score"
+    {{rel, order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean of the per-query values.
+    {{Returns: mean}}
 
     Notes
     -----
@@ -90,4 +67,4 @@ def reciprocal_rank(
     >>> reciprocal_rank(qrels, run, 2)
     0.0
     """
-    return _mean_of(Measure("RR", k, rel=rel), qrels, run, order)
+    return mean_of(Measure("RR", k, rel=rel), qrels, run, order)

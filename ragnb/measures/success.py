@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
-import pandas as pd
 
 from ragnb.frames import RunOrder
 from ragnb.measures._kernel import RankingArrays
-from ragnb.measures.base import (
-    REL,
-    Measure,
-    MeasureFamily,
-    _mean_of,
-    register_alias,
-    register_family,
-    register_trec_alias,
-)
+from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
 
 __all__ = ["success_at_k"]
 
@@ -33,35 +23,19 @@ register_family(
         _success,
         params=(REL,),
         summary="Success@K = 1 if a relevant document is in the top K, else 0",
-    )
+    ),
+    aliases=("success", "HitRate", "hit_rate"),
+    trec=(r"success[._](?P<k>\d+)",),
 )
-register_alias("success", "Success")
-register_alias("HitRate", "Success")
-register_alias("hit_rate", "Success")
-register_trec_alias(r"success[._](?P<k>\d+)", "Success")
 
 
+@fill_doc
 def success_at_k(
-    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
-    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
-    k: int,
-    *,
-    rel: int = 1,
-    order: RunOrder = "score",
+    qrels: Qrels, run: Run, k: int, *, rel: int = 1, order: RunOrder = "score"
 ) -> float:
     """Fraction of queries with a relevant document in the top ``k`` (hit rate).
 
-    Parameters
-    ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
-    k : int
-        Cutoff K >= 1.
-    rel : int, default 1
-        A judged document with grade >= ``rel`` is relevant.
-    order : {"score", "file"}, default "score"
+    {{Parameters: qrels, run, k, rel, order}}
 
     Returns
     -------
@@ -84,4 +58,4 @@ def success_at_k(
     >>> success_at_k(qrels, run, 2), success_at_k(qrels, run, 1)
     (0.5, 0.0)
     """
-    return _mean_of(Measure("Success", k, rel=rel), qrels, run, order)
+    return mean_of(Measure("Success", k, rel=rel), qrels, run, order)

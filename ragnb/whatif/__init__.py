@@ -1,6 +1,7 @@
 """Notebook 06: what-if tuning of K and alpha over stored runs.
 
-- :mod:`ragnb.whatif.study`: per-query grids, configuration and pipeline.
+- :mod:`ragnb.whatif.grid`: per-query values on the K x alpha grid, aggregates, rank stability.
+- :mod:`ragnb.whatif.study`: configuration, runs and pipeline.
 - :mod:`ragnb.whatif.charts`: altair charts with K/alpha sliders for static reports.
 - :mod:`ragnb.whatif.widgets`: ipywidgets views for JupyterLab.
 """
@@ -11,24 +12,20 @@ from ragnb.whatif.charts import (
     slider_params,
     what_if_chart,
 )
-from ragnb.whatif.study import (
+from ragnb.whatif.grid import (
     ALPHA_FAMILIES,
     DEFAULT_ALPHAS,
     DEFAULT_FAMILIES,
     MAX_CHART_ROWS,
-    WhatIf,
-    WhatIfConfig,
     WhatIfFrames,
     chart_rows,
-    compute_runs,
     grid_measures,
-    load_runs,
     precompute,
     rank_table,
-    run_what_if,
     slider_table,
     top_changes,
 )
+from ragnb.whatif.study import WhatIf, WhatIfConfig, compute_runs, load_runs, run_what_if
 from ragnb.whatif.widgets import (
     WhatIfWidget,
     interactive_frontend,

@@ -24,7 +24,7 @@ import altair as alt
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.whatif.study import MAX_CHART_ROWS
+from ragnb.whatif.grid import MAX_CHART_ROWS
 
 __all__ = ["alpha_curves_chart", "rank_bump_chart", "slider_params", "what_if_chart"]
 
@@ -119,7 +119,7 @@ def what_if_chart(
     Parameters
     ----------
     table : DataFrame
-        :func:`ragnb.whatif.study.slider_table`: columns ``retriever``, ``family``, ``order`` (int,
+        :func:`ragnb.whatif.grid.slider_table`: columns ``retriever``, ``family``, ``order`` (int,
         column order), ``k`` (int), ``alpha`` (float), ``has_alpha`` (bool), ``value`` (float),
         ``score`` (float, higher is better).
     k, alpha :
@@ -224,7 +224,7 @@ def rank_bump_chart(
     Parameters
     ----------
     ranks : DataFrame
-        :func:`ragnb.whatif.study.rank_table` of one dataset: columns ``family``, ``k``, ``alpha``,
+        :func:`ragnb.whatif.grid.rank_table` of one dataset: columns ``family``, ``k``, ``alpha``,
         ``retriever``, ``value``, ``rank`` (int, 1 = best).
     k, alpha :
         Initial slider values.
@@ -289,7 +289,7 @@ def alpha_curves_chart(
     Parameters
     ----------
     frame : DataFrame
-        Grid rows of one dataset and one K (:attr:`ragnb.whatif.study.WhatIfFrames.grid`): columns
+        Grid rows of one dataset and one K (:attr:`ragnb.whatif.grid.WhatIfFrames.grid`): columns
         ``retriever``, ``family``, ``k``, ``alpha``, ``value``.
     alpha : float
         The selected alpha.

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.whatif.charts import alpha_curves_chart
-from ragnb.whatif.study import WhatIfFrames
+from ragnb.whatif.grid import WhatIfFrames
 
 __all__ = ["WhatIfWidget", "interactive_frontend", "view"]
 

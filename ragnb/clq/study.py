@@ -1,0 +1,482 @@
+"""Notebook 04's study: parameters, the sweep and the decisions drawn from it.
+
+:class:`ClqTradeoffsConfig` mirrors the notebook's ``parameters`` cell; :func:`clq_tradeoffs`
+caps the dataset, prices the sweep, runs :func:`ragnb.clq.sweep.run_sweep` and applies the
+operator rules of :mod:`ragnb.clq.pareto`; :class:`ClqReport` holds the result and the tables
+the notebook shows (:func:`report_markdown`, :func:`memory_summary`, :func:`results_table`).
+
+References
+----------
+Dallaire, arXiv:2511.09545, sections 3.1-3.3, 3.5 and 5 (Table 8: the scenario matrix).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragnb.clq.cost import CostModel, count_texts, load_prices
+from ragnb.clq.grid import SweepGrid
+from ragnb.clq.sweep import SweepResult, cap_dataset, run_sweep
+from ragnb.errors import InputError
+from ragnb.io import BeirDataset
+from ragnb.params import NotebookParams, resolve_path
+
+__all__ = [
+    "ClqReport",
+    "ClqTradeoffsConfig",
+    "clq_tradeoffs",
+    "memory_summary",
+    "report_markdown",
+    "results_table",
+]
+
+#: The columns every configuration table shows after its quality measures.
+_HEADLINE = ("proc", "pct_proc", "latency_p50_ms", "latency_p95_ms", "cost_usd")
+
+
+@dataclass
+class ClqTradeoffsConfig(NotebookParams):
+    """Parameters of notebook 04 (``notebooks/04_clq_tradeoffs.ipynb``).
+
+    Attributes
+    ----------
+    dataset : str
+        BEIR folder; relative paths are taken from the project root.
+    split : str
+        Qrels split.
+    embedders : list of str
+        Embedder names (offline, sentence-transformers or ``openai:<model>``).
+    dims : list of int
+        Truncation dimensions, 0 = full.
+    chunkers : list of str
+        :class:`ragnb.clq.chunking.Chunker` names.
+    indexes : list of str
+        Index kinds (``flat``, ``hnsw``, ``flat-sq8``, ``hnsw-sq8``).
+    backends : list of str
+        ``faiss`` and/or ``hnswlib``.
+    pool_ks : list of int
+        Candidate pool sizes K.
+    rerankers : list of str
+        :func:`ragnb.rerank.make_reranker` specs.
+    modes : list of str
+        ``dense``, ``bm25``, ``hybrid``.
+    dedup : list of float
+        Near-duplicate suppression thresholds before reranking (0 = off).
+    dynamic_margins : list of float
+        One dynamic-K policy (50, escalate to 100) per cosine margin; empty for none.
+    ef_search : int
+        HNSW efSearch of the timed configurations.
+    max_docs, max_queries : int
+        Caps (0 = none): every judged document of the kept queries is kept.
+    quality : str
+        Headline measure (``auto``: RA-nWG@10 on graded data, else nDCG@10).
+    grade_map : str
+        Map of the qrels' grades onto 1-5 (as notebook 01).
+    sla_ms : float
+        Latency SLA (p95, milliseconds, embed + search + rerank).
+    budget_usd_per_1k : float
+        Budget, US dollars per 1,000 queries (retrieval + generator input).
+    quality_target : float
+        Quality target; 0 = 95% of the best measured quality.
+    machine_usd_per_hour : float
+        Price of the machine for local compute (negative: the price file's).
+    generator : str
+        Generator model priced for the final context.
+    generator_k : int
+        Chunks sent to the generator per query.
+    prices_file : str
+        Price table YAML; empty for the shipped ``ragnb/clq/prices.yaml``.
+    evidence : str
+        Evidence sentences for chunk-level relevance: ``"auto"`` (the dataset's ``raw/`` folder
+        when it holds SciFact's release), ``"none"``, or a path.
+    cache_dir : str
+        Embedding cache folder; empty for the default.
+    export_dir : str
+        Sweep folder (results.parquet, ...; resumable); empty for a temporary folder.
+    resume : bool
+        Skip configurations already in the sweep folder.
+    warmup : int
+        Untimed warm-up queries before each timed loop.
+    seed : int
+    """
+
+    dataset: str = "data/pydocs"
+    split: str = "test"
+    embedders: list[str] = field(default_factory=lambda: ["wordllama"])
+    dims: list[int] = field(default_factory=lambda: [64, 0])
+    chunkers: list[str] = field(default_factory=lambda: ["document", "sentences-200-70"])
+    indexes: list[str] = field(default_factory=lambda: ["flat", "hnsw", "flat-sq8"])
+    backends: list[str] = field(default_factory=lambda: ["faiss"])
+    pool_ks: list[int] = field(default_factory=lambda: [50, 100])
+    rerankers: list[str] = field(default_factory=lambda: ["none", "rescore:wordllama"])
+    modes: list[str] = field(default_factory=lambda: ["dense", "bm25", "hybrid"])
+    dedup: list[float] = field(default_factory=lambda: [0.0])
+    dynamic_margins: list[float] = field(default_factory=lambda: [0.02])
+    ef_search: int = 64
+    max_docs: int = 0
+    max_queries: int = 0
+    quality: str = "auto"
+    grade_map: str = "auto"
+    sla_ms: float = 20.0
+    budget_usd_per_1k: float = 1.0
+    quality_target: float = 0.0
+    machine_usd_per_hour: float = -1.0
+    generator: str = "gpt-5"
+    generator_k: int = 10
+    prices_file: str = ""
+    evidence: str = "auto"
+    cache_dir: str = ""
+    export_dir: str = ""
+    resume: bool = True
+    warmup: int = 3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.grid()  # validates the knobs
+        for name in ("sla_ms", "budget_usd_per_1k", "quality_target"):
+            if float(getattr(self, name)) < 0:
+                raise InputError(f"{name} must be >= 0", column=name)
+
+    def grid(self) -> SweepGrid:
+        """The sweep grid these parameters describe."""
+        return SweepGrid(
+            embedders=list(self.embedders),
+            dims=list(self.dims),
+            chunkers=list(self.chunkers),
+            indexes=list(self.indexes),
+            backends=list(self.backends),
+            pool_ks=list(self.pool_ks),
+            rerankers=list(self.rerankers),
+            modes=list(self.modes),
+            dedup=list(self.dedup),
+            dynamic_k=[
+                {"start": 50, "escalate_to": 100, "margin": float(m)} for m in self.dynamic_margins
+            ],
+            ef_search=self.ef_search,
+        )
+
+
+@dataclass
+class ClqReport:
+    """Notebook 04's analysis: the sweep and the decisions drawn from it.
+
+    Attributes
+    ----------
+    config : ClqTradeoffsConfig
+    sweep : SweepResult
+    results : DataFrame
+        ``sweep.results`` with ``pareto`` (bool) and ``efficiency`` columns.
+    choices : dict of str to Choice
+        The operator rules (:func:`ragnb.clq.pareto.recommend`).
+    quality_target : float
+        The target used (the parameter, or 95% of the best quality).
+    notes : list of str
+    seconds : float
+        Wall-clock time of the sweep call.
+    """
+
+    config: ClqTradeoffsConfig
+    sweep: SweepResult
+    results: pd.DataFrame
+    choices: dict[str, Any]
+    quality_target: float
+    notes: list[str]
+    seconds: float
+
+    @property
+    def quality(self) -> str:
+        """The headline measure's name."""
+        return self.sweep.quality
+
+    def leaderboard(self, top: int = 10) -> pd.DataFrame:
+        """Top configurations by quality (:func:`ragnb.clq.pareto.leaderboard`)."""
+        from ragnb.clq.pareto import leaderboard
+
+        extra = [
+            c
+            for c in (
+                "RA-nWG@10",
+                "RA-nWG@30",
+                "N-Recall4+@10",
+                "N-Recall4+@30",
+                "nDCG@10",
+                "R@100",
+            )
+            if c in self.results.columns
+        ]
+        return leaderboard(self.results, columns=["quality", *extra, *_HEADLINE], top=top)
+
+    def scenarios(self) -> pd.DataFrame:
+        """The scenario matrix (Table 8 shape)."""
+        from ragnb.clq.pareto import scenario_matrix
+
+        return scenario_matrix(
+            self.results,
+            sla_ms=self.config.sla_ms,
+            budget_usd_per_1k=self.config.budget_usd_per_1k,
+            quality_target=self.quality_target,
+        )
+
+    def frontier(self) -> pd.DataFrame:
+        """The Pareto-optimal rows, cheapest first."""
+        cols = ["label", "quality", *_HEADLINE, "cost_retrieval_usd", "cost_generator_usd"]
+        front = self.results[self.results["pareto"]]
+        return front.sort_values(["cost_usd", "latency_p95_ms"])[cols].reset_index(drop=True)
+
+    def marginal(self) -> pd.DataFrame:
+        """Delta-quality per Delta-ms of raising K (:func:`ragnb.clq.pareto.marginal_gains`)."""
+        from ragnb.clq.pareto import marginal_gains
+
+        return marginal_gains(self.results)
+
+    def dynamic_k(self) -> pd.DataFrame:
+        """Dynamic-K rows beside their fixed-K siblings (same family), for comparison."""
+        r = self.results
+        dyn = r[r["dynamic"].fillna("") != ""]
+        if not len(dyn):
+            return pd.DataFrame()
+        fam = r[r["family"].isin(dyn["family"])]
+        cols = [
+            "family",
+            "label",
+            "pool_k",
+            "dynamic",
+            "mean_pool",
+            "escalated",
+            "quality",
+            "latency_p50_ms",
+            "latency_p95_ms",
+            "cost_usd",
+        ]
+        return fam.sort_values(["family", "mean_pool"])[cols].reset_index(drop=True)
+
+    def cost_tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The paper's rerank and generator cost tables at the measured mean chunk length."""
+        from ragnb.clq.cost import generator_cost_table, rerank_cost_table
+
+        prices = load_prices(self.config.prices_file or None)[0]
+        chunk = float(self.results["chunk_tokens"].mean())
+        q = float(np.mean(count_texts(self.sweep.provenance.get("query_texts", [""]))))
+        return (
+            rerank_cost_table(tokens_per_candidate=round(chunk + q, 1), prices=prices),
+            generator_cost_table(
+                ks=(5, 10, 20, 30),
+                tokens_per_chunk=round(chunk, 1),
+                models=(self.config.generator, "gpt-5-mini", "gpt-5-nano"),
+                prices=prices,
+            ),
+        )
+
+    def provenance(self) -> dict[str, Any]:
+        """What produced the numbers (for :func:`ragnb.tables.provenance_markdown` and export)."""
+        from ragnb.provenance import versions
+
+        prov = {k: v for k, v in self.sweep.provenance.items() if k != "query_texts"}
+        return {
+            **prov,
+            "config": asdict(self.config),
+            "notes": self.notes,
+            "sweep_seconds": self.seconds,
+            "out_dir": str(self.sweep.out_dir),
+            "versions": versions(),
+        }
+
+
+def _evidence_dir(spec: str, dataset_path: Path) -> str | None:
+    """The evidence folder named by ``ClqTradeoffsConfig.evidence``, or None."""
+    if spec in ("", "none"):
+        return None
+    if spec == "auto":
+        raw = dataset_path / "raw"
+        found = (raw / "scifact.zip").is_file() or any(raw.glob("claims_*"))
+        return str(raw) if found else None
+    path = resolve_path(spec)
+    if not path.exists():
+        raise InputError("evidence folder not found", path=path, column="evidence")
+    return str(path)
+
+
+def clq_tradeoffs(config: ClqTradeoffsConfig, *, dataset: BeirDataset | None = None) -> ClqReport:
+    """Run notebook 04's sweep and decisions.
+
+    Parameters
+    ----------
+    config : ClqTradeoffsConfig
+    dataset : BeirDataset, optional
+        Already loaded data (default: read ``config.dataset``).
+
+    Returns
+    -------
+    ClqReport
+    """
+    import tempfile
+
+    from ragnb.clq.pareto import efficiency, pareto_front, recommend
+    from ragnb.io import read_beir
+
+    notes: list[str] = []
+    if dataset is None:
+        dataset = read_beir(resolve_path(config.dataset), split=config.split)
+    dataset, cap_note = cap_dataset(
+        dataset, max_docs=config.max_docs, max_queries=config.max_queries, seed=config.seed
+    )
+    if cap_note:
+        notes.append(cap_note)
+    prices, machine = load_prices(config.prices_file or None)
+    if config.machine_usd_per_hour >= 0:
+        machine = config.machine_usd_per_hour
+    cost = CostModel(
+        prices,
+        machine_usd_per_hour=machine,
+        generator=config.generator,
+        generator_k=config.generator_k,
+    )
+    if config.export_dir:
+        out_dir = resolve_path(config.export_dir)
+    else:
+        out_dir = Path(tempfile.mkdtemp(prefix="ragnb-clq-"))
+        notes.append(f"no export_dir: the sweep ran in the temporary folder {out_dir}")
+    evidence_dir = _evidence_dir(config.evidence, resolve_path(config.dataset))
+    t0 = time.perf_counter()
+    sweep = run_sweep(
+        config.grid(),
+        dataset,
+        out_dir,
+        evidence_dir=evidence_dir,
+        cost=cost,
+        cache_dir=config.cache_dir or None,
+        grade_map=config.grade_map,
+        quality=config.quality,
+        warmup=config.warmup,
+        resume=config.resume,
+        seed=config.seed,
+    )
+    seconds = time.perf_counter() - t0
+    sweep.provenance["query_texts"] = dataset.judged_queries["text"].astype(str).tolist()
+    notes += sweep.notes
+    results = sweep.results.copy()
+    results["pareto"] = pareto_front(results)
+    results["efficiency"] = efficiency(results)
+    target = config.quality_target or round(0.95 * float(results["quality"].max()), 4)
+    if not config.quality_target:
+        notes.append(f"quality target: 95% of the best {sweep.quality} measured = {target}")
+    choices = recommend(
+        results,
+        sla_ms=config.sla_ms,
+        budget_usd_per_1k=config.budget_usd_per_1k,
+        quality_target=target,
+    )
+    return ClqReport(config, sweep, results, choices, target, notes, seconds)
+
+
+def report_markdown(report: ClqReport) -> str:
+    """The "what produced these numbers" block of notebook 04 (dataset, caps, grid, prices)."""
+    from ragnb.embed.offline import OFFLINE_MODELS
+
+    prov = report.provenance()
+    ds = prov["dataset"]
+    sw = report.sweep
+    cost = prov["cost"]
+    gm = prov.get("grade_map")
+    lines = ["## What produced these numbers", ""]
+    lines.append(
+        f"**Dataset** `{ds['dataset']}` (split `{ds['split']}`): {ds['documents']} documents, "
+        f"{ds['judged_queries']} judged queries, {ds['qrels_pairs']} judgements. "
+        f"Folder: `{ds['path']}`."
+    )
+    lines.append(
+        f"**Headline quality** `{report.quality}` at document level (each document scores its "
+        "best chunk); "
+        + (
+            "binary qrels: no graded measures (set `grade_map` to map them onto 1-5)."
+            if gm is None
+            else f"grades mapped onto 1-5 with `{gm[0]}` {dict(gm[1])}."
+        )
+    )
+    lines.append(
+        f"**Sweep** {len(report.results)} configurations of the grid: {sw.n_evaluated} measured "
+        f"now, {sw.n_skipped} found finished in `{sw.out_dir}`; {sw.n_index_builds} indexes "
+        f"built, {sw.n_embedded_texts} texts embedded (cache misses), {report.seconds:.1f} s."
+    )
+    left = [m for m in OFFLINE_MODELS if m not in report.config.embedders]
+    if left:
+        lines.append(
+            f"**Embedders left out for time** (available offline, add them to `embedders`): "
+            f"{', '.join(left)}; `multilingual-e5-small-4bit` embeds about one passage per "
+            "second, so use it with `max_docs`."
+        )
+    lines.append(
+        f"**Prices** `{cost['prices_file']}` as of {cost['as_of']}; local compute at "
+        f"${cost['machine_usd_per_hour']:g} per hour; generator `{cost['generator']}` with "
+        f"{cost['generator_k']} chunks per query. Latency is measured one configuration at a "
+        "time after warm-up on a shared machine: sub-millisecond differences are jitter. "
+        "Rescoring rerankers read the candidates' second vectors from the index-time cache; "
+        "the second embedding of each query is timed in the rerank stage."
+    )
+    for note in report.notes:
+        lines.append(f"- {note}")
+    lines += ["", "**Versions** " + ", ".join(f"{k} {v}" for k, v in prov["versions"].items())]
+    return "\n".join(lines)
+
+
+def memory_summary(report: ClqReport) -> pd.DataFrame:
+    """Per index: measured bytes of this corpus's index and the estimate at 1M and 10M vectors
+    beside the measured index scaled per vector (GiB)."""
+    mem = report.sweep.memory
+    if not len(mem):
+        return pd.DataFrame()
+    cols = [
+        c
+        for c in (
+            "index_label",
+            "kind",
+            "dim",
+            "n_vectors",
+            "source",
+            "vectors_gib",
+            "graph_gib",
+            "total_gib",
+            "bytes_per_vector",
+        )
+        if c in mem.columns
+    ]
+    return mem[cols].reset_index(drop=True)
+
+
+def results_table(report: ClqReport) -> pd.DataFrame:
+    """Every configuration with its main numbers, best quality first."""
+    r = report.results
+    cols = [
+        "label",
+        "pareto",
+        "quality",
+        "nDCG@10",
+        "R@100",
+        "RA-nWG@10",
+        "RA-nWG@30",
+        "N-Recall4+@10",
+        "N-Recall4+@30",
+        "proc",
+        "pct_proc",
+        "embed_p50_ms",
+        "search_p50_ms",
+        "rerank_p50_ms",
+        "latency_p50_ms",
+        "latency_p95_ms",
+        "cost_retrieval_usd",
+        "cost_generator_usd",
+        "cost_usd",
+        "build_seconds",
+        "mem_total",
+        "mean_pool",
+        "escalated",
+        "efficiency",
+    ]
+    cols = [c for c in cols if c in r.columns]
+    return r.sort_values("quality", ascending=False)[cols].reset_index(drop=True)

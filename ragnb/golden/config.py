@@ -1,0 +1,271 @@
+"""Notebook 02's parameters (:class:`GoldenSetConfig`) and the names the golden-set pipeline shares:
+its pool systems and judges, its stages, the files each stage writes, the modules whose source
+is part of each stage's hash and the ledger stages of its LLM calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragnb.embed import DEFAULT_MODEL
+from ragnb.errors import InputError
+from ragnb.judge.rewriter import REWRITE_STAGE
+from ragnb.params import NotebookParams
+from ragnb.provenance import has_credentials
+
+__all__ = [
+    "FILE_LIST",
+    "FILES",
+    "FORMAT",
+    "INCREMENTAL_STAGE",
+    "JUDGES",
+    "LEDGER_STAGES",
+    "POOL_RETRIEVERS",
+    "STAGES",
+    "STAGE_CODE",
+    "GoldenSetConfig",
+    "check_int_at_least",
+]
+
+POOL_RETRIEVERS = ("bm25", "bm25-plain", "dense", "hybrid")
+JUDGES = ("noisy", "qrels", "openai")
+
+#: Stage id -> (title, frames it writes, stages it reads).
+STAGES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "s1": ("S1 queries", ("queries",), ()),
+    "s2": ("S2 pools", ("pools",), ("s1",)),
+    "s3": ("S3 merge (RRF)", ("candidates",), ("s2",)),
+    "s4": ("S4 grades", ("grades",), ("s3",)),
+    "s5": ("S5 prune", ("pool",), ("s4",)),
+    "s6": ("S6 refine", ("order", "history", "summary"), ("s5",)),
+}
+#: Stage id -> {frame name: file stem under ``stages/``}.
+FILES: dict[str, dict[str, str]] = {
+    "s1": {"queries": "s1_queries"},
+    "s2": {"pools": "s2_pools"},
+    "s3": {"candidates": "s3_candidates"},
+    "s4": {"grades": "s4_grades"},
+    "s5": {"pool": "s5_pool"},
+    "s6": {"order": "s6_order", "history": "s6_history", "summary": "s6_summary"},
+}
+_JUDGE_CODE = (
+    "ragnb.judge.base",
+    "ragnb.judge.offline",
+    "ragnb.judge.llm",
+    "ragnb.judge.calls",
+    "ragnb.judge.sender",
+    "ragnb.judge.prompts",
+    "ragnb.transport",
+)
+#: The modules that compute every stage: the stage functions and the pipeline that calls them.
+_GOLDEN_CODE = ("ragnb.golden.stages", "ragnb.golden.pipeline")
+#: The modules whose source is part of each stage's input hash (a code change reruns the stage).
+STAGE_CODE: dict[str, tuple[str, ...]] = {
+    "s1": (*_GOLDEN_CODE, "ragnb.judge.rewriter"),
+    "s2": (
+        *_GOLDEN_CODE,
+        "ragnb.retrieve",
+        "ragnb.embed.base",
+        "ragnb.embed.cached",
+        "ragnb.embed.sentence_transformers",
+        "ragnb.embed.openai",
+        "ragnb.embed.offline",
+    ),
+    "s3": (*_GOLDEN_CODE, "ragnb.retrieve"),
+    "s4": (*_GOLDEN_CODE, *_JUDGE_CODE),
+    "s5": _GOLDEN_CODE,
+    "s6": (*_GOLDEN_CODE, "ragnb.golden.refine", "ragnb.golden.plackett_luce", *_JUDGE_CODE),
+}
+#: The ledger stage of each stage's LLM calls.
+LEDGER_STAGES = {"s1": REWRITE_STAGE, "s4": "s4_grade", "s6": "s6_rank"}
+INCREMENTAL_STAGE = "incremental"
+FORMAT = "ragnb-golden-set/1"
+#: What a run folder holds, as the manifest lists it.
+FILE_LIST = [
+    "manifest.json",
+    "golden.qrels",
+    "judgements.csv",
+    "refined.trec",
+    "refined_top.csv",
+    "pool_provenance.csv",
+    "judged_at_k.csv",
+    "runs/<system>.trec",
+    "stages/s<n>.done.json and stages/s<n>_*.parquet",
+    "increments/<system>.parquet",
+    "ledger.jsonl (LLM judges)",
+]
+
+# ----------------------------------------------------------------------------- configuration
+
+
+def check_int_at_least(value: Any, name: str, low: int, *, column: str | None = None) -> int:
+    """``value`` when it is an integer (not a bool) ``>= low``; else an :class:`InputError`
+    ``"<name> must be an integer >= <low>, got <value>"``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InputError(f"{name} must be an integer >= {low}, got {value!r}", column=column)
+    return value
+
+
+@dataclass
+class GoldenSetConfig(NotebookParams):
+    """Parameters of notebook 02 (``notebooks/02_golden_set.ipynb``), field for field.
+
+    Attributes
+    ----------
+    dataset : str
+        BEIR folder; relative paths are taken from the project root.
+    split : str
+        Qrels split whose queries are used (and whose labels offline judges read).
+    max_queries : int
+        Use the first ``max_queries`` judged queries (0: all).
+    retrievers : list of str
+        Pool systems (S2): ``"bm25"`` (Lucene BM25, English stemming and stop words),
+        ``"bm25-plain"`` (BM25 without stemming or stop words: a second lexical system),
+        ``"dense"`` (``embedder``), ``"hybrid"`` (RRF of BM25 and dense).
+    embedder : str
+        Embedding model of ``dense`` and ``hybrid``.
+    depth : int
+        Documents each pool system contributes per query (S2).
+    rrf_k : int
+        Constant of reciprocal rank fusion (S3).
+    rewrite : bool
+        Rewrite queries with the LLM (S1; only with ``judge="openai"``).
+    judge : str
+        ``"noisy"`` (:class:`~ragnb.judge.NoisyJudge`: the dataset's labels plus Gaussian noise of
+        ``judge_sd``), ``"qrels"`` (:class:`~ragnb.judge.QrelsJudge`: the labels themselves) or
+        ``"openai"`` (:class:`~ragnb.judge.OpenAIJudge`; the key comes from ``$OPENAI_API_KEY``).
+    model : str
+        The LLM of the ``openai`` judge.
+    prompt : str
+        Grading prompt of the ``openai`` judge (a shipped name or a YAML path).
+    base_url : str
+        OpenAI-compatible server root (empty: ``$OPENAI_BASE_URL`` or OpenAI). Must not hold
+        credentials.
+    judge_sd : float
+        Noise of the ``noisy`` judge, in grade units.
+    seed : int
+        Seed of the noisy judge, the refinement and the simulation.
+    min_pool : int
+        Minimum pool size per query after pruning (S5).
+    keep_grade : int
+        Grades kept whatever the pool size (S5); -1: above the middle of the judge's scale.
+    top_n : int
+        Length of the refined top list (S6).
+    refine_batch : int
+        Passages per listwise judge call (S6; the paper's m = 5).
+    refine_max_iterations : int
+        Judge calls per query at most (S6; also the per-query bound of the cost estimate).
+    budget_usd : float
+        US dollars the run may spend (S1 rewrite, S4 and the S6 upper bound, priced before any
+        call).
+    grade_map : str
+        Dataset labels onto the judge's scale (``"auto"``, ``"none"``, a name of
+        :data:`ragnb.measures.GRADE_MAPS` or a mapping such as ``"{2: 5, 1: 4, 0: 1}"``): what
+        offline judges read and what calibration compares with.
+    cutoffs : list of int
+        Cutoffs K of Judged@K.
+    new_systems : list of str
+        Systems judged incrementally after the golden set is built: only their unjudged top
+        ``incremental_k`` (names as ``retrievers``).
+    incremental_k : int
+        Depth of incremental judging.
+    calibrate : bool
+        Compare the judge with the dataset's labels as human labels.
+    calibration_measure : str
+        Measure whose system ranking is compared under human and judge labels.
+    cache_dir : str
+        Cache folder of embeddings and LLM answers (empty: ``$RAGNB_CACHE_DIR`` or
+        ``~/.cache/ragnb``).
+    export_dir : str
+        The run folder (stages, markers, qrels, manifest); empty: nothing written and no stage
+        reused.
+    simulate : bool
+        Run the refinement-vs-one-shot simulation (:mod:`.simulation`) on the golden grades.
+    sim_queries : int
+        Queries simulated (the first ones; 0: all).
+    sim_pool_size : int
+        Pool size per simulated query.
+    sim_noise_levels : list of float
+        Noise levels of the simulated listwise judge, in grade units.
+    sim_budgets : list of float
+        Token budgets, in sliding-window passes.
+    sim_replicates : int
+        Replicates per query and noise level.
+    """
+
+    dataset: str = "data/pydocs"
+    split: str = "test"
+    max_queries: int = 0
+    retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense"])
+    embedder: str = DEFAULT_MODEL
+    depth: int = 30
+    rrf_k: int = 60
+    rewrite: bool = False
+    judge: str = "noisy"
+    model: str = "gpt-4o-mini"
+    prompt: str = "utility-rubric"
+    base_url: str = ""
+    judge_sd: float = 1.0
+    seed: int = 0
+    min_pool: int = 30
+    keep_grade: int = -1
+    top_n: int = 20
+    refine_batch: int = 5
+    refine_max_iterations: int = 60
+    budget_usd: float = 2.0
+    grade_map: str = "auto"
+    cutoffs: list[int] = field(default_factory=lambda: [5, 10, 20])
+    new_systems: list[str] = field(default_factory=lambda: ["bm25-plain"])
+    incremental_k: int = 10
+    calibrate: bool = True
+    calibration_measure: str = "nDCG@10"
+    cache_dir: str = ""
+    export_dir: str = ""
+    simulate: bool = True
+    sim_queries: int = 20
+    sim_pool_size: int = 30
+    sim_noise_levels: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0])
+    sim_budgets: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0, 4.0])
+    sim_replicates: int = 1
+
+    def __post_init__(self) -> None:
+        for name, low in (
+            ("depth", 1),
+            ("rrf_k", 0),
+            ("min_pool", 1),
+            ("top_n", 1),
+            ("refine_batch", 2),
+            ("refine_max_iterations", 1),
+            ("incremental_k", 1),
+            ("max_queries", 0),
+            ("sim_queries", 0),
+            ("sim_pool_size", 2),
+            ("sim_replicates", 1),
+        ):
+            check_int_at_least(getattr(self, name), name, low, column=name)
+        for name in ("retrievers", "new_systems"):
+            values = getattr(self, name)
+            bad = [r for r in values if r not in POOL_RETRIEVERS]
+            if bad or (name == "retrievers" and not values):
+                raise InputError(
+                    f"{name} must be among {list(POOL_RETRIEVERS)}, got {values}", column=name
+                )
+        if len(set(self.retrievers)) != len(self.retrievers):
+            raise InputError(f"retrievers repeat a name: {self.retrievers}", column="retrievers")
+        if self.judge not in JUDGES:
+            raise InputError(f"judge must be one of {list(JUDGES)}, got {self.judge!r}")
+        if self.rewrite and self.judge != "openai":
+            raise InputError("rewrite=True needs an LLM: set judge='openai'", column="rewrite")
+        if not (isinstance(self.judge_sd, int | float) and self.judge_sd >= 0):
+            raise InputError(f"judge_sd must be >= 0, got {self.judge_sd!r}", column="judge_sd")
+        if not (isinstance(self.budget_usd, int | float) and self.budget_usd >= 0):
+            raise InputError(f"budget_usd must be >= 0, got {self.budget_usd!r}")
+        if not self.cutoffs or any(isinstance(k, bool) or int(k) < 1 for k in self.cutoffs):
+            raise InputError(f"cutoffs must be positive integers, got {self.cutoffs}")
+        if self.base_url and has_credentials(self.base_url):
+            raise InputError(
+                "base_url must not hold credentials (user info, query string or fragment); the "
+                "key is read from $OPENAI_API_KEY only",
+                column="base_url",
+            )

@@ -1,0 +1,667 @@
+"""A built golden set (:class:`GoldenSet`): every stage's frame, the judgements with their
+provenance, incremental judging of new systems (:class:`Increment`), the analyses notebook 02
+shows and the exports.
+
+After S6, :meth:`GoldenSet.export` writes the products beside the stages:
+
+========================= =========================================================================
+``golden.qrels``          TREC qrels of every valid grade (pool and increments), on the judge's
+                          scale
+``judgements.csv``        the same with provenance: ``query_id, doc_id, grade, source, systems``
+                          (``source`` "pool" or "incremental"; ``systems`` those that brought it)
+``refined.trec``          the refined order of each pruned pool (a TREC run, tag golden-refined)
+``refined_top.csv``       the top ``top_n`` per query with grades, scores and uncertainties
+``pool_provenance.csv``   S2's frame: ``query_id, doc_id, system, rank, score``
+``judged_at_k.csv``       Judged@K per system on the golden qrels
+``runs/<system>.trec``    each pool system's top ``depth``
+``increments/``           incremental judgements per new system (:meth:`GoldenSet.extend`)
+``ledger.jsonl``          every LLM request (LLM judges only; :class:`ragnb.ledger.Ledger`)
+``manifest.json``         config, versions, seeds, stage hashes and counts, cache hits, costs per
+                          stage from the ledger, judge identity (see :meth:`GoldenSet.manifest`)
+========================= =========================================================================
+
+Secrets
+-------
+The API key is read from ``$OPENAI_API_KEY`` by the client and never passed through this module:
+there is no key parameter. The manifest records the judge's ``base_url`` only when it holds no
+credentials (no user info, query string or fragment), and every string it writes is scrubbed of
+the API keys in the environment as a last guard (:func:`ragnb.provenance.scrub`).
+
+References
+----------
+.. [1] E. Dallaire, "Practical RAG Evaluation: A Rarity-Aware Set-Based Metric and
+   Cost-Latency-Quality Trade-offs", arXiv:2511.09545, 2025, Section 3.4 (rag-gs).
+.. [2] J. Bergum, "Improving retrieval with LLM-as-a-judge", Vespa blog, 2024 (pooling,
+   Judged@10, calibrating the judge).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ragnb.errors import InputError
+from ragnb.golden import store
+from ragnb.golden.analysis import grade_distribution, judged_table, pool_overlap
+from ragnb.golden.config import FILE_LIST, FORMAT, INCREMENTAL_STAGE, STAGES, GoldenSetConfig
+from ragnb.golden.fingerprints import judge_fingerprint, system_fingerprint
+from ragnb.golden.judging import human_labels, judge_banner, public_judge_info
+from ragnb.golden.refine import RefineConfig
+from ragnb.golden.stages import grading_items, passages_by_id, top_of_run
+from ragnb.io import write_table_csv
+from ragnb.judge.base import Judge
+from ragnb.provenance import scrub, sha256_json, utc_now, versions
+from ragnb.validation import check_positive_int
+
+if TYPE_CHECKING:
+    from ragnb.golden.pipeline import GoldenPipeline
+
+__all__ = ["GoldenSet", "Increment"]
+
+
+@dataclass
+class Increment:
+    """One incremental judging of a new system (:meth:`GoldenSet.extend`).
+
+    Attributes
+    ----------
+    system : str
+    k : int
+        Depth judged.
+    frame : DataFrame
+        The pairs of the system's top ``k`` that had no judgement: ``query_id``, ``doc_id``,
+        ``rank``, ``grade`` (Int64), ``valid``, ``status``, ``reason``, ``cached``, ``system``.
+    top_pairs : int
+        Pairs in the system's top ``k`` (golden queries only).
+    judged_before, judged_after : float
+        Judged@k of the system on the golden qrels before and after.
+    calls : int
+        Items sent to the judge (the unjudged pairs; cached answers cost nothing).
+    """
+
+    system: str
+    k: int
+    frame: pd.DataFrame
+    top_pairs: int
+    judged_before: float
+    judged_after: float
+    calls: int
+
+    @property
+    def new_judgements(self) -> int:
+        return int(self.frame["valid"].sum())
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "system": self.system,
+            "k": self.k,
+            "top_pairs": self.top_pairs,
+            "judged_now": self.calls,
+            "new_judgements": self.new_judgements,
+            "invalid": int((~self.frame["valid"]).sum()),
+            "judged_before": self.judged_before,
+            "judged_after": self.judged_after,
+        }
+
+
+@dataclass(eq=False)
+class GoldenSet:
+    """A built golden set: every stage's frame, the judgements with their provenance, exports.
+
+    Attributes
+    ----------
+    pipeline : GoldenPipeline
+    queries, pools, candidates, grades, pool : DataFrame
+        S1 to S5 (see the stage functions).
+    order, history, refine_summary : DataFrame
+        S6's frames.
+    estimate : CostEstimate
+        What the run was priced at before S4.
+    judgements : DataFrame
+        Every valid grade: ``query_id``, ``doc_id``, ``grade`` (int), ``source`` ("pool" or
+        "incremental"), ``systems`` (who brought it: S3's systems for the pool, the new system
+        for an increment).
+    increments : list of Increment
+    """
+
+    pipeline: GoldenPipeline
+    queries: pd.DataFrame
+    pools: pd.DataFrame
+    candidates: pd.DataFrame
+    grades: pd.DataFrame
+    pool: pd.DataFrame
+    order: pd.DataFrame
+    history: pd.DataFrame
+    refine_summary: pd.DataFrame
+    estimate: Any = None
+    judgements: pd.DataFrame = field(default_factory=pd.DataFrame)
+    increments: list[Increment] = field(default_factory=list)
+    new_runs: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.judgements.empty:
+            valid = self.grades[self.grades["valid"]]
+            systems = self.candidates.set_index(["query_id", "doc_id"])["systems"]
+            self.judgements = pd.DataFrame(
+                {
+                    "query_id": valid["query_id"].to_numpy(dtype=object),
+                    "doc_id": valid["doc_id"].to_numpy(dtype=object),
+                    "grade": valid["grade"].astype(np.int64).to_numpy(),
+                    "source": "pool",
+                    "systems": [
+                        systems.get((q, d), "")
+                        for q, d in zip(valid["query_id"], valid["doc_id"], strict=True)
+                    ],
+                }
+            ).astype({"source": object, "systems": object})
+
+    # -- views
+
+    @property
+    def judge(self) -> Judge:
+        return self.pipeline.judge
+
+    @property
+    def run_dir(self) -> Path | None:
+        return self.pipeline.run_dir
+
+    @property
+    def qrels(self) -> pd.DataFrame:
+        """The golden qrels: ``query_id``, ``doc_id``, ``relevance`` (the judge's grades)."""
+        q = self.judgements[["query_id", "doc_id", "grade"]].rename(columns={"grade": "relevance"})
+        return q.astype({"relevance": np.int64}).reset_index(drop=True)
+
+    @property
+    def runs(self) -> dict[str, pd.DataFrame]:
+        """Each pool system's top ``depth`` as a run frame."""
+        return {
+            str(name): g[["query_id", "doc_id", "score", "rank"]].reset_index(drop=True)
+            for name, g in self.pools.groupby("system", sort=False)
+        }
+
+    @property
+    def fused_run(self) -> pd.DataFrame:
+        """S3's RRF fusion of the pool systems as a run frame."""
+        c = self.candidates
+        return pd.DataFrame(
+            {"query_id": c["query_id"], "doc_id": c["doc_id"], "score": c["rrf_score"]}
+        )
+
+    @property
+    def refined_run(self) -> pd.DataFrame:
+        """S6's order as a run frame (score = pool size - rank + 1)."""
+        o = self.order
+        size = o.groupby("query_id")["rank"].transform("max")
+        return pd.DataFrame(
+            {
+                "query_id": o["query_id"],
+                "doc_id": o["doc_id"],
+                "score": (size - o["rank"] + 1).astype(np.float64),
+            }
+        )
+
+    def top(self) -> pd.DataFrame:
+        """The refined top ``top_n`` per query: ``query_id``, ``rank``, ``doc_id``, ``grade``,
+        ``score``, ``sigma``, ``exposures``."""
+        t = self.order[self.order["in_top"]]
+        return t[
+            ["query_id", "rank", "doc_id", "grade", "score", "sigma", "exposures"]
+        ].reset_index(drop=True)
+
+    def banner(self) -> str:
+        return judge_banner(self.judge)
+
+    def judged_at_k(self, cutoffs: Sequence[int] | None = None) -> pd.DataFrame:
+        """Judged@K per system on the golden qrels: pool systems, new systems (after their
+        increment, with ``judged_before``).
+
+        Returns
+        -------
+        DataFrame
+            ``system``, ``role`` ("pool" or "new"), ``k``, ``judged``, ``n_queries``,
+            ``judged_before`` (new systems at their increment's k: before judging; NaN
+            otherwise).
+        """
+        ks = list(cutoffs) if cutoffs is not None else self.pipeline.cutoffs
+        pool = judged_table(self.qrels, self.runs, ks).assign(role="pool")
+        parts = [pool]
+        if self.new_runs:
+            new = judged_table(self.qrels, self.new_runs, ks).assign(role="new")
+            parts.append(new)
+        out = pd.concat(parts, ignore_index=True)
+        out["judged_before"] = np.nan
+        for inc in self.increments:
+            hit = (out["system"] == inc.system) & (out["k"] == inc.k) & (out["role"] == "new")
+            out.loc[hit, "judged_before"] = inc.judged_before
+        return out[["system", "role", "k", "judged", "n_queries", "judged_before"]]
+
+    def pool_overlap(self) -> pd.DataFrame:
+        """:func:`pool_overlap` of S2."""
+        return pool_overlap(self.pools)
+
+    def grade_distribution(self) -> pd.DataFrame:
+        """:func:`grade_distribution` of S4, S5 and the refined top."""
+        return grade_distribution(self.grades, self.pool, self.order)
+
+    def convergence(self, max_traces: int = 20) -> pd.DataFrame:
+        """S6's history, long, for the convergence chart.
+
+        Parameters
+        ----------
+        max_traces : int, default 20
+            Queries whose own traces are kept (the first ones); the mean covers every query.
+
+        Returns
+        -------
+        DataFrame
+            ``query_id`` (a query, or ``"(mean)"``), ``iteration`` (judge calls so far),
+            ``metric`` (``n_locks``, ``mean_sigma``, ``stable_for``), ``value`` (float). The mean
+            at an iteration is over every query, a query that stopped earlier counting with its
+            final state.
+        """
+        metrics = ["n_locks", "mean_sigma", "stable_for"]
+        h = self.history
+        if h.empty:
+            return pd.DataFrame(columns=["query_id", "iteration", "metric", "value"])
+        keep = list(dict.fromkeys(h["query_id"]))[:max_traces]
+        traces = h[h["query_id"].isin(keep)].melt(
+            id_vars=["query_id", "iteration"], value_vars=metrics, var_name="metric"
+        )
+        means = []
+        for metric in metrics:
+            wide = h.pivot(index="iteration", columns="query_id", values=metric).astype(float)
+            mean = wide.ffill().mean(axis=1)
+            means.append(
+                pd.DataFrame(
+                    {"query_id": "(mean)", "iteration": mean.index, "metric": metric}
+                ).assign(value=mean.to_numpy())
+            )
+        out = pd.concat([traces, *means], ignore_index=True)
+        return out.astype({"query_id": object, "value": np.float64})
+
+    def stop_reasons(self) -> pd.DataFrame:
+        """Queries per S6 stop reason, with mean calls: ``stop_reason``, ``queries``,
+        ``mean_calls``."""
+        s = self.refine_summary
+        out = s.groupby("stop_reason").agg(
+            queries=("query_id", "size"), mean_calls=("calls", "mean")
+        )
+        return out.reset_index()
+
+    def increments_table(self) -> pd.DataFrame:
+        """One row per increment (:meth:`Increment.summary`): ``system``, ``k``, ``top_pairs``,
+        ``judged_now``, ``new_judgements``, ``invalid``, ``judged_before``, ``judged_after``."""
+        return pd.DataFrame([inc.summary() for inc in self.increments])
+
+    def ledger_totals(self) -> pd.DataFrame:
+        """LLM requests, tokens and US dollars per ledger stage (empty for offline judges)."""
+        ledger = self.pipeline.ledger
+        if ledger is None:
+            return pd.DataFrame(
+                columns=["stage", "requests", "answered", "failed", "cached", "cost_usd"]
+            )
+        return ledger.totals(by="stage")
+
+    def stages(self) -> pd.DataFrame:
+        """One row per stage: ``stage``, ``title``, ``reused``, ``seconds``, ``input_hash``
+        (first 12 hex digits), ``counts`` (JSON)."""
+        rows = []
+        for sid, rec in self.pipeline._records.items():
+            rows.append(
+                (sid, STAGES[sid][0], rec.reused, rec.seconds, rec.input_hash[:12])
+                + (json.dumps(rec.counts),)
+            )
+        return pd.DataFrame(
+            rows, columns=["stage", "title", "reused", "seconds", "input_hash", "counts"]
+        )
+
+    # -- incremental judging
+
+    def extend(
+        self, run: pd.DataFrame, system: str, *, k: int = 10, export: bool = True
+    ) -> Increment:
+        """Judge only the unjudged part of a new system's top ``k`` and add it to the qrels.
+
+        Parameters
+        ----------
+        run : DataFrame
+            The new system's run (``query_id``, ``doc_id``, ``score``); queries outside the
+            golden set are ignored.
+        system : str
+            Its name, recorded with every judgement it brings (``source="incremental"``).
+        k : int, default 10
+        export : bool, default True
+            Rewrite the run folder's products (qrels, judgements, manifest) at once; the
+            increment itself (``increments/<system>.parquet``) is always written when there is a
+            run folder.
+
+        Returns
+        -------
+        Increment
+            A second call with the same run judges nothing (every pair is judged).
+        """
+        check_positive_int(k, "k")
+        qids = self.queries["query_id"].tolist()
+        top = top_of_run(run, qids, k)
+        top = top.assign(query_id=top["query_id"].astype(str), doc_id=top["doc_id"].astype(str))
+        before_qrels = self.qrels
+        judged_before = judged_table(before_qrels, {system: top}, [k])["judged"].iloc[0]
+        have = set(zip(self.judgements["query_id"], self.judgements["doc_id"], strict=True))
+        todo = top[
+            [(q, d) not in have for q, d in zip(top["query_id"], top["doc_id"], strict=True)]
+        ].reset_index(drop=True)
+        frame = self._grade_unjudged(todo)
+        frame["system"] = system
+        frame = frame.astype({"system": object})
+        self._add(frame)
+        self.new_runs[system] = top
+        inc = Increment(
+            system,
+            k,
+            frame,
+            len(top),
+            float(judged_before),
+            float(judged_table(self.qrels, {system: top}, [k])["judged"].iloc[0]),
+            len(todo),
+        )
+        self.increments.append(inc)
+        if self.run_dir is not None:
+            key = self._increment_key()
+            store.write_increment(self.run_dir, inc.system, inc.frame, key, inc.k)
+            if export:
+                self.export()
+        return inc
+
+    def _grade_unjudged(self, todo: pd.DataFrame) -> pd.DataFrame:
+        """The judge's grades of ``todo`` (``query_id``, ``doc_id``, ``rank``): ``query_id``,
+        ``doc_id``, ``rank``, ``grade`` (Int64), ``valid``, ``status``, ``reason``, ``cached``."""
+        if not len(todo):
+            cols = ["query_id", "doc_id", "rank", "grade", "valid", "status", "reason", "cached"]
+            frame = pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+            return frame.astype({"rank": np.int64, "grade": "Int64", "valid": bool, "cached": bool})
+        items = grading_items(todo, self.queries, passages_by_id(self.pipeline.corpus))
+        g = self.judge.grade_many(items, stage=INCREMENTAL_STAGE)
+        frame = pd.DataFrame(
+            {
+                "query_id": todo["query_id"].to_numpy(dtype=object),
+                "doc_id": todo["doc_id"].to_numpy(dtype=object),
+                "rank": todo["rank"].to_numpy(dtype=np.int64),
+                "grade": g["grade"].to_numpy(),
+                "valid": g["valid"].to_numpy(dtype=bool),
+                "status": g["status"].to_numpy(dtype=object),
+                "reason": g["reason"].to_numpy(dtype=object),
+                "cached": g["cached"].to_numpy(dtype=bool),
+            }
+        )
+        frame["grade"] = frame["grade"].astype("Int64")
+        return frame
+
+    def _add(self, frame: pd.DataFrame) -> None:
+        valid = frame[frame["valid"].astype(bool)]
+        if valid.empty:
+            return
+        new = pd.DataFrame(
+            {
+                "query_id": valid["query_id"].to_numpy(dtype=object),
+                "doc_id": valid["doc_id"].to_numpy(dtype=object),
+                "grade": valid["grade"].astype(np.int64).to_numpy(),
+                "source": "incremental",
+                "systems": valid["system"].to_numpy(dtype=object),
+            }
+        ).astype({"source": object})
+        both = pd.concat([self.judgements, new], ignore_index=True)
+        self.judgements = both.drop_duplicates(["query_id", "doc_id"], keep="first").reset_index(
+            drop=True
+        )
+
+    def _increment_key(self) -> str:
+        return sha256_json(
+            {"judge": judge_fingerprint(self.judge), "s4": self.pipeline._records["s4"].output_hash}
+        )
+
+    def _load_increments(self) -> None:
+        """Judgements of earlier increments whose judge and S4 match this run's."""
+        if self.run_dir is None:
+            return
+        qids = set(self.queries["query_id"])
+        for frame in store.read_increments(self.run_dir, self._increment_key()):
+            self._add(frame[frame["query_id"].isin(qids)])
+
+    # -- exports
+
+    def manifest(self) -> dict[str, Any]:
+        """What produced the golden set, JSON-safe and free of secrets.
+
+        Keys: ``format``, ``written``, ``judge_id``, ``judge`` (describe, ``base_url`` only when
+        it holds no credentials), ``config`` (the notebook parameters, when built from them),
+        ``parameters`` (the stages'), ``dataset``, ``data_sha256``, ``systems`` (each pool and
+        new system's configuration), ``rewriter``, ``seeds``, ``stages`` (per stage: input and
+        output hashes, reused, seconds, counts, files), ``counts``, ``cache`` (hits and misses
+        of the judge's cache; cached answers per stage), ``costs`` (the ledger's totals per
+        stage and overall; None for offline judges), ``estimate``, ``increments``, ``versions``,
+        ``files``.
+        """
+        p = self.pipeline
+        cache = getattr(p.judge, "cache", None)
+        g = self.grades
+        m = {
+            "format": FORMAT,
+            "written": utc_now(),
+            "judge_id": p.judge.judge_id,
+            "judge": public_judge_info(p.judge),
+            "config": None if p.config is None else asdict(p.config),
+            "parameters": {
+                "depth": p.depth,
+                "rrf_k": p.rrf_k,
+                "min_pool": p.min_pool,
+                "keep_grade": p.keep_grade,
+                "top_n": p.top_n,
+                "refine": asdict(p.refine_config),
+                "incremental_k": p.incremental_k,
+                "cutoffs": p.cutoffs,
+                "budget_usd": p.budget_usd,
+            },
+            "dataset": p.dataset_info,
+            "data_sha256": p._data(),
+            "systems": self._systems_info(),
+            "rewriter": p._params("s1")["rewrite"],
+            "seeds": {
+                "pipeline": p.seed,
+                "refine": "per query: first 8 bytes of sha256('<seed>:<query_id>'), little-endian",
+                "judge": getattr(p.judge, "seed", None),
+            },
+            "stages": {sid: rec.to_dict() for sid, rec in p._records.items()},
+            "counts": self._counts(),
+            "cache": {
+                "judge_cache": None if cache is None else cache.summary(),
+                "cached_answers": {
+                    "s4": int(g["cached"].sum()),
+                    "s6": int(self.refine_summary["cached"].sum()),
+                },
+            },
+            "costs": None if p.ledger is None else p.ledger.summary(),
+            "estimate": None if self.estimate is None else self.estimate.summary(),
+            "increments": [inc.summary() for inc in self.increments],
+            "versions": versions(),
+            "files": FILE_LIST,
+        }
+        return scrub(m)
+
+    def _systems_info(self) -> dict[str, Any]:
+        """Each pool and new system's configuration, with its role, for the manifest."""
+        p = self.pipeline
+        systems: dict[str, Any] = {}
+        for role, group in (("pool", p.systems), ("new", p.new_systems)):
+            for name, s in group.items():
+                info = (
+                    {"run": "given as a frame", **system_fingerprint(s)}
+                    if isinstance(s, pd.DataFrame)
+                    else s.describe()
+                )
+                systems[name] = {"role": role, **info}
+        return systems
+
+    def _counts(self) -> dict[str, int]:
+        """The manifest's counts: queries, pairs, grades, pool, refinement calls, qrels."""
+        g = self.grades
+        return {
+            "queries": len(self.queries),
+            "rewritten": int(self.queries["rewritten"].sum()),
+            "pool_pairs": len(self.pools),
+            "candidates": len(self.candidates),
+            "graded": len(g),
+            "valid": int(g["valid"].sum()),
+            "invalid": int((g["status"] == "invalid").sum()),
+            "failed": int((g["status"] == "failed").sum()),
+            "pruned_pool": len(self.pool),
+            "refined_queries": len(self.refine_summary),
+            "refine_calls": int(self.refine_summary["calls"].sum()),
+            "qrels": len(self.judgements),
+            "qrels_from_increments": int((self.judgements["source"] == "incremental").sum()),
+        }
+
+    def export(self, folder: str | os.PathLike[str] | None = None) -> Path:
+        """Write the golden set's products (see the module's table) and the manifest.
+
+        Parameters
+        ----------
+        folder : str or PathLike, optional
+            Default: the run folder.
+
+        Returns
+        -------
+        Path
+        """
+        from ragnb.io import write_json, write_qrels, write_run
+
+        out = Path(folder) if folder is not None else self.run_dir
+        if out is None:
+            raise InputError("no run folder: pass a folder or build with run_dir/export_dir")
+        write_qrels(self.qrels, out / "golden.qrels")
+        if len(self.order):
+            write_run(self.refined_run, out / "refined.trec", tag="golden-refined")
+        for name, run in self.runs.items():
+            write_run(run[["query_id", "doc_id", "score"]], out / "runs" / f"{name}.trec", tag=name)
+        for stem, frame in (
+            ("judgements", self.judgements),
+            ("refined_top", self.top()),
+            ("pool_provenance", self.pools),
+            ("judged_at_k", self.judged_at_k()),
+        ):
+            write_table_csv(frame, out / f"{stem}.csv")
+        write_json(self.manifest(), out / "manifest.json")
+        return out
+
+    def summary_markdown(self) -> str:
+        """A short markdown account of the run: stages computed or reused, counts, costs."""
+        m = self.manifest()
+        c = m["counts"]
+        lines = [
+            self.banner(),
+            "",
+            f"{c['queries']} queries ({c['rewritten']} rewritten); {c['pool_pairs']} pooled "
+            f"(system, document) pairs from {len(self.runs)} systems, {c['candidates']} "
+            f"candidates after RRF; {c['valid']} valid grades, {c['invalid']} invalid, "
+            f"{c['failed']} failed; pruned pool {c['pruned_pool']}; S6 made {c['refine_calls']} "
+            f"listwise calls; {c['qrels']} judgements in the golden qrels "
+            f"({c['qrels_from_increments']} from incremental judging).",
+            "",
+            "| stage | computed or reused | seconds |",
+            "|---|---|---|",
+        ]
+        for rec in m["stages"].values():
+            lines.append(
+                f"| {rec['title']} | {'reused' if rec['reused'] else 'computed'} | "
+                f"{rec['seconds']:.2f} |"
+            )
+        if self.run_dir is not None:
+            lines += ["", f"Run folder: `{self.run_dir}` (manifest.json, golden.qrels, stages/)."]
+        return "\n".join(lines)
+
+    # -- analyses the notebook shows
+
+    def calibrate(self, human: pd.DataFrame | None = None, *, measure: str | None = None) -> Any:
+        """The judge against human labels (:func:`ragnb.golden.calibration.calibrate`).
+
+        Parameters
+        ----------
+        human : DataFrame, optional
+            Human labels as qrels on the judge's scale; default the dataset's own labels mapped
+            by ``grade_map`` (offline: the "human" labels the noisy judge was simulated from).
+        measure : str, optional
+            Default the config's ``calibration_measure`` (``nDCG@10``).
+
+        Returns
+        -------
+        Calibration
+            Systems: the pool systems, their RRF fusion and the new systems. Exported to
+            ``<run folder>/calibration/`` when there is a run folder.
+        """
+        from ragnb.golden.calibration import calibrate
+
+        p = self.pipeline
+        if human is None:
+            data = getattr(p, "dataset", None)
+            if data is None or p.config is None:
+                raise InputError("pass human labels: this golden set was not built from a config")
+            human, _ = human_labels(p.config, data.qrels)
+        if measure is None:
+            measure = p.config.calibration_measure if p.config is not None else "nDCG@10"
+        runs: dict[str, pd.DataFrame] = {**self.runs, "rrf": self.fused_run, **self.new_runs}
+        scale = self.judge.scale
+        labels = None if scale is None else list(range(scale[0], scale[1] + 1))
+        cal = calibrate(human, self.qrels, runs, measure=measure, labels=labels)
+        if self.run_dir is not None:
+            cal.export(self.run_dir / "calibration")
+        return cal
+
+    def spear(self, k: int | None = None) -> Any:
+        """SPEAR's relative evaluation of the pool systems on the golden grades
+        (:func:`~.calibration.spear_evaluate`), at ``k`` (default ``depth``); relevant means
+        a grade >= ``keep_grade``."""
+        from ragnb.golden.calibration import spear_evaluate
+
+        p = self.pipeline
+        return spear_evaluate(self.qrels, self.runs, k or p.depth, rel=p.keep_grade)
+
+    def simulate(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The refinement vs one-shot simulation (:mod:`.simulation`) on the golden grades,
+        with the config's ``sim_*`` settings.
+
+        Returns
+        -------
+        frame, summary : DataFrame
+            :func:`~.simulation.simulate` and :func:`~.simulation.summarise` (written to
+            ``simulation.csv`` and ``simulation_summary.csv`` in the run folder).
+        """
+        from ragnb.golden.simulation import simulate, summarise
+
+        p = self.pipeline
+        cfg = p.config if p.config is not None else GoldenSetConfig()
+        qids = list(dict.fromkeys(self.qrels["query_id"]))
+        if cfg.sim_queries:
+            qids = qids[: cfg.sim_queries]
+        frame = simulate(
+            self.qrels,
+            pool_size=cfg.sim_pool_size,
+            noise_levels=cfg.sim_noise_levels,
+            budgets=cfg.sim_budgets,
+            replicates=cfg.sim_replicates,
+            seed=cfg.seed,
+            top_n=p.top_n,
+            config=RefineConfig(m=p.refine_config.m),
+            dataset=str(p.dataset_info.get("dataset", "")),
+            queries=qids,
+        )
+        summary = summarise(frame, n_resamples=1000, seed=cfg.seed)
+        if self.run_dir is not None:
+            write_table_csv(frame, self.run_dir / "simulation.csv")
+            write_table_csv(summary, self.run_dir / "simulation_summary.csv")
+        return frame, summary

@@ -1,0 +1,594 @@
+"""The golden-set pipeline behind notebook 02: S1-S6 (:mod:`ragnb.golden.stages`) in order, each
+stage resumable from a run folder.
+
+The run folder
+--------------
+With ``run_dir`` set, each stage writes its frames (Parquet) and then a marker
+``stages/s<n>.done.json`` holding the SHA-256 of its inputs: the stage's parameters, the
+output hashes of the stages it reads, the data (corpus and query texts), the source of the
+modules it runs (:data:`~ragnb.golden.config.STAGE_CODE`) and, for judged stages, the judge's
+identity (:func:`~ragnb.golden.fingerprints.judge_fingerprint`: model, prompt hash, parameters,
+or the labels of an offline judge; never the key, the URL or cache paths). Re-running a stage
+whose marker matches and whose files are intact loads them instead: no retrieval, no judge
+call. Every file is written atomically (:mod:`ragnb.golden.store` through :mod:`ragnb.io`: a
+temporary file renamed over the target), the marker last, so a crash mid-stage leaves the
+previous state and the stage is simply run again. After S6, :meth:`GoldenSet.export
+<ragnb.golden.GoldenSet.export>` writes the products beside the stages.
+
+References
+----------
+.. [1] E. Dallaire, "Practical RAG Evaluation: A Rarity-Aware Set-Based Metric and
+   Cost-Latency-Quality Trade-offs", arXiv:2511.09545, 2025, Section 3.4 (rag-gs, S1-S6).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ragnb.errors import InputError
+from ragnb.golden import store
+from ragnb.golden.config import (
+    FILES,
+    LEDGER_STAGES,
+    STAGE_CODE,
+    STAGES,
+    GoldenSetConfig,
+    check_int_at_least,
+)
+from ragnb.golden.fingerprints import (
+    as_objects,
+    code_sha256,
+    data_hash,
+    frame_hash,
+    judge_fingerprint,
+    system_fingerprint,
+)
+from ragnb.golden.goldenset import GoldenSet
+from ragnb.golden.judging import judge_banner, make_judge
+from ragnb.golden.refine import RefineConfig
+from ragnb.golden.stages import (
+    default_keep_grade,
+    grade_candidates,
+    grading_items,
+    make_pool_retriever,
+    merge_pools,
+    normalise_queries,
+    passages_by_id,
+    pool_candidates,
+    prune_pool,
+    refine_pools,
+)
+from ragnb.judge.base import Judge
+from ragnb.params import resolve_path
+from ragnb.provenance import sha256_json, utc_now
+from ragnb.retrieve import Retriever
+
+__all__ = ["GoldenPipeline", "StageRecord"]
+
+
+@dataclass
+class StageRecord:
+    """How a stage's output came to be, as the manifest records it.
+
+    Attributes
+    ----------
+    stage : str
+        ``"s1"`` ... ``"s6"``.
+    input_hash : str
+        SHA-256 of the stage's inputs (parameters, upstream outputs, data, judge identity).
+    output_hash : str
+        SHA-256 of the stage's frames (what downstream stages hash).
+    reused : bool
+        Loaded from the run folder in this run (no computation, no judge call).
+    seconds : float
+        Time to compute (when it was computed) or to load.
+    counts : dict
+        Rows and stage-specific counts (graded, valid, calls, ...).
+    files : list of str
+        Its files in the run folder.
+    finished : str
+        ISO 8601 UTC time the stage was computed.
+    """
+
+    stage: str
+    input_hash: str
+    output_hash: str
+    reused: bool
+    seconds: float
+    counts: dict[str, Any]
+    files: list[str]
+    finished: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": STAGES[self.stage][0], **asdict(self)}
+
+
+class GoldenPipeline:
+    """Build a golden set: S1-S6 over DataFrames, each stage resumable from a run folder.
+
+    Parameters
+    ----------
+    corpus : DataFrame
+        ``doc_id``, ``title``, ``text``.
+    queries : DataFrame
+        ``query_id``, ``text``: the queries of the golden set.
+    judge : Judge
+    systems : mapping of str to Retriever or run frame
+        The pool systems (S2). Retrievers are indexed on ``corpus`` only when S2 runs.
+    depth : int, default 30
+    rrf_k : int, default 60
+    min_pool : int, default 30
+    keep_grade : int, optional
+        Default :func:`default_keep_grade` of the judge's scale.
+    top_n : int, default 20
+    refine_config : RefineConfig, optional
+        Default ``RefineConfig(top_n=top_n, max_iterations=60)``; its ``top_n`` is set to
+        ``top_n``.
+    seed : int, default 0
+    rewrite : callable, optional
+        S1 rewriter (see :func:`normalise_queries`).
+    run_dir : str or PathLike, optional
+        The run folder; None: in memory, nothing reused.
+    new_systems : mapping of str to Retriever or run, optional
+        Judged incrementally by :meth:`run` after S6 (:meth:`GoldenSet.extend`).
+    incremental_k : int, default 10
+    budget_usd : float, optional
+        :meth:`run` refuses to start S4 when the estimate exceeds it (None: no check).
+    cutoffs : sequence of int, default (5, 10, 20)
+        Judged@K cutoffs.
+    config : GoldenSetConfig, optional
+        Recorded in the manifest (set by :meth:`from_config`).
+    dataset_info : dict, optional
+        Recorded in the manifest (e.g. :meth:`ragnb.io.BeirDataset.summary`).
+    ledger : Ledger, optional
+        Where the judge's LLM calls are recorded (default: the judge's ``ledger``), for costs.
+    progress : bool, default False
+        Print a line per stage.
+    """
+
+    def __init__(
+        self,
+        corpus: pd.DataFrame,
+        queries: pd.DataFrame,
+        judge: Judge,
+        systems: Mapping[str, Retriever | pd.DataFrame],
+        *,
+        depth: int = 30,
+        rrf_k: int = 60,
+        min_pool: int = 30,
+        keep_grade: int | None = None,
+        top_n: int = 20,
+        refine_config: RefineConfig | None = None,
+        seed: int = 0,
+        rewrite: Callable[[str], str | None] | None = None,
+        run_dir: str | os.PathLike[str] | None = None,
+        new_systems: Mapping[str, Retriever | pd.DataFrame] | None = None,
+        incremental_k: int = 10,
+        budget_usd: float | None = None,
+        cutoffs: Sequence[int] = (5, 10, 20),
+        config: GoldenSetConfig | None = None,
+        dataset_info: Mapping[str, Any] | None = None,
+        ledger: Any = None,
+        progress: bool = False,
+    ) -> None:
+        if not systems:
+            raise InputError("a golden set needs at least one pool system")
+        for name, v, low in (("depth", depth, 1), ("top_n", top_n, 1), ("rrf_k", rrf_k, 0)):
+            check_int_at_least(v, name, low)
+        self.corpus = corpus
+        self.queries_in = queries.reset_index(drop=True)
+        self.judge = judge
+        self.systems = dict(systems)
+        self.depth, self.rrf_k, self.min_pool, self.top_n = depth, rrf_k, min_pool, top_n
+        scale = judge.scale or (0, 1)
+        self.keep_grade = default_keep_grade(scale) if keep_grade is None else int(keep_grade)
+        base = refine_config if refine_config is not None else RefineConfig(max_iterations=60)
+        self.refine_config = replace(base, top_n=top_n)
+        self.seed = seed
+        self.rewrite = rewrite
+        self.run_dir = None if run_dir is None else Path(run_dir)
+        self.new_systems = dict(new_systems or {})
+        self.incremental_k = incremental_k
+        self.budget_usd = budget_usd
+        self.cutoffs = [int(k) for k in cutoffs]
+        self.config = config
+        self.dataset_info = dict(dataset_info or {})
+        self.ledger = ledger if ledger is not None else getattr(judge, "ledger", None)
+        self.progress = progress
+        self._frames: dict[str, dict[str, pd.DataFrame]] = {}
+        self._records: dict[str, StageRecord] = {}
+        self._indexed: set[int] = set()
+        self.dataset: Any = None
+        self._data_hash: str | None = None
+        self._estimate: Any = None
+
+    # -- construction from the notebook's parameters
+
+    @classmethod
+    def from_config(cls, config: GoldenSetConfig, *, progress: bool = False) -> GoldenPipeline:
+        """Everything ``config`` names: dataset, judge (with a cache and, for an LLM, a ledger in
+        the run folder), pool and new systems, and the run folder."""
+        from ragnb.cache import Cache
+        from ragnb.io import read_beir
+        from ragnb.judge import LLMRewriter
+        from ragnb.ledger import Ledger
+
+        data = read_beir(config.dataset_path(), split=config.split)
+        queries = data.judged_queries
+        if config.max_queries:
+            queries = queries.head(config.max_queries)
+        run_dir = resolve_path(config.export_dir) if config.export_dir else None
+        cache = Cache(config.cache_dir or None)
+        ledger = None
+        if config.judge == "openai":
+            ledger = Ledger(None if run_dir is None else run_dir / "ledger.jsonl")
+        judge = make_judge(config, data.qrels, cache=cache, ledger=ledger)
+        built: dict[str, Retriever] = {}
+
+        def system(name: str) -> Retriever:
+            if name not in built:
+                built[name] = make_pool_retriever(
+                    name,
+                    embedder=config.embedder,
+                    rrf_k=config.rrf_k,
+                    depth=max(config.depth, config.incremental_k),
+                    cache=cache,
+                )
+            return built[name]
+
+        pool = {name: system(name) for name in config.retrievers}
+        new = {name: system(name) for name in config.new_systems if name not in pool}
+        rewrite = LLMRewriter(judge) if config.rewrite else None
+        pipeline = cls(
+            data.corpus,
+            queries,
+            judge,
+            pool,
+            depth=config.depth,
+            rrf_k=config.rrf_k,
+            min_pool=config.min_pool,
+            keep_grade=None if config.keep_grade < 0 else config.keep_grade,
+            top_n=config.top_n,
+            refine_config=RefineConfig(
+                m=config.refine_batch, max_iterations=config.refine_max_iterations
+            ),
+            seed=config.seed,
+            rewrite=rewrite,
+            run_dir=run_dir,
+            new_systems=new,
+            incremental_k=config.incremental_k,
+            budget_usd=config.budget_usd,
+            cutoffs=config.cutoffs,
+            config=config,
+            dataset_info=data.summary(),
+            ledger=ledger,
+            progress=progress,
+        )
+        pipeline.dataset = data
+        return pipeline
+
+    # -- what the judge is, in words
+
+    def banner(self) -> str:
+        """One markdown line saying which judge grades, and whether it is an LLM."""
+        return judge_banner(self.judge)
+
+    # -- the stages
+
+    def queries(self) -> pd.DataFrame:
+        """S1's frame (:func:`normalise_queries`)."""
+        return self._stage("s1")["queries"]
+
+    def pools(self) -> pd.DataFrame:
+        """S2's frame (:func:`pool_candidates`)."""
+        return self._stage("s2")["pools"]
+
+    def candidates(self) -> pd.DataFrame:
+        """S3's frame (:func:`merge_pools`)."""
+        return self._stage("s3")["candidates"]
+
+    def grades(self) -> pd.DataFrame:
+        """S4's frame (:func:`grade_candidates`)."""
+        return self._stage("s4")["grades"]
+
+    def pool(self) -> pd.DataFrame:
+        """S5's frame (:func:`prune_pool`)."""
+        return self._stage("s5")["pool"]
+
+    def refined(self) -> dict[str, pd.DataFrame]:
+        """S6's frames (:func:`refine_pools`): ``order``, ``history``, ``summary``."""
+        return self._stage("s6")
+
+    def _params(self, stage: str) -> dict[str, Any]:
+        if stage == "s1":
+            rw = self.rewrite
+            rid = None
+            if rw is not None:
+                name = getattr(rw, "__qualname__", type(rw).__name__)
+                rid = getattr(rw, "rewriter_id", None) or f"{getattr(rw, '__module__', '')}.{name}"
+            return {"rewrite": rid, "queries": self.queries_in["query_id"].astype(str).tolist()}
+        if stage == "s2":
+            return {
+                "depth": self.depth,
+                "systems": {n: system_fingerprint(s) for n, s in self.systems.items()},
+            }
+        if stage == "s3":
+            return {"rrf_k": self.rrf_k}
+        if stage == "s4":
+            return {"judge": judge_fingerprint(self.judge)}
+        if stage == "s5":
+            return {"min_pool": self.min_pool, "keep_grade": self.keep_grade}
+        return {
+            "judge": judge_fingerprint(self.judge),
+            "refine": asdict(self.refine_config),
+            "seed": self.seed,
+        }
+
+    def _data(self) -> str:
+        if self._data_hash is None:
+            self._data_hash = data_hash(self.corpus, self.queries_in)
+        return self._data_hash
+
+    def _key(self, stage: str) -> str:
+        upstream = {u: self._record(u).output_hash for u in STAGES[stage][2]}
+        return sha256_json(
+            {
+                "stage": stage,
+                "params": self._params(stage),
+                "upstream": upstream,
+                "data": self._data(),
+                "code": code_sha256(STAGE_CODE[stage]),
+            }
+        )
+
+    def _record(self, stage: str) -> StageRecord:
+        self._stage(stage)
+        return self._records[stage]
+
+    def _try_load(self, stage: str, key: str) -> bool:
+        """Load a finished stage from the run folder into memory; False when it is not there."""
+        if self.run_dir is None:
+            return False
+        start = time.perf_counter()
+        loaded = store.load_stage(self.run_dir, stage, key)
+        if loaded is None:
+            return False
+        frames, info = loaded
+        self._frames[stage] = frames
+        self._records[stage] = StageRecord(
+            stage,
+            key,
+            info["output_hash"],
+            True,
+            time.perf_counter() - start,
+            info.get("counts", {}),
+            sorted(info.get("files_sha256", {})),
+            info.get("finished", ""),
+        )
+        self._say(f"{STAGES[stage][0]}: loaded from {self.run_dir}")
+        return True
+
+    def _stage(self, stage: str) -> dict[str, pd.DataFrame]:
+        if stage in self._frames:
+            return self._frames[stage]
+        key = self._key(stage)
+        if self._try_load(stage, key):
+            return self._frames[stage]
+        start = time.perf_counter()
+        frames = {name: as_objects(f) for name, f in self._compute(stage).items()}
+        counts = self._counts(stage, frames)
+        seconds = time.perf_counter() - start
+        output_hash = sha256_json({n: frame_hash(f) for n, f in sorted(frames.items())})
+        files = [f"{stem}.parquet" for stem in FILES[stage].values()]
+        record = StageRecord(stage, key, output_hash, False, seconds, counts, files, utc_now())
+        if self.run_dir is not None:
+            info = {
+                "stage": stage,
+                "title": STAGES[stage][0],
+                "input_hash": key,
+                "output_hash": output_hash,
+                "counts": counts,
+                "seconds": seconds,
+                "finished": record.finished,
+            }
+            store.write_stage(self.run_dir, stage, frames, info)
+        self._say(f"{STAGES[stage][0]}: computed in {seconds:.1f} s")
+        self._frames[stage] = frames
+        self._records[stage] = record
+        return frames
+
+    def _say(self, text: str) -> None:
+        if self.progress:
+            print(text, flush=True)
+
+    def _ensure_indexed(self, systems: Mapping[str, Retriever | pd.DataFrame]) -> None:
+        for s in systems.values():
+            if isinstance(s, Retriever) and id(s) not in self._indexed:
+                s.index(self.corpus)
+                self._indexed.add(id(s))
+
+    def _compute(self, stage: str) -> dict[str, pd.DataFrame]:
+        if stage == "s1":
+            return {"queries": normalise_queries(self.queries_in, self.rewrite)}
+        if stage == "s2":
+            self._ensure_indexed(self.systems)
+            return {"pools": pool_candidates(self.queries(), self.systems, self.depth)}
+        if stage == "s3":
+            return {"candidates": merge_pools(self.pools(), self.rrf_k)}
+        if stage == "s4":
+            return {
+                "grades": grade_candidates(
+                    self.candidates(), self.queries(), self.corpus, self.judge
+                )
+            }
+        if stage == "s5":
+            return {"pool": prune_pool(self.grades(), self.min_pool, self.keep_grade)}
+        return refine_pools(
+            self.pool(),
+            self.queries(),
+            self.corpus,
+            self.judge,
+            config=self.refine_config,
+            seed=self.seed,
+        )
+
+    @staticmethod
+    def _counts(stage: str, frames: dict[str, pd.DataFrame]) -> dict[str, Any]:
+        if stage == "s1":
+            q = frames["queries"]
+            return {"queries": len(q), "rewritten": int(q["rewritten"].sum())}
+        if stage == "s2":
+            p = frames["pools"]
+            return {
+                "pairs": len(p),
+                "per_system": {str(k): int(v) for k, v in p.groupby("system").size().items()},
+            }
+        if stage == "s3":
+            c = frames["candidates"]
+            return {"candidates": len(c), "queries": int(c["query_id"].nunique())}
+        if stage == "s4":
+            g = frames["grades"]
+            return {
+                "graded": len(g),
+                "valid": int(g["valid"].sum()),
+                "invalid": int((g["status"] == "invalid").sum()),
+                "failed": int((g["status"] == "failed").sum()),
+                "cached": int(g["cached"].sum()),
+                "reminded": int(g["reminded"].sum()),
+                "attempts": int(g["attempts"].sum()),
+                "input_tokens": int(g["input_tokens"].sum()),
+                "output_tokens": int(g["output_tokens"].sum()),
+            }
+        if stage == "s5":
+            p = frames["pool"]
+            return {
+                "pool": len(p),
+                "kept_for_grade": int((p["kept"] == "grade").sum()),
+                "filled": int((p["kept"] == "fill").sum()),
+            }
+        s = frames["summary"]
+        return {
+            "queries": len(s),
+            "calls": int(s["calls"].sum()),
+            "invalid": int(s["invalid"].sum()),
+            "cached": int(s["cached"].sum()),
+            "stop_reasons": {str(k): int(v) for k, v in s["stop_reason"].value_counts().items()},
+        }
+
+    def _done(self, stage: str) -> bool:
+        """The stage's output is in memory or intact in the run folder (then loaded). Its
+        upstream stages are computed or loaded to check: call it only when they call no judge."""
+        return stage in self._frames or self._try_load(stage, self._key(stage))
+
+    # -- cost before spending
+
+    def estimate(self) -> Any:
+        """Price the LLM calls still to make (S1-S3 run first: they call no judge).
+
+        S4 is priced exactly (one call per uncached candidate). S6 is priced as an upper bound:
+        ``refine_max_iterations`` calls per query, each a batch of ``m`` passages (the first
+        ``m`` of the pool, or of the RRF order when S4 has not run). A stage already complete in
+        the run folder costs nothing. Offline judges plan no call.
+
+        Returns
+        -------
+        CostEstimate
+        """
+        from ragnb.ledger import PriceTable, estimate_calls
+
+        candidates = self.candidates()
+        planned: list[Any] = []
+        notes: list[str] = []
+        s4_done = self._done("s4")
+        if not s4_done:
+            items = grading_items(candidates, self.queries(), passages_by_id(self.corpus))
+            planned += self.judge.plan(items, kind="grade", stage=LEDGER_STAGES["s4"])
+            head = candidates.rename(columns={"rrf_rank": "pool_rank"})
+        else:
+            head = self.pool()
+        if not (s4_done and self._done("s6")):
+            planned += self._s6_upper_bound(head, notes)
+        ledger = self.ledger
+        prices = ledger.prices if ledger is not None else PriceTable.load()
+        self._estimate = estimate_calls(planned, prices=prices, notes=notes)
+        return self._estimate
+
+    def _s6_upper_bound(self, head: pd.DataFrame, notes: list[str]) -> list[Any]:
+        """S6's planned calls at most: ``max_iterations`` listwise calls per query, each on the
+        first ``m`` documents of ``head`` (``query_id``, ``doc_id``, ``pool_rank``); a note on
+        the bound is appended to ``notes``."""
+        m = self.refine_config.m
+        batches = []
+        texts = passages_by_id(self.corpus)
+        qtext = dict(zip(self.queries()["query_id"], self.queries()["normalised"], strict=True))
+        for qid, g in head.sort_values("pool_rank").groupby("query_id", sort=True):
+            ids = [str(d) for d in g["doc_id"].head(m)]
+            if len(ids) >= 2:
+                batches.append(
+                    {
+                        "query_id": qid,
+                        "query": qtext[qid],
+                        "doc_ids": ids,
+                        "passages": [texts[d] for d in ids],
+                    }
+                )
+        if not batches:
+            return []
+        bound = self.judge.plan(batches, kind="rank", stage=LEDGER_STAGES["s6"])
+        n = self.refine_config.max_iterations
+        if bound:
+            notes.append(
+                f"S6 is priced as an upper bound: {n} listwise calls per query "
+                f"(refine_max_iterations) of {m} passages; refinement usually stops "
+                "earlier"
+            )
+        return [replace(c, item=f"{c.item}#{i}", cached=False) for c in bound for i in range(n)]
+
+    # -- the whole run
+
+    def run(self) -> GoldenSet:
+        """Run (or resume) S1-S6, judge the new systems incrementally, export.
+
+        Raises
+        ------
+        BudgetExceededError
+            When ``budget_usd`` is set and the estimate exceeds it (before any S4 call).
+        """
+        from ragnb.ledger import check_budget
+
+        est = self.estimate()
+        if self.budget_usd is not None and est.calls:
+            check_budget(est, self.budget_usd)
+        refined = self.refined()
+        golden = GoldenSet(
+            pipeline=self,
+            queries=self.queries(),
+            pools=self.pools(),
+            candidates=self.candidates(),
+            grades=self.grades(),
+            pool=self.pool(),
+            order=refined["order"],
+            history=refined["history"],
+            refine_summary=refined["summary"],
+            estimate=est,
+        )
+        golden._load_increments()
+        if self.new_systems:
+            self._ensure_indexed(self.new_systems)
+            for name, system in self.new_systems.items():
+                run = (
+                    system
+                    if isinstance(system, pd.DataFrame)
+                    else system.retrieve(self.queries()[["query_id", "text"]], k=self.incremental_k)
+                )
+                golden.extend(run, name, k=self.incremental_k, export=False)
+        if self.run_dir is not None:
+            golden.export()
+        return golden

@@ -1,0 +1,90 @@
+"""The public tier of the measure functions: their input types, the numpydoc entries their
+docstrings share (:func:`fill_doc`) and the macro mean they return (:func:`mean_of`).
+
+Each measure module defines a private kernel (one value per query) and a public function such as
+:func:`ragnb.measures.precision.precision_at_k`, which validates its input through
+:func:`ragnb.measures.prepare` and aggregates here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from ragnb.frames import RunOrder
+from ragnb.measures._kernel import prepare
+from ragnb.measures.base import Measure
+
+__all__ = ["DOC_ENTRIES", "Qrels", "Run", "fill_doc", "mean_of"]
+
+Qrels: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, int]]
+Run: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, float]]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+#: numpydoc entries the measure functions share; :func:`fill_doc` substitutes them.
+DOC_ENTRIES: dict[str, str] = {
+    "qrels": "qrels : DataFrame or dict\n"
+    "    Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.",
+    "run": "run : DataFrame or dict\n"
+    "    Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.",
+    "k": "k : int\n    Cutoff K >= 1.",
+    "k_optional": "k : int, optional\n    Cutoff K >= 1; default (None) the whole run.",
+    "rel": "rel : int, default 1\n    A judged document with grade >= ``rel`` is relevant.",
+    "order": 'order : {"score", "file"}, default "score"\n'
+    "    Run ordering, see :func:`ragnb.frames.sort_run`.",
+    "mean": "float in [0, 1]\n    Macro mean of the per-query values.",
+    "bad_input": "InputError\n    On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.",
+}
+_DOC_SLOT = re.compile(
+    r"^(?P<indent>[ \t]*)\{\{(?:(?P<section>[A-Z][a-z]+):)?(?P<names>[\w\s,]+)\}\}[ \t]*$",
+    re.MULTILINE,
+)
+
+
+def _expand_slot(match: re.Match[str]) -> str:
+    lines = []
+    section = match["section"]
+    if section:
+        lines += [section, "-" * len(section)]
+    for name in re.split(r"[\s,]+", match["names"].strip()):
+        lines += DOC_ENTRIES[name].splitlines()
+    return "\n".join(match["indent"] + line for line in lines)
+
+
+def fill_doc(func: _F) -> _F:
+    """Expand the ``{{name, ...}}`` lines of ``func``'s docstring from :data:`DOC_ENTRIES`.
+
+    ``{{Parameters: qrels, run, k}}`` also writes the numpydoc section heading; ``{{order}}``
+    writes the entry alone, beside entries written out in the docstring. An unknown name raises
+    KeyError at import time.
+
+    Examples
+    --------
+    >>> @fill_doc
+    ... def f(k):
+    ...     '''Doc.
+    ...
+    ...     {{Parameters: k}}
+    ...     '''
+    >>> print(f.__doc__.strip())
+    Doc.
+    <BLANKLINE>
+        Parameters
+        ----------
+        k : int
+            Cutoff K >= 1.
+    """
+    if func.__doc__:
+        func.__doc__ = _DOC_SLOT.sub(_expand_slot, func.__doc__)
+    return func
+
+
+def mean_of(measure: Measure, qrels: Qrels, run: Run, order: RunOrder) -> float:
+    """Macro mean of ``measure`` over the queries of the qrels (NaN values excluded)."""
+    values = measure.compute(prepare(qrels, run, order=order, depth=measure.depth))
+    valid = ~np.isnan(values)
+    return float(values[valid].mean()) if valid.any() else float("nan")

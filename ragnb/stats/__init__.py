@@ -1,0 +1,52 @@
+"""Comparing systems: paired bootstrap intervals, randomization tests, multiple-comparison
+corrections, agreement between two runs' top K lists, and a ranx-like comparison table.
+
+Per-query input
+---------------
+The paired functions take the per-query values of two systems on one measure, each as
+
+* a Series indexed by ``query_id``, or a ``{query_id: value}`` dict;
+* a long frame ``query_id, measure, value`` (:attr:`ragnb.evaluate.EvaluationResult.per_query`),
+  with ``measure=`` naming the measure when the frame holds several;
+* a wide frame with index or column ``query_id`` and one column per measure
+  (:meth:`~ragnb.evaluate.EvaluationResult.per_query_wide`), with ``measure=``;
+* an :class:`~ragnb.evaluate.EvaluationResult`.
+
+Measure names may be aliases (``ndcg_cut_10`` finds ``nDCG@10``). The two systems are paired by
+``query_id`` and must hold the same queries (the error names those that differ). A NaN value means
+"undefined": the query is dropped from that pair and the result counts it (``n_dropped``).
+
+Randomness
+----------
+Resampling uses ``numpy.random.default_rng(seed)``: the same inputs and seed give the same result.
+Resamples are drawn as blocks of a ``(B, n)`` matrix (at most about two million entries per
+block), so memory stays bounded and no Python loop runs over single resamples.
+:func:`compare` gives every comparison the same seed (common random numbers), so the result for
+one pair does not depend on which other pairs are in the table.
+"""
+
+from ragnb.stats._paired import PerQueryValues
+from ragnb.stats.bootstrap import BootstrapResult, CIMethod, paired_bootstrap
+from ragnb.stats.comparison import ComparisonResult, compare
+from ragnb.stats.corrections import Correction, adjust_p_values, bonferroni, holm
+from ragnb.stats.randomization import RandomizationResult, randomization_test
+from ragnb.stats.topk import KendallTopK, TopKAgreement, kendall_top_k, top_k_agreement
+
+__all__ = [
+    "BootstrapResult",
+    "CIMethod",
+    "ComparisonResult",
+    "Correction",
+    "KendallTopK",
+    "PerQueryValues",
+    "RandomizationResult",
+    "TopKAgreement",
+    "adjust_p_values",
+    "bonferroni",
+    "compare",
+    "holm",
+    "kendall_top_k",
+    "paired_bootstrap",
+    "randomization_test",
+    "top_k_agreement",
+]

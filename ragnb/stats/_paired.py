@@ -1,0 +1,137 @@
+"""Per-query values of two systems on one measure, aligned by ``query_id``, and the
+argument checks the tests share (see :mod:`ragnb.stats` for the accepted inputs)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
+
+import numpy as np
+import pandas as pd
+
+from ragnb.errors import InputError
+from ragnb.evaluate import EvaluationResult
+from ragnb.measures import Measure, parse_measure
+from ragnb.validation import check_positive_int
+
+PerQueryValues: TypeAlias = pd.Series | pd.DataFrame | EvaluationResult | Mapping[str, float]
+
+_BLOCK = 1 << 21  # entries of a resampling block: 2M float64 = 16 MB
+
+
+# --------------------------------------------------------------------------------------------
+# input: per-query values of two systems, aligned by query_id
+
+
+def _preview(ids: Sequence[str], n: int = 5) -> str:
+    shown = ", ".join(repr(x) for x in ids[:n])
+    return shown + (", ..." if len(ids) > n else "")
+
+
+def _pick_measure(names: list[str], measure: str | Measure | None, what: str) -> str:
+    if measure is None:
+        if len(names) == 1:
+            return names[0]
+        raise InputError(f"{what} holds several measures {names}; pass measure= to choose one")
+    name = measure.name if isinstance(measure, Measure) else str(measure)
+    if name in names:
+        return name
+    try:
+        canonical = parse_measure(name).name
+    except InputError:
+        canonical = None
+    if canonical in names:
+        return str(canonical)
+    raise InputError(f"{what} has no measure {name!r}; it has {names}", column=name)
+
+
+def _per_query_series(
+    values: PerQueryValues, measure: str | Measure | None, what: str
+) -> pd.Series:
+    """One system's values on one measure: float Series indexed by str query_id."""
+    if isinstance(values, EvaluationResult):
+        values = values.per_query
+    if isinstance(values, pd.Series):
+        series = values
+    elif isinstance(values, Mapping):
+        series = pd.Series(dict(values), dtype=object)
+    elif isinstance(values, pd.DataFrame):
+        frame = values
+        if {"query_id", "measure", "value"} <= set(frame.columns):
+            names = [str(m) for m in dict.fromkeys(frame["measure"])]
+            name = _pick_measure(names, measure, what)
+            rows = frame[frame["measure"].astype(str) == name]
+            series = pd.Series(rows["value"].to_numpy(), index=rows["query_id"].to_numpy())
+        else:
+            if "query_id" in frame.columns:
+                frame = frame.set_index("query_id")
+            name = _pick_measure([str(c) for c in frame.columns], measure, what)
+            series = frame[name]
+    else:
+        raise InputError(
+            f"{what}: expected per-query values as a Series, dict, DataFrame or "
+            f"EvaluationResult, got {type(values).__name__}"
+        )
+    index = pd.Index([str(q) for q in series.index])
+    if index.has_duplicates:
+        qid = str(index[index.duplicated()][0])
+        raise InputError(f"{what} has several values for one query", query_id=qid)
+    try:
+        data = pd.to_numeric(pd.Series(series.to_numpy(), index=index), errors="raise")
+    except (TypeError, ValueError):
+        raise InputError(f"{what} holds a value that is not a number") from None
+    data = data.astype("float64")
+    inf = np.isinf(data.to_numpy())
+    if inf.any():
+        raise InputError(f"{what} holds an infinite value", query_id=str(index[inf][0]))
+    return data
+
+
+@dataclass(frozen=True)
+class _Paired:
+    query_ids: np.ndarray  # (n,) the queries kept
+    a: np.ndarray  # (n,)
+    b: np.ndarray  # (n,)
+    n_dropped: int
+
+
+def _align(a: pd.Series, b: pd.Series, name_a: str, name_b: str) -> _Paired:
+    ia, ib = set(a.index), set(b.index)
+    if ia != ib:
+        only_a, only_b = sorted(ia - ib), sorted(ib - ia)
+        parts = []
+        if only_a:
+            parts.append(f"{len(only_a)} only in {name_a} ({_preview(only_a)})")
+        if only_b:
+            parts.append(f"{len(only_b)} only in {name_b} ({_preview(only_b)})")
+        raise InputError(
+            "per-query values do not align by query_id: " + "; ".join(parts),
+            query_id=(only_a or only_b)[0],
+        )
+    ids = np.asarray(sorted(ia), dtype=object)
+    va = a.reindex(ids).to_numpy(dtype=np.float64)
+    vb = b.reindex(ids).to_numpy(dtype=np.float64)
+    keep = ~(np.isnan(va) | np.isnan(vb))
+    if not keep.any():
+        raise InputError(
+            f"no query has a defined (non-NaN) value for both {name_a} and {name_b} "
+            f"({len(ids)} queries)"
+        )
+    return _Paired(ids[keep], va[keep], vb[keep], int((~keep).sum()))
+
+
+def _paired(a: PerQueryValues, b: PerQueryValues, measure: str | Measure | None) -> _Paired:
+    sa = _per_query_series(a, measure, "system a")
+    sb = _per_query_series(b, measure, "system b")
+    return _align(sa, sb, "system a", "system b")
+
+
+def _check_resamples(n_resamples: int) -> int:
+    return int(check_positive_int(n_resamples, "n_resamples"))  # type: ignore[arg-type]
+
+
+def _check_fraction(value: float, name: str) -> float:
+    if not 0.0 < float(value) < 1.0:
+        raise InputError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+    return float(value)
