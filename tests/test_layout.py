@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "stats": 1,
     "interop": 1,
     "fusion": 1,
+    "ppi": 1,
     # backends
     "embed": 2,
     "retrieve": 2,
