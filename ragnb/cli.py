@@ -7,6 +7,7 @@
     ragnb retrieve --dataset PATH --retriever bm25|dense|hybrid [--model M] [-k 100] --out RUN
     ragnb evaluate QRELS RUN -m nDCG@10 -m P@5 ... [--per-query] [--format table|csv|json]
     ragnb data build-sample [--out data/pydocs]
+    ragnb llm serve [--model NAME] [--port N] [--n-ctx 2048] [--threads N]
 
 Bad input ends with ``ragnb: error: ...`` naming the file, line, query or parameter, and exit
 status 2.
@@ -147,6 +148,49 @@ def _cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_llm_serve(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from ragnb.judge.server import LocalLLMServer
+
+    server = LocalLLMServer(
+        args.model, port=args.port, n_ctx=args.n_ctx, n_threads=args.threads or None
+    )
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            server.start()
+        except ValueError as e:  # an unknown model name or a missing .gguf file
+            print(f"ragnb: error: {e}", file=sys.stderr)
+            return 2
+        except (ImportError, RuntimeError) as e:
+            print(f"ragnb: error: {e}", file=sys.stderr)
+            return 1
+        print(server.base_url, flush=True)
+        print(f"model: {server.model}", flush=True)
+        print(
+            f"serving {server.model} at {server.base_url} (pid {server.pid}, started in "
+            f"{server.startup_s:.1f} s); Ctrl-C to stop",
+            file=sys.stderr,
+            flush=True,
+        )
+        while not stop.wait(0.5):
+            if not server.running:
+                print(f"ragnb: error: the server exited:\n{server.log_tail()}", file=sys.stderr)
+                return 1
+        return 0
+    finally:
+        server.stop()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     parser = argparse.ArgumentParser(
@@ -208,6 +252,22 @@ def build_parser() -> argparse.ArgumentParser:
     b = dsub.add_parser("build-sample", help="build data/pydocs from the stdlib's docstrings")
     b.add_argument("--out", default="data/pydocs", help="output folder (default data/pydocs)")
     b.set_defaults(func=_cmd_data)
+
+    p = sub.add_parser("llm", help="a local model server (llama.cpp) for the LLM judges")
+    lsub = p.add_subparsers(dest="llm_command", required=True)
+    s = lsub.add_parser(
+        "serve",
+        help="serve a packaged model on 127.0.0.1 (OpenAI API); prints base_url, then the model",
+    )
+    s.add_argument(
+        "--model",
+        default="smollm2-135m-instruct",
+        help="packaged model name (ragnb.judge.server.local_models) or a .gguf path",
+    )
+    s.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: free)")
+    s.add_argument("--n-ctx", type=int, default=2048, help="context size, tokens (default 2048)")
+    s.add_argument("--threads", type=int, default=0, help="CPU threads (default: all cores)")
+    s.set_defaults(func=_cmd_llm_serve)
     return parser
 
 

