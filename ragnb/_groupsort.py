@@ -81,6 +81,19 @@ def _tail_cmp(da, sa, ea, db, sb, eb):
     return -1 if la < lb else 1
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _copy_run(src_i, src_k, dst_i, dst_k, lo, hi, k):
+    """Copy ``src[lo:hi]`` (indices and keys) to ``dst`` from ``k`` on; the next free ``k``.
+
+    The rest of a merge, once one side is used up: one call per merge, not per element.
+    """
+    for p in range(lo, hi):
+        dst_i[k] = src_i[p]
+        dst_k[k] = src_k[p]
+        k += 1
+    return k
+
+
 # Comparisons are written out at each call site: the prefixes settle almost all of them, and a
 # call passing several arrays costs more than the comparison (numba reference counting).
 
@@ -164,16 +177,8 @@ def _sort_by_string(idx, data, offsets, prefix, skip):
                     dst_k[k] = ki
                     i += 1
                 k += 1
-            while i < mid:
-                dst_i[k] = src_i[i]
-                dst_k[k] = src_k[i]
-                i += 1
-                k += 1
-            while j < hi:
-                dst_i[k] = src_i[j]
-                dst_k[k] = src_k[j]
-                j += 1
-                k += 1
+            k = _copy_run(src_i, src_k, dst_i, dst_k, i, mid, k)
+            _copy_run(src_i, src_k, dst_i, dst_k, j, hi, k)
         src_i, dst_i = dst_i, src_i
         src_k, dst_k = dst_k, src_k
         in_tmp = not in_tmp
@@ -252,16 +257,8 @@ def _sort_by_key(key, idx):
                     dst_i[k] = src_i[i]
                     i += 1
                 k += 1
-            while i < mid:
-                dst_k[k] = src_k[i]
-                dst_i[k] = src_i[i]
-                i += 1
-                k += 1
-            while j < hi:
-                dst_k[k] = src_k[j]
-                dst_i[k] = src_i[j]
-                j += 1
-                k += 1
+            k = _copy_run(src_i, src_k, dst_i, dst_k, i, mid, k)
+            _copy_run(src_i, src_k, dst_i, dst_k, j, hi, k)
         src_k, dst_k = dst_k, src_k
         src_i, dst_i = dst_i, src_i
         in_tmp = not in_tmp

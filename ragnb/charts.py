@@ -23,6 +23,8 @@ import pandas as pd
 __all__ = [
     "RENDERER",
     "comparison_chart",
+    "heatmap",
+    "interval_tooltip",
     "javascript_bundle",
     "setup",
     "spec_to_html",
@@ -111,6 +113,67 @@ def setup(max_rows: int | None = 20_000) -> Any:
     return HTML(f'<script type="text/javascript">{bundle}</script>')
 
 
+def interval_tooltip(
+    estimate: str, low: str = "ci_low", high: str = "ci_high", *, fmt: str = ".3f"
+) -> list[alt.Tooltip]:
+    """Tooltip entries of an estimate and its interval, the three numbers in one format.
+
+    Parameters
+    ----------
+    estimate, low, high : str
+        Columns of the estimate and of the interval's bounds (quantitative).
+    fmt : str, default ".3f"
+        d3 number format, e.g. ``"+.4f"`` for signed changes.
+
+    Examples
+    --------
+    >>> [t.to_dict()["field"] for t in interval_tooltip("diff")]
+    ['diff', 'ci_low', 'ci_high']
+    """
+    return [alt.Tooltip(f"{column}:Q", format=fmt) for column in (estimate, low, high)]
+
+
+def heatmap(
+    data: pd.DataFrame,
+    *,
+    x: alt.X,
+    y: alt.Y,
+    color: alt.Color,
+    text: str | alt.Text,
+    tooltip: list[Any],
+    text_color: Any = alt.Undefined,
+    **text_mark: Any,
+) -> alt.LayerChart:
+    """Coloured cells with a text label in each: one cell per row of ``data`` at (x, y).
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per cell.
+    x, y : alt.X, alt.Y
+        The cell's column and row (discrete).
+    color : alt.Color
+        The cell's fill.
+    text : str or alt.Text
+        The label written in the cell.
+    tooltip : list
+        Tooltip of the cell and of its label.
+    text_color : optional
+        Colour encoding of the label, e.g. ``alt.condition(...)`` for white on dark cells.
+    **text_mark
+        Properties of the text mark (``fontSize``, ``color``, ``baseline``, ...).
+
+    Returns
+    -------
+    LayerChart
+        Cells under labels, ready for ``.properties`` and ``.facet``.
+    """
+    base = alt.Chart(data).encode(x=x, y=y, tooltip=tooltip)
+    cells = base.mark_rect().encode(color=color)
+    labels = base.mark_text(**text_mark).encode(text=text, color=text_color)
+    return alt.layer(cells, labels, data=data)
+
+
 def comparison_chart(
     frame: pd.DataFrame, *, width: int = 240, row_height: int = 22, columns: int = 3
 ) -> alt.Chart:
@@ -141,9 +204,7 @@ def comparison_chart(
         tooltip=[
             "measure:N",
             "pair:N",
-            alt.Tooltip("difference:Q", format=".4f"),
-            alt.Tooltip("ci_low:Q", format=".4f"),
-            alt.Tooltip("ci_high:Q", format=".4f"),
+            *interval_tooltip("difference", fmt=".4f"),
             alt.Tooltip("p_value:Q", format=".4g"),
             alt.Tooltip("p_adjusted:Q", format=".4g"),
         ],
@@ -168,8 +229,3 @@ def comparison_chart(
         .resolve_scale(x="independent")
     )
 
-
-# ----------------------------------------------------------------------------- golden sets (02)
-
-
-# ----------------------------------------------------------------------------- diagnostics (03)

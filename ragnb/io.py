@@ -275,6 +275,25 @@ def _field(obj: dict[str, Any], name: str, path: Path, lineno: int, default: Any
 _WHITESPACE = re.compile(r"\s")
 
 
+def _beir_rows(path: Path, fields: dict[str, str | None]) -> list[tuple[str, ...]]:
+    """``(_id, *fields)`` of each object of a BEIR JSONL file, in file order.
+
+    ``fields`` maps a field name to its default where absent (None: required). A duplicate
+    ``_id`` is an error naming both lines.
+    """
+    rows = []
+    seen: dict[str, int] = {}
+    for lineno, obj in _iter_jsonl(path):
+        key = _field(obj, "_id", path, lineno)
+        if key in seen:
+            raise InputError(
+                f"duplicate _id {key!r} (first on line {seen[key]})", path=path, line=lineno
+            )
+        seen[key] = lineno
+        rows.append((key, *(_field(obj, name, path, lineno, d) for name, d in fields.items())))
+    return rows
+
+
 def read_corpus(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a BEIR ``corpus.jsonl``.
 
@@ -294,18 +313,7 @@ def read_corpus(path: str | os.PathLike[str]) -> pd.DataFrame:
         Malformed JSON, a missing ``_id`` or ``text``, or a duplicate ``_id`` (file and line).
     """
     path = Path(path)
-    rows = []
-    seen: dict[str, int] = {}
-    for lineno, obj in _iter_jsonl(path):
-        did = _field(obj, "_id", path, lineno)
-        if did in seen:
-            raise InputError(
-                f"duplicate _id {did!r} (first on line {seen[did]})", path=path, line=lineno
-            )
-        seen[did] = lineno
-        rows.append(
-            (did, _field(obj, "title", path, lineno, ""), _field(obj, "text", path, lineno))
-        )
+    rows = _beir_rows(path, {"title": "", "text": None})
     if not rows:
         raise InputError("the corpus holds no documents", path=path)
     return pd.DataFrame(rows, columns=["doc_id", "title", "text"], dtype=object)
@@ -325,16 +333,7 @@ def read_queries(path: str | os.PathLike[str]) -> pd.DataFrame:
         Malformed JSON, a missing ``_id`` or ``text``, or a duplicate ``_id`` (file and line).
     """
     path = Path(path)
-    rows = []
-    seen: dict[str, int] = {}
-    for lineno, obj in _iter_jsonl(path):
-        qid = _field(obj, "_id", path, lineno)
-        if qid in seen:
-            raise InputError(
-                f"duplicate _id {qid!r} (first on line {seen[qid]})", path=path, line=lineno
-            )
-        seen[qid] = lineno
-        rows.append((qid, _field(obj, "text", path, lineno)))
+    rows = _beir_rows(path, {"text": None})
     return pd.DataFrame(rows, columns=["query_id", "text"], dtype=object)
 
 

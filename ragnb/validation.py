@@ -6,7 +6,7 @@ depth, a count), the columns a frame must hold, and the L2 normalisation of embe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,16 @@ import pandas as pd
 
 from ragnb.errors import InputError
 
-__all__ = ["check_positive_int", "l2_normalise", "require_columns"]
+__all__ = [
+    "check_among",
+    "check_choice",
+    "check_int_at_least",
+    "check_number_in",
+    "check_positive_int",
+    "check_positive_ints",
+    "l2_normalise",
+    "require_columns",
+]
 
 
 def check_positive_int(value: Any, name: str = "k", *, allow_none: bool = False) -> int | None:
@@ -95,3 +104,111 @@ def l2_normalise(vectors: Any, dtype: Any = np.float32) -> np.ndarray:
     x = np.asarray(vectors, dtype=dtype)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return np.ascontiguousarray(x / np.where(norms == 0, 1, norms), dtype=dtype)
+
+
+def check_int_at_least(value: Any, name: str, low: int, *, column: str | None = None) -> int:
+    """``value`` when it is an integer (not a bool) ``>= low``.
+
+    Parameters
+    ----------
+    value : Any
+    name : str
+        The argument's name, for the message.
+    low : int
+        The smallest value allowed.
+    column : str, optional
+        The parameter named by the error (a config field).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    InputError
+        ``"<name> must be an integer, got <value>"`` or ``"<name> must be >= <low>, got <value>"``.
+
+    Examples
+    --------
+    >>> check_int_at_least(0, "max_queries", 0)
+    0
+    """
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InputError(f"{name} must be an integer, got {value!r}", column=column)
+    if value < low:
+        raise InputError(f"{name} must be >= {low}, got {value!r}", column=column)
+    return int(value)
+
+
+def check_positive_ints(values: Sequence[Any], name: str, *, column: str | None = None) -> None:
+    """Raise unless ``values`` is a non-empty list of integers >= 1 (cutoffs K, say).
+
+    Raises
+    ------
+    InputError
+        ``"<name> must be positive integers, got <values>"``.
+    """
+    if not values or any(isinstance(v, bool) or int(v) < 1 for v in values):
+        raise InputError(f"{name} must be positive integers, got {values}", column=column)
+
+
+def check_number_in(
+    value: Any,
+    name: str,
+    low: float = 0.0,
+    high: float = float("inf"),
+    *,
+    column: str | None = None,
+) -> float:
+    """``value`` as a float when it is a real number (not a bool) in ``[low, high]``.
+
+    Raises
+    ------
+    InputError
+        ``"<name> must be >= <low>, got <value>"`` (no upper bound) or
+        ``"<name> must lie in [<low>, <high>], got <value>"``.
+
+    Examples
+    --------
+    >>> check_number_in(0.5, "alpha", 0, 1)
+    0.5
+    """
+    number = isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+        value, bool
+    )
+    if not number or not low <= value <= high:
+        bounds = f">= {low:g}" if high == float("inf") else f"lie in [{low:g}, {high:g}]"
+        raise InputError(f"{name} must {bounds}, got {value!r}", column=column)
+    return float(value)
+
+
+def check_choice(value: Any, name: str, choices: Collection[Any], *, column: str | None = None) -> None:
+    """Raise unless ``value`` is one of ``choices``.
+
+    Raises
+    ------
+    InputError
+        ``"<name> must be one of [...], got <value>"``.
+    """
+    if value not in choices:
+        raise InputError(f"{name} must be one of {list(choices)}, got {value!r}", column=column)
+
+
+def check_among(
+    values: Sequence[Any],
+    name: str,
+    choices: Collection[Any],
+    *,
+    allow_empty: bool = False,
+    column: str | None = None,
+) -> None:
+    """Raise unless every item of ``values`` is one of ``choices`` (and, unless ``allow_empty``,
+    there is at least one).
+
+    Raises
+    ------
+    InputError
+        ``"<name> must be among [...], got [...]"``.
+    """
+    if any(v not in choices for v in values) or not (values or allow_empty):
+        raise InputError(f"{name} must be among {list(choices)}, got {list(values)}", column=column)

@@ -59,7 +59,6 @@ class CountingJudge(Judge):
         self.inner = inner
         self.judge_id = inner.judge_id
         self.scale = inner.scale
-        self._qrels = getattr(inner, "_qrels", None)
         self.graded = 0
         self.ranked = 0
 
@@ -73,6 +72,9 @@ class CountingJudge(Judge):
 
     def describe(self):
         return self.inner.describe()
+
+    def fingerprint(self):
+        return self.inner.fingerprint()
 
 
 def lexical_systems():

@@ -46,12 +46,13 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ragnb.context.nonllm import samples_frame
 from ragnb.errors import InputError
 from ragnb.judge.llm import CallResult, LLMCall, OpenAIJudge
 from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
@@ -101,21 +102,6 @@ def context_precision_from_verdicts(v: Sequence[int]) -> float:
 
 
 # ----------------------------------------------------------------------------- samples
-
-
-def _frame(samples: Any) -> pd.DataFrame:
-    if isinstance(samples, pd.DataFrame):
-        return samples
-    if hasattr(samples, "to_pandas") and callable(samples.to_pandas):
-        frame = samples.to_pandas()
-        if isinstance(frame, pd.DataFrame):
-            return frame
-    if isinstance(samples, Sequence) and not isinstance(samples, str | bytes):
-        for i, row in enumerate(samples):
-            if not isinstance(row, Mapping):
-                raise InputError(f"row {i}: a sample must be a dict, got {type(row).__name__}")
-        return pd.DataFrame(list(samples))
-    raise InputError(f"samples must be a DataFrame or a list of dicts, got {type(samples)}")
 
 
 def _text(frame: pd.DataFrame, i: int, col: str) -> str:
@@ -201,7 +187,7 @@ def _context_precision(
 ) -> pd.DataFrame:
     check_positive_int(k, allow_none=True)
     judge = _check_judge(judge)
-    frame = _frame(samples)
+    frame = samples_frame(samples)
     tpl = _template(prompt, judge, "grade")
     per_sample = _precision_calls(frame, judge, tpl, anchor, k)
     flat = [c for calls in per_sample for c in calls]
@@ -369,7 +355,7 @@ def llm_context_recall(
     """
     check_positive_int(k, allow_none=True)
     judge = _check_judge(judge)
-    frame = _frame(samples)
+    frame = samples_frame(samples)
     ext = _template(extraction_prompt, judge, "extract")
     att = _template(attribution_prompt, judge, "grade")
     refs = [_text(frame, i, "reference") for i in range(len(frame))]
@@ -463,7 +449,7 @@ def estimate_llm_measure(
     """
     check_positive_int(k, allow_none=True)
     judge = _check_judge(judge)
-    frame = _frame(samples)
+    frame = samples_frame(samples)
     notes: list[str] = []
     if measure in ("context_precision_with_reference", "context_precision_without_reference"):
         anchor = "reference" if measure.endswith("with_reference") else "response"

@@ -309,7 +309,8 @@ def similarity_matrix(
 # ----------------------------------------------------------------------------- validation
 
 
-def _as_frame(samples: Samples) -> pd.DataFrame:
+def samples_frame(samples: Samples) -> pd.DataFrame:
+    """``samples`` (a DataFrame, a list of dicts or a ragas dataset) as a DataFrame."""
     if isinstance(samples, pd.DataFrame):
         return samples
     if hasattr(samples, "to_pandas") and callable(samples.to_pandas):
@@ -412,6 +413,26 @@ def _head(frame: pd.DataFrame) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- text-based scores
 
 
+def _compare(
+    samples: Samples,
+    k: int | None,
+    similarity: Similarity,
+    tau: float,
+    compare: Compare,
+    embedder: _Embedder | None,
+) -> tuple[pd.DataFrame, list[np.ndarray], Callable[[np.ndarray], np.ndarray], str]:
+    """The arguments checked, then the samples as a frame, each sample's (top-``k`` retrieved,
+    reference) similarity matrix, the relevance test ``sim >= tau`` (or ``>``) and the
+    similarity's name."""
+    check_positive_int(k, allow_none=True)
+    decide = _check_threshold(tau, compare)
+    name = _similarity_name(similarity)
+    frame = samples_frame(samples)
+    retrieved, reference = _fields(frame, TEXT_FIELDS, _text_list)
+    mats = _matrices([r[:k] for r in retrieved], reference, similarity, embedder)
+    return frame, mats, decide, name
+
+
 def _context_precision(v: np.ndarray) -> float:
     """sum_k P@k v_k / sum_k v_k for one ranked relevance vector; 0 without relevant items."""
     n = int(v.sum())
@@ -500,13 +521,7 @@ def non_llm_context_scores(
     >>> float(out["non_llm_context_precision_with_reference"].iloc[0])   # P@1 * v_1 / 1
     1.0
     """
-    check_positive_int(k, allow_none=True)
-    decide = _check_threshold(tau, compare)
-    name = _similarity_name(similarity)
-    frame = _as_frame(samples)
-    retrieved, reference = _fields(frame, TEXT_FIELDS, _text_list)
-    retrieved = [r[:k] for r in retrieved]
-    mats = _matrices(retrieved, reference, similarity, embedder)
+    frame, mats, decide, name = _compare(samples, k, similarity, tau, compare, embedder)
     n = len(mats)
     n_ret = np.array([m.shape[0] for m in mats], dtype=np.int64)
     n_ref = np.array([m.shape[1] for m in mats], dtype=np.int64)
@@ -585,12 +600,7 @@ def context_matches(
           0 retrieved         2     1   0.00 False
           0 reference         1     1   0.75  True
     """
-    check_positive_int(k, allow_none=True)
-    decide = _check_threshold(tau, compare)
-    frame = _as_frame(samples)
-    retrieved, reference = _fields(frame, TEXT_FIELDS, _text_list)
-    retrieved = [r[:k] for r in retrieved]
-    mats = _matrices(retrieved, reference, similarity, embedder)
+    frame, mats, decide, _ = _compare(samples, k, similarity, tau, compare, embedder)
     parts = []
     for label, m in zip(frame.index, mats, strict=True):
         for side, sims in (("retrieved", m), ("reference", m.T)):
@@ -664,7 +674,7 @@ def id_based_context_scores(samples: Samples, k: int | None = None) -> pd.DataFr
     [[0.667, 0.667]]
     """
     check_positive_int(k, allow_none=True)
-    frame = _as_frame(samples)
+    frame = samples_frame(samples)
     retrieved, reference = _fields(frame, ID_FIELDS, _id_list)
     n_ret, n_ref, n_hits = [], [], []
     for r, c in zip(retrieved, reference, strict=True):

@@ -11,8 +11,12 @@ References
 
 from __future__ import annotations
 
+from typing import Any
+
 import altair as alt
 import pandas as pd
+
+from ragnb.charts import heatmap, interval_tooltip
 
 __all__ = [
     "correlation_heatmap",
@@ -24,6 +28,34 @@ __all__ = [
 
 def _ratio_order(values: pd.Series) -> list[str]:
     return sorted({str(v) for v in values}, key=float)
+
+
+def _segment_heatmap(
+    frame: pd.DataFrame,
+    panel: str,
+    fill: alt.Color,
+    text: str | alt.Text,
+    tooltip: list[Any],
+    size: int,
+    text_color: Any = alt.Undefined,
+) -> alt.FacetChart:
+    """Cells filled by ``fill`` per K/Np segment (columns) and embedder (rows), labelled with
+    ``text``, one panel per value of ``panel``."""
+    order = _ratio_order(frame["segment"])
+    return (
+        heatmap(
+            frame,
+            x=alt.X("segment:O", title="K/Np", sort=order),
+            y=alt.Y("E:N", title="embedder"),
+            color=fill,
+            text=text,
+            tooltip=[f"{panel}:N", "E:N", "segment:O", *tooltip],
+            text_color=text_color,
+            fontSize=9,
+        )
+        .properties(width=size * max(1, len(order)), height=40)
+        .facet(row=alt.Row(f"{panel}:N", title=None))
+    )
 
 
 def grade_distribution_heatmap(frame: pd.DataFrame, *, size: int = 26) -> alt.Chart:
@@ -60,27 +92,11 @@ def correlation_heatmap(frame: pd.DataFrame, *, size: int = 34) -> alt.FacetChar
         Rows of :func:`ragnb.correlation.correlation_table` for one method and ``kind="ratio"``:
         ``E``, ``segment``, ``measure``, ``corr``, ``alpha``, ``n``.
     """
-    order = _ratio_order(frame["segment"])
-    base = alt.Chart(frame).encode(
-        x=alt.X("segment:O", title="K/Np", sort=order),
-        y=alt.Y("E:N", title="embedder"),
-        tooltip=[
-            "measure:N",
-            "E:N",
-            "segment:O",
-            alt.Tooltip("corr:Q", format=".3f"),
-            alt.Tooltip("alpha:Q", format=".3f"),
-            "n:Q",
-        ],
-    )
-    rect = base.mark_rect().encode(
-        color=alt.Color("corr:Q", title="correlation", scale=alt.Scale(scheme="viridis"))
-    )
-    text = base.mark_text(fontSize=9, color="white").encode(text=alt.Text("corr:Q", format=".2f"))
-    return (
-        alt.layer(rect, text, data=frame)
-        .properties(width=size * max(1, len(order)), height=40)
-        .facet(row=alt.Row("measure:N", title=None))
+    fill = alt.Color("corr:Q", title="correlation", scale=alt.Scale(scheme="viridis"))
+    tooltip = [alt.Tooltip("corr:Q", format=".3f"), alt.Tooltip("alpha:Q", format=".3f"), "n:Q"]
+    text = alt.Text("corr:Q", format=".2f")
+    return _segment_heatmap(
+        frame, "measure", fill, text, tooltip, size, text_color=alt.value("white")
     )
 
 
@@ -95,35 +111,14 @@ def difference_heatmap(frame: pd.DataFrame, *, size: int = 34) -> alt.FacetChart
         ``segment``, ``pair``, ``diff``, ``ci_low``, ``ci_high``, ``significant``, ``label``
         (the cell text, e.g. ``"0.03*"``).
     """
-    order = _ratio_order(frame["segment"])
     bound = float(frame["diff"].abs().max()) if len(frame) else 1.0
-    base = alt.Chart(frame).encode(
-        x=alt.X("segment:O", title="K/Np", sort=order),
-        y=alt.Y("E:N", title="embedder"),
-        tooltip=[
-            "pair:N",
-            "E:N",
-            "segment:O",
-            alt.Tooltip("diff:Q", format=".3f"),
-            alt.Tooltip("ci_low:Q", format=".3f"),
-            alt.Tooltip("ci_high:Q", format=".3f"),
-            "significant:N",
-            "n:Q",
-        ],
+    fill = alt.Color(
+        "diff:Q",
+        title="difference",
+        scale=alt.Scale(scheme="redblue", domain=[-bound or -1, bound or 1]),
     )
-    rect = base.mark_rect().encode(
-        color=alt.Color(
-            "diff:Q",
-            title="difference",
-            scale=alt.Scale(scheme="redblue", domain=[-bound or -1, bound or 1]),
-        )
-    )
-    text = base.mark_text(fontSize=9).encode(text="label:N")
-    return (
-        alt.layer(rect, text, data=frame)
-        .properties(width=size * max(1, len(order)), height=40)
-        .facet(row=alt.Row("pair:N", title=None))
-    )
+    tooltip = [*interval_tooltip("diff"), "significant:N", "n:Q"]
+    return _segment_heatmap(frame, "pair", fill, "label:N", tooltip, size)
 
 
 def ranked_measures_chart(

@@ -8,6 +8,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from ragnb.charts import heatmap, interval_tooltip
+
 __all__ = [
     "ablation_heatmap",
     "noise_curves",
@@ -34,16 +36,16 @@ def ablation_heatmap(frame: pd.DataFrame, *, cell: int = 34) -> alt.FacetChart:
     """
     order = list(dict.fromkeys(frame["ablation"]))
     data = frame.assign(label=frame["delta_delta_pct"].round(0).map("{:+.0f}".format))
-    base = alt.Chart(data).encode(
+    cells = heatmap(
+        data,
         x=alt.X("model:N", title=None, axis=alt.Axis(labelAngle=-30, labelLimit=220)),
         y=alt.Y("ablation:N", title=None, sort=order),
-    )
-    rect = base.mark_rect().encode(
         color=alt.Color(
             "delta_delta_pct:Q",
             title="ΔΔ% (name margin)",
             scale=alt.Scale(scheme="redblue", reverse=True, domain=[-100, 100], clamp=True),
         ),
+        text="label:N",
         tooltip=[
             "language:N",
             "model:N",
@@ -53,12 +55,11 @@ def ablation_heatmap(frame: pd.DataFrame, *, cell: int = 34) -> alt.FacetChart:
             alt.Tooltip("n_changed:Q", title="bundles changed"),
             alt.Tooltip("n_bundles:Q", title="bundles"),
         ],
+        fontSize=11,
     )
-    text = base.mark_text(fontSize=11).encode(text="label:N")
     n_models = max(1, frame["model"].nunique())
     return (
-        alt.layer(rect, text, data=data)
-        .properties(width=max(120, 90 * n_models), height=cell * max(1, len(order)))
+        cells.properties(width=max(120, 90 * n_models), height=cell * max(1, len(order)))
         .facet(column=alt.Column("language:N", title="language"))
     )
 
@@ -130,9 +131,7 @@ def noise_impact_chart(
             "measure:N",
             "level:O",
             alt.Tooltip("value:Q", format=".4f"),
-            alt.Tooltip("delta:Q", format="+.4f"),
-            alt.Tooltip("ci_low:Q", format="+.4f"),
-            alt.Tooltip("ci_high:Q", format="+.4f"),
+            *interval_tooltip("delta", fmt="+.4f"),
         ],
     )
     bars = base.mark_errorbar().encode(y="ci_low:Q", y2="ci_high:Q")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from ragnb.charts import heatmap, interval_tooltip
+
 __all__ = [
     "confusion_matrix_chart",
     "grade_distribution_chart",
@@ -60,12 +62,12 @@ def pool_overlap_chart(frame: pd.DataFrame, *, size: int = 60) -> alt.LayerChart
     """
     systems = list(dict.fromkeys(frame["system_a"]))
     n = max(1, len(systems))
-    base = alt.Chart(frame).encode(
+    cells = heatmap(
+        frame,
         x=alt.X("system_b:N", title="also found by", sort=systems),
         y=alt.Y("system_a:N", title="candidates of", sort=systems),
-    )
-    cells = base.mark_rect().encode(
         color=alt.Color("share:Q", scale=alt.Scale(domain=[0, 1], scheme="blues"), title="share"),
+        text=alt.Text("share:Q", format=".0%"),
         tooltip=[
             "system_a:N",
             "system_b:N",
@@ -73,12 +75,10 @@ def pool_overlap_chart(frame: pd.DataFrame, *, size: int = 60) -> alt.LayerChart
             "n_a:Q",
             alt.Tooltip("share:Q", format=".1%"),
         ],
+        text_color=alt.condition(alt.datum.share > 0.6, alt.value("white"), alt.value("black")),
+        baseline="middle",
     )
-    text = base.mark_text(baseline="middle").encode(
-        text=alt.Text("share:Q", format=".0%"),
-        color=alt.condition(alt.datum.share > 0.6, alt.value("white"), alt.value("black")),
-    )
-    return alt.LayerChart(layer=[cells, text], width=size * n, height=size * n)
+    return cells.properties(width=size * n, height=size * n)
 
 
 def judged_at_k_chart(frame: pd.DataFrame, *, width: int = 320, height: int = 180) -> alt.Chart:
@@ -150,19 +150,17 @@ def confusion_matrix_chart(frame: pd.DataFrame, *, size: int = 44) -> alt.LayerC
     labels = sorted(set(frame["human"]) | set(frame["judge"]))
     n = max(1, len(labels))
     top = max(1, int(frame["count"].max())) if len(frame) else 1
-    base = alt.Chart(frame).encode(
+    cells = heatmap(
+        frame,
         x=alt.X("judge:O", title="judge grade", sort=labels),
         y=alt.Y("human:O", title="human label", sort=labels),
-    )
-    cells = base.mark_rect().encode(
         color=alt.Color("count:Q", scale=alt.Scale(scheme="blues"), title="pairs"),
-        tooltip=["human:O", "judge:O", "count:Q", alt.Tooltip("share:Q", format=".1%")],
-    )
-    text = base.mark_text(baseline="middle").encode(
         text="count:Q",
-        color=alt.condition(alt.datum.count > top / 2, alt.value("white"), alt.value("black")),
+        tooltip=["human:O", "judge:O", "count:Q", alt.Tooltip("share:Q", format=".1%")],
+        text_color=alt.condition(alt.datum.count > top / 2, alt.value("white"), alt.value("black")),
+        baseline="middle",
     )
-    return alt.LayerChart(layer=[cells, text], width=size * n, height=size * n)
+    return cells.properties(width=size * n, height=size * n)
 
 
 def system_agreement_chart(
@@ -266,9 +264,7 @@ def simulation_chart(
             "method:N",
             "noise_sd:Q",
             "budget:Q",
-            alt.Tooltip("mean:Q", format=".3f"),
-            alt.Tooltip("low:Q", format=".3f"),
-            alt.Tooltip("high:Q", format=".3f"),
+            *interval_tooltip("mean", "low", "high"),
         ],
     )
     return (

@@ -7,7 +7,7 @@ import concurrent.futures
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -15,8 +15,10 @@ import pandas as pd
 from ragnb.errors import InputError
 
 __all__ = [
+    "AUDIT_FIELDS",
     "GRADE_COLUMNS",
     "RANK_COLUMNS",
+    "Audit",
     "GradeRequest",
     "GradeResult",
     "Judge",
@@ -70,15 +72,15 @@ class RankRequest:
         return f"{self.query_id}/{self.batch_id}"
 
 
-@dataclass(frozen=True)
-class GradeResult:
-    """The judgement of one (query, passage) pair, with everything needed to audit it.
+@dataclass(frozen=True, kw_only=True)
+class Audit:
+    """The audit trail of one judgement: whether it is valid, why not, and what it cost.
+
+    The fields shared by :class:`GradeResult`, :class:`RankResult` and
+    :class:`ragnb.judge.calls.CallResult`, always passed by keyword.
 
     Attributes
     ----------
-    query_id, doc_id : str
-    grade : int or None
-        On the judge's scale; None unless ``valid``.
     valid : bool
     status : {"ok", "invalid", "failed"}
         ``invalid``: an answer arrived but does not parse (even after the reminder);
@@ -91,7 +93,7 @@ class GradeResult:
     first_raw : str or None
         The first answer, when it was invalid and a reminder was sent.
     attempts : int
-        HTTP requests made for this pair in this run (retries and reminder included; 0 when
+        HTTP requests made for this item in this run (retries and reminder included; 0 when
         cached or offline).
     reminded : bool
         A reminder of the answer format was sent.
@@ -101,15 +103,8 @@ class GradeResult:
         Served from the cache.
     repeated : bool
         Sent again although an earlier run had sent it (that run lost the answer).
-    judge_id : str
-        Which judge (reports print it).
-    prompt : str
-        The prompt template id, ``name/language#hash8`` ("" for offline judges).
     """
 
-    query_id: str
-    doc_id: str
-    grade: int | None
     valid: bool
     status: str
     reason: str = ""
@@ -121,17 +116,53 @@ class GradeResult:
     output_tokens: int = 0
     cached: bool = False
     repeated: bool = False
-    judge_id: str = ""
-    prompt: str = ""
 
     @property
     def total_tokens(self) -> int:
-        """``input_tokens + output_tokens``."""
+        """``input_tokens + output_tokens`` (read by :mod:`ragnb.golden.refine` to cap budgets)."""
         return self.input_tokens + self.output_tokens
 
+    def audit(self) -> dict[str, Any]:
+        """The audit fields by name, to pass on to another result."""
+        return {name: getattr(self, name) for name in AUDIT_FIELDS}
 
-@dataclass(frozen=True)
-class RankResult:
+    def __repr__(self) -> str:
+        # what was judged first, then the audit trail (dataclasses put base fields first)
+        names = [f.name for f in fields(self) if f.name not in AUDIT_FIELDS] + list(AUDIT_FIELDS)
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__name__}({inner})"
+
+
+AUDIT_FIELDS = tuple(f.name for f in fields(Audit))
+
+
+@dataclass(frozen=True, repr=False)
+class GradeResult(Audit):
+    """The judgement of one (query, passage) pair, with everything needed to audit it.
+
+    Attributes
+    ----------
+    query_id, doc_id : str
+    grade : int or None
+        On the judge's scale; None unless ``valid``.
+    valid, status, reason, raw, first_raw, attempts, reminded, input_tokens, output_tokens,
+    cached, repeated
+        The audit trail, see :class:`Audit`.
+    judge_id : str
+        Which judge (reports print it).
+    prompt : str
+        The prompt template id, ``name/language#hash8`` ("" for offline judges).
+    """
+
+    query_id: str
+    doc_id: str
+    grade: int | None
+    judge_id: str = ""
+    prompt: str = ""
+
+
+@dataclass(frozen=True, repr=False)
+class RankResult(Audit):
     """The listwise judgement of one batch.
 
     Attributes
@@ -152,24 +183,8 @@ class RankResult:
     batch_id: str
     doc_ids: tuple[str, ...]
     permutation: tuple[int, ...] | None
-    valid: bool
-    status: str
-    reason: str = ""
-    raw: str | None = None
-    first_raw: str | None = None
-    attempts: int = 0
-    reminded: bool = False
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached: bool = False
-    repeated: bool = False
     judge_id: str = ""
     prompt: str = ""
-
-    @property
-    def total_tokens(self) -> int:
-        """``input_tokens + output_tokens`` (read by :mod:`ragnb.golden.refine` to cap budgets)."""
-        return self.input_tokens + self.output_tokens
 
     @property
     def order(self) -> tuple[str, ...] | None:
@@ -178,21 +193,7 @@ class RankResult:
         return tuple(self.doc_ids[i] for i in self.permutation)
 
 
-_AUDIT = (
-    "valid",
-    "status",
-    "reason",
-    "raw",
-    "first_raw",
-    "attempts",
-    "reminded",
-    "input_tokens",
-    "output_tokens",
-    "cached",
-    "repeated",
-    "judge_id",
-    "prompt",
-)
+_AUDIT = (*AUDIT_FIELDS, "judge_id", "prompt")
 GRADE_COLUMNS = ("query_id", "doc_id", "grade", *_AUDIT)
 RANK_COLUMNS = ("query_id", "batch_id", "doc_ids", "permutation", "order", *_AUDIT)
 
@@ -541,24 +542,25 @@ class Judge(ABC):
 
     # -- helpers
 
+    def _grade_result(self, r: GradeRequest, grade: int | None, **audit: Any) -> GradeResult:
+        """``r``'s result by this judge: ``grade`` (None unless valid) and the audit fields."""
+        return GradeResult(r.query_id, r.doc_id, grade, judge_id=self.judge_id, **audit)
+
+    def _rank_result(
+        self, r: RankRequest, permutation: tuple[int, ...] | None, **audit: Any
+    ) -> RankResult:
+        """``r``'s result by this judge: ``permutation`` (None unless valid), the audit fields."""
+        return RankResult(
+            r.query_id, r.batch_id, r.doc_ids, permutation, judge_id=self.judge_id, **audit
+        )
+
     def _invalid_grade(self, r: GradeRequest, reason: str) -> GradeResult:
         """The result of a pair this judge cannot grade, with the reason."""
-        return GradeResult(
-            r.query_id, r.doc_id, None, False, "invalid", reason=reason, judge_id=self.judge_id
-        )
+        return self._grade_result(r, None, valid=False, status="invalid", reason=reason)
 
     def _invalid_rank(self, r: RankRequest, reason: str) -> RankResult:
         """The result of a batch this judge cannot order, with the reason."""
-        return RankResult(
-            r.query_id,
-            r.batch_id,
-            r.doc_ids,
-            None,
-            False,
-            "invalid",
-            reason=reason,
-            judge_id=self.judge_id,
-        )
+        return self._rank_result(r, None, valid=False, status="invalid", reason=reason)
 
     @staticmethod
     def _pairs(

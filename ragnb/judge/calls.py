@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragnb.cache import make_key
+from ragnb.judge.base import Audit
 from ragnb.judge.prompts import PromptTemplate
 
 __all__ = [
@@ -23,7 +24,6 @@ __all__ = [
     "NAMESPACE",
     "CallResult",
     "LLMCall",
-    "audit",
     "build_call",
     "read_completion",
 ]
@@ -47,23 +47,12 @@ class LLMCall:
     labels: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True)
-class CallResult:
-    """What one prompt gave: the parsed value and the audit trail (see
-    :class:`ragnb.judge.GradeResult` for the fields)."""
+@dataclass(frozen=True, repr=False)
+class CallResult(Audit):
+    """What one prompt gave: the parsed value and the audit trail (see :class:`Audit` for the
+    fields)."""
 
     value: Any
-    valid: bool
-    status: str
-    reason: str = ""
-    raw: str | None = None
-    first_raw: str | None = None
-    attempts: int = 0
-    reminded: bool = False
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached: bool = False
-    repeated: bool = False
 
     def to_bytes(self) -> bytes:
         d = {k: getattr(self, k) for k in _STORED}
@@ -180,20 +169,3 @@ def read_completion(data: Any) -> tuple[str, int, int]:
 
     text = content if isinstance(content, str) else ""
     return text, count("prompt_tokens"), count("completion_tokens")
-
-
-def audit(c: CallResult) -> dict[str, Any]:
-    """The audit fields of a result row (``valid`` .. ``repeated``) from a call's result."""
-    return {
-        "valid": c.valid,
-        "status": c.status,
-        "reason": c.reason,
-        "raw": c.raw,
-        "first_raw": c.first_raw,
-        "attempts": c.attempts,
-        "reminded": c.reminded,
-        "input_tokens": c.input_tokens,
-        "output_tokens": c.output_tokens,
-        "cached": c.cached,
-        "repeated": c.repeated,
-    }

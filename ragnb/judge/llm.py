@@ -40,7 +40,6 @@ from ragnb.judge.calls import (
     NAMESPACE,
     CallResult,
     LLMCall,
-    audit,
     build_call,
 )
 from ragnb.judge.prompts import LABELS, PromptTemplate, load_prompt
@@ -347,14 +346,7 @@ class OpenAIJudge(Judge):
         calls = self._grade_calls(requests)
         results = self.run(calls, stage=stage, kind="grade")
         return [
-            GradeResult(
-                r.query_id,
-                r.doc_id,
-                c.value if c.valid else None,
-                **audit(c),
-                judge_id=self.judge_id,
-                prompt=self.prompt.id,
-            )
+            self._grade_result(r, c.value if c.valid else None, prompt=self.prompt.id, **c.audit())
             for r, c in zip(requests, results, strict=True)
         ]
 
@@ -362,14 +354,8 @@ class OpenAIJudge(Judge):
         calls = self._rank_calls(requests)
         results = self.run(calls, stage=stage, kind="rank")
         return [
-            RankResult(
-                r.query_id,
-                r.batch_id,
-                r.doc_ids,
-                c.value if c.valid else None,
-                **audit(c),
-                judge_id=self.judge_id,
-                prompt=self.rank_prompt.id,
+            self._rank_result(
+                r, c.value if c.valid else None, prompt=self.rank_prompt.id, **c.audit()
             )
             for r, c in zip(requests, results, strict=True)
         ]

@@ -92,11 +92,7 @@ class _LabelJudge(Judge):
                 out.append(self._invalid_grade(r, reason))
                 continue
             grade, raw = self._grade_one(r, g)
-            out.append(
-                GradeResult(
-                    r.query_id, r.doc_id, grade, True, "ok", raw=raw, judge_id=self.judge_id
-                )
-            )
+            out.append(self._grade_result(r, grade, valid=True, status="ok", raw=raw))
         return out
 
     def _rank_batch(self, requests: list[RankRequest], stage: str | None) -> list[RankResult]:
@@ -109,18 +105,7 @@ class _LabelJudge(Judge):
                 out.append(self._invalid_rank(r, reason))
                 continue
             perm, raw = self._order(r, [int(g or 0) for g in labels])
-            out.append(
-                RankResult(
-                    r.query_id,
-                    r.batch_id,
-                    r.doc_ids,
-                    perm,
-                    True,
-                    "ok",
-                    raw=raw,
-                    judge_id=self.judge_id,
-                )
-            )
+            out.append(self._rank_result(r, perm, valid=True, status="ok", raw=raw))
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -359,9 +344,7 @@ class SimilarityJudge(Judge):
                 s = float(scores[j])
                 g = int(self._relevant(s))
                 raw = f"max similarity {s:.4f} {'' if g else 'not '}{self.compare} {self.tau:g}"
-                out[i] = GradeResult(
-                    r.query_id, r.doc_id, g, True, "ok", raw=raw, judge_id=self.judge_id
-                )
+                out[i] = self._grade_result(r, g, valid=True, status="ok", raw=raw)
         return [r for r in out if r is not None]
 
     def _rank_batch(self, requests: list[RankRequest], stage: str | None) -> list[RankResult]:
@@ -372,18 +355,8 @@ class SimilarityJudge(Judge):
                 out.append(self._invalid_rank(r, scores))
                 continue
             perm = tuple(int(i) for i in np.argsort(-scores, kind="stable"))
-            out.append(
-                RankResult(
-                    r.query_id,
-                    r.batch_id,
-                    r.doc_ids,
-                    perm,
-                    True,
-                    "ok",
-                    raw=f"max similarities {np.round(scores, 4).tolist()}",
-                    judge_id=self.judge_id,
-                )
-            )
+            raw = f"max similarities {np.round(scores, 4).tolist()}"
+            out.append(self._rank_result(r, perm, valid=True, status="ok", raw=raw))
         return out
 
     def describe(self) -> dict[str, Any]:

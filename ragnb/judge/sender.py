@@ -218,8 +218,9 @@ class CallSender:
                     raise
                 except Exception as e:  # a bug must not lose the other items
                     log.exception("%s: unexpected error on %s", self.judge_id, call.item)
+                    reason = self._redact(f"internal error: {e!r}")
                     out[call.key] = CallResult(
-                        None, False, "failed", self._redact(f"internal error: {e!r}")
+                        value=None, valid=False, status="failed", reason=reason
                     )
                 bar.update(1)
 
@@ -236,7 +237,8 @@ class CallSender:
         counts = _Counts()
         repeated = call.key in job.repeated
         if job.state.abort is not None:
-            return CallResult(None, False, "failed", f"not sent: {job.state.abort}")
+            not_sent = f"not sent: {job.state.abort}"
+            return CallResult(value=None, valid=False, status="failed", reason=not_sent)
         stamp = json.dumps({"ts": time.time(), "run_id": self.ledger.run_id}).encode()
         self.cache.put(INFLIGHT_NAMESPACE, call.key, stamp)
 

@@ -689,6 +689,7 @@ def precision_4plus(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score"
     return mean_of(Measure("Precision4+", k), qrels, run, order)
 
 
+@fill_doc
 def harm_at_k(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score") -> float:
     """Mean Harm@K: judged documents of grade <= 2 in the top K over K (lower is better).
 

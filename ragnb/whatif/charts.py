@@ -32,11 +32,15 @@ __all__ = ["alpha_curves_chart", "rank_bump_chart", "slider_params", "what_if_ch
 WHAT_IF_TITLE = "What-if table"
 
 
-def _check_inline(frame: pd.DataFrame, max_rows: int) -> None:
+def _inline_sliders(
+    frame: pd.DataFrame, *, k: int, alpha: float, max_rows: int
+) -> tuple[alt.Parameter, alt.Parameter]:
+    """The K and alpha sliders over the grid of ``frame``, a table the chart will inline."""
     if len(frame) > max_rows:
         raise InputError(
             f"{len(frame):,} inline rows exceed the chart limit of {max_rows:,}; coarsen the grid"
         )
+    return slider_params(frame["k"], frame["alpha"], k=k, alpha=alpha)
 
 
 def slider_params(
@@ -141,8 +145,7 @@ def what_if_chart(
     InputError
         When ``table`` holds more than ``max_rows`` rows.
     """
-    _check_inline(table, max_rows)
-    k_param, a_param = slider_params(table["k"], table["alpha"], k=k, alpha=alpha)
+    k_param, a_param = _inline_sliders(table, k=k, alpha=alpha, max_rows=max_rows)
     fams = list(dict.fromkeys(table.sort_values("order")["family"]))
     rets = list(dict.fromkeys(table["retriever"]))
     label = (
@@ -235,8 +238,7 @@ def rank_bump_chart(
     InputError
         When ``ranks`` holds more than ``max_rows`` rows.
     """
-    _check_inline(ranks, max_rows)
-    k_param, a_param = slider_params(ranks["k"], ranks["alpha"], k=k, alpha=alpha)
+    k_param, a_param = _inline_sliders(ranks, k=k, alpha=alpha, max_rows=max_rows)
     fams = list(dict.fromkeys(ranks["family"]))
     rets = list(dict.fromkeys(ranks["retriever"]))
     n = max(1, len(rets))
