@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -85,12 +86,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from ragnb.evaluate import evaluate
     from ragnb.io import read_qrels, read_run
 
+    grade_map = _grade_map(args.grade_map)
     qrels = read_qrels(args.qrels)
     if qrels.empty:
         raise InputError("the qrels file holds no judgements; nothing to evaluate", path=args.qrels)
     run = read_run(args.run)
     measures = args.measure or ["P@5", "P@10", "R@100", "nDCG@10", "RR"]
-    result = evaluate(qrels, run, measures, order=args.order)
+    result = evaluate(qrels, run, measures, order=args.order, grade_map=grade_map)
     if args.per_query:
         frame = result.per_query_wide().reset_index()
         all_row = {"query_id": "all", **result.aggregate_to_dict()}
@@ -132,6 +134,22 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
+
+
+def _grade_map(spec: str | None) -> str | dict[int, int] | None:
+    """``--grade-map``: a name of ``ragnb.measures.GRADE_MAPS`` or a YAML/JSON file."""
+    from ragnb.evaluate import ON_RUBRIC
+    from ragnb.io import read_grade_map
+    from ragnb.measures import GRADE_MAPS
+
+    if spec is None or spec in GRADE_MAPS or spec == ON_RUBRIC:
+        return spec
+    if os.path.exists(spec):
+        return read_grade_map(spec)
+    raise InputError(
+        f"--grade-map takes one of {[*sorted(GRADE_MAPS), ON_RUBRIC]} or a YAML/JSON file, "
+        f"got {spec!r}"
+    )
 
 
 def _cmd_data(args: argparse.Namespace) -> int:
@@ -244,6 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["score", "file"],
         default="score",
         help="score: trec_eval order (default); file: the run's own order",
+    )
+    p.add_argument(
+        "--grade-map",
+        metavar="trec-dl|dbpedia-entity|binary|1-5|FILE",
+        help="map the qrels' grades onto the 1-5 rubric of RA-nWG, N-Recall4+, Harm (graded "
+        "measures on other scales are refused without one)",
     )
     p.set_defaults(func=_cmd_evaluate)
 

@@ -25,10 +25,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragnb.errors import InputError
 from ragnb.frames import RunOrder
-from ragnb.measures import Measure, RankingArrays, parse_measures, prepare
+from ragnb.measures import (
+    GRADE_MAPS,
+    GRADED_FAMILIES,
+    Measure,
+    RankingArrays,
+    map_grades,
+    parse_measures,
+    prepare,
+)
+from ragnb.measures._kernel import as_qrels_frame
 
-__all__ = ["EvaluationResult", "evaluate"]
+__all__ = ["ON_RUBRIC", "EvaluationResult", "evaluate"]
+
+#: ``grade_map`` value stating that the qrels already hold Dallaire's 1-5 grades.
+ON_RUBRIC = "1-5"
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,6 +108,7 @@ def evaluate(
     measures: Iterable[str | Measure] | str | Measure,
     *,
     order: RunOrder = "score",
+    grade_map: str | Mapping[int, int] | None = None,
 ) -> EvaluationResult:
     """Evaluate ``run`` against ``qrels`` on ``measures``.
 
@@ -110,6 +124,15 @@ def evaluate(
     order : {"score", "file"}, default "score"
         ``"score"``: trec_eval's order (score descending, ties by ``doc_id`` descending);
         ``"file"``: the run's own order (``rank`` column, else row order).
+    grade_map : str or mapping of int to int, optional
+        How the qrels' grades map onto Dallaire's 1-5 rubric for the graded families
+        (RA-nWG, N-Recall4+, N-Recall5, Precision4+, Harm, CompleteHit; Section 2.4 of
+        arXiv 2511.09545): a name of :data:`ragnb.measures.GRADE_MAPS` (``"trec-dl"`` for 0-3,
+        ``"dbpedia-entity"`` for 0-2, ``"binary"`` for 0-1), ``{grade: 1-5 grade}``, or ``"1-5"``
+        to state that the grades already are on the rubric (a grade <= 0 read as 1). Only the
+        graded measures read the mapped grades; the others read the qrels as given. Without a
+        map, graded measures on qrels that are not on a 1-5 scale (every grade <= 3 and some
+        grade <= 0, such as TREC DL's 0-3 or binary 0-1) raise rather than guess.
 
     Returns
     -------
@@ -119,7 +142,9 @@ def evaluate(
     Raises
     ------
     InputError
-        On malformed or empty qrels, a malformed run, an unknown measure or ``order``.
+        On malformed or empty qrels, a malformed run, an unknown measure or ``order``, or
+        graded measures on qrels whose scale is not 1-5 and no ``grade_map`` (the message names
+        the scale found and the maps available).
 
     Warns
     -----
@@ -137,19 +162,72 @@ def evaluate(
     (1, 1)
     """
     parsed = parse_measures(measures)
-    depths = [m.depth for m in parsed]
+    graded = [m.family in GRADED_FAMILIES for m in parsed]
+    if any(graded):
+        qrels = as_qrels_frame(qrels) if not isinstance(qrels, pd.DataFrame) else qrels
+        if grade_map is None:
+            _check_graded_scale(qrels, [m for m, g in zip(parsed, graded, strict=True) if g])
+    if grade_map == ON_RUBRIC:
+        grade_map = None  # stated: the grades are already Dallaire's
+    if grade_map is None or not any(graded):
+        arrays = _prepared(qrels, run, parsed, order)
+        values = np.column_stack([m.compute(arrays) for m in parsed])
+        return _result(parsed, arrays, values)
+    # the graded measures read the mapped grades, the others the qrels as given
+    arrays = _prepared(qrels, run, parsed, order)
+    mapped = _prepared(map_grades(qrels, grade_map), run, parsed, order, warn=False)
+    values = np.column_stack(
+        [m.compute(mapped if g else arrays) for m, g in zip(parsed, graded, strict=True)]
+    )
+    return _result(parsed, arrays, values)
+
+
+def _prepared(
+    qrels: Any, run: Any, measures: list[Measure], order: RunOrder, *, warn: bool = True
+) -> RankingArrays:
+    """:func:`ragnb.measures.prepare` to the deepest cutoff of ``measures``, warning once when
+    the run's ranks disagree with its scores."""
+    depths = [m.depth for m in measures]
     depth = None if any(d is None for d in depths) else max(d for d in depths if d is not None)
     arrays = prepare(qrels, run, order=order, depth=depth)
-    if arrays.n_rank_disagreements and arrays.order == "score":
+    if warn and arrays.n_rank_disagreements and arrays.order == "score":
         warnings.warn(
             f"{arrays.n_rank_disagreements} queries have a rank column that disagrees with their "
             "scores; ordering by score as trec_eval does (use order='file' to keep the file's "
             "order)",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    values = np.column_stack([m.compute(arrays) for m in parsed])
-    return _result(parsed, arrays, values)
+    return arrays
+
+
+def _check_graded_scale(qrels: pd.DataFrame, measures: list[Measure]) -> None:
+    """Refuse to read a 0-3, 0-2 or 0-1 scale as Dallaire's 1-5 rubric without a map.
+
+    A scale counts as 1-5 when its grades reach 4 or 5 (a grade <= 0 is then a judged document
+    of utility 0, as grade 1). Grades above 5 are left to the graded measures' own check, which
+    names the query.
+    """
+    grades = qrels["relevance"].to_numpy()
+    if not len(grades) or int(grades.max()) >= 4:
+        return
+    high = int(grades.max())
+    scale = _SCALES.get(high, f"0-{high}")
+    found = sorted(int(g) for g in np.unique(grades))
+    names = [m.name for m in measures]
+    raise InputError(
+        f"graded measures {names} read Dallaire's 1-5 grades, but these qrels hold grades "
+        f"{found}: a {scale} scale, not 1-5; give a grade map ("
+        + ", ".join(f"{name!r}" for name in sorted(GRADE_MAPS))
+        + f", a mapping {{grade: 1-5 grade}}, or {ON_RUBRIC!r} if these are 1-5 grades) with "
+        "grade_map=..., or ragnb evaluate "
+        "--grade-map NAME|FILE",
+        column="relevance",
+    )
+
+
+#: How a scale that tops out at 3, 2 or 1 is usually called (the maps of GRADE_MAPS).
+_SCALES = {3: "0-3 (TREC DL)", 2: "0-2 (DBpedia-Entity)", 1: "0-1 (binary)"}
 
 
 def _repeat_str(values: np.ndarray, take: np.ndarray) -> pd.Series:

@@ -27,6 +27,8 @@ See :func:`sort_run`.
 
 from __future__ import annotations
 
+import math
+import numbers
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -105,12 +107,20 @@ def _qrels_from_dict_checked(qrels: Mapping[str, Mapping[str, int]]) -> pd.DataF
     rows = []
     for qid, docs in qrels.items():
         for did, rel in docs.items():
-            try:
-                integral = not isinstance(rel, bool) and float(rel).is_integer()
-            except (TypeError, ValueError):
-                integral = False
+            # a number, not a string that looks like one ("1.0" is text, as in trec_eval's API)
+            integral = (
+                isinstance(rel, numbers.Real)
+                and not isinstance(rel, bool)
+                and math.isfinite(rel)
+                and float(rel).is_integer()
+            )
             if not integral:
                 raise InputError(f"grade of {did!r} is not an integer: {rel!r}", query_id=str(qid))
+            if not -(2**63) <= int(rel) < 2**63:
+                raise InputError(
+                    f"grade of {did!r} is outside the 64-bit integer range: {rel!r}",
+                    query_id=str(qid),
+                )
             rows.append((str(qid), str(did), int(rel)))
     return _frame(rows, QRELS_COLUMNS, {"relevance": "int64"})
 
@@ -244,9 +254,25 @@ def check_qrels(qrels: pd.DataFrame) -> None:
     _check_duplicates(qrels, "qrels")
 
 
+def _check_ids_present(frame: pd.DataFrame, what: str) -> None:
+    """Raise when a ``query_id`` or ``doc_id`` is missing (None, NaN): ``str()`` would read it as
+    the id "None" or "nan"."""
+    for col in ("query_id", "doc_id"):
+        missing = frame[col].isna().to_numpy()
+        if missing.any():
+            row = int(np.flatnonzero(missing)[0])
+            other = "doc_id" if col == "query_id" else "query_id"
+            raise InputError(
+                f"{what} row {row} has no {col} (a missing value, not an id; {other} "
+                f"{frame[other].iloc[row]!r})",
+                column=col,
+            )
+
+
 def _check_qrels_values(qrels: pd.DataFrame) -> None:
     """:func:`check_qrels` without the duplicate check (which the sorting kernels do cheaply)."""
     require_columns(qrels, QRELS_COLUMNS, "qrels frame")
+    _check_ids_present(qrels, "qrels frame")
     if not pd.api.types.is_integer_dtype(qrels["relevance"]):
         raise InputError("qrels grades must be integers", column="relevance")
 
@@ -266,6 +292,7 @@ def check_run(run: pd.DataFrame) -> None:
 def _check_run_values(run: pd.DataFrame) -> None:
     """:func:`check_run` without the duplicate check (which the sorting kernels do cheaply)."""
     require_columns(run, RUN_COLUMNS, "run frame")
+    _check_ids_present(run, "run frame")
     if not pd.api.types.is_numeric_dtype(run["score"]):
         raise InputError("run scores must be numeric", column="score")
     nan = run["score"].isna()

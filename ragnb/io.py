@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import json
+import logging
 import math
 import os
 import re
@@ -42,6 +43,7 @@ __all__ = [
     "BeirDataset",
     "append_parquet",
     "atomic_write",
+    "read_grade_map",
     "read_parquet",
     "write_parquet",
     "read_beir",
@@ -109,7 +111,7 @@ class AppendLog:
 
     Each :meth:`append` is one ``write(2)`` on a file opened ``O_APPEND``: the line lands whole at
     the end, or not at all, even if the process is killed (SIGKILL) right after. Used for
-    ledgers and logs that must survive crashes; the file is opened on first use.
+    ledgers and logs that must survive crashes; opened on first use, after :meth:`repair`.
 
     Parameters
     ----------
@@ -123,11 +125,31 @@ class AppendLog:
         self.fsync = fsync
         self._fd: int | None = None
 
+    def repair(self) -> int:
+        """Move a torn last line (no newline: a write cut short) to ``<path>.torn``, truncate the
+        file after its last newline so the next line starts fresh, warn; 1 if moved, else 0."""
+        if not self.path.exists():
+            return 0
+        with self.path.open("r+b") as f:
+            end = f.seek(0, os.SEEK_END)
+            if end == 0 or (f.seek(end - 1) >= 0 and f.read(1) == b"\n"):
+                return 0
+            data = os.pread(f.fileno(), end, 0)
+            cut = data.rfind(b"\n") + 1
+            with self.path.with_name(self.path.name + ".torn").open("ab") as q:
+                q.write(data[cut:] + b"\n")
+            f.truncate(cut)
+        logging.getLogger("ragnb.io").warning(
+            "%s: torn last line (%d bytes) moved to %s.torn", self.path, end - cut, self.path.name
+        )
+        return 1
+
     def append(self, line: str) -> None:
         """Append ``line`` (a trailing newline is added when missing)."""
         data = (line if line.endswith("\n") else line + "\n").encode("utf-8")
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.repair()
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         view = memoryview(data)
         while view:
@@ -164,6 +186,34 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"malformed JSON: {e.msg}", path=path, line=e.lineno) from None
+
+
+def read_grade_map(path: str | os.PathLike[str]) -> dict[int, int]:
+    """A grade map ``{grade: 1-5 grade}`` from a YAML or JSON file (``{3: 5, 2: 4, 1: 3, 0: 1}``).
+
+    Raises
+    ------
+    InputError
+        When the file is not a mapping of integers to integers (naming the file).
+    FileNotFoundError
+        When the file does not exist.
+    """
+    import yaml
+
+    path = Path(path)
+    try:
+        parsed = yaml.safe_load(path.read_text(encoding=ENCODING))
+    except yaml.YAMLError as e:
+        raise InputError(f"not YAML or JSON: {e}", path=path) from None
+    ok = isinstance(parsed, dict) and all(
+        isinstance(k, int) and isinstance(v, int) and not isinstance(v, bool)
+        for k, v in parsed.items()
+    )
+    if not ok:
+        raise InputError(
+            "a grade map is a mapping of integer grades, like {2: 5, 1: 4, 0: 1}", path=path
+        )
+    return {int(k): int(v) for k, v in parsed.items()}
 
 
 def write_table_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:

@@ -94,6 +94,8 @@ GRADE_MAPS: Mapping[str, Mapping[int, int]] = MappingProxyType(
         "trec-dl": MappingProxyType({3: 5, 2: 4, 1: 3, 0: 1}),
         # DBpedia-Entity v2: 2 highly relevant, 1 relevant, 0 irrelevant.
         "dbpedia-entity": MappingProxyType({2: 5, 1: 4, 0: 1}),
+        # Binary qrels (BEIR's SciFact, NQ, ...): a relevant document answers, the rest do not.
+        "binary": MappingProxyType({1: 5, 0: 1}),
     }
 )
 
