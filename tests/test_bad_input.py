@@ -163,3 +163,39 @@ def test_write_run_refuses_a_score_it_could_not_read_back(tmp_path):
     with pytest.raises(InputError, match="not finite") as info:
         write_run(run, out)
     assert info.value.query_id == "q1" and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("qrels", "message"),
+    [
+        ({"q1": {"d1": "1.0"}}, r"grade of 'd1' is not an integer: '1.0'"),
+        ({"q1": {"d1": 10**20}}, "outside the 64-bit integer range"),
+    ],
+)
+def test_api_grades_must_be_integers_in_range(qrels, message):
+    from ragnb.evaluate import evaluate
+
+    with pytest.raises(InputError, match=message) as info:
+        evaluate(qrels, {"q1": {"d1": 1.0}}, ["P@1"])
+    assert info.value.query_id == "q1"
+
+
+@pytest.mark.parametrize(
+    ("run", "column"),
+    [
+        (
+            pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", np.nan], "score": [2.0, 1.0]}),
+            "doc_id",
+        ),
+        (
+            pd.DataFrame({"query_id": [None, "q1"], "doc_id": ["d1", "d2"], "score": [2.0, 1.0]}),
+            "query_id",
+        ),
+    ],
+)
+def test_api_run_with_a_missing_id_is_not_read_as_the_string_nan(run, column):
+    from ragnb.evaluate import evaluate
+
+    with pytest.raises(InputError, match=f"has no {column}") as info:
+        evaluate({"q1": {"d1": 1}}, run, ["P@2"])
+    assert info.value.column == column
