@@ -171,7 +171,7 @@ def heatmap(
     base = alt.Chart(data).encode(x=x, y=y, tooltip=tooltip)
     cells = base.mark_rect().encode(color=color)
     labels = base.mark_text(**text_mark).encode(text=text, color=text_color)
-    return alt.layer(cells, labels, data=data)
+    return alt.LayerChart(layer=[cells, labels], data=data)
 
 
 def comparison_chart(
@@ -228,4 +228,3 @@ def comparison_chart(
         )
         .resolve_scale(x="independent")
     )
-

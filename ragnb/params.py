@@ -11,9 +11,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from ragnb.errors import InputError
+from ragnb.validation import check_int_at_least
+
+if TYPE_CHECKING:
+    from ragnb.io import BeirDataset
 
 __all__ = ["NotebookParams", "display_path", "local_path_prefixes", "project_root", "resolve_path"]
 
@@ -95,7 +99,21 @@ def local_path_prefixes(root: Path | None = None) -> list[tuple[str, str]]:
 
 
 class NotebookParams:
-    """Mixin of the config dataclasses of notebooks 01-06 (each has a ``dataset`` field)."""
+    """Mixin of the config dataclasses of notebooks 01-06.
+
+    The fields every notebook shares mean the same everywhere and are documented here once;
+    each config documents its own fields.
+
+    Attributes
+    ----------
+    dataset : str
+        BEIR folder; relative paths are taken from the project root (:meth:`dataset_path`).
+    split : str
+        Qrels split to evaluate.
+    cache_dir : str
+        Cache folder of embeddings (and LLM answers); empty for ``$RAGNB_CACHE_DIR`` or
+        ``~/.cache/ragnb``.
+    """
 
     @classmethod
     def from_params(cls, **params: Any) -> Self:
@@ -142,6 +160,19 @@ class NotebookParams:
             )
         return cls(**{n: namespace[n] for n in names})
 
+    def _check_ints_at_least(self, low: int, *names: str) -> None:
+        """Check that each field of ``names`` is an integer >= ``low``, e.g.
+        ``self._check_ints_at_least(0, "max_queries")``; the error names the field."""
+        for name in names:
+            check_int_at_least(getattr(self, name), name, low, column=name)
+
     def dataset_path(self, root: Path | None = None) -> Path:
         """The dataset folder; a relative path is taken from ``root`` (the project root)."""
         return resolve_path(self.dataset, root)  # type: ignore[attr-defined]
+
+    def read_dataset(self, root: Path | None = None) -> BeirDataset:
+        """The BEIR dataset at :meth:`dataset_path` with the qrels of ``split``
+        (:func:`ragnb.io.read_beir`)."""
+        from ragnb.io import read_beir
+
+        return read_beir(self.dataset_path(root), split=self.split)  # type: ignore[attr-defined]

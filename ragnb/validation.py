@@ -140,7 +140,10 @@ def check_int_at_least(value: Any, name: str, low: int, *, column: str | None = 
     return int(value)
 
 
-def check_positive_ints(values: Sequence[Any], name: str, *, column: str | None = None) -> None:
+# The checks below validate a named parameter (a config field); the error names it as its column.
+
+
+def check_positive_ints(values: Sequence[Any], name: str) -> None:
     """Raise unless ``values`` is a non-empty list of integers >= 1 (cutoffs K, say).
 
     Raises
@@ -149,7 +152,7 @@ def check_positive_ints(values: Sequence[Any], name: str, *, column: str | None 
         ``"<name> must be positive integers, got <values>"``.
     """
     if not values or any(isinstance(v, bool) or int(v) < 1 for v in values):
-        raise InputError(f"{name} must be positive integers, got {values}", column=column)
+        raise InputError(f"{name} must be positive integers, got {values}", column=name)
 
 
 def check_number_in(
@@ -157,8 +160,6 @@ def check_number_in(
     name: str,
     low: float = 0.0,
     high: float = float("inf"),
-    *,
-    column: str | None = None,
 ) -> float:
     """``value`` as a float when it is a real number (not a bool) in ``[low, high]``.
 
@@ -178,11 +179,11 @@ def check_number_in(
     )
     if not number or not low <= value <= high:
         bounds = f">= {low:g}" if high == float("inf") else f"lie in [{low:g}, {high:g}]"
-        raise InputError(f"{name} must {bounds}, got {value!r}", column=column)
+        raise InputError(f"{name} must {bounds}, got {value!r}", column=name)
     return float(value)
 
 
-def check_choice(value: Any, name: str, choices: Collection[Any], *, column: str | None = None) -> None:
+def check_choice(value: Any, name: str, choices: Collection[Any]) -> None:
     """Raise unless ``value`` is one of ``choices``.
 
     Raises
@@ -191,7 +192,7 @@ def check_choice(value: Any, name: str, choices: Collection[Any], *, column: str
         ``"<name> must be one of [...], got <value>"``.
     """
     if value not in choices:
-        raise InputError(f"{name} must be one of {list(choices)}, got {value!r}", column=column)
+        raise InputError(f"{name} must be one of {list(choices)}, got {value!r}", column=name)
 
 
 def check_among(
@@ -200,7 +201,6 @@ def check_among(
     choices: Collection[Any],
     *,
     allow_empty: bool = False,
-    column: str | None = None,
 ) -> None:
     """Raise unless every item of ``values`` is one of ``choices`` (and, unless ``allow_empty``,
     there is at least one).
@@ -211,4 +211,4 @@ def check_among(
         ``"<name> must be among [...], got [...]"``.
     """
     if any(v not in choices for v in values) or not (values or allow_empty):
-        raise InputError(f"{name} must be among {list(choices)}, got {list(values)}", column=column)
+        raise InputError(f"{name} must be among {list(choices)}, got {list(values)}", column=name)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ragnb.errors import InputError
+from ragnb.validation import check_int_at_least
 
 __all__ = [
     "INDEX_KINDS",
@@ -291,8 +292,7 @@ class SweepGrid:
                 f"dedup thresholds must lie in [0, 1], got {self.dedup}", column="dedup"
             )
         for name in ("ef_search", "hnsw_m", "ef_construction", "hybrid_depth"):
-            if int(getattr(self, name)) < 1:
-                raise InputError(f"{name} must be >= 1", column=name)
+            check_int_at_least(getattr(self, name), name, 1, column=name)
         self._dynamic = [DynamicK(**d) if isinstance(d, dict) else d for d in self.dynamic_k]
         if any(not isinstance(d, DynamicK) for d in self._dynamic):
             raise InputError(

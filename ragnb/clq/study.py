@@ -26,6 +26,7 @@ from ragnb.clq.sweep import SweepResult, cap_dataset, run_sweep
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset
 from ragnb.params import NotebookParams, resolve_path
+from ragnb.validation import check_number_in
 
 __all__ = [
     "ClqReport",
@@ -44,12 +45,10 @@ _HEADLINE = ("proc", "pct_proc", "latency_p50_ms", "latency_p95_ms", "cost_usd")
 class ClqTradeoffsConfig(NotebookParams):
     """Parameters of notebook 04 (``notebooks/04_clq_tradeoffs.ipynb``).
 
+    ``dataset``, ``split`` and ``cache_dir`` are :class:`~ragnb.params.NotebookParams`' own.
+
     Attributes
     ----------
-    dataset : str
-        BEIR folder; relative paths are taken from the project root.
-    split : str
-        Qrels split.
     embedders : list of str
         Embedder names (offline, sentence-transformers or ``openai:<model>``).
     dims : list of int
@@ -95,8 +94,6 @@ class ClqTradeoffsConfig(NotebookParams):
     evidence : str
         Evidence sentences for chunk-level relevance: ``"auto"`` (the dataset's ``raw/`` folder
         when it holds SciFact's release), ``"none"``, or a path.
-    cache_dir : str
-        Embedding cache folder; empty for the default.
     export_dir : str
         Sweep folder (results.parquet, ...; resumable); empty for a temporary folder.
     resume : bool
@@ -140,8 +137,7 @@ class ClqTradeoffsConfig(NotebookParams):
     def __post_init__(self) -> None:
         self.grid()  # validates the knobs
         for name in ("sla_ms", "budget_usd_per_1k", "quality_target"):
-            if float(getattr(self, name)) < 0:
-                raise InputError(f"{name} must be >= 0", column=name)
+            check_number_in(getattr(self, name), name, 0)
 
     def grid(self) -> SweepGrid:
         """The sweep grid these parameters describe."""
@@ -318,11 +314,10 @@ def clq_tradeoffs(config: ClqTradeoffsConfig, *, dataset: BeirDataset | None = N
     import tempfile
 
     from ragnb.clq.pareto import efficiency, pareto_front, recommend
-    from ragnb.io import read_beir
 
     notes: list[str] = []
     if dataset is None:
-        dataset = read_beir(resolve_path(config.dataset), split=config.split)
+        dataset = config.read_dataset()
     dataset, cap_note = cap_dataset(
         dataset, max_docs=config.max_docs, max_queries=config.max_queries, seed=config.seed
     )

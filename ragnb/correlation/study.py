@@ -34,6 +34,7 @@ import pandas as pd
 from ragnb.correlation import analysis, data
 from ragnb.errors import InputError
 from ragnb.params import NotebookParams, resolve_path
+from ragnb.validation import check_among, check_choice, check_number_in, check_positive_ints
 
 __all__ = ["CorrelationConfig", "CorrelationStudy", "run_study"]
 
@@ -42,7 +43,8 @@ MODES = ("ranked-only", "file", "llm", "simulated")
 
 @dataclass
 class CorrelationConfig(NotebookParams):
-    """Parameters of notebook 05, field for field.
+    """Parameters of notebook 05, field for field; ``cache_dir`` is
+    :class:`~ragnb.params.NotebookParams`' own.
 
     Attributes
     ----------
@@ -103,8 +105,6 @@ class CorrelationConfig(NotebookParams):
         Grade from which a response counts as accurate (Acc|Hit).
     seed : int
         Seed of the simulation, Kendall's subsample and the bootstrap.
-    cache_dir : str
-        Cache of embeddings and LLM answers (empty: ``$RAGNB_CACHE_DIR`` or the default).
     export_dir : str
         Folder for the samples, tables and ledger (empty: nothing written).
     """
@@ -146,42 +146,36 @@ class CorrelationConfig(NotebookParams):
     export_dir: str = ""
 
     def __post_init__(self) -> None:
-        for name, low in (
-            ("rel", 0),
-            ("min_positives", 1),
-            ("max_positives", 1),
-            ("n_negatives", 1),
-            ("max_queries", 0),
-            ("max_llm_samples", 0),
-            ("alpha_steps", 1),
-            ("min_segment", 2),
-            ("kendall_max_samples", 0),
-            ("kendall_alpha_stride", 1),
-            ("n_boot", 0),
-        ):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise InputError(f"{name} must be an integer >= {low}, got {v!r}", column=name)
-        if self.negatives not in ("bm25", "dense"):
-            raise InputError(f"negatives must be 'bm25' or 'dense', got {self.negatives!r}")
+        self._check_ints_at_least(
+            0, "rel", "max_queries", "max_llm_samples", "kendall_max_samples", "n_boot"
+        )
+        self._check_ints_at_least(
+            1,
+            "min_positives",
+            "max_positives",
+            "n_negatives",
+            "alpha_steps",
+            "kendall_alpha_stride",
+        )
+        self._check_ints_at_least(2, "min_segment")
+        check_choice(self.negatives, "negatives", ("bm25", "dense"))
         if not self.embedders and not (self.graded_path or self.ranked_path):
             raise InputError("embedders is empty: name at least one", column="embedders")
         for c in self.configs:
             if len(c) != 2 or not 2 <= int(c[1]) < int(c[0]):
                 raise InputError(f"configs entries are [Nc, Np] with 2 <= Np < Nc, got {c}")
-        if not self.ks or any(isinstance(k, bool) or int(k) < 1 for k in self.ks):
-            raise InputError(f"ks must be positive integers, got {self.ks}", column="ks")
-        bad = [m for m in self.methods if m not in analysis.METHODS]
-        if bad or not self.methods:
-            raise InputError(f"methods must be among {analysis.METHODS}, got {self.methods}")
+        check_positive_ints(self.ks, "ks")
+        check_among(self.methods, "methods", analysis.METHODS)
         if not 0 < self.alpha_base < 1:
             raise InputError(f"alpha_base must be in (0, 1), got {self.alpha_base}")
-        if not 0 <= self.simulate_grades_alpha <= 1:
-            raise InputError("simulate_grades_alpha must be in [0, 1] (0: off)")
-        if self.simulate_noise < 0:
-            raise InputError("simulate_noise must be >= 0")
-        if self.ideal not in ("all", "Np"):
-            raise InputError(f"ideal must be 'all' or 'Np', got {self.ideal!r}")
+        check_number_in(
+            self.simulate_grades_alpha,
+            "simulate_grades_alpha",
+            0,
+            1,
+        )
+        check_number_in(self.simulate_noise, "simulate_noise", 0)
+        check_choice(self.ideal, "ideal", ("all", "Np"))
         sources = [
             bool(self.graded_path),
             bool(self.base_url),
@@ -333,19 +327,10 @@ class CorrelationStudy:
         for m in ("F", "F_e", "T", "T_u"):
             f[m] = analysis.measure_matrix(ss, m, a)[0]
         f["nDCG_inK"] = analysis.measure_matrix(ss, "nDCG_inK")[0]
+        means = {m: (m, "mean") for m in ("P", "R", "F", "F_e", "T", "T_u", "nDCG_inK")}
         out = (
             f.groupby(["E", "ratio"], as_index=False)
-            .agg(
-                n=("P", "size"),
-                P=("P", "mean"),
-                R=("R", "mean"),
-                F=("F", "mean"),
-                F_e=("F_e", "mean"),
-                T=("T", "mean"),
-                T_u=("T_u", "mean"),
-                nDCG_inK=("nDCG_inK", "mean"),
-                CompleteHit=("complete_hit", "mean"),
-            )
+            .agg(n=("P", "size"), **means, CompleteHit=("complete_hit", "mean"))
             .sort_values(["E", "ratio"])
         )
         self._tables["ranked_measures"] = out
@@ -499,9 +484,7 @@ def run_study(config: CorrelationConfig) -> CorrelationStudy:
         name: make_embedder(name, cache_dir=cache_dir, progress=False) for name in c.embedders
     }
     if query_texts is None:
-        from ragnb.io import read_beir
-
-        ds = read_beir(resolve_path(c.dataset), c.split)
+        ds = c.read_dataset()
         query_texts, qualification = data.beir_query_texts(
             ds,
             negatives=c.negatives,

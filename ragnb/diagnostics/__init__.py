@@ -80,6 +80,7 @@ from ragnb.diagnostics.study import (
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.params import NotebookParams
+from ragnb.validation import check_among, check_choice
 
 __all__ = [
     "ABLATIONS",
@@ -134,7 +135,8 @@ __all__ = [
 @dataclass
 class DiagnosticsConfig(NotebookParams):
     """Parameters of notebook 03 (its ``parameters`` cell mirrors them); see
-    :func:`~ragnb.diagnostics.study.run_diagnostics`.
+    :func:`~ragnb.diagnostics.study.run_diagnostics`. ``cache_dir`` is
+    :class:`~ragnb.params.NotebookParams`' own.
 
     Attributes
     ----------
@@ -181,8 +183,6 @@ class DiagnosticsConfig(NotebookParams):
         the judge's client and cache; key from ``$OPENAI_API_KEY``) or ``"none"``.
     base_url, llm_model : str
         The LLM rewrite's endpoint and model.
-    cache_dir : str
-        Embedding cache folder; empty for the default.
     """
 
     embedders: list[str] = field(default_factory=list)
@@ -209,23 +209,16 @@ class DiagnosticsConfig(NotebookParams):
     cache_dir: str = ""
 
     def __post_init__(self) -> None:
-        bad = [x for x in self.languages if x not in ("en", "fr")]
-        if bad or not self.languages:
-            raise InputError(f"languages must be among ['en', 'fr'], got {self.languages}")
+        check_among(self.languages, "languages", ("en", "fr"))
         unknown = [a for a in self.ablations if a not in ABLATIONS]
         if unknown:
             raise InputError(f"unknown ablation(s) {unknown}; known: {list(ABLATIONS)}")
-        for name in ("runs", "k", "n_resamples"):
-            if int(getattr(self, name)) < 1:
-                raise InputError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("max_bundles", "noise_queries", "impact_queries", "impact_max_docs"):
-            if int(getattr(self, name)) < 0:
-                raise InputError(f"{name} must be >= 0 (0 means all), got {getattr(self, name)}")
-        bad_levels = [lv for lv in self.noise_levels if lv not in LEVELS]
-        if bad_levels or not self.noise_levels:
-            raise InputError(f"noise_levels must be among {list(LEVELS)}, got {self.noise_levels}")
-        if self.rewrite not in ("rules", "llm", "none"):
-            raise InputError(f"rewrite must be 'rules', 'llm' or 'none', got {self.rewrite!r}")
+        self._check_ints_at_least(1, "runs", "k", "n_resamples")
+        self._check_ints_at_least(
+            0, "max_bundles", "noise_queries", "impact_queries", "impact_max_docs"
+        )
+        check_among(self.noise_levels, "noise_levels", LEVELS)
+        check_choice(self.rewrite, "rewrite", ("rules", "llm", "none"))
         if self.rewrite == "llm" and not self.llm_model:
             raise InputError("rewrite='llm' needs llm_model")
         if not self.impact_retrievers:

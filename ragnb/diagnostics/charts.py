@@ -58,9 +58,8 @@ def ablation_heatmap(frame: pd.DataFrame, *, cell: int = 34) -> alt.FacetChart:
         fontSize=11,
     )
     n_models = max(1, frame["model"].nunique())
-    return (
-        cells.properties(width=max(120, 90 * n_models), height=cell * max(1, len(order)))
-        .facet(column=alt.Column("language:N", title="language"))
+    return cells.properties(width=max(120, 90 * n_models), height=cell * max(1, len(order))).facet(
+        column=alt.Column("language:N", title="language")
     )
 
 

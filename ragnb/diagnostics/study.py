@@ -493,7 +493,6 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
         passage.
     """
     from ragnb.cache import Cache
-    from ragnb.io import read_beir
 
     start = time.perf_counter()
     cache = Cache(config.cache_dir or None)
@@ -502,7 +501,7 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
     table = sample_author_table(table, config.max_bundles, config.seed)
     names = list(dict.fromkeys([*table["author"].astype(str), *installed_author_names()]))
     pool = name_pool_summary(names)
-    data = read_beir(dataset_path, split=config.split)
+    data = config.read_dataset()
     refs = reference_passages(data)
     if not refs:
         raise InputError(f"{dataset_path}: no judged query has a relevant passage in the corpus")

@@ -19,7 +19,7 @@ from ragnb.cache import Cache
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
-from ragnb.io import BeirDataset, read_beir
+from ragnb.io import BeirDataset
 from ragnb.measures import (
     GRADED_FAMILIES,
     Measure,
@@ -39,6 +39,7 @@ from ragnb.retrieve import (
     Retriever,
     make_retriever,
 )
+from ragnb.validation import check_among, check_number_in, check_positive_ints
 
 __all__ = [
     "Comparison",
@@ -52,12 +53,10 @@ __all__ = [
 class RetrievalEvaluationConfig(NotebookParams):
     """Parameters of notebook 01 (``notebooks/01_retrieval_evaluation.ipynb``).
 
+    ``dataset``, ``split`` and ``cache_dir`` are :class:`~ragnb.params.NotebookParams`' own.
+
     Attributes
     ----------
-    dataset : str
-        BEIR folder; relative paths are taken from the project root.
-    split : str
-        Qrels split to evaluate.
     retrievers : list of str
         Any of ``"bm25"``, ``"dense"``, ``"hybrid"`` (RRF of BM25 and dense).
     model : str
@@ -74,8 +73,6 @@ class RetrievalEvaluationConfig(NotebookParams):
         Minimum grade counted as relevant by binary measures.
     rrf_k : int
         Constant of reciprocal rank fusion (Cormack et al. 2009).
-    cache_dir : str
-        Embedding cache folder; empty for ``$RAGNB_CACHE_DIR`` or ``~/.cache/ragnb``.
     export_dir : str
         Folder that receives the runs (TREC), the aggregate and per-query tables and the
         provenance (see :meth:`Comparison.export`); empty to export nothing. Relative paths are
@@ -118,23 +115,14 @@ class RetrievalEvaluationConfig(NotebookParams):
     seed: int = 0
 
     def __post_init__(self) -> None:
-        unknown = [r for r in self.retrievers if r not in RETRIEVERS]
-        if unknown or not self.retrievers:
-            raise InputError(
-                f"retrievers must be among {list(RETRIEVERS)}, got {self.retrievers}",
-                column="retrievers",
-            )
-        if not self.cutoffs or any(int(k) < 1 for k in self.cutoffs):
-            raise InputError(
-                f"cutoffs must be positive integers, got {self.cutoffs}", column="cutoffs"
-            )
+        check_among(self.retrievers, "retrievers", RETRIEVERS)
+        check_positive_ints(self.cutoffs, "cutoffs")
         if max(self.cutoffs) > self.depth:
             raise InputError(
                 f"the largest cutoff ({max(self.cutoffs)}) exceeds depth ({self.depth})",
                 column="cutoffs",
             )
-        if not 0.0 <= float(self.alpha) <= 1.0:
-            raise InputError(f"alpha must lie in [0, 1], got {self.alpha}", column="alpha")
+        check_number_in(self.alpha, "alpha", 0, 1)
         if not 1 <= self.proc_pool <= self.depth:
             raise InputError(
                 f"proc_pool must lie in [1, depth={self.depth}], got {self.proc_pool}",
@@ -412,7 +400,7 @@ def compare_retrievers(
     Comparison
     """
     if dataset is None:
-        dataset = read_beir(config.dataset_path(), split=config.split)
+        dataset = config.read_dataset()
     queries = dataset.judged_queries
     cache = Cache(config.cache_dir or None)
     measures = core_measures(config.cutoffs, config.alpha, config.rel)

@@ -44,11 +44,12 @@ import pandas as pd
 
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
-from ragnb.io import BeirDataset, read_beir, read_run
+from ragnb.io import BeirDataset, read_run
 from ragnb.measures import GRADED_FAMILIES, map_grades, resolve_grade_map
 from ragnb.params import NotebookParams, resolve_path
 from ragnb.provenance import versions
 from ragnb.retrieve import RETRIEVERS, make_retriever
+from ragnb.validation import check_among, check_choice
 from ragnb.whatif.grid import (
     DEFAULT_ALPHAS,
     DEFAULT_FAMILIES,
@@ -74,12 +75,10 @@ BINARY_GRADE_MAP = {1: 5, 0: 1}
 class WhatIfConfig(NotebookParams):
     """Parameters of notebook 06 (``notebooks/06_what_if.ipynb``).
 
+    ``dataset``, ``split`` and ``cache_dir`` are :class:`~ragnb.params.NotebookParams`' own.
+
     Attributes
     ----------
-    dataset : str
-        BEIR folder; relative paths are taken from the project root.
-    split : str
-        Qrels split to evaluate.
     runs_dir : str
         Folder of TREC run files (``<retriever>.trec``, e.g. notebook 01's
         ``reports/01_retrieval_evaluation/runs``); empty: compute the runs of ``retrievers``.
@@ -110,8 +109,6 @@ class WhatIfConfig(NotebookParams):
         relevant documents become grade 5 (then RA-nWG@K = n_p / min(K, N_p)).
     rrf_k : int
         Reciprocal rank fusion constant of the hybrid retriever.
-    cache_dir : str
-        Embedding cache folder; empty for ``$RAGNB_CACHE_DIR`` or ``~/.cache/ragnb``.
     max_chart_rows : int
         Inline row limit of the slider chart (see the module notes).
     widgets : {"auto", "on", "off"}
@@ -141,18 +138,9 @@ class WhatIfConfig(NotebookParams):
     widgets: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.widgets not in ("auto", "on", "off"):
-            raise InputError(
-                f"widgets must be 'auto', 'on' or 'off', got {self.widgets!r}", column="widgets"
-            )
-        if not self.runs_dir:
-            unknown = [r for r in self.retrievers if r not in RETRIEVERS]
-            if unknown or not self.retrievers:
-                raise InputError(
-                    f"without runs_dir, retrievers must be among {list(RETRIEVERS)}, "
-                    f"got {self.retrievers}",
-                    column="retrievers",
-                )
+        check_choice(self.widgets, "widgets", ("auto", "on", "off"))
+        if not self.runs_dir:  # else the names of run files
+            check_among(self.retrievers, "retrievers", RETRIEVERS)
         _check_grid(self.ks, self.alphas, self.families)
         bad = [f for f in self.rank_families if f not in self.families]
         if bad:
@@ -373,7 +361,7 @@ def run_what_if(
     dataset : BeirDataset, optional
         Already loaded data (default: read ``config.dataset``).
     progress : bool
-        Progress bars while embedding.
+        Progress bars while embedding (when the runs are computed).
 
     Returns
     -------
@@ -385,7 +373,7 @@ def run_what_if(
         Bad runs folder, grade map, or a grid whose slider chart exceeds ``max_chart_rows``.
     """
     if dataset is None:
-        dataset = read_beir(resolve_path(config.dataset), split=config.split)
+        dataset = config.read_dataset()
     start = time.perf_counter()
     cache: dict[str, Any] = {}
     if config.runs_dir:
