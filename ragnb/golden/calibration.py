@@ -5,11 +5,16 @@ Two questions a golden set must answer before its numbers are trusted:
 Does the judge agree with people? (:func:`calibrate`)
     On the (query, document) pairs that carry both a human label and a judge grade: the
     confusion matrix (human label by judge grade), exact agreement, Cohen's kappa unweighted and
-    weighted (linear and quadratic, :func:`weighted_kappa`); and, for a set of retrieval systems,
-    their measure (default ``nDCG@10``) under human labels against the same measure under judge
-    grades, with Kendall's tau between the two rankings of the systems (Vespa's scatter plot:
-    "there is a good correlation in the rankings", [1]_). Both measures use the same pairs, so
-    the only difference is who labelled them.
+    weighted (linear and quadratic, :func:`weighted_kappa`) and Krippendorff's alpha (nominal,
+    ordinal, interval, :func:`krippendorff_alpha`), each with a percentile bootstrap interval
+    over queries (:func:`agreement_intervals`); the judge's bias per human grade
+    (:func:`judge_bias`); and, for a set of retrieval systems, their measure (default
+    ``nDCG@10``) under human labels against the same measure under judge grades, with Kendall's
+    tau between the two rankings of the systems (Vespa's scatter plot: "there is a good
+    correlation in the rankings", [1]_) and its bootstrap interval over queries
+    (:func:`system_tau_interval`). Both measures use the same pairs, so the only difference is
+    who labelled them. The statistics on arrays live in :mod:`ragnb.golden.agreement` and are
+    re-exported here.
 Which retriever is better, without complete labels? (:func:`spear_evaluate`)
     SPEAR's subset sampling [2]_: judge the union of the compared retrievers' top K (the
     "pseudo ground truth"); on it precision is exact (every retrieved document is judged) and
@@ -32,6 +37,8 @@ References
    or partial credit", Psychological Bulletin 70(4), 1968.
 .. [4] M. G. Kendall, "A new measure of rank correlation", Biometrika 30, 1938; tau-b for ties:
    Kendall, "The treatment of ties in ranking problems", Biometrika 33, 1945.
+.. [5] K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
+.. [6] B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", 1993, Chapter 13.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,6 +57,20 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.frames import sort_run
+from ragnb.golden.agreement import (
+    STATISTICS,
+    KendallTau,
+    TauInterval,
+    _categories,
+    _check_bootstrap,
+    agreement_intervals,
+    confusion_matrix,
+    judge_bias,
+    kendall_tau,
+    krippendorff_alpha,
+    tau_interval,
+    weighted_kappa,
+)
 from ragnb.golden.stages import provenance_rows
 from ragnb.measures import parse_measure
 from ragnb.measures._kernel import as_qrels_frame, as_run_frame
@@ -57,184 +78,34 @@ from ragnb.measures.context import pooled_qrels, pr_curve
 from ragnb.validation import check_positive_int, require_columns
 
 __all__ = [
+    "STATISTICS",
     "Calibration",
     "KendallTau",
     "LLMFactExtractor",
     "SpearResult",
+    "TauInterval",
+    "agreement_intervals",
     "agreement_pairs",
     "calibrate",
     "confusion_matrix",
     "fact_recall",
     "interpolated_pr",
+    "judge_bias",
     "kendall_tau",
+    "krippendorff_alpha",
     "minimal_facts",
     "spear_evaluate",
     "spear_pool",
     "system_agreement",
+    "system_tau_interval",
+    "tau_interval",
     "weighted_kappa",
 ]
 
-Weights = Literal["none", "linear", "quadratic"]
 RECALL_LEVELS = tuple(round(0.1 * i, 1) for i in range(11))
 
 
 # ----------------------------------------------------------------------------- agreement
-
-
-def _labels(values: Sequence[Any] | np.ndarray, what: str) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise InputError(f"{what} must be a 1-d sequence of grades")
-    try:
-        out = arr.astype(np.int64)
-    except (TypeError, ValueError):
-        raise InputError(f"{what} holds a value that is not an integer grade") from None
-    if not np.array_equal(out, arr.astype(np.float64)):
-        raise InputError(f"{what} holds a value that is not an integer grade")
-    return out
-
-
-def _categories(a: np.ndarray, b: np.ndarray, labels: Sequence[int] | None) -> list[int]:
-    if labels is None:
-        return sorted(set(a.tolist()) | set(b.tolist()))
-    cats = [int(x) for x in labels]
-    if len(set(cats)) != len(cats):
-        raise InputError(f"labels repeat a grade: {cats}")
-    missing = sorted((set(a.tolist()) | set(b.tolist())) - set(cats))
-    if missing:
-        raise InputError(f"grades {missing} are not among labels {cats}")
-    return cats
-
-
-def _counts(a: np.ndarray, b: np.ndarray, cats: list[int]) -> np.ndarray:
-    index = {c: i for i, c in enumerate(cats)}
-    counts = np.zeros((len(cats), len(cats)), dtype=np.int64)
-    np.add.at(counts, ([index[x] for x in a.tolist()], [index[x] for x in b.tolist()]), 1)
-    return counts
-
-
-def weighted_kappa(
-    a: Sequence[int] | np.ndarray,
-    b: Sequence[int] | np.ndarray,
-    *,
-    weights: Weights = "linear",
-    labels: Sequence[int] | None = None,
-) -> float:
-    """Cohen's kappa between two raters' grades of the same items, optionally weighted.
-
-    ``kappa_w = 1 - sum_ij w_ij O_ij / sum_ij w_ij E_ij`` where ``O`` is the table of observed
-    proportions (rater a's grade by rater b's), ``E_ij = O_i. O_.j`` the table expected by chance
-    from the marginals, and the disagreement weights ``w_ij`` are, with ``i, j`` the positions of
-    the grades in ``labels`` and ``k`` their number: ``1 - [i == j]`` (``"none"``: Cohen 1960),
-    ``|i - j| / (k - 1)`` (``"linear"``) or ``(i - j)**2 / (k - 1)**2`` (``"quadratic"``).
-
-    Parameters
-    ----------
-    a, b : sequence of int, length n
-        The two raters' grades, aligned (e.g. human labels and judge grades of the same pairs).
-    weights : {"none", "linear", "quadratic"}, default "linear"
-    labels : sequence of int, optional
-        The grade scale, in order. Default: the grades that occur. Pass the full scale (e.g.
-        ``range(1, 6)``) so that a grade nobody used still counts in the distances, as
-        scikit-learn's ``cohen_kappa_score(labels=...)``.
-
-    Returns
-    -------
-    float in [-1, 1]
-        1: perfect agreement; 0: what chance gives; NaN when chance alone explains everything
-        (``sum w E = 0``: both raters used a single grade) or there are no items.
-
-    Raises
-    ------
-    InputError
-        Different lengths, grades that are not integers or not in ``labels``, unknown weights.
-
-    References
-    ----------
-    .. [1] J. Cohen, "A coefficient of agreement for nominal scales", 1960; "Weighted kappa",
-       Psychological Bulletin 70(4), 1968.
-
-    Examples
-    --------
-    Six pairs on a 0-2 scale; observed (human, judge): (0,0) (0,1) (1,1) (1,1) (2,2) (2,0). Human
-    marginals 2/2/2, judge 2/3/1 (sixths). Linear: disagreement observed ``(0.5 + 1) / 6`` against
-    ``15/36`` by chance, kappa = 1 - 9/15 = 0.4; quadratic: ``(0.25 + 1) / 6`` against ``10.5/36``,
-    kappa = 2/7; unweighted: (4/6 - 1/3) / (1 - 1/3) = 0.5.
-
-    >>> h, j = [0, 0, 1, 1, 2, 2], [0, 1, 1, 1, 2, 0]
-    >>> [round(weighted_kappa(h, j, weights=w), 4) for w in ("linear", "quadratic", "none")]
-    [0.4, 0.2857, 0.5]
-    """
-    if weights not in ("none", "linear", "quadratic"):
-        raise InputError(f"weights must be 'none', 'linear' or 'quadratic', got {weights!r}")
-    x, y = _labels(a, "a"), _labels(b, "b")
-    if x.size != y.size:
-        raise InputError(f"a has {x.size} grades, b has {y.size}: they must be aligned")
-    if x.size == 0:
-        return math.nan
-    cats = _categories(x, y, labels)
-    k = len(cats)
-    observed = _counts(x, y, cats) / x.size
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    i, j = np.indices((k, k))
-    if weights == "none" or k < 2:
-        w = (i != j).astype(np.float64)
-    elif weights == "linear":
-        w = np.abs(i - j) / (k - 1)
-    else:
-        w = ((i - j) / (k - 1)) ** 2
-    chance = float((w * expected).sum())
-    if chance <= 0:
-        return math.nan
-    return 1.0 - float((w * observed).sum()) / chance
-
-
-def confusion_matrix(
-    a: Sequence[int] | np.ndarray,
-    b: Sequence[int] | np.ndarray,
-    *,
-    labels: Sequence[int] | None = None,
-    names: tuple[str, str] = ("human", "judge"),
-) -> pd.DataFrame:
-    """The confusion matrix of two raters' grades, as a tidy frame.
-
-    Parameters
-    ----------
-    a, b : sequence of int, length n
-        Aligned grades (rows: ``a``, columns: ``b``).
-    labels : sequence of int, optional
-        The grades to list (default: those that occur); every combination gets a row.
-    names : (str, str), default ("human", "judge")
-        Column names of the two raters.
-
-    Returns
-    -------
-    DataFrame
-        One row per (a grade, b grade) combination: ``<names[0]>``, ``<names[1]>`` (int),
-        ``count`` (int), ``share`` (float in [0, 1], count / n; NaN when n = 0). Pivot it for the
-        square form: ``frame.pivot(index="human", columns="judge", values="count")``.
-
-    Examples
-    --------
-    >>> m = confusion_matrix([0, 0, 1, 1, 2, 2], [0, 1, 1, 1, 2, 0])
-    >>> m.pivot(index="human", columns="judge", values="count").to_numpy().tolist()
-    [[1, 1, 0], [0, 2, 0], [1, 0, 1]]
-    """
-    x, y = _labels(a, "a"), _labels(b, "b")
-    if x.size != y.size:
-        raise InputError(f"a has {x.size} grades, b has {y.size}: they must be aligned")
-    cats = _categories(x, y, labels)
-    counts = _counts(x, y, cats)
-    ia, ib = np.indices(counts.shape)
-    n = counts.sum()
-    return pd.DataFrame(
-        {
-            names[0]: np.asarray(cats, dtype=np.int64)[ia.ravel()],
-            names[1]: np.asarray(cats, dtype=np.int64)[ib.ravel()],
-            "count": counts.ravel(),
-            "share": counts.ravel() / n if n else np.full(counts.size, np.nan),
-        }
-    )
 
 
 def agreement_pairs(human: Any, judge: Any) -> pd.DataFrame:
@@ -259,50 +130,28 @@ def agreement_pairs(human: Any, judge: Any) -> pd.DataFrame:
     return pairs.sort_values(["query_id", "doc_id"], kind="stable").reset_index(drop=True)
 
 
-@dataclass(frozen=True)
-class KendallTau:
-    """Kendall's tau-b between two rankings of the same systems.
-
-    Attributes
-    ----------
-    tau : float in [-1, 1]
-        NaN with fewer than two systems or when one ranking is all ties.
-    p_value : float
-        Two-sided, scipy's (exact for small samples without ties).
-    n : int
-        Systems compared.
-    """
-
-    tau: float
-    p_value: float
-    n: int
-
-
-def kendall_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> KendallTau:
-    """Kendall's tau-b between two score vectors of the same systems (scipy.stats.kendalltau).
-
-    ``tau_b = (C - D) / sqrt((C + D + T_x) (C + D + T_y))`` with ``C``, ``D`` the concordant and
-    discordant pairs and ``T_x``, ``T_y`` the pairs tied only in x or only in y.
-
-    Examples
-    --------
-    Four systems; only the pair (3rd, 4th) is ordered differently: (5 - 1) / 6.
-
-    >>> round(kendall_tau([0.5, 0.4, 0.3, 0.2], [0.45, 0.42, 0.1, 0.3]).tau, 4)
-    0.6667
-    """
-    from scipy.stats import kendalltau
-
-    a = np.asarray(x, dtype=np.float64)
-    b = np.asarray(y, dtype=np.float64)
-    if a.shape != b.shape or a.ndim != 1:
-        raise InputError(f"x and y must be aligned 1-d vectors, got shapes {a.shape}, {b.shape}")
-    keep = ~(np.isnan(a) | np.isnan(b))
-    a, b = a[keep], b[keep]
-    if a.size < 2 or np.all(a == a[0]) or np.all(b == b[0]):
-        return KendallTau(math.nan, math.nan, int(a.size))
-    res = kendalltau(a, b)
-    return KendallTau(float(res.statistic), float(res.pvalue), int(a.size))
+def _system_values(
+    human: Any, judge: Any, runs: Mapping[str, Any], measure: str
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The systems frame of :func:`system_agreement` and the per-query values behind it, each of
+    shape (n_queries, n_systems), queries sorted (NaN where the measure is undefined)."""
+    if not runs:
+        raise InputError("system_agreement needs at least one run")
+    m = str(parse_measure(measure))
+    rows, per_h, per_j = [], [], []
+    for name, run in runs.items():
+        eh, ej = evaluate(human, run, [m]), evaluate(judge, run, [m])
+        h, j = eh.aggregate.iloc[0], ej.aggregate.iloc[0]
+        rows.append((str(name), m, float(h["value"]), float(j["value"]), int(h["n_queries"])))
+        per_h.append(eh.per_query.set_index("query_id")["value"].rename(str(name)))
+        per_j.append(ej.per_query.set_index("query_id")["value"].rename(str(name)))
+    frame = pd.DataFrame(rows, columns=["system", "measure", "human", "judge", "n_queries"])
+    frame.insert(4, "rank_human", frame["human"].rank(ascending=False, method="min"))
+    frame.insert(5, "rank_judge", frame["judge"].rank(ascending=False, method="min"))
+    frame = frame.astype({"rank_human": np.int64, "rank_judge": np.int64})
+    wide_h = pd.concat(per_h, axis=1).sort_index()
+    wide_j = pd.concat(per_j, axis=1).reindex(wide_h.index)
+    return frame, wide_h.to_numpy(dtype=np.float64), wide_j.to_numpy(dtype=np.float64)
 
 
 def system_agreement(
@@ -327,21 +176,61 @@ def system_agreement(
         One row per system: ``system``, ``measure``, ``human``, ``judge`` (float, macro means),
         ``rank_human``, ``rank_judge`` (1 = best, ties share the lower rank), ``n_queries``.
     tau : KendallTau
-        Between the ``human`` and ``judge`` columns.
+        Between the ``human`` and ``judge`` columns. Its interval: :func:`system_tau_interval`.
     """
-    if not runs:
-        raise InputError("system_agreement needs at least one run")
-    m = str(parse_measure(measure))
-    rows = []
-    for name, run in runs.items():
-        h = evaluate(human, run, [m]).aggregate.iloc[0]
-        j = evaluate(judge, run, [m]).aggregate.iloc[0]
-        rows.append((str(name), m, float(h["value"]), float(j["value"]), int(h["n_queries"])))
-    frame = pd.DataFrame(rows, columns=["system", "measure", "human", "judge", "n_queries"])
-    frame.insert(4, "rank_human", frame["human"].rank(ascending=False, method="min"))
-    frame.insert(5, "rank_judge", frame["judge"].rank(ascending=False, method="min"))
-    frame = frame.astype({"rank_human": np.int64, "rank_judge": np.int64})
+    frame, _, _ = _system_values(human, judge, runs, measure)
     return frame, kendall_tau(frame["human"], frame["judge"])
+
+
+def system_tau_interval(
+    human: Any,
+    judge: Any,
+    runs: Mapping[str, Any],
+    measure: str = "nDCG@10",
+    *,
+    n_boot: int = 1000,
+    seed: int | None = 0,
+    ci: float = 0.95,
+) -> TauInterval:
+    """Kendall's tau of :func:`system_agreement` with a percentile bootstrap interval over queries.
+
+    Each resample draws the queries with replacement, recomputes every system's mean ``measure``
+    under human labels and under judge grades over them, and Kendall's tau-b between the two
+    (:func:`ragnb.golden.agreement.tau_interval`). The interval says how much the agreement of
+    the two rankings depends on which queries happened to be labelled; it does not cover the
+    choice of systems.
+
+    Parameters
+    ----------
+    human, judge : DataFrame or dict
+        Qrels over the same pairs (:func:`agreement_pairs`).
+    runs : mapping of str to run
+    measure : str, default "nDCG@10"
+    n_boot : int >= 0, default 1000
+    seed : int or None, default 0
+    ci : float in (0, 1), default 0.95
+
+    Returns
+    -------
+    TauInterval
+        ``tau`` equals :func:`system_agreement`'s.
+
+    Raises
+    ------
+    InputError
+        No run, ``n_boot < 0``, ``ci`` not in (0, 1).
+
+    References
+    ----------
+    .. [1] B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", 1993, Chapter 13.
+    """
+    _check_bootstrap(n_boot, ci, seed)
+    _, vh, vj = _system_values(human, judge, runs, measure)
+    return tau_interval(vh, vj, n_boot=n_boot, seed=seed, ci=ci)
+
+
+def _empty_bias() -> pd.DataFrame:
+    return judge_bias([], [])
 
 
 @dataclass(eq=False)
@@ -358,13 +247,27 @@ class Calibration:
         :func:`confusion_matrix` of ``human`` by ``judge``.
     agreement : DataFrame
         One row per statistic: ``statistic`` (``exact agreement``, ``within one grade``,
-        ``kappa``, ``kappa (linear)``, ``kappa (quadratic)``, ``pairs``), ``value``.
+        ``kappa``, ``kappa (linear)``, ``kappa (quadratic)``, ``alpha (nominal)``, ``alpha
+        (ordinal)``, ``alpha (interval)``, ``pairs``), ``value``, and from :func:`calibrate`
+        ``low``, ``high`` (the bootstrap interval, NaN for ``pairs`` and with ``n_boot=0``).
     systems : DataFrame
         :func:`system_agreement`'s frame (empty without runs).
     tau : KendallTau or None
         Kendall's tau-b of the systems under human vs judge labels (None without runs).
     measure : str
     notes : list of str
+    bias : DataFrame
+        :func:`judge_bias`: ``human_grade``, ``n``, ``mean_judge``, ``bias``, ``share_higher``,
+        ``share_lower`` (empty when not computed).
+    tau_interval : TauInterval or None
+        Tau with its bootstrap interval over queries (None without runs or with ``n_boot=0``).
+    n_boot : int
+        Bootstrap resamples (0: no intervals).
+    seed : int or None
+    ci : float in (0, 1)
+        Nominal coverage of the intervals.
+    resampled : str
+        The bootstrap's unit: ``"queries"``.
     """
 
     pairs: pd.DataFrame
@@ -375,6 +278,12 @@ class Calibration:
     tau: KendallTau | None
     measure: str
     notes: list[str] = field(default_factory=list)
+    bias: pd.DataFrame = field(default_factory=_empty_bias)
+    tau_interval: TauInterval | None = None
+    n_boot: int = 0
+    seed: int | None = 0
+    ci: float = 0.95
+    resampled: str = "queries"
 
     @property
     def matrix(self) -> pd.DataFrame:
@@ -392,41 +301,82 @@ class Calibration:
             "quadratic": float(a["kappa (quadratic)"]),
         }
 
+    def alphas(self) -> dict[str, float]:
+        """``{"nominal": ..., "ordinal": ..., "interval": ...}`` (NaN when not computed)."""
+        a = self.agreement.set_index("statistic")["value"]
+        return {lv: float(a.get(f"alpha ({lv})", math.nan)) for lv in _ALPHA_LEVELS}
+
+    def intervals(self) -> pd.DataFrame:
+        """The statistics with an interval: ``statistic``, ``value``, ``low``, ``high``."""
+        cols = ["statistic", "value", "low", "high"]
+        if not {"low", "high"} <= set(self.agreement.columns):
+            return pd.DataFrame(columns=cols)
+        return self.agreement.loc[self.agreement["statistic"] != "pairs", cols].reset_index(
+            drop=True
+        )
+
     def summary(self) -> dict[str, Any]:
         """JSON-safe numbers for manifests."""
-
-        def num(v: float) -> float | None:
-            return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
-
+        ti = self.tau_interval
         return {
             "pairs": len(self.pairs),
             "labels": self.labels,
             "agreement": {
-                str(s): num(float(v))
+                str(s): _num(v)
                 for s, v in zip(self.agreement["statistic"], self.agreement["value"], strict=True)
             },
+            "alpha": {k: _num(v) for k, v in self.alphas().items()},
+            "intervals": {
+                str(r.statistic): {"low": _num(r.low), "high": _num(r.high)}
+                for r in self.intervals().itertuples(index=False)
+            },
+            "ci": float(self.ci),
+            "n_boot": int(self.n_boot),
+            "seed": self.seed,
+            "resampled": self.resampled,
+            "bias": [
+                {k: (v if isinstance(v, int) else _num(v)) for k, v in row.items()}
+                for row in self.bias.astype(object).to_dict("records")
+            ],
             "measure": self.measure,
             "systems": len(self.systems),
-            "kendall_tau": None if self.tau is None else num(self.tau.tau),
-            "kendall_p_value": None if self.tau is None else num(self.tau.p_value),
+            "kendall_tau": None if self.tau is None else _num(self.tau.tau),
+            "kendall_p_value": None if self.tau is None else _num(self.tau.p_value),
+            "kendall_tau_interval": None
+            if ti is None
+            else {"low": _num(ti.low), "high": _num(ti.high), "n_boot": ti.n_boot},
             "notes": list(self.notes),
         }
 
-    def export(self, folder: str | Path) -> Path:
-        """Write ``pairs.csv``, ``confusion.csv``, ``agreement.csv``, ``systems.csv`` and
-        ``calibration.json`` into ``folder``, atomically; returns the folder."""
+    def export(self, folder: str | Path, *, bias_table: bool = False) -> Path:
+        """Write ``pairs.csv``, ``confusion.csv``, ``agreement.csv`` (with the intervals),
+        ``systems.csv`` and ``calibration.json`` (the summary, the bias per grade included) into
+        ``folder``, atomically; with ``bias_table=True`` also ``bias.csv``. Returns the folder."""
         from ragnb.io import write_json, write_table_csv
 
         folder = Path(folder)
-        for stem, frame in (
+        tables = [
             ("pairs", self.pairs),
             ("confusion", self.confusion),
             ("agreement", self.agreement),
             ("systems", self.systems),
-        ):
+        ]
+        if bias_table:
+            tables.append(("bias", self.bias))
+        for stem, frame in tables:
             write_table_csv(frame, folder / f"{stem}.csv")
         write_json(self.summary(), folder / "calibration.json")
         return folder
+
+
+_ALPHA_LEVELS = ("nominal", "ordinal", "interval")
+
+
+def _num(v: Any) -> float | None:
+    if v is None:
+        return None
+    f = float(v)
+    return None if math.isnan(f) else f
 
 
 def calibrate(
@@ -436,6 +386,9 @@ def calibrate(
     *,
     measure: str = "nDCG@10",
     labels: Sequence[int] | None = None,
+    n_boot: int = 1000,
+    seed: int | None = 0,
+    ci: float = 0.95,
 ) -> Calibration:
     """Compare judge grades with human labels (Vespa's calibration of an LLM judge).
 
@@ -452,18 +405,34 @@ def calibrate(
     labels : sequence of int, optional
         The grade scale (default: the grades that occur); pass the judge's full scale so the
         weighted kappas measure distances on it.
+    n_boot : int >= 0, default 1000
+        Bootstrap resamples of the queries for the intervals of every agreement statistic and of
+        Kendall's tau (0: no intervals, faster).
+    seed : int or None, default 0
+        Seed of the resampling: the same inputs give the same intervals.
+    ci : float in (0, 1), default 0.95
+        Nominal coverage of the percentile intervals.
 
     Returns
     -------
     Calibration
         Everything is computed on the pairs both labelled (:func:`agreement_pairs`); the systems'
         measures too, so a system is never rewarded by the judge for documents no human saw.
+        The intervals resample queries with all their pairs (:func:`agreement_intervals` with
+        ``groups`` the query ids; :func:`system_tau_interval`).
 
     Raises
     ------
     InputError
-        No pair is labelled by both.
+        No pair is labelled by both; ``n_boot < 0``; ``ci`` not in (0, 1).
+
+    References
+    ----------
+    .. [1] J. Cohen, Psychological Bulletin 70(4), 1968 (weighted kappa).
+    .. [2] K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
+    .. [3] B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", 1993, Chapter 13.
     """
+    _check_bootstrap(n_boot, ci, seed)
     pairs = agreement_pairs(human, judge)
     if pairs.empty:
         raise InputError("no (query, document) pair carries both a human label and a judge grade")
@@ -471,24 +440,34 @@ def calibrate(
     seen = set(h.tolist()) | set(j.tolist())
     cats = _categories(h, j, None if labels is None else sorted(set(map(int, labels)) | seen))
     notes = []
-    rows = [
-        ("exact agreement", float(np.mean(h == j))),
-        ("within one grade", float(np.mean(np.abs(h - j) <= 1))),
-        ("kappa", weighted_kappa(h, j, weights="none", labels=cats)),
-        ("kappa (linear)", weighted_kappa(h, j, weights="linear", labels=cats)),
-        ("kappa (quadratic)", weighted_kappa(h, j, weights="quadratic", labels=cats)),
-        ("pairs", float(len(pairs))),
-    ]
-    agreement = pd.DataFrame(rows, columns=["statistic", "value"])
+    iv = agreement_intervals(
+        h, j, groups=pairs["query_id"], labels=cats, n_boot=n_boot, seed=seed, ci=ci
+    )
+    agreement = pd.concat(
+        [
+            iv[["statistic", "value", "low", "high"]],
+            pd.DataFrame({"statistic": ["pairs"], "value": [float(len(pairs))]}),
+        ],
+        ignore_index=True,
+    )
+    n_queries = int(iv["n_units"].iloc[0])
+    if n_boot and n_queries < 10:
+        notes.append(
+            f"the intervals resample {n_queries} queries: with so few they are rough, and with "
+            "one query they collapse to the point estimate"
+        )
     systems = pd.DataFrame(
         columns=["system", "measure", "human", "judge", "rank_human", "rank_judge", "n_queries"]
     )
-    tau = None
+    tau, tau_iv = None, None
     m = str(parse_measure(measure))
     if runs:
         hq = pairs[["query_id", "doc_id", "human"]].rename(columns={"human": "relevance"})
         jq = pairs[["query_id", "doc_id", "judge"]].rename(columns={"judge": "relevance"})
-        systems, tau = system_agreement(hq, jq, runs, m)
+        systems, vh, vj = _system_values(hq, jq, runs, m)
+        tau = kendall_tau(systems["human"], systems["judge"])
+        if n_boot:
+            tau_iv = tau_interval(vh, vj, n_boot=n_boot, seed=seed, ci=ci)
         if len(systems) < 4:
             n = len(systems)
             step = 2 / max(1, n * (n - 1) // 2)
@@ -499,7 +478,19 @@ def calibrate(
     if not set(h.tolist()) & set(j.tolist()):
         notes.append("human labels and judge grades share no grade: are they on the same scale?")
     return Calibration(
-        pairs, cats, confusion_matrix(h, j, labels=cats), agreement, systems, tau, m, notes
+        pairs,
+        cats,
+        confusion_matrix(h, j, labels=cats),
+        agreement,
+        systems,
+        tau,
+        m,
+        notes,
+        bias=judge_bias(h, j),
+        tau_interval=tau_iv,
+        n_boot=n_boot,
+        seed=seed,
+        ci=float(ci),
     )
 
 
