@@ -9,6 +9,10 @@ knows what a hit means. The cache counts hits, misses and writes per namespace.
 SQLite gives atomic, crash-safe writes (a batch lands whole or not at all) and lets several
 processes share one file. Modelled on pyterrier-caching's ``KeyValueCache``.
 
+A value its reader cannot decode (torn by a crash of an older writer, or edited) is a miss: the
+reader calls :meth:`Cache.corrupt`, which logs a warning naming the cache file and the key and
+counts it (``corrupt`` in :attr:`Cache.stats`); the fresh value then overwrites it.
+
 The default location is ``$RAGNB_CACHE_DIR`` if set, else ``~/.cache/ragnb``.
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -25,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Cache", "default_cache_dir", "make_key", "text_hash"]
+
+log = logging.getLogger("ragnb.cache")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -128,6 +135,22 @@ class Cache:
         self._count(namespace, "misses", len(keys) - len(found))
         return found
 
+    def corrupt(self, namespace: str, key: str, error: BaseException) -> None:
+        """Report a value of ``key`` its reader cannot decode: a warning naming the cache file,
+        namespace and key, counted as ``corrupt`` (and as a miss instead of a hit)."""
+        self._count(namespace, "corrupt", 1)
+        self._count(namespace, "hits", -1)
+        self._count(namespace, "misses", 1)
+        log.warning(
+            "%s: cached value of %s/%s is corrupt (%s: %s); treated as a miss, it will be "
+            "overwritten by the fresh answer",
+            self.path,
+            namespace,
+            key,
+            type(error).__name__,
+            str(error)[:200],
+        )
+
     def get(self, namespace: str, key: str) -> bytes | None:
         """Look up one key."""
         return self.get_many(namespace, [key]).get(key)
@@ -158,6 +181,7 @@ class Cache:
                     "hits": c["hits"],
                     "misses": c["misses"],
                     "writes": c["writes"],
+                    **({"corrupt": c["corrupt"]} if c["corrupt"] else {}),
                     "key_schema": self.key_schema(ns),
                 }
                 for ns, c in sorted(self.stats.items())

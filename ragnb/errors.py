@@ -1,4 +1,4 @@
-"""Errors raised on bad user input.
+"""Errors raised on bad user input, and when a judge cannot answer.
 
 Every error names where the problem is (file and line, query, column) so a user can fix the
 input without reading ragnb's code. Validation never uses ``assert``, which ``python -O`` strips.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from os import PathLike
 
-__all__ = ["InputError"]
+__all__ = ["InputError", "JudgeFailures", "JudgeUnavailable"]
 
 
 class InputError(ValueError):
@@ -57,3 +57,50 @@ class InputError(ValueError):
         if column is not None:
             where.append(f"column {column!r}")
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class JudgeFailures(RuntimeError):
+    """Too many judgements got no answer: the pipeline stops before the next stage.
+
+    The message names how many failed, the most common cause (the HTTP status and the
+    server's own message) and how to resume (answered judgements are cached: running the same
+    notebook or command again re-sends only the failed ones).
+
+    Attributes
+    ----------
+    failed, total : int
+        Judgements without an answer, and judgements made.
+    cause : str
+        The most common reason of the failures.
+    """
+
+    def __init__(self, message: str, *, failed: int = 0, total: int = 0, cause: str = "") -> None:
+        super().__init__(message)
+        self.failed = failed
+        self.total = total
+        self.cause = cause
+
+
+class JudgeUnavailable(JudgeFailures):
+    """The judge's server cannot answer at all: a circuit breaker stopped the whole job.
+
+    Raised after consecutive connection failures or one fatal HTTP status (401, 403, 404: the
+    key, the URL or the model is wrong). What was answered before is kept (cache and ledger).
+
+    Attributes
+    ----------
+    results : list
+        One result per call of the job (answered, or ``failed`` with the reason).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        failed: int = 0,
+        total: int = 0,
+        cause: str = "",
+        results: list[object] | None = None,
+    ) -> None:
+        super().__init__(message, failed=failed, total=total, cause=cause)
+        self.results = list(results or [])

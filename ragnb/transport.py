@@ -16,6 +16,10 @@ client's own retries off, and retries here, by one rule:
 - **What is said**: every failure becomes a :class:`Fault` whose reason names the status and the
   server's own message (:func:`error_message`), with every API key redacted
   (:func:`ragnb.provenance.scrub`: one rule, keys of 4 characters or more).
+- **When a whole job stops**: a :class:`CircuitBreaker` shared by every request of a job trips
+  after ``max_consecutive`` connection failures or timeouts in a row (no server answers at that
+  URL) or after one fatal status (401, 403, 404: the key, the URL or the model is wrong); every
+  request still waiting then fails at once instead of being retried item by item.
 
 :func:`call` runs the loop for a synchronous request, :func:`acall` for an asynchronous one;
 both take the request as a function of the attempt number, so a caller keeps its own client,
@@ -36,6 +40,7 @@ import email.utils
 import json
 import math
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -47,6 +52,7 @@ from ragnb.provenance import scrub, secrets_in_env
 __all__ = [
     "FATAL_STATUSES",
     "RETRYABLE_STATUSES",
+    "CircuitBreaker",
     "Fault",
     "GaveUp",
     "RetryPolicy",
@@ -347,6 +353,89 @@ def classify(error: BaseException, timeout: float, keys: Iterable[str | None] = 
     return Fault(status, redact(reason, keys), retryable, wait, code, error)
 
 
+# ----------------------------------------------------------------------------- the breaker
+
+
+class CircuitBreaker:
+    """Stops a whole job when its server cannot answer: one object shared by every request.
+
+    It trips after ``max_consecutive`` connection failures or timeouts in a row (an HTTP
+    answer of any status, or a success, resets the count: the server is reachable), or at once
+    on a fatal status (:data:`FATAL_STATUSES`). Once tripped it stays tripped: :attr:`cause`
+    says why, and :meth:`sleep` (the wait between retries) returns at once so no request waits
+    out its backoff.
+
+    Parameters
+    ----------
+    max_consecutive : int, default 5
+        Connection failures in a row that trip it, >= 1.
+
+    Attributes
+    ----------
+    cause : str or None
+        Why it tripped (redacted reasons), None while closed.
+
+    Examples
+    --------
+    >>> b = CircuitBreaker(2)
+    >>> f = Fault("connection", "connection error: refused", True, None, None, OSError())
+    >>> b.failure(f), b.failure(f), b.cause
+    (False, True, '2 connection failures in a row (the last: connection error: refused)')
+    """
+
+    def __init__(self, max_consecutive: int = 5) -> None:
+        check_retry_settings({"max_connection_failures": max_consecutive}, {})
+        self.max_consecutive = max_consecutive
+        self.consecutive = 0
+        self.cause: str | None = None
+        self._lock = threading.Lock()
+        self._event: asyncio.Event | None = None
+
+    @property
+    def tripped(self) -> bool:
+        """True once the breaker has tripped."""
+        return self.cause is not None
+
+    def success(self) -> None:
+        """An answer arrived: the server is reachable."""
+        with self._lock:
+            self.consecutive = 0
+
+    def failure(self, fault: Fault) -> bool:
+        """Count ``fault``; True when it trips the breaker (False when already tripped)."""
+        with self._lock:
+            if self.cause is not None:
+                return False
+            if fault.code in FATAL_STATUSES:
+                self.cause = fault.reason
+            elif fault.status in ("connection", "timeout"):
+                self.consecutive += 1
+                if self.consecutive >= self.max_consecutive:
+                    self.cause = (
+                        f"{self.consecutive} connection failures in a row (the last: "
+                        f"{fault.reason})"
+                    )
+            else:
+                self.consecutive = 0  # the server answered, if badly
+            tripped = self.cause is not None
+        if tripped and self._event is not None:
+            self._event.set()
+        return tripped
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``, or less if the breaker trips meanwhile (an asyncio wait)."""
+        if self.cause is not None:
+            return
+        if self._event is None:
+            self._event = asyncio.Event()
+            if self.cause is not None:
+                return
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout=seconds)
+        except TimeoutError:
+            pass
+
+
 # ----------------------------------------------------------------------------- the loops
 
 
@@ -405,6 +494,7 @@ async def acall(
     keys: Iterable[str | None] = (),
     on_fault: Callable[[Fault, int], None] | None = None,
     before: Callable[[], Awaitable[None]] | None = None,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
 ) -> T:
     """Send a request with retries (asynchronous): :func:`call` for ``asyncio``.
 
@@ -417,6 +507,9 @@ async def acall(
     before : async callable () -> None, optional
         Awaited before every request: may wait (a pause a 429 imposed on every worker) or
         raise to stop (a fatal error elsewhere in the job).
+    sleep : async callable (seconds) -> None, optional
+        Waits between retries (default :func:`asyncio.sleep`); :meth:`CircuitBreaker.sleep`
+        returns early when the job stops.
 
     Raises
     ------
@@ -437,4 +530,4 @@ async def acall(
                 raise
         if on_fault is not None:
             on_fault(fault, tries)
-        await asyncio.sleep(policy.wait_before_retry(fault, tries))
+        await (sleep or asyncio.sleep)(policy.wait_before_retry(fault, tries))

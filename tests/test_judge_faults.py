@@ -15,9 +15,11 @@ import re
 import secrets
 import threading
 
+import pytest
 from openai_server import ChatAnswer, Reply, disconnect, error, malformed
 
 from ragnb.cache import Cache
+from ragnb.errors import JudgeUnavailable
 from ragnb.io import write_json
 from ragnb.judge import OpenAIJudge
 from ragnb.ledger import Ledger, PriceTable, estimate
@@ -267,11 +269,14 @@ def test_slow_answers_time_out_and_are_retried(openai_server, tmp_path):
 def test_authentication_error_stops_the_job(openai_server, tmp_path):
     openai_server.chat.handler = rubric
     openai_server.chat.fail(401)
-    df = make_judge(openai_server, tmp_path).grade_many(items(5))
-    assert len(df) == 5 and (df["status"] == "failed").all()
-    assert df["reason"][0].startswith("HTTP 401")
-    assert all(r.startswith("not sent: the job stopped after HTTP 401") for r in df["reason"][1:])
+    with pytest.raises(JudgeUnavailable, match="HTTP 401") as info:
+        make_judge(openai_server, tmp_path).grade_many(items(5))
+    results = info.value.results
+    assert len(results) == 5 and all(r.status == "failed" for r in results)
+    assert results[0].reason.startswith("HTTP 401")
+    assert all(r.reason.startswith("not sent: the job stopped after HTTP 401") for r in results[1:])
     assert openai_server.request_count(CHAT) == 1
+    assert openai_server.base_url in str(info.value) and "only the 5 failed" in str(info.value)
 
 
 def test_no_item_is_lost_in_a_storm_of_faults(openai_server, tmp_path):

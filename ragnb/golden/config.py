@@ -6,13 +6,19 @@ is part of each stage's hash and the ledger stages of its LLM calls.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.judge.rewriter import REWRITE_STAGE
 from ragnb.params import NotebookParams
 from ragnb.provenance import has_credentials
+from ragnb.validation import (
+    check_among,
+    check_choice,
+    check_int_at_least,
+    check_number_in,
+    check_positive_ints,
+)
 
 __all__ = [
     "FILE_LIST",
@@ -99,22 +105,14 @@ FILE_LIST = [
 # ----------------------------------------------------------------------------- configuration
 
 
-def check_int_at_least(value: Any, name: str, low: int, *, column: str | None = None) -> int:
-    """``value`` when it is an integer (not a bool) ``>= low``; else an :class:`InputError`
-    ``"<name> must be an integer >= <low>, got <value>"``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InputError(f"{name} must be an integer >= {low}, got {value!r}", column=column)
-    return value
-
-
 @dataclass
 class GoldenSetConfig(NotebookParams):
     """Parameters of notebook 02 (``notebooks/02_golden_set.ipynb``), field for field.
 
+    ``dataset`` and ``cache_dir`` are :class:`~ragnb.params.NotebookParams`' own.
+
     Attributes
     ----------
-    dataset : str
-        BEIR folder; relative paths are taken from the project root.
     split : str
         Qrels split whose queries are used (and whose labels offline judges read).
     max_queries : int
@@ -159,6 +157,11 @@ class GoldenSetConfig(NotebookParams):
     budget_usd : float
         US dollars the run may spend (S1 rewrite, S4 and the S6 upper bound, priced before any
         call).
+    max_failed_share : float
+        Share in [0, 1] of S4 judgements that may fail (no answer after every retry) before the
+        run stops ahead of S5 with :class:`~ragnb.errors.JudgeFailures` (0: any failure stops
+        it). A stage with failures is never marked done: rerunning re-sends only the failed
+        judgements, the others come from the cache.
     grade_map : str
         Dataset labels onto the judge's scale (``"auto"``, ``"none"``, a name of
         :data:`ragnb.measures.GRADE_MAPS` or a mapping such as ``"{2: 5, 1: 4, 0: 1}"``): what
@@ -174,9 +177,6 @@ class GoldenSetConfig(NotebookParams):
         Compare the judge with the dataset's labels as human labels.
     calibration_measure : str
         Measure whose system ranking is compared under human and judge labels.
-    cache_dir : str
-        Cache folder of embeddings and LLM answers (empty: ``$RAGNB_CACHE_DIR`` or
-        ``~/.cache/ragnb``).
     export_dir : str
         The run folder (stages, markers, qrels, manifest); empty: nothing written and no stage
         reused.
@@ -214,6 +214,7 @@ class GoldenSetConfig(NotebookParams):
     refine_batch: int = 5
     refine_max_iterations: int = 60
     budget_usd: float = 2.0
+    max_failed_share: float = 0.0  # S4 judgements that may fail before the run stops (0: any)
     grade_map: str = "auto"
     cutoffs: list[int] = field(default_factory=lambda: [5, 10, 20])
     new_systems: list[str] = field(default_factory=lambda: ["bm25-plain"])
@@ -230,39 +231,27 @@ class GoldenSetConfig(NotebookParams):
     sim_replicates: int = 1
 
     def __post_init__(self) -> None:
-        for name, low in (
-            ("depth", 1),
-            ("rrf_k", 0),
-            ("min_pool", 1),
-            ("top_n", 1),
-            ("refine_batch", 2),
-            ("refine_max_iterations", 1),
-            ("incremental_k", 1),
-            ("max_queries", 0),
-            ("sim_queries", 0),
-            ("sim_pool_size", 2),
-            ("sim_replicates", 1),
-        ):
-            check_int_at_least(getattr(self, name), name, low, column=name)
-        for name in ("retrievers", "new_systems"):
-            values = getattr(self, name)
-            bad = [r for r in values if r not in POOL_RETRIEVERS]
-            if bad or (name == "retrievers" and not values):
-                raise InputError(
-                    f"{name} must be among {list(POOL_RETRIEVERS)}, got {values}", column=name
-                )
+        self._check_ints_at_least(
+            1,
+            "depth",
+            "min_pool",
+            "top_n",
+            "refine_max_iterations",
+            "incremental_k",
+            "sim_replicates",
+        )
+        self._check_ints_at_least(0, "rrf_k", "max_queries", "sim_queries")
+        self._check_ints_at_least(2, "refine_batch", "sim_pool_size")
+        check_among(self.retrievers, "retrievers", POOL_RETRIEVERS)
+        check_among(self.new_systems, "new_systems", POOL_RETRIEVERS, allow_empty=True)
         if len(set(self.retrievers)) != len(self.retrievers):
             raise InputError(f"retrievers repeat a name: {self.retrievers}", column="retrievers")
-        if self.judge not in JUDGES:
-            raise InputError(f"judge must be one of {list(JUDGES)}, got {self.judge!r}")
+        check_choice(self.judge, "judge", JUDGES)
         if self.rewrite and self.judge != "openai":
             raise InputError("rewrite=True needs an LLM: set judge='openai'", column="rewrite")
-        if not (isinstance(self.judge_sd, int | float) and self.judge_sd >= 0):
-            raise InputError(f"judge_sd must be >= 0, got {self.judge_sd!r}", column="judge_sd")
-        if not (isinstance(self.budget_usd, int | float) and self.budget_usd >= 0):
-            raise InputError(f"budget_usd must be >= 0, got {self.budget_usd!r}")
-        if not self.cutoffs or any(isinstance(k, bool) or int(k) < 1 for k in self.cutoffs):
-            raise InputError(f"cutoffs must be positive integers, got {self.cutoffs}")
+        for name in ("judge_sd", "budget_usd"):
+            check_number_in(getattr(self, name), name, 0)
+        check_positive_ints(self.cutoffs, "cutoffs")
         if self.base_url and has_credentials(self.base_url):
             raise InputError(
                 "base_url must not hold credentials (user info, query string or fragment); the "

@@ -563,9 +563,22 @@ class GoldenSet:
         """A short markdown account of the run: stages computed or reused, counts, costs."""
         m = self.manifest()
         c = m["counts"]
-        lines = [
-            self.banner(),
-            "",
+        lines = [self.banner(), ""]
+        if c["failed"]:
+            from ragnb.golden.pipeline import failure_cause
+
+            g = self.grades
+            cause, n = failure_cause(g.loc[g["status"] == "failed", "reason"].tolist())
+            lines += [
+                f"**{c['failed']} of {c['graded']} judgements failed** (no answer; most common "
+                f"cause, {n} of them: {cause}): they count as unjudged. Run again to re-send "
+                "only those.",
+                "",
+            ]
+        ledger = self.pipeline.ledger
+        if ledger is not None and hasattr(ledger, "cost_note"):
+            lines += [f"**Cost:** {ledger.cost_note()}", ""]
+        lines += [
             f"{c['queries']} queries ({c['rewritten']} rewritten); {c['pool_pairs']} pooled "
             f"(system, document) pairs from {len(self.runs)} systems, {c['candidates']} "
             f"candidates after RRF; {c['valid']} valid grades, {c['invalid']} invalid, "

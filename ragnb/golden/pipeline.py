@@ -15,6 +15,20 @@ temporary file renamed over the target), the marker last, so a crash mid-stage l
 previous state and the stage is simply run again. After S6, :meth:`GoldenSet.export
 <ragnb.golden.GoldenSet.export>` writes the products beside the stages.
 
+Failed judgements
+-----------------
+A judgement that got no answer (``status == "failed"``: the server erred after every retry) is
+never a finished judgement. S4 with failures writes its frames and ``stages/s4.partial.json``
+(the failures' count and most common cause) but no done marker, and a failed answer is never
+cached: the next run recomputes S4 through the cache, so only the failed items reach the
+server. When more than ``max_failed_share`` of S4's judgements failed (default 0: any), the run
+stops before S5 with :class:`~ragnb.errors.JudgeFailures` naming the count, the cause (HTTP
+status and the server's message) and how to resume; below it the run goes on and
+:meth:`GoldenPipeline.banner` and :meth:`GoldenSet.summary_markdown
+<ragnb.golden.GoldenSet.summary_markdown>` say how many failed. A judge that cannot answer at
+all (a 401, 403 or 404, or a server that does not answer) stops the run at once with
+:class:`~ragnb.errors.JudgeUnavailable`.
+
 References
 ----------
 .. [1] E. Dallaire, "Practical RAG Evaluation: A Rarity-Aware Set-Based Metric and
@@ -23,8 +37,11 @@ References
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -32,7 +49,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragnb.errors import InputError
+from ragnb.errors import InputError, JudgeFailures, JudgeUnavailable
 from ragnb.golden import store
 from ragnb.golden.config import (
     FILES,
@@ -65,12 +82,35 @@ from ragnb.golden.stages import (
     prune_pool,
     refine_pools,
 )
+from ragnb.io import read_json, write_json, write_parquet
 from ragnb.judge.base import Judge
 from ragnb.params import resolve_path
 from ragnb.provenance import sha256_json, utc_now
 from ragnb.retrieve import Retriever
 
-__all__ = ["GoldenPipeline", "StageRecord"]
+__all__ = ["GoldenPipeline", "StageRecord", "failure_cause"]
+
+log = logging.getLogger("ragnb.golden")
+_ATTEMPTS = re.compile(r" \(request \d+ of at most \d+\)$")
+_NOT_SENT = "not sent: the job stopped after "
+
+
+def failure_cause(reasons: Sequence[str]) -> tuple[str, int]:
+    """The most common reason among failed judgements, and how many share it.
+
+    Retry counts and the "not sent" prefix of calls a stopped job never sent are left out, so
+    one cause groups every failure it made.
+
+    Examples
+    --------
+    >>> failure_cause(["HTTP 503: busy (request 5 of at most 5)", "HTTP 503: busy (request 2 "
+    ...                "of at most 2)", "no answer within 60 s (request 5 of at most 5)"])
+    ('HTTP 503: busy', 2)
+    """
+    counts = Counter(_ATTEMPTS.sub("", str(r)).removeprefix(_NOT_SENT) for r in reasons)
+    if not counts:
+        return "", 0
+    return counts.most_common(1)[0]
 
 
 @dataclass
@@ -151,6 +191,11 @@ class GoldenPipeline:
         Where the judge's LLM calls are recorded (default: the judge's ``ledger``), for costs.
     progress : bool, default False
         Print a line per stage.
+    max_failed_share : float in [0, 1], default 0.0
+        Share of S4's judgements that may fail (no answer after every retry) before the run
+        stops ahead of S5 with :class:`~ragnb.errors.JudgeFailures`. 0: any failure stops it
+        (a golden set with holes is not a golden set; the next run re-sends only the failed
+        judgements). Below it the run goes on and says how many failed.
     """
 
     def __init__(
@@ -177,6 +222,7 @@ class GoldenPipeline:
         dataset_info: Mapping[str, Any] | None = None,
         ledger: Any = None,
         progress: bool = False,
+        max_failed_share: float = 0.0,
     ) -> None:
         if not systems:
             raise InputError("a golden set needs at least one pool system")
@@ -202,6 +248,9 @@ class GoldenPipeline:
         self.dataset_info = dict(dataset_info or {})
         self.ledger = ledger if ledger is not None else getattr(judge, "ledger", None)
         self.progress = progress
+        if isinstance(max_failed_share, bool) or not 0.0 <= float(max_failed_share) <= 1.0:
+            raise InputError(f"max_failed_share must be in [0, 1], got {max_failed_share!r}")
+        self.max_failed_share = float(max_failed_share)
         self._frames: dict[str, dict[str, pd.DataFrame]] = {}
         self._records: dict[str, StageRecord] = {}
         self._indexed: set[int] = set()
@@ -270,6 +319,7 @@ class GoldenPipeline:
             dataset_info=data.summary(),
             ledger=ledger,
             progress=progress,
+            max_failed_share=getattr(config, "max_failed_share", 0.0),
         )
         pipeline.dataset = data
         return pipeline
@@ -277,8 +327,30 @@ class GoldenPipeline:
     # -- what the judge is, in words
 
     def banner(self) -> str:
-        """One markdown line saying which judge grades, and whether it is an LLM."""
-        return judge_banner(self.judge)
+        """Markdown saying which judge grades, whether it is an LLM, and how many judgements an
+        earlier run in the run folder left failed (only those are sent again)."""
+        text = judge_banner(self.judge)
+        partial = self._partial_info()
+        if partial:
+            text += (
+                f"\n\n**{partial['failed']} of {partial['graded']} judgements failed** in an "
+                f"earlier run ({partial['finished']}; most common cause: {partial['cause']}). "
+                f"This run re-sends only those {partial['failed']}."
+            )
+        return text
+
+    def _partial_info(self) -> dict[str, Any] | None:
+        """``stages/s4.partial.json`` of the run folder, if S4 last ended with failures."""
+        if self.run_dir is None:
+            return None
+        path = self.run_dir / "stages" / "s4.partial.json"
+        if not path.exists():
+            return None
+        try:
+            info = read_json(path)
+        except InputError:
+            return None
+        return info if isinstance(info, dict) and info.get("failed") else None
 
     # -- the stages
 
@@ -382,13 +454,24 @@ class GoldenPipeline:
         if self._try_load(stage, key):
             return self._frames[stage]
         start = time.perf_counter()
-        frames = {name: as_objects(f) for name, f in self._compute(stage).items()}
+        try:
+            frames = {name: as_objects(f) for name, f in self._compute(stage).items()}
+        except JudgeUnavailable as e:
+            raise JudgeUnavailable(
+                f"{STAGES[stage][0]} stopped: {e} The run stopped before the next stage.",
+                failed=e.failed,
+                total=e.total,
+                cause=e.cause,
+                results=e.results,
+            ) from None
         counts = self._counts(stage, frames)
         seconds = time.perf_counter() - start
         output_hash = sha256_json({n: frame_hash(f) for n, f in sorted(frames.items())})
         files = [f"{stem}.parquet" for stem in FILES[stage].values()]
         record = StageRecord(stage, key, output_hash, False, seconds, counts, files, utc_now())
-        if self.run_dir is not None:
+        if stage == "s4" and counts["failed"]:
+            self._partial(stage, frames, record)  # no done marker: never a finished stage
+        elif self.run_dir is not None:
             info = {
                 "stage": stage,
                 "title": STAGES[stage][0],
@@ -399,10 +482,48 @@ class GoldenPipeline:
                 "finished": record.finished,
             }
             store.write_stage(self.run_dir, stage, frames, info)
+            (self.run_dir / "stages" / f"{stage}.partial.json").unlink(missing_ok=True)
         self._say(f"{STAGES[stage][0]}: computed in {seconds:.1f} s")
         self._frames[stage] = frames
         self._records[stage] = record
         return frames
+
+    def _partial(self, stage: str, frames: dict[str, pd.DataFrame], record: StageRecord) -> None:
+        """A judged stage with failed judgements: its frames and ``s<n>.partial.json`` are
+        written (no done marker, so the next run recomputes it through the cache and sends only
+        the failed items); past ``max_failed_share`` it raises :class:`JudgeFailures`."""
+        grades = frames["grades"]
+        failed = grades["status"] == "failed"
+        n_failed, total = int(failed.sum()), len(grades)
+        cause, n_cause = failure_cause(grades.loc[failed, "reason"].tolist())
+        title = STAGES[stage][0]
+        if self.run_dir is not None:
+            marker, files = store.stage_paths(self.run_dir, stage)
+            marker.unlink(missing_ok=True)
+            for name, path in files.items():
+                write_parquet(frames[name], path)
+            info = {"stage": stage, "title": title, "graded": total, "failed": n_failed}
+            info.update(cause=cause, cause_count=n_cause, finished=record.finished)
+            write_json(info, marker.with_name(f"{stage}.partial.json"))
+        resume = (
+            "Fix the cause if it persists, then run the same notebook or command again: the "
+            f"answered judgements come from the cache and only the {n_failed} failed ones are "
+            "sent."
+        )
+        what = (
+            f"{title}: {n_failed} of {total} judgements failed (most common cause, "
+            f"{n_cause} of them: {cause})"
+        )
+        if n_failed > self.max_failed_share * total:
+            raise JudgeFailures(
+                f"{what}, more than max_failed_share={self.max_failed_share:g} allows; the run "
+                f"stopped before S5. {resume}",
+                failed=n_failed,
+                total=total,
+                cause=cause,
+            )
+        log.warning("%s; the run goes on. %s", what, resume)
+        self._say(f"{what}; the run goes on (max_failed_share={self.max_failed_share:g})")
 
     def _say(self, text: str) -> None:
         if self.progress:

@@ -25,6 +25,7 @@ __all__ = [
     "CallResult",
     "LLMCall",
     "build_call",
+    "has_usage",
     "read_completion",
 ]
 
@@ -169,3 +170,22 @@ def read_completion(data: Any) -> tuple[str, int, int]:
 
     text = content if isinstance(content, str) else ""
     return text, count("prompt_tokens"), count("completion_tokens")
+
+
+def has_usage(data: Any) -> bool:
+    """True when a chat completion body reports its token usage (``usage.prompt_tokens`` and
+    ``usage.completion_tokens``, integers); some servers send none, and their cost must then be
+    estimated from local token counts.
+
+    Examples
+    --------
+    >>> has_usage({"usage": {"prompt_tokens": 3, "completion_tokens": 1}}), has_usage({})
+    (True, False)
+    """
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return False
+    return all(
+        isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool)
+        for k in ("prompt_tokens", "completion_tokens")
+    )

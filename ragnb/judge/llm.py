@@ -97,6 +97,12 @@ class OpenAIJudge(Judge):
         Ledger label when a call gives none.
     progress : bool, default True
         A tqdm progress bar while requests are in flight.
+    max_connection_failures : int, default 5
+        Connection failures or timeouts in a row after which the whole job stops (a circuit
+        breaker: the URL is wrong or the server is down); one 401, 403 or 404 stops it at once.
+        :meth:`grade_many` and :meth:`rank_many` then raise
+        :class:`~ragnb.errors.JudgeUnavailable` naming the URL and the cause; every answer
+        received before is cached and in the ledger.
 
     Notes
     -----
@@ -149,6 +155,7 @@ class OpenAIJudge(Judge):
         ledger: Ledger | None = None,
         stage: str = "judge",
         progress: bool = True,
+        max_connection_failures: int = 5,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InputError(f"model must be a non-empty string, got {model!r}")
@@ -199,6 +206,7 @@ class OpenAIJudge(Judge):
             ledger=self.ledger,
             stage=stage,
             progress=progress,
+            max_connection_failures=max_connection_failures,
         )
 
     # -- identity
@@ -370,8 +378,12 @@ class OpenAIJudge(Judge):
     ) -> list[CallResult]:
         """Send ``calls`` (from the cache where possible); one result per call, same order.
 
-        Calls with the same key are sent once and share the result. Never raises for a failed
-        call: its result has ``status="failed"`` and the reason (see
-        :meth:`ragnb.judge.sender.CallSender.run`).
+        Calls with the same key are sent once and share the result. A failed call has
+        ``status="failed"`` and the reason (see :meth:`ragnb.judge.sender.CallSender.run`).
+
+        Raises
+        ------
+        JudgeUnavailable
+            When the circuit breaker stopped the job (see ``max_connection_failures``).
         """
         return self.sender.run(calls, stage=stage, kind=kind)

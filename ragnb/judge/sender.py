@@ -8,18 +8,28 @@ How one call is sent
    client's own retries off), through :mod:`ragnb.transport`: 408, 409, 429, 5xx, timeouts,
    dropped connections and unparseable bodies are retried after the server's Retry-After or a
    jittered backoff, at most ``max_attempts`` requests per message. A 429's wait also pauses
-   every other request; 401, 403 and 404 stop the whole job (the key, the URL or the model is
-   wrong): the calls not yet sent are reported ``failed`` with that reason.
+   every other request. A job-wide circuit breaker (:class:`ragnb.transport.CircuitBreaker`)
+   stops the whole job after ``max_connection_failures`` connection failures in a row (nothing
+   answers at that URL) or one 401, 403 or 404 (the key, the URL or the model is wrong): the
+   calls not yet answered are reported ``failed`` with that reason at once, and
+   :meth:`CallSender.run` raises :class:`~ragnb.errors.JudgeUnavailable` naming the URL and the
+   cause, after every answer that arrived was cached and written to the ledger.
 3. The answer is parsed strictly (the template's :meth:`~ragnb.judge.PromptTemplate.parse`). If
    it is invalid, the conversation is sent once more with the answer and the template's
    reminder of the required format; the second answer is parsed the same way, and is final.
 4. The result (valid or invalid, with every answer's text) is written to the cache as soon as
    it is final, so a crash loses only the calls in flight. A call that ends ``failed`` (no
    answer) is not cached: the next run sends it again. A call sent again although an earlier
-   run had marked it in flight is flagged ``repeated`` (in the result and the ledger).
+   run had marked it in flight is flagged ``repeated`` (in the result and the ledger). A cached
+   value that does not decode (torn) is a miss, reported by :meth:`ragnb.cache.Cache.corrupt`
+   with the cache file's path, and overwritten by the fresh answer.
 
-Every HTTP request, answered or not, is appended to the :class:`~ragnb.ledger.Ledger` with its
-attempt number, status and usage tokens.
+Every HTTP request is appended to the :class:`~ragnb.ledger.Ledger` twice: a ``pending`` line
+before it is sent (write-ahead, with the prompt's token count and the template's expected answer
+length) and its outcome (attempt number, status, usage tokens) when it ends. An answer without
+``usage`` is costed from local token counts (:func:`ragnb.ledger.count_message_tokens`) and
+flagged ``usage_estimated``. Requests an earlier run left pending (killed in flight) are
+reconciled (:meth:`ragnb.ledger.Ledger.reconcile`) when this run sends their prompt again.
 """
 
 from __future__ import annotations
@@ -34,10 +44,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragnb.cache import Cache
+from ragnb.errors import JudgeUnavailable
 from ragnb.judge.base import run_sync
-from ragnb.judge.calls import INFLIGHT_NAMESPACE, NAMESPACE, CallResult, LLMCall, read_completion
-from ragnb.ledger import Ledger
-from ragnb.transport import FATAL_STATUSES, Fault, GaveUp, RetryPolicy, acall, redact
+from ragnb.judge.calls import (
+    INFLIGHT_NAMESPACE,
+    NAMESPACE,
+    CallResult,
+    LLMCall,
+    has_usage,
+    read_completion,
+)
+from ragnb.ledger import Ledger, count_message_tokens, count_tokens
+from ragnb.provenance import safe_url
+from ragnb.transport import CircuitBreaker, Fault, GaveUp, RetryPolicy, acall, classify, redact
 
 __all__ = ["CallSender"]
 
@@ -60,11 +79,16 @@ class _Counts:
 
 
 class _RunState:
-    """Shared by the workers of one run: the pause a 429 imposes, and a fatal error."""
+    """Shared by the workers of one run: the pause a 429 imposes, and the circuit breaker."""
 
-    def __init__(self) -> None:
+    def __init__(self, breaker: CircuitBreaker) -> None:
         self.pause_until = 0.0
-        self.abort: str | None = None
+        self.breaker = breaker
+
+    @property
+    def abort(self) -> str | None:
+        """Why the job stopped (the breaker's cause), None while it runs."""
+        return self.breaker.cause
 
 
 @dataclass(frozen=True)
@@ -106,6 +130,8 @@ class CallSender:
         Ledger label when a run gives none.
     progress : bool
         A tqdm progress bar while requests are in flight.
+    max_connection_failures : int, default 5
+        Connection failures (or timeouts) in a row that stop the whole job.
     """
 
     def __init__(
@@ -124,7 +150,11 @@ class CallSender:
         ledger: Ledger,
         stage: str,
         progress: bool,
+        max_connection_failures: int = 5,
     ) -> None:
+        CircuitBreaker(max_connection_failures)  # validates the setting
+        self.max_connection_failures = max_connection_failures
+        self._corrupt_seen: set[str] = set()
         self.model = model
         self.judge_id = judge_id
         self.base_url = base_url
@@ -146,7 +176,13 @@ class CallSender:
         found = self.cache.get_many(NAMESPACE, [c.key for c in calls])
         out = {}
         for key, blob in found.items():
-            r = CallResult.from_bytes(blob)
+            try:
+                r = CallResult.from_bytes(blob)
+            except (ValueError, KeyError, TypeError) as e:  # a torn or edited value: a miss
+                if key not in self._corrupt_seen:
+                    self._corrupt_seen.add(key)
+                    self.cache.corrupt(NAMESPACE, key, e)
+                continue
             if r.valid or not self.retry_invalid:
                 out[key] = r
         return out
@@ -158,14 +194,24 @@ class CallSender:
     ) -> list[CallResult]:
         """Send ``calls`` (from the cache where possible); one result per call, same order.
 
-        Calls with the same key are sent once and share the result. Never raises for a failed
-        call: its result has ``status="failed"`` and the reason.
+        Calls with the same key are sent once and share the result. A call that fails has
+        ``status="failed"`` and the reason.
+
+        Raises
+        ------
+        JudgeUnavailable
+            When the circuit breaker stopped the job (a 401, 403 or 404, or
+            ``max_connection_failures`` connection failures in a row), naming the URL and the
+            cause; its ``results`` hold one result per call, as this method would return.
         """
         stage = stage or self.stage
         calls = list(calls)
         unique: dict[str, LLMCall] = {}
         for c in calls:
             unique.setdefault(c.key, c)
+        orphans = self.ledger.interrupted_keys()
+        for key in orphans.intersection(unique):  # killed in flight by an earlier run
+            self.ledger.reconcile(key)
         results = self.cached(list(unique.values()))
         for key, r in results.items():
             c = unique[key]
@@ -174,8 +220,11 @@ class CallSender:
         if todo:
             before = set(self.cache.get_many(INFLIGHT_NAMESPACE, [c.key for c in todo]))
             answered = set(self.cache.get_many(NAMESPACE, [c.key for c in todo]))
-            repeated = frozenset(before - answered)
-            results.update(run_sync(lambda: self._arun(todo, repeated, stage, kind)))
+            repeated = frozenset((before - answered) | (orphans & set(unique)))
+            breaker = CircuitBreaker(self.max_connection_failures)
+            results.update(run_sync(lambda: self._arun(todo, repeated, stage, kind, breaker)))
+            if breaker.cause is not None:
+                raise self._unavailable(stage, breaker.cause, [results[c.key] for c in calls])
             bad = [r for r in results.values() if not r.valid and not r.cached]
             if bad:
                 n_failed = sum(r.status == "failed" for r in bad)
@@ -188,8 +237,28 @@ class CallSender:
                 )
         return [results[c.key] for c in calls]
 
+    def _unavailable(self, stage: str, cause: str, results: list[CallResult]) -> JudgeUnavailable:
+        """The error of a job the circuit breaker stopped."""
+        failed = sum(r.status == "failed" for r in results)
+        where = safe_url(self.base_url or os.environ.get("OPENAI_BASE_URL")) or "api.openai.com"
+        message = self._redact(
+            f"{stage}: the judge {self.judge_id} at {where} cannot answer: the job stopped "
+            f"after {cause}. {len(results) - failed} of {len(results)} calls have an answer "
+            f"(kept in the cache and the ledger), {failed} failed. Check the key "
+            "($OPENAI_API_KEY), the base_url and the model, then run the same notebook or "
+            f"command again: only the {failed} failed calls are sent."
+        )
+        return JudgeUnavailable(
+            message, failed=failed, total=len(results), cause=cause, results=list(results)
+        )
+
     async def _arun(
-        self, todo: list[LLMCall], repeated: frozenset[str], stage: str, kind: str
+        self,
+        todo: list[LLMCall],
+        repeated: frozenset[str],
+        stage: str,
+        kind: str,
+        breaker: CircuitBreaker,
     ) -> dict[str, CallResult]:
         import openai
         from tqdm import tqdm
@@ -201,7 +270,7 @@ class CallSender:
             timeout=self.policy.timeout,
             max_retries=0,
         )
-        job = _Job(client, stage, kind, _RunState(), repeated)
+        job = _Job(client, stage, kind, _RunState(breaker), repeated)
         pending = iter(todo)
         bar = tqdm(
             total=len(todo),
@@ -237,7 +306,7 @@ class CallSender:
         counts = _Counts()
         repeated = call.key in job.repeated
         if job.state.abort is not None:
-            not_sent = f"not sent: {job.state.abort}"
+            not_sent = f"not sent: the job stopped after {job.state.abort}"
             return CallResult(value=None, valid=False, status="failed", reason=not_sent)
         stamp = json.dumps({"ts": time.time(), "run_id": self.ledger.run_id}).encode()
         self.cache.put(INFLIGHT_NAMESPACE, call.key, stamp)
@@ -299,40 +368,96 @@ class CallSender:
     ) -> str:
         body: dict[str, Any] = {"model": self.model, "messages": messages, **self.body}
         state = job.state
+        breaker = state.breaker
         loop = asyncio.get_running_loop()
         repeated = call.key in job.repeated
+        # the write-ahead estimate: the prompt counted locally, the answer's assumed length
+        est_in = count_message_tokens(messages, self.model)[0]
+        est_out = call.template.expected_output_tokens
+        rid: dict[str, str] = {}
 
         async def before() -> None:
             if state.abort is not None:
-                raise _Failed(f"not sent: {state.abort}")
+                raise _Failed(f"not sent: the job stopped after {state.abort}")
             pause = state.pause_until - loop.time()
             if pause > 0:
-                await asyncio.sleep(pause)
+                await breaker.sleep(pause)
 
         async def send(attempt: int) -> str:
             counts.attempts += 1
-            # POST /chat/completions through the client's generic verb: the same request,
-            # auth and errors as chat.completions.create, without its per-call TypedDict
-            # transform of the messages and pydantic model of the answer (~2 ms of typing
-            # introspection per call, most of the CPU budget at 16 calls per 50 ms); the
-            # body is read as a plain dict (a truncated one raises json.JSONDecodeError)
-            data = await job.client.post("/chat/completions", cast_to=dict, body=body)
-            content, n_in, n_out = read_completion(data)
+            rid["id"] = self.ledger.begin(
+                stage=job.stage,
+                model=self.model,
+                item=call.item,
+                key=call.key,
+                attempt=counts.attempts,
+                input_tokens=est_in,
+                output_tokens=est_out,
+                judge_id=self.judge_id,
+                kind=job.kind,
+                repeated=repeated,
+            )
+            try:
+                # POST /chat/completions through the client's generic verb: the same request,
+                # auth and errors as chat.completions.create, without its per-call TypedDict
+                # transform of the messages and pydantic model of the answer (~2 ms of typing
+                # introspection per call, most of the CPU budget at 16 calls per 50 ms); the
+                # body is read as a plain dict (a truncated one raises json.JSONDecodeError)
+                data = await job.client.post("/chat/completions", cast_to=dict, body=body)
+                content, n_in, n_out = read_completion(data)
+            except Exception as e:
+                if classify(e, self.policy.timeout) is None:  # not a transport fault: a bug
+                    self._record(
+                        job.stage,
+                        job.kind,
+                        call,
+                        counts.attempts,
+                        "error",
+                        0,
+                        0,
+                        False,
+                        repeated,
+                        rid["id"],
+                    )
+                raise
+            breaker.success()
+            estimated = not has_usage(data)
+            if estimated:  # the server sent no usage: count locally, flag the row
+                n_in, n_out = est_in, count_tokens(content, self.model)[0]
             counts.input_tokens += n_in
             counts.output_tokens += n_out
             self._record(
-                job.stage, job.kind, call, counts.attempts, "ok", n_in, n_out, False, repeated
+                job.stage,
+                job.kind,
+                call,
+                counts.attempts,
+                "ok",
+                n_in,
+                n_out,
+                False,
+                repeated,
+                rid["id"],
+                estimated,
             )
             return content
 
         def on_fault(fault: Fault, attempt: int) -> None:
-            if fault.code in FATAL_STATUSES:
-                state.abort = f"the job stopped after {fault.reason}"
+            if breaker.failure(fault):
+                log.warning("%s: the job stops: %s", self.judge_id, breaker.cause)
             if fault.code == 429 and fault.wait is not None:
                 if fault.wait <= self.policy.max_retry_wait:
                     state.pause_until = max(state.pause_until, loop.time() + fault.wait)
             self._record(
-                job.stage, job.kind, call, counts.attempts, fault.status, 0, 0, False, repeated
+                job.stage,
+                job.kind,
+                call,
+                counts.attempts,
+                fault.status,
+                0,
+                0,
+                False,
+                repeated,
+                rid.get("id"),
             )
             log.info(
                 "%s: %s attempt %d: %s", self.judge_id, call.item, counts.attempts, fault.reason
@@ -340,7 +465,12 @@ class CallSender:
 
         try:
             return await acall(
-                send, self.policy, keys=[self._api_key], on_fault=on_fault, before=before
+                send,
+                self.policy,
+                keys=[self._api_key],
+                on_fault=on_fault,
+                before=before,
+                sleep=breaker.sleep,
             )
         except GaveUp as g:
             raise _Failed(g.reason) from None
@@ -358,6 +488,8 @@ class CallSender:
         n_out: int,
         cached: bool,
         repeated: bool,
+        request_id: str | None = None,
+        usage_estimated: bool = False,
     ) -> None:
         self.ledger.record(
             stage=stage,
@@ -372,6 +504,8 @@ class CallSender:
             repeated=repeated,
             judge_id=self.judge_id,
             kind=kind,
+            request_id=request_id,
+            usage_estimated=usage_estimated,
         )
 
     def _redact(self, text: str) -> str:
