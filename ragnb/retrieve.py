@@ -10,15 +10,18 @@ Every retriever has ``name``, ``index(corpus)`` and ``retrieve(queries, k) -> ru
   stop words, Snowball English stemmer), not tuned to any dataset.
 - :class:`DenseRetriever`: exact search by dot product of L2-normalised embeddings (cosine), top K.
 - :class:`HybridRetriever`: reciprocal rank fusion of two retrievers' runs (:func:`rrf`).
+- :func:`compute_runs`: several retrievers by name on a dataset, the dense index shared with
+  hybrid.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable
-from typing import Any
+from collections.abc import Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -29,12 +32,16 @@ from ragnb.errors import InputError
 from ragnb.frames import sort_run
 from ragnb.validation import check_positive_int, l2_normalise
 
+if TYPE_CHECKING:
+    from ragnb.io import BeirDataset
+
 __all__ = [
     "RETRIEVERS",
     "BM25Retriever",
     "DenseRetriever",
     "HybridRetriever",
     "Retriever",
+    "compute_runs",
     "doc_texts",
     "make_retriever",
     "rrf",
@@ -62,6 +69,25 @@ def _run_frame(
         }
     )
     return sort_run(run, warn=False).run
+
+
+_T = TypeVar("_T")
+
+
+def _doc_ids_of(corpus: pd.DataFrame) -> np.ndarray:
+    """The corpus's ``doc_id`` column as an object array of str, in corpus order."""
+    return corpus["doc_id"].astype(str).to_numpy(dtype=object)
+
+
+def _start_retrieval(
+    index: _T | None, doc_ids: np.ndarray | None, queries: pd.DataFrame, k: int
+) -> tuple[_T, np.ndarray, list[str], int]:
+    """Check ``k`` and that ``index(corpus)`` ran; the index, doc ids, query ids and ``k``
+    capped at the corpus size."""
+    check_positive_int(k, "cutoff k")
+    if index is None or doc_ids is None:
+        raise RuntimeError("call index(corpus) before retrieve()")
+    return index, doc_ids, queries["query_id"].astype(str).tolist(), min(k, len(doc_ids))
 
 
 # describe() keys that count work or report sizes measured after loading: not identity
@@ -157,20 +183,16 @@ class BM25Retriever(Retriever):
     def index(self, corpus: pd.DataFrame) -> BM25Retriever:
         import bm25s
 
-        self._doc_ids = corpus["doc_id"].astype(str).to_numpy(dtype=object)
+        self._doc_ids = _doc_ids_of(corpus)
         self._model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
         self._model.index(self._tokenize(doc_texts(corpus)), show_progress=False)
         return self
 
     def retrieve(self, queries: pd.DataFrame, k: int = 100) -> pd.DataFrame:
-        check_positive_int(k, "cutoff k")
-        if self._model is None or self._doc_ids is None:
-            raise RuntimeError("call index(corpus) before retrieve()")
-        k = min(k, len(self._doc_ids))
-        qids = queries["query_id"].astype(str).tolist()
+        model, doc_ids, qids, k = _start_retrieval(self._model, self._doc_ids, queries, k)
         tokens = self._tokenize(queries["text"].astype(str).tolist())
-        idx, scores = self._model.retrieve(tokens, k=k, show_progress=False, n_threads=0)
-        run = _run_frame(qids, self._doc_ids, np.asarray(idx), np.asarray(scores))
+        idx, scores = model.retrieve(tokens, k=k, show_progress=False, n_threads=0)
+        run = _run_frame(qids, doc_ids, np.asarray(idx), np.asarray(scores))
         # bm25s pads with score-0 documents; Lucene returns only documents matching a term
         return run[run["score"] > 0].reset_index(drop=True)
 
@@ -208,17 +230,13 @@ class DenseRetriever(Retriever):
         self._doc_ids: np.ndarray | None = None
 
     def index(self, corpus: pd.DataFrame) -> DenseRetriever:
-        self._doc_ids = corpus["doc_id"].astype(str).to_numpy(dtype=object)
+        self._doc_ids = _doc_ids_of(corpus)
         vecs = self.embedder.embed(doc_texts(corpus), kind="passage", desc="embedding passages")
         self._doc_vecs = l2_normalise(vecs)
         return self
 
     def retrieve(self, queries: pd.DataFrame, k: int = 100) -> pd.DataFrame:
-        check_positive_int(k, "cutoff k")
-        if self._doc_vecs is None or self._doc_ids is None:
-            raise RuntimeError("call index(corpus) before retrieve()")
-        k = min(k, len(self._doc_ids))
-        qids = queries["query_id"].astype(str).tolist()
+        doc_vecs, doc_ids, qids, k = _start_retrieval(self._doc_vecs, self._doc_ids, queries, k)
         qvecs = l2_normalise(
             self.embedder.embed(
                 queries["text"].astype(str).tolist(), kind="query", desc="embedding queries"
@@ -226,14 +244,14 @@ class DenseRetriever(Retriever):
         )
         idx_parts, score_parts = [], []
         for start in range(0, len(qids), self.query_batch):
-            sims = qvecs[start : start + self.query_batch] @ self._doc_vecs.T
+            sims = qvecs[start : start + self.query_batch] @ doc_vecs.T
             top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
             top_scores = np.take_along_axis(sims, top, axis=1)
             idx_parts.append(top)
             score_parts.append(top_scores)
         if not idx_parts:
-            return _run_frame([], self._doc_ids, np.zeros((0, k), int), np.zeros((0, k)))
-        return _run_frame(qids, self._doc_ids, np.vstack(idx_parts), np.vstack(score_parts))
+            return _run_frame([], doc_ids, np.zeros((0, k), int), np.zeros((0, k)))
+        return _run_frame(qids, doc_ids, np.vstack(idx_parts), np.vstack(score_parts))
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -316,8 +334,7 @@ def rrf(runs: list[pd.DataFrame], rrf_k: int = 60, k: int | None = None) -> pd.D
 
     References
     ----------
-    Cormack, Clarke and Buettcher, "Reciprocal rank fusion outperforms Condorcet and individual
-    rank learning methods", SIGIR 2009, eq. 1.
+    Cormack et al. (2009), as for :func:`rrf_scores`.
 
     Examples
     --------
@@ -439,3 +456,59 @@ def make_retriever(
             return dense
         return HybridRetriever(BM25Retriever(), dense, rrf_k=rrf_k, depth=depth)
     raise InputError(f"unknown retriever {kind!r}; use one of {list(RETRIEVERS)}")
+
+
+def compute_runs(
+    dataset: BeirDataset,
+    retrievers: Sequence[str],
+    *,
+    embedder: str = DEFAULT_MODEL,
+    depth: int = 100,
+    rrf_k: int = 60,
+    cache_dir: str = "",
+    progress: bool = True,
+) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, Any]], dict[str, Any]]:
+    """Run the retrievers once on the judged queries (the dense index is shared with hybrid).
+
+    Parameters
+    ----------
+    dataset : BeirDataset
+        Its corpus is indexed, its judged queries (:attr:`BeirDataset.judged_queries`) searched.
+    retrievers : sequence of str
+        Any of ``"bm25"``, ``"dense"``, ``"hybrid"``.
+    embedder : str
+        Name for :func:`ragnb.embed.make_embedder`, through the embedding cache.
+    depth : int
+        Documents per query.
+    rrf_k : int
+    cache_dir : str
+    progress : bool
+
+    Returns
+    -------
+    runs : dict of str to DataFrame
+    described : dict of str to dict
+        Each retriever's configuration, with ``seconds`` (index + retrieve, wall clock).
+    cache : dict
+        Cache location and hit/miss counts.
+    """
+    cache = Cache(cache_dir or None)
+    queries = dataset.judged_queries
+    runs: dict[str, pd.DataFrame] = {}
+    described: dict[str, dict[str, Any]] = {}
+    dense: DenseRetriever | None = None
+    for name in retrievers:
+        start = time.perf_counter()
+        if name == "hybrid" and dense is not None:
+            bm25 = BM25Retriever().index(dataset.corpus)
+            retriever: Retriever = HybridRetriever(bm25, dense, rrf_k=rrf_k, depth=depth)
+        else:
+            retriever = make_retriever(
+                name, model=embedder, rrf_k=rrf_k, depth=depth, cache=cache, progress=progress
+            )
+            retriever.index(dataset.corpus)
+        if isinstance(retriever, DenseRetriever):
+            dense = retriever
+        runs[name] = retriever.retrieve(queries, k=depth)
+        described[name] = {**retriever.describe(), "seconds": time.perf_counter() - start}
+    return runs, described, cache.summary()

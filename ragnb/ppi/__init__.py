@@ -15,19 +15,8 @@ nothing. This package estimates means that way, for retrieval measures of severa
 - :mod:`ragnb.ppi.simulation`: a simulated judge (:func:`simulate_judge`) and the coverage of
   the intervals when most labels are hidden (:func:`coverage_simulation`).
 
-References
-----------
-.. [1] A. N. Angelopoulos, S. Bates, C. Fannjiang, M. I. Jordan and T. Zrnic,
-   "Prediction-powered inference", Science 382(6671), 2023, pp. 669-674; mean estimation,
-   the mean-estimation example (``lam = 1``).
-.. [2] A. N. Angelopoulos, J. C. Duchi and T. Zrnic, "PPI++: Efficient prediction-powered
-   inference", arXiv:2311.01453, 2023; the tuned estimator and the optimal ``lam`` for the
-   mean, Section 2.
-.. [3] J. Saad-Falcon, O. Khattab, C. Potts and M. Zaharia, "ARES: An automated evaluation
-   framework for retrieval-augmented generation systems", NAACL 2024, Section 3.3.
-.. [4] W. G. Cochran, *Sampling Techniques*, 3rd ed., Wiley, 1977, chapters 5 and 9A
-   (stratified sampling, Horvitz-Thompson and ratio estimators).
-.. [5] ``ppi_py`` (github.com/aangelopoulos/ppi_py), ``ppi_mean_ci`` and ``_calc_lam_glm``.
+The references (Angelopoulos et al. 2023, PPI++, ARES, Cochran 1977, ``ppi_py``) are listed
+once, in :mod:`ragnb.ppi.means`.
 """
 
 from ragnb.ppi.means import PPIEstimate, classical_mean, judge_mean, ppi_mean

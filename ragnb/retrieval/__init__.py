@@ -9,9 +9,9 @@ from ragnb.retrieval.study import (
     RetrievalEvaluationConfig,
     compare_retrievers,
     core_measures,
-    make_retriever,
     versions,
 )
+from ragnb.retrieve import make_retriever
 
 __all__ = [
     "Comparison",

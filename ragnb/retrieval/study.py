@@ -7,7 +7,6 @@ Data flows one way: a BEIR folder -> runs (one per retriever) -> :func:`ragnb.ev
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,6 @@ from typing import Any
 import pandas as pd
 
 from ragnb import stats
-from ragnb.cache import Cache
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
@@ -32,13 +30,7 @@ from ragnb.measures import (
 from ragnb.measures.proc import proc_table
 from ragnb.params import NotebookParams, resolve_path
 from ragnb.provenance import versions
-from ragnb.retrieve import (
-    RETRIEVERS,
-    DenseRetriever,
-    HybridRetriever,
-    Retriever,
-    make_retriever,
-)
+from ragnb.retrieve import RETRIEVERS, compute_runs
 from ragnb.validation import check_among, check_number_in, check_positive_ints
 
 __all__ = [
@@ -401,37 +393,18 @@ def compare_retrievers(
     """
     if dataset is None:
         dataset = config.read_dataset()
-    queries = dataset.judged_queries
-    cache = Cache(config.cache_dir or None)
+    runs, described, cache = compute_runs(
+        dataset,
+        config.retrievers,
+        embedder=config.model,
+        depth=config.depth,
+        rrf_k=config.rrf_k,
+        cache_dir=config.cache_dir,
+        progress=progress,
+    )
+    timings = {name: info.pop("seconds") for name, info in described.items()}
     measures = core_measures(config.cutoffs, config.alpha, config.rel)
-    runs: dict[str, pd.DataFrame] = {}
-    timings: dict[str, float] = {}
-    described: dict[str, dict[str, Any]] = {}
     aggregates, per_queries, counts = [], [], {}
-    dense_cache: dict[str, DenseRetriever] = {}
-    for name in config.retrievers:
-        start = time.perf_counter()
-        if name == "hybrid" and "dense" in dense_cache:
-            retriever: Retriever = HybridRetriever(
-                make_retriever("bm25"), dense_cache["dense"], rrf_k=config.rrf_k, depth=config.depth
-            )
-            retriever.first.index(dataset.corpus)  # type: ignore[attr-defined]
-        else:
-            retriever = make_retriever(
-                name,
-                model=config.model,
-                rrf_k=config.rrf_k,
-                depth=config.depth,
-                cache=cache,
-                progress=progress,
-            )
-            retriever.index(dataset.corpus)
-        if isinstance(retriever, DenseRetriever):
-            dense_cache["dense"] = retriever
-        run = retriever.retrieve(queries, k=config.depth)
-        timings[name] = time.perf_counter() - start
-        described[name] = retriever.describe()
-        runs[name] = run
     grade_map = resolve_grade_map(config.grade_map, dataset.qrels)
     graded_qrels = None if grade_map is None else map_grades(dataset.qrels, grade_map[1])
     graded = [] if grade_map is None else graded_measures(config.cutoffs)
@@ -461,7 +434,7 @@ def compare_retrievers(
         counts,
         timings,
         described,
-        cache.summary(),
+        cache,
         grade_map=grade_map,
     )
     comparison.proc = _proc_frame(config, dataset.qrels, graded_qrels, runs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -94,6 +94,15 @@ class _Paired:
     a: np.ndarray  # (n,)
     b: np.ndarray  # (n,)
     n_dropped: int
+
+    def summary(self) -> dict[str, Any]:
+        """``mean_a``, ``mean_b``, ``n_queries`` (kept) and ``n_dropped``, as every result holds."""
+        return {
+            "mean_a": float(self.a.mean()),
+            "mean_b": float(self.b.mean()),
+            "n_queries": int(self.a.size),
+            "n_dropped": self.n_dropped,
+        }
 
 
 def _align(a: pd.Series, b: pd.Series, name_a: str, name_b: str) -> _Paired:

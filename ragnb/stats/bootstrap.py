@@ -177,15 +177,12 @@ def _bootstrap_result(
     low, high = _bootstrap_interval(d, n_resamples, confidence, method, seed)
     same = np.all(d == d[0])
     return BootstrapResult(
+        **pair.summary(),
         difference=float(d[0]) if same else float(d.mean()),
         low=low,
         high=high,
-        mean_a=float(pair.a.mean()),
-        mean_b=float(pair.b.mean()),
         confidence=confidence,
         method=method,
-        n_queries=int(d.size),
-        n_dropped=pair.n_dropped,
         n_resamples=n_resamples,
         seed=seed,
     )

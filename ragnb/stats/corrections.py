@@ -78,20 +78,9 @@ def holm(p_values: Iterable[float] | np.ndarray) -> np.ndarray:
 def bonferroni(p_values: Iterable[float] | np.ndarray) -> np.ndarray:
     """Bonferroni adjusted p-values: ``min(1, m * p_i)``.
 
-    Parameters
-    ----------
-    p_values : array-like of shape (m,)
-        Raw p-values in [0, 1].
-
-    Returns
-    -------
-    ndarray of shape (m,)
-        Adjusted p-values in [0, 1].
-
-    Raises
-    ------
-    InputError
-        If a p-value is NaN or outside [0, 1].
+    The input, output and errors are those of :func:`holm`: raw ``p_values`` (array-like of shape
+    (m,) in [0, 1]) in, adjusted values (ndarray of shape (m,) in [0, 1], input order) out, and
+    InputError on a NaN or a value outside [0, 1].
 
     References
     ----------

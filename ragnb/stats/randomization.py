@@ -155,13 +155,10 @@ def _randomization_result(
     d = pair.a - pair.b
     p, method, n_perm = _randomization_p(d, n_resamples, exact, seed)
     return RandomizationResult(
+        **pair.summary(),
         difference=float(d.mean()),
         p_value=float(p),
-        mean_a=float(pair.a.mean()),
-        mean_b=float(pair.b.mean()),
         method=method,
         n_permutations=n_perm,
-        n_queries=int(d.size),
-        n_dropped=pair.n_dropped,
         seed=seed,
     )

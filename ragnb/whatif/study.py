@@ -48,7 +48,7 @@ from ragnb.io import BeirDataset, read_run
 from ragnb.measures import GRADED_FAMILIES, map_grades, resolve_grade_map
 from ragnb.params import NotebookParams, resolve_path
 from ragnb.provenance import versions
-from ragnb.retrieve import RETRIEVERS, make_retriever
+from ragnb.retrieve import RETRIEVERS, compute_runs
 from ragnb.validation import check_among, check_choice
 from ragnb.whatif.grid import (
     DEFAULT_ALPHAS,
@@ -207,64 +207,6 @@ def load_runs(runs_dir: str | Path, retrievers: Sequence[str] = ()) -> dict[str,
             column="retrievers",
         )
     return {n: read_run(folder / f"{n}.trec") for n in names}
-
-
-def compute_runs(
-    dataset: BeirDataset,
-    retrievers: Sequence[str],
-    *,
-    embedder: str = DEFAULT_MODEL,
-    depth: int = 100,
-    rrf_k: int = 60,
-    cache_dir: str = "",
-    progress: bool = True,
-) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, Any]], dict[str, Any]]:
-    """Run the retrievers once on the judged queries (the dense index is shared with hybrid).
-
-    Parameters
-    ----------
-    dataset : BeirDataset
-    retrievers : sequence of str
-        Any of ``"bm25"``, ``"dense"``, ``"hybrid"``.
-    embedder : str
-        Name for :func:`ragnb.embed.make_embedder`, through the embedding cache.
-    depth : int
-        Documents per query.
-    rrf_k : int
-    cache_dir : str
-    progress : bool
-
-    Returns
-    -------
-    runs : dict of str to DataFrame
-    described : dict of str to dict
-        Each retriever's configuration, with ``seconds`` (index + retrieve, wall clock).
-    cache : dict
-        Cache location and hit/miss counts.
-    """
-    from ragnb.cache import Cache
-    from ragnb.retrieve import BM25Retriever, DenseRetriever, HybridRetriever
-
-    cache = Cache(cache_dir or None)
-    queries = dataset.judged_queries
-    runs: dict[str, pd.DataFrame] = {}
-    described: dict[str, dict[str, Any]] = {}
-    dense: DenseRetriever | None = None
-    for name in retrievers:
-        start = time.perf_counter()
-        if name == "hybrid" and dense is not None:
-            retriever: Any = HybridRetriever(BM25Retriever(), dense, rrf_k=rrf_k, depth=depth)
-            retriever.first.index(dataset.corpus)
-        else:
-            retriever = make_retriever(
-                name, model=embedder, rrf_k=rrf_k, depth=depth, cache=cache, progress=progress
-            )
-            retriever.index(dataset.corpus)
-        if isinstance(retriever, DenseRetriever):
-            dense = retriever
-        runs[name] = retriever.retrieve(queries, k=depth)
-        described[name] = {**retriever.describe(), "seconds": time.perf_counter() - start}
-    return runs, described, cache.summary()
 
 
 # ----------------------------------------------------------------------------- the analysis
