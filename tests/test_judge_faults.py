@@ -382,3 +382,55 @@ def test_canary_api_key_appears_in_no_file_log_or_frame(openai_server, tmp_path,
     for r in openai_server.requests:
         assert r.headers["authorization"] == "[REDACTED]"
         assert r.api_key_sha256 == digest
+
+
+# ----------------------------------------------------------------------------- rejected options
+
+# what llama-cpp-python 0.3.36's server answers to OpenAI's response_format (measured)
+LLAMA_CPP_500 = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
+)
+
+
+def test_a_500_to_constrained_output_stops_the_job_naming_the_option(openai_server, tmp_path):
+    def handler(request):
+        if "response_format" in request.json:
+            return error(500, LLAMA_CPP_500)
+        return rubric(request)
+
+    openai_server.chat.handler = handler
+    judge = make_judge(openai_server, tmp_path, constrained="json_schema", concurrency=2)
+    with pytest.raises(JudgeUnavailable) as info:
+        judge.grade_many(items(6))
+    message = str(info.value)
+    assert "constrained='json_schema' (sent as response_format)" in message
+    assert "constrained=None" in message and "constrained='json_object_schema'" in message
+    assert "HTTP 500" in message and "Change the option" in message
+    results = info.value.results
+    assert len(results) == 6 and all(r.status == "failed" for r in results)
+    # not retried: at most one request per worker, not five per item
+    assert openai_server.request_count(CHAT) <= 2
+    statuses = Ledger(tmp_path / "ledger.jsonl").frame()["status"].tolist()
+    assert "http_500" in statuses and "ok" not in statuses
+    # the option off: the same server answers, and nothing was cached under the other key
+    df = make_judge(openai_server, tmp_path).grade_many(items(6))
+    assert df["valid"].all() and not df["cached"].any()
+
+
+def test_a_400_to_logprobs_names_the_logprobs_option(openai_server, tmp_path):
+    openai_server.chat.handler = lambda request: error(
+        400, "logprobs is not supported for models created with logits_all=False"
+    )
+    judge = make_judge(openai_server, tmp_path, logprobs=5)
+    with pytest.raises(JudgeUnavailable, match=r"logprobs=5 \(sent as logprobs/top_logprobs\)"):
+        judge.grade_many(items(3))
+    assert openai_server.request_count(CHAT) == 1
+
+
+def test_a_500_that_names_no_option_is_retried_as_usual(openai_server, tmp_path):
+    openai_server.chat.handler = rubric
+    openai_server.chat.fail(500, times=2)
+    judge = make_judge(openai_server, tmp_path, constrained="json_object_schema")
+    df = judge.grade_many(items(1))
+    assert df["valid"].all() and df["attempts"].tolist() == [3]

@@ -32,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -154,6 +155,16 @@ class RecordingProxy:
 def scifact_items(scifact_path: Path) -> pd.DataFrame:
     """A handful of real SciFact (query, passage) pairs: the judged pairs with the shortest
     passages (so the test stays fast on two cores), and as many unjudged passages."""
+    return scifact_pairs(scifact_path, N_RELEVANT, N_OTHER)
+
+
+@pytest.fixture(scope="session")
+def scifact_ten(scifact_path: Path) -> pd.DataFrame:
+    """Ten real SciFact pairs (seven judged, three not) for constrained grading."""
+    return scifact_pairs(scifact_path, 7, 3)
+
+
+def scifact_pairs(scifact_path: Path, n_relevant: int, n_other: int) -> pd.DataFrame:
     from ragnb.io import read_beir
 
     data = read_beir(scifact_path, split="test")
@@ -161,12 +172,12 @@ def scifact_items(scifact_path: Path) -> pd.DataFrame:
     queries = data.queries.set_index("query_id")["text"]
     text = corpus["title"].fillna("") + ". " + corpus["text"].fillna("")
     qrels = data.qrels.assign(length=data.qrels["doc_id"].map(text.str.len()))
-    judged = qrels.sort_values(["length", "query_id", "doc_id"]).head(N_RELEVANT)
+    judged = qrels.sort_values(["length", "query_id", "doc_id"]).head(n_relevant)
     judged_docs = set(data.qrels["doc_id"])
     short = text[~text.index.isin(judged_docs)].str.len().sort_values(kind="stable")
     others = [
         (qid, doc)
-        for qid, doc in zip(judged["query_id"][:N_OTHER], short.index[:N_OTHER], strict=True)
+        for qid, doc in zip(judged["query_id"][:n_other], short.index[:n_other], strict=True)
     ]
     pairs = list(zip(judged["query_id"], judged["doc_id"], strict=True)) + others
     return pd.DataFrame(
@@ -366,3 +377,187 @@ def test_cli_serve_prints_a_base_url_that_answers():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# ----------------------------------------------------------------------------- constrained output
+
+
+@pytest.fixture(scope="module")
+def constrained_run(
+    local_server: LocalLLMServer, scifact_ten: pd.DataFrame, tmp_path_factory
+) -> Iterator[JudgeRun]:
+    """OpenAIJudge with llama-cpp-python's schema form and log-probabilities: one grade_many
+    of ten SciFact pairs through the recording proxy."""
+    tmp = tmp_path_factory.mktemp("local-llm-constrained")
+    proxy = RecordingProxy(local_server.base_url)
+    judge = constrained_judge(proxy.base_url, tmp, logprobs=5)
+    first = judge.grade_many(scifact_ten)
+    run = JudgeRun(judge, proxy, first, judge.ledger.frame().copy(), list(proxy.recorder.requests))
+    yield run
+    proxy.close()
+    judge.cache.close()
+    judge.ledger.close()
+
+
+def constrained_judge(base_url: str, tmp: Path, **kwargs: Any) -> Any:
+    from ragnb.cache import Cache
+    from ragnb.judge import OpenAIJudge
+    from ragnb.ledger import Ledger
+
+    kwargs.setdefault("constrained", "json_object_schema")
+    return OpenAIJudge(
+        DEFAULT_MODEL,
+        base_url=base_url,
+        api_key="local",
+        request_params={"max_tokens": 24},
+        concurrency=1,
+        timeout=300.0,
+        cache=Cache(tmp / "cache"),
+        ledger=Ledger(tmp / "ledger.jsonl"),
+        progress=False,
+        **kwargs,
+    )
+
+
+def test_constrained_grades_all_parse_on_the_scale(constrained_run: JudgeRun):
+    frame = constrained_run.first
+    low, high = constrained_run.judge.scale
+    assert len(frame) == 10
+    assert frame["valid"].all(), frame[["status", "reason", "raw"]]
+    assert not frame["reminded"].any()  # the schema admits nothing else: no reminder needed
+    assert frame["grade"].between(low, high).all()
+    for raw, grade in zip(frame["raw"], frame["grade"], strict=True):
+        assert json.loads(raw) == {"grade": grade}  # through the same strict parser
+    # one request per pair, and the ledger holds the server's own token counts
+    served = constrained_run.first_requests
+    ledger = constrained_run.first_ledger
+    assert len(served) == len(ledger) == 10 and all(s == 200 for s, _, _ in served)
+    assert sorted(zip(ledger["input_tokens"], ledger["output_tokens"], strict=True)) == sorted(
+        (p, c) for _, p, c in served
+    )
+
+
+def test_logprobs_give_an_expected_grade_in_the_scale_range(constrained_run: JudgeRun):
+    # llama-cpp-python 0.3.36's server returns choices[0].logprobs.content (its default
+    # logits_all=True), so every valid grade has an expected grade
+    frame = constrained_run.first
+    low, high = constrained_run.judge.scale
+    eg = frame["expected_grade"]
+    assert eg.notna().all(), frame[["grade", "expected_grade", "raw"]]
+    assert eg.between(low, high).all()
+
+
+def test_each_option_is_its_own_cache_key_on_the_real_server(
+    constrained_run: JudgeRun, scifact_ten: pd.DataFrame
+):
+    proxy = constrained_run.proxy
+    tmp = Path(constrained_run.judge.ledger.path).parent
+    before = proxy.recorder.count()
+    same = constrained_judge(proxy.base_url, tmp, logprobs=5).grade_many(scifact_ten)
+    assert proxy.recorder.count() == before and same["cached"].all()
+    other = constrained_judge(proxy.base_url, tmp).grade_many(scifact_ten.head(2))  # no logprobs
+    assert proxy.recorder.count() == before + 2 and not other["cached"].any()
+    assert other["valid"].all() and other["expected_grade"].isna().all()
+
+
+def test_listwise_ranking_on_real_output(constrained_run: JudgeRun, scifact_ten: pd.DataFrame):
+    batch = scifact_ten.head(3)
+    items = [
+        {
+            "query_id": batch["query_id"].iloc[0],
+            "query": batch["query"].iloc[0],
+            "doc_ids": list(batch["doc_id"]),
+            "passages": list(batch["passage"]),
+        }
+    ]
+    frame = constrained_run.judge.rank_many(items)
+    row = frame.iloc[0]
+    assert row["status"] in ("ok", "invalid") and isinstance(row["raw"], str)
+    if row["valid"]:
+        assert sorted(row["permutation"]) == [0, 1, 2]
+    else:
+        assert row["reason"] and row["permutation"] is None
+
+
+def test_rewriter_on_real_output(constrained_run: JudgeRun, scifact_ten: pd.DataFrame):
+    from ragnb.judge.rewriter import LLMRewriter
+
+    queries = list(dict.fromkeys(scifact_ten["query"]))[:2]
+    out = LLMRewriter(constrained_run.judge).many(queries)
+    assert len(out) == 2
+    for text, reason in out:
+        assert (text and not reason) or (text is None and reason)
+
+
+def test_primer_generation_on_real_output(constrained_run: JudgeRun):
+    from ragnb.correlation.generate import generate_graded
+
+    texts = pd.DataFrame(
+        {
+            "id": ["M-0"],
+            "q": ["What does BM25 rank?"],
+            "p": [["BM25 ranks documents by term frequency.", "BM25 weighs rare terms."]],
+            "n": [["Paris is in France."]],
+        }
+    )
+    ranked = pd.DataFrame(
+        [
+            {
+                "id": "M-0",
+                "E": "AM",
+                "Nc": 3,
+                "Np": 2,
+                "K": [2],
+                "P": [0.5],
+                "R": [0.5],
+                "rank": [0, 2, 1],
+            }
+        ]
+    )
+    graded = generate_graded(ranked, texts, constrained_run.judge)
+    assert len(graded) == 1
+    row = graded.iloc[0]
+    if row["valid"]:
+        assert 1 <= row["grade"] <= 5
+    else:
+        assert np.isnan(row["grade"]) and row["reason"]
+
+
+def test_golden_pipeline_with_the_local_judge(tmp_path: Path):
+    require_local_llm()
+    from ragnb.golden import GoldenPipeline, GoldenSetConfig
+    from ragnb.golden.judging import stop_local_server
+
+    config = GoldenSetConfig(
+        dataset="data/pydocs",
+        max_queries=2,
+        retrievers=["bm25"],
+        new_systems=[],
+        depth=3,
+        min_pool=3,
+        top_n=2,
+        refine_batch=2,
+        refine_max_iterations=2,
+        judge="local",
+        cache_dir=str(tmp_path / "cache"),
+        export_dir=str(tmp_path / "run"),
+    )
+    pipeline = GoldenPipeline.from_config(config)
+    server = pipeline.judge.local_server
+    try:
+        assert "SmolLM2-135M-Instruct (Q4_1 GGUF, a 135M-parameter local stand-in" in (
+            pipeline.banner()
+        )
+        gs = pipeline.run()
+        grades = gs.grades
+        assert len(grades) >= 2 and grades["valid"].all(), grades[["status", "reason"]]
+        low, high = pipeline.judge.scale
+        assert grades["grade"].between(low, high).all()
+        assert grades["expected_grade"].between(low, high).all()
+        assert (tmp_path / "run" / "ledger.jsonl").exists()
+        manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+        assert manifest["judge"]["constrained"] == "json_object_schema"
+        assert manifest["judge"]["logprobs"] == 10
+    finally:
+        stop_local_server(pipeline.judge)
+    assert not server.running

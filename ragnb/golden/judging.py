@@ -6,10 +6,18 @@ dataset's labels mapped onto the judge's scale; an LLM judge
 (:class:`~ragnb.judge.OpenAIJudge`) reads its key from ``$OPENAI_API_KEY`` only. What is
 written about a judge names its ``base_url`` only when it holds no credentials, and every string
 is scrubbed of the keys in the environment (:func:`ragnb.provenance.scrub`).
+
+``judge="local"`` starts a local model server (:class:`~ragnb.judge.server.LocalLLMServer`,
+SmolLM2-135M-Instruct) once per pipeline, and an :class:`~ragnb.judge.OpenAIJudge` on it with
+constrained output (llama-cpp-python's form) and token log-probabilities (the server returns
+them: each grade gets its ``expected_grade``). The server stops when the judge is garbage
+collected (:func:`stop_local_server` stops it at once), at interpreter exit, and with its parent
+process even after a SIGKILL (Linux).
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import pandas as pd
@@ -18,7 +26,21 @@ from ragnb.golden.config import GoldenSetConfig
 from ragnb.judge.base import Judge
 from ragnb.provenance import public_url, scrub
 
-__all__ = ["human_labels", "judge_banner", "make_judge", "public_judge_info"]
+__all__ = [
+    "LOCAL_MODEL_NAME",
+    "human_labels",
+    "judge_banner",
+    "make_judge",
+    "public_judge_info",
+    "stop_local_server",
+]
+
+#: How reports name the ``local`` judge's model.
+LOCAL_MODEL_NAME = (
+    "SmolLM2-135M-Instruct (Q4_1 GGUF, a 135M-parameter local stand-in, not a judge to trust)"
+)
+#: Token alternatives asked for per grade position by the ``local`` judge.
+LOCAL_TOP_LOGPROBS = 10
 
 
 def human_labels(config: GoldenSetConfig, qrels: pd.DataFrame) -> tuple[pd.DataFrame, Any]:
@@ -45,10 +67,13 @@ def make_judge(
     Offline judges read the dataset's labels (mapped by ``grade_map``); a pair without a label
     counts as not relevant: grade 0, or the mapped grade of 0 (trec_eval's convention for
     unjudged documents). ``"openai"`` builds an :class:`~ragnb.judge.OpenAIJudge` whose key comes
-    from ``$OPENAI_API_KEY`` only.
+    from ``$OPENAI_API_KEY`` only; ``"local"`` starts a local model server and builds an
+    :class:`~ragnb.judge.OpenAIJudge` on it (see :func:`_local_judge`).
     """
     from ragnb.judge import NoisyJudge, OpenAIJudge, QrelsJudge
 
+    if config.judge == "local":
+        return _local_judge(config, cache=cache, ledger=ledger)
     if config.judge == "openai":
         return OpenAIJudge(
             config.model,
@@ -69,6 +94,64 @@ def make_judge(
     )
 
 
+def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
+    """An :class:`~ragnb.judge.OpenAIJudge` on a :class:`~ragnb.judge.server.LocalLLMServer` it
+    owns (``judge.local_server``): constrained output, ``logprobs=10``, ``config.prompt``.
+
+    The ledger (when none is given: ``ledger.jsonl`` of the run folder, or in memory) prices
+    the local model at 0 US dollars per token: it runs on this machine, so the budget check
+    passes (the machine's time is not priced here).
+    """
+    from ragnb.judge import OpenAIJudge
+    from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer
+    from ragnb.ledger import Ledger
+    from ragnb.params import resolve_path
+    from ragnb.prices import ModelPrice
+
+    if ledger is None:
+        path = resolve_path(config.export_dir) / "ledger.jsonl" if config.export_dir else None
+        ledger = Ledger(path)
+    if ledger.prices.price(DEFAULT_MODEL) is None:
+        ledger.prices.prices[DEFAULT_MODEL] = ModelPrice(
+            DEFAULT_MODEL,
+            0.0,
+            0.0,
+            ledger.prices.as_of,
+            "a local model run on this machine by ragnb: no per-token charge",
+        )
+    server = LocalLLMServer(DEFAULT_MODEL).start()
+    try:
+        judge = OpenAIJudge(
+            server.model,
+            prompt=config.prompt,
+            base_url=server.base_url,
+            api_key="local",
+            constrained="json_object_schema",
+            logprobs=LOCAL_TOP_LOGPROBS,
+            request_params={"max_tokens": 64},
+            concurrency=1,
+            timeout=300.0,
+            cache=cache,
+            ledger=ledger,
+            progress=False,
+        )
+    except BaseException:
+        server.stop()
+        raise
+    judge.local_server = server  # type: ignore[attr-defined]
+    judge.model_name = LOCAL_MODEL_NAME  # type: ignore[attr-defined]
+    weakref.finalize(judge, server.stop)
+    return judge
+
+
+def stop_local_server(judge: Judge) -> None:
+    """Stop the local model server a ``local`` judge owns (nothing for other judges); the
+    judge cannot answer new calls afterwards (its cached answers stay)."""
+    server = getattr(judge, "local_server", None)
+    if server is not None:
+        server.stop()
+
+
 def public_judge_info(judge: Judge) -> dict[str, Any]:
     """:meth:`Judge.describe` for manifests: ``base_url`` only when it holds no credentials
     (else None, with ``base_url_withheld`` saying why).
@@ -81,6 +164,8 @@ def public_judge_info(judge: Judge) -> dict[str, Any]:
     True
     """
     info = dict(judge.describe())
+    if getattr(judge, "model_name", None):
+        info["model_name"] = judge.model_name  # type: ignore[attr-defined]
     url, withheld = public_url(getattr(judge, "base_url", None))
     if "base_url" in info or withheld:
         info["base_url"] = url
@@ -96,6 +181,13 @@ def judge_banner(judge: Judge) -> str:
         return f"**Judge: {jid} — simulated from the dataset's labels, not an LLM.**"
     if jid.startswith("qrels-judge"):
         return f"**Judge: {jid} — the dataset's own labels, not an LLM.**"
+    if getattr(judge, "local_server", None) is not None:
+        name = getattr(judge, "model_name", jid)
+        options = (
+            f"constrained output {getattr(judge, 'constrained', None)}, "
+            f"top {getattr(judge, 'logprobs', 0)} token log-probabilities"
+        )
+        return f"**Judge: {jid} — {name}, served on this machine by llama.cpp ({options}).**"
     url, withheld = public_url(getattr(judge, "base_url", None))
     where = url or ("a server whose URL is withheld" if withheld else "$OPENAI_BASE_URL or OpenAI")
     return f"**Judge: {jid} — an LLM, at {where}.**"

@@ -145,6 +145,11 @@ class GradeResult(Audit):
     query_id, doc_id : str
     grade : int or None
         On the judge's scale; None unless ``valid``.
+    expected_grade : float
+        The probability-weighted grade, in the scale's range, of an LLM judge asked for token
+        log-probabilities (``OpenAIJudge(logprobs=k)``, see
+        :func:`ragnb.judge.calls.expected_grade`); NaN otherwise (offline judges, invalid
+        answers, servers that return no log-probabilities).
     valid, status, reason, raw, first_raw, attempts, reminded, input_tokens, output_tokens,
     cached, repeated
         The audit trail, see :class:`Audit`.
@@ -159,6 +164,7 @@ class GradeResult(Audit):
     grade: int | None
     judge_id: str = ""
     prompt: str = ""
+    expected_grade: float = math.nan
 
 
 @dataclass(frozen=True, repr=False)
@@ -194,10 +200,11 @@ class RankResult(Audit):
 
 
 _AUDIT = (*AUDIT_FIELDS, "judge_id", "prompt")
-GRADE_COLUMNS = ("query_id", "doc_id", "grade", *_AUDIT)
+GRADE_COLUMNS = ("query_id", "doc_id", "grade", "expected_grade", *_AUDIT)
 RANK_COLUMNS = ("query_id", "batch_id", "doc_ids", "permutation", "order", *_AUDIT)
 
 _DTYPES = {
+    "expected_grade": "float64",
     "valid": bool,
     "attempts": "int64",
     "reminded": bool,
@@ -474,7 +481,8 @@ class Judge(ABC):
         -------
         DataFrame
             One row per item, input order. Columns: ``query_id``, ``doc_id``, ``grade``
-            (Int64, <NA> unless valid), ``valid`` (bool), ``status`` ("ok", "invalid",
+            (Int64, <NA> unless valid), ``expected_grade`` (float, NaN unless an LLM judge
+            returned token log-probabilities), ``valid`` (bool), ``status`` ("ok", "invalid",
             "failed"), ``reason`` (str), ``raw`` (last answer or None), ``first_raw`` (the
             answer that triggered the reminder, or None), ``attempts`` (int, HTTP requests in
             this run), ``reminded`` (bool), ``input_tokens``, ``output_tokens`` (int),

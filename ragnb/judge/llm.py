@@ -14,11 +14,17 @@ The judge is three pieces, each in its module:
   once (a crash loses only the calls in flight);
 - **reading answers**: strict parsing by the template (an invalid answer is never coerced)
   into :class:`~ragnb.judge.GradeResult` and :class:`~ragnb.judge.RankResult` rows.
+
+Two options get more out of a small model, both off by default (servers lack them):
+``constrained`` sends a JSON schema admitting only the template's answers (grade and rank
+calls), and ``logprobs`` asks grade calls for token log-probabilities, from which each result
+gets an ``expected_grade`` beside the sampled ``grade`` (:func:`ragnb.judge.calls.expected_grade`).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,12 +41,14 @@ from ragnb.judge.base import (
     rank_requests,
 )
 from ragnb.judge.calls import (
+    CONSTRAINED,
     INFLIGHT_NAMESPACE,
     KEY_PARTS,
     NAMESPACE,
     CallResult,
     LLMCall,
     build_call,
+    response_format,
 )
 from ragnb.judge.prompts import LABELS, PromptTemplate, load_prompt
 from ragnb.judge.sender import CallSender
@@ -103,6 +111,25 @@ class OpenAIJudge(Judge):
         :meth:`grade_many` and :meth:`rank_many` then raise
         :class:`~ragnb.errors.JudgeUnavailable` naming the URL and the cause; every answer
         received before is cached and in the ledger.
+    constrained : {None, "json_schema", "json_object_schema"}, default None
+        Constrained output: each grade and rank call sends a JSON schema admitting only its
+        template's answers (:meth:`~ragnb.judge.PromptTemplate.response_schema`: the grade
+        scale, or the batch's labels), as ``response_format``. ``"json_schema"`` is OpenAI's
+        Structured Outputs form (its root must be an object: not for ``integer`` prompts);
+        ``"json_object_schema"`` is llama-cpp-python's (``{"type": "json_object", "schema":
+        ...}``; its server answers OpenAI's form with HTTP 500). Answers still go through the
+        strict parser. Other calls (``extract``, ``generate``) are sent as without it.
+    logprobs : int, default 0
+        When > 0, grade calls ask for token log-probabilities (``logprobs=true``,
+        ``top_logprobs=logprobs``, 1 to 20; ``True`` means 10) and each result gets
+        ``expected_grade`` = sum_g g p(g) / sum_g p(g) over the scale's grade tokens at the
+        position of the sampled grade [3]_ [4]_ (NaN when the server returns none, or the
+        scale has grades outside 0-9).
+
+    A server that answers an error naming a field of these options (``response_format``,
+    ``logprobs``) stops the job with :class:`~ragnb.errors.JudgeUnavailable` saying which option
+    to turn off; nothing falls back silently. Each option is part of the cache key of the calls
+    that carry it, and of :meth:`describe`.
 
     Notes
     -----
@@ -129,6 +156,11 @@ class OpenAIJudge(Judge):
     .. [1] Dallaire (arXiv 2511.09545), section 3.4: S4 Score (1-5 utility grades) and S6 Rank
        (listwise orders of five passages A-E), with caching and manifests.
     .. [2] Bergum, "Improving retrieval with LLM-as-a-judge" (Vespa blog).
+    .. [3] Zhuang et al., "Beyond Yes and No: Improving Zero-Shot LLM Rankers via Scoring
+       Fine-Grained Relevance Labels", NAACL 2024: expected relevance from the rating labels'
+       probabilities.
+    .. [4] Liu et al., "G-Eval: NLG Evaluation using GPT-4 with Better Human Alignment", EMNLP
+       2023: the score weighted by the score tokens' probabilities.
     """
 
     def __init__(
@@ -156,9 +188,12 @@ class OpenAIJudge(Judge):
         stage: str = "judge",
         progress: bool = True,
         max_connection_failures: int = 5,
+        constrained: str | None = None,
+        logprobs: int = 0,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InputError(f"model must be a non-empty string, got {model!r}")
+        constrained, logprobs = _check_options(constrained, logprobs, request_params)
         check_retry_settings({"concurrency": concurrency}, {})
         policy = RetryPolicy(max_attempts, timeout, backoff_base, backoff_max, max_retry_wait)
         params = check_request_params(request_params, ("model", "messages", "stream", "n"))
@@ -171,6 +206,9 @@ class OpenAIJudge(Judge):
         if self.rank_prompt.kind != "rank":
             raise InputError(f"rank_prompt {self.rank_prompt.id} is not a rank prompt")
         self.scale = self.prompt.scale
+        self.constrained = constrained
+        self.logprobs = logprobs
+        self._check_prompt(self.prompt)
         self.base_url = base_url
         self.temperature = temperature
         self.request_params = params
@@ -207,18 +245,26 @@ class OpenAIJudge(Judge):
             stage=stage,
             progress=progress,
             max_connection_failures=max_connection_failures,
+            options={"constrained": constrained, "logprobs": logprobs},
         )
 
     # -- identity
 
     @property
     def params(self) -> dict[str, Any]:
-        """What besides model and prompt changes an answer (part of cache keys)."""
-        return {
+        """What besides model and prompt changes an answer (part of cache keys): the options
+        ``constrained`` and ``logprobs`` only when on (and in a call's key only when the call
+        carries them), so answers cached without them stay valid."""
+        out: dict[str, Any] = {
             "temperature": self.temperature,
             "request_params": self.request_params,
             "reminder": self.reminder,
         }
+        if self.constrained is not None:
+            out["constrained"] = self.constrained
+        if self.logprobs:
+            out["logprobs"] = self.logprobs
+        return out
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -230,6 +276,8 @@ class OpenAIJudge(Judge):
             "prompt": self.prompt.describe(),
             "rank_prompt": self.rank_prompt.describe(),
             "params": self.params,
+            "constrained": self.constrained,
+            "logprobs": self.logprobs,
             "concurrency": self.concurrency,
             "timeout_s": self.timeout,
             "max_attempts": self.max_attempts,
@@ -254,6 +302,7 @@ class OpenAIJudge(Judge):
             other.prompt = load_prompt(prompt, lang)
             if other.prompt.kind != "grade":
                 raise InputError(f"prompt {other.prompt.id} is not a grade prompt")
+            self._check_prompt(other.prompt)
             other.scale = other.prompt.scale
         if rank_prompt is not None:
             other.rank_prompt = load_prompt(rank_prompt, lang)
@@ -274,20 +323,55 @@ class OpenAIJudge(Judge):
     ) -> LLMCall:
         """Render ``template`` with ``values`` into a call with its cache key.
 
+        The call carries the judge's options that apply to it: ``response_format`` when
+        ``constrained`` is on and the template's answer has a schema
+        (:meth:`~ragnb.judge.PromptTemplate.response_schema`), ``logprobs`` for grade templates;
+        its key holds exactly those.
+
         Raises
         ------
         InputError
-            When a field of the template is missing from ``values`` (naming ``item``).
+            When a field of the template is missing from ``values`` (naming ``item``), or
+            ``constrained="json_schema"`` meets an ``integer`` answer.
         """
+        params = {k: v for k, v in self.params.items() if k not in ("constrained", "logprobs")}
+        body: dict[str, Any] = {}
+        schema = template.response_schema(labels) if self.constrained else None
+        if schema is not None and self.constrained is not None:
+            self._check_prompt(template)
+            params["constrained"] = self.constrained
+            body["response_format"] = response_format(
+                self.constrained, schema, f"ragnb_{template.answer}"
+            )
+        if self.logprobs and template.kind == "grade":
+            params["logprobs"] = self.logprobs
+            body.update(logprobs=True, top_logprobs=self.logprobs)
         return build_call(
             self.model,
-            self.params,
+            params,
             template,
             values,
             item=item,
             query_id=query_id,
             labels=labels,
+            body=body,
         )
+
+    def _check_prompt(self, template: PromptTemplate) -> None:
+        """Refuse a template the options cannot serve (before any call)."""
+        if self.constrained == "json_schema" and template.answer == "integer":
+            raise InputError(
+                f"prompt {template.id} answers a bare integer, which OpenAI's json_schema "
+                "cannot constrain (its root must be an object): use a json_grade prompt, "
+                "constrained='json_object_schema' (llama-cpp-python) or constrained=None"
+            )
+        if self.logprobs and template.kind == "grade" and template.scale is not None:
+            lo, hi = template.scale
+            if lo < 0 or hi > 9:
+                raise InputError(
+                    f"prompt {template.id}: an expected grade needs single-digit grades (0-9), "
+                    f"the scale is {lo}-{hi}; set logprobs=0"
+                )
 
     def _grade_calls(self, requests: list[GradeRequest]) -> list[LLMCall]:
         tpl = self.prompt
@@ -354,7 +438,13 @@ class OpenAIJudge(Judge):
         calls = self._grade_calls(requests)
         results = self.run(calls, stage=stage, kind="grade")
         return [
-            self._grade_result(r, c.value if c.valid else None, prompt=self.prompt.id, **c.audit())
+            self._grade_result(
+                r,
+                c.value if c.valid else None,
+                prompt=self.prompt.id,
+                expected_grade=math.nan if c.expected_grade is None else c.expected_grade,
+                **c.audit(),
+            )
             for r, c in zip(requests, results, strict=True)
         ]
 
@@ -387,3 +477,28 @@ class OpenAIJudge(Judge):
             When the circuit breaker stopped the job (see ``max_connection_failures``).
         """
         return self.sender.run(calls, stage=stage, kind=kind)
+
+
+def _check_options(
+    constrained: Any, logprobs: Any, request_params: Mapping[str, Any] | None
+) -> tuple[str | None, int]:
+    """``(constrained, logprobs)`` validated; ``logprobs=True`` means 10, False means 0."""
+    if constrained not in CONSTRAINED:
+        raise InputError(f"constrained must be one of {CONSTRAINED}, got {constrained!r}")
+    if logprobs is True:
+        logprobs = 10
+    elif logprobs is False or logprobs is None:
+        logprobs = 0
+    if type(logprobs) is not int or not 0 <= logprobs <= 20:
+        raise InputError(f"logprobs must be an integer in [0, 20] (top_logprobs), got {logprobs!r}")
+    given = set(request_params or {})
+    for option, on, fields in (
+        ("constrained", constrained is not None, {"response_format"}),
+        ("logprobs", logprobs > 0, {"logprobs", "top_logprobs"}),
+    ):
+        if on and given & fields:
+            raise InputError(
+                f"request_params sets {sorted(given & fields)} and {option} sets it too: "
+                "give one of them"
+            )
+    return constrained, logprobs

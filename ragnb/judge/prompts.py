@@ -251,6 +251,16 @@ def parse_numbered_list(text: str) -> tuple[tuple[str, ...] | None, str | None]:
 # ----------------------------------------------------------------------------- templates
 
 
+def _object_schema(key: str, value: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a JSON object whose only key is ``key``."""
+    return {
+        "type": "object",
+        "properties": {key: value},
+        "required": [key],
+        "additionalProperties": False,
+    }
+
+
 def _fields_of(text: str, where: str) -> list[str]:
     out = []
     try:
@@ -452,6 +462,36 @@ class PromptTemplate:
         if self.answer == "json_order":
             return parse_json_order(text, labels or ())
         return parse_numbered_list(text)
+
+    def response_schema(self, labels: Sequence[str] | None = None) -> dict[str, Any] | None:
+        """A JSON schema admitting only this template's answers, for constrained decoding.
+
+        ``integer``: an integer of the scale; ``json_grade``: ``{"grade": n}``, n of the scale;
+        ``json_order``: ``{"order": [...]}`` of ``len(labels)`` labels among ``labels`` (a
+        schema cannot say "each once": a repeated label still fails the strict parser);
+        ``numbered_list`` and other answers: None (not constrained). The answer still goes
+        through :meth:`parse`: the schema narrows what the model can emit, it does not replace
+        the parser.
+
+        Examples
+        --------
+        >>> load_prompt("vespa-0-2").response_schema()
+        {'type': 'integer', 'enum': [0, 1, 2]}
+        """
+        if self.answer in ("integer", "json_grade") and self.scale is not None:
+            grade = {"type": "integer", "enum": list(range(self.scale[0], self.scale[1] + 1))}
+            if self.answer == "integer":
+                return grade
+            return _object_schema("grade", grade)
+        if self.answer == "json_order" and labels:
+            order = {
+                "type": "array",
+                "items": {"type": "string", "enum": list(labels)},
+                "minItems": len(labels),
+                "maxItems": len(labels),
+            }
+            return _object_schema("order", order)
+        return None
 
     # -- loading
 

@@ -24,6 +24,17 @@ How one call is sent
    value that does not decode (torn) is a miss, reported by :meth:`ragnb.cache.Cache.corrupt`
    with the cache file's path, and overwritten by the fresh answer.
 
+Request options
+---------------
+A call may carry fields of its own (:attr:`~ragnb.judge.calls.LLMCall.body`: the
+``response_format`` of constrained output, ``logprobs`` and ``top_logprobs``), sent with the
+reminder too. A server that lacks an option answers with an error, often 400 or 500: when an
+error answer to such a request names one of those fields (``response_format``, ``logprobs``,
+...), it is not retried and the whole job stops (:class:`~ragnb.errors.JudgeUnavailable`) with a
+message naming the judge option to turn off; there is no silent fallback to other requests, which
+would give other answers. A grade answer sent with ``logprobs`` that carries none gets no
+expected grade (NaN), and the run logs a warning with the count.
+
 Every HTTP request is appended to the :class:`~ragnb.ledger.Ledger` twice: a ``pending`` line
 before it is sent (write-ahead, with the prompt's token count and the template's expected answer
 length) and its outcome (attempt number, status, usage tokens) when it ends. An answer without
@@ -51,8 +62,10 @@ from ragnb.judge.calls import (
     NAMESPACE,
     CallResult,
     LLMCall,
+    expected_grade,
     has_usage,
     read_completion,
+    read_logprobs,
 )
 from ragnb.ledger import Ledger, count_message_tokens, count_tokens
 from ragnb.provenance import safe_url
@@ -78,17 +91,27 @@ class _Counts:
     output_tokens: int = 0
 
 
+#: Request fields of each judge option, and how a message naming them reads.
+_OPTION_FIELDS = {
+    "constrained": ("response_format", "json_schema", "json_object"),
+    "logprobs": ("logprobs", "top_logprobs"),
+}
+
+
 class _RunState:
-    """Shared by the workers of one run: the pause a 429 imposes, and the circuit breaker."""
+    """Shared by the workers of one run: the pause a 429 imposes, the circuit breaker, the
+    rejection of a request option, and the grade answers that came without log-probabilities."""
 
     def __init__(self, breaker: CircuitBreaker) -> None:
         self.pause_until = 0.0
         self.breaker = breaker
+        self.rejected: str | None = None
+        self.no_logprobs = 0
 
     @property
     def abort(self) -> str | None:
-        """Why the job stopped (the breaker's cause), None while it runs."""
-        return self.breaker.cause
+        """Why the job stopped (the breaker's cause or a rejected option), None while it runs."""
+        return self.breaker.cause or self.rejected
 
 
 @dataclass(frozen=True)
@@ -132,6 +155,9 @@ class CallSender:
         A tqdm progress bar while requests are in flight.
     max_connection_failures : int, default 5
         Connection failures (or timeouts) in a row that stop the whole job.
+    options : dict, optional
+        The judge options behind the calls' own request fields (``{"constrained":
+        "json_schema", "logprobs": 5}``), named in the error when a server rejects them.
     """
 
     def __init__(
@@ -151,6 +177,7 @@ class CallSender:
         stage: str,
         progress: bool,
         max_connection_failures: int = 5,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
         CircuitBreaker(max_connection_failures)  # validates the setting
         self.max_connection_failures = max_connection_failures
@@ -168,6 +195,7 @@ class CallSender:
         self.ledger = ledger
         self.stage = stage
         self.progress = progress
+        self.options = dict(options or {})
 
     # -- the cache
 
@@ -221,10 +249,21 @@ class CallSender:
             before = set(self.cache.get_many(INFLIGHT_NAMESPACE, [c.key for c in todo]))
             answered = set(self.cache.get_many(NAMESPACE, [c.key for c in todo]))
             repeated = frozenset((before - answered) | (orphans & set(unique)))
-            breaker = CircuitBreaker(self.max_connection_failures)
-            results.update(run_sync(lambda: self._arun(todo, repeated, stage, kind, breaker)))
-            if breaker.cause is not None:
-                raise self._unavailable(stage, breaker.cause, [results[c.key] for c in calls])
+            state = _RunState(CircuitBreaker(self.max_connection_failures))
+            results.update(run_sync(lambda: self._arun(todo, repeated, stage, kind, state)))
+            if state.abort is not None:
+                raise self._unavailable(
+                    stage, state.abort, [results[c.key] for c in calls], state.rejected
+                )
+            if state.no_logprobs:
+                log.warning(
+                    "%s: %d grade answers came without token log-probabilities although "
+                    "logprobs=%s asked for them: their expected_grade is NaN (the server "
+                    "does not return them; set logprobs=0 to stop asking)",
+                    self.judge_id,
+                    state.no_logprobs,
+                    self.options.get("logprobs"),
+                )
             bad = [r for r in results.values() if not r.valid and not r.cached]
             if bad:
                 n_failed = sum(r.status == "failed" for r in bad)
@@ -237,16 +276,22 @@ class CallSender:
                 )
         return [results[c.key] for c in calls]
 
-    def _unavailable(self, stage: str, cause: str, results: list[CallResult]) -> JudgeUnavailable:
-        """The error of a job the circuit breaker stopped."""
+    def _unavailable(
+        self, stage: str, cause: str, results: list[CallResult], rejected: str | None = None
+    ) -> JudgeUnavailable:
+        """The error of a job the circuit breaker (or a rejected request option) stopped."""
         failed = sum(r.status == "failed" for r in results)
         where = safe_url(self.base_url or os.environ.get("OPENAI_BASE_URL")) or "api.openai.com"
+        check = (
+            "Change the option as said"
+            if rejected is not None
+            else "Check the key ($OPENAI_API_KEY), the base_url and the model"
+        )
         message = self._redact(
             f"{stage}: the judge {self.judge_id} at {where} cannot answer: the job stopped "
             f"after {cause}. {len(results) - failed} of {len(results)} calls have an answer "
-            f"(kept in the cache and the ledger), {failed} failed. Check the key "
-            "($OPENAI_API_KEY), the base_url and the model, then run the same notebook or "
-            f"command again: only the {failed} failed calls are sent."
+            f"(kept in the cache and the ledger), {failed} failed. {check}, then run the same "
+            f"notebook or command again: only the {failed} failed calls are sent."
         )
         return JudgeUnavailable(
             message, failed=failed, total=len(results), cause=cause, results=list(results)
@@ -258,7 +303,7 @@ class CallSender:
         repeated: frozenset[str],
         stage: str,
         kind: str,
-        breaker: CircuitBreaker,
+        state: _RunState,
     ) -> dict[str, CallResult]:
         import openai
         from tqdm import tqdm
@@ -270,7 +315,7 @@ class CallSender:
             timeout=self.policy.timeout,
             max_retries=0,
         )
-        job = _Job(client, stage, kind, _RunState(breaker), repeated)
+        job = _Job(client, stage, kind, state, repeated)
         pending = iter(todo)
         bar = tqdm(
             total=len(todo),
@@ -321,7 +366,7 @@ class CallSender:
             )
 
         try:
-            text = await self._request(call.messages, call, counts, job)
+            text, data = await self._request(call.messages, call, counts, job)
         except _Failed as f:
             return result(value=None, valid=False, status="failed", reason=f.reason)
         value, reason = call.template.parse(text, call.labels)
@@ -336,7 +381,7 @@ class CallSender:
                 {"role": "user", "content": call.reminder},
             ]
             try:
-                text = await self._request(follow_up, call, counts, job)
+                text, data = await self._request(follow_up, call, counts, job)
             except _Failed as f:
                 return result(
                     value=None,
@@ -349,6 +394,12 @@ class CallSender:
             value, reason = call.template.parse(text, call.labels)
             if reason is not None:
                 reason = f"{reason} (after a reminder; first answer: {first_reason})"
+        eg = None
+        if reason is None and call.body.get("logprobs"):
+            tokens = read_logprobs(data)
+            if tokens is None:
+                job.state.no_logprobs += 1
+            eg = expected_grade(call.template, value, tokens)
         final = result(
             value=value if reason is None else None,
             valid=reason is None,
@@ -357,6 +408,7 @@ class CallSender:
             raw=text,
             first_raw=first_raw,
             reminded=reminded,
+            expected_grade=eg,
         )
         self.cache.put(NAMESPACE, call.key, final.to_bytes())
         return final
@@ -365,8 +417,10 @@ class CallSender:
 
     async def _request(
         self, messages: list[dict[str, str]], call: LLMCall, counts: _Counts, job: _Job
-    ) -> str:
+    ) -> tuple[str, Any]:
+        """The answer's text and the whole response body."""
         body: dict[str, Any] = {"model": self.model, "messages": messages, **self.body}
+        body.update(call.body)
         state = job.state
         breaker = state.breaker
         loop = asyncio.get_running_loop()
@@ -383,7 +437,7 @@ class CallSender:
             if pause > 0:
                 await breaker.sleep(pause)
 
-        async def send(attempt: int) -> str:
+        async def send(attempt: int) -> tuple[str, Any]:
             counts.attempts += 1
             rid["id"] = self.ledger.begin(
                 stage=job.stage,
@@ -406,6 +460,8 @@ class CallSender:
                 data = await job.client.post("/chat/completions", cast_to=dict, body=body)
                 content, n_in, n_out = read_completion(data)
             except Exception as e:
+                # the server lacks an option the call carries: retrying cannot help
+                self._stop_if_rejected(e, call, job, counts.attempts, rid["id"])
                 if classify(e, self.policy.timeout) is None:  # not a transport fault: a bug
                     self._record(
                         job.stage,
@@ -439,7 +495,7 @@ class CallSender:
                 rid["id"],
                 estimated,
             )
-            return content
+            return content, data
 
         def on_fault(fault: Fault, attempt: int) -> None:
             if breaker.failure(fault):
@@ -474,6 +530,47 @@ class CallSender:
             )
         except GaveUp as g:
             raise _Failed(g.reason) from None
+
+    def _stop_if_rejected(
+        self, error: Exception, call: LLMCall, job: _Job, attempt: int, request_id: str
+    ) -> None:
+        """Stop the job (raise :class:`_Failed`) when ``error`` refuses an option of the call:
+        the request goes to the ledger with its HTTP status, the reason to the run state."""
+        rejected = self._rejected_option(error, call)
+        if rejected is None:
+            return
+        fault, reason = rejected
+        job.state.rejected = job.state.rejected or reason
+        repeated = call.key in job.repeated
+        self._record(
+            job.stage, job.kind, call, attempt, fault.status, 0, 0, False, repeated, request_id
+        )
+        raise _Failed(reason) from None
+
+    def _rejected_option(self, error: Exception, call: LLMCall) -> tuple[Fault, str] | None:
+        """``(fault, reason)`` when ``error`` is a server's refusal of an option the call
+        carries: an HTTP 400, 422 or 5xx answer whose message names one of its fields."""
+        if not call.body:
+            return None
+        fault = classify(error, self.policy.timeout, [self._api_key])
+        code = None if fault is None else fault.code
+        if fault is None or code is None or not (code in (400, 422) or code >= 500):
+            return None
+        text = fault.reason.lower()
+        named = [
+            option
+            for option, fields in _OPTION_FIELDS.items()
+            if option in self.options
+            and any(f in call.body for f in fields)
+            and any(f in text for f in fields)
+        ]
+        if not named:
+            return None
+        return fault, self._redact(
+            "the server rejected the request option "
+            + " and ".join(_option_hint(o, self.options[o]) for o in named)
+            + f": {fault.reason}"
+        )
 
     # -- the ledger
 
@@ -510,3 +607,21 @@ class CallSender:
 
     def _redact(self, text: str) -> str:
         return redact(text, [self._api_key])
+
+
+def _option_hint(option: str, value: Any) -> str:
+    """``option=value`` with what to do instead, for the error of a rejected option."""
+    if option == "constrained":
+        other = {"json_schema": "json_object_schema", "json_object_schema": "json_schema"}[value]
+        where = {
+            "json_object_schema": "OpenAI's API",
+            "json_schema": "llama-cpp-python's server",
+        }[other]
+        return (
+            f"constrained={value!r} (sent as response_format): turn it off with "
+            f"constrained=None, or try constrained={other!r} ({where}'s form)"
+        )
+    return (
+        f"logprobs={value!r} (sent as logprobs/top_logprobs): turn it off with logprobs=0 "
+        "(the server gives no token log-probabilities)"
+    )
