@@ -266,14 +266,7 @@ def rerank_cost_table(
     >>> rerank_cost_table().round(2).to_dict("records")[0]
     {'K': 50, 'rerank-2.5': 1.25, 'rerank-2.5-lite': 0.5}
     """
-    prices = prices or load_prices()[0]
-    rows = []
-    for k in ks:
-        row: dict[str, Any] = {"K": int(k)}
-        for m in models:
-            row[m] = k * tokens_per_candidate * 1000 * _price(prices, m) / 1e6
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return _input_cost_table(ks, tokens_per_candidate, models, prices, token_column=False)
 
 
 def generator_cost_table(
@@ -307,11 +300,26 @@ def generator_cost_table(
     >>> generator_cost_table().round(2).to_dict("records")[0]
     {'K': 10, 'input_tokens': 5000000.0, 'gpt-5': 6.25, 'gpt-5-mini': 1.25, 'gpt-5-nano': 0.25}
     """
+    return _input_cost_table(ks, tokens_per_chunk, models, prices, token_column=True)
+
+
+def _input_cost_table(
+    ks: Sequence[int],
+    tokens_per_item: float,
+    models: Sequence[str],
+    prices: PriceTable | None,
+    *,
+    token_column: bool,
+) -> pd.DataFrame:
+    """``K`` (items per query), optionally ``input_tokens`` per 1,000 queries, and the input
+    cost of those tokens per model: ``K x tokens_per_item x 1000 x price / 1e6`` US dollars."""
     prices = prices or load_prices()[0]
     rows = []
     for k in ks:
-        tokens = float(k) * tokens_per_chunk * 1000
-        row: dict[str, Any] = {"K": int(k), "input_tokens": tokens}
+        tokens = float(k) * tokens_per_item * 1000
+        row: dict[str, Any] = (
+            {"K": int(k), "input_tokens": tokens} if token_column else {"K": int(k)}
+        )
         for m in models:
             row[m] = tokens * _price(prices, m) / 1e6
         rows.append(row)

@@ -180,9 +180,10 @@ def _quality_ties(frame: pd.DataFrame, quality: str, tol: float) -> pd.DataFrame
     return frame[frame[quality] >= best - tol]
 
 
-def _best_quality(
+def _best_within(
     frame: pd.DataFrame,
-    ok: pd.DataFrame,
+    bound_column: str,
+    bound: float,
     rule: str,
     lead: str,
     quality: str,
@@ -190,9 +191,11 @@ def _best_quality(
     k_column: str,
     quality_tol: float,
 ) -> Choice:
-    """Among the feasible rows ``ok`` of ``frame`` with a quality, the highest quality; rows
-    within ``quality_tol`` of it tie and go to the smaller K, then the higher efficiency."""
-    ok = ok.dropna(subset=[quality])
+    """Among the rows of ``frame`` with ``bound_column <= bound`` and a quality, the highest
+    quality; rows within ``quality_tol`` of it tie and go to the smaller K, then the higher
+    efficiency."""
+    _need(frame, bound_column, quality, k_column)
+    ok = frame[frame[bound_column] <= bound].dropna(subset=[quality])
     ties = _quality_ties(ok, quality, quality_tol)
     ranked = _order(ties, [(quality, False)], k_column, _eff(frame))
     return _choice(rule, ranked, len(ok), _sentence(ranked, lead, quality, latency, len(ok)))
@@ -233,10 +236,10 @@ def best_under_sla(
     >>> best_under_sla(f, 30)["row"]["label"]  # a and c tie on quality: c has the smaller K
     'c'
     """
-    _need(frame, latency, quality, k_column)
     lead = f"Under a {latency.replace('latency_', '').replace('_ms', '')} SLA of {sla_ms:g} ms"
-    ok = frame[frame[latency] <= sla_ms]
-    return _best_quality(frame, ok, "sla", lead, quality, latency, k_column, quality_tol)
+    return _best_within(
+        frame, latency, sla_ms, "sla", lead, quality, latency, k_column, quality_tol
+    )
 
 
 def best_under_budget(
@@ -260,10 +263,10 @@ def best_under_budget(
     -------
     Choice
     """
-    _need(frame, cost, quality, k_column)
     lead = f"Under a budget of USD {budget_usd_per_1k:g} per 1,000 queries"
-    ok = frame[frame[cost] <= budget_usd_per_1k]
-    return _best_quality(frame, ok, "budget", lead, quality, latency, k_column, quality_tol)
+    return _best_within(
+        frame, cost, budget_usd_per_1k, "budget", lead, quality, latency, k_column, quality_tol
+    )
 
 
 def fastest_for_target(
