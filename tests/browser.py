@@ -17,12 +17,16 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 
-def open_offline(url: str, profile: Path):
+def open_chromium(url: str, profile: Path, *, offline: bool = True, logs: bool = False):
+    """Debian's headless Chromium (by path) on ``url``, with the flags this machine's closed
+    network needs. ``offline``: no network at all; otherwise only 127.0.0.1 resolves (a local
+    JupyterLab). ``logs``: keep the performance and browser logs of ``url`` alone."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = str(CHROMIUM)
+    resolver = "MAP * ~NOTFOUND" if offline else "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
     for arg in (
         "--headless=new",
         "--no-sandbox",
@@ -32,20 +36,28 @@ def open_offline(url: str, profile: Path):
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
+        f"--host-resolver-rules={resolver}",
         f"--user-data-dir={profile}",
         "--window-size=1400,2000",
     ):
         opts.add_argument(arg)
-    opts.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    if logs:
+        opts.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
-    driver.set_network_conditions(
-        offline=True, latency=0, download_throughput=0, upload_throughput=0
-    )
-    driver.get("about:blank")
-    driver.get_log("performance")  # drain what the start-up page did; keep only our page's
+    if offline:
+        driver.set_network_conditions(
+            offline=True, latency=0, download_throughput=0, upload_throughput=0
+        )
+    if logs:
+        driver.get("about:blank")
+        driver.get_log("performance")  # drain what the start-up page did; keep only our page's
     driver.get(url)
     return driver
+
+
+def open_offline(url: str, profile: Path):
+    """:func:`open_chromium` with the network off and the page's logs kept."""
+    return open_chromium(url, profile, offline=True, logs=True)
 
 
 def check_offline_render(html_path: Path, tmp_path: Path) -> None:

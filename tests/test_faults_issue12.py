@@ -12,9 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
-import signal
 import socket
 import time
 from collections import Counter
@@ -279,20 +277,14 @@ def test_sigkill_mid_request_leaves_write_ahead_rows_that_the_resume_reconciles(
     openai_server, tmp_path
 ):
     script = tmp_path / "worker.py"
-    from test_judge_crash import WORKER
+    from test_judge_crash import WORKER, kill_after_requests
 
     script.write_text(WORKER, encoding="utf-8")
     openai_server.chat.handler = answer
     openai_server.chat.latency = 3.0  # every request is in flight when the kill lands
     cache, ledger = tmp_path / "cache", tmp_path / "ledger.jsonl"
     proc = start(script, openai_server, cache, ledger, tmp_path / "never.json")
-    deadline = time.monotonic() + 60
-    while openai_server.request_count(CHAT) < 4:
-        assert proc.poll() is None, proc.stderr.read().decode()
-        assert time.monotonic() < deadline, "the worker never got going"
-        time.sleep(0.005)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
+    kill_after_requests(proc, openai_server, 4)
 
     killed = Ledger(ledger, prices=PRICES)
     assert len(killed.entries) == 0 and len(killed.interrupted) == 4

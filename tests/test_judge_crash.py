@@ -85,6 +85,17 @@ def start(script: Path, server, cache: Path, ledger: Path, out: Path) -> subproc
     )
 
 
+def kill_after_requests(proc: subprocess.Popen, server, n: int) -> None:
+    """SIGKILL the worker once ``n`` chat requests have reached ``server`` (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while server.request_count(CHAT) < n:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "the worker never got going"
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
 def finish(proc: subprocess.Popen) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err.decode()
@@ -105,13 +116,7 @@ def test_sigkill_midway_then_resume(openai_server, tmp_path):
 
     # run 1: killed once 20 requests have arrived
     proc = start(script, openai_server, cache, ledger, tmp_path / "never.json")
-    deadline = time.monotonic() + 60
-    while openai_server.request_count(CHAT) < 20:
-        assert proc.poll() is None, proc.stderr.read().decode()
-        assert time.monotonic() < deadline, "the worker never got going"
-        time.sleep(0.005)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
+    kill_after_requests(proc, openai_server, 20)
     assert proc.returncode == -signal.SIGKILL
     assert not (tmp_path / "never.json").exists()
     sent_1 = Counter(number(r) for r in openai_server.requests if r.path == CHAT)

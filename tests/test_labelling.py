@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from browser import CHROMEDRIVER, CHROMIUM, open_chromium
 
 from ragnb.errors import InputError
 from ragnb.golden.labelling import LabellingWidget, LabelStore, calibration_sample, label_pairs
@@ -380,9 +381,6 @@ def test_killing_the_labeller_mid_undo_corrupts_nothing(tmp_path):
 
 # ----------------------------------------------------------------------------- real JupyterLab
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -492,33 +490,6 @@ def lab(tmp_path_factory):
         except ProcessLookupError:
             pass
         log.close()
-
-
-def _chromium(url: str, profile: Path):
-    """Headless Chromium with tests/browser.py's flags, but the network on for 127.0.0.1 (every
-    other host resolves to nothing)."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-        f"--user-data-dir={profile}",
-        "--window-size=1400,2000",
-    ):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
-    driver.get(url)
-    return driver
 
 
 def _write_notebook(path: Path, cells: list[str]) -> None:
@@ -648,7 +619,7 @@ def test_labelling_widget_in_jupyterlab(lab, tmp_path, scifact_path):
 
     cells = [LABEL_CELLS[0].format(dataset=str(scifact_path)), LABEL_CELLS[1]]
     _write_notebook(lab.root / "label.ipynb", cells)
-    driver = _chromium(lab.open("label.ipynb"), tmp_path / "profile")
+    driver = open_chromium(lab.open("label.ipynb"), tmp_path / "profile", offline=False)
     try:
         _run_all(driver, "label.ipynb")
         _wait_for_output(driver, ".ragnb-grade-2")
@@ -728,7 +699,7 @@ def test_whatif_widget_in_jupyterlab(lab, tmp_path):
     at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell(WHATIF_CELL))
     nbformat.write(nb, str(lab.root / "whatif.ipynb"))
-    driver = _chromium(lab.open("whatif.ipynb"), tmp_path / "profile")
+    driver = open_chromium(lab.open("whatif.ipynb"), tmp_path / "profile", offline=False)
     try:
         _run_all(driver, "whatif.ipynb")
         _wait_for_output(driver, ".widget-output table", timeout=120)

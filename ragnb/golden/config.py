@@ -15,7 +15,6 @@ from ragnb.provenance import has_credentials
 from ragnb.validation import (
     check_among,
     check_choice,
-    check_int_at_least,
     check_number_in,
     check_positive_ints,
 )
@@ -31,7 +30,6 @@ __all__ = [
     "STAGES",
     "STAGE_CODE",
     "GoldenSetConfig",
-    "check_int_at_least",
 ]
 
 POOL_RETRIEVERS = ("bm25", "bm25-plain", "dense", "hybrid")

@@ -57,7 +57,6 @@ from ragnb.golden.config import (
     STAGE_CODE,
     STAGES,
     GoldenSetConfig,
-    check_int_at_least,
 )
 from ragnb.golden.fingerprints import (
     as_objects,
@@ -87,6 +86,7 @@ from ragnb.judge.base import Judge
 from ragnb.params import resolve_path
 from ragnb.provenance import sha256_json, utc_now
 from ragnb.retrieve import Retriever
+from ragnb.validation import check_int_at_least
 
 __all__ = ["GoldenPipeline", "StageRecord", "failure_cause"]
 
