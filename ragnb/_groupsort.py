@@ -94,17 +94,19 @@ def _copy_run(src_i, src_k, dst_i, dst_k, lo, hi, k):
     return k
 
 
-# Comparisons are written out at each call site: the prefixes settle almost all of them, and a
-# call passing several arrays costs more than the comparison (numba reference counting).
+# Comparisons are written out in the loops: the keys settle almost all of them, and a call
+# passing several arrays costs more than the comparison (numba reference counting).
 
 
 @nb.njit(cache=True, nogil=True)
-def _sort_by_string(idx, data, offsets, prefix, skip):
-    """Stable merge sort of ``idx`` (string numbers) in place by string."""
+def _merge_sort(idx, key, data, offsets, skip, by_string):
+    """Stable merge sort of ``idx`` in place by ``key`` ascending, ``key`` moved along.
+
+    With ``by_string``, equal keys are ordered by the bytes from ``skip`` on of strings
+    ``idx[i]`` (``key`` holding the bytes before them, see :func:`prefixes`). Insertion sort of
+    runs of 16, then merges of doubling width between ``idx``/``key`` and a scratch pair.
+    """
     m = idx.shape[0]
-    key = np.empty(m, dtype=np.uint64)
-    for i in range(m):
-        key[i] = prefix[idx[i]]
     run = 16
     for lo in range(0, m, run):
         hi = min(lo + run, m)
@@ -112,23 +114,15 @@ def _sort_by_string(idx, data, offsets, prefix, skip):
             v = idx[i]
             kv = key[i]
             j = i - 1
-            while j >= lo:
+            while j >= lo:  # shift while ``v`` sorts strictly before ``idx[j]``
                 kj = key[j]
-                if kj < kv:
-                    break
-                if kj == kv:
+                if not kv < kj:
+                    if kv != kj or not by_string:
+                        break
                     u = idx[j]
-                    if (
-                        _tail_cmp(
-                            data,
-                            offsets[u] + skip,
-                            offsets[u + 1],
-                            data,
-                            offsets[v] + skip,
-                            offsets[v + 1],
-                        )
-                        <= 0
-                    ):
+                    su = offsets[u] + skip
+                    sv = offsets[v] + skip
+                    if _tail_cmp(data, su, offsets[u + 1], data, sv, offsets[v + 1]) <= 0:
                         break
                 idx[j + 1] = idx[j]
                 key[j + 1] = kj
@@ -139,8 +133,8 @@ def _sort_by_string(idx, data, offsets, prefix, skip):
         return
     src_i = idx
     src_k = key
-    dst_i = np.empty(m, dtype=np.int64)
-    dst_k = np.empty(m, dtype=np.uint64)
+    dst_i = np.empty_like(idx)
+    dst_k = np.empty_like(key)
     in_tmp = False
     width = run
     while width < m:
@@ -154,20 +148,12 @@ def _sort_by_string(idx, data, offsets, prefix, skip):
                 ki = src_k[i]
                 kj = src_k[j]
                 take_right = kj < ki
-                if kj == ki:
+                if by_string and kj == ki:
                     a = src_i[j]
                     b = src_i[i]
-                    take_right = (
-                        _tail_cmp(
-                            data,
-                            offsets[a] + skip,
-                            offsets[a + 1],
-                            data,
-                            offsets[b] + skip,
-                            offsets[b + 1],
-                        )
-                        < 0
-                    )
+                    sa = offsets[a] + skip
+                    sb = offsets[b] + skip
+                    take_right = _tail_cmp(data, sa, offsets[a + 1], data, sb, offsets[b + 1]) < 0
                 if take_right:
                     dst_i[k] = src_i[j]
                     dst_k[k] = kj
@@ -185,6 +171,16 @@ def _sort_by_string(idx, data, offsets, prefix, skip):
         width *= 2
     if in_tmp:
         idx[:] = src_i
+        key[:] = src_k
+
+
+@nb.njit(cache=True, nogil=True)
+def _sort_by_string(idx, data, offsets, prefix, skip):
+    """Stable merge sort of ``idx`` (string numbers) in place by string."""
+    key = np.empty(idx.shape[0], dtype=np.uint64)
+    for i in range(idx.shape[0]):
+        key[i] = prefix[idx[i]]
+    _merge_sort(idx, key, data, offsets, skip, True)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -218,54 +214,8 @@ def doc_order(rows, starts, data, offsets, prefix, skip, out, dup, g_lo, g_hi):
 @nb.njit(cache=True, nogil=True)
 def _sort_by_key(key, idx):
     """Stable merge sort of ``key`` (float64) ascending in place, ``idx`` moved along."""
-    m = key.shape[0]
-    run = 16
-    for lo in range(0, m, run):
-        hi = min(lo + run, m)
-        for i in range(lo + 1, hi):
-            kv = key[i]
-            v = idx[i]
-            j = i - 1
-            while j >= lo and key[j] > kv:
-                key[j + 1] = key[j]
-                idx[j + 1] = idx[j]
-                j -= 1
-            key[j + 1] = kv
-            idx[j + 1] = v
-    if m <= run:
-        return
-    src_k = key
-    src_i = idx
-    dst_k = np.empty(m, dtype=np.float64)
-    dst_i = np.empty(m, dtype=np.int64)
-    in_tmp = False
-    width = run
-    while width < m:
-        for lo in range(0, m, 2 * width):
-            mid = min(lo + width, m)
-            hi = min(lo + 2 * width, m)
-            i = lo
-            j = mid
-            k = lo
-            while i < mid and j < hi:
-                if src_k[j] < src_k[i]:
-                    dst_k[k] = src_k[j]
-                    dst_i[k] = src_i[j]
-                    j += 1
-                else:
-                    dst_k[k] = src_k[i]
-                    dst_i[k] = src_i[i]
-                    i += 1
-                k += 1
-            k = _copy_run(src_i, src_k, dst_i, dst_k, i, mid, k)
-            _copy_run(src_i, src_k, dst_i, dst_k, j, hi, k)
-        src_k, dst_k = dst_k, src_k
-        src_i, dst_i = dst_i, src_i
-        in_tmp = not in_tmp
-        width *= 2
-    if in_tmp:
-        key[:] = src_k
-        idx[:] = src_i
+    no_strings = np.zeros(1, dtype=np.int64)
+    _merge_sort(idx, key, np.empty(0, dtype=np.uint8), no_strings, 0, False)
 
 
 @nb.njit(cache=True, nogil=True)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from types import ModuleType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -62,6 +62,7 @@ QRELS_COLUMNS = ("query_id", "doc_id", "relevance")
 RUN_COLUMNS = ("query_id", "doc_id", "score")
 
 RunOrder = Literal["score", "file"]
+_V = TypeVar("_V")
 
 
 def qrels_to_dict(qrels: pd.DataFrame) -> dict[str, dict[str, int]]:
@@ -77,15 +78,7 @@ def qrels_to_dict(qrels: pd.DataFrame) -> dict[str, dict[str, int]]:
     dict of str to dict of str to int
     """
     check_qrels(qrels)
-    out: dict[str, dict[str, int]] = {}
-    for qid, did, rel in zip(
-        qrels["query_id"].to_numpy(),
-        qrels["doc_id"].to_numpy(),
-        qrels["relevance"].to_numpy(),
-        strict=True,
-    ):
-        out.setdefault(str(qid), {})[str(did)] = int(rel)
-    return out
+    return _to_nested(qrels, "relevance", int)
 
 
 def qrels_from_dict(qrels: Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
@@ -96,11 +89,7 @@ def qrels_from_dict(qrels: Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
     InputError
         If a grade is not an integer.
     """
-    qids, sizes = _flatten(qrels)
-    grades = _integral_grades(qrels, int(sizes.sum()))
-    if grades is None:  # some grade is not a plain integer: check each, name the first bad one
-        return _qrels_from_dict_checked(qrels)
-    return _flat_frame(qids, sizes, _doc_ids(qrels), "relevance", grades)
+    return _from_nested(qrels, "relevance", _integral_grades, _qrels_from_dict_checked)
 
 
 def _qrels_from_dict_checked(qrels: Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
@@ -128,12 +117,7 @@ def _qrels_from_dict_checked(qrels: Mapping[str, Mapping[str, int]]) -> pd.DataF
 def run_to_dict(run: pd.DataFrame) -> dict[str, dict[str, float]]:
     """Run frame to ``{query_id: {doc_id: score}}``."""
     check_run(run)
-    out: dict[str, dict[str, float]] = {}
-    for qid, did, score in zip(
-        run["query_id"].to_numpy(), run["doc_id"].to_numpy(), run["score"].to_numpy(), strict=True
-    ):
-        out.setdefault(str(qid), {})[str(did)] = float(score)
-    return out
+    return _to_nested(run, "score", float)
 
 
 def run_from_dict(run: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
@@ -144,11 +128,7 @@ def run_from_dict(run: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
     InputError
         If a score is NaN or not a number.
     """
-    qids, sizes = _flatten(run)
-    scores = _float_scores(run, int(sizes.sum()))
-    if scores is None:  # some score is not a number, or NaN: check each, name the first
-        return _run_from_dict_checked(run)
-    return _flat_frame(qids, sizes, _doc_ids(run), "score", scores)
+    return _from_nested(run, "score", _float_scores, _run_from_dict_checked)
 
 
 def _run_from_dict_checked(run: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
@@ -165,6 +145,36 @@ def _run_from_dict_checked(run: Mapping[str, Mapping[str, float]]) -> pd.DataFra
                 raise InputError(f"score of {did!r} is NaN", query_id=str(qid))
             rows.append((str(qid), str(did), value))
     return _frame(rows, RUN_COLUMNS, {"score": "float64"})
+
+
+def _to_nested(
+    frame: pd.DataFrame, column: str, cast: Callable[[Any], _V]
+) -> dict[str, dict[str, _V]]:
+    """``{query_id: {doc_id: cast(value)}}`` of a checked frame's ``column``, in row order."""
+    out: dict[str, dict[str, _V]] = {}
+    for qid, did, value in zip(
+        frame["query_id"].to_numpy(),
+        frame["doc_id"].to_numpy(),
+        frame[column].to_numpy(),
+        strict=True,
+    ):
+        out.setdefault(str(qid), {})[str(did)] = cast(value)
+    return out
+
+
+def _from_nested(
+    nested: Mapping[str, Mapping[str, Any]],
+    column: str,
+    values: Callable[[Mapping[str, Mapping[str, object]], int], np.ndarray | None],
+    checked: Callable[[Any], pd.DataFrame],
+) -> pd.DataFrame:
+    """The frame of ``{query_id: {doc_id: value}}``: ``values(nested, n)`` as ``column``, or
+    ``checked(nested)`` (entry by entry, naming the first bad one) when ``values`` gives None."""
+    qids, sizes = _flatten(nested)
+    arr = values(nested, int(sizes.sum()))
+    if arr is None:
+        return checked(nested)
+    return _flat_frame(qids, sizes, _doc_ids(nested), column, arr)
 
 
 def _flatten(nested: Mapping[str, Mapping[str, object]]) -> tuple[list[str], np.ndarray]:

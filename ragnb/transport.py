@@ -439,6 +439,27 @@ class CircuitBreaker:
 # ----------------------------------------------------------------------------- the loops
 
 
+def _retry_wait(
+    error: Exception,
+    tries: int,
+    policy: RetryPolicy,
+    keys: list[str | None],
+    on_fault: Callable[[Fault, int], None] | None,
+) -> float:
+    """Seconds to wait before request ``tries + 1``, ``error`` having ended request ``tries``.
+
+    Re-raises ``error`` when it is not a transport error (:func:`classify`); else passes its
+    :class:`Fault` to ``on_fault`` and asks ``policy`` (which raises :class:`GaveUp` when the
+    request is not to be retried). The one step of :func:`call` and :func:`acall` after a failure.
+    """
+    fault = classify(error, policy.timeout, keys)
+    if fault is None:
+        raise error
+    if on_fault is not None:
+        on_fault(fault, tries)
+    return policy.wait_before_retry(fault, tries)
+
+
 def call(
     send: Callable[[int], T],
     policy: RetryPolicy,
@@ -479,12 +500,8 @@ def call(
         try:
             return send(tries)
         except Exception as e:
-            fault = classify(e, policy.timeout, keys)
-            if fault is None:
-                raise
-        if on_fault is not None:
-            on_fault(fault, tries)
-        time.sleep(policy.wait_before_retry(fault, tries))
+            error = e
+        time.sleep(_retry_wait(error, tries, policy, keys, on_fault))
 
 
 async def acall(
@@ -525,9 +542,5 @@ async def acall(
         try:
             return await send(tries)
         except Exception as e:
-            fault = classify(e, policy.timeout, keys)
-            if fault is None:
-                raise
-        if on_fault is not None:
-            on_fault(fault, tries)
-        await (sleep or asyncio.sleep)(policy.wait_before_retry(fault, tries))
+            error = e
+        await (sleep or asyncio.sleep)(_retry_wait(error, tries, policy, keys, on_fault))

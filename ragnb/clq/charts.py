@@ -8,6 +8,8 @@ its renderer wraps every chart in a ``.ragnb-chart`` element and draws it offlin
 
 from __future__ import annotations
 
+from typing import Any
+
 import altair as alt
 import pandas as pd
 
@@ -91,17 +93,15 @@ def latency_vs_k_chart(frame: pd.DataFrame, *, width: int = 260, height: int = 2
         ``reranker``, ``pool_k``, ``stat`` (``"p50"``/``"p95"``), ``latency_ms``
         (:func:`ragnb.clq.pareto.latency_by_k`).
     """
-    return (
-        alt.Chart(frame)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("pool_k:Q", title="pool size K"),
-            y=alt.Y("latency_ms:Q", title="latency (ms, median over configurations)"),
-            color=alt.Color("reranker:N"),
-            strokeDash=alt.StrokeDash("stat:N"),
-            tooltip=["reranker", "pool_k", "stat", alt.Tooltip("latency_ms:Q", format=".2f")],
-        )
-        .properties(width=width, height=height)
+    return _lines(
+        frame,
+        alt.X("pool_k:Q", title="pool size K"),
+        alt.Y("latency_ms:Q", title="latency (ms, median over configurations)"),
+        "reranker:N",
+        "stat:N",
+        ["reranker", "pool_k", "stat", alt.Tooltip("latency_ms:Q", format=".2f")],
+        width,
+        height,
     )
 
 
@@ -116,21 +116,45 @@ def quality_vs_dim_chart(
         ``embedder``, ``vector_dim``, ``mode``, ``quality``, ``label``
         (:func:`ragnb.clq.pareto.quality_by_dim`).
     """
+    tooltip = [
+        "embedder",
+        "vector_dim",
+        "mode",
+        alt.Tooltip("quality:Q", format=".3f"),
+        alt.Tooltip("label:N", title="best configuration"),
+    ]
+    return _lines(
+        frame,
+        alt.X("vector_dim:Q", title="dimension"),
+        alt.Y("quality:Q", title=f"best {quality_title}", scale=alt.Scale(zero=False)),
+        "embedder:N",
+        "mode:N",
+        tooltip,
+        width,
+        height,
+    )
+
+
+def _lines(
+    frame: pd.DataFrame,
+    x: alt.X,
+    y: alt.Y,
+    color: str,
+    dash: str,
+    tooltip: list[Any],
+    width: int,
+    height: int,
+) -> alt.Chart:
+    """One line with points per (``color``, ``dash``) pair of values, ``y`` against ``x``."""
     return (
         alt.Chart(frame)
         .mark_line(point=True)
         .encode(
-            x=alt.X("vector_dim:Q", title="dimension"),
-            y=alt.Y("quality:Q", title=f"best {quality_title}", scale=alt.Scale(zero=False)),
-            color=alt.Color("embedder:N"),
-            strokeDash=alt.StrokeDash("mode:N"),
-            tooltip=[
-                "embedder",
-                "vector_dim",
-                "mode",
-                alt.Tooltip("quality:Q", format=".3f"),
-                alt.Tooltip("label:N", title="best configuration"),
-            ],
+            x=x,
+            y=y,
+            color=alt.Color(color),
+            strokeDash=alt.StrokeDash(dash),
+            tooltip=tooltip,
         )
         .properties(width=width, height=height)
     )

@@ -139,7 +139,9 @@ def parse_integer(text: str, scale: tuple[int, int]) -> tuple[int | None, str | 
     return (None, reason) if reason else (value, None)
 
 
-def _strict_object(text: str) -> tuple[dict[str, Any] | None, str | None]:
+def _only_value(text: str, key: str) -> tuple[Any, str | None]:
+    """``(value, None)`` if ``text`` is a JSON object whose only key is ``key``, else
+    ``(None, why)``."""
     s = text.strip()
     if not s:
         return None, "empty answer"
@@ -159,7 +161,9 @@ def _strict_object(text: str) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"JSON object with {e}"
     if not isinstance(obj, dict):
         return None, f"not a JSON object: {_short(s)}"
-    return obj, None
+    if set(obj) != {key}:
+        return None, f'expected only the key "{key}", got keys {sorted(obj)}'
+    return obj[key], None
 
 
 def parse_json_grade(text: str, scale: tuple[int, int]) -> tuple[int | None, str | None]:
@@ -172,12 +176,9 @@ def parse_json_grade(text: str, scale: tuple[int, int]) -> tuple[int | None, str
     >>> parse_json_grade('{"grade": "4"}', (1, 5))
     (None, "grade is not a JSON integer: '4'")
     """
-    obj, reason = _strict_object(text)
-    if obj is None:
+    value, reason = _only_value(text, "grade")
+    if reason is not None:
         return None, reason
-    if set(obj) != {"grade"}:
-        return None, f'expected only the key "grade", got keys {sorted(obj)}'
-    value = obj["grade"]
     if type(value) is not int:
         return None, f"grade is not a JSON integer: {value!r}"
     reason = _check_scale(value, scale)
@@ -200,12 +201,9 @@ def parse_json_order(text: str, labels: Sequence[str]) -> tuple[tuple[int, ...] 
     >>> parse_json_order('{"order": ["B", "A"]}', "ABC")
     (None, "missing label(s) ['C']")
     """
-    obj, reason = _strict_object(text)
-    if obj is None:
+    order, reason = _only_value(text, "order")
+    if reason is not None:
         return None, reason
-    if set(obj) != {"order"}:
-        return None, f'expected only the key "order", got keys {sorted(obj)}'
-    order = obj["order"]
     if not isinstance(order, list) or not all(isinstance(x, str) for x in order):
         return None, f"order is not a list of labels: {order!r}"
     index = {lab: i for i, lab in enumerate(labels)}

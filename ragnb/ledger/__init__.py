@@ -85,33 +85,12 @@ from typing import Any
 import pandas as pd
 
 from ragnb.io import AppendLog
-from ragnb.ledger.estimates import (
-    BudgetExceededError,
-    CostEstimate,
-    PlannedCall,
-    check_budget,
-    count_message_tokens,
-    count_tokens,
-    encoding_for_model,
-    estimate,
-    estimate_calls,
-)
+from ragnb.ledger import estimates
+from ragnb.ledger.estimates import *  # noqa: F403 (re-exported: see __all__)
 from ragnb.prices import ModelPrice, PriceTable
 
-__all__ = [
-    "BudgetExceededError",
-    "CostEstimate",
-    "Ledger",
-    "ModelPrice",
-    "PlannedCall",
-    "PriceTable",
-    "check_budget",
-    "count_message_tokens",
-    "count_tokens",
-    "encoding_for_model",
-    "estimate",
-    "estimate_calls",
-]
+__all__ = ["Ledger", "ModelPrice", "PriceTable"]
+__all__ += estimates.__all__
 
 log = logging.getLogger("ragnb.ledger")
 
