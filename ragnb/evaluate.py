@@ -11,15 +11,19 @@ Conventions
   returning nothing never beats returning something. A run query without qrels is left out.
   Both are counted in :attr:`EvaluationResult.counts`.
 * A per-query NaN means "undefined" and is excluded from the mean (``n_valid`` counts the rest).
-  The built-in measures never return NaN: like trec_eval they return 0 where a denominator is
-  0 (R with N_p = 0, nDCG with ideal DCG 0, ...).
+  The trec_eval-family measures never return NaN: like trec_eval they return 0 where a
+  denominator is 0 (R with N_p = 0, nDCG with ideal DCG 0, ...); Dallaire's graded measures are
+  NA where the paper says so.
+* The counts (``NumRet``, ``NumRelRet``, ``NumRel``) aggregate by sum, every other measure by
+  the macro mean.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -37,11 +41,21 @@ from ragnb.measures import (
     prepare,
 )
 from ragnb.measures._kernel import as_qrels_frame
+from ragnb.measures._public import aggregate_values
+from ragnb.measures.diversity import document_qrels, prepare_subtopics
+from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, prepare_sources
 
 __all__ = ["ON_RUBRIC", "EvaluationResult", "evaluate"]
 
 #: ``grade_map`` value stating that the qrels already hold Dallaire's 1-5 grades.
 ON_RUBRIC = "1-5"
+#: The qrels-frame column that makes them subtopic qrels (alpha-nDCG).
+SUBTOPIC_COLUMN = "subtopic"
+#: Families that read Dallaire's 1-5 grades (the grade map applies to them).
+_GRADED = (*GRADED_FAMILIES, "RA-nWG-nov")
+#: Families that read document sources / subtopic judgements.
+_SOURCE_FAMILIES = ("RA-nWG-nov",)
+_SUBTOPIC_FAMILIES = ("alpha-nDCG",)
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,7 +68,8 @@ class EvaluationResult:
         In the order requested (duplicates after alias normalisation removed).
     aggregate : DataFrame
         One row per measure: ``measure`` (str, canonical name), ``value`` (float, macro mean over
-        the queries with a non-NaN value; NaN if there are none), ``n_valid`` (int, those
+        the queries with a non-NaN value, the sum for the counts ``NumRet``, ``NumRelRet`` and
+        ``NumRel`` as in trec_eval; NaN if there are none), ``n_valid`` (int, those
         queries), ``n_queries`` (int, queries of the qrels).
     per_query : DataFrame
         Long form: ``query_id`` (str), ``measure`` (str), ``value`` (float); rows grouped by
@@ -109,6 +124,7 @@ def evaluate(
     *,
     order: RunOrder = "score",
     grade_map: str | Mapping[int, int] | None = None,
+    source_of: SourceOf = None,
 ) -> EvaluationResult:
     """Evaluate ``run`` against ``qrels`` on ``measures``.
 
@@ -116,8 +132,13 @@ def evaluate(
     ----------
     qrels : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``relevance`` (int), or ``{query_id: {doc_id: grade}}``.
+        With a ``subtopic`` column they are subtopic qrels (one row per query, subtopic and
+        document, as TREC diversity qrels ``qid subtopic docid rel``): ``alpha-nDCG`` reads them
+        and every other measure the document's largest grade over its subtopics
+        (:func:`ragnb.measures.diversity.document_qrels`).
     run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score`` (optionally ``rank``, ``tag``), or
+        Columns ``query_id``, ``doc_id``, ``score`` (optionally ``rank``, ``tag``, and ``source``:
+        the source document of each retrieved chunk, for ``RA-nWG-nov``), or
         ``{query_id: {doc_id: score}}``.
     measures : list of str or Measure
         Names (canonical or aliases, see :func:`ragnb.measures.parse_measure`) or objects.
@@ -133,6 +154,12 @@ def evaluate(
         graded measures read the mapped grades; the others read the qrels as given. Without a
         map, graded measures on qrels that are not on a 1-5 scale (every grade <= 3 and some
         grade <= 0, such as TREC DL's 0-3 or binary 0-1) raise rather than guess.
+        ``RA-nWG-nov`` is graded too.
+    source_of : dict or callable, optional
+        The source of each document for ``RA-nWG-nov`` (Dallaire's novelty discount):
+        ``{doc_id: source}`` or ``f(doc_id) -> source`` (e.g.
+        :func:`ragnb.measures.novelty.default_source`, the id up to ``#``). Without it the run's
+        ``source`` column is read; with neither, ``RA-nWG-nov`` raises.
 
     Returns
     -------
@@ -142,9 +169,10 @@ def evaluate(
     Raises
     ------
     InputError
-        On malformed or empty qrels, a malformed run, an unknown measure or ``order``, or
+        On malformed or empty qrels, a malformed run, an unknown measure or ``order``,
         graded measures on qrels whose scale is not 1-5 and no ``grade_map`` (the message names
-        the scale found and the maps available).
+        the scale found and the maps available), ``RA-nWG-nov`` without sources or
+        ``alpha-nDCG`` without subtopic qrels.
 
     Warns
     -----
@@ -162,34 +190,61 @@ def evaluate(
     (1, 1)
     """
     parsed = parse_measures(measures)
-    graded = [m.family in GRADED_FAMILIES for m in parsed]
+    subtopics = None
+    if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
+        subtopics, qrels = qrels, document_qrels(qrels)
+    graded = [m.family in _GRADED for m in parsed]
     if any(graded):
         qrels = as_qrels_frame(qrels) if not isinstance(qrels, pd.DataFrame) else qrels
         if grade_map is None:
             _check_graded_scale(qrels, [m for m, g in zip(parsed, graded, strict=True) if g])
     if grade_map == ON_RUBRIC:
         grade_map = None  # stated: the grades are already Dallaire's
-    if grade_map is None or not any(graded):
-        arrays = _prepared(qrels, run, parsed, order)
-        values = np.column_stack([m.compute(arrays) for m in parsed])
-        return _result(parsed, arrays, values)
-    # the graded measures read the mapped grades, the others the qrels as given
     arrays = _prepared(qrels, run, parsed, order)
-    mapped = _prepared(map_grades(qrels, grade_map), run, parsed, order, warn=False)
+    built: dict[str, RankingArrays] = {"plain": arrays}
+
+    def arrays_for(m: Measure, is_graded: bool) -> RankingArrays:
+        """The arrays ``m`` reads, built once per kind: grade-mapped, sourced, subtopics."""
+        if m.family in _SUBTOPIC_FAMILIES and subtopics is not None:
+            kind = "subtopics"
+        elif m.family in _SOURCE_FAMILIES and (
+            source_of is not None or (isinstance(run, pd.DataFrame) and SOURCE_COLUMN in run)
+        ):
+            kind = "sourced"
+        else:
+            kind = "mapped" if is_graded and grade_map is not None else "plain"
+        if kind not in built:
+            q = map_grades(qrels, grade_map) if is_graded and grade_map is not None else qrels
+            build: Callable[..., RankingArrays]
+            if kind == "subtopics":
+                q, build = subtopics, prepare_subtopics
+            elif kind == "sourced":
+                build = partial(prepare_sources, source_of=source_of)
+            else:
+                build = prepare
+            built[kind] = _prepared(q, run, parsed, order, warn=False, build=build)
+        return built[kind]
+
     values = np.column_stack(
-        [m.compute(mapped if g else arrays) for m, g in zip(parsed, graded, strict=True)]
+        [m.compute(arrays_for(m, g)) for m, g in zip(parsed, graded, strict=True)]
     )
     return _result(parsed, arrays, values)
 
 
 def _prepared(
-    qrels: Any, run: Any, measures: list[Measure], order: RunOrder, *, warn: bool = True
+    qrels: Any,
+    run: Any,
+    measures: list[Measure],
+    order: RunOrder,
+    *,
+    warn: bool = True,
+    build: Callable[..., RankingArrays] = prepare,
 ) -> RankingArrays:
-    """:func:`ragnb.measures.prepare` to the deepest cutoff of ``measures``, warning once when
-    the run's ranks disagree with its scores."""
+    """``build`` (:func:`ragnb.measures.prepare`, or the sourced / subtopic variant) to the
+    deepest cutoff of ``measures``, warning once when the run's ranks disagree with its scores."""
     depths = [m.depth for m in measures]
     depth = None if any(d is None for d in depths) else max(d for d in depths if d is not None)
-    arrays = prepare(qrels, run, order=order, depth=depth)
+    arrays = build(qrels, run, order=order, depth=depth)
     if warn and arrays.n_rank_disagreements and arrays.order == "score":
         warnings.warn(
             f"{arrays.n_rank_disagreements} queries have a rank column that disagrees with their "
@@ -241,9 +296,7 @@ def _result(measures: list[Measure], arrays: RankingArrays, values: np.ndarray) 
     names = [m.name for m in measures]
     valid = ~np.isnan(values)
     n_valid = valid.sum(axis=0)
-    sums = np.where(valid, values, 0.0).sum(axis=0)
-    means = np.full(n_m, np.nan)
-    np.divide(sums, n_valid, out=means, where=n_valid > 0)
+    means = np.array([aggregate_values(m, values[:, j]) for j, m in enumerate(measures)])
     aggregate = pd.DataFrame(
         {
             "measure": pd.Series(names, dtype=object),

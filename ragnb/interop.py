@@ -54,6 +54,7 @@ from ragnb.frames import (
     run_to_dict,
     sort_run,
 )
+from ragnb.measures.diversity import SUBTOPIC_COLUMNS, document_qrels
 
 if TYPE_CHECKING:
     import ir_measures
@@ -240,6 +241,9 @@ def to_ir_measures_qrels(
 ) -> list[ir_measures.Qrel]:
     """A qrels frame (or dict) as a list of ``ir_measures.Qrel`` (iteration ``"0"``).
 
+    Subtopic qrels (a frame with a ``subtopic`` column, see :mod:`ragnb.measures.diversity`)
+    carry the subtopic in ``iteration``, where ir_measures' diversity measures read it.
+
     Raises
     ------
     InputError
@@ -252,6 +256,10 @@ def to_ir_measures_qrels(
     """
     from ir_measures import Qrel
 
+    if isinstance(qrels, pd.DataFrame) and "subtopic" in qrels.columns:
+        document_qrels(qrels)  # validates
+        cols = [qrels[c].astype(str) for c in ("query_id", "doc_id", "subtopic")]
+        return [Qrel(q, d, int(r), t) for q, d, t, r in zip(*cols, qrels["relevance"], strict=True)]
     frame = _qrels_frame(qrels)
     return [
         Qrel(str(q), str(d), int(r))
@@ -299,20 +307,27 @@ def _records(obj: Any, fields: tuple[str, ...], what: str) -> list[tuple[Any, ..
 
 def from_ir_measures_qrels(
     qrels: Iterable[ir_measures.Qrel] | Mapping[str, Mapping[str, int]] | pd.DataFrame,
+    *,
+    subtopics: bool = False,
 ) -> pd.DataFrame:
     """ir_measures qrels (namedtuples, dict of dicts, or DataFrame) as a qrels frame.
 
-    The ``iteration`` field is dropped (trec_eval ignores it too).
+    The ``iteration`` field is dropped (trec_eval ignores it too), unless ``subtopics``.
 
     Parameters
     ----------
     qrels : iterable of Qrel, dict or DataFrame
         E.g. ``ir_measures.read_trec_qrels(path)``.
+    subtopics : bool, default False
+        Read ``iteration`` as the subtopic (TREC diversity qrels ``qid subtopic docid rel``):
+        the frame gets a ``subtopic`` column and may judge a document once per subtopic; give
+        it to :func:`ragnb.evaluate.evaluate` for ``alpha-nDCG``. Only for namedtuples.
 
     Returns
     -------
     DataFrame
-        Columns ``query_id``, ``doc_id`` (str), ``relevance`` (int64), in input order.
+        Columns ``query_id``, ``doc_id`` (str), ``relevance`` (int64), in input order; with
+        ``subtopics``, ``query_id``, ``subtopic``, ``doc_id``, ``relevance``.
 
     Raises
     ------
@@ -324,16 +339,20 @@ def from_ir_measures_qrels(
         frame = qrels[list(QRELS_COLUMNS)].copy() if set(QRELS_COLUMNS) <= set(qrels) else qrels
     elif isinstance(qrels, Mapping):
         return qrels_from_dict(qrels)
+    elif subtopics:
+        fields = ("query_id", "iteration", "doc_id", "relevance")
+        records = _records(qrels, fields, "qrels")
+        frame = pd.DataFrame(records, columns=list(SUBTOPIC_COLUMNS))
+        frame["relevance"] = [_checked_grade(q, d, r) for q, _, d, r in records]
+        document_qrels(frame)  # validates: columns, grades, a subtopic judged twice
+        return frame.astype({"query_id": str, "subtopic": str, "doc_id": str}).astype(
+            {c: object for c in ("query_id", "subtopic", "doc_id")}
+        )
     else:
-        rows = []
-        for q, d, r in _records(qrels, QRELS_COLUMNS, "qrels"):
-            try:
-                grade = _as_int(r)
-            except (TypeError, ValueError):
-                raise InputError(
-                    f"grade of {d!r} is not an integer: {r!r}", query_id=str(q)
-                ) from None
-            rows.append((str(q), str(d), grade))
+        rows = [
+            (str(q), str(d), _checked_grade(q, d, r))
+            for q, d, r in _records(qrels, QRELS_COLUMNS, "qrels")
+        ]
         frame = pd.DataFrame(rows, columns=list(QRELS_COLUMNS))
         frame["relevance"] = frame["relevance"].astype("int64")
     check_qrels(frame)
@@ -341,6 +360,16 @@ def from_ir_measures_qrels(
     frame["query_id"] = frame["query_id"].astype(str).astype(object)
     frame["doc_id"] = frame["doc_id"].astype(str).astype(object)
     return frame
+
+
+def _checked_grade(query_id: Any, doc_id: Any, grade: Any) -> int:
+    """``grade`` as an int, or an InputError naming the query and document."""
+    try:
+        return _as_int(grade)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"grade of {doc_id!r} is not an integer: {grade!r}", query_id=str(query_id)
+        ) from None
 
 
 def _as_int(value: Any) -> int:

@@ -262,7 +262,8 @@ def test_parse_measures_dedupes_in_order():
     ("name", "message"),
     [
         ("foo@10", "unknown measure 'foo@10'"),
-        ("ndcg_burges@10", "unknown measure 'ndcg_burges@10'"),
+        ("dcg_burges@10", "unknown measure 'dcg_burges@10'"),
+        ("NumRel@10", "takes no cutoff"),
         ("P", "cutoff is required"),
         ("P@0", "positive integer"),
         ("P@ten", "'ten' is not a positive integer"),

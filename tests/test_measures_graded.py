@@ -23,17 +23,15 @@ from ragnb.measures import parse_measure, prepare
 from ragnb.measures.graded import (
     GRADE_MAPS,
     complete_hit,
-    default_source,
     harm_at_k,
     map_grades,
     n_recall_4plus,
     n_recall_5,
     precision_4plus,
-    prepare_sources,
     ra_nwg,
-    ra_nwg_novelty,
     rarity_weights,
 )
+from ragnb.measures.novelty import default_source, prepare_sources, ra_nwg_novelty
 from ragnb.retrieve import BM25Retriever
 
 NA = math.nan
@@ -285,30 +283,32 @@ def test_grade_map_errors():
 def test_novelty_hand_computed():
     # pool a#1=5 a#2=4 b#1=5 c=3 (N = 4): r5 = 2, r4 = 2, r3 = 0.4; with cap4 = 0.5: w4 = 0.5,
     # w3 = min(0.2, 0.25) = 0.2. Run a#2 a#1 c: source a holds a#2 (0.5) and a#1 (1) in the top 2.
+    # Dallaire 2.3: delta = 1 for the first occurrence of a source (a#2, rank 1), beta for repeats.
     qrels = {"q": {"a#1": 5, "a#2": 4, "b#1": 5, "c": 3}}
     run = {"q": {"a#2": 0.9, "a#1": 0.8, "c": 0.7}}
     nov = "RA-nWG-nov(beta=0.5,cap4=0.5)@{}"
     arrays = prepare_sources(qrels, run)
-    # K=2: by weight within the source: a#1 counts fully, a#2 times 0.5: (1 + 0.5*0.5) / (1 + 1)
-    assert parse_measure(nov.format(2)).compute(arrays).tolist() == [1.25 / 2]
-    # K=3: + c (own source) 0.2; ideal 1 + 1 + 0.5: 1.45 / 2.5; RA-nWG would be 1.7 / 2.5
-    assert parse_measure(nov.format(3)).compute(arrays)[0] == pytest.approx(1.45 / 2.5)
+    # K=2: a#2 first (0.5), a#1 a repeat (0.5 * 1): (0.5 + 0.5) / (1 + 1)
+    assert parse_measure(nov.format(2)).compute(arrays).tolist() == [1.0 / 2]
+    # K=3: + c (own source) 0.2; ideal 1 + 1 + 0.5: 1.2 / 2.5; RA-nWG would be 1.7 / 2.5
+    assert parse_measure(nov.format(3)).compute(arrays)[0] == pytest.approx(1.2 / 2.5)
     assert ra_nwg(qrels, run, 3, cap4=0.5) == pytest.approx(1.7 / 2.5)
-    assert ra_nwg_novelty(qrels, run, 3, beta=0.5, cap4=0.5) == pytest.approx(1.45 / 2.5)
-    # beta = 0: only the best document of a source counts: (1 + 0.2) / 2.5
-    assert ra_nwg_novelty(qrels, run, 3, beta=0, cap4=0.5) == pytest.approx(1.2 / 2.5)
+    assert ra_nwg_novelty(qrels, run, 3, beta=0.5, cap4=0.5) == pytest.approx(1.2 / 2.5)
+    # beta = 0: only the first document of a source counts: (0.5 + 0.2) / 2.5
+    assert ra_nwg_novelty(qrels, run, 3, beta=0, cap4=0.5) == pytest.approx(0.7 / 2.5)
     # sources from a mapping (unmapped documents are their own source) or a function
     distinct = {"a#1": "x", "a#2": "y"}
     assert ra_nwg_novelty(qrels, run, 3, beta=0.5, cap4=0.5, source_of=distinct) == pytest.approx(
         1.7 / 2.5
     )
+    # one source: 0.5 first, then every repeat times beta (not beta**j): 0.5 * 1, 0.5 * 0.2
     one = ra_nwg_novelty(qrels, run, 3, beta=0.5, cap4=0.5, source_of=lambda d: "s")
-    assert one == pytest.approx((1 + 0.5 * 0.5 + 0.25 * 0.2) / 2.5)  # 1, then 0.5, then 0.2
+    assert one == pytest.approx((0.5 + 0.5 * 1 + 0.5 * 0.2) / 2.5)
     assert default_source("doc#1#2") == "doc" and default_source("plain") == "plain"
 
 
 def test_novelty_needs_sources_in_evaluate():
-    with pytest.raises(InputError, match="ra_nwg_novelty"):
+    with pytest.raises(InputError, match="source"):
         evaluate(QRELS, RUN, ["RA-nWG-nov(beta=0.5)@10"])
     with pytest.raises(InputError, match="source_of must be"):
         ra_nwg_novelty(QRELS, RUN, 3, beta=0.5, source_of=3)  # type: ignore[arg-type]
@@ -364,14 +364,11 @@ def naive(name: str, qrels_q: dict[str, int], ranked: list[str]) -> float:
         weight = {d: w[grade[d]] if d in grade else 0.0 for d in top}
         if m.family == "RA-nWG":
             return sum(weight.values()) / ideal
-        by_source: dict[str, list[float]] = {}
-        for d in top:  # rank order, so a stable sort keeps ties by rank
-            by_source.setdefault(default_source(d), []).append(weight[d])
-        obs = sum(
-            x * p["beta"] ** j
-            for ws in by_source.values()
-            for j, x in enumerate(sorted(ws, reverse=True))
-        )
+        seen: set[str] = set()
+        obs = 0.0
+        for d in top:  # Dallaire 2.3: delta 1 at a source's first occurrence, beta at repeats
+            obs += weight[d] * (p["beta"] if default_source(d) in seen else 1.0)
+            seen.add(default_source(d))
         return obs / ideal
     if m.family in ("N-Recall4+", "N-Recall5", "CompleteHit"):
         t = {"N-Recall4+": 4, "N-Recall5": 5}.get(m.family) or m.params["rel"]
@@ -464,14 +461,15 @@ def test_invariances(qrels, run, k, beta):
     assert (nov[defined] <= ra[defined] + 1e-15).all()
     if beta == 1.0:
         np.testing.assert_allclose(nov, ra, atol=1e-15)
-    # order inside the top K does not matter: reverse each query's top K
+    # order inside the top K does not matter (RA-nWG-nov aside: its first occurrences are by
+    # rank): reverse each query's top K
     ranked = ranked_lists(run)
     flipped = {}
     for q, docs in ranked.items():
         order = docs[:k][::-1] + docs[k:]
         flipped[q] = {d: float(len(order) - i) for i, d in enumerate(order)}
     arrays_f = prepare_sources(qrels, flipped)
-    for name in (f"RA-nWG@{k}", f"RA-nWG-nov(beta={beta})@{k}", f"N-Recall4+@{k}", f"Harm@{k}"):
+    for name in (f"RA-nWG@{k}", f"N-Recall4+@{k}", f"Harm@{k}"):
         np.testing.assert_allclose(
             parse_measure(name).compute(arrays_f), parse_measure(name).compute(arrays), atol=1e-14
         )

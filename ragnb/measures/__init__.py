@@ -17,7 +17,20 @@ nDCG_inK@K recall-free nDCG, ideal = the top K re-sorted        :mod:`.primer`
 Bpref[@K]  trec_eval bpref: judged non-relevant above relevant  :mod:`.incomplete`
 nDCG', P'  condensed lists: unjudged removed before cutting     :mod:`.incomplete`
 ContextPr. ContextPrecision@K: sum P@k v_k / sum v_k (ragas)    :mod:`.context`
-PR-AUC[@K] step-wise PR area = AP (trec_eval map), SPEAR        :mod:`.context`
+PR-AUC[@K] step-wise PR area = AP (trec_eval map), SPEAR;      :mod:`.context`
+           also named AP, MAP, map, map_cut_K
+Rprec      relevant in the top N_p / N_p                        :mod:`.trec`
+infAP      inferred AP (Yilmaz and Aslam 2006), trec_eval's     :mod:`.trec`
+IPrec      interpolated precision at recall r (``IPrec@0.5``)   :mod:`.trec`
+NumRet,    documents retrieved / relevant retrieved / relevant, :mod:`.trec`
+NumRelRet, summed over queries (trec_eval num_ret, num_rel_ret,
+NumRel     num_rel)
+nDCG_exp   nDCG with gain 2^grade - 1 (Burges; ranx ndcg_burges) :mod:`.ndcg`
+ERR@K      expected reciprocal rank (Chapelle et al. 2009)      :mod:`.cascade`
+RBP        rank-biased precision and its residual (Moffat and   :mod:`.cascade`
+           Zobel 2008): ``RBP(p=0.8)``, ``RBP-residual``
+alpha-nDCG alpha-nDCG@K on subtopic qrels (Clarke et al. 2008)  :mod:`.diversity`
+RA-nWG-nov RA-nWG, each repeat of a source weighted beta        :mod:`.novelty`
 ========== ==================================================== =================
 
 Binary measures take ``rel`` (default 1, trec_eval's relevance level): ``P(rel=2)@10``.
@@ -27,16 +40,20 @@ Usage: :func:`parse_measure` for names, :func:`prepare` for the shared arrays, a
 """
 
 from ragnb.measures import (  # noqa: F401
+    cascade,
     context,
+    diversity,
     graded,
     incomplete,
     judged,
     ndcg,
+    novelty,
     precision,
     primer,
     recall,
     rr,
     success,
+    trec,
 )
 from ragnb.measures._kernel import RankingArrays, prepare
 from ragnb.measures.base import (
@@ -50,7 +67,9 @@ from ragnb.measures.base import (
     register_family,
     register_trec_alias,
 )
+from ragnb.measures.cascade import expected_reciprocal_rank, rank_biased_precision, rbp_residual
 from ragnb.measures.context import context_precision_at_k, pooled_qrels, pr_auc, pr_curve
+from ragnb.measures.diversity import alpha_ndcg, prepare_subtopics
 from ragnb.measures.graded import (
     GRADE_MAPS,
     GRADED_FAMILIES,
@@ -61,9 +80,7 @@ from ragnb.measures.graded import (
     n_recall_4plus,
     n_recall_5,
     precision_4plus,
-    prepare_sources,
     ra_nwg,
-    ra_nwg_novelty,
     rarity_weights,
     resolve_grade_map,
 )
@@ -74,13 +91,15 @@ from ragnb.measures.incomplete import (
     judged_gap_warning,
 )
 from ragnb.measures.judged import judged_at_k
-from ragnb.measures.ndcg import ndcg_at_k
+from ragnb.measures.ndcg import ndcg_at_k, ndcg_exp_at_k
+from ragnb.measures.novelty import prepare_sources, ra_nwg_novelty
 from ragnb.measures.precision import precision_at_k
 from ragnb.measures.primer import f_estimated, f_measure, ndcg_in_k, t_measure, t_unnormalised
 from ragnb.measures.proc import ideal_reorder, proc_table
 from ragnb.measures.recall import recall_at_k
 from ragnb.measures.rr import reciprocal_rank
 from ragnb.measures.success import success_at_k
+from ragnb.measures.trec import inferred_ap, interpolated_precision, r_precision
 
 __all__ = [
     "GRADED_FAMILIES",
@@ -89,16 +108,20 @@ __all__ = [
     "MeasureFamily",
     "ParamSpec",
     "RankingArrays",
+    "alpha_ndcg",
     "bpref",
     "complete_hit",
     "condensed_ndcg",
     "condensed_precision",
     "context_precision_at_k",
+    "expected_reciprocal_rank",
     "f_estimated",
     "f_measure",
     "families",
     "harm_at_k",
     "ideal_reorder",
+    "inferred_ap",
+    "interpolated_precision",
     "judged_at_k",
     "judged_gap_warning",
     "graded_measures",
@@ -107,6 +130,7 @@ __all__ = [
     "n_recall_4plus",
     "n_recall_5",
     "ndcg_at_k",
+    "ndcg_exp_at_k",
     "ndcg_in_k",
     "parse_measure",
     "parse_measures",
@@ -117,10 +141,14 @@ __all__ = [
     "precision_at_k",
     "prepare",
     "prepare_sources",
+    "prepare_subtopics",
     "proc_table",
+    "r_precision",
     "ra_nwg",
     "ra_nwg_novelty",
+    "rank_biased_precision",
     "rarity_weights",
+    "rbp_residual",
     "recall_at_k",
     "reciprocal_rank",
     "register_alias",

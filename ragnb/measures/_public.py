@@ -19,7 +19,7 @@ from ragnb.frames import RunOrder
 from ragnb.measures._kernel import prepare
 from ragnb.measures.base import Measure
 
-__all__ = ["DOC_ENTRIES", "Qrels", "Run", "fill_doc", "mean_of"]
+__all__ = ["DOC_ENTRIES", "Qrels", "Run", "aggregate_values", "fill_doc", "mean_of"]
 
 Qrels: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, int]]
 Run: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, float]]
@@ -84,7 +84,16 @@ def fill_doc(func: _F) -> _F:
 
 
 def mean_of(measure: Measure, qrels: Qrels, run: Run, order: RunOrder) -> float:
-    """Macro mean of ``measure`` over the queries of the qrels (NaN values excluded)."""
+    """Macro mean of ``measure`` over the queries of the qrels (NaN values excluded); the sum
+    for the families that aggregate by sum (``NumRet``, ``NumRel``, ...)."""
     values = measure.compute(prepare(qrels, run, order=order, depth=measure.depth))
+    return aggregate_values(measure, values)
+
+
+def aggregate_values(measure: Measure, values: np.ndarray) -> float:
+    """The family's aggregate of per-query ``values``: macro mean or sum, NaN values excluded
+    (NaN when every value is NaN)."""
     valid = ~np.isnan(values)
-    return float(values[valid].mean()) if valid.any() else float("nan")
+    if not valid.any():
+        return float("nan")
+    return float(values[valid].sum() if measure.spec.aggregate == "sum" else values[valid].mean())

@@ -18,7 +18,11 @@ Other tools' names are accepted and normalised to the canonical name: trec_eval'
 ``P.10``), ranx's (``precision@10``, ``recall@100``, ``ndcg@10``, ``mrr``, ``hit_rate@10``,
 ``f1@10`` = ``F(alpha=0.5)@10``) and ir_measures' (its names are ours: ``nDCG@10``,
 ``P(rel=2)@10``, ``R@100``, ``RR``, ``Success@10``, ``Judged@10``; plus ``NDCG``, ``MRR``,
-``Precision``, ``Recall``). ``HitRate@10`` is ``Success@10``.
+``Precision``, ``Recall``). ``HitRate@10`` is ``Success@10``. Average precision is ``PR-AUC``
+(``map``, ``map_cut_10``, ``AP``, ``AP@10``, ranx ``map@10``); trec_eval's ``Rprec``, ``infAP``,
+``num_ret``, ``num_rel``, ``num_rel_ret``, ``iprec_at_recall_0.50`` and ir_measures' ``ERR@10``,
+``RBP(p=0.8)``, ``IPrec@0.5``, ``NumRet(rel=1)``, ``nDCG(dcg='exp-log2')@10``, ``alpha_nDCG@10``
+and ranx's ``r-precision``, ``ndcg_burges@10``, ``rbp.95`` are read too (see each module).
 
 The model is ir_measures' ``measures/base.py`` (MacAvaney et al., ECIR 2022).
 """
@@ -132,7 +136,8 @@ class MeasureFamily:
         None. Private, vectorised, no validation.
     params : tuple of ParamSpec
         In canonical print order.
-    cutoff : {"required", "optional"}
+    cutoff : {"required", "optional", "none"}
+        ``"none"``: the family takes no cutoff (``NumRel``).
     depth : callable, optional
         ``depth(k) -> int or None``: the ranks the kernel reads (default ``k``; None = all).
     flags : callable, optional
@@ -140,15 +145,19 @@ class MeasureFamily:
         per-query conditions worth counting in a report (e.g. F_e's short runs).
     summary : str
         One line, with the formula.
+    aggregate : {"mean", "sum"}
+        How :func:`ragnb.evaluate.evaluate` aggregates the per-query values: the macro mean, or
+        the sum over queries (trec_eval's and ir_measures' ``num_ret``, ``num_rel``).
     """
 
     name: str
     kernel: Kernel
     params: tuple[ParamSpec, ...] = ()
-    cutoff: Literal["required", "optional"] = "required"
+    cutoff: Literal["required", "optional", "none"] = "required"
     depth: Callable[[int | None], int | None] | None = None
     flags: Callable[..., dict[str, np.ndarray]] | None = None
     summary: str = ""
+    aggregate: Literal["mean", "sum"] = "mean"
 
     def param(self, name: str) -> ParamSpec | None:
         for spec in self.params:
@@ -272,6 +281,8 @@ class Measure:
         if cutoff is None:
             if spec.cutoff == "required":
                 raise InputError(f"{where}: a cutoff is required, e.g. {family}@10")
+        elif spec.cutoff == "none":
+            raise InputError(f"{where}: takes no cutoff, got @{cutoff}")
         elif isinstance(cutoff, bool) or not isinstance(cutoff, int | np.integer) or cutoff < 1:
             raise InputError(f"{where}: cutoff must be a positive integer, got {cutoff!r}")
         unknown = [p for p in params if spec.param(p) is None]

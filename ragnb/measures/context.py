@@ -104,7 +104,11 @@ register_family(
         cutoff="optional",
         summary="PR-AUC@K = step-wise area under the PR curve to rank K = sum_k P@k v_k / N_p "
         "(trec_eval map / map_cut_K)",
-    )
+    ),
+    # average precision under its other names: ir_measures AP, AP@K; trec_eval map,
+    # map_cut_K; ranx map, map@K
+    aliases=("AP", "MAP", "map", "mAP"),
+    trec=(r"map_cut[._](?P<k>\d+)",),
 )
 register_alias("context_precision", "ContextPrecision")
 

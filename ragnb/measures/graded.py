@@ -34,8 +34,7 @@ mean and counts out of ``n_valid``.
     Judged documents of grade <= 2 in the top K over K (unjudged ones are not harm; show
     ``Judged@K`` beside it).
 ``RA-nWG-nov(beta=...)@K``
-    RA-nWG with repeats of a source discounted by ``beta**j``; needs the source of each document,
-    see :func:`ra_nwg_novelty` and :func:`prepare_sources`.
+    RA-nWG with every repeat of a source weighted ``beta``: :mod:`ragnb.measures.novelty`.
 
 References
 ----------
@@ -46,9 +45,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -56,8 +53,8 @@ import yaml
 from numpy.typing import ArrayLike
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder, check_qrels, sort_run
-from ragnb.measures._kernel import RankingArrays, as_qrels_frame, as_run_frame, prepare
+from ragnb.frames import RunOrder, check_qrels
+from ragnb.measures._kernel import RankingArrays, as_qrels_frame
 from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
 
@@ -65,23 +62,17 @@ __all__ = [
     "BASE_UTILITY",
     "GRADED_FAMILIES",
     "GRADE_MAPS",
-    "SourcedArrays",
     "complete_hit",
-    "default_source",
     "graded_measures",
     "harm_at_k",
     "map_grades",
     "n_recall_4plus",
     "n_recall_5",
     "precision_4plus",
-    "prepare_sources",
     "ra_nwg",
-    "ra_nwg_novelty",
     "rarity_weights",
     "resolve_grade_map",
 ]
-
-SourceOf: TypeAlias = Mapping[str, str] | Callable[[str], str] | None
 
 #: Base (stationary) utilities b_1..b_5 of Dallaire's rubric, index ``g - 1``.
 BASE_UTILITY = (0.0, 0.0, 0.1, 0.5, 1.0)
@@ -338,127 +329,6 @@ def _harm(arrays: RankingArrays, k: int) -> np.ndarray:
     return harmful.sum(axis=1) / k
 
 
-# ----------------------------------------------------------------------------- novelty
-
-
-def default_source(doc_id: str) -> str:
-    """The default source of a document: its id up to the first ``#`` (the whole id if none).
-
-    Chunked corpora often name passages ``<document>#<chunk>``; a corpus whose ids hold no ``#``
-    has every document as its own source.
-
-    Examples
-    --------
-    >>> default_source("paper12#3"), default_source("<dbpedia:Paris>")
-    ('paper12', '<dbpedia:Paris>')
-    """
-    return doc_id.partition("#")[0]
-
-
-@dataclass(frozen=True, eq=False)
-class SourcedArrays(RankingArrays):
-    """:class:`~ragnb.measures.RankingArrays` with the source of each ranked document.
-
-    Every measure computes on these as on the plain arrays; ``RA-nWG-nov`` needs them.
-
-    Attributes
-    ----------
-    source : ndarray of int64, shape (n_queries, depth)
-        A code of the source of the document at each rank (equal codes = same source); -1 where
-        the run does not fill the position.
-    """
-
-    source: np.ndarray
-
-
-def _source_labels(doc_ids: pd.Series, source_of: SourceOf) -> pd.Series:
-    if source_of is None:
-        return doc_ids.str.split("#", n=1, regex=False).str[0]
-    if isinstance(source_of, Mapping):
-        mapped = doc_ids.map(lambda d: source_of.get(d))
-        return mapped.where(mapped.notna(), doc_ids).astype(str)
-    if callable(source_of):
-        return doc_ids.map(lambda d: str(source_of(d)))
-    raise InputError(
-        f"source_of must be None, a dict or a function, got {type(source_of).__name__}"
-    )
-
-
-def prepare_sources(
-    qrels: Qrels,
-    run: Run,
-    *,
-    source_of: SourceOf = None,
-    order: RunOrder = "score",
-    depth: int | None = None,
-) -> SourcedArrays:
-    """:func:`ragnb.measures.prepare`, plus the source of every ranked document.
-
-    Parameters
-    ----------
-    qrels, run, order, depth
-        As for :func:`ragnb.measures.prepare`.
-    source_of : dict or callable, optional
-        ``{doc_id: source id}`` (a document it lacks is its own source) or ``f(doc_id) -> source
-        id``; default :func:`default_source` (the id up to the first ``#``).
-
-    Returns
-    -------
-    SourcedArrays
-    """
-    arrays = prepare(qrels, run, order=order, depth=depth)
-    ranked = sort_run(as_run_frame(run), order, warn=False).run
-    rows = pd.Index(arrays.query_ids).get_indexer(ranked["query_id"])
-    ranks = ranked["rank"].to_numpy(dtype=np.int64)
-    keep = np.flatnonzero((rows >= 0) & (ranks <= arrays.depth))
-    labels = _source_labels(ranked["doc_id"].iloc[keep].astype(str), source_of)
-    codes, _ = pd.factorize(labels)
-    source = np.full((arrays.n_queries, arrays.depth), -1, dtype=np.int64)
-    source[rows[keep], ranks[keep] - 1] = codes
-    source.setflags(write=False)
-    base = {f.name: getattr(arrays, f.name) for f in fields(RankingArrays)}
-    return SourcedArrays(**base, source=source)
-
-
-def _ra_nwg_nov(
-    arrays: RankingArrays,
-    k: int,
-    *,
-    a: float,
-    beta: float,
-    cap3: float,
-    cap4: float,
-    fb3: float,
-    fb4: float,
-) -> np.ndarray:
-    """RA-nWG with the j-th document (0-based, by weight) of a source in the top K times beta**j."""
-    if not isinstance(arrays, SourcedArrays):
-        raise InputError(
-            f"RA-nWG-nov(beta={beta:g})@{k} needs the source of each document, which the arrays "
-            "of ragnb.measures.prepare / ragnb.evaluate do not carry; use "
-            "ragnb.measures.graded.ra_nwg_novelty(qrels, run, k, beta=...) or compute on "
-            "prepare_sources(qrels, run)"
-        )
-    counts, w = _weights_of(arrays, a, cap3, cap4, fb3, fb4)
-    grades = np.clip(arrays.grades[:, :k], 1, 5) - 1
-    cell_w = np.where(arrays.judged[:, :k], np.take_along_axis(w, grades, axis=1), 0.0)
-    n_q, width = cell_w.shape
-    row = np.repeat(np.arange(n_q), width)
-    src = arrays.source[:, :k].ravel()
-    flat_w = cell_w.ravel()
-    # Within each (query, source) the documents of the top K are taken by weight descending (ties
-    # by rank), so the discount does not depend on the order inside the top K: a set measure.
-    by = np.lexsort((np.tile(np.arange(width), n_q), -flat_w, src, row))
-    row_s, src_s = row[by], src[by]
-    new_group = np.ones(len(by), dtype=bool)
-    new_group[1:] = (row_s[1:] != row_s[:-1]) | (src_s[1:] != src_s[:-1])
-    starts = np.flatnonzero(new_group)
-    j = np.arange(len(by)) - np.repeat(starts, np.diff(np.append(starts, len(by))))
-    obs = np.bincount(row_s, weights=flat_w[by] * beta ** j.astype(np.float64), minlength=n_q)
-    ideal = (_ideal_take(w, counts, k) * w).sum(axis=1)
-    return np.minimum(_ratio_or_na(obs, ideal), 1.0)
-
-
 # ----------------------------------------------------------------------------- registry
 
 A = ParamSpec("a", float, 1.0, 0.0, None, doc="rarity exponent: r_g = b_g / p_g**a; 0 = none")
@@ -466,7 +336,6 @@ CAP3 = ParamSpec("cap3", float, 0.25, 0.0, 1.0, doc="cap on w3 = r3 / r5")
 CAP4 = ParamSpec("cap4", float, 1.0, 0.0, 1.0, doc="cap on w4 = r4 / r5")
 FB3 = ParamSpec("fb3", float, 0.2, 0.0, 1.0, doc="w3 when the pool has no grade 5")
 FB4 = ParamSpec("fb4", float, 1.0, 0.0, 1.0, doc="w4 when the pool has no grade 5")
-BETA = ParamSpec("beta", float, None, 0.0, 1.0, doc="weight factor per repeat of a source")
 REL4 = ParamSpec("rel", int, 4, 1, 5, doc="grade of the evidence set E(q) = {grade >= rel}")
 
 _WEIGHT_PARAMS = (A, CAP3, CAP4, FB3, FB4)
@@ -511,16 +380,6 @@ register_family(
 register_family(
     MeasureFamily("Harm", _harm, summary="Harm@K = (judged with grade <= 2 in the top K) / K")
 )
-register_family(
-    MeasureFamily(
-        "RA-nWG-nov",
-        _ra_nwg_nov,
-        params=(A, BETA, CAP3, CAP4, FB3, FB4),
-        summary="RA-nWG@K with the j-th document of a source in the top K weighted beta**j; "
-        "needs prepare_sources arrays",
-    )
-)
-
 
 # ----------------------------------------------------------------------------- public functions
 
@@ -715,66 +574,6 @@ def harm_at_k(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score") -> f
     0.5
     """
     return mean_of(Measure("Harm", k), qrels, run, order)
-
-
-def ra_nwg_novelty(
-    qrels: Qrels,
-    run: Run,
-    k: int,
-    *,
-    beta: float,
-    source_of: SourceOf = None,
-    a: float = 1.0,
-    cap3: float = 0.25,
-    cap4: float = 1.0,
-    fb3: float = 0.2,
-    fb4: float = 1.0,
-    order: RunOrder = "score",
-) -> float:
-    """Mean novelty-discounted RA-nWG@K (``RA-nWG-nov(beta=...)@K``).
-
-    Parameters
-    ----------
-    qrels, run, k, a, cap3, cap4, fb3, fb4, order
-        As for :func:`ra_nwg`.
-    beta : float in [0, 1]
-        Factor per repeat of a source; the paper's ``beta in [0, 1)``; 1 gives RA-nWG.
-    source_of : dict or callable, optional
-        ``{doc_id: source id}`` (a document it lacks is its own source) or ``f(doc_id) -> source
-        id``; default :func:`default_source`, the id up to the first ``#``.
-
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean over the queries where RA-nWG is defined.
-
-    Notes
-    -----
-    ``G_obs^nov(K) = sum over the top K of beta**j(d) w_g(d)``, where ``j(d)`` is the 0-based
-    position of ``d`` among the top-K documents of its source ordered by weight descending (ties
-    by rank): the best document of each source counts fully, the next ``beta`` times, the next
-    ``beta**2``... Taking them by weight rather than by rank keeps the measure order-free within
-    the top K, like RA-nWG. The normaliser is RA-nWG's ``G_ideal(K)``, unchanged (the paper
-    discounts only the observed gain), so the value never exceeds RA-nWG and equals it when no
-    source repeats in the top K, as on a corpus whose every document is its own source.
-
-    References
-    ----------
-    .. [1] Dallaire, arXiv:2511.09545, Section 2.3, "Novelty discount".
-
-    Examples
-    --------
-    >>> # pool a#1=5, a#2=5, b=5, c=1: no rarity effect on grade 5, w = 1 each; ideal@2 = 2
-    >>> qrels = {"q1": {"a#1": 5, "a#2": 5, "b": 5, "c": 1}}
-    >>> run = {"q1": {"a#1": 0.9, "a#2": 0.8, "b": 0.7}}   # top 2: both from source "a"
-    >>> ra_nwg_novelty(qrels, run, 2, beta=0.5)            # (1 + 0.5 * 1) / 2
-    0.75
-    """
-    m = Measure("RA-nWG-nov", k, a=a, beta=beta, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)
-    arrays = prepare_sources(qrels, run, source_of=source_of, order=order, depth=m.depth)
-    values = m.compute(arrays)
-    valid = ~np.isnan(values)
-    return float(values[valid].mean()) if valid.any() else float("nan")
 
 
 GRADED_FAMILIES = ("RA-nWG", "N-Recall4+", "N-Recall5", "Precision4+", "Harm", "CompleteHit")

@@ -1,7 +1,16 @@
-"""Normalised discounted cumulative gain as trec_eval computes it (``nDCG@K``, ``ndcg_cut_K``).
+"""Normalised discounted cumulative gain: trec_eval's linear gain and Burges' exponential gain.
 
-Linear gain (gain = grade), not the exponential ``2**grade - 1`` of Burges et al. (2005): that is
-a different measure and would need its own name.
+========== ============================================================ ========================
+name       gain of a document of grade g (negative and unjudged: 0)     aliases
+========== ============================================================ ========================
+nDCG[@K]   g (Järvelin and Kekäläinen 2002; trec_eval ``ndcg_cut_K``)   ``ndcg_cut_10``,
+                                                                        ranx ``ndcg@10``
+nDCG_exp   2^g - 1 (Burges et al. 2005; gdeval, ranx ``ndcg_burges``)   ``ndcg_burges@10``,
+[@K]                                                                    ``nDCG(dcg=exp-log2)@10``
+========== ============================================================ ========================
+
+Both discount by ``1 / log2(rank + 1)`` and take the ideal from all judged documents of the query.
+On binary qrels they coincide.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ from ragnb.measures._kernel import RankingArrays, _dcg, _safe_div, _top
 from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import Measure, MeasureFamily, register_family
 
-__all__ = ["ndcg_at_k"]
+__all__ = ["ndcg_at_k", "ndcg_exp_at_k"]
 
 
 def _ndcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
@@ -33,6 +42,24 @@ register_family(
     ),
     aliases=("NDCG", "ndcg"),
     trec=(r"ndcg_cut[._](?P<k>\d+)",),
+)
+
+
+def _ndcg_exp(arrays: RankingArrays, k: int | None) -> np.ndarray:
+    """nDCG with gain 2^grade - 1 (negative grades 0); shape (n_queries,)."""
+    gains, ideal = (np.exp2(np.maximum(_top(a, k), 0)) - 1.0 for a in (arrays.grades, arrays.ideal))
+    return _safe_div(_dcg(gains), _dcg(ideal))
+
+
+register_family(
+    MeasureFamily(
+        "nDCG_exp",
+        _ndcg_exp,
+        cutoff="optional",
+        summary="nDCG_exp@K = DCG@K / ideal DCG@K with gain 2^grade - 1 (Burges et al. 2005)",
+    ),
+    aliases=("ndcg_burges", "NDCG_exp"),
+    trec=(r"nDCG\(dcg=['\"]?exp-log2['\"]?\)(?:@(?P<k>\d+))?",),
 )
 
 
@@ -73,3 +100,35 @@ def ndcg_at_k(qrels: Qrels, run: Run, k: int | None = None, *, order: RunOrder =
     0.798485
     """
     return mean_of(Measure("nDCG", k), qrels, run, order)
+
+
+@fill_doc
+def ndcg_exp_at_k(
+    qrels: Qrels, run: Run, k: int | None = None, *, order: RunOrder = "score"
+) -> float:
+    """Mean nDCG at ``k`` with exponential gain ``2^grade - 1`` (Burges et al.).
+
+    {{Parameters: qrels, run, k_optional, order}}
+
+    {{Returns: mean}}
+
+    Notes
+    -----
+    As :func:`ndcg_at_k` with gain ``2^g - 1`` instead of ``g`` (negative grades and unjudged
+    documents gain 0): a grade-3 document weighs 7 grade-1 documents, not 3. ir_measures'
+    ``nDCG(dcg='exp-log2')@K``, ranx's ``ndcg_burges@K``, gdeval's nDCG; equal to ``nDCG`` on
+    binary qrels.
+
+    References
+    ----------
+    .. [1] C. Burges et al., "Learning to rank using gradient descent", ICML 2005, Section 6.
+    .. [2] ranx, ``ranx/metrics/ndcg.py`` (``ndcg_burges``).
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"a": 2, "c": 1}}
+    >>> run = {"q1": {"c": 2, "a": 1}}          # DCG = 1 + 3/log2(3); ideal 3 + 1/log2(3)
+    >>> round(ndcg_exp_at_k(qrels, run), 6)
+    0.796708
+    """
+    return mean_of(Measure("nDCG_exp", k), qrels, run, order)

@@ -1,0 +1,301 @@
+"""Diversity: alpha-nDCG@K over subtopic judgements (Clarke et al. 2008).
+
+Subtopic qrels
+--------------
+A frame with columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance`` (int): one row per
+(query, subtopic, document) judgement, as the TREC Web track's diversity qrels
+``qid subtopic docid rel`` (ir_measures reads the subtopic from the TREC ``iteration`` column).
+A document relevant to several subtopics has several rows. For the other measures
+:func:`ragnb.evaluate.evaluate` reads the document-level qrels these imply: each (query, document)
+with its largest grade over the subtopics (:func:`document_qrels`).
+
+Measure
+-------
+``alpha-nDCG(alpha=a,rel=r)@K``: ``J(d, s) = 1`` when document d has grade >= r for subtopic s.
+The gain at rank k is ``sum_s J(d_k, s) (1 - alpha)^(c_s)`` with ``c_s`` the documents above k
+relevant to s (novelty: each repeat of a subtopic is worth ``1 - alpha`` times the previous one);
+``alpha-DCG@K = sum_{k<=K} gain_k / log2(k + 1)``, normalised by the alpha-DCG@K of the greedy
+ideal ranking of the query's judged documents (at each rank the document of largest gain; ties to
+the largest ``doc_id``), as ndeval computes it (the exact ideal is NP-hard). 0
+when the query has no relevant subtopic judgement. Default ``alpha = 0.5``, ``rel = 1``, as
+ir_measures' ``alpha_nDCG@K``.
+
+References
+----------
+.. [1] C. L. A. Clarke, M. Kolla, G. V. Cormack, O. Vechtomova, A. Ashkan, S. Büttcher and
+   I. MacKinnon, "Novelty and diversity in information retrieval evaluation", SIGIR 2008,
+   Section 3 (eqs. 1-4) and Section 4 (the greedy ideal).
+.. [2] ndeval, TREC Web track 2009-2014 (``ndeval.c``); pyndeval, as used by ir_measures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+
+from ragnb.errors import InputError
+from ragnb.frames import RunOrder, require_columns, sort_run
+from ragnb.measures._kernel import RankingArrays, _dcg, _safe_div, as_run_frame, prepare
+from ragnb.measures._public import Run
+from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
+
+__all__ = [
+    "SUBTOPIC_COLUMNS",
+    "SubtopicArrays",
+    "alpha_ndcg",
+    "document_qrels",
+    "prepare_subtopics",
+]
+
+#: Columns of a subtopic qrels frame.
+SUBTOPIC_COLUMNS = ("query_id", "subtopic", "doc_id", "relevance")
+
+
+@dataclass(frozen=True, eq=False)
+class SubtopicArrays(RankingArrays):
+    """:class:`~ragnb.measures.RankingArrays` with subtopic grades; every measure computes on them.
+
+    Attributes
+    ----------
+    subtopic_grades : ndarray of int64, shape (n_queries, depth, n_subtopics)
+        Grade of the document at each rank for each subtopic of its query (0 where unjudged or
+        unfilled); ``n_subtopics`` is the largest number of subtopics of a query.
+    pool_grades : ndarray of int64, shape (n_queries, n_pool, n_subtopics)
+        The subtopic grades of every judged document of the query (the candidates of the ideal
+        ranking), ``doc_id`` descending, padded with 0.
+    """
+
+    subtopic_grades: np.ndarray
+    pool_grades: np.ndarray
+
+
+def _check_subtopic_qrels(qrels: pd.DataFrame) -> pd.DataFrame:
+    if not isinstance(qrels, pd.DataFrame):
+        raise InputError(
+            f"subtopic qrels must be a DataFrame with columns {list(SUBTOPIC_COLUMNS)}, got "
+            f"{type(qrels).__name__}"
+        )
+    require_columns(qrels, SUBTOPIC_COLUMNS, "subtopic qrels frame")
+    if not pd.api.types.is_integer_dtype(qrels["relevance"]):
+        raise InputError("subtopic qrels grades must be integers", column="relevance")
+    frame = pd.DataFrame({c: qrels[c] for c in SUBTOPIC_COLUMNS})
+    for col in ("query_id", "subtopic", "doc_id"):
+        if frame[col].isna().any():
+            row = int(np.flatnonzero(frame[col].isna().to_numpy())[0])
+            raise InputError(f"subtopic qrels row {row} has no {col}", column=col)
+        frame[col] = frame[col].astype(str)
+    dup = frame.duplicated(["query_id", "subtopic", "doc_id"])
+    if dup.any():
+        row = frame[dup].iloc[0]
+        raise InputError(
+            f"subtopic qrels judge doc {row['doc_id']!r} twice for subtopic {row['subtopic']!r}",
+            query_id=row["query_id"],
+        )
+    if len(frame) == 0:
+        raise InputError("subtopic qrels hold no judgements; nothing to evaluate")
+    return frame
+
+
+def document_qrels(subtopic_qrels: pd.DataFrame) -> pd.DataFrame:
+    """Document-level qrels of subtopic qrels: each (query, document) with its largest grade.
+
+    Parameters
+    ----------
+    subtopic_qrels : DataFrame
+        Columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id`` (str), ``relevance`` (int64), sorted by query and document.
+
+    Raises
+    ------
+    InputError
+        Missing columns, non-integer grades, or a (query, subtopic, document) judged twice.
+    """
+    frame = _check_subtopic_qrels(subtopic_qrels)
+    out = frame.groupby(["query_id", "doc_id"], sort=True, as_index=False)["relevance"].max()
+    out["relevance"] = out["relevance"].astype(np.int64)
+    return out
+
+
+def prepare_subtopics(
+    subtopic_qrels: pd.DataFrame,
+    run: Run,
+    *,
+    order: RunOrder = "score",
+    depth: int | None = None,
+) -> SubtopicArrays:
+    """:func:`ragnb.measures.prepare` on :func:`document_qrels`, plus the subtopic grades.
+
+    Parameters
+    ----------
+    subtopic_qrels : DataFrame
+        Columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance``.
+    run, order, depth
+        As for :func:`ragnb.measures.prepare`.
+
+    Returns
+    -------
+    SubtopicArrays
+
+    Raises
+    ------
+    InputError
+        On malformed subtopic qrels or run.
+    """
+    frame = _check_subtopic_qrels(subtopic_qrels)
+    arrays = prepare(document_qrels(frame), run, order=order, depth=depth)
+    n_q = arrays.n_queries
+    row_of = pd.Index(arrays.query_ids).get_indexer(frame["query_id"])
+    # subtopic codes within each query, 0..n_sub-1
+    sub_code = frame.groupby("query_id", sort=False)["subtopic"].transform(
+        lambda s: pd.factorize(s)[0]
+    )
+    sub_code = sub_code.to_numpy(dtype=np.int64)
+    n_sub = int(sub_code.max()) + 1
+    # the pool: judged documents of each query, doc_id descending (ndeval's tie order)
+    docs = (
+        frame[["query_id", "doc_id"]]
+        .drop_duplicates()
+        .sort_values(["query_id", "doc_id"], ascending=[True, False])
+    )
+    pool_pos = docs.groupby("query_id", sort=False).cumcount().to_numpy()
+    pool_index = pd.MultiIndex.from_frame(docs)
+    n_pool = int(pool_pos.max()) + 1
+    pool = np.zeros((n_q, n_pool, n_sub), dtype=np.int64)
+    at = pool_index.get_indexer(pd.MultiIndex.from_frame(frame[["query_id", "doc_id"]]))
+    pool[row_of, pool_pos[at], sub_code] = frame["relevance"].to_numpy(dtype=np.int64)
+
+    ranked = sort_run(as_run_frame(run), order, warn=False).run
+    rows = pd.Index(arrays.query_ids).get_indexer(ranked["query_id"])
+    ranks = ranked["rank"].to_numpy(dtype=np.int64)
+    keep = np.flatnonzero((rows >= 0) & (ranks <= arrays.depth))
+    ranked_pairs = pd.MultiIndex.from_arrays(
+        [ranked[c].astype(str).to_numpy()[keep] for c in ("query_id", "doc_id")]
+    )
+    in_pool = pool_index.get_indexer(ranked_pairs)
+    grades = np.zeros((n_q, arrays.depth, n_sub), dtype=np.int64)
+    hit = in_pool >= 0
+    grades[rows[keep][hit], ranks[keep][hit] - 1] = pool[rows[keep][hit], pool_pos[in_pool[hit]]]
+    for a in (grades, pool):
+        a.setflags(write=False)
+    base = {f.name: getattr(arrays, f.name) for f in fields(RankingArrays)}
+    return SubtopicArrays(**base, subtopic_grades=grades, pool_grades=pool)
+
+
+# ----------------------------------------------------------------------------- kernel
+
+
+def _greedy_ideal_gains(relevant: np.ndarray, k: int, alpha: float) -> np.ndarray:
+    """Gains of the greedy ideal ranking, (n_queries, min(k, n_pool)); ``relevant`` is the pool's
+    (n_queries, n_pool, n_subtopics) bool array."""
+    n_q, n_pool, _ = relevant.shape
+    steps = min(k, n_pool)
+    seen = np.zeros((n_q, relevant.shape[2]))
+    used = np.zeros((n_q, n_pool), dtype=bool)
+    rows = np.arange(n_q)
+    out = np.zeros((n_q, steps))
+    novelty = relevant.astype(np.float64)
+    for i in range(steps):
+        gain = np.einsum("qds,qs->qd", novelty, (1.0 - alpha) ** seen)
+        gain[used] = -1.0
+        best = gain.argmax(axis=1)  # the first of the largest: the largest doc_id, as ndeval
+        out[:, i] = np.maximum(gain[rows, best], 0.0)
+        used[rows, best] = True
+        seen += relevant[rows, best]
+    return out
+
+
+def _alpha_ndcg(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
+    """alpha-DCG@k over the greedy ideal's; 0 without a relevant judgement; (n_queries,)."""
+    if not isinstance(arrays, SubtopicArrays):
+        raise InputError(
+            f"alpha-nDCG@{k} needs subtopic judgements, which these arrays do not carry: give "
+            "evaluate() qrels with a 'subtopic' column (query_id, subtopic, doc_id, relevance), "
+            "or use ragnb.measures.diversity.alpha_ndcg / prepare_subtopics"
+        )
+    judged = arrays.subtopic_grades[:, :k, :] >= rel
+    before: np.ndarray = np.cumsum(judged, axis=1) - judged
+    gains = (judged * (1.0 - alpha) ** before).sum(axis=2)
+    ideal = _greedy_ideal_gains(arrays.pool_grades >= rel, k, alpha)
+    return _safe_div(_dcg(gains), _dcg(ideal))
+
+
+ALPHA_D = ParamSpec("alpha", float, 0.5, 0.0, 1.0, doc="redundancy penalty per repeat")
+
+register_family(
+    MeasureFamily(
+        "alpha-nDCG",
+        _alpha_ndcg,
+        params=(ALPHA_D, REL),
+        summary="alpha-nDCG@K = alpha-DCG@K / greedy ideal alpha-DCG@K, gain sum_s J(d,s) "
+        "(1-alpha)^(repeats of s above) (Clarke et al. 2008)",
+    ),
+    aliases=("alpha_nDCG", "alpha-ndcg", "alpha_ndcg"),
+)
+
+
+# ----------------------------------------------------------------------------- public function
+
+
+def alpha_ndcg(
+    subtopic_qrels: pd.DataFrame,
+    run: Run,
+    k: int,
+    *,
+    alpha: float = 0.5,
+    rel: int = 1,
+    order: RunOrder = "score",
+) -> float:
+    """Mean alpha-nDCG@K: nDCG that rewards covering new subtopics and discounts repeats.
+
+    Parameters
+    ----------
+    subtopic_qrels : DataFrame
+        Columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance`` (int).
+    run : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    k : int
+        Cutoff K >= 1.
+    alpha : float in [0, 1], default 0.5
+        Each further document on a subtopic gains ``(1 - alpha)`` times the previous one.
+    rel : int, default 1
+        A subtopic judgement with grade >= ``rel`` is relevant.
+    order : {"score", "file"}, default "score"
+        Run ordering, see :func:`ragnb.frames.sort_run`.
+
+    Returns
+    -------
+    float in [0, 1]
+        Macro mean over the queries of the subtopic qrels.
+
+    Raises
+    ------
+    InputError
+        On malformed subtopic qrels or run, or a bad ``k``, ``alpha`` or ``rel``.
+
+    Notes
+    -----
+    See the module docstring for the formula and the greedy ideal. With a single subtopic per
+    query and ``alpha = 0`` it is nDCG with binary gain.
+
+    References
+    ----------
+    .. [1] C. L. A. Clarke et al., "Novelty and diversity in information retrieval evaluation",
+       SIGIR 2008, Sections 3-4.
+
+    Examples
+    --------
+    >>> qrels = pd.DataFrame({"query_id": ["q"] * 3, "subtopic": ["s1", "s1", "s2"],
+    ...                       "doc_id": ["a", "b", "c"], "relevance": [1, 1, 1]})
+    >>> run = {"q": {"a": 3, "b": 2, "c": 1}}      # gains 1, 0.5, 1; ideal a, c, b: 1, 1, 0.5
+    >>> round(alpha_ndcg(qrels, run, 3), 6)
+    0.965195
+    """
+    m = Measure("alpha-nDCG", k, alpha=alpha, rel=rel)
+    values = m.compute(prepare_subtopics(subtopic_qrels, run, order=order, depth=m.depth))
+    return float(values.mean())

@@ -1,0 +1,274 @@
+"""Novelty-discounted RA-nWG (Dallaire, Section 2.3 "Novelty discount"): repeats of a source.
+
+``RA-nWG-nov(beta=b)@K``
+    ``G_obs^nov(K) = sum_{d in TopK} delta(d) w_g(d)`` with ``delta(d) = 1`` for the first
+    occurrence of a source in the top K and ``delta(d) = beta`` for **every** repeat, over RA-nWG's
+    ideal ``G_ideal(K)`` (unchanged: the paper discounts the observed gain only). "First" is in
+    rank order, the order in which a reader of the top K meets the documents. NA where RA-nWG is.
+
+Sources
+-------
+The source of each ranked document comes, in this order of precedence, from ``source_of`` (a
+``{doc_id: source}`` dict, a document it lacks being its own source, or a function of the id),
+from a ``source`` column of the run frame, or from :func:`default_source` (the id up to the first
+``#``, the ``<document>#<chunk>`` naming of chunked corpora). :func:`ragnb.evaluate.evaluate`
+computes ``RA-nWG-nov`` when the run frame has a ``source`` column or ``source_of`` is given.
+
+Changed in this version: before, the j-th repeat (by weight) weighed ``beta**j``; the paper's
+``delta`` is ``beta`` for every repeat, which is what is computed now.
+
+References
+----------
+.. [1] E. Dallaire, "Practical RAG Evaluation: A Rarity-Aware Set-Based Metric and
+   Cost-Latency-Quality Trade-offs", arXiv:2511.09545, 2025, Section 2.3 ("Novelty discount").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import TypeAlias
+
+import numpy as np
+import pandas as pd
+
+from ragnb.errors import InputError
+from ragnb.frames import RunOrder, sort_run
+from ragnb.measures._kernel import RankingArrays, as_run_frame, prepare
+from ragnb.measures._public import Qrels, Run
+from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
+from ragnb.measures.graded import (
+    CAP3,
+    CAP4,
+    FB3,
+    FB4,
+    A,
+    _ideal_take,
+    _ratio_or_na,
+    _weights_of,
+)
+
+__all__ = [
+    "SOURCE_COLUMN",
+    "SourceOf",
+    "SourcedArrays",
+    "default_source",
+    "prepare_sources",
+    "ra_nwg_novelty",
+]
+
+SourceOf: TypeAlias = Mapping[str, str] | Callable[[str], str] | None
+
+#: The run-frame column that names each document's source.
+SOURCE_COLUMN = "source"
+
+
+def default_source(doc_id: str) -> str:
+    """The default source of a document: its id up to the first ``#`` (the whole id if none).
+
+    Chunked corpora often name passages ``<document>#<chunk>``; a corpus whose ids hold no ``#``
+    has every document as its own source.
+
+    Examples
+    --------
+    >>> default_source("paper12#3"), default_source("<dbpedia:Paris>")
+    ('paper12', '<dbpedia:Paris>')
+    """
+    return doc_id.partition("#")[0]
+
+
+@dataclass(frozen=True, eq=False)
+class SourcedArrays(RankingArrays):
+    """:class:`~ragnb.measures.RankingArrays` with the source of each ranked document.
+
+    Every measure computes on these as on the plain arrays; ``RA-nWG-nov`` needs them.
+
+    Attributes
+    ----------
+    source : ndarray of int64, shape (n_queries, depth)
+        A code of the source of the document at each rank (equal codes = same source); -1 where
+        the run does not fill the position.
+    """
+
+    source: np.ndarray
+
+
+def _source_labels(ranked: pd.DataFrame, source_of: SourceOf) -> pd.Series:
+    doc_ids = ranked["doc_id"].astype(str)
+    if source_of is None:
+        if SOURCE_COLUMN in ranked.columns:
+            labels = ranked[SOURCE_COLUMN]
+            if labels.isna().any():
+                row = int(np.flatnonzero(labels.isna().to_numpy())[0])
+                raise InputError(
+                    f"the run's {SOURCE_COLUMN!r} column is empty for doc "
+                    f"{doc_ids.iloc[row]!r}; give every document a source",
+                    query_id=str(ranked["query_id"].iloc[row]),
+                    column=SOURCE_COLUMN,
+                )
+            return labels.astype(str)
+        return doc_ids.str.split("#", n=1, regex=False).str[0]
+    if isinstance(source_of, Mapping):
+        mapped = doc_ids.map(lambda d: source_of.get(d))
+        return mapped.where(mapped.notna(), doc_ids).astype(str)
+    if callable(source_of):
+        return doc_ids.map(lambda d: str(source_of(d)))
+    raise InputError(
+        f"source_of must be None, a dict or a function, got {type(source_of).__name__}"
+    )
+
+
+def prepare_sources(
+    qrels: Qrels,
+    run: Run,
+    *,
+    source_of: SourceOf = None,
+    order: RunOrder = "score",
+    depth: int | None = None,
+) -> SourcedArrays:
+    """:func:`ragnb.measures.prepare`, plus the source of every ranked document.
+
+    Parameters
+    ----------
+    qrels, run, order, depth
+        As for :func:`ragnb.measures.prepare`; a run frame may carry a ``source`` column.
+    source_of : dict or callable, optional
+        ``{doc_id: source id}`` (a document it lacks is its own source) or ``f(doc_id) -> source
+        id``; default the run's ``source`` column if it has one, else :func:`default_source`.
+
+    Returns
+    -------
+    SourcedArrays
+
+    Raises
+    ------
+    InputError
+        As :func:`ragnb.measures.prepare`; a bad ``source_of``; an empty ``source`` cell.
+    """
+    arrays = prepare(qrels, run, order=order, depth=depth)
+    ranked = sort_run(as_run_frame(run), order, warn=False).run
+    rows = pd.Index(arrays.query_ids).get_indexer(ranked["query_id"].astype(str))
+    ranks = ranked["rank"].to_numpy(dtype=np.int64)
+    keep = np.flatnonzero((rows >= 0) & (ranks <= arrays.depth))
+    labels = _source_labels(ranked.iloc[keep], source_of)
+    codes, _ = pd.factorize(labels)
+    source = np.full((arrays.n_queries, arrays.depth), -1, dtype=np.int64)
+    source[rows[keep], ranks[keep] - 1] = codes
+    source.setflags(write=False)
+    base = {f.name: getattr(arrays, f.name) for f in fields(RankingArrays)}
+    return SourcedArrays(**base, source=source)
+
+
+def _first_of_source(source: np.ndarray) -> np.ndarray:
+    """True at the first (highest-ranked) position of each source in each row; (n_q, width)."""
+    n_q, width = source.shape
+    first = np.zeros(source.shape, dtype=bool)
+    if width == 0:
+        return first
+    key = np.arange(n_q, dtype=np.int64)[:, None] * (int(source.max()) + 2) + (source + 1)
+    _, at = np.unique(key.ravel(), return_index=True)  # row-major: the first index is the top
+    first.ravel()[at] = True
+    return first
+
+
+def _ra_nwg_nov(
+    arrays: RankingArrays,
+    k: int,
+    *,
+    a: float,
+    beta: float,
+    cap3: float,
+    cap4: float,
+    fb3: float,
+    fb4: float,
+) -> np.ndarray:
+    """RA-nWG with delta = 1 for the first document of a source in the top K, beta for every
+    repeat; shape (n_queries,)."""
+    if not isinstance(arrays, SourcedArrays):
+        raise InputError(
+            f"RA-nWG-nov(beta={beta:g})@{k} needs the source of each document, which these "
+            "arrays do not carry: give evaluate() a run frame with a 'source' column or "
+            "source_of=..., or use ragnb.measures.novelty.ra_nwg_novelty(qrels, run, k, beta=...)"
+        )
+    counts, w = _weights_of(arrays, a, cap3, cap4, fb3, fb4)
+    grades = np.clip(arrays.grades[:, :k], 1, 5) - 1
+    cell_w = np.where(arrays.judged[:, :k], np.take_along_axis(w, grades, axis=1), 0.0)
+    delta = np.where(_first_of_source(arrays.source[:, :k]), 1.0, beta)
+    obs = (delta * cell_w).sum(axis=1)
+    ideal = (_ideal_take(w, counts, k) * w).sum(axis=1)
+    return np.minimum(_ratio_or_na(obs, ideal), 1.0)
+
+
+BETA = ParamSpec("beta", float, None, 0.0, 1.0, doc="delta of every repeat of a source")
+
+register_family(
+    MeasureFamily(
+        "RA-nWG-nov",
+        _ra_nwg_nov,
+        params=(A, BETA, CAP3, CAP4, FB3, FB4),
+        summary="RA-nWG@K with delta = 1 for a source's first document in the top K and beta for "
+        "every repeat (Dallaire 2025, Section 2.3); needs document sources",
+    )
+)
+
+
+def ra_nwg_novelty(
+    qrels: Qrels,
+    run: Run,
+    k: int,
+    *,
+    beta: float,
+    source_of: SourceOf = None,
+    a: float = 1.0,
+    cap3: float = 0.25,
+    cap4: float = 1.0,
+    fb3: float = 0.2,
+    fb4: float = 1.0,
+    order: RunOrder = "score",
+) -> float:
+    """Mean novelty-discounted RA-nWG@K (``RA-nWG-nov(beta=...)@K``).
+
+    Parameters
+    ----------
+    qrels, run, k, a, cap3, cap4, fb3, fb4, order
+        As for :func:`ragnb.measures.graded.ra_nwg`; a run frame may carry a ``source`` column.
+    beta : float in [0, 1]
+        delta of every repeat of a source; the paper's ``beta in [0, 1)``; 1 gives RA-nWG.
+    source_of : dict or callable, optional
+        ``{doc_id: source id}`` (a document it lacks is its own source) or ``f(doc_id) -> source
+        id``; default the run's ``source`` column, else :func:`default_source`.
+
+    Returns
+    -------
+    float in [0, 1]
+        Macro mean over the queries where RA-nWG is defined.
+
+    Raises
+    ------
+    InputError
+        As :func:`ragnb.measures.graded.ra_nwg`, or on a bad ``beta`` or ``source_of``.
+
+    Notes
+    -----
+    ``G_obs^nov(K) = sum_{d in TopK} delta(d) w_g(d)``, ``delta = 1`` for the highest-ranked
+    document of each source in the top K and ``beta`` for each other one (unjudged documents
+    and judged ones of weight 0 count as occurrences too); divided by RA-nWG's ``G_ideal(K)``.
+    Never above RA-nWG; equal to it when no source repeats in the top K.
+
+    References
+    ----------
+    .. [1] Dallaire, arXiv:2511.09545, Section 2.3, "Novelty discount".
+
+    Examples
+    --------
+    >>> # pool a#1=5, a#2=5, a#3=5, b=5, c=1: w = 1 for grade 5; ideal@3 = 3
+    >>> qrels = {"q1": {"a#1": 5, "a#2": 5, "a#3": 5, "b": 5, "c": 1}}
+    >>> run = {"q1": {"a#1": 0.9, "a#2": 0.8, "a#3": 0.7}}  # top 3: one source, two repeats
+    >>> ra_nwg_novelty(qrels, run, 3, beta=0.5)            # (1 + 0.5 + 0.5) / 3
+    0.6666666666666666
+    """
+    m = Measure("RA-nWG-nov", k, a=a, beta=beta, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)
+    arrays = prepare_sources(qrels, run, source_of=source_of, order=order, depth=m.depth)
+    values = m.compute(arrays)
+    valid = ~np.isnan(values)
+    return float(values[valid].mean()) if valid.any() else float("nan")
