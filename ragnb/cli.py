@@ -6,11 +6,16 @@
     ragnb report --all [--dataset PATH]
     ragnb retrieve --dataset PATH --retriever bm25|dense|hybrid [--model M] [-k 100] --out RUN
     ragnb evaluate QRELS RUN -m nDCG@10 -m P@5 ... [--per-query] [--format table|csv|json]
+                   [--fail-under nDCG@10=0.60]... [--baseline BASE.trec [--max-drop D]]
+    ragnb evaluate SAMPLES.jsonl|.csv [-m id_based_context_recall@5]... [--fail-under ...]
     ragnb data build-sample [--out data/pydocs]
     ragnb llm serve [--model NAME] [--port N] [--n-ctx 2048] [--threads N]
+    ragnb golden --dataset PATH [--queries FILE] [--judge local|openai|noisy|qrels] --out DIR
+                 [--max-queries N] [--depth 5] [--human-labels QRELS] ...
 
 Bad input ends with ``ragnb: error: ...`` naming the file, line, query or parameter, and exit
-status 2.
+status 2. ``ragnb evaluate`` exits with 1 when a build gate (``--fail-under``, ``--baseline``)
+fails, after printing the table.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ragnb.errors import InputError
 
@@ -83,6 +89,37 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from ragnb.gates import check_gates, parse_threshold
+
+    thresholds = [parse_threshold(spec) for spec in args.fail_under or ()]
+    gated = [t.measure for t in thresholds]
+    if args.run is None:
+        result, base = _evaluate_samples(args, gated)
+    else:
+        result, base = _evaluate_run(args, gated)
+    report = None
+    if thresholds or base is not None:
+        report = check_gates(
+            result,
+            thresholds,
+            baseline=base,
+            alpha=args.alpha,
+            max_drop=args.max_drop,
+            n_resamples=args.resamples,
+            seed=args.seed,
+        )
+    _print_evaluation(result, args, report)
+    if report is None:
+        return 0
+    shown = report.table.drop(columns=["ci_low", "ci_high"]).dropna(axis=1, how="all")
+    text = shown.to_string(index=False, float_format="{:.4f}".format, na_rep="-")
+    print(text, file=sys.stderr)
+    print(report.message(), file=sys.stderr)
+    return report.exit_status
+
+
+def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
+    """``QRELS RUN``: the evaluation, and the baseline run's (or None)."""
     from ragnb.evaluate import evaluate
     from ragnb.io import read_qrels, read_run
 
@@ -91,8 +128,36 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if qrels.empty:
         raise InputError("the qrels file holds no judgements; nothing to evaluate", path=args.qrels)
     run = read_run(args.run)
-    measures = args.measure or ["P@5", "P@10", "R@100", "nDCG@10", "RR"]
+    measures = [*(args.measure or ["P@5", "P@10", "R@100", "nDCG@10", "RR"]), *gated]
     result = evaluate(qrels, run, measures, order=args.order, grade_map=grade_map)
+    base = None
+    if args.baseline:
+        base = evaluate(
+            qrels, read_run(args.baseline), measures, order=args.order, grade_map=grade_map
+        )
+    return result, base
+
+
+def _evaluate_samples(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
+    """One ragas-style ``SAMPLES`` file: the context measures, and the baseline file's."""
+    from ragnb.context.ragas import default_context_measures, evaluate_samples, read_samples
+
+    if args.grade_map:
+        raise InputError("--grade-map applies to QRELS RUN, not to a samples file")
+    frame = read_samples(args.qrels)
+    measures = None
+    if args.measure or gated:
+        measures = [*(args.measure or default_context_measures(frame)), *gated]
+    options = {"similarity": args.similarity, "tau": args.tau, "compare": args.compare}
+    result = evaluate_samples(frame, measures, **options)
+    base = None
+    if args.baseline:
+        base = evaluate_samples(read_samples(args.baseline), result.measures, **options)
+    return result, base
+
+
+def _print_evaluation(result: Any, args: argparse.Namespace, report: Any) -> None:
+    """The table (or CSV, or JSON with the gates) on stdout, notes on stderr."""
     if args.per_query:
         frame = result.per_query_wide().reset_index()
         all_row = {"query_id": "all", **result.aggregate_to_dict()}
@@ -110,6 +175,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         }
         if args.per_query:
             payload["per_query"] = result.per_query.to_dict(orient="records")
+        if report is not None:
+            payload["gates"] = {
+                "passed": report.passed,
+                "exit_status": report.exit_status,
+                "table": report.table.to_dict(orient="records"),
+                "settings": report.settings,
+            }
         json.dump(payload, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
@@ -133,7 +205,6 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         notes.append(f"{counts['rank_disagreements']} queries ordered by score, not file rank")
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    return 0
 
 
 def _grade_map(spec: str | None) -> str | dict[int, int] | None:
@@ -209,6 +280,189 @@ def _cmd_llm_serve(args: argparse.Namespace) -> int:
             signal.signal(s, handler)
 
 
+_EVALUATE_EPILOG = """\
+inputs:
+  QRELS RUN   TREC or BEIR qrels and a TREC run: the rank measures (-m nDCG@10 ...)
+  SAMPLES     one ragas-style .jsonl/.json/.csv file (user_input, retrieved_contexts,
+              reference_contexts, retrieved_context_ids, reference_context_ids): the non-LLM
+              and ID-based context precision and recall (-m non_llm_context_recall@5 ...)
+
+build gates:
+  --fail-under nDCG@10=0.60      fails when the mean is below 0.60 (repeatable)
+  --baseline BASE                fails when a measure drops significantly vs BASE (a run, or a
+                                 samples file): paired randomization test per measure, Holm
+                                 across the measures, and a drop larger than --max-drop
+  The table is printed whatever the gates say; the gates go to stderr (and into --format json).
+
+exit status:
+  0  evaluated, every gate passed (or none given)
+  1  a gate failed (each failed gate is listed: measure, value, threshold)
+  2  bad input (the message names the file, line, query or column)
+"""
+
+
+def _add_evaluate_parser(sub: Any) -> None:
+    """The ``evaluate`` subcommand's arguments (rank measures, context measures, gates)."""
+    p = sub.add_parser(
+        "evaluate",
+        help="evaluate a TREC run against qrels, or a ragas-style samples file; build gates",
+        epilog=_EVALUATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("qrels", metavar="QRELS|SAMPLES", help="TREC qrels or BEIR qrels .tsv")
+    p.add_argument("run", metavar="RUN", nargs="?", help="TREC run file (none for SAMPLES)")
+    p.add_argument(
+        "-m",
+        "--measure",
+        action="append",
+        help="measure name, e.g. nDCG@10, P(rel=2)@5, ndcg_cut_10, id_based_context_recall@5 "
+        "(repeatable)",
+    )
+    p.add_argument("--per-query", action="store_true", help="also print per-query values")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument(
+        "--order",
+        choices=["score", "file"],
+        default="score",
+        help="score: trec_eval order (default); file: the run's own order",
+    )
+    p.add_argument(
+        "--grade-map",
+        metavar="trec-dl|dbpedia-entity|binary|1-5|FILE",
+        help="map the qrels' grades onto the 1-5 rubric of RA-nWG, N-Recall4+, Harm (graded "
+        "measures on other scales are refused without one)",
+    )
+    g = p.add_argument_group("context measures (SAMPLES)")
+    g.add_argument(
+        "--similarity",
+        choices=["levenshtein", "sequence_matcher"],
+        default="levenshtein",
+        help="string similarity of the non-LLM measures (default levenshtein, as ragas)",
+    )
+    g.add_argument("--tau", type=float, default=0.5, help="similarity threshold (default 0.5)")
+    g.add_argument(
+        "--compare",
+        choices=[">=", ">"],
+        default=">=",
+        help="relevant when similarity >= tau (default) or > tau (ragas' recall)",
+    )
+    g = p.add_argument_group("build gates")
+    g.add_argument(
+        "--fail-under",
+        action="append",
+        metavar="MEASURE=MIN",
+        help="fail (exit 1) when the measure's mean is below MIN (repeatable)",
+    )
+    g.add_argument("--baseline", metavar="BASE", help="baseline run (or samples file)")
+    g.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    g.add_argument(
+        "--max-drop",
+        type=float,
+        default=0.0,
+        help="a significant drop fails only when larger than this (default 0)",
+    )
+    g.add_argument(
+        "--resamples", type=int, default=10_000, help="randomization/bootstrap B (default 10000)"
+    )
+    g.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    p.set_defaults(func=_cmd_evaluate)
+
+
+# ----------------------------------------------------------------------------- ragnb golden
+
+
+def _cmd_golden(args: argparse.Namespace) -> int:
+    """Build a golden set (notebook 02's pipeline) and export it to ``--out``."""
+    from ragnb.golden import GoldenSetConfig, open_pipeline
+
+    config = GoldenSetConfig(
+        dataset=str(Path(args.dataset).resolve()),
+        split=args.split,
+        queries=str(Path(args.queries).resolve()) if args.queries else "",
+        max_queries=args.max_queries,
+        retrievers=args.retriever or ["bm25", "dense"],
+        depth=args.depth,
+        min_pool=args.min_pool if args.min_pool else args.depth,
+        top_n=args.top_n,
+        refine_max_iterations=args.refine_max_iterations,
+        judge=args.judge,
+        model=args.model,
+        prompt=args.prompt,
+        base_url=args.base_url,
+        seed=args.seed,
+        budget_usd=args.budget_usd,
+        new_systems=[],
+        simulate=False,
+        human_labels=str(Path(args.human_labels).resolve()) if args.human_labels else "",
+        cache_dir=args.cache_dir,
+        export_dir=str(Path(args.out).resolve()),
+    )
+    pipeline, needs = open_pipeline(config, progress=not args.quiet)
+    if pipeline is None:
+        raise InputError(needs.replace("**", "").split("\n\n")[0])
+    gs = pipeline.run()
+    out = Path(config.export_dir)
+    c = gs.manifest()["counts"]
+    print(
+        f"{out / 'golden.qrels'}: {c['qrels']} judgements of {c['queries']} queries "
+        f"({c['valid']} valid of {c['graded']} graded, {c['refine_calls']} listwise calls); "
+        f"provenance in judgements.csv and manifest.json"
+    )
+    human = gs.human_labels() if args.human_labels else None
+    if human is not None:
+        cal = gs.calibrate(human)
+        k = cal.agreement.set_index("statistic").loc["kappa (quadratic)"]
+        print(
+            f"calibration ({len(cal.pairs)} pairs): quadratic kappa {k['value']:.3f} "
+            f"[{k['low']:.3f}, {k['high']:.3f}]; {out / 'calibration'}"
+        )
+        table, _ = gs.ppi(human)
+        if not table.empty:
+            print(f"PPI estimates: {out / 'ppi.csv'} ({len(table)} rows)")
+    return 0
+
+
+def _add_golden_parser(sub: Any) -> None:
+    """``ragnb golden``: notebook 02's pipeline from the command line."""
+    from ragnb.golden.config import JUDGES, POOL_RETRIEVERS
+
+    p = sub.add_parser(
+        "golden",
+        help="build a golden set (pool, judge, prune, refine) and export it as TREC qrels",
+        description="Pool, judge, prune and refine (notebook 02's pipeline), then export the "
+        "golden set to --out: golden.qrels (TREC), judgements.csv (provenance), manifest.json. "
+        "A dataset with corpus.jsonl and queries.jsonl and no qrels is enough with an LLM judge.",
+    )
+    p.add_argument("--dataset", required=True, help="BEIR folder (qrels optional)")
+    p.add_argument(
+        "--queries",
+        default="",
+        help="query file: .txt (one a line), .csv (query_id,text) or .jsonl",
+    )
+    p.add_argument("--judge", choices=JUDGES, default="local", help="the judge (default local)")
+    p.add_argument("--model", default="gpt-4o-mini", help="LLM of the openai judge")
+    p.add_argument("--prompt", default="utility-rubric", help="grading prompt (name or YAML)")
+    p.add_argument("--base-url", default="", help="OpenAI-compatible server (key: $OPENAI_API_KEY)")
+    p.add_argument("--split", default="test", help="qrels split, if any (default test)")
+    p.add_argument("--max-queries", type=int, default=0, help="first N queries (0: all)")
+    p.add_argument(
+        "--retriever", action="append", choices=POOL_RETRIEVERS, help="pool system (repeatable)"
+    )
+    p.add_argument("--depth", type=int, default=10, help="documents per pool system (10)")
+    p.add_argument("--min-pool", type=int, default=0, help="pool size after pruning (--depth)")
+    p.add_argument("--top-n", type=int, default=5, help="length of the refined top (5)")
+    p.add_argument(
+        "--refine-max-iterations", type=int, default=5, help="listwise calls per query (5)"
+    )
+    p.add_argument("--budget-usd", type=float, default=2.0, help="spending limit, US dollars")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--human-labels", default="", help="TREC qrels of human labels: calibrate, PPI")
+    p.add_argument("--cache-dir", default="", help="cache of embeddings and LLM answers")
+    p.add_argument("--out", required=True, help="run folder to write")
+    p.add_argument("--quiet", action="store_true", help="no line per stage")
+    p.set_defaults(func=_cmd_golden)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     parser = argparse.ArgumentParser(
@@ -246,30 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="TREC run file to write")
     p.set_defaults(func=_cmd_retrieve)
 
-    p = sub.add_parser("evaluate", help="evaluate a TREC run against qrels")
-    p.add_argument("qrels", help="TREC qrels or BEIR qrels .tsv")
-    p.add_argument("run", help="TREC run file")
-    p.add_argument(
-        "-m",
-        "--measure",
-        action="append",
-        help="measure name, e.g. nDCG@10, P(rel=2)@5, ndcg_cut_10 (repeatable)",
-    )
-    p.add_argument("--per-query", action="store_true", help="also print per-query values")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    p.add_argument(
-        "--order",
-        choices=["score", "file"],
-        default="score",
-        help="score: trec_eval order (default); file: the run's own order",
-    )
-    p.add_argument(
-        "--grade-map",
-        metavar="trec-dl|dbpedia-entity|binary|1-5|FILE",
-        help="map the qrels' grades onto the 1-5 rubric of RA-nWG, N-Recall4+, Harm (graded "
-        "measures on other scales are refused without one)",
-    )
-    p.set_defaults(func=_cmd_evaluate)
+    _add_evaluate_parser(sub)
 
     p = sub.add_parser("data", help="build the embedded sample dataset")
     dsub = p.add_subparsers(dest="data_command", required=True)
@@ -292,6 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--n-ctx", type=int, default=2048, help="context size, tokens (default 2048)")
     s.add_argument("--threads", type=int, default=0, help="CPU threads (default: all cores)")
     s.set_defaults(func=_cmd_llm_serve)
+    _add_golden_parser(sub)
     return parser
 
 

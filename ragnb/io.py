@@ -1,6 +1,7 @@
 """Reading and writing files: BEIR folders, TREC qrels and runs, JSON, atomically.
 
-This is the only module of ragnb that touches files holding user data. Readers return the frames
+This module and :mod:`ragnb.readers` (the readers of corpus, queries, qrels and runs, re-exported
+here) are the only ones of ragnb that touch files holding user data. Readers return the frames
 documented in :mod:`ragnb.frames`; every malformed input raises :class:`ragnb.errors.InputError`
 naming the file and the 1-based line. Writers write to a temporary file in the target folder and
 rename it over the target, so a crash never leaves a half-written file and never loses the old one.
@@ -23,9 +24,7 @@ import contextlib
 import glob
 import json
 import logging
-import math
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -36,7 +35,17 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.frames import QRELS_COLUMNS, RUN_COLUMNS, check_run
+from ragnb.frames import RUN_COLUMNS, check_run
+from ragnb.readers import (
+    ENCODING,
+    _iter_jsonl,
+    _open_text,
+    read_corpus,
+    read_qrels,
+    read_queries,
+    read_query_file,
+    read_run,
+)
 
 __all__ = [
     "AppendLog",
@@ -49,6 +58,7 @@ __all__ = [
     "read_beir",
     "read_corpus",
     "read_queries",
+    "read_query_file",
     "read_qrels",
     "read_run",
     "read_json",
@@ -276,299 +286,7 @@ def write_jsonl(records: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
 
 
 # --------------------------------------------------------------------------------------------
-# BEIR
-
-
-#: Text encoding of every file ragnb reads: UTF-8, a leading byte-order mark stripped (a BOM
-#: would otherwise become part of the first query id).
-ENCODING = "utf-8-sig"
-
-
-def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with _open_text(path) as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"malformed JSON: {e.msg}", path=path, line=lineno) from None
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", path=path, line=lineno)
-            yield lineno, obj
-
-
-def _field(obj: dict[str, Any], name: str, path: Path, lineno: int, default: Any = None) -> str:
-    if name not in obj or obj[name] is None:
-        if default is not None:
-            return default
-        raise InputError(f"missing field {name!r}", path=path, line=lineno, column=name)
-    value = obj[name]
-    if isinstance(value, bool) or not isinstance(value, str | int):  # JSON true is no id
-        raise InputError(
-            f"field {name!r} must be a string, got {type(value).__name__}",
-            path=path,
-            line=lineno,
-            column=name,
-        )
-    if name == "_id" and (not str(value) or _WHITESPACE.search(str(value))):
-        raise InputError(
-            f"_id {value!r} is empty or holds white space, which TREC run and qrels files "
-            "cannot carry",
-            path=path,
-            line=lineno,
-            column=name,
-        )
-    return str(value)
-
-
-_WHITESPACE = re.compile(r"\s")
-
-
-def _beir_rows(path: Path, fields: dict[str, str | None]) -> list[tuple[str, ...]]:
-    """``(_id, *fields)`` of each object of a BEIR JSONL file, in file order.
-
-    ``fields`` maps a field name to its default where absent (None: required). A duplicate
-    ``_id`` is an error naming both lines.
-    """
-    rows = []
-    seen: dict[str, int] = {}
-    for lineno, obj in _iter_jsonl(path):
-        key = _field(obj, "_id", path, lineno)
-        if key in seen:
-            raise InputError(
-                f"duplicate _id {key!r} (first on line {seen[key]})", path=path, line=lineno
-            )
-        seen[key] = lineno
-        rows.append((key, *(_field(obj, name, path, lineno, d) for name, d in fields.items())))
-    return rows
-
-
-def read_corpus(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a BEIR ``corpus.jsonl``.
-
-    Parameters
-    ----------
-    path : str or PathLike
-        One JSON object per line with ``_id``, ``text`` and optionally ``title``.
-
-    Returns
-    -------
-    DataFrame
-        Columns ``doc_id``, ``title`` (``""`` when absent), ``text``; file order.
-
-    Raises
-    ------
-    InputError
-        Malformed JSON, a missing ``_id`` or ``text``, or a duplicate ``_id`` (file and line).
-    """
-    path = Path(path)
-    rows = _beir_rows(path, {"title": "", "text": None})
-    if not rows:
-        raise InputError("the corpus holds no documents", path=path)
-    return pd.DataFrame(rows, columns=["doc_id", "title", "text"], dtype=object)
-
-
-def read_queries(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a BEIR ``queries.jsonl``.
-
-    Returns
-    -------
-    DataFrame
-        Columns ``query_id``, ``text``; file order.
-
-    Raises
-    ------
-    InputError
-        Malformed JSON, a missing ``_id`` or ``text``, or a duplicate ``_id`` (file and line).
-    """
-    path = Path(path)
-    rows = _beir_rows(path, {"text": None})
-    return pd.DataFrame(rows, columns=["query_id", "text"], dtype=object)
-
-
-_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
-#: A decimal number as C's strtod reads it in trec_eval, ASCII only: no "1_5" (Python's int and
-#: float take underscores), no full-width or other non-ASCII digits, no "inf" or "nan".
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def _parse_int(token: str, what: str, column: str, path: Path, lineno: int) -> int:
-    # int() alone would also take "1_0" (10) and non-ASCII digits, which trec_eval does not
-    if not _INTEGER.fullmatch(token):
-        raise InputError(
-            f"{what} is not an integer: {token!r}", path=path, line=lineno, column=column
-        )
-    value = int(token)
-    if not _INT64[0] <= value <= _INT64[1]:
-        raise InputError(
-            f"{what} {token} is outside the 64-bit integer range",
-            path=path,
-            line=lineno,
-            column=column,
-        )
-    return value
-
-
-def _parse_score(token: str, path: Path, lineno: int) -> float:
-    """A finite run score in trec_eval's number syntax; InputError naming file and line."""
-    if not _DECIMAL.fullmatch(token):
-        special = token.lower().lstrip("+-")
-        what = (
-            "score is NaN"
-            if special == "nan"
-            else f"score is not finite: {token!r}"
-            if special in ("inf", "infinity")
-            else f"score is not a number: {token!r}"
-        )
-        raise InputError(what, path=path, line=lineno, column="score")
-    value = float(token)
-    if not math.isfinite(value):
-        raise InputError(
-            f"score {token} is not finite (overflows a double)",
-            path=path,
-            line=lineno,
-            column="score",
-        )
-    return value
-
-
-def _parse_grade(token: str, path: Path, lineno: int) -> int:
-    return _parse_int(token, "grade", "relevance", path, lineno)
-
-
-def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read qrels in BEIR TSV form (3 columns, header optional) or TREC form (4 columns).
-
-    Parameters
-    ----------
-    path : str or PathLike
-        BEIR: ``query-id<TAB>corpus-id<TAB>score``; TREC: ``qid iter docid rel``. The form is
-        taken from the number of columns of the first data line.
-
-    Returns
-    -------
-    DataFrame
-        Columns ``query_id``, ``doc_id``, ``relevance`` (int64), file order.
-
-    Raises
-    ------
-    InputError
-        Wrong number of columns, a non-integer grade, or a duplicate (query, document) pair,
-        naming the file and line.
-    """
-    path = Path(path)
-    rows: list[tuple[str, str, int]] = []
-    seen: dict[tuple[str, str], int] = {}
-    ncols = None
-    with path.open(encoding=ENCODING) as f:
-        for lineno, line in enumerate(f, start=1):
-            parts = line.split("\t") if "\t" in line else line.split()
-            parts = [p.strip() for p in parts]
-            if not any(parts):
-                continue
-            if ncols is None:
-                if len(parts) not in (3, 4):
-                    raise InputError(
-                        f"expected 3 (BEIR) or 4 (TREC) columns, found {len(parts)}",
-                        path=path,
-                        line=lineno,
-                    )
-                ncols = len(parts)
-                if ncols == 3 and parts[0].lower() in ("query-id", "query_id", "qid"):
-                    continue  # BEIR header line
-            if len(parts) != ncols:
-                raise InputError(
-                    f"expected {ncols} columns like the first line, found {len(parts)}",
-                    path=path,
-                    line=lineno,
-                )
-            qid, did, grade = (
-                (parts[0], parts[1], parts[2]) if ncols == 3 else (parts[0], parts[2], parts[3])
-            )
-            rel = _parse_grade(grade, path, lineno)
-            key = (qid, did)
-            if key in seen:
-                raise InputError(
-                    f"duplicate judgement of doc {did!r} (first on line {seen[key]})",
-                    path=path,
-                    line=lineno,
-                    query_id=qid,
-                )
-            seen[key] = lineno
-            rows.append((qid, did, rel))
-    df = pd.DataFrame(rows, columns=list(QRELS_COLUMNS))
-    df["query_id"] = df["query_id"].astype(object)
-    df["doc_id"] = df["doc_id"].astype(object)
-    df["relevance"] = df["relevance"].astype("int64")
-    return df
-
-
-def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a TREC run file ``qid Q0 docid rank score tag``.
-
-    Parameters
-    ----------
-    path : str or PathLike
-
-    Returns
-    -------
-    DataFrame
-        Columns ``query_id``, ``doc_id``, ``score`` (float64), ``rank`` (int64), ``tag``; file
-        order. Evaluation orders by score (see :func:`ragnb.frames.sort_run`).
-
-    Raises
-    ------
-    InputError
-        Wrong number of columns, a non-integer rank, a score that is not a finite number in
-        trec_eval's syntax (no underscores, ASCII digits, no inf or NaN), or a duplicate
-        (query, document) pair, naming the file and line.
-    """
-    path = Path(path)
-    qids: list[str] = []
-    dids: list[str] = []
-    ranks: list[int] = []
-    scores: list[float] = []
-    tags: list[str] = []
-    seen: dict[tuple[str, str], int] = {}
-    with path.open(encoding=ENCODING) as f:
-        for lineno, line in enumerate(f, start=1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise InputError(
-                    f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
-                    path=path,
-                    line=lineno,
-                )
-            qid, _, did, rank_s, score_s, tag = parts
-            rank = _parse_int(rank_s, "rank", "rank", path, lineno)
-            score = _parse_score(score_s, path, lineno)
-            key = (qid, did)
-            if key in seen:
-                raise InputError(
-                    f"duplicate entry for doc {did!r} (first on line {seen[key]})",
-                    path=path,
-                    line=lineno,
-                    query_id=qid,
-                )
-            seen[key] = lineno
-            qids.append(qid)
-            dids.append(did)
-            ranks.append(rank)
-            scores.append(score)
-            tags.append(tag)
-    return pd.DataFrame(
-        {
-            "query_id": pd.Series(qids, dtype=object),
-            "doc_id": pd.Series(dids, dtype=object),
-            "score": pd.Series(scores, dtype="float64"),
-            "rank": pd.Series(ranks, dtype="int64"),
-            "tag": pd.Series(tags, dtype=object),
-        }
-    )
+# TREC and BEIR writers, BEIR folders (the readers are in ragnb.readers)
 
 
 def _check_ids(frame: pd.DataFrame, pattern: str, what: str) -> None:
@@ -701,6 +419,13 @@ class BeirDataset:
         ids = set(self.qrels["query_id"])
         return self.queries[self.queries["query_id"].isin(ids)].reset_index(drop=True)
 
+    @property
+    def has_qrels(self) -> bool:
+        """False when there is no label: a folder read with ``qrels="optional"`` that has no
+        ``qrels/<split>.tsv`` (corpus and queries alone; ``qrels`` is an empty frame), or an
+        empty qrels file."""
+        return not self.qrels.empty
+
     def summary(self) -> dict[str, Any]:
         """Counts for a report: documents, queries, judged queries, pairs, grades."""
         grades = self.qrels["relevance"].value_counts().sort_index()
@@ -716,7 +441,9 @@ class BeirDataset:
         }
 
 
-def read_beir(path: str | os.PathLike[str], split: str = "test") -> BeirDataset:
+def read_beir(
+    path: str | os.PathLike[str], split: str = "test", *, qrels: str = "required"
+) -> BeirDataset:
     """Read a BEIR folder.
 
     Parameters
@@ -724,6 +451,9 @@ def read_beir(path: str | os.PathLike[str], split: str = "test") -> BeirDataset:
     path : str or PathLike
         Folder holding ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
     split : str, default "test"
+    qrels : {"required", "optional"}, default "required"
+        ``"optional"``: a folder without ``qrels/<split>.tsv`` (corpus and queries alone) gives
+        an empty ``qrels`` frame and :attr:`BeirDataset.has_qrels` False.
 
     Returns
     -------
@@ -741,22 +471,31 @@ def read_beir(path: str | os.PathLike[str], split: str = "test") -> BeirDataset:
         parent = path.parent
         have = sorted(x.name for x in parent.iterdir())[:20] if parent.is_dir() else []
         raise FileNotFoundError(f"no BEIR dataset folder at {path}; {parent} holds {have}")
+    if qrels not in ("required", "optional"):
+        raise InputError(f"qrels must be 'required' or 'optional', got {qrels!r}")
     qrels_path = path / "qrels" / f"{split}.tsv"
-    for p in (path / "corpus.jsonl", path / "queries.jsonl", qrels_path):
+    no_qrels = qrels == "optional" and not qrels_path.exists()
+    for p in (path / "corpus.jsonl", path / "queries.jsonl", *([] if no_qrels else [qrels_path])):
         if not p.exists():
             have = sorted(str(x.relative_to(path)) for x in path.rglob("*") if x.is_file())
             raise FileNotFoundError(f"{p} not found; the folder holds {have[:20]}")
     corpus = read_corpus(path / "corpus.jsonl")
     queries = read_queries(path / "queries.jsonl")
-    qrels = read_qrels(qrels_path)
-    missing = set(qrels["query_id"]) - set(queries["query_id"])
+    labels = (
+        pd.DataFrame({c: pd.Series(dtype=object) for c in ("query_id", "doc_id")}).assign(
+            relevance=pd.Series(dtype="int64")
+        )
+        if no_qrels
+        else read_qrels(qrels_path)
+    )
+    missing = set(labels["query_id"]) - set(queries["query_id"])
     if missing:
         qid = sorted(missing)[0]
         raise InputError(
             f"{len(missing)} qrels queries are not in queries.jsonl", path=qrels_path, query_id=qid
         )
     meta = read_json(path / "recipe.json") if (path / "recipe.json").exists() else {}
-    return BeirDataset(path, path.name, split, corpus, queries, qrels, meta)
+    return BeirDataset(path, path.name, split, corpus, queries, labels, meta)
 
 
 def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -798,15 +537,6 @@ def append_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> pd.Data
 
 # --------------------------------------------------------------------------------------------
 # tables of records: jsonl, json, csv or parquet
-
-
-def _open_text(path: Path) -> IO[str]:
-    """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``."""
-    if path.suffix == ".gz":
-        import gzip
-
-        return gzip.open(path, "rt", encoding=ENCODING)
-    return path.open(encoding=ENCODING)
 
 
 def _json_cell(value: Any, path: Path, line: int, column: str) -> Any:

@@ -28,6 +28,19 @@ FAST = {
     "retrievers": "[bm25]",
     "new_systems": "[bm25-plain]",
 }
+#: The simulated judge at the sizes the defaults had before the local model became the default.
+OFFLINE = {
+    **FAST,
+    "judge": "noisy",
+    "max_queries": 0,
+    "depth": 30,
+    "min_pool": 30,
+    "top_n": 20,
+    "refine_max_iterations": 60,
+    "incremental_k": 10,
+    "cutoffs": "[5, 10, 20]",
+    "ppi_labels": 30,
+}
 
 
 def visible_text(page: str) -> str:
@@ -48,7 +61,8 @@ def test_parameters_cell_mirrors_config_dataclass_and_takes_no_key():
         expected = type(getattr(defaults, f.name)).__name__
         assert declared[f.name]["inferred_type_name"] == expected, f.name
     assert not [name for name in declared if "key" in name or "secret" in name]
-    assert defaults.dataset == "data/pydocs" and defaults.judge == "noisy"
+    assert defaults.dataset == "data/pydocs" and defaults.judge == "local"
+    assert defaults.max_queries == 3 and defaults.refine_max_iterations == 1  # renders in minutes
 
 
 def test_unknown_and_secret_parameters_are_rejected(tmp_path):
@@ -62,7 +76,7 @@ def test_unknown_and_secret_parameters_are_rejected(tmp_path):
 @pytest.fixture(scope="module")
 def pydocs_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("golden-pydocs")
-    return render_report(NOTEBOOK, {**FAST, "export_dir": str(out / "export")}, reports_dir=out)
+    return render_report(NOTEBOOK, {**OFFLINE, "export_dir": str(out / "export")}, reports_dir=out)
 
 
 def test_offline_report_says_on_its_first_screen_that_the_judge_is_simulated(pydocs_report):
@@ -81,6 +95,8 @@ def test_offline_report_says_on_its_first_screen_that_the_judge_is_simulated(pyd
         "Refinement convergence (S6)",
         "SPEAR: precision exact, recall relative",
         "Calibration against human labels",
+        "Prediction-powered estimates",
+        "How many more human labels would halve the interval",
         "Simulation: refinement vs one-shot",
         "No LLM call: the judge is offline.",
         "Cost estimate: no LLM call is planned",
@@ -100,6 +116,8 @@ def test_offline_report_exports_the_run_folder(pydocs_report):
         assert (export / name).exists(), name
     assert (export / "stages" / "s6.done.json").exists()
     assert (export / "calibration" / "calibration.json").exists()
+    ppi = pd.read_csv(export / "ppi.csv")
+    assert set(ppi["system"]) == {"bm25", "rrf", "bm25-plain"} and (ppi["n_labelled"] <= 30).all()
     judged = pd.read_csv(export / "judged_at_k.csv")
     assert set(judged["system"]) == {"bm25", "bm25-plain"}
 
@@ -157,6 +175,7 @@ def test_dbpedia_report_with_graded_judge_calibration_and_simulation(dbpedia_pat
     report = render_report(
         NOTEBOOK,
         {
+            **OFFLINE,
             "dataset": str(dbpedia_path),
             "retrievers": "[bm25, bm25-plain]",
             "new_systems": "[]",
@@ -183,3 +202,32 @@ def test_dbpedia_report_with_graded_judge_calibration_and_simulation(dbpedia_pat
     assert 0 < cal["agreement"]["kappa (quadratic)"] < 1
     grades = pd.read_csv(export / "judgements.csv")
     assert grades["grade"].between(1, 5).all()
+
+
+def test_default_report_uses_the_local_model_and_says_so(tmp_path):
+    """The real default: judge='local' (SmolLM2-135M through llama.cpp), on a very small sample."""
+    params = {
+        "max_queries": 1,
+        "depth": 2,
+        "min_pool": 2,
+        "top_n": 2,
+        "refine_batch": 2,
+        "new_systems": "[]",
+        "retrievers": "[bm25]",
+        "ppi_labels": 0,
+        "simulate": False,
+        "cache_dir": str(tmp_path / "cache"),
+        "export_dir": str(tmp_path / "export"),
+    }
+    report = render_report(NOTEBOOK, params, reports_dir=tmp_path)
+    page = report.html.read_text(encoding="utf-8")
+    # the GGUF file and the server live under the project's venv: no absolute path leaks
+    assert str(Path(__file__).resolve().parents[1]) not in page
+    text = visible_text(page)
+    first = text[: text.index("Cost before spending")]
+    assert "Judge: openai-judge:smollm2-135m-instruct" in first and "not a judge to trust" in first
+    assert "Sample: 1 of the 95 queries" in first and "shrunk so that the report renders" in first
+    assert "Cohen's kappa" in text and "Thomas et al." in text and "Kendall tau" in text
+    manifest = json.loads((tmp_path / "export" / "manifest.json").read_text())
+    assert manifest["judge"]["model"] == "smollm2-135m-instruct"
+    assert manifest["costs"]["total"]["requests"] >= manifest["counts"]["graded"] > 0

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "validation": 0,
     "provenance": 0,
     "io": 0,
+    "readers": 0,
     "frames": 0,
     "_groupsort": 0,
     "cache": 0,
@@ -40,6 +41,7 @@ LAYERS: dict[str, int] = {
     "stats": 1,
     "interop": 1,
     "fusion": 1,
+    "gates": 1,
     "ppi": 1,
     # backends
     "embed": 2,

@@ -64,6 +64,7 @@ def require_local_llm() -> None:
 def local_server() -> Iterator[LocalLLMServer]:
     """One real llama.cpp server for the whole test run."""
     require_local_llm()
+    # threads: one per core, or 1 on a machine already busy (ragnb.judge.server._thread_count)
     with LocalLLMServer(DEFAULT_MODEL) as server:
         yield server
 
@@ -561,3 +562,102 @@ def test_golden_pipeline_with_the_local_judge(tmp_path: Path):
     finally:
         stop_local_server(pipeline.judge)
     assert not server.running
+
+
+# ----------------------------------------------------------------------------- notebook 05
+
+#: A tiny Primer study on data/pydocs: 1 ranked sample (1 query, Nc 6, Np 2), K 1 and 2.
+TINY_05 = {
+    "dataset": "data/pydocs",
+    "embedders": ["wordllama"],
+    "max_queries": 1,
+    "n_negatives": 4,
+    "configs": [[6, 2]],
+    "ks": [1, 2],
+    "max_llm_samples": 1,
+    "max_tokens": 16,
+    "min_segment": 2,
+    "n_boot": 20,
+    "methods": ["spearman"],
+}
+
+
+@dataclass
+class ProxiedServer:
+    """The session's server seen through a recording proxy (what ``run_study`` reads)."""
+
+    base_url: str
+    model: str
+    n_threads: int
+    startup_s: float | None
+
+
+@dataclass
+class PrimerRun:
+    study: Any
+    served: list[tuple[int, int, int]]
+    cache_dir: Path
+
+
+@pytest.fixture(scope="module")
+def primer_run(local_server: LocalLLMServer, tmp_path_factory) -> Iterator[PrimerRun]:
+    """Notebook 05's study with ``llm="local"`` on TINY_05, through a recording proxy to the
+    session's server, then a second run from the cache (which must send nothing)."""
+    from ragnb.correlation import CorrelationConfig, run_study
+
+    cache_dir = tmp_path_factory.mktemp("primer") / "cache"
+    proxy = RecordingProxy(local_server.base_url)
+    try:
+        server = ProxiedServer(
+            proxy.base_url, local_server.model, local_server.n_threads, local_server.startup_s
+        )
+        config = CorrelationConfig(**TINY_05, cache_dir=str(cache_dir))
+        assert config.llm == "local" and config.mode == "llm"
+        study = run_study(config, local_server=server)
+        yield PrimerRun(study, list(proxy.recorder.requests), cache_dir)
+    finally:
+        proxy.close()
+
+
+def test_primer_grades_are_on_the_scale_or_invalid_with_a_reason(primer_run: PrimerRun):
+    graded = primer_run.study.graded
+    assert len(graded) == 2  # 1 ranked sample x K in {1, 2}
+    ok = graded[graded["valid"]]
+    assert ok["grade"].between(1, 5).all() and ok["grade_expected"].between(1, 5).all()
+    assert (graded.loc[~graded["valid"], "reason"].str.len() > 0).all()
+    assert graded["grade_prompt"].str.startswith("primer-response").all()
+    banner = primer_run.study.banner()
+    assert "A TINY LOCAL MODEL WROTE THE ANSWERS AND THE GRADES." in banner
+    assert "not how a capable LLM's answer quality depends on retrieval" in banner
+
+
+def test_primer_ledger_tokens_equal_the_servers_usage(primer_run: PrimerRun):
+    ledger = primer_run.study.ledger.frame()
+    served = primer_run.served
+    assert len(ledger) == len(served) == primer_run.study.generation["calls"] >= 3
+    assert all(status == 200 for status, _, _ in served)
+    assert sorted(zip(ledger["input_tokens"], ledger["output_tokens"], strict=True)) == sorted(
+        (p, c) for _, p, c in served
+    )
+    assert set(ledger["stage"]) == {"answer_ideal", "answer_topK", "grade"}
+    assert (ledger.loc[ledger["stage"] == "answer_topK", "output_tokens"] <= 16).all()
+
+
+def test_notebook_05_renders_with_the_local_model_from_the_cache(
+    primer_run: PrimerRun, tmp_path: Path
+):
+    """The default path (the notebook starts its own server) on the same samples: every
+    answer comes from the first run's cache, so no request is sent."""
+    from ragnb.report import render_report
+
+    params = {k: (json.dumps(v) if isinstance(v, list) else v) for k, v in TINY_05.items()}
+    params.update(cache_dir=str(primer_run.cache_dir), export_dir=str(tmp_path / "run"))
+    result = render_report("05_measure_correlation", params, reports_dir=tmp_path)
+    page = result.html.read_text(encoding="utf-8")
+    assert "A TINY LOCAL MODEL WROTE THE ANSWERS AND THE GRADES." in page
+    ledger = pd.read_json(tmp_path / "run" / "ledger.jsonl", lines=True)
+    assert len(ledger) == len(primer_run.served) and (ledger["status"] == "cached").all()
+    graded = pd.read_json(tmp_path / "run" / "graded.jsonl", lines=True)
+    first = primer_run.study.graded
+    assert graded["grade"].tolist() == first["grade"].tolist()
+    assert graded["answer_topK"].tolist() == first["answer_topK"].tolist()

@@ -30,7 +30,7 @@ def project_in_home(tmp_path, monkeypatch):
 
 def test_report_from_a_project_under_home_names_no_local_path(project_in_home):
     home, root = project_in_home
-    result = render_report("02_golden_set", {"retrievers": "[bm25]"})
+    result = render_report("02_golden_set", {"retrievers": "[bm25]", "judge": "noisy"})
     assert result.html.parent == root / "reports"
     index = build_index(root / "reports")
     for page in (result.html, index):

@@ -11,7 +11,9 @@
 - :mod:`ragnb.golden.study`: the notebook's own tables (cost estimate, simulation summary).
 - :mod:`ragnb.golden.refine`: Plackett-Luce listwise refinement (Dallaire, Algorithm 1), with its
   update and lock rules in :mod:`ragnb.golden.plackett_luce`.
-- :mod:`ragnb.golden.calibration`: judge against human labels.
+- :mod:`ragnb.golden.calibration`: judge against human labels; :mod:`ragnb.golden.human`: where
+  the human labels come from (a file, the dataset, a calibration sample) and the PPI estimates;
+  :mod:`ragnb.golden.labelling`: the sample, label store and widget for collecting them.
 - :mod:`ragnb.golden.simulation`: refinement against one-shot judging at equal budget.
 
 Query rewriting (S1) is :class:`ragnb.judge.LLMRewriter` (also importable from here).
@@ -27,8 +29,10 @@ from ragnb.golden.config import (
 )
 from ragnb.golden.fingerprints import judge_fingerprint
 from ragnb.golden.goldenset import GoldenSet, Increment
+from ragnb.golden.human import NO_LABELS, HumanLabels, read_human_labels
 from ragnb.golden.judging import human_labels, judge_banner, make_judge, public_judge_info
-from ragnb.golden.pipeline import GoldenPipeline, StageRecord
+from ragnb.golden.labelling import LabelStore, calibration_sample, label_pairs
+from ragnb.golden.pipeline import GoldenPipeline, StageRecord, open_pipeline
 from ragnb.golden.stages import (
     default_keep_grade,
     grade_candidates,
@@ -39,36 +43,54 @@ from ragnb.golden.stages import (
     prune_pool,
     refine_pools,
 )
-from ragnb.golden.study import estimate_markdown, simulation_table
+from ragnb.golden.study import (
+    calibration_markdown,
+    estimate_markdown,
+    first_screen,
+    ppi_markdown,
+    ppi_table,
+    simulation_table,
+)
 from ragnb.judge.rewriter import LLMRewriter
 
 __all__ = [
     "GoldenPipeline",
     "GoldenSet",
     "GoldenSetConfig",
+    "HumanLabels",
     "Increment",
     "JUDGES",
     "LLMRewriter",
+    "LabelStore",
+    "NO_LABELS",
     "POOL_RETRIEVERS",
     "STAGES",
     "STAGE_CODE",
     "StageRecord",
+    "calibration_markdown",
+    "calibration_sample",
     "default_keep_grade",
     "estimate_markdown",
+    "first_screen",
     "grade_candidates",
     "grade_distribution",
     "human_labels",
     "judge_banner",
     "judge_fingerprint",
     "judged_table",
+    "label_pairs",
     "make_judge",
     "make_pool_retriever",
     "merge_pools",
     "normalise_queries",
+    "open_pipeline",
     "pool_candidates",
     "pool_overlap",
+    "ppi_markdown",
+    "ppi_table",
     "prune_pool",
     "public_judge_info",
+    "read_human_labels",
     "refine_pools",
     "simulation_table",
 ]

@@ -107,14 +107,27 @@ FILE_LIST = [
 class GoldenSetConfig(NotebookParams):
     """Parameters of notebook 02 (``notebooks/02_golden_set.ipynb``), field for field.
 
+    The defaults build a small golden set with the ``local`` judge (3 queries, pools of depth 5,
+    one listwise call per query) so that the report renders in minutes on two CPU cores; a
+    real golden set wants ``max_queries=0``, ``depth=30``, ``min_pool=30``, ``top_n=20``,
+    ``refine_max_iterations=60`` and a judge one can trust.
+
     ``dataset`` and ``cache_dir`` are :class:`~ragnb.params.NotebookParams`' own.
 
     Attributes
     ----------
     split : str
-        Qrels split whose queries are used (and whose labels offline judges read).
+        Qrels split whose queries are used (and whose labels offline judges read and
+        calibration compares with). A dataset without ``qrels/<split>.tsv`` (corpus and queries
+        alone) works with an LLM judge: every query of ``queries.jsonl`` is used.
+    queries : str
+        A query file overriding the dataset's queries (relative to the project root): ``.txt``
+        (one query a line), ``.csv`` (``query_id,text`` or ``text``) or ``.jsonl`` (BEIR);
+        queries without an id get ``q`` + 12 hex digits of the SHA-256 of their text
+        (:func:`ragnb.readers.read_query_file`). Empty: the dataset's judged queries (all its
+        queries when it has no qrels).
     max_queries : int
-        Use the first ``max_queries`` judged queries (0: all).
+        Use the first ``max_queries`` queries (0: all).
     retrievers : list of str
         Pool systems (S2): ``"bm25"`` (Lucene BM25, English stemming and stop words),
         ``"bm25-plain"`` (BM25 without stemming or stop words: a second lexical system),
@@ -178,9 +191,27 @@ class GoldenSetConfig(NotebookParams):
     incremental_k : int
         Depth of incremental judging.
     calibrate : bool
-        Compare the judge with the dataset's labels as human labels.
+        Compare the judge with human labels: the ``human_labels`` file, else the dataset's
+        labels standing in for people.
     calibration_measure : str
         Measure whose system ranking is compared under human and judge labels.
+    human_labels : str
+        A TREC qrels file of human labels on the judge's scale (relative to the project root),
+        e.g. written by the labelling widget (:class:`~ragnb.golden.labelling.LabelStore`);
+        its ``<file>.sample.jsonl``, when present, gives the inclusion probabilities of the
+        sample the labels were drawn by (:func:`~ragnb.golden.labelling.calibration_sample`).
+        Grades off the judge's scale are mapped by ``grade_map`` (binary 0/1 labels onto a 1-5
+        judge by the ``binary`` map). Empty: the dataset's labels, if it has any.
+    ppi_labels : int
+        Without a ``human_labels`` file: the size of the calibration sample of judged pairs
+        whose dataset labels stand in for a person's in the prediction-powered estimates (0:
+        no such estimates).
+    ppi_measures : list of str
+        Measures estimated per system by PPI (:func:`ragnb.ppi.ppi_system_estimates`,
+        ``unit="pair"``): ``P@K`` is read as ``P(rel=keep_grade)@K``, ``nDCG@K`` is
+        normalised by the judge's ideal DCG (a fixed normaliser, linear in the labels); a
+        measure that is not a per-query mean of per-pair labels (``RA-nWG@K``: its rarity
+        weights depend on every label) is listed with the reason.
     export_dir : str
         The run folder (stages, markers, qrels, manifest); empty: nothing written and no stage
         reused.
@@ -200,31 +231,35 @@ class GoldenSetConfig(NotebookParams):
 
     dataset: str = "data/pydocs"
     split: str = "test"
-    max_queries: int = 0
+    queries: str = ""
+    max_queries: int = 3
     retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense"])
     embedder: str = DEFAULT_MODEL
-    depth: int = 30
+    depth: int = 5
     rrf_k: int = 60
     rewrite: bool = False
-    judge: str = "noisy"
+    judge: str = "local"
     model: str = "gpt-4o-mini"
     prompt: str = "utility-rubric"
     base_url: str = ""
     judge_sd: float = 1.0
     seed: int = 0
-    min_pool: int = 30
+    min_pool: int = 5
     keep_grade: int = -1
-    top_n: int = 20
+    top_n: int = 3
     refine_batch: int = 5
-    refine_max_iterations: int = 60
+    refine_max_iterations: int = 1
     budget_usd: float = 2.0
     max_failed_share: float = 0.0  # S4 judgements that may fail before the run stops (0: any)
     grade_map: str = "auto"
-    cutoffs: list[int] = field(default_factory=lambda: [5, 10, 20])
+    cutoffs: list[int] = field(default_factory=lambda: [5, 10])
     new_systems: list[str] = field(default_factory=lambda: ["bm25-plain"])
-    incremental_k: int = 10
+    incremental_k: int = 5
     calibrate: bool = True
     calibration_measure: str = "nDCG@10"
+    human_labels: str = ""
+    ppi_labels: int = 12
+    ppi_measures: list[str] = field(default_factory=lambda: ["nDCG@10", "P@10", "RA-nWG@10"])
     cache_dir: str = ""
     export_dir: str = ""
     simulate: bool = True
@@ -244,7 +279,7 @@ class GoldenSetConfig(NotebookParams):
             "incremental_k",
             "sim_replicates",
         )
-        self._check_ints_at_least(0, "rrf_k", "max_queries", "sim_queries")
+        self._check_ints_at_least(0, "rrf_k", "max_queries", "sim_queries", "ppi_labels")
         self._check_ints_at_least(2, "refine_batch", "sim_pool_size")
         check_among(self.retrievers, "retrievers", POOL_RETRIEVERS)
         check_among(self.new_systems, "new_systems", POOL_RETRIEVERS, allow_empty=True)
@@ -258,6 +293,13 @@ class GoldenSetConfig(NotebookParams):
         for name in ("judge_sd", "budget_usd"):
             check_number_in(getattr(self, name), name, 0)
         check_positive_ints(self.cutoffs, "cutoffs")
+        from ragnb.measures import parse_measure
+
+        for name in self.ppi_measures:
+            try:
+                parse_measure(name)
+            except (InputError, ValueError) as e:
+                raise InputError(f"ppi_measures: {e}", column="ppi_measures") from None
         if self.base_url and has_credentials(self.base_url):
             raise InputError(
                 "base_url must not hold credentials (user info, query string or fragment); the "

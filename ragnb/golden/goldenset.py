@@ -52,7 +52,14 @@ from ragnb.golden import store
 from ragnb.golden.analysis import grade_distribution, judged_table, pool_overlap
 from ragnb.golden.config import FILE_LIST, FORMAT, INCREMENTAL_STAGE, STAGES, GoldenSetConfig
 from ragnb.golden.fingerprints import judge_fingerprint, system_fingerprint
-from ragnb.golden.judging import human_labels, judge_banner, public_judge_info
+from ragnb.golden.human import (
+    HumanLabels,
+    on_judge_scale,
+    ppi_estimates,
+    read_human_labels,
+    sampled_labels,
+)
+from ragnb.golden.judging import judge_banner, public_judge_info
 from ragnb.golden.refine import RefineConfig
 from ragnb.golden.stages import grading_items, passages_by_id, top_of_run
 from ragnb.io import write_table_csv
@@ -600,14 +607,77 @@ class GoldenSet:
 
     # -- analyses the notebook shows
 
-    def calibrate(self, human: pd.DataFrame | None = None, *, measure: str | None = None) -> Any:
+    def human_labels(self) -> HumanLabels | None:
+        """The human labels calibration compares with (:mod:`ragnb.golden.human`): the config's
+        ``human_labels`` file, else the dataset's labels (offline judges: the labels they were
+        simulated from), on the judge's scale; None when there is neither."""
+        p, cfg = self.pipeline, self.pipeline.config
+        if cfg is None:
+            return None
+        scale = self.judge.scale
+        if cfg.human_labels:
+            from ragnb.params import resolve_path
+
+            return read_human_labels(resolve_path(cfg.human_labels), scale, cfg.grade_map)
+        data = p.dataset
+        if data is None or not data.has_qrels:
+            return None
+        labels, gm = on_judge_scale(data.qrels, scale, cfg.grade_map)
+        notes = [] if gm is None else [f"labels mapped by the {gm[0]!r} map {gm[1]}"]
+        source = (
+            f"the dataset's labels (qrels/{cfg.split}.tsv, {len(labels)} pairs) standing in for "
+            "people"
+        )
+        return HumanLabels(labels, source, None, gm, notes)
+
+    def ppi_labels(self) -> HumanLabels | None:
+        """The human labels of the prediction-powered estimates: the ``human_labels`` file (with
+        its sample's inclusion probabilities), else a calibration sample of ``ppi_labels``
+        judged pairs whose dataset labels stand in for a person's
+        (:func:`~ragnb.golden.human.sampled_labels`); None when there is neither."""
+        cfg = self.pipeline.config
+        if cfg is None:
+            return None
+        if cfg.human_labels:
+            return self.human_labels()
+        full = self.human_labels()
+        if full is None or cfg.ppi_labels < 2:
+            return None
+        scale = self.judge.scale
+        gm = full.grade_map
+        unjudged = int(gm[1].get(0, min(gm[1].values()))) if gm else (scale[0] if scale else 0)
+        return sampled_labels(self, full.qrels, n=cfg.ppi_labels, seed=cfg.seed, unjudged=unjudged)
+
+    def ppi(self, human: HumanLabels | None = None) -> tuple[pd.DataFrame, list[str]]:
+        """PPI++ estimates of each system's ``ppi_measures`` beside human-only and judge-only
+        (:func:`~ragnb.golden.human.ppi_estimates`), from ``human`` (default
+        :meth:`ppi_labels`); written to ``<run folder>/ppi.csv``.
+
+        Raises
+        ------
+        InputError
+            When there is no human label.
+        """
+        human = human if human is not None else self.ppi_labels()
+        if human is None:
+            raise InputError("no human labels: give a human_labels file (see ragnb.golden.human)")
+        cfg = self.pipeline.config if self.pipeline.config is not None else GoldenSetConfig()
+        table, notes = ppi_estimates(self, human, list(cfg.ppi_measures))
+        if self.run_dir is not None and not table.empty:
+            write_table_csv(table, self.run_dir / "ppi.csv")
+        return table, notes
+
+    def calibrate(
+        self, human: pd.DataFrame | HumanLabels | None = None, *, measure: str | None = None
+    ) -> Any:
         """The judge against human labels (:func:`ragnb.golden.calibration.calibrate`).
 
         Parameters
         ----------
-        human : DataFrame, optional
-            Human labels as qrels on the judge's scale; default the dataset's own labels mapped
-            by ``grade_map`` (offline: the "human" labels the noisy judge was simulated from).
+        human : DataFrame or HumanLabels, optional
+            Human labels as qrels on the judge's scale; default :meth:`human_labels` (the
+            ``human_labels`` file, else the dataset's own labels on the judge's scale; offline:
+            the "human" labels the noisy judge was simulated from).
         measure : str, optional
             Default the config's ``calibration_measure`` (``nDCG@10``).
 
@@ -621,10 +691,14 @@ class GoldenSet:
 
         p = self.pipeline
         if human is None:
-            data = getattr(p, "dataset", None)
-            if data is None or p.config is None:
-                raise InputError("pass human labels: this golden set was not built from a config")
-            human, _ = human_labels(p.config, data.qrels)
+            human = self.human_labels()
+            if human is None:
+                raise InputError(
+                    "no human labels: pass them, or give a human_labels file or a dataset with "
+                    "qrels"
+                )
+        if isinstance(human, HumanLabels):
+            human = human.qrels
         if measure is None:
             measure = p.config.calibration_measure if p.config is not None else "nDCG@10"
         runs: dict[str, pd.DataFrame] = {**self.runs, "rrf": self.fused_run, **self.new_runs}

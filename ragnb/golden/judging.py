@@ -22,8 +22,10 @@ from typing import Any
 
 import pandas as pd
 
+from ragnb.errors import InputError
 from ragnb.golden.config import GoldenSetConfig
 from ragnb.judge.base import Judge
+from ragnb.judge.server import INSTALL_HINT
 from ragnb.provenance import public_url, scrub
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "human_labels",
     "judge_banner",
     "make_judge",
+    "missing_labels",
     "public_judge_info",
     "stop_local_server",
 ]
@@ -40,7 +43,7 @@ LOCAL_MODEL_NAME = (
     "SmolLM2-135M-Instruct (Q4_1 GGUF, a 135M-parameter local stand-in, not a judge to trust)"
 )
 #: Token alternatives asked for per grade position by the ``local`` judge.
-LOCAL_TOP_LOGPROBS = 10
+LOCAL_TOP_LOGPROBS = 20
 
 
 def human_labels(config: GoldenSetConfig, qrels: pd.DataFrame) -> tuple[pd.DataFrame, Any]:
@@ -55,6 +58,20 @@ def human_labels(config: GoldenSetConfig, qrels: pd.DataFrame) -> tuple[pd.DataF
     return labels, gm
 
 
+def missing_labels(config: GoldenSetConfig, qrels: pd.DataFrame) -> str:
+    """Why ``config.judge`` cannot grade this dataset (an offline judge on a dataset without
+    labels), or ``""``."""
+    if config.judge in ("noisy", "qrels") and qrels.empty:
+        what = "simulates grades from" if config.judge == "noisy" else "copies"
+        return (
+            f"judge={config.judge!r} {what} the dataset's labels, and this dataset has none "
+            f"(no qrels/{config.split}.tsv): build the golden set from queries alone with an "
+            "LLM judge, judge='local' (SmolLM2-135M on this machine, a tiny stand-in, needs "
+            f"{INSTALL_HINT}) or judge='openai' (with $OPENAI_API_KEY)"
+        )
+    return ""
+
+
 def make_judge(
     config: GoldenSetConfig,
     qrels: pd.DataFrame,
@@ -64,14 +81,19 @@ def make_judge(
 ) -> Judge:
     """The judge named by ``config.judge``.
 
-    Offline judges read the dataset's labels (mapped by ``grade_map``); a pair without a label
-    counts as not relevant: grade 0, or the mapped grade of 0 (trec_eval's convention for
-    unjudged documents). ``"openai"`` builds an :class:`~ragnb.judge.OpenAIJudge` whose key comes
-    from ``$OPENAI_API_KEY`` only; ``"local"`` starts a local model server and builds an
-    :class:`~ragnb.judge.OpenAIJudge` on it (see :func:`_local_judge`).
+    Offline judges read the dataset's labels (mapped by ``grade_map``) and refuse a dataset
+    without labels (:class:`~ragnb.errors.InputError` saying which judge to use); a pair
+    without a label counts as not relevant: grade 0, or the mapped grade of 0 (trec_eval's
+    convention for unjudged documents). ``"openai"`` builds an
+    :class:`~ragnb.judge.OpenAIJudge` whose key comes from ``$OPENAI_API_KEY`` only;
+    ``"local"`` starts a local model server and builds an :class:`~ragnb.judge.OpenAIJudge` on
+    it (see :func:`_local_judge`).
     """
     from ragnb.judge import NoisyJudge, OpenAIJudge, QrelsJudge
 
+    needs = missing_labels(config, qrels)
+    if needs:
+        raise InputError(needs, column="judge")
     if config.judge == "local":
         return _local_judge(config, cache=cache, ledger=ledger)
     if config.judge == "openai":
@@ -119,6 +141,7 @@ def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
             ledger.prices.as_of,
             "a local model run on this machine by ragnb: no per-token charge",
         )
+    # threads: one per core, or 1 on a busy machine (ragnb.judge.server._thread_count)
     server = LocalLLMServer(DEFAULT_MODEL).start()
     try:
         judge = OpenAIJudge(

@@ -551,17 +551,27 @@ class LabellingWidget:
 
 
 def _run_folder(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, Any]:
-    """Judgements, queries, corpus and the judge's scale of an exported golden-set run folder."""
-    from ragnb.io import read_beir
+    """Judgements, queries, corpus and the judge's scale of an exported golden-set run folder.
+
+    The queries are the run's own as asked (S1's ``normalised`` text, from
+    ``stages/s1_queries.parquet``: they may come from a query file), else the dataset's; the
+    dataset needs no qrels."""
+    from ragnb.io import read_beir, read_parquet
 
     judgements = read_records(run_dir / "judgements.csv")
     manifest = read_json(run_dir / "manifest.json")
     info = manifest.get("dataset") or {}
     if "path" not in info:
         raise InputError("the manifest names no dataset path", path=run_dir / "manifest.json")
-    data = read_beir(info["path"], split=info.get("split", "test"))
+    data = read_beir(info["path"], split=info.get("split", "test"), qrels="optional")
+    s1 = read_parquet(run_dir / "stages" / "s1_queries.parquet")
+    queries = (
+        s1[["query_id", "normalised"]].rename(columns={"normalised": "text"})
+        if {"query_id", "normalised"} <= set(s1.columns)
+        else data.queries
+    )
     scale = (manifest.get("judge") or {}).get("scale")
-    return judgements, data.queries, data.corpus, scale
+    return judgements, queries, data.corpus, scale
 
 
 def label_pairs(

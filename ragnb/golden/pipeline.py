@@ -67,7 +67,8 @@ from ragnb.golden.fingerprints import (
     system_fingerprint,
 )
 from ragnb.golden.goldenset import GoldenSet
-from ragnb.golden.judging import judge_banner, make_judge
+from ragnb.golden.human import NO_LABELS
+from ragnb.golden.judging import judge_banner, make_judge, missing_labels
 from ragnb.golden.refine import RefineConfig
 from ragnb.golden.stages import (
     default_keep_grade,
@@ -88,7 +89,7 @@ from ragnb.provenance import sha256_json, utc_now
 from ragnb.retrieve import Retriever
 from ragnb.validation import check_int_at_least
 
-__all__ = ["GoldenPipeline", "StageRecord", "failure_cause"]
+__all__ = ["GoldenPipeline", "StageRecord", "failure_cause", "open_pipeline", "select_queries"]
 
 log = logging.getLogger("ragnb.golden")
 _ATTEMPTS = re.compile(r" \(request \d+ of at most \d+\)$")
@@ -111,6 +112,67 @@ def failure_cause(reasons: Sequence[str]) -> tuple[str, int]:
     if not counts:
         return "", 0
     return counts.most_common(1)[0]
+
+
+def select_queries(config: GoldenSetConfig, data: Any) -> tuple[pd.DataFrame, str]:
+    """The golden set's queries and, in words, where they come from.
+
+    ``config.queries`` (a ``.txt``, ``.csv`` or ``.jsonl`` file,
+    :func:`ragnb.readers.read_query_file`) overrides the dataset's; else the queries of the
+    qrels split, or every query of ``queries.jsonl`` when the dataset has no qrels (queries
+    alone). The first ``max_queries`` are kept (0: all).
+
+    Raises
+    ------
+    InputError
+        A malformed query file (named, with the line); no query left.
+    """
+    from ragnb.params import display_path
+    from ragnb.readers import read_query_file
+
+    if config.queries:
+        path = resolve_path(config.queries)
+        queries = read_query_file(path)
+        source = f"the query file {display_path(path)}"
+    elif data.has_qrels:
+        queries = data.judged_queries
+        source = f"the judged queries of qrels/{config.split}.tsv"
+    else:
+        queries = data.queries.reset_index(drop=True)
+        source = f"queries.jsonl (no qrels/{config.split}.tsv: queries alone)"
+    total = len(queries)
+    if config.max_queries:
+        queries = queries.head(config.max_queries)
+    if queries.empty:
+        raise InputError(f"no query to build a golden set from ({source})", column="queries")
+    return queries, f"{len(queries)} of the {total} queries of {source}"
+
+
+def open_pipeline(
+    config: GoldenSetConfig, *, progress: bool = False
+) -> tuple[GoldenPipeline | None, str]:
+    """:meth:`GoldenPipeline.from_config`, or None and what is missing, in words, when there is
+    no judge: an offline judge on a dataset without labels, or a ``local`` judge whose server
+    cannot start (llama-cpp-python or the model package not installed, or the server failed).
+
+    For notebook 02's first screen; any other error (a malformed file, a bad parameter) is
+    raised.
+    """
+    from ragnb.io import read_beir
+
+    data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
+    needs = missing_labels(config, data.qrels)
+    if not needs:
+        try:
+            return GoldenPipeline.from_config(config, progress=progress), ""
+        except (ImportError, RuntimeError) as e:
+            if config.judge != "local":
+                raise
+            needs = f"judge='local' could not start its model server: {e}"
+    text = f"**No judge, so no golden set:** {needs}. The sections below are skipped." + (
+        "" if data.has_qrels or config.human_labels else "\n\n" + NO_LABELS
+    )
+    return None, text
 
 
 @dataclass
@@ -269,10 +331,8 @@ class GoldenPipeline:
         from ragnb.judge import LLMRewriter
         from ragnb.ledger import Ledger
 
-        data = read_beir(config.dataset_path(), split=config.split)
-        queries = data.judged_queries
-        if config.max_queries:
-            queries = queries.head(config.max_queries)
+        data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
+        queries, source = select_queries(config, data)
         run_dir = resolve_path(config.export_dir) if config.export_dir else None
         cache = Cache(config.cache_dir or None)
         ledger = None
@@ -316,7 +376,7 @@ class GoldenPipeline:
             budget_usd=config.budget_usd,
             cutoffs=config.cutoffs,
             config=config,
-            dataset_info=data.summary(),
+            dataset_info={**data.summary(), "queries_from": source},
             ledger=ledger,
             progress=progress,
             max_failed_share=getattr(config, "max_failed_share", 0.0),

@@ -66,11 +66,12 @@ import pandas as pd
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.frames import sort_run
+from ragnb.fusion import rrf
 from ragnb.golden.config import LEDGER_STAGES, POOL_RETRIEVERS
 from ragnb.golden.fingerprints import query_seed
 from ragnb.golden.refine import HISTORY_COLUMNS, RefineConfig, initial_scores_from_grades, refine
 from ragnb.judge.base import Judge
-from ragnb.retrieve import BM25Retriever, Retriever, doc_texts, rrf
+from ragnb.retrieve import BM25Retriever, Retriever, doc_texts
 from ragnb.validation import check_positive_int, require_columns
 
 __all__ = [

@@ -1,0 +1,507 @@
+"""Readers of the text files a user brings: BEIR corpus and queries, TREC qrels and runs, and
+query lists as plain text or CSV (:func:`read_query_file`).
+
+Split from :mod:`ragnb.io`, which re-exports every public name here: import them from either.
+Readers return the frames documented in :mod:`ragnb.frames`; every malformed input raises
+:class:`ragnb.errors.InputError` naming the file and the 1-based line.
+
+Formats
+-------
+BEIR ``corpus.jsonl`` / ``queries.jsonl``
+    One JSON object a line: ``_id``, ``text`` (and ``title`` for documents). Thakur et al.,
+    "BEIR", NeurIPS 2021 Datasets and Benchmarks.
+TREC qrels
+    ``qid iter docid rel``, whitespace-separated (the ``iter`` column is ignored); BEIR's TSV
+    form ``query-id<TAB>corpus-id<TAB>score`` with an optional header line.
+TREC run
+    ``qid Q0 docid rank score tag``, whitespace-separated.
+Query list (:func:`read_query_file`)
+    ``.txt``: one query a line; ``.csv``: columns ``query_id,text`` or ``text`` alone;
+    ``.jsonl``: BEIR queries. Queries without an id get ``q`` followed by the first 12 hex digits
+    of the SHA-256 of their text.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pandas as pd
+
+from ragnb.errors import InputError
+from ragnb.frames import QRELS_COLUMNS
+
+__all__ = [
+    "ENCODING",
+    "QUERY_FILE_SUFFIXES",
+    "query_id_of",
+    "read_corpus",
+    "read_qrels",
+    "read_queries",
+    "read_query_file",
+    "read_run",
+]
+
+#: Text encoding of every file ragnb reads: UTF-8, a leading byte-order mark stripped (a BOM
+#: would otherwise become part of the first query id).
+ENCODING = "utf-8-sig"
+
+
+def _open_text(path: Path) -> IO[str]:
+    """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``."""
+    if path.suffix == ".gz":
+        import gzip
+
+        return gzip.open(path, "rt", encoding=ENCODING)
+    return path.open(encoding=ENCODING)
+
+
+def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with _open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"malformed JSON: {e.msg}", path=path, line=lineno) from None
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", path=path, line=lineno)
+            yield lineno, obj
+
+
+def _field(obj: dict[str, Any], name: str, path: Path, lineno: int, default: Any = None) -> str:
+    if name not in obj or obj[name] is None:
+        if default is not None:
+            return default
+        raise InputError(f"missing field {name!r}", path=path, line=lineno, column=name)
+    value = obj[name]
+    if isinstance(value, bool) or not isinstance(value, str | int):  # JSON true is no id
+        raise InputError(
+            f"field {name!r} must be a string, got {type(value).__name__}",
+            path=path,
+            line=lineno,
+            column=name,
+        )
+    if name == "_id" and (not str(value) or _WHITESPACE.search(str(value))):
+        raise InputError(
+            f"_id {value!r} is empty or holds white space, which TREC run and qrels files "
+            "cannot carry",
+            path=path,
+            line=lineno,
+            column=name,
+        )
+    return str(value)
+
+
+_WHITESPACE = re.compile(r"\s")
+
+
+def _beir_rows(path: Path, fields: dict[str, str | None]) -> list[tuple[str, ...]]:
+    """``(_id, *fields)`` of each object of a BEIR JSONL file, in file order.
+
+    ``fields`` maps a field name to its default where absent (None: required). A duplicate
+    ``_id`` is an error naming both lines.
+    """
+    rows = []
+    seen: dict[str, int] = {}
+    for lineno, obj in _iter_jsonl(path):
+        key = _field(obj, "_id", path, lineno)
+        if key in seen:
+            raise InputError(
+                f"duplicate _id {key!r} (first on line {seen[key]})", path=path, line=lineno
+            )
+        seen[key] = lineno
+        rows.append((key, *(_field(obj, name, path, lineno, d) for name, d in fields.items())))
+    return rows
+
+
+def read_corpus(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a BEIR ``corpus.jsonl``.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        One JSON object per line with ``_id``, ``text`` and optionally ``title``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``doc_id``, ``title`` (``""`` when absent), ``text``; file order.
+
+    Raises
+    ------
+    InputError
+        Malformed JSON, a missing ``_id`` or ``text``, or a duplicate ``_id`` (file and line).
+    """
+    path = Path(path)
+    rows = _beir_rows(path, {"title": "", "text": None})
+    if not rows:
+        raise InputError("the corpus holds no documents", path=path)
+    return pd.DataFrame(rows, columns=["doc_id", "title", "text"], dtype=object)
+
+
+def read_queries(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a BEIR ``queries.jsonl``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``text``; file order.
+
+    Raises
+    ------
+    InputError
+        Malformed JSON, a missing ``_id`` or ``text``, or a duplicate ``_id`` (file and line).
+    """
+    path = Path(path)
+    rows = _beir_rows(path, {"text": None})
+    return pd.DataFrame(rows, columns=["query_id", "text"], dtype=object)
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+#: A decimal number as C's strtod reads it in trec_eval, ASCII only: no "1_5" (Python's int and
+#: float take underscores), no full-width or other non-ASCII digits, no "inf" or "nan".
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _parse_int(token: str, what: str, column: str, path: Path, lineno: int) -> int:
+    # int() alone would also take "1_0" (10) and non-ASCII digits, which trec_eval does not
+    if not _INTEGER.fullmatch(token):
+        raise InputError(
+            f"{what} is not an integer: {token!r}", path=path, line=lineno, column=column
+        )
+    value = int(token)
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise InputError(
+            f"{what} {token} is outside the 64-bit integer range",
+            path=path,
+            line=lineno,
+            column=column,
+        )
+    return value
+
+
+def _parse_score(token: str, path: Path, lineno: int) -> float:
+    """A finite run score in trec_eval's number syntax; InputError naming file and line."""
+    if not _DECIMAL.fullmatch(token):
+        special = token.lower().lstrip("+-")
+        what = (
+            "score is NaN"
+            if special == "nan"
+            else f"score is not finite: {token!r}"
+            if special in ("inf", "infinity")
+            else f"score is not a number: {token!r}"
+        )
+        raise InputError(what, path=path, line=lineno, column="score")
+    value = float(token)
+    if not math.isfinite(value):
+        raise InputError(
+            f"score {token} is not finite (overflows a double)",
+            path=path,
+            line=lineno,
+            column="score",
+        )
+    return value
+
+
+def _parse_grade(token: str, path: Path, lineno: int) -> int:
+    return _parse_int(token, "grade", "relevance", path, lineno)
+
+
+def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read qrels in BEIR TSV form (3 columns, header optional) or TREC form (4 columns).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        BEIR: ``query-id<TAB>corpus-id<TAB>score``; TREC: ``qid iter docid rel``. The form is
+        taken from the number of columns of the first data line.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id``, ``relevance`` (int64), file order.
+
+    Raises
+    ------
+    InputError
+        Wrong number of columns, a non-integer grade, or a duplicate (query, document) pair,
+        naming the file and line.
+    """
+    path = Path(path)
+    rows: list[tuple[str, str, int]] = []
+    seen: dict[tuple[str, str], int] = {}
+    ncols = None
+    with path.open(encoding=ENCODING) as f:
+        for lineno, line in enumerate(f, start=1):
+            parts = line.split("\t") if "\t" in line else line.split()
+            parts = [p.strip() for p in parts]
+            if not any(parts):
+                continue
+            if ncols is None:
+                if len(parts) not in (3, 4):
+                    raise InputError(
+                        f"expected 3 (BEIR) or 4 (TREC) columns, found {len(parts)}",
+                        path=path,
+                        line=lineno,
+                    )
+                ncols = len(parts)
+                if ncols == 3 and parts[0].lower() in ("query-id", "query_id", "qid"):
+                    continue  # BEIR header line
+            if len(parts) != ncols:
+                raise InputError(
+                    f"expected {ncols} columns like the first line, found {len(parts)}",
+                    path=path,
+                    line=lineno,
+                )
+            qid, did, grade = (
+                (parts[0], parts[1], parts[2]) if ncols == 3 else (parts[0], parts[2], parts[3])
+            )
+            rel = _parse_grade(grade, path, lineno)
+            key = (qid, did)
+            if key in seen:
+                raise InputError(
+                    f"duplicate judgement of doc {did!r} (first on line {seen[key]})",
+                    path=path,
+                    line=lineno,
+                    query_id=qid,
+                )
+            seen[key] = lineno
+            rows.append((qid, did, rel))
+    df = pd.DataFrame(rows, columns=list(QRELS_COLUMNS))
+    df["query_id"] = df["query_id"].astype(object)
+    df["doc_id"] = df["doc_id"].astype(object)
+    df["relevance"] = df["relevance"].astype("int64")
+    return df
+
+
+def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a TREC run file ``qid Q0 docid rank score tag``.
+
+    Parameters
+    ----------
+    path : str or PathLike
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id``, ``score`` (float64), ``rank`` (int64), ``tag``; file
+        order. Evaluation orders by score (see :func:`ragnb.frames.sort_run`).
+
+    Raises
+    ------
+    InputError
+        Wrong number of columns, a non-integer rank, a score that is not a finite number in
+        trec_eval's syntax (no underscores, ASCII digits, no inf or NaN), or a duplicate
+        (query, document) pair, naming the file and line.
+    """
+    path = Path(path)
+    qids: list[str] = []
+    dids: list[str] = []
+    ranks: list[int] = []
+    scores: list[float] = []
+    tags: list[str] = []
+    seen: dict[tuple[str, str], int] = {}
+    with path.open(encoding=ENCODING) as f:
+        for lineno, line in enumerate(f, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise InputError(
+                    f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
+                    path=path,
+                    line=lineno,
+                )
+            qid, _, did, rank_s, score_s, tag = parts
+            rank = _parse_int(rank_s, "rank", "rank", path, lineno)
+            score = _parse_score(score_s, path, lineno)
+            key = (qid, did)
+            if key in seen:
+                raise InputError(
+                    f"duplicate entry for doc {did!r} (first on line {seen[key]})",
+                    path=path,
+                    line=lineno,
+                    query_id=qid,
+                )
+            seen[key] = lineno
+            qids.append(qid)
+            dids.append(did)
+            ranks.append(rank)
+            scores.append(score)
+            tags.append(tag)
+    return pd.DataFrame(
+        {
+            "query_id": pd.Series(qids, dtype=object),
+            "doc_id": pd.Series(dids, dtype=object),
+            "score": pd.Series(scores, dtype="float64"),
+            "rank": pd.Series(ranks, dtype="int64"),
+            "tag": pd.Series(tags, dtype=object),
+        }
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# query lists: plain text, CSV or BEIR JSONL
+
+#: File endings :func:`read_query_file` reads (optionally gzipped: ``.txt.gz``, ...).
+QUERY_FILE_SUFFIXES = (".txt", ".csv", ".jsonl")
+
+
+def query_id_of(text: str) -> str:
+    """The id :func:`read_query_file` gives a query without one: ``q`` and the first 12 hex
+    digits of the SHA-256 of its UTF-8 text (white space at either end stripped).
+
+    The id depends on the text alone, so it does not move when lines are added, removed or
+    reordered, and a golden set's stages and cached judgements stay valid.
+
+    Examples
+    --------
+    >>> query_id_of("what is BM25?")
+    'qfa0b94db3d1f'
+    >>> query_id_of("  what is BM25?\\n") == query_id_of("what is BM25?")
+    True
+    """
+    return "q" + hashlib.sha256(text.strip().encode("utf-8")).hexdigest()[:12]
+
+
+def _check_query_rows(rows: list[tuple[str, str, int]], path: Path) -> pd.DataFrame:
+    """``(query_id, text, line)`` rows as a queries frame; a duplicate id is an error naming both
+    lines (for generated ids: the same text twice)."""
+    if not rows:
+        raise InputError("the file holds no queries", path=path)
+    seen: dict[str, int] = {}
+    for qid, text, lineno in rows:
+        if qid in seen:
+            what = f"query id {qid!r}" if qid != query_id_of(text) else f"query {text!r}"
+            raise InputError(
+                f"duplicate {what} (first on line {seen[qid]})", path=path, line=lineno
+            )
+        seen[qid] = lineno
+    frame = pd.DataFrame([(q, t) for q, t, _ in rows], columns=["query_id", "text"], dtype=object)
+    return frame
+
+
+def _text_queries(path: Path) -> list[tuple[str, str, int]]:
+    rows = []
+    with _open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            text = line.strip()
+            if text:
+                rows.append((query_id_of(text), text, lineno))
+    return rows
+
+
+def _csv_queries(path: Path) -> list[tuple[str, str, int]]:
+    rows: list[tuple[str, str, int]] = []
+    with _open_text(path) as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None:
+            return rows
+        names = [h.strip().lower() for h in header]
+        if (
+            "text" not in names
+            or not set(names) <= {"query_id", "text"}
+            or len(set(names)) < len(names)
+        ):
+            raise InputError(
+                f"the header must be 'query_id,text' or 'text', found {','.join(header)!r}",
+                path=path,
+                line=1,
+            )
+        i_text = names.index("text")
+        i_id = names.index("query_id") if "query_id" in names else None
+        for record in reader:
+            lineno = reader.line_num
+            if not record or not any(c.strip() for c in record):
+                continue
+            if len(record) != len(names):
+                raise InputError(
+                    f"expected {len(names)} fields ({','.join(names)}), found {len(record)}",
+                    path=path,
+                    line=lineno,
+                )
+            text = record[i_text].strip()
+            if not text:
+                raise InputError("empty query text", path=path, line=lineno, column="text")
+            qid = record[i_id].strip() if i_id is not None else query_id_of(text)
+            if not qid or _WHITESPACE.search(qid):
+                raise InputError(
+                    f"query_id {qid!r} is empty or holds white space, which TREC run and qrels "
+                    "files cannot carry",
+                    path=path,
+                    line=lineno,
+                    column="query_id",
+                )
+            rows.append((qid, text, lineno))
+    return rows
+
+
+def read_query_file(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read queries from a plain text, CSV or BEIR JSONL file (the form taken from the ending).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        ``.txt``: one query a line (blank lines skipped; every query gets a generated id);
+        ``.csv``: a header ``query_id,text`` or ``text`` (ids generated), quoted as RFC 4180
+        (a comma inside a query needs quotes); ``.jsonl``: BEIR ``queries.jsonl``
+        (:func:`read_queries`). Each may be gzipped (``.txt.gz``). UTF-8, a leading byte-order
+        mark ignored.
+
+    Returns
+    -------
+    DataFrame
+        ``query_id``, ``text``, file order. Generated ids are :func:`query_id_of` the text: a
+        hash, stable when lines are added, removed or reordered.
+
+    Raises
+    ------
+    InputError
+        An unknown ending, no query, a CSV header other than the two forms, a row with the wrong
+        number of fields, an empty text, an id that is empty or holds white space, a duplicate
+        id or (generated ids) the same query twice, text that is not UTF-8; each naming the
+        file and the 1-based line.
+    FileNotFoundError
+        When the file does not exist.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "q.txt"
+    >>> _ = p.write_text("what is BM25?\\n\\nhow do I sort a list\\n")
+    >>> read_query_file(p)["query_id"].tolist()
+    ['qfa0b94db3d1f', 'qb8d8dd83ce36']
+    """
+    path = Path(path)
+    suffix = path.suffix if path.suffix != ".gz" else Path(path.stem).suffix
+    if suffix not in QUERY_FILE_SUFFIXES:
+        raise InputError(
+            f"a query file ends in one of {list(QUERY_FILE_SUFFIXES)} (or those and .gz), got "
+            f"{path.name!r}",
+            path=path,
+        )
+    if not path.is_file():
+        raise FileNotFoundError(f"query file {path} not found")
+    try:
+        if suffix == ".jsonl":
+            frame = read_queries(path)
+            if frame.empty:
+                raise InputError("the file holds no queries", path=path)
+            return frame
+        rows = _text_queries(path) if suffix == ".txt" else _csv_queries(path)
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", path=path) from None
+    except csv.Error as e:
+        raise InputError(f"malformed CSV: {e}", path=path) from None
+    return _check_query_rows(rows, path)
