@@ -62,7 +62,10 @@ def serve(latency: float) -> None:
 
     def answer(request: Any) -> Any:
         text = request.json["messages"][-1]["content"]
-        n = int(_DOC.search(text).group(1))
+        match = _DOC.search(text)
+        if match is None:
+            raise ValueError(f"not a benchmark prompt: {text[:60]!r}")
+        n = int(match.group(1))
         return module.ChatAnswer(json.dumps({"grade": n % 5 + 1}), completion_tokens=6)
 
     with module.OpenAIServer() as server:
@@ -173,14 +176,17 @@ LOCAL_ROWS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def run_local(n: int = 20, dataset: Path | None = None) -> dict[str, Any]:
+def run_local(
+    n: int = 20, dataset: Path | None = None, threads: int | None = None
+) -> dict[str, Any]:
     """Grade ``n`` real pairs with the local model through OpenAIJudge, once per row of
     :data:`LOCAL_ROWS` (each with its own cache, so every row sends every pair).
 
     Returns
     -------
     dict
-        ``model``, ``dataset``, ``n``, ``n_threads``, ``startup_s``, and per row key:
+        ``model``, ``dataset``, ``n``, ``n_threads`` (``threads``, default one per core),
+        ``startup_s``, ``load``, ``load_after`` (1-minute load averages), and per row key:
         ``seconds`` (wall time), ``per_s`` (judgements per second), ``parsed`` (share of first
         answers that parse, in [0, 1]), ``valid`` (share valid in the end; the judge reminds
         once), ``expected`` (share of valid grades with an expected grade, in [0, 1]),
@@ -195,7 +201,7 @@ def run_local(n: int = 20, dataset: Path | None = None) -> dict[str, Any]:
 
     name, items = _pairs(n, dataset)
     out: dict[str, Any] = {"dataset": name, "n": len(items), "load": os.getloadavg()[0]}
-    with LocalLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
+    with LocalLLMServer(n_threads=threads) as server, tempfile.TemporaryDirectory() as tmp:
         out.update(model=server.model, n_threads=server.n_threads, startup_s=server.startup_s)
         # one warm-up request (the first one loads the weights into the caches)
         client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0)
@@ -263,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-local", action="store_true", help="skip the local model rows")
     parser.add_argument("--local-only", action="store_true", help="only the local model rows")
     parser.add_argument("--dataset", type=Path, default=None, help="BEIR folder (local rows)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="llama.cpp threads (default: one per core)"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
@@ -286,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         if reason is not None:
             print(f"local model: skipped, {reason}")
         else:
-            _print_local(run_local(args.local_n, args.dataset))
+            _print_local(run_local(args.local_n, args.dataset, args.threads))
     return status
 
 

@@ -221,3 +221,17 @@ def test_acc_given_hit_by_hand():
     assert row["n"] == 4 and row["n_hit"] == 2 and row["hit_rate"] == 0.5
     assert row["grade_hit"] == 4.5 and row["grade_miss"] == 2.5 and row["grade_all"] == 3.5
     assert row["acc_hit"] == 1.0 and row["acc_miss"] == 0.0 and row["acc_all"] == 0.5
+
+
+def test_differences_of_a_segment_with_constant_grades_are_nan_not_an_error():
+    # a small model may grade every narrow sample alike: no correlation, so no argmax alpha
+    ranked = synthetic_ranked(20, [(10, 4)], [1, 2, 3, 4, 6, 8], seed=3)
+    ss = sample_set(graded_labels(ranked), ranked)
+    narrow = (ss.frame["K"] < ss.frame["Np"]).to_numpy()
+    rng = np.random.default_rng(0)
+    ss.frame["grade"] = np.where(narrow, 1.0, rng.integers(1, 6, len(narrow)).astype(float))
+    table = correlation_table(ss, methods=("spearman",), min_segment=10)
+    diff = difference_table(ss, table, n_boot=20, min_segment=10)
+    flat = diff[diff["segment"] == "narrow"]
+    assert len(flat) and flat["diff"].isna().all() and not flat["significant"].any()
+    assert diff.loc[diff["segment"] == "wide", "diff"].notna().any()

@@ -18,7 +18,12 @@ from ragnb.report import notebook_parameters, render_report, resolve_notebook
 
 NOTEBOOK = "05_measure_correlation"
 CHART = 'class="ragnb-chart"'
-FAST = {"embedders": "[wordllama]", "configs": "[[20, 2], [20, 4]]", "n_negatives": 20}
+FAST = {
+    "embedders": "[wordllama]",
+    "configs": "[[20, 2], [20, 4]]",
+    "n_negatives": 20,
+    "llm": "none",
+}
 
 
 def visible_text(page: str) -> str:
@@ -39,6 +44,7 @@ def test_parameters_cell_mirrors_config_dataclass_and_takes_no_key():
         assert declared[f.name]["inferred_type_name"] == expected, f.name
     assert not [name for name in declared if "key" in name or "secret" in name]
     assert defaults.graded_path == "" and defaults.simulate_grades_alpha == 0.0
+    assert defaults.llm == "local" and defaults.mode == "llm"  # the default render: local model
 
 
 def test_config_rejects_unknown_names_and_two_grade_sources():
@@ -46,8 +52,18 @@ def test_config_rejects_unknown_names_and_two_grade_sources():
         CorrelationConfig.from_params(api_key="sk-nope")
     with pytest.raises(InputError, match="choose one source of grades"):
         CorrelationConfig(graded_path="g.jsonl", simulate_grades_alpha=0.5)
+    with pytest.raises(InputError, match="choose one source of grades"):
+        CorrelationConfig(graded_path="g.jsonl", llm="openai")
     with pytest.raises(InputError, match="must not hold credentials"):
-        CorrelationConfig(base_url="http://user:pw@localhost:8000/v1")
+        CorrelationConfig(llm="openai", base_url="http://user:pw@localhost:8000/v1")
+    with pytest.raises(InputError, match=r"base_url is the endpoint of llm='openai'"):
+        CorrelationConfig(base_url="http://127.0.0.1:8000/v1")  # llm stays "local"
+    with pytest.raises(InputError, match="llm"):
+        CorrelationConfig(llm="gpt")
+    # a file or a simulation comes before the default local model; llm="none" turns it off
+    assert CorrelationConfig(graded_path="g.jsonl").mode == "file"
+    assert CorrelationConfig(simulate_grades_alpha=0.5).mode == "simulated"
+    assert CorrelationConfig(llm="none").mode == "ranked-only"
     with pytest.raises(InputError, match=r"\[Nc, Np\] with 2 <= Np < Nc"):
         CorrelationConfig(configs=[[5, 5]])
 

@@ -659,6 +659,9 @@ def difference_table(
         xs = {}
         for m in {m for p in wanted for m in p}:
             alpha = here.loc[m, "alpha"]
+            if m in ALPHA_MEASURES and np.isnan(alpha):  # no correlation (e.g. constant grades)
+                xs[m] = np.full(len(idx), np.nan)
+                continue
             xs[m] = measure_matrix(part, m, None if np.isnan(alpha) else np.array([alpha]))[0]
         usable = {m: not np.isnan(x).any() for m, x in xs.items()}
         boots = (

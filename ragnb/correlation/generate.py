@@ -191,9 +191,11 @@ def generate_graded(
     -------
     DataFrame
         Columns of :data:`ragnb.correlation.GRADED_COLUMNS` (``grade``: float 1-5, NaN when
-        an answer or the grade is missing or invalid) plus ``grade_raw`` (the grader's answer
-        text), ``valid`` (bool), ``reason`` (why not valid), ``judge_id``, ``answer_prompt``,
-        ``grade_prompt``.
+        an answer or the grade is missing or invalid) plus ``grade_expected`` (float 1-5: the
+        probability-weighted grade from the grade token's log-probabilities, Zhuang et al.,
+        NAACL 2024, when ``judge`` asks for them (``logprobs``) and the server returns them;
+        else NaN), ``grade_raw`` (the grader's answer text), ``valid`` (bool), ``reason`` (why
+        not valid), ``judge_id``, ``answer_prompt``, ``grade_prompt``.
 
     Raises
     ------
@@ -247,17 +249,21 @@ def generate_graded(
         grade_pos.append(i)
     grade_res: list[CallResult] = judge.run(grade_calls, stage="grade", kind="grade")
     grades = np.full(len(skeleton), math.nan)
+    expected = np.full(len(skeleton), math.nan)
     raw: list[str | None] = [None] * len(skeleton)
     for i, r in zip(grade_pos, grade_res, strict=True):
         raw[i] = r.raw
         if r.valid:
             grades[i] = float(r.value)
+            if r.expected_grade is not None:
+                expected[i] = float(r.expected_grade)
         else:
             reasons[i] = f"grade: {r.status}: {r.reason}"
     out = skeleton
     out["answer_ideal"] = answers_ideal
     out["answer_topK"] = answers_topk
     out["grade"] = grades
+    out["grade_expected"] = expected
     out["grade_raw"] = raw
     out["valid"] = ~np.isnan(grades)
     out["reason"] = reasons
