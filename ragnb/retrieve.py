@@ -9,18 +9,18 @@ Every retriever has ``name``, ``index(corpus)`` and ``retrieve(queries, k) -> ru
   of the BEIR baseline (Elasticsearch/Lucene BM25: ``k1=1.2``, ``b=0.75``, Lucene IDF, English
   stop words, Snowball English stemmer), not tuned to any dataset.
 - :class:`DenseRetriever`: exact search by dot product of L2-normalised embeddings (cosine), top K.
-- :class:`HybridRetriever`: reciprocal rank fusion of two retrievers' runs (:func:`rrf`).
+- :class:`HybridRetriever`: fusion of two retrievers' runs (:mod:`ragnb.fusion`; reciprocal rank
+  fusion by default).
 - :func:`compute_runs`: several retrievers by name on a dataset, the dense index shared with
   hybrid.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -30,6 +30,7 @@ from ragnb.cache import Cache
 from ragnb.embed import DEFAULT_MODEL, CachedEmbedder, make_embedder
 from ragnb.errors import InputError
 from ragnb.frames import sort_run
+from ragnb.fusion import Fusion, fuse, parse_fusion, rrf
 from ragnb.validation import check_positive_int, l2_normalise
 
 if TYPE_CHECKING:
@@ -45,7 +46,6 @@ __all__ = [
     "doc_texts",
     "make_retriever",
     "rrf",
-    "rrf_scores",
 ]
 
 
@@ -262,136 +262,27 @@ class DenseRetriever(Retriever):
         }
 
 
-def rrf_scores(rankings: Iterable[Iterable[Hashable]], rrf_k: int = 60) -> dict[Any, float]:
-    """The reciprocal-rank-fusion score of every item of several rankings (the one RRF kernel).
-
-    ``score(d) = sum over rankings r containing d of 1 / (rrf_k + rank_r(d))``, ranks 1-based in
-    each ranking's order; an item absent from a ranking gets nothing from it. The sum runs over
-    the rankings in the given order with Kahan compensation (as pandas' grouped sum), so a
-    document's score does not depend on how the work is split. Both :func:`rrf` (run frames) and
-    the CLQ sweep's hybrid mode (:mod:`ragnb.clq.engine`, lists of chunk rows) fuse through it;
-    each sorts the scores with its own tie rule.
-
-    Parameters
-    ----------
-    rankings : iterable of iterables of hashable
-        Each ranking's items, best first.
-    rrf_k : int, default 60
-        The constant of Cormack et al. (2009), >= 0 (not validated here: the callers do).
-
-    Returns
-    -------
-    dict
-        Item -> fused score (float), in order of first appearance.
-
-    References
-    ----------
-    Cormack, Clarke and Buettcher, "Reciprocal rank fusion outperforms Condorcet and individual
-    rank learning methods", SIGIR 2009, eq. 1.
-
-    Examples
-    --------
-    >>> s = rrf_scores([["x", "y"], ["y"]], rrf_k=60)
-    >>> round(s["y"], 6), round(s["x"], 6)  # y: 1/62 + 1/61, x: 1/61
-    (0.032522, 0.016393)
-    """
-    total: dict[Any, float] = {}
-    carry: dict[Any, float] = {}
-    for ranked in rankings:
-        for rank, item in enumerate(ranked, start=1):
-            x = 1.0 / (rrf_k + rank)
-            old = total.get(item)
-            if old is None:  # the first term: a Kahan step from 0 leaves no carry
-                total[item] = x
-                continue
-            y = x - carry.get(item, 0.0)
-            t = old + y
-            carry[item] = (t - old) - y
-            total[item] = t
-    return total
-
-
-def rrf(runs: list[pd.DataFrame], rrf_k: int = 60, k: int | None = None) -> pd.DataFrame:
-    """Reciprocal rank fusion of several runs.
-
-    ``score(d) = sum over runs r containing d of 1 / (rrf_k + rank_r(d))``, ranks 1-based in
-    trec_eval order; a document absent from a run gets nothing from it (:func:`rrf_scores`).
-
-    Parameters
-    ----------
-    runs : list of DataFrame
-        Run frames (columns ``query_id``, ``doc_id``, ``score``).
-    rrf_k : int, default 60
-        The constant of Cormack et al. (2009).
-    k : int, optional
-        Keep the top ``k`` fused documents per query; default all.
-
-    Returns
-    -------
-    DataFrame
-        Run frame (``query_id``, ``doc_id``, ``score``, ``rank``); ties in the fused score are
-        broken as trec_eval does (``doc_id`` descending).
-
-    References
-    ----------
-    Cormack et al. (2009), as for :func:`rrf_scores`.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> a = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["x", "y"], "score": [2.0, 1.0]})
-    >>> b = pd.DataFrame({"query_id": ["q"], "doc_id": ["y"], "score": [5.0]})
-    >>> fused = rrf([a, b], rrf_k=60)
-    >>> fused["doc_id"].tolist(), round(float(fused["score"].iloc[0]), 6)  # y: 1/62 + 1/61
-    (['y', 'x'], 0.032522)
-    """
-    if not runs:
-        raise InputError("rrf needs at least one run")
-    if rrf_k < 0:
-        raise InputError(f"rrf_k must be >= 0, got {rrf_k}")
-    if k is not None:
-        check_positive_int(k, "cutoff k")
-    ranked_runs = [sort_run(r[["query_id", "doc_id", "score"]], warn=False).run for r in runs]
-    per_query: dict[Any, list[list[Any]]] = {}
-    for ranked in ranked_runs:
-        qids = ranked["query_id"].to_numpy()
-        starts = np.flatnonzero(ranked["rank"].to_numpy() == 1).tolist() + [len(ranked)]
-        docs = ranked["doc_id"].tolist()
-        for a, b in itertools.pairwise(starts):
-            per_query.setdefault(qids[a], []).append(docs[a:b])
-    qs: list[Any] = []
-    ds: list[Any] = []
-    ss: list[float] = []
-    for qid, lists in per_query.items():
-        scores = rrf_scores(lists, rrf_k)
-        qs += [qid] * len(scores)
-        ds += list(scores)
-        ss += list(scores.values())
-    dtypes = pd.concat([r.iloc[:0] for r in ranked_runs]).dtypes  # the columns' common types
-    fused = pd.DataFrame(
-        {
-            "query_id": pd.Series(qs, dtype=dtypes["query_id"]),
-            "doc_id": pd.Series(ds, dtype=dtypes["doc_id"]),
-            "score": np.asarray(ss, dtype=np.float64),
-        }
-    )
-    out = sort_run(fused, warn=False).run
-    if k is not None:
-        out = out[out["rank"] <= k].reset_index(drop=True)
-    return out
-
-
 class HybridRetriever(Retriever):
-    """Reciprocal rank fusion of two retrievers (default: BM25 and dense).
+    """Fusion of two retrievers (default: BM25 and dense) by any :mod:`ragnb.fusion` method.
 
     Parameters
     ----------
     first, second : Retriever
     rrf_k : int, default 60
-        Cormack et al. (2009).
+        Cormack et al. (2009); used by ``rrf`` and ``wrrf``.
     depth : int, default 100
         Documents taken from each retriever before fusion.
     name : str, default "hybrid"
+    fusion : str, mapping or Fusion, default "rrf"
+        The method (:func:`ragnb.fusion.parse_fusion`), e.g. ``"wsum(0.3,0.7)"``; weights are
+        in the order (first, second).
+    fusion_weights : sequence of float, optional
+        Weights of ``wsum`` / ``wrrf`` when ``fusion`` names none.
+
+    Raises
+    ------
+    InputError
+        On a bad fusion or weights that are not two.
     """
 
     def __init__(
@@ -402,9 +293,13 @@ class HybridRetriever(Retriever):
         rrf_k: int = 60,
         depth: int = 100,
         name: str = "hybrid",
+        fusion: str | Fusion | dict[str, Any] = "rrf",
+        fusion_weights: Sequence[float] | None = None,
     ) -> None:
         self.first, self.second = first, second
-        self.rrf_k, self.depth, self.name = rrf_k, depth, name
+        self.fusion = parse_fusion(fusion, weights=fusion_weights, rrf_k=rrf_k)
+        self.fusion.weights_for(2)
+        self.rrf_k, self.depth, self.name = self.fusion.rrf_k, depth, name
 
     def index(self, corpus: pd.DataFrame) -> HybridRetriever:
         self.first.index(corpus)
@@ -415,16 +310,19 @@ class HybridRetriever(Retriever):
         check_positive_int(k, "cutoff k")
         depth = max(k, self.depth)
         runs = [self.first.retrieve(queries, depth), self.second.retrieve(queries, depth)]
-        return rrf(runs, rrf_k=self.rrf_k, k=k)
+        return fuse(runs, self.fusion, k=k)
 
     def describe(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "retriever": self.name,
-            "kind": "hybrid-rrf",
+            "kind": f"hybrid-{self.fusion.method}",
             "rrf_k": self.rrf_k,
             "depth": self.depth,
             "fuses": [self.first.name, self.second.name],
         }
+        if self.fusion != Fusion("rrf", rrf_k=self.rrf_k):  # RRF's description is unchanged
+            out["fusion"] = self.fusion.name
+        return out
 
 
 RETRIEVERS = ("bm25", "dense", "hybrid")
@@ -439,13 +337,16 @@ def make_retriever(
     cache: Cache | None = None,
     cache_dir: str | None = None,
     progress: bool = True,
+    fusion: str | Fusion = "rrf",
+    fusion_weights: Sequence[float] | None = None,
 ) -> Retriever:
-    """A retriever by name: ``"bm25"``, ``"dense"`` or ``"hybrid"`` (RRF of the two).
+    """A retriever by name: ``"bm25"``, ``"dense"`` or ``"hybrid"`` (the two fused by
+    ``fusion``, RRF by default; weights in the order BM25, dense).
 
     Raises
     ------
     InputError
-        On an unknown name.
+        On an unknown name or a bad fusion.
     """
     if kind == "bm25":
         return BM25Retriever()
@@ -454,7 +355,14 @@ def make_retriever(
         dense = DenseRetriever(embedder)
         if kind == "dense":
             return dense
-        return HybridRetriever(BM25Retriever(), dense, rrf_k=rrf_k, depth=depth)
+        return HybridRetriever(
+            BM25Retriever(),
+            dense,
+            rrf_k=rrf_k,
+            depth=depth,
+            fusion=fusion,
+            fusion_weights=fusion_weights,
+        )
     raise InputError(f"unknown retriever {kind!r}; use one of {list(RETRIEVERS)}")
 
 
@@ -467,6 +375,8 @@ def compute_runs(
     rrf_k: int = 60,
     cache_dir: str = "",
     progress: bool = True,
+    fusion: str | Fusion = "rrf",
+    fusion_weights: Sequence[float] | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, Any]], dict[str, Any]]:
     """Run the retrievers once on the judged queries (the dense index is shared with hybrid).
 
@@ -483,6 +393,10 @@ def compute_runs(
     rrf_k : int
     cache_dir : str
     progress : bool
+    fusion : str or Fusion, default "rrf"
+        The hybrid's fusion (:func:`ragnb.fusion.parse_fusion`).
+    fusion_weights : sequence of float, optional
+        Its weights (BM25, dense) for ``wsum`` / ``wrrf``.
 
     Returns
     -------
@@ -493,6 +407,7 @@ def compute_runs(
         Cache location and hit/miss counts.
     """
     cache = Cache(cache_dir or None)
+    fused = parse_fusion(fusion, weights=fusion_weights, rrf_k=rrf_k)
     queries = dataset.judged_queries
     runs: dict[str, pd.DataFrame] = {}
     described: dict[str, dict[str, Any]] = {}
@@ -501,10 +416,10 @@ def compute_runs(
         start = time.perf_counter()
         if name == "hybrid" and dense is not None:
             bm25 = BM25Retriever().index(dataset.corpus)
-            retriever: Retriever = HybridRetriever(bm25, dense, rrf_k=rrf_k, depth=depth)
+            retriever: Retriever = HybridRetriever(bm25, dense, depth=depth, fusion=fused)
         else:
             retriever = make_retriever(
-                name, model=embedder, rrf_k=rrf_k, depth=depth, cache=cache, progress=progress
+                name, model=embedder, depth=depth, cache=cache, progress=progress, fusion=fused
             )
             retriever.index(dataset.corpus)
         if isinstance(retriever, DenseRetriever):

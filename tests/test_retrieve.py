@@ -19,13 +19,14 @@ from ragnb.embed import make_embedder
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.frames import check_run
+from ragnb.fusion import fuse, rrf
 from ragnb.io import read_beir
 from ragnb.retrieve import (
     BM25Retriever,
     DenseRetriever,
     HybridRetriever,
     doc_texts,
-    rrf,
+    make_retriever,
 )
 
 PYDOCS = Path(__file__).resolve().parents[1] / "data" / "pydocs"
@@ -399,3 +400,27 @@ def test_hybrid_is_rrf_of_bm25_and_dense(dense_cold):
     assert set(run["doc_id"]) - bm25_top and set(run["doc_id"]) - dense_top
     assert dense.embedder.backend.n_calls == 0  # everything came from the cache
     assert hybrid.describe()["fuses"] == ["bm25", "dense"]
+    assert hybrid.describe()["kind"] == "hybrid-rrf" and "fusion" not in hybrid.describe()
+
+
+def test_hybrid_takes_a_fusion_method_and_weights(dense_cold):
+    """The hybrid run is ragnb.fusion.fuse of the two depth-20 runs (weights BM25, dense)."""
+    corpus, queries = dense_cold["corpus"], dense_cold["queries"]
+    embedder = make_embedder(cache_dir=dense_cold["cache_dir"], progress=False)
+    dense = DenseRetriever(embedder).index(corpus)
+    parts = [BM25Retriever().index(corpus).retrieve(queries, k=20), dense.retrieve(queries, 20)]
+    hybrid = HybridRetriever(
+        BM25Retriever(), dense, depth=20, fusion="wsum/z-score", fusion_weights=[0.2, 0.8]
+    ).index(corpus)
+    run = hybrid.retrieve(queries, k=10)
+    pd.testing.assert_frame_equal(run, fuse(parts, "wsum/z-score(0.2,0.8)", k=10))
+    assert hybrid.describe()["fusion"] == "wsum/z-score(0.2,0.8)"
+    assert hybrid.describe()["kind"] == "hybrid-wsum"
+    # all the weight on dense: dense's own top 10, in its order
+    only_dense = HybridRetriever(BM25Retriever(), dense, depth=20, fusion="wsum(0,1)")
+    top = only_dense.index(corpus).retrieve(queries, k=10)
+    assert top["doc_id"].tolist() == parts[1].loc[parts[1]["rank"] <= 10, "doc_id"].tolist()
+    with pytest.raises(InputError, match="3 weights for 2 runs"):
+        make_retriever("hybrid", fusion="wrrf", fusion_weights=[1, 2, 3], cache_dir="")
+    with pytest.raises(InputError, match="takes no weights"):
+        HybridRetriever(BM25Retriever(), dense, fusion="combsum", fusion_weights=[1, 2])

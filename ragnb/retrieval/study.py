@@ -17,7 +17,9 @@ from ragnb import stats
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
+from ragnb.fusion import Fusion, parse_fusion
 from ragnb.io import BeirDataset
+from ragnb.judge.querygen import synthetic_notice
 from ragnb.measures import (
     GRADED_FAMILIES,
     Measure,
@@ -30,8 +32,18 @@ from ragnb.measures import (
 from ragnb.measures.proc import proc_table
 from ragnb.params import NotebookParams, resolve_path
 from ragnb.provenance import versions
+from ragnb.retrieval.contexts import CONTEXT_SIMILARITIES, context_scores, context_table
+from ragnb.retrieval.fusions import FusionComparison, compare_fusions
+from ragnb.retrieval.sensitivity import (
+    GRID_A,
+    GRID_CAP3,
+    GRID_CAP4,
+    check_grid,
+    ranwg_sensitivity,
+    sensitivity_wide,
+)
 from ragnb.retrieve import RETRIEVERS, compute_runs
-from ragnb.validation import check_among, check_number_in, check_positive_ints
+from ragnb.validation import check_among, check_choice, check_number_in, check_positive_ints
 
 __all__ = [
     "Comparison",
@@ -65,6 +77,17 @@ class RetrievalEvaluationConfig(NotebookParams):
         Minimum grade counted as relevant by binary measures.
     rrf_k : int
         Constant of reciprocal rank fusion (Cormack et al. 2009).
+    fusion : str
+        The hybrid retriever's fusion method (:func:`ragnb.fusion.parse_fusion`): ``"rrf"``,
+        ``"wrrf"``, ``"combsum"``, ``"combmnz/z-score"``, ``"wsum"``, ... (default RRF).
+    fusion_weights : list of float
+        Weights of ``wsum`` / ``wrrf`` in the order BM25, dense; empty for equal weights.
+    context_similarity : str
+        Text similarity of the non-LLM context measures: ``"levenshtein"``,
+        ``"sequence_matcher"``, ``"embedding"`` (the dense embedder) or ``"none"`` (ID-based
+        measures only).
+    context_tau : float
+        Similarity threshold of the non-LLM context measures.
     export_dir : str
         Folder that receives the runs (TREC), the aggregate and per-query tables and the
         provenance (see :meth:`Comparison.export`); empty to export nothing. Relative paths are
@@ -84,6 +107,12 @@ class RetrievalEvaluationConfig(NotebookParams):
         Bootstrap and randomization resamples.
     seed : int
         Seed of the resampling.
+    sensitivity_a : list of float
+        Rarity exponents of the RA-nWG sensitivity grid (Dallaire Appendix A: 0, 0.5, 1, 2).
+    sensitivity_cap4, sensitivity_cap3 : list of float in [0, 1]
+        Caps of the grid (Appendix A: cap4 in 0.75, 1.0; cap3 in 0.20, 0.25, 0.33); the grid
+        is computed at the headline K on graded data and always holds the default a = 1,
+        cap4 = 1, cap3 = 0.25 (:func:`ragnb.retrieval.sensitivity.ranwg_sensitivity`).
     """
 
     dataset: str = "data/pydocs"
@@ -96,6 +125,10 @@ class RetrievalEvaluationConfig(NotebookParams):
     alpha: float = 0.5
     rel: int = 1
     rrf_k: int = 60
+    fusion: str = "rrf"
+    fusion_weights: list[float] = field(default_factory=list)
+    context_similarity: str = "levenshtein"
+    context_tau: float = 0.5
     cache_dir: str = ""
     export_dir: str = ""
     grade_map: str = "auto"
@@ -105,6 +138,9 @@ class RetrievalEvaluationConfig(NotebookParams):
     )
     n_resamples: int = 10_000
     seed: int = 0
+    sensitivity_a: list[float] = field(default_factory=lambda: list(GRID_A))
+    sensitivity_cap4: list[float] = field(default_factory=lambda: list(GRID_CAP4))
+    sensitivity_cap3: list[float] = field(default_factory=lambda: list(GRID_CAP3))
 
     def __post_init__(self) -> None:
         check_among(self.retrievers, "retrievers", RETRIEVERS)
@@ -115,11 +151,28 @@ class RetrievalEvaluationConfig(NotebookParams):
                 column="cutoffs",
             )
         check_number_in(self.alpha, "alpha", 0, 1)
+        try:
+            self.fusion_spec.weights_for(2)
+        except InputError as e:
+            raise InputError(e.message, column="fusion") from None
+        check_choice(self.context_similarity, "context_similarity", CONTEXT_SIMILARITIES)
         if not 1 <= self.proc_pool <= self.depth:
             raise InputError(
                 f"proc_pool must lie in [1, depth={self.depth}], got {self.proc_pool}",
                 column="proc_pool",
             )
+        check_grid(self.sensitivity_a, self.sensitivity_cap4, self.sensitivity_cap3)
+
+    @property
+    def fusion_spec(self) -> Fusion:
+        """The hybrid's :class:`ragnb.fusion.Fusion` (``fusion``, ``fusion_weights``, ``rrf_k``).
+
+        Raises
+        ------
+        InputError
+            On a bad fusion or weights.
+        """
+        return parse_fusion(self.fusion, weights=self.fusion_weights, rrf_k=self.rrf_k)
 
 
 def core_measures(cutoffs: list[int], alpha: float = 0.5, rel: int = 1) -> list[Measure]:
@@ -185,6 +238,17 @@ class Comparison:
         with a single retriever).
     notes : list of str
         Warnings worth reading beside the numbers (Judged@K gaps between retrievers, ...).
+    fusions : FusionComparison or None
+        Every fusion method on the BM25 and dense runs, and the weight search on held-out
+        queries (:func:`ragnb.retrieval.fusions.compare_fusions`); None without both runs.
+    contexts : DataFrame
+        Per retriever and query: ID-based and non-LLM context precision and recall at the
+        headline K, the relevant documents as reference contexts
+        (:func:`ragnb.retrieval.contexts.context_scores`); empty when no query has one.
+    sensitivity : DataFrame
+        RA-nWG at the headline K of each retriever over the (a, cap4, cap3) grid, with ranks
+        and Kendall's tau against the default setting
+        (:func:`ragnb.retrieval.sensitivity.ranwg_sensitivity`); empty without grades.
     """
 
     config: RetrievalEvaluationConfig
@@ -200,6 +264,19 @@ class Comparison:
     proc: pd.DataFrame = field(default_factory=pd.DataFrame)
     significance: Any = None
     notes: list[str] = field(default_factory=list)
+    fusions: FusionComparison | None = None
+    contexts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def sensitivity_table(self) -> pd.DataFrame:
+        """The RA-nWG sensitivity grid, one row per (a, cap4, cap3) setting
+        (:func:`ragnb.retrieval.sensitivity.sensitivity_wide`); empty without grades."""
+        return sensitivity_wide(self.sensitivity)
+
+    def context_headline(self) -> pd.DataFrame:
+        """Mean context precision and recall per retriever at the headline K (empty without
+        reference contexts)."""
+        return context_table(self.contexts)
 
     @property
     def graded(self) -> bool:
@@ -272,8 +349,10 @@ class Comparison:
         """Write the results for reuse outside the report.
 
         Files: ``runs/<retriever>.trec`` (TREC runs), ``aggregate.csv``, ``per_query.csv``,
-        ``proc.csv``, ``significance.csv`` (with several retrievers) and ``provenance.json``, each
-        written atomically.
+        ``proc.csv``, ``contexts.csv``, ``fusion.csv`` and ``fusion_heldout.csv`` (with BM25
+        and dense runs), ``significance.csv`` (with several retrievers),
+        ``ranwg_sensitivity.csv`` (graded data) and ``provenance.json``, each written
+        atomically.
 
         Returns
         -------
@@ -286,18 +365,34 @@ class Comparison:
         for name, run in self.runs.items():
             write_run(run, folder / "runs" / f"{name}.trec", tag=name)
         frames = [("aggregate", self.aggregate), ("per_query", self.per_query), ("proc", self.proc)]
+        frames.append(("contexts", self.contexts))
+        if self.fusions is not None:
+            frames += [
+                ("fusion", self.fusions.table.reset_index()),
+                ("fusion_heldout", self.fusions.heldout),
+            ]
         if self.significance is not None:
             frames.append(("significance", self.significance.pairs))
+        if not self.sensitivity.empty:
+            frames.append(("ranwg_sensitivity", self.sensitivity))
         for stem, frame in frames:
             with atomic_write(folder / f"{stem}.csv") as f:
                 frame.to_csv(f, index=False)
         write_json(self.provenance(), folder / "provenance.json")
         return folder
 
+    def synthetic_notice(self) -> str | None:
+        """The first-screen sentence saying the dataset's queries are synthetic, or None.
+
+        See :func:`ragnb.judge.querygen.synthetic_notice` (queries written by
+        :func:`ragnb.judge.querygen.write_synthetic`)."""
+        return synthetic_notice(self.dataset)
+
     def provenance(self) -> dict[str, Any]:
         """What produced the numbers: dataset, retrievers and models, versions, cache."""
         return {
             "dataset": self.dataset.summary(),
+            "synthetic_queries": self.synthetic_notice(),
             "dataset_recipe": {
                 k: self.dataset.meta[k] for k in ("python_version",) if k in self.dataset.meta
             },
@@ -371,6 +466,34 @@ def _judged_notes(aggregate: pd.DataFrame, k: int, margin: float = 0.1) -> list[
     return [str(w.message) for w in caught]
 
 
+def _add_fusions_and_contexts(comparison: Comparison, progress: bool) -> None:
+    """The fusion comparison (BM25 + dense) and the context measures at the headline K."""
+    config, dataset, k = comparison.config, comparison.dataset, comparison.config.headline_k
+    comparison.fusions = compare_fusions(
+        dataset.qrels,
+        comparison.runs,
+        [f"nDCG@{k}", f"R@{k}", "RR"],
+        configured=config.fusion_spec,
+        seed=config.seed,
+    )
+    embedder = None
+    if config.context_similarity == "embedding":
+        from ragnb.embed import make_embedder
+
+        embedder = make_embedder(
+            config.model, cache_dir=config.cache_dir or None, progress=progress
+        )
+    comparison.contexts = context_scores(
+        dataset,
+        comparison.runs,
+        k,
+        rel=config.rel,
+        similarity=config.context_similarity,
+        tau=config.context_tau,
+        embedder=embedder,
+    )
+
+
 def compare_retrievers(
     config: RetrievalEvaluationConfig,
     *,
@@ -398,9 +521,9 @@ def compare_retrievers(
         config.retrievers,
         embedder=config.model,
         depth=config.depth,
-        rrf_k=config.rrf_k,
         cache_dir=config.cache_dir,
         progress=progress,
+        fusion=config.fusion_spec,
     )
     timings = {name: info.pop("seconds") for name, info in described.items()}
     measures = core_measures(config.cutoffs, config.alpha, config.rel)
@@ -440,6 +563,16 @@ def compare_retrievers(
     comparison.proc = _proc_frame(config, dataset.qrels, graded_qrels, runs)
     comparison.significance = _significance(config, per_query, grade_map is not None)
     comparison.notes = _judged_notes(aggregate, config.headline_k)
+    if graded_qrels is not None:
+        comparison.sensitivity = ranwg_sensitivity(
+            graded_qrels,
+            runs,
+            config.headline_k,
+            a_values=config.sensitivity_a,
+            cap4_values=config.sensitivity_cap4,
+            cap3_values=config.sensitivity_cap3,
+        )
+    _add_fusions_and_contexts(comparison, progress)
     if config.export_dir:
         comparison.export(config.export_dir)
     return comparison
