@@ -11,6 +11,7 @@ import pytest
 
 from ragnb.clq.grid import SweepGrid
 from ragnb.clq.sweep import cap_dataset, run_sweep
+from ragnb.errors import InputError
 from ragnb.io import read_beir, read_parquet
 
 PYDOCS = Path(__file__).resolve().parents[1] / "data" / "pydocs"
@@ -92,6 +93,9 @@ def test_rows_carry_latency_memory_cost_and_quality(interrupted):
     assert (dense.loc[dense["index"] == "hnsw", "mem_graph"] > 0).all()
     assert (r["cost_local_usd"] > 0).all() and (r["cost_generator_usd"] > 0).all()
     assert np.allclose(r["cost_usd"], r["cost_retrieval_usd"] + r["cost_generator_usd"])
+    # no rewriting in this grid: the rewrite stage is zero in the totals
+    assert (r["rewriter"] == "").all() and (r["rewrite_p95_ms"] == 0).all()
+    assert (r["cost_rewrite_usd"] == 0).all()
     assert r["quality"].between(0, 1).all() and (r["quality"] == r["nDCG@10"]).all()
     # the final run lies inside its pool: actual <= PROC
     assert (r["quality"] <= r["proc"] + 1e-9).all()
@@ -181,6 +185,33 @@ def test_truncated_dimensions_reuse_the_full_vectors(small, tmp_path):
         warnings.simplefilter("ignore")
         direct = make_embedder("wordllama", dim=32, cache_dir=str(tmp_path / "c2"), progress=False)
     np.testing.assert_allclose(stored[32], direct.embed(texts, kind="passage"), atol=1e-6)
+
+
+def test_hybrid_fusion_is_a_grid_axis(small, tmp_path):
+    """Each fusion of the axis is one hybrid configuration; RRF keeps the id it had before the
+    axis existed; wsum(0,1) (weights BM25, dense) ranks the pool in dense order, so its nDCG@10
+    is the dense configuration's."""
+    base = dict(
+        embedders=["wordllama"],
+        chunkers=["document"],
+        indexes=["flat"],
+        pool_ks=[50],
+        rerankers=["none"],
+    )
+    fusions = ["rrf", "wsum(0,1)", {"method": "combmnz", "norm": "z-score"}, "wrrf(2,1,k=10)"]
+    grid = SweepGrid(**base, modes=["dense", "hybrid"], fusions=fusions)
+    result = run_sweep(grid, small, tmp_path / "sweep", cache_dir=str(tmp_path / "cache"))
+    r = result.results.set_index("fusion")
+    assert sorted(r.index) == ["", "", "combmnz/z-score", "wrrf(2,1,k=10)", "wsum(0,1)"]
+    hybrid = r[r["mode"] == "hybrid"]
+    assert "hybrid wsum(0,1) wordllama" in hybrid.loc["wsum(0,1)", "label"]
+    rrf_id = SweepGrid(**base, modes=["hybrid"]).expand()[0].config_id
+    assert hybrid.loc[""]["config_id"] == rrf_id
+    dense = r[r["mode"] == "dense"].iloc[0]
+    assert hybrid.loc["wsum(0,1)", "nDCG@10"] == pytest.approx(dense["nDCG@10"], abs=1e-12)
+    assert hybrid["quality"].between(0, 1).all() and hybrid["quality"].nunique() > 1
+    with pytest.raises(InputError, match="3 weights for 2 runs"):
+        SweepGrid(**base, modes=["hybrid"], fusions=["wsum(1,2,3)"])
 
 
 def test_staged_search_fixes_one_stage_at_a_time(small, tmp_path):

@@ -1,12 +1,15 @@
 """Cost per 1,000 queries of a retrieval configuration: API tokens, local compute, generator input.
 
-Three parts, each in US dollars per 1,000 queries:
+Four parts, each in US dollars per 1,000 queries:
 
 - **API tokens**: query embedding with an API embedder (``openai:<model>``), and token-metered
   reranking: ``K x T_cand`` tokens per query with ``T_cand`` = query + candidate tokens
   (Dallaire section 3.2.1: ``Cost_rerank = K x T_cand / 1000 x price_1k``). Tokens are counted
   offline with :func:`ragnb.ledger.count_tokens`; an LLM reranker's own usage (input and output
   tokens) is used when it reports one.
+- **Query rewriting** by an LLM (the sweep's ``rewriters`` axis, Dallaire section 4.1): the
+  rewriter's input and output tokens per query (its usage as reported, the original answer's
+  when cached) times its model's prices.
 - **Local compute**: the measured seconds of the embed + search + rerank path, times a
   user-set machine price per hour, so local configurations are not free.
 - **Generator input**: the ``generator_k`` chunks sent to the generator times their mean token
@@ -159,6 +162,9 @@ class CostModel:
         rerank_output_tokens: float,
         local_seconds: float,
         generator_tokens: float,
+        rewriter_model: str | None = None,
+        rewrite_input_tokens: float = 0.0,
+        rewrite_output_tokens: float = 0.0,
     ) -> dict[str, float]:
         """Cost of 1,000 queries, by part.
 
@@ -171,15 +177,19 @@ class CostModel:
         rerank_input_tokens, rerank_output_tokens : float
             Mean reranker tokens per query (input: query + candidate per candidate).
         local_seconds : float
-            Mean seconds per query of the timed path (embed + search + rerank).
+            Mean seconds per query of the timed path (rewrite + embed + search + rerank).
         generator_tokens : float
             Mean generator input tokens per query (the top ``generator_k`` chunks).
+        rewriter_model : str, optional
+            The LLM that rewrote the queries (a price-table model); None: no LLM rewriting.
+        rewrite_input_tokens, rewrite_output_tokens : float
+            Mean rewriter tokens per query.
 
         Returns
         -------
         dict
-            ``cost_embed_usd``, ``cost_rerank_usd``, ``cost_local_usd``,
-            ``cost_retrieval_usd`` (the three above), ``cost_generator_usd``,
+            ``cost_embed_usd``, ``cost_rewrite_usd``, ``cost_rerank_usd``, ``cost_local_usd``,
+            ``cost_retrieval_usd`` (the four above), ``cost_generator_usd``,
             ``cost_usd`` (all), US dollars per 1,000 queries; NaN for an unpriced model.
 
         Examples
@@ -195,6 +205,14 @@ class CostModel:
         (1.25, 0.1)
         >>> round(out["cost_generator_usd"], 4), round(out["cost_usd"], 4)
         (6.25, 7.6)
+        >>> t = PriceTable.from_dict({"models": {"gpt-5-nano": {"input": 0.05, "output": 0.4}}})
+        >>> c = CostModel(t, machine_usd_per_hour=0.0)
+        >>> out = c.per_1k(embedder="wordllama", reranker="none", query_tokens=10,
+        ...                rerank_input_tokens=0, rerank_output_tokens=0, local_seconds=0.0,
+        ...                generator_tokens=0, rewriter_model="gpt-5-nano",
+        ...                rewrite_input_tokens=100, rewrite_output_tokens=25)
+        >>> round(out["cost_rewrite_usd"], 4), round(out["cost_retrieval_usd"], 4)
+        (0.015, 0.015)
         """
         prices = self.prices if self.prices is not None else load_prices()[0]
         machine = float(self.machine_usd_per_hour or 0.0)
@@ -209,11 +227,20 @@ class CostModel:
             / 1e6
             * 1000
         )
+        rewrite = (
+            (
+                rewrite_input_tokens * _price(prices, rewriter_model)
+                + rewrite_output_tokens * _price(prices, rewriter_model, "output")
+            )
+            / 1e6
+            * 1000
+        )
         local = local_seconds * machine / 3600 * 1000
         generator = generator_tokens * _price(prices, self.generator) / 1e6 * 1000
-        retrieval = embed + rerank + local
+        retrieval = embed + rewrite + rerank + local
         return {
             "cost_embed_usd": embed,
+            "cost_rewrite_usd": rewrite,
             "cost_rerank_usd": rerank,
             "cost_local_usd": local,
             "cost_retrieval_usd": retrieval,

@@ -3,8 +3,9 @@
 :class:`_Sweep` holds what every configuration of one :func:`ragnb.clq.sweep.run_sweep`
 call reuses, each built once: the chunks per chunker (and their chunk-level qrels when evidence
 sentences are given), the embeddings per (embedder, dim, chunker), the query vectors and their
-per-query embedding times, the indexes, the BM25 runs and the rerankers. Measuring one
-configuration against that state is :mod:`ragnb.clq.measure`.
+per-query embedding times, the indexes, the BM25 runs, the rerankers and the rewritten queries
+of each query rewriter (:class:`Rewrites`: texts, per-query milliseconds and LLM tokens).
+Measuring one configuration against that state is :mod:`ragnb.clq.measure`.
 
 Building embeddings and indexes may use an :class:`Executor` (serial by default, a thread pool
 with :class:`ThreadExecutor`; the protocol is ``map(fn, items) -> list`` so a Dask or Ray
@@ -12,7 +13,8 @@ client can stand in for large corpora).
 
 References
 ----------
-Dallaire, arXiv:2511.09545, sections 3.1-3.3 (what is metered and how) and 3.5 (the sweep).
+Dallaire, arXiv:2511.09545, sections 3.1-3.3 (what is metered and how), 3.5 (the sweep) and 4.1
+(retrieval with and without query rewriting).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,6 +41,7 @@ from ragnb.validation import l2_normalise
 __all__ = [
     "EVIDENCE_MEASURES",
     "Executor",
+    "Rewrites",
     "SerialExecutor",
     "ThreadExecutor",
     "quality_measures",
@@ -102,6 +106,80 @@ def quality_measures(graded: bool) -> dict[str, list[str]]:
     if graded:
         out["graded"] = ["RA-nWG@10", "RA-nWG@30", "N-Recall4+@10", "N-Recall4+@30"]
     return out
+
+
+# ----------------------------------------------------------------------------- rewrites
+
+
+@dataclass
+class Rewrites:
+    """The queries of one rewriter, in the sweep's query order (arrays of shape (n_queries,)).
+
+    Attributes
+    ----------
+    texts : list of str
+        Rewritten texts (the original text where the rewriter gave none).
+    ms : ndarray of float
+        Milliseconds per query of the rewrite (timed one query at a time, after warm-up for
+        the denoiser; for an LLM, the call's wall time when it was made, 0 for none).
+    input_tokens, output_tokens : ndarray of float
+        LLM usage per query (0 for the denoiser); a cached answer keeps its original usage.
+    tokens : list of int
+        Offline token count of each rewritten text (:func:`ragnb.clq.cost.count_texts`).
+    model : str or None
+        The LLM that rewrote (None for none and the denoiser).
+    """
+
+    texts: list[str]
+    ms: np.ndarray
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    tokens: list[int]
+    model: str | None = None
+
+
+def _denoise_rewrites(texts: list[str], warmup: int) -> tuple[list[str], np.ndarray]:
+    """:func:`ragnb.judge.denoise.denoise_query` of each text, timed one at a time."""
+    from ragnb.judge.denoise import denoise_query
+
+    for text in texts[:warmup]:
+        denoise_query(text)
+    out, ms = [], []
+    for text in texts:
+        t0 = time.perf_counter()
+        out.append(denoise_query(text))
+        ms.append((time.perf_counter() - t0) * 1000)
+    return out, np.asarray(ms)
+
+
+def _llm_rewrites(judge: Any, qids: list[str], texts: list[str]) -> pd.DataFrame:
+    """:class:`ragnb.judge.LLMRewriter` calls through ``judge`` (cache, ledger, retries), one
+    query at a time so each call's wall time is that query's rewrite latency. Returns
+    ``query_id``, ``text``, ``rewrite_ms``, ``input_tokens``, ``output_tokens``, ``cached``,
+    ``valid``, ``reason``."""
+    from ragnb.judge.rewriter import REWRITE_STAGE, LLMRewriter
+
+    rewriter = LLMRewriter(judge)
+    rows = []
+    for qid, text in zip(qids, texts, strict=True):
+        call = judge.make_call(rewriter.template, {"query": text}, item=qid, query_id=qid)
+        t0 = time.perf_counter()
+        (r,) = judge.run([call], stage=REWRITE_STAGE, kind="extract")
+        ms = (time.perf_counter() - t0) * 1000
+        new = " ".join(r.value).strip() if r.valid else ""
+        rows.append(
+            {
+                "query_id": qid,
+                "text": new or text,
+                "rewrite_ms": ms,
+                "input_tokens": float(r.input_tokens),
+                "output_tokens": float(r.output_tokens),
+                "cached": bool(r.cached),
+                "valid": bool(new),
+                "reason": "" if new else (r.reason or r.status or "empty rewrite"),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 # ----------------------------------------------------------------------------- context
@@ -171,7 +249,8 @@ class _Sweep:
         self.indexes: dict[tuple[Any, ...], Any] = {}
         self.bm25: dict[str, Any] = {}
         self.rerankers: dict[str, Any] = {}
-        self.prewarmed: set[tuple[str, str]] = set()
+        self.prewarmed: set[tuple[str, ...]] = set()
+        self.rewrites: dict[str, Rewrites] = {}
         self.n_index_builds = 0
         self.n_embedded = 0
         self.dataset_key = _fingerprint(
@@ -200,6 +279,87 @@ class _Sweep:
             "`evidence_P@10`, chunk level); the other pairs fall back to document level "
             "(every chunk of the document keeps its grade)."
         )
+
+    # -------------------------------------------------------------- rewrites
+
+    def texts(self, rewriter: str = "") -> list[str]:
+        """The query texts a configuration with ``rewriter`` sends (``""``: the originals)."""
+        return self.rewrites[rewriter].texts if rewriter else self.qtexts
+
+    def tokens(self, rewriter: str = "") -> list[int]:
+        """Offline token counts of :meth:`texts`."""
+        return self.rewrites[rewriter].tokens if rewriter else self.query_tokens
+
+    def prepare_rewrites(self, names: Iterable[str], judge: Any = None) -> None:
+        """Rewrite the queries once per rewriter (``"denoise"``, ``"llm"``, ``"llm:<model>"``).
+
+        An LLM's rewrites are stored in ``<out_dir>/rewrites/<key>.parquet`` (texts, per-query
+        milliseconds, tokens) and read back by a later call, which then makes no request; a
+        first call whose answers come from the judge's cache records the cache's time, with a
+        note.
+
+        Raises
+        ------
+        InputError
+            An LLM rewriter without ``judge``, or ``"llm:<model>"`` with a judge of another
+            model.
+        """
+        n = len(self.qtexts)
+        for name in dict.fromkeys(names):
+            if not name or name in self.rewrites:
+                continue
+            if name == "denoise":
+                texts, ms = _denoise_rewrites(self.qtexts, self.warmup)
+                zero = np.zeros(n)
+                self.rewrites[name] = Rewrites(texts, ms, zero, zero.copy(), count_texts(texts))
+                continue
+            frame = self._llm_frame(name, judge)
+            texts = frame["text"].astype(str).tolist()
+            self.rewrites[name] = Rewrites(
+                texts,
+                frame["rewrite_ms"].to_numpy(float),
+                frame["input_tokens"].to_numpy(float),
+                frame["output_tokens"].to_numpy(float),
+                count_texts(texts),
+                model=str(judge.model),
+            )
+
+    def _llm_frame(self, name: str, judge: Any) -> pd.DataFrame:
+        """The LLM rewrites of ``name``: stored in the sweep folder, else made and stored."""
+        if judge is None or not hasattr(judge, "make_call"):
+            raise InputError(
+                f"rewriter {name!r} needs an LLM: pass rewrite_judge (an OpenAIJudge) to run_sweep",
+                column="rewriters",
+            )
+        model = str(judge.model)
+        if name.startswith("llm:") and name.removeprefix("llm:") != model:
+            raise InputError(
+                f"rewriter {name!r} names another model than the rewrite judge's {model!r}",
+                column="rewriters",
+            )
+        from ragnb.judge.rewriter import LLMRewriter
+
+        rewriter_id = LLMRewriter(judge).rewriter_id
+        path = self.out_dir / "rewrites" / f"{_fingerprint(rewriter_id, self.dataset_key)}.parquet"
+        if path.is_file():
+            stored = pd.read_parquet(path)
+            if stored["query_id"].astype(str).tolist() == self.qids:
+                return stored
+        frame = _llm_rewrites(judge, self.qids, self.qtexts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(path, "wb") as f:
+            frame.to_parquet(f, index=False)
+        cached, failed = int(frame["cached"].sum()), int((~frame["valid"]).sum())
+        note = f"Query rewriting by `{rewriter_id}`: {len(frame)} queries rewritten one at a time"
+        if cached:
+            note += (
+                f"; {cached} answers came from the judge's cache, so their rewrite latency is "
+                "the cache lookup's, not the model's"
+            )
+        if failed:
+            note += f"; {failed} kept their original text (no valid rewrite)"
+        self.notes.append(note + ".")
+        return frame
 
     # -------------------------------------------------------------- chunks
 
@@ -263,24 +423,32 @@ class _Sweep:
             self.vectors[key] = vecs
             self.n_embedded += n
 
-    def query_vectors(self, name: str, dim: int) -> np.ndarray:
-        """Query vectors (cached) and, once per (embedder, dim), the per-query embedding time
-        of the uncached backend, after warm-up."""
-        key = (name, dim)
+    @staticmethod
+    def query_key(name: str, dim: int, rewriter: str = "") -> tuple[Any, ...]:
+        """The key of :attr:`qvectors` and :attr:`embed_ms`: ``(name, dim)``, plus the
+        rewriter when there is one."""
+        return (name, dim, rewriter) if rewriter else (name, dim)
+
+    def query_vectors(self, name: str, dim: int, rewriter: str = "") -> np.ndarray:
+        """Query vectors (cached) and, once per (embedder, dim, rewriter), the per-query
+        embedding time of the uncached backend, after warm-up. ``rewriter`` names prepared
+        rewrites (:meth:`prepare_rewrites`); ``""`` embeds the original texts."""
+        key = self.query_key(name, dim, rewriter)
         if key not in self.qvectors and dim:
             # the full vectors cut and renormalised; the model's time is the full model's
-            full = self.query_vectors(name, 0)
+            full = self.query_vectors(name, 0, rewriter)
             self.qvectors[key] = l2_normalise(full[:, :dim])
-            self.embed_ms[key] = self.embed_ms[(name, 0)]
+            self.embed_ms[key] = self.embed_ms[self.query_key(name, 0, rewriter)]
         if key not in self.qvectors:
+            texts = self.texts(rewriter)
             emb = self._embedder(name, dim)
-            self.qvectors[key] = l2_normalise(emb.embed(self.qtexts, kind="query"))
+            self.qvectors[key] = l2_normalise(emb.embed(texts, kind="query"))
             self.n_embedded += int(emb.backend.n_texts)
             backend = emb.backend
-            for text in self.qtexts[: self.warmup]:
+            for text in texts[: self.warmup]:
                 backend.embed([text], "query")
             times = []
-            for text in self.qtexts:
+            for text in texts:
                 t0 = time.perf_counter()
                 backend.embed([text], "query")
                 times.append((time.perf_counter() - t0) * 1000)
@@ -329,9 +497,12 @@ class _Sweep:
 
     # -------------------------------------------------------------- BM25
 
-    def bm25_runs(self, chunker: str, depth: int) -> tuple[list[list[tuple[int, float]]], Any]:
-        """Per query: (chunk row, score) best first, and per-query milliseconds."""
-        key = f"{chunker}@{depth}"
+    def bm25_runs(
+        self, chunker: str, depth: int, rewriter: str = ""
+    ) -> tuple[list[list[tuple[int, float]]], Any]:
+        """Per query: (chunk row, score) best first, and per-query milliseconds (queries of
+        ``rewriter``, :meth:`texts`)."""
+        key = f"{chunker}@{depth}" + (f"#{rewriter}" if rewriter else "")
         if key not in self.bm25:
             from ragnb.retrieve import BM25Retriever
 
@@ -345,7 +516,7 @@ class _Sweep:
             )
             retr = BM25Retriever().index(frame)
             row_of = {cid: i for i, cid in enumerate(frame["doc_id"])}
-            one = self.queries[["query_id", "text"]]
+            one = self.queries[["query_id", "text"]].assign(text=self.texts(rewriter))
             for i in range(min(self.warmup, len(one))):
                 retr.retrieve(one.iloc[[i]], k=depth)
             out, times = [], []

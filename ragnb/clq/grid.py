@@ -9,17 +9,23 @@ configuration has no embedder, dimension or index, so the grid yields one BM25 c
 (chunker, K, reranker), not one per embedder.
 
 The knobs follow Dallaire's sweep (embedder x dimension x ANN x K x reranker, modes dense, hybrid
-RRF and hybrid + rerank; section 3.5) with the chunker of section 3.1 as an extra dimension.
+RRF and hybrid + rerank; section 3.5) with the chunker of section 3.1 as an extra dimension, and
+the hybrid's fusion method (:mod:`ragnb.fusion`: RRF, weighted RRF, CombSUM, CombMNZ, ...) as
+another, and query rewriting (none, the rule-based denoiser, an LLM rewriter; section 4.1
+compares stacks with and without rewriting) as a third, optionally restricted to part of the
+grid (``rewrite_scope``) because it multiplies the configurations.
 
 References
 ----------
 Dallaire, "Practical RAG Evaluation: A Rarity-Aware Set-Based Metric and Cost-Latency-Quality
-Trade-offs", arXiv:2511.09545, sections 3.1-3.5.
+Trade-offs", arXiv:2511.09545, sections 3.1-3.5 and 4.1.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import json
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -27,11 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from ragnb.errors import InputError
+from ragnb.fusion import Fusion, parse_fusion
 from ragnb.validation import check_int_at_least
 
 __all__ = [
     "INDEX_KINDS",
     "MODES",
+    "REWRITERS",
     "DynamicK",
     "SweepConfig",
     "SweepGrid",
@@ -44,6 +52,24 @@ MODES = ("dense", "bm25", "hybrid")
 #: int8 scalar quantisation.
 INDEX_KINDS = ("flat", "hnsw", "flat-sq8", "hnsw-sq8")
 BACKENDS = ("faiss", "hnswlib")
+#: Query rewriters of the ``rewriters`` axis: none, the rule-based denoiser
+#: (:func:`ragnb.judge.denoise.denoise_query`) and an LLM (:class:`ragnb.judge.LLMRewriter`;
+#: ``"llm:<model>"`` names the model in the configuration's id).
+REWRITERS = ("none", "denoise", "llm")
+#: The :class:`SweepConfig` fields a ``rewrite_scope`` may restrict.
+SCOPE_FIELDS = (
+    "mode",
+    "embedder",
+    "dim",
+    "index",
+    "backend",
+    "chunker",
+    "reranker",
+    "dedup",
+    "fusion",
+    "pool_k",
+    "dynamic",
+)
 _NONE = "-"
 
 
@@ -112,6 +138,14 @@ class SweepConfig:
         HNSW parameters (0 for indexes without a graph).
     rrf_k, hybrid_depth : int
         Reciprocal rank fusion constant and depth taken from each side (hybrid only, else 0).
+    fusion : str
+        The hybrid's fusion (:attr:`ragnb.fusion.Fusion.name`, weights in the order BM25,
+        dense); ``""`` for reciprocal rank fusion with ``rrf_k`` and for the other modes. Left
+        out of :attr:`config_id` when empty, so the ids of RRF configurations do not change.
+    rewriter : str
+        The query rewriter applied before retrieval: ``""`` for none, ``"denoise"``, ``"llm"``
+        or ``"llm:<model>"`` (see :data:`REWRITERS`). Left out of :attr:`config_id` when
+        empty, so the ids of configurations without rewriting do not change.
     """
 
     mode: str
@@ -129,12 +163,29 @@ class SweepConfig:
     ef_construction: int = 0
     rrf_k: int = 0
     hybrid_depth: int = 0
+    fusion: str = ""
+    rewriter: str = ""
+
+    def _identity(self) -> dict[str, Any]:
+        """The fields, without ``fusion`` and ``rewriter`` when they are empty (RRF, no
+        rewriting: the ids of earlier sweeps)."""
+        d = asdict(self)
+        for name in ("fusion", "rewriter"):
+            if not d[name]:
+                d.pop(name)
+        return d
 
     @property
     def config_id(self) -> str:
         """Stable 16-hex id: SHA-256 of the canonical JSON of the fields."""
-        blob = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        blob = json.dumps(self._identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @functools.cached_property
+    def fusion_spec(self) -> Fusion:
+        """The hybrid's :class:`ragnb.fusion.Fusion` (RRF with ``rrf_k`` when ``fusion`` is
+        empty)."""
+        return parse_fusion(self.fusion or "rrf", rrf_k=self.rrf_k)
 
     @property
     def dense(self) -> bool:
@@ -155,7 +206,7 @@ class SweepConfig:
     def family(self) -> str:
         """The configuration without its pool size: configurations of one family differ only
         in K (used for the marginal gain of raising K)."""
-        d = asdict(self)
+        d = self._identity()
         d.pop("pool_k")
         d.pop("dynamic")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
@@ -164,7 +215,7 @@ class SweepConfig:
     def label(self) -> str:
         """A short readable name, e.g. ``"dense wordllama/256d flat K=50 sentences | none"``."""
         k = self.dynamic or f"K={self.pool_k}"
-        parts = [self.mode]
+        parts = [f"{self.mode} {self.fusion}" if self.fusion else self.mode]
         if self.dense:
             dim = f"{self.dim}d" if self.dim else "full"
             index = self.index if self.backend == "faiss" else f"{self.index}({self.backend})"
@@ -175,6 +226,8 @@ class SweepConfig:
         out = " ".join(parts) + f" | {self.reranker}"
         if self.dedup:
             out += f" dedup>{self.dedup:g}"
+        if self.rewriter:
+            out += f" | rewrite={self.rewriter}"
         return out
 
     def as_row(self) -> dict[str, Any]:
@@ -185,6 +238,19 @@ class SweepConfig:
             "label": self.label,
             "family": self.family,
         }
+
+
+def _rewriter_name(spec: Any) -> str:
+    """``SweepConfig.rewriter`` of a ``rewriters`` entry: ``""`` for none."""
+    name = "none" if spec in (None, "") else str(spec).strip()
+    if name == "none":
+        return ""
+    if name in REWRITERS or (name.startswith("llm:") and len(name) > 4):
+        return name
+    raise InputError(
+        f"rewriters: unknown value {spec!r}; allowed {list(REWRITERS)} or 'llm:<model>'",
+        column="rewriters",
+    )
 
 
 def _as_list(value: Any, name: str) -> list[Any]:
@@ -235,6 +301,20 @@ class SweepGrid:
         RRF constant (Cormack et al. 2009; the paper uses 60).
     hybrid_depth : int
         Candidates taken from each of dense and BM25 before fusion (the paper: top-100).
+    fusions : list of str or dict
+        The hybrid mode's fusion methods, an axis of the grid (:func:`ragnb.fusion.parse_fusion`:
+        ``"rrf"``, ``"wrrf(0.3,0.7)"``, ``"combmnz/z-score"``, ``{"method": "wsum", "weights":
+        [0.3, 0.7]}``); weights in the order BM25, dense. Default ``["rrf"]`` (with ``rrf_k``).
+    rewriters : list of str
+        Query rewriters, an axis of the grid (:data:`REWRITERS`): ``"none"``, ``"denoise"``,
+        ``"llm"`` or ``"llm:<model>"``; an LLM rewriter needs ``rewrite_judge`` in
+        :func:`ragnb.clq.sweep.run_sweep`. Default ``["none"]``.
+    rewrite_scope : dict of str to list
+        Where rewriters other than ``"none"`` apply: a :class:`SweepConfig` field (one of
+        :data:`SCOPE_FIELDS`) to the grid values it may take, matched on the grid's values
+        before the knobs a mode ignores are neutralised (so ``{"dim": [0], "index":
+        ["flat"]}`` keeps the BM25 configurations too); ``"dynamic": [""]`` means fixed K
+        only, and a ``fusion`` entry is a fusion spec. Empty (default): everywhere.
     """
 
     embedders: list[str] = field(default_factory=lambda: ["wordllama"])
@@ -252,6 +332,9 @@ class SweepGrid:
     ef_construction: int = 200
     rrf_k: int = 60
     hybrid_depth: int = 100
+    fusions: list[Any] = field(default_factory=lambda: ["rrf"])
+    rewriters: list[str] = field(default_factory=lambda: ["none"])
+    rewrite_scope: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in (
@@ -265,6 +348,8 @@ class SweepGrid:
             "modes",
             "dedup",
             "dynamic_k",
+            "fusions",
+            "rewriters",
         ):
             setattr(self, name, _as_list(getattr(self, name), name))
             if not getattr(self, name) and name != "dynamic_k":
@@ -301,6 +386,54 @@ class SweepGrid:
             )
         if "dense" not in self.modes and "hybrid" not in self.modes:
             self._dynamic = []
+        self._fusions = [self._fusion_name(f) for f in self.fusions]
+        self._rewriters = list(dict.fromkeys(_rewriter_name(r) for r in self.rewriters))
+        self._scope = self._scope_values(self.rewrite_scope)
+
+    def _scope_values(self, scope: Any) -> dict[str, set[Any]]:
+        """``rewrite_scope`` checked, with its values in :class:`SweepConfig`'s form."""
+        if scope is None:
+            return {}
+        if not isinstance(scope, dict):
+            raise InputError(
+                "rewrite_scope must map config fields to lists", column="rewrite_scope"
+            )
+        bad = sorted(set(scope) - set(SCOPE_FIELDS))
+        if bad:
+            raise InputError(
+                f"rewrite_scope: unknown field(s) {bad}; allowed {list(SCOPE_FIELDS)}",
+                column="rewrite_scope",
+            )
+        out: dict[str, set[Any]] = {}
+        for name, values in scope.items():
+            vals = _as_list(values, "rewrite_scope")
+            if name == "fusion":
+                vals = [self._fusion_name(v) for v in vals]
+            elif name in ("dim", "pool_k"):
+                vals = [0 if v in (None, "full") else int(v) for v in vals]
+            elif name == "dedup":
+                vals = [float(v or 0.0) for v in vals]
+            elif name == "dynamic":
+                vals = ["" if v in (None, "", "none", "fixed") else str(v) for v in vals]
+            out[name] = set(vals)
+        return out
+
+    def _in_scope(self, knobs: dict[str, Any]) -> bool:
+        """Whether rewriting applies to the grid point ``knobs`` (field -> grid value)."""
+        return all(knobs[name] in allowed for name, allowed in self._scope.items())
+
+    def _fusion_name(self, spec: Any) -> str:
+        """``SweepConfig.fusion`` of a ``fusions`` entry: ``""`` for RRF with ``rrf_k``."""
+        if isinstance(spec, dict) and not isinstance(spec.get("weights", []), list | tuple):
+            raise InputError("fusion weights must be a list", column="fusions")
+        try:
+            f = parse_fusion(
+                spec if isinstance(spec, Fusion | dict) else str(spec), rrf_k=self.rrf_k
+            )
+            f.weights_for(2)  # BM25 and dense
+        except InputError as e:
+            raise InputError(e.message, column="fusions") from None
+        return "" if f == Fusion("rrf", rrf_k=self.rrf_k) else f.name
 
     # ------------------------------------------------------------------ expansion
 
@@ -316,6 +449,8 @@ class SweepGrid:
         dedup: float,
         k: int,
         dynamic: str,
+        fusion: str = "",
+        rewriter: str = "",
     ) -> SweepConfig:
         dense = mode in ("dense", "hybrid")
         graph = dense and "hnsw" in index
@@ -335,15 +470,19 @@ class SweepGrid:
             ef_construction=self.ef_construction if graph else 0,
             rrf_k=self.rrf_k if mode == "hybrid" else 0,
             hybrid_depth=self.hybrid_depth if mode == "hybrid" else 0,
+            fusion=fusion if mode == "hybrid" else "",
+            rewriter=rewriter,
         )
 
     def expand(self) -> list[SweepConfig]:
         """Every valid, distinct configuration, in a stable order.
 
         Invalid combinations are dropped (hnswlib with a quantised or flat index: only
-        ``"hnsw"`` runs on hnswlib); knobs a mode ignores are neutralised, then duplicates are
-        removed. Each dynamic-K policy adds one configuration per (mode, embedder, dim, index,
-        chunker, reranker, dedup) of the dense and hybrid modes.
+        ``"hnsw"`` runs on hnswlib); knobs a mode ignores are neutralised (the fusion outside
+        hybrid mode), then duplicates are removed. Each dynamic-K policy adds one configuration
+        per (mode, embedder, dim, index, chunker, reranker, dedup, fusion) of the dense and
+        hybrid modes. Each rewriter other than none adds a copy of the configurations inside
+        ``rewrite_scope``.
 
         Returns
         -------
@@ -352,32 +491,33 @@ class SweepGrid:
         out: dict[str, SweepConfig] = {}
         pools: list[tuple[int, str]] = [(k, "") for k in self.pool_ks]
         pools += [(d.start, d.name) for d in self._dynamic]
-        for mode in self.modes:
-            for embedder in self.embedders:
-                for dim in self.dims:
-                    for index in self.indexes:
-                        for backend in self.backends:
-                            if backend == "hnswlib" and index != "hnsw":
-                                continue
-                            for chunker in self.chunkers:
-                                for reranker in self.rerankers:
-                                    for dedup in self.dedup:
-                                        for k, dyn in pools:
-                                            cfg = self._base(
-                                                mode,
-                                                embedder,
-                                                dim,
-                                                index,
-                                                backend,
-                                                chunker,
-                                                reranker,
-                                                dedup,
-                                                k,
-                                                dyn,
-                                            )
-                                            if dyn and not cfg.dense:
-                                                continue
-                                            out.setdefault(cfg.config_id, cfg)
+        # (K, dynamic policy, rewriter): the rewriter varies fastest
+        tails = [(k, dyn, rw) for k, dyn in pools for rw in self._rewriters]
+        knobs = itertools.product(
+            self.modes,
+            self.embedders,
+            self.dims,
+            self.indexes,
+            self.backends,
+            self.chunkers,
+            self.rerankers,
+            self.dedup,
+            self._fusions,
+            tails,
+        )
+        for mode, embedder, dim, index, backend, chunker, reranker, dedup, fusion, tail in knobs:
+            if backend == "hnswlib" and index != "hnsw":
+                continue
+            k, dyn, rw = tail
+            values = (mode, embedder, dim, index, backend, chunker, reranker, dedup, fusion, k, dyn)
+            if rw and not self._in_scope(dict(zip(SCOPE_FIELDS, values, strict=True))):
+                continue
+            cfg = self._base(
+                mode, embedder, dim, index, backend, chunker, reranker, dedup, k, dyn, fusion, rw
+            )
+            if dyn and not cfg.dense:
+                continue
+            out.setdefault(cfg.config_id, cfg)
         return list(out.values())
 
     def dynamic_policy(self, name: str) -> DynamicK:
@@ -398,7 +538,9 @@ class SweepGrid:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists, numbers, strings) that :meth:`from_dict` reads back."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["fusions"] = [f.name if isinstance(f, Fusion) else f for f in self.fusions]
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, *, path: str | None = None) -> SweepGrid:

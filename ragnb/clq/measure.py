@@ -1,6 +1,8 @@
 """Measure one configuration of a CLQ sweep against the shared state of :mod:`ragnb.clq.engine`.
 
-:func:`measure_config` runs the stages in order, each a named step below: embed and search
+:func:`measure_config` runs the stages in order, each a named step below: the query rewrite
+(prepared once per rewriter by :meth:`ragnb.clq.engine._Sweep.prepare_rewrites`; its per-query
+time and LLM tokens join the configuration's latency and cost), embed and search
 (:func:`_retrieve`: dense search of the configuration's index, BM25, or both fused by reciprocal
 rank fusion, with dynamic K), deduplicate and rerank (:func:`_rerank`), then measure the final
 run at document level (:func:`_quality`), and derive the latency (:func:`_latency_columns`),
@@ -29,7 +31,7 @@ import pandas as pd
 from ragnb.clq.cost import api_model
 from ragnb.clq.engine import EVIDENCE_MEASURES, _fingerprint, _Sweep
 from ragnb.clq.grid import DynamicK, SweepConfig
-from ragnb.retrieve import rrf_scores
+from ragnb.fusion import fused_scores
 
 __all__ = ["EF_VALUES", "measure_config"]
 
@@ -78,11 +80,14 @@ class _Pools:
         return np.asarray([len(p) for p in self.pools], dtype=int)
 
 
-def _fuse(lists: list[Ranked], rrf_k: int) -> Ranked:
-    """Reciprocal rank fusion of ranked (row, score) lists (Cormack et al. 2009, eq. 1) by
-    :func:`ragnb.retrieve.rrf_scores`; ties go to the smaller row."""
-    scores = rrf_scores(([row for row, _ in ranked] for ranked in lists), rrf_k)
-    return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
+def _fuse(lists: list[Ranked], cfg: SweepConfig) -> Ranked:
+    """Fusion of ranked (row, score) lists by :func:`ragnb.fusion.fused_scores` with the
+    configuration's method (RRF by default, Cormack et al. 2009, eq. 1); ties go to the smaller
+    row."""
+    rows = [[row for row, _ in ranked] for ranked in lists]
+    scores = [[s for _, s in ranked] for ranked in lists]
+    fused = fused_scores(rows, cfg.fusion_spec, scores=scores)
+    return sorted(fused.items(), key=lambda x: (-x[1], x[0]))
 
 
 def _hits(scores: np.ndarray, ids: np.ndarray) -> Ranked:
@@ -109,7 +114,7 @@ def _dense_pool(
                 dense = _hits(s, ids)
     if cfg.mode == "hybrid":
         assert bm is not None  # set by _retrieve in hybrid mode (not user input)
-        return _fuse([dense[: cfg.hybrid_depth], bm[: cfg.hybrid_depth]], cfg.rrf_k)[:k], escalated
+        return _fuse([bm[: cfg.hybrid_depth], dense[: cfg.hybrid_depth]], cfg)[:k], escalated
     return dense[:k], escalated
 
 
@@ -126,15 +131,15 @@ def _retrieve(sw: _Sweep, cfg: SweepConfig) -> _Pools:
     max_k = dyn.escalate_to if dyn else cfg.pool_k
     out = _Pools([], np.zeros(n_q), np.zeros(n_q), np.zeros(n_q, dtype=bool))
     if cfg.dense:
-        qv = sw.query_vectors(cfg.embedder, cfg.dim)
-        out.embed_ms = sw.embed_ms[(cfg.embedder, cfg.dim)]
+        qv = sw.query_vectors(cfg.embedder, cfg.dim, cfg.rewriter)
+        out.embed_ms = sw.embed_ms[sw.query_key(cfg.embedder, cfg.dim, cfg.rewriter)]
         out.vecs = sw.vectors[cfg.embedding_key]
         out.index = sw.indexes[cfg.index_key]
         out.index.set_ef_search(cfg.ef_search or sw.grid.ef_search)
     bm: list[Ranked] | None = None
     if cfg.mode in ("bm25", "hybrid"):
         depth = cfg.hybrid_depth if cfg.mode == "hybrid" else max_k
-        bm, bm_ms = sw.bm25_runs(cfg.chunker, max(depth, max_k))
+        bm, bm_ms = sw.bm25_runs(cfg.chunker, max(depth, max_k), cfg.rewriter)
     if cfg.dense:
         for i in range(min(sw.warmup, n_q)):  # warm-up: caches, allocator, lazy inits
             out.index.search(qv[i : i + 1], max(max_k, cfg.hybrid_depth))
@@ -187,14 +192,15 @@ def _warm_reranker(sw: _Sweep, cfg: SweepConfig, reranker: Any, pools: list[Rank
     chunks = sw.chunk(cfg.chunker)
     chunk_ids = chunks["chunk_id"].astype(str).to_numpy()
     texts = chunks["text"].astype(str).to_numpy()
-    key = (cfg.reranker, cfg.chunker)
+    queries = sw.texts(cfg.rewriter)
+    key = (cfg.reranker, cfg.chunker) + ((cfg.rewriter,) if cfg.rewriter else ())
     if cfg.reranker.startswith("rescore:") and key not in sw.prewarmed:
         reranker.embedder.embed(texts.tolist(), kind="passage")
-        reranker.embedder.embed(sw.qtexts, kind="query")
+        reranker.embedder.embed(queries, kind="query")
         sw.prewarmed.add(key)
     for i in range(min(sw.warmup, len(pools))):
         cands = [(str(chunk_ids[r]), str(texts[r])) for r, _ in pools[i]]
-        reranker.rerank(sw.qtexts[i], cands, top_n=len(cands))
+        reranker.rerank(queries[i], cands, top_n=len(cands))
 
 
 def _rerank(sw: _Sweep, cfg: SweepConfig, pools: _Pools) -> _Reranked:
@@ -204,6 +210,7 @@ def _rerank(sw: _Sweep, cfg: SweepConfig, pools: _Pools) -> _Reranked:
     texts = chunks["text"].astype(str).to_numpy()
     ctoks = sw.chunk_tokens[cfg.chunker]
     n_q = len(sw.qids)
+    queries, qtoks = sw.texts(cfg.rewriter), sw.tokens(cfg.rewriter)
     reranker = sw.reranker(cfg.reranker)
     if reranker is not None:
         _warm_reranker(sw, cfg, reranker, pools.pools)
@@ -217,12 +224,10 @@ def _rerank(sw: _Sweep, cfg: SweepConfig, pools: _Pools) -> _Reranked:
         if reranker is not None and pool:
             cands = [(str(chunk_ids[r]), str(texts[r])) for r, _ in pool]
             row_of = {str(chunk_ids[r]): r for r, _ in pool}
-            ranked = reranker.rerank(sw.qtexts[i], cands, top_n=len(cands))
+            ranked = reranker.rerank(queries[i], cands, top_n=len(cands))
             final = [(row_of[d], float(s)) for d, s in ranked]
             out.rerank_ms[i] = (time.perf_counter() - t0) * 1000
-            out.input_tokens[i] = len(pool) * sw.query_tokens[i] + float(
-                ctoks[[r for r, _ in pool]].sum()
-            )
+            out.input_tokens[i] = len(pool) * qtoks[i] + float(ctoks[[r for r, _ in pool]].sum())
         else:
             final = pool
             out.rerank_ms[i] = (time.perf_counter() - t0) * 1000 if cfg.dedup else 0.0
@@ -236,8 +241,8 @@ def _rerank(sw: _Sweep, cfg: SweepConfig, pools: _Pools) -> _Reranked:
         # came from the cache above), but each query must be embedded by it at query time:
         # its uncached per-query time is part of the rerank stage
         second = cfg.reranker.removeprefix("rescore:")
-        sw.query_vectors(second, 0)
-        out.rerank_ms = out.rerank_ms + sw.embed_ms[(second, 0)]
+        sw.query_vectors(second, 0, cfg.rewriter)
+        out.rerank_ms = out.rerank_ms + sw.embed_ms[sw.query_key(second, 0, cfg.rewriter)]
     return out
 
 
@@ -370,13 +375,14 @@ def _memory_rows(sw: _Sweep, key: tuple[Any, ...]) -> pd.DataFrame:
 
 
 def _latency_columns(
-    embed_ms: np.ndarray, search_ms: np.ndarray, rerank_ms: np.ndarray
+    embed_ms: np.ndarray, search_ms: np.ndarray, rerank_ms: np.ndarray, rewrite_ms: np.ndarray
 ) -> tuple[dict[str, float], np.ndarray]:
     """p50 and p95 per stage and end to end (ms), the mean end-to-end latency, and the
-    per-query total (ms, shape (n_queries,))."""
-    total_ms = embed_ms + search_ms + rerank_ms
+    per-query total (ms, shape (n_queries,)): rewrite + embed + search + rerank."""
+    total_ms = rewrite_ms + embed_ms + search_ms + rerank_ms
     row: dict[str, float] = {}
     for stage, arr in (
+        ("rewrite", rewrite_ms),
         ("embed", embed_ms),
         ("search", search_ms),
         ("rerank", rerank_ms),
@@ -413,7 +419,9 @@ def _cost_columns(
     """Token means and the cost per 1,000 queries (:meth:`ragnb.clq.cost.CostModel.per_1k`).
 
     An API reranker's input tokens are what it reported, else the estimate of
-    :class:`_Reranked`; the generator reads the first ``generator_k`` final chunks.
+    :class:`_Reranked`; the generator reads the first ``generator_k`` final chunks. An LLM
+    rewriter's tokens are priced by its model (``cost_rewrite_usd``); the query tokens an API
+    embedder reads are those of the rewritten queries.
     """
     n_q = len(sw.qids)
     ctoks = sw.chunk_tokens[cfg.chunker]
@@ -434,17 +442,28 @@ def _cost_columns(
         "chunk_tokens": float(ctoks.mean()) if len(ctoks) else math.nan,
         "generator_tokens": float(gen_tokens.mean()) if n_q else math.nan,
     }
+    rw = sw.rewrites.get(cfg.rewriter) if cfg.rewriter else None
     row.update(
         sw.cost.per_1k(
             embedder=cfg.embedder,
             reranker=cfg.reranker,
-            query_tokens=float(np.mean(sw.query_tokens)) if cfg.dense else 0.0,
+            query_tokens=float(np.mean(sw.tokens(cfg.rewriter))) if cfg.dense else 0.0,
             rerank_input_tokens=api_in,
             rerank_output_tokens=api_out,
             local_seconds=latency_mean_ms / 1000.0,
             generator_tokens=row["generator_tokens"],
+            rewriter_model=rw.model if rw is not None else None,
+            rewrite_input_tokens=float(rw.input_tokens.mean()) if rw is not None and n_q else 0.0,
+            rewrite_output_tokens=(
+                float(rw.output_tokens.mean()) if rw is not None and n_q else 0.0
+            ),
         )
     )
+    if rw is not None:
+        row["rewrite_input_tokens"] = float(rw.input_tokens.mean()) if n_q else math.nan
+        row["rewrite_output_tokens"] = float(rw.output_tokens.mean()) if n_q else math.nan
+        changed = [a != b for a, b in zip(rw.texts, sw.qtexts, strict=True)]
+        row["rewritten_share"] = float(np.mean(changed)) if n_q else math.nan
     return row
 
 
@@ -457,8 +476,9 @@ def measure_config(sw: _Sweep, cfg: SweepConfig) -> tuple[dict[str, Any], pd.Dat
     Parameters
     ----------
     sw : _Sweep
-        The sweep's shared state; the configuration's embeddings and index must be prepared
-        (:meth:`_Sweep.prepare_embeddings`, :meth:`_Sweep.prepare_indexes`).
+        The sweep's shared state; the configuration's embeddings, index and rewrites must be
+        prepared (:meth:`_Sweep.prepare_embeddings`, :meth:`_Sweep.prepare_indexes`,
+        :meth:`_Sweep.prepare_rewrites`).
     cfg : SweepConfig
 
     Returns
@@ -475,7 +495,10 @@ def measure_config(sw: _Sweep, cfg: SweepConfig) -> tuple[dict[str, Any], pd.Dat
     reranked = _rerank(sw, cfg, pools)
     row: dict[str, Any] = {**cfg.as_row(), "dataset_key": sw.dataset_key}
     row.update(_quality(sw, cfg, chunks, pools.pools, reranked.finals))
-    latency, total_ms = _latency_columns(pools.embed_ms, pools.search_ms, reranked.rerank_ms)
+    rewrite_ms = sw.rewrites[cfg.rewriter].ms if cfg.rewriter else np.zeros(n_q)
+    latency, total_ms = _latency_columns(
+        pools.embed_ms, pools.search_ms, reranked.rerank_ms, rewrite_ms
+    )
     row.update(latency)
     if cfg.dense:
         assert pools.vecs is not None  # set with the index when cfg.dense (not user input)

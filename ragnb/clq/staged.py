@@ -31,6 +31,8 @@ _COLUMN_OF_FIELD = {
     "pool_ks": "pool_k",
     "rerankers": "reranker",
     "modes": "mode",
+    "fusions": "fusion",
+    "rewriters": "rewriter",
 }
 
 

@@ -7,13 +7,14 @@ the notebook shows (:func:`report_markdown`, :func:`memory_summary`, :func:`resu
 
 References
 ----------
-Dallaire, arXiv:2511.09545, sections 3.1-3.3, 3.5 and 5 (Table 8: the scenario matrix).
+Dallaire, arXiv:2511.09545, sections 3.1-3.3, 3.5 and 5 (Table 8: the scenario matrix), and 4.1
+(retrieval with and without query rewriting).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,12 @@ import pandas as pd
 
 from ragnb.clq.cost import CostModel, count_texts, load_prices
 from ragnb.clq.grid import SweepGrid
+from ragnb.clq.ray_executor import RayExecutor, make_executor
 from ragnb.clq.sweep import SweepResult, cap_dataset, run_sweep
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset
 from ragnb.params import NotebookParams, resolve_path
-from ragnb.validation import check_number_in
+from ragnb.validation import check_choice, check_number_in
 
 __all__ = [
     "ClqReport",
@@ -39,6 +41,19 @@ __all__ = [
 
 #: The columns every configuration table shows after its quality measures.
 _HEADLINE = ("proc", "pct_proc", "latency_p50_ms", "latency_p95_ms", "cost_usd")
+#: ``rewrite_scope`` keys and the config field whose values ``"first"`` stands for.
+_SCOPE_LISTS = {
+    "mode": "modes",
+    "embedder": "embedders",
+    "dim": "dims",
+    "index": "indexes",
+    "backend": "backends",
+    "chunker": "chunkers",
+    "reranker": "rerankers",
+    "dedup": "dedup",
+    "fusion": "fusions",
+    "pool_k": "pool_ks",
+}
 
 
 @dataclass
@@ -65,6 +80,25 @@ class ClqTradeoffsConfig(NotebookParams):
         :func:`ragnb.rerank.make_reranker` specs.
     modes : list of str
         ``dense``, ``bm25``, ``hybrid``.
+    fusions : list of str
+        The hybrid mode's fusion methods, a grid axis (:func:`ragnb.fusion.parse_fusion`:
+        ``"rrf"``, ``"wrrf(0.3,0.7)"``, ``"combmnz/z-score"``; weights in the order BM25, dense).
+    rewriters : list of str
+        Query rewriters, a grid axis (Dallaire section 4.1, with and without rewriting):
+        ``"none"``, ``"denoise"`` (:func:`ragnb.judge.denoise.denoise_query`), ``"llm"``
+        (:class:`ragnb.judge.LLMRewriter`; left out, with a note, when no LLM is configured).
+    rewrite_scope : dict
+        Where the rewriters other than none apply (:attr:`ragnb.clq.grid.SweepGrid.rewrite_scope`):
+        a config field to its allowed values, or to ``"first"`` for the first value of that
+        knob here. The default rewrites one embedder, dimension, index and chunker at fixed K
+        (every mode, reranker and K), so the axis adds a few configurations, not a multiple.
+    rewrite_model : str
+        The LLM rewriter's model: ``"local"`` for the packaged SmolLM2-135M-Instruct behind
+        :class:`ragnb.judge.server.LocalLLMServer`, a model name for ``rewrite_base_url`` (or
+        OpenAI), empty for none.
+    rewrite_base_url : str
+        OpenAI-compatible endpoint of the LLM rewriter (``$OPENAI_API_KEY`` is its key);
+        with an empty ``rewrite_model`` the model is ``gpt-4o-mini``.
     dedup : list of float
         Near-duplicate suppression thresholds before reranking (0 = off).
     dynamic_margins : list of float
@@ -78,7 +112,7 @@ class ClqTradeoffsConfig(NotebookParams):
     grade_map : str
         Map of the qrels' grades onto 1-5 (as notebook 01).
     sla_ms : float
-        Latency SLA (p95, milliseconds, embed + search + rerank).
+        Latency SLA (p95, milliseconds, rewrite + embed + search + rerank).
     budget_usd_per_1k : float
         Budget, US dollars per 1,000 queries (retrieval + generator input).
     quality_target : float
@@ -90,7 +124,7 @@ class ClqTradeoffsConfig(NotebookParams):
     generator_k : int
         Chunks sent to the generator per query.
     prices_file : str
-        Price table YAML; empty for the shipped ``ragnb/clq/prices.yaml``.
+        Price table YAML; empty for the shipped ``ragnb/prices.yaml``.
     evidence : str
         Evidence sentences for chunk-level relevance: ``"auto"`` (the dataset's ``raw/`` folder
         when it holds SciFact's release), ``"none"``, or a path.
@@ -101,6 +135,12 @@ class ClqTradeoffsConfig(NotebookParams):
     warmup : int
         Untimed warm-up queries before each timed loop.
     seed : int
+    executor : str
+        ``"serial"`` (default), ``"thread"`` or ``"ray"``: configurations as Ray tasks and
+        corpora embedded with Ray Data (:mod:`ragnb.clq.ray_executor`; needs ``ragnb[ray]``).
+    ray_address : str
+        Address of a running Ray cluster for ``executor="ray"``; empty: ``$RAY_ADDRESS`` or a
+        local Ray on 127.0.0.1.
     """
 
     dataset: str = "data/pydocs"
@@ -113,6 +153,19 @@ class ClqTradeoffsConfig(NotebookParams):
     pool_ks: list[int] = field(default_factory=lambda: [50, 100])
     rerankers: list[str] = field(default_factory=lambda: ["none", "rescore:wordllama"])
     modes: list[str] = field(default_factory=lambda: ["dense", "bm25", "hybrid"])
+    fusions: list[str] = field(default_factory=lambda: ["rrf"])
+    rewriters: list[str] = field(default_factory=lambda: ["none", "denoise", "llm"])
+    rewrite_scope: dict[str, Any] = field(
+        default_factory=lambda: {
+            "embedder": "first",
+            "dim": "first",
+            "index": "first",
+            "chunker": "first",
+            "dynamic": [""],
+        }
+    )
+    rewrite_model: str = ""
+    rewrite_base_url: str = ""
     dedup: list[float] = field(default_factory=lambda: [0.0])
     dynamic_margins: list[float] = field(default_factory=lambda: [0.02])
     ef_search: int = 64
@@ -133,14 +186,43 @@ class ClqTradeoffsConfig(NotebookParams):
     resume: bool = True
     warmup: int = 3
     seed: int = 0
+    executor: str = "serial"
+    ray_address: str = ""
 
     def __post_init__(self) -> None:
         self.grid()  # validates the knobs
+        check_choice(self.executor, "executor", ("serial", "thread", "ray"))
         for name in ("sla_ms", "budget_usd_per_1k", "quality_target"):
             check_number_in(getattr(self, name), name, 0)
 
-    def grid(self) -> SweepGrid:
-        """The sweep grid these parameters describe."""
+    @property
+    def llm_configured(self) -> bool:
+        """Whether an LLM rewriter is configured (``rewrite_model`` or ``rewrite_base_url``)."""
+        return bool(self.rewrite_model or self.rewrite_base_url)
+
+    def _rewrite_scope(self) -> dict[str, Any]:
+        """``rewrite_scope`` with each ``"first"`` replaced by the knob's first value."""
+        if not isinstance(self.rewrite_scope, dict):
+            raise InputError("rewrite_scope must be a mapping", column="rewrite_scope")
+        out = {}
+        for name, values in self.rewrite_scope.items():
+            if values == "first" and name in _SCOPE_LISTS:
+                values = list(getattr(self, _SCOPE_LISTS[name]))[:1]
+            out[name] = values
+        return out
+
+    def grid(self, llm_model: str | None = None) -> SweepGrid:
+        """The sweep grid these parameters describe.
+
+        Parameters
+        ----------
+        llm_model : str, optional
+            The LLM rewriter's model: ``"llm"`` becomes ``"llm:<model>"`` (so the model is part
+            of the configuration's id). None keeps ``"llm"`` as it is.
+        """
+        rewriters = [
+            f"llm:{llm_model}" if (r == "llm" and llm_model) else r for r in self.rewriters
+        ]
         return SweepGrid(
             embedders=list(self.embedders),
             dims=list(self.dims),
@@ -150,6 +232,9 @@ class ClqTradeoffsConfig(NotebookParams):
             pool_ks=list(self.pool_ks),
             rerankers=list(self.rerankers),
             modes=list(self.modes),
+            fusions=list(self.fusions),
+            rewriters=rewriters,
+            rewrite_scope=self._rewrite_scope(),
             dedup=list(self.dedup),
             dynamic_k=[
                 {"start": 50, "escalate_to": 100, "margin": float(m)} for m in self.dynamic_margins
@@ -252,6 +337,43 @@ class ClqReport:
         ]
         return fam.sort_values(["family", "mean_pool"])[cols].reset_index(drop=True)
 
+    def rewriting(self) -> pd.DataFrame:
+        """Each rewritten configuration beside its twin without rewriting (Dallaire section
+        4.1: the same stack with and without query rewriting).
+
+        Returns
+        -------
+        DataFrame
+            ``stack`` (the label without the rewriter), ``rewriter`` (``none``, ``denoise``,
+            ``llm:<model>``), ``quality``, ``delta_quality`` (minus the twin without
+            rewriting), ``rewritten_share`` (queries whose text changed), ``rewrite_p50_ms``,
+            ``latency_p95_ms``, ``cost_rewrite_usd``, ``cost_usd``; empty without rewriting.
+        """
+        r = self.results
+        if "rewriter" not in r.columns or not (r["rewriter"].fillna("") != "").any():
+            return pd.DataFrame()
+        r = r.assign(
+            rewriter=r["rewriter"].fillna("").replace("", "none"),
+            stack=r["label"].str.replace(r" \| rewrite=\S+$", "", regex=True),
+        )
+        rewritten = set(r.loc[r["rewriter"] != "none", "stack"])
+        r = r[r["stack"].isin(rewritten)]
+        base = r[r["rewriter"] == "none"].set_index("stack")["quality"]
+        r = r.assign(delta_quality=r["quality"] - r["stack"].map(base))
+        cols = [
+            "stack",
+            "rewriter",
+            "quality",
+            "delta_quality",
+            "rewritten_share",
+            "rewrite_p50_ms",
+            "latency_p95_ms",
+            "cost_rewrite_usd",
+            "cost_usd",
+        ]
+        cols = [c for c in cols if c in r.columns]
+        return r.sort_values(["stack", "rewriter"])[cols].reset_index(drop=True)
+
     def cost_tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The paper's rerank and generator cost tables at the measured mean chunk length."""
         from ragnb.clq.cost import generator_cost_table, rerank_cost_table
@@ -298,7 +420,105 @@ def _evidence_dir(spec: str, dataset_path: Path) -> str | None:
     return str(path)
 
 
-def clq_tradeoffs(config: ClqTradeoffsConfig, *, dataset: BeirDataset | None = None) -> ClqReport:
+def _local_price(prices: Any, model: str) -> Any:
+    """A copy of ``prices`` where the local ``model`` costs 0 US dollars per token."""
+    import copy
+
+    from ragnb.prices import ModelPrice
+
+    out = copy.copy(prices)
+    out.prices = {
+        **prices.prices,
+        model: ModelPrice(
+            model, 0.0, 0.0, prices.as_of, "a local model run on this machine: no per-token charge"
+        ),
+    }
+    return out
+
+
+def _rewrite_judge(
+    config: ClqTradeoffsConfig, out_dir: Path, cost: CostModel, notes: list[str]
+) -> Any:
+    """The :class:`~ragnb.judge.OpenAIJudge` of the LLM rewriter ``config`` describes, or None.
+
+    ``rewrite_model="local"`` starts a :class:`~ragnb.judge.server.LocalLLMServer` (the judge
+    holds it as ``local_server``; the caller stops it) and prices its model at 0 per token
+    (its time is priced as local compute). Calls go through the project cache and a ledger in
+    ``<out_dir>/ledger.jsonl``.
+
+    Raises
+    ------
+    InputError
+        ``rewrite_model="local"`` without the local model installed.
+    """
+    from ragnb.judge import OpenAIJudge
+    from ragnb.ledger import Ledger
+
+    if not config.llm_configured:
+        if any(r == "llm" or str(r).startswith("llm:") for r in config.rewriters):
+            notes.append(
+                "The `llm` rewriter was left out: no LLM is configured (set `rewrite_model` to "
+                "`local` for the packaged SmolLM2-135M-Instruct, or to a model with "
+                "`rewrite_base_url`)."
+            )
+        return None
+    options: dict[str, Any] = {
+        "cache_dir": config.cache_dir or None,
+        "progress": False,
+        "concurrency": 1,
+        "request_params": {"max_tokens": 64},
+    }
+    if config.rewrite_model == "local":
+        from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer, local_llm_unavailable
+
+        why = local_llm_unavailable(DEFAULT_MODEL)
+        if why:
+            raise InputError(f"rewrite_model='local': {why}", column="rewrite_model")
+        cost.prices = _local_price(cost.prices, DEFAULT_MODEL)
+        server = LocalLLMServer(DEFAULT_MODEL, n_threads=1).start()
+        try:
+            judge = OpenAIJudge(
+                server.model,
+                base_url=server.base_url,
+                api_key="local",
+                timeout=300.0,
+                ledger=Ledger(out_dir / "ledger.jsonl", prices=cost.prices),
+                **options,
+            )
+        except BaseException:
+            server.stop()
+            raise
+        judge.local_server = server  # type: ignore[attr-defined]
+        notes.append(
+            f"LLM rewriter: the packaged `{DEFAULT_MODEL}` (SmolLM2-135M-Instruct, a small local "
+            "stand-in for a hosted model) behind a local llama.cpp server; priced at $0 per "
+            "token, its time is in the local-compute cost."
+        )
+        return judge
+    model = config.rewrite_model or "gpt-4o-mini"
+    judge = OpenAIJudge(
+        model,
+        base_url=config.rewrite_base_url or None,
+        ledger=Ledger(out_dir / "ledger.jsonl", prices=cost.prices),
+        **options,
+    )
+    notes.append(f"LLM rewriter: `{model}` through the OpenAI-compatible endpoint configured.")
+    return judge
+
+
+def _executor(config: ClqTradeoffsConfig) -> Any:
+    """The sweep executor the parameters name (a Ray one bound to ``ray_address``)."""
+    if config.executor == "ray":
+        return RayExecutor(config.ray_address)
+    return make_executor(config.executor)
+
+
+def clq_tradeoffs(
+    config: ClqTradeoffsConfig,
+    *,
+    dataset: BeirDataset | None = None,
+    rewrite_judge: Any = None,
+) -> ClqReport:
     """Run notebook 04's sweep and decisions.
 
     Parameters
@@ -306,10 +526,18 @@ def clq_tradeoffs(config: ClqTradeoffsConfig, *, dataset: BeirDataset | None = N
     config : ClqTradeoffsConfig
     dataset : BeirDataset, optional
         Already loaded data (default: read ``config.dataset``).
+    rewrite_judge : OpenAIJudge, optional
+        The LLM of the ``"llm"`` rewriter (default: the one ``rewrite_model`` and
+        ``rewrite_base_url`` describe, if any).
 
     Returns
     -------
     ClqReport
+
+    Raises
+    ------
+    InputError
+        As :func:`ragnb.clq.sweep.run_sweep`; ``rewrite_model="local"`` without the model.
     """
     import tempfile
 
@@ -338,20 +566,28 @@ def clq_tradeoffs(config: ClqTradeoffsConfig, *, dataset: BeirDataset | None = N
         out_dir = Path(tempfile.mkdtemp(prefix="ragnb-clq-"))
         notes.append(f"no export_dir: the sweep ran in the temporary folder {out_dir}")
     evidence_dir = _evidence_dir(config.evidence, resolve_path(config.dataset))
+    judge = rewrite_judge or _rewrite_judge(config, out_dir, cost, notes)
+    rewriters = [r for r in config.rewriters if judge is not None or r != "llm"] or ["none"]
     t0 = time.perf_counter()
-    sweep = run_sweep(
-        config.grid(),
-        dataset,
-        out_dir,
-        evidence_dir=evidence_dir,
-        cost=cost,
-        cache_dir=config.cache_dir or None,
-        grade_map=config.grade_map,
-        quality=config.quality,
-        warmup=config.warmup,
-        resume=config.resume,
-        seed=config.seed,
-    )
+    try:
+        sweep = run_sweep(
+            replace(config, rewriters=rewriters).grid(None if judge is None else judge.model),
+            dataset,
+            out_dir,
+            evidence_dir=evidence_dir,
+            cost=cost,
+            cache_dir=config.cache_dir or None,
+            grade_map=config.grade_map,
+            quality=config.quality,
+            warmup=config.warmup,
+            resume=config.resume,
+            seed=config.seed,
+            rewrite_judge=judge,
+            executor=_executor(config),
+        )
+    finally:
+        if judge is not rewrite_judge and getattr(judge, "local_server", None) is not None:
+            judge.local_server.stop()
     seconds = time.perf_counter() - t0
     sweep.provenance["query_texts"] = dataset.judged_queries["text"].astype(str).tolist()
     notes += sweep.notes
@@ -459,11 +695,13 @@ def results_table(report: ClqReport) -> pd.DataFrame:
         "N-Recall4+@30",
         "proc",
         "pct_proc",
+        "rewrite_p50_ms",
         "embed_p50_ms",
         "search_p50_ms",
         "rerank_p50_ms",
         "latency_p50_ms",
         "latency_p95_ms",
+        "cost_rewrite_usd",
         "cost_retrieval_usd",
         "cost_generator_usd",
         "cost_usd",

@@ -50,10 +50,12 @@ from ragnb.clq.engine import (
 )
 from ragnb.clq.grid import SweepConfig, SweepGrid
 from ragnb.clq.measure import _memory_rows, _recall_rows, measure_config
+from ragnb.clq.ray_executor import RayExecutor, make_executor
 from ragnb.io import BeirDataset, append_parquet, read_parquet
 
 __all__ = [
     "Executor",
+    "RayExecutor",
     "SerialExecutor",
     "SweepResult",
     "ThreadExecutor",
@@ -138,13 +140,15 @@ class SweepResult:
         configuration's fields (see :class:`SweepConfig`), ``config_id``, ``label``,
         ``family``, ``dataset_key``; quality (the measures of :func:`quality_measures`,
         ``quality`` = the headline measure, ``proc``, ``pct_proc`` and ``proc_<measure>``);
-        latency in ms (``embed_p50_ms``, ``embed_p95_ms``, ``search_*``, ``rerank_*``,
-        ``latency_p50_ms``, ``latency_p95_ms``, over queries after warm-up); index
+        latency in ms (``rewrite_*``, ``embed_p50_ms``, ``embed_p95_ms``, ``search_*``,
+        ``rerank_*``, ``latency_p50_ms``, ``latency_p95_ms``, over queries after warm-up); index
         ``build_seconds`` and memory bytes (``mem_vectors``, ``mem_graph``, ``mem_total``,
         ``est_1m_total``, ``est_10m_total``); cost in US dollars per 1,000 queries
         (``cost_*_usd``, see :meth:`ragnb.clq.cost.CostModel.per_1k`); token means
         (``tokens_per_candidate``, ``chunk_tokens``); ``mean_pool`` and ``escalated``
-        (dynamic K); ``n_queries``, ``n_chunks``.
+        (dynamic K); ``rewriter`` and, for rewritten configurations, ``rewrite_input_tokens``,
+        ``rewrite_output_tokens`` (LLM, per query) and ``rewritten_share``; ``n_queries``,
+        ``n_chunks``.
     recall : DataFrame
         Approximate-search recall of the exact top K against efSearch, per index:
         ``index_label``, ``index``, ``backend``, ``embedder``, ``dim``, ``chunker``, ``k``,
@@ -190,7 +194,7 @@ def run_sweep(
     dataset: BeirDataset,
     out_dir: str | os.PathLike[str],
     *,
-    executor: Executor | None = None,
+    executor: Executor | str | None = None,
     cost: CostModel | None = None,
     cache_dir: str | None = None,
     grade_map: str = "auto",
@@ -202,6 +206,7 @@ def run_sweep(
     on_config_done: Callable[[SweepConfig, dict[str, Any]], None] | None = None,
     evidence_dir: str | None = None,
     seed: int = 0,
+    rewrite_judge: Any = None,
 ) -> SweepResult:
     """Measure every configuration of ``grid`` on ``dataset``, resuming from ``out_dir``.
 
@@ -213,8 +218,9 @@ def run_sweep(
     out_dir : str or PathLike
         Sweep folder: ``results.parquet``, ``per_query.parquet``, ``recall.parquet``,
         ``memory.parquet``, ``grid.yaml``, ``embeddings/``.
-    executor : Executor, optional
+    executor : Executor or {"serial", "thread", "ray"}, optional
         Builds embeddings and indexes (default :class:`SerialExecutor`); timing is serial.
+        ``"ray"``: :mod:`ragnb.clq.ray_executor` (Ray Data and tasks, same folder and cache).
     cost : CostModel, optional
         Default: the shipped price table and its machine price.
     cache_dir : str, optional
@@ -246,6 +252,8 @@ def run_sweep(
         an evidence sentence of a relevant pair; pairs without marked evidence fall back to
         document level (:func:`ragnb.clq.evidence.chunk_qrels`).
     seed : int
+    rewrite_judge : OpenAIJudge, optional
+        The LLM of the grid's ``"llm"`` rewriters (see ``_Sweep.prepare_rewrites``).
 
     Returns
     -------
@@ -254,7 +262,7 @@ def run_sweep(
     Raises
     ------
     InputError
-        On an invalid grid, quality measure or grade map.
+        On an invalid grid, quality measure or grade map, or ``"llm"`` without ``rewrite_judge``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -264,7 +272,7 @@ def run_sweep(
         grid,
         dataset,
         out,
-        executor=executor or SerialExecutor(),
+        executor=make_executor(executor),
         cost=cost,
         cache_dir=cache_dir,
         grade_map=grade_map,
@@ -277,8 +285,9 @@ def run_sweep(
     grid.to_yaml(out / "grid.yaml")
     configs = grid.expand()
     todo, bad_dims = _prepare(sw, configs, resume)
+    sw.prepare_rewrites([c.rewriter for c in todo], rewrite_judge)
     recall, memory = _measure_indexes(sw, sorted(set(recall_ks or grid.pool_ks)))
-    evaluated = _measure_all(sw, todo, on_config_done)
+    evaluated = _measure_all(sw, todo, _saver(sw, on_config_done))
     notes = list(sw.notes) + list(cost.notes)
     if bad_dims:
         notes.append(f"skipped dimensions above the model's: {sorted(bad_dims)}")
@@ -315,6 +324,8 @@ def _prepare(
     if resume and len(done):
         finished = set(done.loc[done["dataset_key"] == sw.dataset_key, "config_id"])
     todo = [c for c in configs if c.config_id not in finished]
+    if isinstance(sw.executor, RayExecutor):  # the corpora into the cache, on the cluster
+        sw.executor.embed_corpora(sw, todo)
     # skip dimensions larger than the model's
     dense = [c for c in todo if c.dense]
     sw.prepare_embeddings(list(dict.fromkeys(c.embedding_key for c in dense)))
@@ -342,21 +353,35 @@ def _measure_indexes(sw: _Sweep, ks: list[int]) -> tuple[pd.DataFrame, pd.DataFr
     return recall, memory
 
 
+def _saver(
+    sw: _Sweep, on_config_done: Callable[[SweepConfig, dict[str, Any]], None] | None
+) -> Callable[[SweepConfig, dict[str, Any], pd.DataFrame], None]:
+    """Appends one configuration's rows to the sweep folder, then reports it."""
+
+    def save(cfg: SweepConfig, row: dict[str, Any], per_query: pd.DataFrame) -> None:
+        append_parquet(per_query, sw.out_dir / PER_QUERY)
+        append_parquet(pd.DataFrame([row]), sw.out_dir / RESULTS)
+        if on_config_done is not None:
+            on_config_done(cfg, row)
+
+    return save
+
+
 def _measure_all(
     sw: _Sweep,
     todo: list[SweepConfig],
-    on_config_done: Callable[[SweepConfig, dict[str, Any]], None] | None,
+    save: Callable[[SweepConfig, dict[str, Any], pd.DataFrame], None],
 ) -> list[str]:
-    """Measure each configuration in turn, appending its rows before the next one starts (an
-    interruption loses at most one configuration). Returns the measured config ids."""
+    """Measure each configuration in turn, saving its rows before the next one starts (an
+    interruption loses at most one configuration), or as Ray tasks (:class:`RayExecutor`).
+    Returns the measured config ids."""
+    if isinstance(sw.executor, RayExecutor):
+        return sw.executor.measure_all(sw, todo, save)
     evaluated = []
     for cfg in todo:
         row, per_query = measure_config(sw, cfg)
-        append_parquet(per_query, sw.out_dir / PER_QUERY)
-        append_parquet(pd.DataFrame([row]), sw.out_dir / RESULTS)
+        save(cfg, row, per_query)
         evaluated.append(cfg.config_id)
-        if on_config_done is not None:
-            on_config_done(cfg, row)
     return evaluated
 
 
@@ -368,6 +393,7 @@ def _provenance(sw: _Sweep) -> dict[str, Any]:
         "cost": sw.cost.describe(),
         "grid": sw.grid.to_dict(),
         "dataset_key": sw.dataset_key,
+        "rewriters": {name: rw.model or name for name, rw in sw.rewrites.items()},
     }
 
 
@@ -381,4 +407,8 @@ def _finished_rows(sw: _Sweep, configs: list[SweepConfig]) -> pd.DataFrame:
     results = read_parquet(sw.out_dir / RESULTS)
     ids = {c.config_id for c in configs}
     results = results[(results["dataset_key"] == sw.dataset_key) & results["config_id"].isin(ids)]
+    if "fusion" in results.columns:  # rows stored before the fusion axis: RRF, ""
+        results = results.assign(fusion=results["fusion"].fillna(""))
+    if "rewriter" in results.columns:  # rows stored before the rewriting axis: none, ""
+        results = results.assign(rewriter=results["rewriter"].fillna(""))
     return results.drop_duplicates("config_id", keep="last").reset_index(drop=True)
