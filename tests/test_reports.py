@@ -116,8 +116,13 @@ def test_dbpedia_report_has_graded_measures_proc_and_significance(dbpedia_report
     assert set(sig["measure"]) == {"nDCG@10", "R@100", "RA-nWG@10", "N-Recall4+@10"}
     prov = json.loads((export / "provenance.json").read_text())
     assert prov["grade_map"] == {"name": "dbpedia-entity", "map": {"2": 5, "1": 4, "0": 1}}
+    grid = pd.read_csv(export / "ranwg_sensitivity.csv")
+    assert len(grid) == 24 * 3  # a x cap4 x cap3 of Dallaire Appendix A, per retriever
+    default = grid[grid["is_default"]].set_index("retriever")["value"]
+    assert (abs(default - ra["value"].reindex(default.index)) < 1e-12).all()
     html = dbpedia_report.html.read_text(encoding="utf-8")
     assert "Grade map" in html and "dbpedia-entity" in html
+    assert "Does the RA-nWG conclusion depend on its parameters?" in html
     # K curves, per-query boxes, graded K curves, PROC curves, significance
     assert html.count('class="ragnb-chart"') == 5
 

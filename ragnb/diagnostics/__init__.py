@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ragnb.diagnostics import study
 from ragnb.diagnostics.ablations import (
     ABLATIONS,
     ablation_margins,
@@ -69,14 +70,8 @@ from ragnb.diagnostics.noise import (
     reference_passages,
     subset_dataset,
 )
-from ragnb.diagnostics.study import (
-    DiagnosticsResult,
-    EmbedderStatus,
-    available_embedders,
-    load_author_table,
-    run_diagnostics,
-    sample_author_table,
-)
+from ragnb.diagnostics.retrieval_impact import AblationRetrieval, ablation_retrieval
+from ragnb.diagnostics.study import *  # noqa: F403 (re-exported: see __all__)
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.params import NotebookParams
@@ -88,12 +83,6 @@ __all__ = [
     "LEVELS",
     "Bundle",
     "DiagnosticsConfig",
-    "DiagnosticsResult",
-    "EmbedderStatus",
-    "available_embedders",
-    "load_author_table",
-    "run_diagnostics",
-    "sample_author_table",
     "NoiseImpact",
     "ablation_margins",
     "ablation_table",
@@ -130,6 +119,8 @@ __all__ = [
     "summarize_ablations",
     "unicode_normalization_stress",
 ]
+__all__ += study.__all__
+__all__ += ["AblationRetrieval", "ablation_retrieval"]
 
 
 @dataclass

@@ -13,6 +13,9 @@ method                   paper
 ``noise_table()``        Table 12 (A.4): cosine with the reference per noise level
 ``drop_table()``         Table 13 (A.4): the drop from level 0 to each level, absolute and %
 ``impact_table()``       retrieval quality per noise level with paired bootstrap CIs (4.4)
+``ablation_retrieval``   nDCG@K and RA-nWG@K of each embedder's dense retriever on the
+                         author-table queries under each name ablation, with paired
+                         bootstrap CIs (4.4-4.5; :mod:`ragnb.diagnostics.retrieval_impact`)
 ======================== ==================================================================
 
 The embedders run one after another (never concurrently: 2 cores), each through the project's
@@ -54,6 +57,7 @@ from ragnb.diagnostics.noise import (
     reference_passages,
     subset_dataset,
 )
+from ragnb.diagnostics.retrieval_impact import ablation_retrieval
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 
@@ -208,6 +212,11 @@ class DiagnosticsResult:
     impact_dataset : str
         Name and size of the (sub)set the retrieval impact ran on.
     seconds : float
+    notes : list of str
+    ablation_retrieval : DataFrame
+        :attr:`~ragnb.diagnostics.retrieval_impact.AblationRetrieval.table` per ``model`` and
+        ``language``: nDCG@K and RA-nWG@K of the embedder's dense retriever on the author-table
+        queries without and with each ablation, with the paired bootstrap CI of the change.
     """
 
     config: Any
@@ -223,6 +232,7 @@ class DiagnosticsResult:
     impact_dataset: str = ""
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    ablation_retrieval: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     # -- tables shaped like the paper's
 
@@ -264,6 +274,37 @@ class DiagnosticsResult:
         )
         order = [a for a in ABLATIONS if a in wide.index]
         return wide.loc[order]
+
+    def ablation_retrieval_wide(self, measure: str) -> pd.DataFrame:
+        """One retrieval measure under each ablation, per (language, embedder).
+
+        Parameters
+        ----------
+        measure : str
+            ``"nDCG@K"`` or ``"RA-nWG@K"`` at the configuration's K.
+
+        Returns
+        -------
+        DataFrame
+            Rows: ``base`` then the ablations in :data:`ABLATIONS` order; columns a
+            (language, model) MultiIndex; cells (text): the base row's mean, then each
+            ablation's change against base with its paired bootstrap interval,
+            ``"-0.123 [-0.200, -0.050]"``. Empty without rows for ``measure``.
+        """
+        frame = self.ablation_retrieval
+        if frame.empty or measure not in set(frame["measure"]):
+            return pd.DataFrame()
+        frame = frame[frame["measure"] == measure].copy()
+        frame["cell"] = [
+            f"{r.value:.3f}"
+            if r.ablation == "base"
+            else f"{r.delta:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]"
+            for r in frame.itertuples()
+        ]
+        wide = frame.pivot_table(
+            index="ablation", columns=["language", "model"], values="cell", aggfunc="first"
+        )
+        return wide.loc[[a for a in ("base", *ABLATIONS) if a in wide.index]]
 
     def noise_table(self, value: str = "cos_reference") -> pd.DataFrame:
         """Mean cosine per noise level, as Table 12.
@@ -408,6 +449,7 @@ class DiagnosticsResult:
             "noise.csv": self.noise,
             "noise_levels.csv": self.noise_levels,
             "impact.csv": self.impact,
+            "ablation_retrieval.csv": self.ablation_retrieval,
         }
         for name, frame in frames.items():
             write_table_csv(frame, out / name)
@@ -508,16 +550,15 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
     queries = _noise_queries(data, refs, config.noise_queries, config.seed)
     rewrite = _rewriter(config, cache)
     statuses: list[EmbedderStatus] = []
-    margins: list[pd.DataFrame] = []
-    summaries: list[pd.DataFrame] = []
-    noise: list[pd.DataFrame] = []
+    collected: tuple[list[pd.DataFrame], ...] = ([], [], [], [])
     for name in list(config.embedders) or available_embedders():
         status, frames = _diagnose_embedder(
             name, config, cache, progress, table, names, queries, refs, rewrite
         )
         statuses.append(status)
-        for out, frame in zip((margins, summaries, noise), frames, strict=True):
+        for out, frame in zip(collected, frames, strict=True):
             out.extend(frame)
+    margins, summaries, noise, retrieval = collected
     if not any(s.used for s in statuses):
         reasons = "; ".join(f"{s.name}: {s.reason}" for s in statuses)
         raise InputError(f"no embedder could be used ({reasons})")
@@ -551,6 +592,7 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
         f"{len(subset.corpus)} passages",
         seconds=time.perf_counter() - start,
         notes=notes,
+        ablation_retrieval=pd.concat(retrieval, ignore_index=True),
     )
 
 
@@ -576,18 +618,20 @@ def _diagnose_embedder(
     queries: pd.DataFrame,
     refs: dict[str, Any],
     rewrite: Any,
-) -> tuple[EmbedderStatus, tuple[list[pd.DataFrame], list[pd.DataFrame], list[pd.DataFrame]]]:
-    """Steps 2 and 3 for one embedder: its status and its margins, ablation summaries and noise
-    similarities per language (empty when excluded or not loadable, with the reason)."""
+) -> tuple[EmbedderStatus, tuple[list[pd.DataFrame], ...]]:
+    """Steps 2 and 3 for one embedder: its status and its margins, ablation summaries, noise
+    similarities and ablation retrieval impact per language (empty when excluded or not
+    loadable, with the reason)."""
     from ragnb.embed import make_embedder
 
     status = EmbedderStatus(name)
     margins: list[pd.DataFrame] = []
     summaries: list[pd.DataFrame] = []
     noise: list[pd.DataFrame] = []
+    retrieval: list[pd.DataFrame] = []
     if name in config.exclude:
         status.reason = "excluded by the `exclude` parameter"
-        return status, (margins, summaries, noise)
+        return status, (margins, summaries, noise, retrieval)
     t0 = time.perf_counter()
     try:
         emb = make_embedder(name, cache=cache, progress=progress)
@@ -595,24 +639,25 @@ def _diagnose_embedder(
         emb.embed(["ragnb"], kind="query")  # loads the model: a missing package fails here
     except Exception as e:  # noqa: BLE001 (any load failure is reported, not raised)
         status.reason = f"did not load: {type(e).__name__}: {e}"
-        return status, (margins, summaries, noise)
+        return status, (margins, summaries, noise, retrieval)
     before = _counting(emb)
+    chosen = list(config.ablations) or None
     for language in config.languages:
-        m = ablation_margins(
-            emb,
-            table,
-            list(config.ablations) or None,
-            runs=config.runs,
-            language=language,
-            seed=config.seed,
-            names=names,
-        )
+        bundles = {"runs": config.runs, "language": language, "seed": config.seed, "names": names}
+        m = ablation_margins(emb, table, chosen, **bundles)
         m.insert(0, "model", status.model_id)
         margins.append(m)
         s = summarize_ablations(m, min_base_margin=config.min_base_margin)
         s.insert(0, "language", language)
         s.insert(0, "model", status.model_id)
         summaries.append(s)
+        # the margins' bundles again: every text is in the cache already
+        impact = ablation_retrieval(
+            emb, table, chosen, **bundles, k=config.k, n_resamples=config.n_resamples
+        ).table
+        impact.insert(0, "language", language)
+        impact.insert(0, "model", status.model_id)
+        retrieval.append(impact)
         noise.append(
             noise_similarity(
                 emb,
@@ -627,7 +672,7 @@ def _diagnose_embedder(
     status.used = True
     status.seconds = time.perf_counter() - t0
     status.texts_embedded = _counting(emb) - before
-    return status, (margins, summaries, noise)
+    return status, (margins, summaries, noise, retrieval)
 
 
 def _noise_impact(
