@@ -28,8 +28,8 @@ multilingual-e5-small-4bit  mean, over 512-token windows for longer texts     ``
                             (the package's C engine, 4-bit weights)           ``"passage: "``
 ==========================  ================================================  ================
 
-Upstream models: ``sentence-transformers/all-MiniLM-L6-v2`` (int8 weights; by default integer matmuls
-on dynamically quantised activations, :mod:`ragnb.embed.quantise`),
+Upstream models: ``sentence-transformers/all-MiniLM-L6-v2`` (int8 weights; by default integer
+matmuls on dynamically quantised activations, :mod:`ragnb.embed.quantise`),
 ``sentence-transformers/paraphrase-MiniLM-L3-v2``, ``dleemiller/word-llama-l2-supercat``
 (256 dimensions), ``intfloat/multilingual-e5-small`` (4-bit). The model id is recorded in reports
 and cache keys; the package name and version are part of every backend's ``params``, so a new
