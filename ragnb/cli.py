@@ -309,8 +309,17 @@ def _add_evaluate_parser(sub: Any) -> None:
         epilog=_EVALUATE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("qrels", metavar="QRELS|SAMPLES", help="TREC qrels or BEIR qrels .tsv")
-    p.add_argument("run", metavar="RUN", nargs="?", help="TREC run file (none for SAMPLES)")
+    p.add_argument(
+        "qrels",
+        metavar="QRELS|SAMPLES",
+        help="TREC qrels, BEIR qrels .tsv, or ranx qrels .json/.json.gz/.lz4",
+    )
+    p.add_argument(
+        "run",
+        metavar="RUN",
+        nargs="?",
+        help="TREC run file or ranx run .json/.json.gz/.lz4 (none for SAMPLES)",
+    )
     p.add_argument(
         "-m",
         "--measure",

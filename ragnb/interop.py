@@ -1,4 +1,5 @@
-"""Conversions between ragnb's qrels/run frames and ranx's and ir_measures' objects.
+"""Conversions between ragnb's qrels/run frames and ranx's, ir_measures', pyterrier's and
+ir_datasets' objects.
 
 ranx and ir_measures import lazily: ranx compiles its kernels with numba (seconds on first use),
 and neither is needed by the rest of ragnb.
@@ -32,6 +33,16 @@ and ``read_trec_run``), ``{query_id: {doc_id: value}}`` dicts, and DataFrames wi
 which are ragnb's column names. :func:`to_ir_measures_qrels` / :func:`to_ir_measures_run` give
 lists of namedtuples; :func:`from_ir_measures_qrels` / :func:`from_ir_measures_run` accept any of
 the three forms.
+
+pyterrier and ir_datasets
+-------------------------
+pyterrier's frames name the columns ``qid, docno, score, rank`` (a result, ``rank`` from 0) and
+``qid, docno, label`` (qrels): :func:`from_pyterrier_run` / :func:`to_pyterrier_run` and
+:func:`from_pyterrier_qrels` / :func:`to_pyterrier_qrels` rename and check them (pyterrier need
+not be installed). ir_datasets yields ``TrecQrel(query_id, doc_id, relevance, iteration)`` and
+``GenericScoredDoc(query_id, doc_id, score)`` namedtuples, ir_measures' field names:
+:func:`from_ir_datasets_qrels` and :func:`from_ir_datasets_scoreddocs` take a dataset or its
+iterator.
 """
 
 from __future__ import annotations
@@ -61,6 +72,14 @@ if TYPE_CHECKING:
     import ranx
 
 __all__ = [
+    "PYTERRIER_QRELS_COLUMNS",
+    "PYTERRIER_RUN_COLUMNS",
+    "from_ir_datasets_qrels",
+    "from_ir_datasets_scoreddocs",
+    "from_pyterrier_qrels",
+    "from_pyterrier_run",
+    "to_pyterrier_qrels",
+    "to_pyterrier_run",
     "from_ir_measures_qrels",
     "from_ir_measures_run",
     "from_ranx_qrels",
@@ -419,3 +438,253 @@ def from_ir_measures_run(
     frame["query_id"] = frame["query_id"].astype(str).astype(object)
     frame["doc_id"] = frame["doc_id"].astype(str).astype(object)
     return frame
+
+
+# --------------------------------------------------------------------------------------------
+# pyterrier and ir_datasets
+
+#: pyterrier's column for each ragnb run column (the "R" data type of pyterrier's data model,
+#: ``docs/datamodel.md``); pyterrier's ``rank`` starts at 0 (``pyterrier.model.FIRST_RANK``).
+PYTERRIER_RUN_COLUMNS = {"query_id": "qid", "doc_id": "docno", "score": "score", "rank": "rank"}
+#: pyterrier's qrels columns (``Dataset.get_qrels()``).
+PYTERRIER_QRELS_COLUMNS = {"query_id": "qid", "doc_id": "docno", "relevance": "label"}
+
+
+def _require(frame: Any, columns: Iterable[str], what: str) -> pd.DataFrame:
+    """``frame`` if it is a DataFrame holding ``columns``; else an InputError naming them."""
+    if not isinstance(frame, pd.DataFrame):
+        raise InputError(f"{what}: expected a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"{what} has no column {missing[0]!r} (columns: {list(map(str, frame.columns))})",
+            column=missing[0],
+        )
+    return frame
+
+
+def _id_column(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
+    """``frame[column]`` as str ids; strings and integers only (a float id such as ``1.0``
+    would not match the qrels' ``"1"``), no missing value."""
+    values = frame[column]
+    bad = values.isna() | ~values.map(lambda v: isinstance(v, str | int | np.integer))
+    bad = bad | values.map(lambda v: isinstance(v, bool))
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(
+            f"{what} row {i}: {column} {values.iloc[i]!r} is not a string or integer id",
+            column=column,
+        )
+    return values.astype(str).astype(object).reset_index(drop=True)
+
+
+def from_pyterrier_run(frame: pd.DataFrame) -> pd.DataFrame:
+    """A pyterrier result frame (``qid, docno, score[, rank, query]``) as a run frame.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        pyterrier's "R" type: ``qid`` and ``docno`` (str or int), ``score`` (numeric), and
+        optionally ``rank`` (int, pyterrier counts from 0); other columns (``query``,
+        ``features``...) are not kept.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id`` (str), ``score`` (float64), and ``rank`` (int64,
+        1-based: pyterrier's + 1, used by ``evaluate(order="file")``) when given; input order.
+
+    Raises
+    ------
+    InputError
+        If ``frame`` is not a DataFrame, lacks ``qid``, ``docno`` or ``score`` (naming it),
+        holds an id that is not a string or integer, a non-numeric or NaN score, a non-integer
+        rank, or a duplicate (query, document) pair.
+
+    References
+    ----------
+    PyTerrier data model (``docs/datamodel.md``); Macdonald and Tonellotto, "Declarative
+    Experimentation in Information Retrieval using PyTerrier", ICTIR 2020.
+    """
+    what = "pyterrier run"
+    _require(frame, ("qid", "docno", "score"), what)
+    if not pd.api.types.is_numeric_dtype(frame["score"]) or pd.api.types.is_bool_dtype(
+        frame["score"]
+    ):
+        raise InputError(
+            f"{what}: score must be numeric, got {frame['score'].dtype}", column="score"
+        )
+    out = pd.DataFrame(
+        {
+            "query_id": _id_column(frame, "qid", what),
+            "doc_id": _id_column(frame, "docno", what),
+            "score": frame["score"].to_numpy(dtype=np.float64),
+        }
+    )
+    if "rank" in frame.columns:
+        if not pd.api.types.is_integer_dtype(frame["rank"]):
+            raise InputError(
+                f"{what}: rank must be integers, got {frame['rank'].dtype}", column="rank"
+            )
+        out["rank"] = frame["rank"].to_numpy(dtype=np.int64) + 1
+    check_run(out)
+    return out
+
+
+def to_pyterrier_run(
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    queries: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """A run frame (or dict) as a pyterrier result frame ``qid, docno, score, rank[, query]``.
+
+    Parameters
+    ----------
+    run : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    queries : DataFrame, optional
+        Columns ``query_id``, ``text`` (:func:`ragnb.io.read_queries`): adds pyterrier's
+        ``query`` column (empty string for a query not listed).
+
+    Returns
+    -------
+    DataFrame
+        Rows in ragnb's (trec_eval's) order: queries sorted, score descending, ties by
+        ``docno`` descending; ``rank`` counts from 0 in that order, as pyterrier's
+        ``add_ranks`` does.
+
+    Raises
+    ------
+    InputError
+        On a malformed run, or ``queries`` without ``query_id`` and ``text``.
+    """
+    ordered = sort_run(_run_frame(run)[list(RUN_COLUMNS)], warn=False).run
+    out = pd.DataFrame(
+        {
+            "qid": ordered["query_id"].astype(str).astype(object).to_numpy(),
+            "docno": ordered["doc_id"].astype(str).astype(object).to_numpy(),
+            "score": ordered["score"].to_numpy(dtype=np.float64),
+            "rank": ordered["rank"].to_numpy(dtype=np.int64) - 1,
+        }
+    )
+    if queries is not None:
+        _require(queries, ("query_id", "text"), "queries")
+        text = dict(zip(queries["query_id"].astype(str), queries["text"], strict=True))
+        out["query"] = [str(text.get(q, "")) for q in out["qid"]]
+    return out
+
+
+def from_pyterrier_qrels(frame: pd.DataFrame) -> pd.DataFrame:
+    """pyterrier qrels (``qid, docno, label``) as a qrels frame.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id`` (str), ``relevance`` (int64), input order.
+
+    Raises
+    ------
+    InputError
+        If ``frame`` is not a DataFrame, lacks ``qid``, ``docno`` or ``label`` (naming it),
+        holds an id that is not a string or integer, a label that is not an integer (``1.0``
+        is accepted), or a duplicate pair.
+    """
+    what = "pyterrier qrels"
+    _require(frame, ("qid", "docno", "label"), what)
+    labels = frame["label"]
+    if pd.api.types.is_bool_dtype(labels) or not pd.api.types.is_numeric_dtype(labels):
+        raise InputError(f"{what}: label must be integers, got {labels.dtype}", column="label")
+    values = labels.to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values) | (values != np.round(values))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"{what} row {i}: label {labels.iloc[i]!r} is not an integer",
+            query_id=str(frame["qid"].iloc[i]),
+            column="label",
+        )
+    out = pd.DataFrame(
+        {
+            "query_id": _id_column(frame, "qid", what),
+            "doc_id": _id_column(frame, "docno", what),
+            "relevance": labels.to_numpy().astype(np.int64),
+        }
+    )
+    check_qrels(out)
+    return out
+
+
+def to_pyterrier_qrels(qrels: pd.DataFrame | Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
+    """A qrels frame (or dict) as pyterrier qrels ``qid, docno, label`` (str, str, int64).
+
+    Raises
+    ------
+    InputError
+        On a malformed qrels frame.
+    """
+    frame = _qrels_frame(qrels)
+    return pd.DataFrame(
+        {
+            "qid": frame["query_id"].astype(str).astype(object).to_numpy(),
+            "docno": frame["doc_id"].astype(str).astype(object).to_numpy(),
+            "label": frame["relevance"].to_numpy(dtype=np.int64),
+        }
+    )
+
+
+def from_ir_datasets_qrels(qrels: Any) -> pd.DataFrame:
+    """ir_datasets qrels as a qrels frame.
+
+    Parameters
+    ----------
+    qrels : ir_datasets dataset or iterable of namedtuples
+        A dataset (its ``qrels_iter()`` is read) or the iterable itself, whose items have
+        ``query_id``, ``doc_id``, ``relevance`` (``TrecQrel`` also has ``iteration``, dropped
+        as trec_eval does).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id`` (str), ``relevance`` (int64), input order.
+
+    Raises
+    ------
+    InputError
+        On an item without those fields (naming the item), a non-integer grade or a
+        duplicate pair (naming the query).
+    """
+    if hasattr(qrels, "qrels_iter"):
+        qrels = qrels.qrels_iter()
+    if isinstance(qrels, pd.DataFrame | Mapping | str):
+        raise InputError(
+            f"expected an ir_datasets dataset or an iterable of qrels, got {type(qrels).__name__}"
+        )
+    return from_ir_measures_qrels(qrels)
+
+
+def from_ir_datasets_scoreddocs(scoreddocs: Any) -> pd.DataFrame:
+    """ir_datasets scored documents (a first-stage run) as a run frame.
+
+    Parameters
+    ----------
+    scoreddocs : ir_datasets dataset or iterable of namedtuples
+        A dataset (its ``scoreddocs_iter()`` is read) or the iterable itself, whose items have
+        ``query_id``, ``doc_id``, ``score`` (``GenericScoredDoc``).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id`` (str), ``score`` (float64), input order.
+
+    Raises
+    ------
+    InputError
+        On an item without those fields, a NaN or non-numeric score, or a duplicate pair.
+    """
+    if hasattr(scoreddocs, "scoreddocs_iter"):
+        scoreddocs = scoreddocs.scoreddocs_iter()
+    if isinstance(scoreddocs, pd.DataFrame | Mapping | str):
+        raise InputError(
+            "expected an ir_datasets dataset or an iterable of scored documents, got "
+            f"{type(scoreddocs).__name__}"
+        )
+    return from_ir_measures_run(scoreddocs)

@@ -16,6 +16,10 @@ TREC qrels
     ``qid iter docid rel``, whitespace-separated (the ``iter`` column is ignored).
 TREC run
     ``qid Q0 docid rank score tag``, whitespace-separated.
+ranx JSON / LZ4
+    ``{query_id: {doc_id: value}}`` as ranx's ``Run.save`` / ``Qrels.save`` write it
+    (``.json``, ``.json.gz``, ``.lz4``): :func:`write_run` and :func:`write_qrels` choose it by
+    the file name, as :func:`read_run` and :func:`read_qrels` do.
 """
 
 from __future__ import annotations
@@ -40,10 +44,13 @@ from ragnb.readers import (
     ENCODING,
     _iter_jsonl,
     _open_text,
+    ranx_file_kind,
     read_corpus,
     read_qrels,
     read_queries,
     read_query_file,
+    read_ranx_qrels,
+    read_ranx_run,
     read_run,
 )
 
@@ -61,6 +68,10 @@ __all__ = [
     "read_query_file",
     "read_qrels",
     "read_run",
+    "read_ranx_qrels",
+    "read_ranx_run",
+    "write_ranx_qrels",
+    "write_ranx_run",
     "read_json",
     "write_json",
     "write_qrels",
@@ -324,9 +335,17 @@ def write_run(run: pd.DataFrame, path: str | os.PathLike[str], tag: str | None =
     InputError
         On a malformed run frame, a score that is not finite, or an id or tag that is empty
         or holds white space.
+
+    Notes
+    -----
+    A name ending in ``.json``, ``.json.gz`` or ``.lz4`` writes ranx's form instead
+    (:func:`write_ranx_run`; ``tag`` is then not written).
     """
     from ragnb.frames import sort_run
 
+    if ranx_file_kind(path) != "trec":
+        write_ranx_run(run, path)
+        return
     check_run(run)
     _check_ids(run, r"\s", "TREC run")
     if tag is None:
@@ -350,27 +369,34 @@ def write_run(run: pd.DataFrame, path: str | os.PathLike[str], tag: str | None =
             f.write(f"{qid} Q0 {did} {rank} {float(score)!r} {tag}\n")
 
 
-def write_qrels(qrels: pd.DataFrame, path: str | os.PathLike[str], form: str = "trec") -> None:
-    """Write qrels atomically, as TREC (``qid 0 docid rel``) or BEIR TSV with header.
+def write_qrels(qrels: pd.DataFrame, path: str | os.PathLike[str], form: str | None = None) -> None:
+    """Write qrels atomically, as TREC (``qid 0 docid rel``), BEIR TSV with header, or ranx.
 
     Parameters
     ----------
     qrels : DataFrame
         Columns ``query_id``, ``doc_id``, ``relevance``.
     path : str or PathLike
-    form : {"trec", "beir"}, default "trec"
+    form : {"trec", "beir", "ranx"}, optional
+        Default: ``"ranx"`` (:func:`write_ranx_qrels`) for a name ending in ``.json``,
+        ``.json.gz`` or ``.lz4``, else ``"trec"``.
 
     Raises
     ------
     InputError
         On a malformed qrels frame, an unknown ``form``, or an id that is empty or holds white
-        space (TREC) or a tab, a line break or surrounding white space (BEIR).
+        space (TREC, ranx) or a tab, a line break or surrounding white space (BEIR).
     """
     from ragnb.frames import check_qrels
 
+    if form is None:
+        form = "trec" if ranx_file_kind(path) == "trec" else "ranx"
+    if form == "ranx":
+        write_ranx_qrels(qrels, path)
+        return
     check_qrels(qrels)
     if form not in ("trec", "beir"):
-        raise InputError(f"unknown qrels form {form!r}; use 'trec' or 'beir'")
+        raise InputError(f"unknown qrels form {form!r}; use 'trec', 'beir' or 'ranx'")
     if form == "trec":
         _check_ids(qrels, r"\s", "TREC qrels")
     else:
@@ -385,6 +411,106 @@ def write_qrels(qrels: pd.DataFrame, path: str | os.PathLike[str], form: str = "
                 f.write(f"{qid} 0 {did} {int(rel)}\n")
             else:
                 f.write(f"{qid}\t{did}\t{int(rel)}\n")
+
+
+def _write_ranx(nested: dict[str, dict[str, Any]], path: Path) -> None:
+    """``nested`` as ranx JSON (``.json``: ``orjson`` with ``OPT_INDENT_2``'s layout;
+    ``.json.gz``: the same gzipped, mtime 0) or ranx LZ4 (``.lz4``), atomically."""
+    if path.name.lower().endswith(".lz4"):
+        try:
+            import cbor2
+            import lz4.frame
+        except ImportError:
+            raise InputError("writing ranx .lz4 files needs lz4 and cbor2", path=path) from None
+        inner = lz4.frame.compress(cbor2.dumps(nested), compression_level=16)
+        with atomic_write(path, "wb") as f:  # ranx/io.py: a compressed frame in an LZ4 file
+            f.write(lz4.frame.compress(inner))
+        return
+    data = json.dumps(nested, indent=2, ensure_ascii=False).encode("utf-8")
+    with atomic_write(path, "wb") as f:
+        if path.name.lower().endswith(".gz"):
+            import gzip
+
+            with gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as z:
+                z.write(data)
+        else:
+            f.write(data)
+
+
+def _nested(frame: pd.DataFrame, column: str, cast: type) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for qid, did, value in zip(frame["query_id"], frame["doc_id"], frame[column], strict=True):
+        out.setdefault(str(qid), {})[str(did)] = cast(value)
+    return out
+
+
+def write_ranx_run(run: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write a run as ranx does (``Run.save``): ``{query_id: {doc_id: score}}``, atomically.
+
+    Documents are written in trec_eval's order (score descending, ties by ``doc_id``
+    descending, :func:`ragnb.frames.sort_run`); scores as Python's shortest round-trip
+    ``repr``, so ranx's ``Run.from_file`` and :func:`read_run` give the same float64 values.
+    The run's ``tag`` is not kept (ranx's JSON has no name).
+
+    Parameters
+    ----------
+    run : DataFrame
+        Columns ``query_id``, ``doc_id``, ``score``.
+    path : str or PathLike
+        ``.json``, ``.json.gz`` (gzipped JSON) or ``.lz4`` (ranx's CBOR in LZ4; needs ``lz4``
+        and ``cbor2``).
+
+    Raises
+    ------
+    InputError
+        On a malformed run frame, a score that is not finite (JSON has no such number), or an
+        id that is empty or holds white space (ranx's TREC export could not carry it).
+
+    References
+    ----------
+    Bassani (2022), ranx, ``Run.save`` (ranx 0.3.21, ``ranx/io.py``).
+    """
+    from ragnb.frames import sort_run
+
+    check_run(run)
+    _check_ids(run, r"\s", "ranx run")
+    scores = run["score"].to_numpy(dtype="float64")
+    if not np.isfinite(scores).all():
+        bad = run.iloc[int(np.flatnonzero(~np.isfinite(scores))[0])]
+        raise InputError(
+            f"score {bad['score']} of doc {bad['doc_id']!r} is not finite: JSON cannot carry it",
+            query_id=str(bad["query_id"]),
+            column="score",
+        )
+    ordered = sort_run(run[list(RUN_COLUMNS)], warn=False).run
+    _write_ranx(_nested(ordered, "score", float), Path(path))
+
+
+def write_ranx_qrels(qrels: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write qrels as ranx does (``Qrels.save``): ``{query_id: {doc_id: grade}}``, atomically.
+
+    Parameters
+    ----------
+    qrels : DataFrame
+        Columns ``query_id``, ``doc_id``, ``relevance``; written grouped by query, documents in
+        frame order.
+    path : str or PathLike
+        ``.json``, ``.json.gz`` or ``.lz4``.
+
+    Raises
+    ------
+    InputError
+        On a malformed qrels frame or an id that is empty or holds white space.
+
+    References
+    ----------
+    Bassani (2022), ranx, ``Qrels.save`` (ranx 0.3.21).
+    """
+    from ragnb.frames import check_qrels
+
+    check_qrels(qrels)
+    _check_ids(qrels, r"\s", "ranx qrels")
+    _write_ranx(_nested(qrels, "relevance", int), Path(path))
 
 
 @dataclass

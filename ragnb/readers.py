@@ -14,7 +14,12 @@ TREC qrels
     ``qid iter docid rel``, whitespace-separated (the ``iter`` column is ignored); BEIR's TSV
     form ``query-id<TAB>corpus-id<TAB>score`` with an optional header line.
 TREC run
-    ``qid Q0 docid rank score tag``, whitespace-separated.
+    ``qid Q0 docid rank score tag``, whitespace-separated. TREC qrels and runs may be gzipped
+    (a name ending in ``.gz``).
+ranx JSON (``.json``, ``.json.gz``) and LZ4 (``.lz4``)
+    ``{query_id: {doc_id: grade}}`` (qrels) or ``{query_id: {doc_id: score}}`` (run), as
+    ranx's ``Qrels.save`` / ``Run.save`` write them; :func:`read_qrels` and :func:`read_run`
+    choose the form by the file name (:func:`ranx_file_kind`).
 Query list (:func:`read_query_file`)
     ``.txt``: one query a line; ``.csv``: columns ``query_id,text`` or ``text`` alone;
     ``.jsonl``: BEIR queries. Queries without an id get ``q`` followed by the first 12 hex digits
@@ -40,12 +45,16 @@ from ragnb.frames import QRELS_COLUMNS
 
 __all__ = [
     "ENCODING",
+    "JSON_SUFFIXES",
     "QUERY_FILE_SUFFIXES",
     "query_id_of",
+    "ranx_file_kind",
     "read_corpus",
     "read_qrels",
     "read_queries",
     "read_query_file",
+    "read_ranx_qrels",
+    "read_ranx_run",
     "read_run",
 ]
 
@@ -236,12 +245,19 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     InputError
         Wrong number of columns, a non-integer grade, or a duplicate (query, document) pair,
         naming the file and line.
+
+    Notes
+    -----
+    A name ending in ``.json``, ``.json.gz`` or ``.lz4`` is read as ranx's qrels
+    (:func:`read_ranx_qrels`); any other ending in ``.gz`` is gunzipped first.
     """
     path = Path(path)
+    if ranx_file_kind(path) != "trec":
+        return read_ranx_qrels(path)
     rows: list[tuple[str, str, int]] = []
     seen: dict[tuple[str, str], int] = {}
     ncols = None
-    with path.open(encoding=ENCODING) as f:
+    with _open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             parts = line.split("\t") if "\t" in line else line.split()
             parts = [p.strip() for p in parts]
@@ -303,15 +319,23 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
         Wrong number of columns, a non-integer rank, a score that is not a finite number in
         trec_eval's syntax (no underscores, ASCII digits, no inf or NaN), or a duplicate
         (query, document) pair, naming the file and line.
+
+    Notes
+    -----
+    A name ending in ``.json``, ``.json.gz`` or ``.lz4`` is read as a ranx run
+    (:func:`read_ranx_run`: columns ``query_id``, ``doc_id``, ``score`` only); any other ending
+    in ``.gz`` is gunzipped first.
     """
     path = Path(path)
+    if ranx_file_kind(path) != "trec":
+        return read_ranx_run(path)
     qids: list[str] = []
     dids: list[str] = []
     ranks: list[int] = []
     scores: list[float] = []
     tags: list[str] = []
     seen: dict[tuple[str, str], int] = {}
-    with path.open(encoding=ENCODING) as f:
+    with _open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             parts = line.split()
             if not parts:
@@ -346,6 +370,193 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
             "score": pd.Series(scores, dtype="float64"),
             "rank": pd.Series(ranks, dtype="int64"),
             "tag": pd.Series(tags, dtype=object),
+        }
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# ranx's files: JSON {query_id: {doc_id: value}}, gzipped JSON, and LZ4
+
+
+#: Endings read as ranx JSON by :func:`read_qrels` and :func:`read_run`.
+JSON_SUFFIXES = (".json", ".json.gz")
+
+
+def ranx_file_kind(path: str | os.PathLike[str]) -> str:
+    """The kind of a qrels or run file by its name: ``"json"``, ``"lz4"`` or ``"trec"``.
+
+    ``.json`` and ``.json.gz`` are ranx JSON, ``.lz4`` ranx's LZ4 form; anything else
+    (``.trec``, ``.txt``, ``.tsv``, ``.gz``...) is TREC or BEIR text, gunzipped if it ends in
+    ``.gz`` (ranx's ``.gz`` kind is gzipped TREC too).
+    """
+    name = Path(path).name.lower()
+    if name.endswith(JSON_SUFFIXES):
+        return "json"
+    if name.endswith(".lz4"):
+        return "lz4"
+    return "trec"
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` that refuses a key given twice (``json`` keeps the last one)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _load_ranx(path: Path) -> Any:
+    """The dict of dicts in a ranx JSON (``.json``, ``.json.gz``) or LZ4 (``.lz4``) file."""
+    if ranx_file_kind(path) == "lz4":
+        try:
+            import cbor2
+            import lz4.frame
+        except ImportError:
+            raise InputError("reading ranx .lz4 files needs lz4 and cbor2", path=path) from None
+        try:
+            with lz4.frame.open(path, mode="r") as f:  # ranx compresses twice (ranx/io.py)
+                return cbor2.loads(lz4.frame.decompress(f.read()))
+        except (RuntimeError, ValueError, EOFError, cbor2.CBORDecodeError) as e:
+            raise InputError(f"not a ranx LZ4 file: {e}", path=path) from None
+    with _open_text(path) as f:
+        text = f.read()
+    try:
+        return json.loads(text, object_pairs_hook=_unique_pairs)
+    except json.JSONDecodeError as e:
+        raise InputError(f"malformed JSON: {e.msg}", path=path, line=e.lineno) from None
+    except _DuplicateKey as e:
+        raise InputError(f"key {e.args[0]!r} appears twice in one object", path=path) from None
+
+
+def _ranx_items(path: Path, what: str) -> Iterator[tuple[str, str, Any]]:
+    """``(query_id, doc_id, value)`` of a ranx file, in file order, shapes checked."""
+    obj = _load_ranx(path)
+    if not isinstance(obj, dict):
+        raise InputError(
+            f"expected a JSON object {{query_id: {{doc_id: {what}}}}}, got {type(obj).__name__}",
+            path=path,
+        )
+    for qid, docs in obj.items():
+        if not isinstance(docs, dict):
+            raise InputError(
+                f"expected an object {{doc_id: {what}}}, got {type(docs).__name__}",
+                path=path,
+                query_id=str(qid),
+            )
+        for did, value in docs.items():
+            for name, key in (("query_id", qid), ("doc_id", did)):
+                if not str(key) or _WHITESPACE.search(str(key)):
+                    raise InputError(
+                        f"{name} {key!r} is empty or holds white space",
+                        path=path,
+                        query_id=str(qid),
+                        column=name,
+                    )
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InputError(
+                    f"{what} of doc {did!r} is not a number: {value!r}",
+                    path=path,
+                    query_id=str(qid),
+                )
+            yield str(qid), str(did), value
+
+
+def read_ranx_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read qrels saved by ranx's ``Qrels.save("x.json")``: ``{query_id: {doc_id: grade}}``.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        ``.json``, ``.json.gz`` (the same JSON, gzipped) or ``.lz4`` (ranx's CBOR in LZ4,
+        needs ``lz4`` and ``cbor2``).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id``, ``relevance`` (int64), file order.
+
+    Raises
+    ------
+    InputError
+        Malformed JSON (naming the line), a shape other than an object of objects, a key given
+        twice, an empty id or one with white space, or a grade that is not an integer (``1.0``
+        is accepted), naming the file and query.
+
+    References
+    ----------
+    Bassani (2022), ranx, ``Qrels.save`` / ``Qrels.from_file`` (ranx 0.3.21).
+    """
+    path = Path(path)
+    rows = []
+    for qid, did, value in _ranx_items(path, "grade"):
+        if (isinstance(value, float) and not value.is_integer()) or not (
+            _INT64[0] <= value <= _INT64[1]
+        ):
+            raise InputError(
+                f"grade of doc {did!r} is not an integer: {value!r}",
+                path=path,
+                query_id=qid,
+                column="relevance",
+            )
+        rows.append((qid, did, int(value)))
+    df = pd.DataFrame(rows, columns=list(QRELS_COLUMNS))
+    df["query_id"] = df["query_id"].astype(object)
+    df["doc_id"] = df["doc_id"].astype(object)
+    df["relevance"] = df["relevance"].astype("int64")
+    return df
+
+
+def read_ranx_run(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a run saved by ranx's ``Run.save("x.json")``: ``{query_id: {doc_id: score}}``.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        ``.json``, ``.json.gz`` or ``.lz4`` (ranx's CBOR in LZ4, needs ``lz4`` and ``cbor2``).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``doc_id``, ``score`` (float64, the file's values exactly), file
+        order (ranx writes each query's documents by score descending). A ranx file carries no
+        run name, so there is no ``tag`` column.
+
+    Raises
+    ------
+    InputError
+        Malformed JSON, a wrong shape, a key given twice, a bad id, or a score that is not a
+        finite number, naming the file and query.
+
+    References
+    ----------
+    Bassani (2022), ranx, ``Run.save`` / ``Run.from_file`` (ranx 0.3.21).
+    """
+    path = Path(path)
+    rows = []
+    for qid, did, value in _ranx_items(path, "score"):
+        try:
+            score = float(value)
+        except OverflowError:
+            score = math.inf
+        if not math.isfinite(score):
+            raise InputError(
+                f"score of doc {did!r} is not finite: {value!r}",
+                path=path,
+                query_id=qid,
+                column="score",
+            )
+        rows.append((qid, did, score))
+    return pd.DataFrame(
+        {
+            "query_id": pd.Series([r[0] for r in rows], dtype=object),
+            "doc_id": pd.Series([r[1] for r in rows], dtype=object),
+            "score": pd.Series([r[2] for r in rows], dtype="float64"),
         }
     )
 

@@ -1,5 +1,6 @@
 """Comparing systems: paired bootstrap intervals, randomization tests, multiple-comparison
-corrections, agreement between two runs' top K lists, and a ranx-like comparison table.
+corrections, agreement between two runs' top K lists, and a ranx-like comparison table
+(:func:`comparison_table`: Markdown or LaTeX with significance markers).
 
 Per-query input
 ---------------
@@ -30,6 +31,7 @@ from ragnb.stats.bootstrap import BootstrapResult, CIMethod, paired_bootstrap
 from ragnb.stats.comparison import ComparisonResult, compare
 from ragnb.stats.corrections import Correction, adjust_p_values, bonferroni, holm
 from ragnb.stats.randomization import RandomizationResult, randomization_test
+from ragnb.stats.report import comparison_table, significance_markers
 from ragnb.stats.topk import KendallTopK, TopKAgreement, kendall_top_k, top_k_agreement
 
 __all__ = [
@@ -44,9 +46,11 @@ __all__ = [
     "adjust_p_values",
     "bonferroni",
     "compare",
+    "comparison_table",
     "holm",
     "kendall_top_k",
     "paired_bootstrap",
     "randomization_test",
+    "significance_markers",
     "top_k_agreement",
 ]
