@@ -471,8 +471,10 @@ def _id_column(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
     bad = bad | values.map(lambda v: isinstance(v, bool))
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
+        value = values.iloc[i]
+        value = value.item() if isinstance(value, np.generic) else value
         raise InputError(
-            f"{what} row {i}: {column} {values.iloc[i]!r} is not a string or integer id",
+            f"{what} row {i}: {column} {value!r} is not a string or integer id",
             column=column,
         )
     return values.astype(str).astype(object).reset_index(drop=True)
