@@ -508,10 +508,13 @@ def _write_notebook(path: Path, cells: list[str]) -> None:
 def _run_all(driver, name: str) -> None:
     """Wait for notebook ``name`` (the current tab) and its kernel, then Run > Run All Cells,
     by the menus' text."""
-    from selenium.common.exceptions import TimeoutException
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    wait = WebDriverWait(driver, 90)
+    # JupyterLab re-renders cells and menus while they load: an element read a moment after it
+    # was found may be gone; the wait then looks again
+    stale = (StaleElementReferenceException,)
+    wait = WebDriverWait(driver, 90, ignored_exceptions=stale)
     current = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current"
     wait.until(lambda d: [e for e in d.find_elements("css selector", current) if name in e.text])
     wait.until(lambda d: d.find_elements("css selector", ".jp-Notebook .jp-Cell"))
@@ -530,7 +533,7 @@ def _run_all(driver, name: str) -> None:
         wait.until(lambda d: menu(d, ".lm-MenuBar-item", "Run")).click()
         wait.until(lambda d: menu(d, ".lm-Menu-item", "Run All Cells")).click()
         try:
-            WebDriverWait(driver, 10).until(started)
+            WebDriverWait(driver, 10, ignored_exceptions=stale).until(started)
             return
         except TimeoutException:
             continue
@@ -692,6 +695,7 @@ def test_whatif_widget_in_jupyterlab(lab, tmp_path):
     """A copy of notebook 06 (BM25 only, widgets on) in JupyterLab: the K slider, moved with
     the keyboard, changes the table."""
     import nbformat
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -703,7 +707,7 @@ def test_whatif_widget_in_jupyterlab(lab, tmp_path):
     try:
         _run_all(driver, "whatif.ipynb")
         _wait_for_output(driver, ".widget-output table", timeout=120)
-        wait = WebDriverWait(driver, 30)
+        wait = WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException,))
 
         def table(d) -> str:
             return "\n".join(

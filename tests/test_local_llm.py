@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ragnb.golden.judging import LOCAL_TOP_LOGPROBS
 from ragnb.judge.server import (
     DEFAULT_MODEL,
     LocalLLMServer,
@@ -558,7 +559,7 @@ def test_golden_pipeline_with_the_local_judge(tmp_path: Path):
         assert (tmp_path / "run" / "ledger.jsonl").exists()
         manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
         assert manifest["judge"]["constrained"] == "json_object_schema"
-        assert manifest["judge"]["logprobs"] == 10
+        assert manifest["judge"]["logprobs"] == LOCAL_TOP_LOGPROBS
     finally:
         stop_local_server(pipeline.judge)
     assert not server.running
