@@ -118,6 +118,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return report.exit_status
 
 
+#: Run files above this size are evaluated streamed (:func:`ragnb.streaming.evaluate_file`).
+STREAM_ABOVE_BYTES = 1 << 30
+
+
 def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
     """``QRELS RUN``: the evaluation, and the baseline run's (or None)."""
     from ragnb.evaluate import evaluate
@@ -127,14 +131,22 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
     qrels = read_qrels(args.qrels)
     if qrels.empty:
         raise InputError("the qrels file holds no judgements; nothing to evaluate", path=args.qrels)
-    run = read_run(args.run)
     measures = [*(args.measure or ["P@5", "P@10", "R@100", "nDCG@10", "RR"]), *gated]
-    result = evaluate(qrels, run, measures, order=args.order, grade_map=grade_map)
-    base = None
-    if args.baseline:
-        base = evaluate(
-            qrels, read_run(args.baseline), measures, order=args.order, grade_map=grade_map
-        )
+
+    def run_of(path: str) -> Any:
+        """Evaluate one run file: streamed (ragnb.streaming) when large, parquet or --stream."""
+        from ragnb.streaming import PARQUET_SUFFIXES, evaluate_file
+
+        if (
+            args.stream
+            or path.lower().endswith(PARQUET_SUFFIXES)
+            or (os.path.isfile(path) and os.path.getsize(path) > STREAM_ABOVE_BYTES)
+        ):
+            return evaluate_file(qrels, path, measures, order=args.order, grade_map=grade_map)
+        return evaluate(qrels, read_run(path), measures, order=args.order, grade_map=grade_map)
+
+    result = run_of(args.run)
+    base = run_of(args.baseline) if args.baseline else None
     return result, base
 
 
@@ -318,7 +330,7 @@ def _add_evaluate_parser(sub: Any) -> None:
         "run",
         metavar="RUN",
         nargs="?",
-        help="TREC run file or ranx run .json/.json.gz/.lz4 (none for SAMPLES)",
+        help="TREC run file, parquet run, or ranx run .json/.json.gz/.lz4 (none for SAMPLES)",
     )
     p.add_argument(
         "-m",
@@ -329,6 +341,12 @@ def _add_evaluate_parser(sub: Any) -> None:
     )
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="read the run in blocks of whole queries with bounded memory (always for parquet "
+        "runs and runs above 1 GiB)",
+    )
     p.add_argument(
         "--order",
         choices=["score", "file"],

@@ -292,6 +292,25 @@ def _repeat_str(values: np.ndarray, take: np.ndarray) -> pd.Series:
 
 def _result(measures: list[Measure], arrays: RankingArrays, values: np.ndarray) -> EvaluationResult:
     """Assemble tables from a (n_queries, n_measures) value matrix."""
+    fe_short = {
+        m.name: int(m.flags(arrays)["short_run"].sum()) for m in measures if m.family == "F_e"
+    }
+    counts: dict[str, Any] = {
+        "queries_in_qrels": len(arrays.query_ids),
+        "queries_missing_from_run": arrays.n_missing_from_run,
+        "run_queries_without_qrels": arrays.n_run_queries_without_qrels,
+        "rank_disagreements": arrays.n_rank_disagreements,
+        "order": arrays.order,
+        "fe_short_runs": fe_short,
+    }
+    return _tables(measures, arrays.query_ids, values, counts)
+
+
+def _tables(
+    measures: list[Measure], query_ids: np.ndarray, values: np.ndarray, counts: dict[str, Any]
+) -> EvaluationResult:
+    """The result of per-query ``values`` (n_queries, n_measures), rows in ``query_ids`` order
+    (also used by :func:`ragnb.streaming.evaluate_file` on values gathered block by block)."""
     n_q, n_m = values.shape
     names = [m.name for m in measures]
     valid = ~np.isnan(values)
@@ -309,20 +328,9 @@ def _result(measures: list[Measure], arrays: RankingArrays, values: np.ndarray) 
     # (converting n_queries * n_measures Python strings costs more than the measures).
     per_query = pd.DataFrame(
         {
-            "query_id": _repeat_str(arrays.query_ids, np.tile(np.arange(n_q), n_m)),
+            "query_id": _repeat_str(query_ids, np.tile(np.arange(n_q), n_m)),
             "measure": _repeat_str(np.asarray(names, dtype=object), np.repeat(np.arange(n_m), n_q)),
             "value": values.T.reshape(-1),
         }
     )
-    fe_short = {
-        m.name: int(m.flags(arrays)["short_run"].sum()) for m in measures if m.family == "F_e"
-    }
-    counts: dict[str, Any] = {
-        "queries_in_qrels": n_q,
-        "queries_missing_from_run": arrays.n_missing_from_run,
-        "run_queries_without_qrels": arrays.n_run_queries_without_qrels,
-        "rank_disagreements": arrays.n_rank_disagreements,
-        "order": arrays.order,
-        "fe_short_runs": fe_short,
-    }
     return EvaluationResult(tuple(measures), aggregate, per_query, counts)

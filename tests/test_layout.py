@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     # measures and what computes with them
     "measures": 1,
     "evaluate": 1,
+    "streaming": 1,
     "stats": 1,
     "interop": 1,
     "fusion": 1,

@@ -1,0 +1,428 @@
+"""Evaluate a run file larger than memory: blocks of whole queries, grouped out of core.
+
+:func:`evaluate_file` gives the :class:`ragnb.evaluate.EvaluationResult` that
+:func:`ragnb.evaluate.evaluate` gives on the same file read into memory (per-query values
+bit-identical, aggregate equal), reading the run in blocks of whole queries. A run whose rows are
+not grouped by query is first sorted by query out of core by DuckDB (``COPY (... ORDER BY
+query_id) TO`` a temporary parquet file, under ``SET memory_limit`` with a spill folder); the
+grouped parquet file is then read with ``pyarrow.parquet.ParquetFile.iter_batches`` and cut at
+query boundaries. Each block is evaluated by :func:`ragnb.evaluate.evaluate` against the qrels of
+its queries, so every measure, ordering policy and grade map behaves as in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ragnb.errors import InputError
+from ragnb.evaluate import (
+    _GRADED,
+    ON_RUBRIC,
+    SUBTOPIC_COLUMN,
+    EvaluationResult,
+    _check_graded_scale,
+    _tables,
+    evaluate,
+)
+from ragnb.frames import RunOrder
+from ragnb.measures import Measure, parse_measures
+from ragnb.measures._kernel import as_qrels_frame
+from ragnb.measures.diversity import document_qrels
+from ragnb.measures.novelty import SourceOf
+
+__all__ = ["PARQUET_SUFFIXES", "evaluate_file", "iter_query_blocks"]
+
+#: Endings read as parquet runs; any other file is a TREC run (``.gz`` read by DuckDB).
+PARQUET_SUFFIXES = (".parquet", ".pq")
+#: Columns of a parquet run that the evaluation reads (``query_id``, ``doc_id``, ``score`` needed).
+_RUN_COLUMNS = ("query_id", "doc_id", "score", "rank", "source")
+#: trec_eval's integer and number syntax (as :func:`ragnb.readers.read_run`), for DuckDB's RE2.
+_INTEGER_RE = r"[+-]?[0-9]+"
+_DECIMAL_RE = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
+
+
+def evaluate_file(
+    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]],
+    run_path: str | os.PathLike[str],
+    measures: Iterable[str | Measure] | str | Measure,
+    *,
+    order: RunOrder = "score",
+    grade_map: str | Mapping[int, int] | None = None,
+    source_of: SourceOf = None,
+    block_rows: int = 1_000_000,
+    memory_limit: str = "1GB",
+    temp_dir: str | os.PathLike[str] | None = None,
+) -> EvaluationResult:
+    """Evaluate the run file ``run_path`` against ``qrels`` in blocks of whole queries.
+
+    Parameters
+    ----------
+    qrels : DataFrame or dict
+        As :func:`ragnb.evaluate.evaluate` (held in memory).
+    run_path : str or PathLike
+        A TREC run ``qid Q0 docid rank score tag`` (optionally gzipped), or a parquet file
+        (``.parquet`` / ``.pq``) with columns ``query_id``, ``doc_id``, ``score`` and optionally
+        ``rank`` and ``source``. Rows need not be grouped by query.
+    measures : list of str or Measure
+        As :func:`ragnb.evaluate.evaluate`.
+    order, grade_map, source_of
+        As :func:`ragnb.evaluate.evaluate`. With ``order="file"`` the order within a query is
+        the ``rank`` column (a TREC run always has one); the grouping sort does not keep the
+        file order of rows with equal ranks.
+    block_rows : int, default 1,000,000
+        Target rows per block; a block always ends at a query boundary, so it holds at most
+        ``block_rows`` plus the rows of one query.
+    memory_limit : str, default "1GB"
+        DuckDB's ``memory_limit`` for the grouping sort (it spills to ``temp_dir`` beyond).
+    temp_dir : str or PathLike, optional
+        Folder of the grouped copy and DuckDB's spill files (default: the system's temp folder);
+        both are removed before returning. Needs about the run's size in parquet form free.
+
+    Returns
+    -------
+    EvaluationResult
+        Equal to ``evaluate(qrels, read_run(run_path), measures, ...)``: the same per-query
+        values (bit-identical), aggregate, counts and warnings.
+
+    Raises
+    ------
+    InputError
+        A malformed TREC line (wrong column count, a rank or score not in trec_eval's syntax, a
+        non-finite score) or a duplicate (query, document) pair, naming the file and line; a
+        parquet run missing a column or holding a null or non-finite score, naming the file and
+        query; anything :func:`ragnb.evaluate.evaluate` raises.
+
+    Notes
+    -----
+    Memory bound: about ``B * r + Q + n_q * (8 * n_m + s)`` bytes plus DuckDB's
+    ``memory_limit`` during the grouping sort, where ``B`` is the block's rows (``block_rows``
+    plus at most one query's rows), ``r`` the in-memory cost of a run row during evaluation
+    (a few hundred bytes: ids as Python strings, the sorted and padded arrays), ``Q`` the qrels
+    frame, ``n_q`` the number of evaluated queries, ``n_m`` the number of measures and ``s``
+    the size of a query id string (the per-query values are kept to compute the means exactly
+    as in memory; the returned long ``per_query`` table holds ``n_q * n_m`` rows). Nothing is
+    proportional to the run's total rows. Measured in ``benchmarks/scale.py``.
+    """
+    path = Path(run_path)
+    if not path.is_file():
+        raise InputError("run file not found", path=path)
+    if block_rows < 1:
+        raise InputError(f"block_rows must be >= 1, got {block_rows}")
+    parsed = parse_measures(measures)
+    qrels, grade_map = _checked_qrels(qrels, parsed, grade_map)
+    if qrels.empty:
+        raise InputError("the qrels hold no judgements; nothing to evaluate")
+    qrels_qids = pa.array(qrels["query_id"].astype(str).to_numpy(dtype=object), pa.string())
+    options: dict[str, Any] = {"order": order, "grade_map": grade_map, "source_of": source_of}
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    counts: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="ragnb-stream-", dir=temp_dir) as tmp:
+        if path.name.lower().endswith(PARQUET_SUFFIXES):
+            grouped = path
+            _parquet_columns(path)
+        else:
+            grouped = _sorted_parquet(path, Path(tmp), memory_limit)
+        job = (path, qrels, qrels_qids, parsed, options, block_rows, parts, counts)
+        try:
+            seen = _stream(grouped, *job)
+        except _NotGrouped:  # a parquet run whose rows are not grouped: sort it out of core
+            seen = _stream(_sorted_parquet(path, Path(tmp), memory_limit), *job)
+    missing = pc.invert(pc.is_in(qrels_qids, value_set=pa.array(list(seen), pa.string())))
+    missing_np = missing.to_numpy(zero_copy_only=False)
+    if missing_np.any():
+        empty = pd.DataFrame({"query_id": [], "doc_id": [], "score": []})
+        empty = empty.astype({"query_id": object, "doc_id": object, "score": "float64"})
+        _add_block(parts, counts, evaluate(qrels[missing_np], empty, parsed, **options))
+    counts["queries_missing_from_run"] = int(missing_np.sum())
+    qids = np.concatenate([p[0] for p in parts])
+    values = np.concatenate([p[1] for p in parts])
+    by_id = np.argsort(qids, kind="stable")
+    in_both = len(qids) - counts["queries_missing_from_run"]
+    counts["run_queries_without_qrels"] = len(seen) - in_both
+    if counts["rank_disagreements"] and order == "score":
+        warnings.warn(
+            f"{counts['rank_disagreements']} queries have a rank column that disagrees with their "
+            "scores; ordering by score as trec_eval does (use order='file' to keep the file's "
+            "order)",
+            UserWarning,
+            stacklevel=2,
+        )
+    counts = {
+        "queries_in_qrels": len(qids),
+        "queries_missing_from_run": counts["queries_missing_from_run"],
+        "run_queries_without_qrels": counts["run_queries_without_qrels"],
+        "rank_disagreements": counts["rank_disagreements"],
+        "order": order,
+        "fe_short_runs": counts["fe_short_runs"],
+    }
+    return _tables(parsed, qids[by_id], values[by_id], counts)
+
+
+class _NotGrouped(InputError):
+    """A run's rows are not grouped by query (:func:`evaluate_file` then sorts a parquet run)."""
+
+
+def _stream(
+    grouped: Path,
+    source: Path,
+    qrels: pd.DataFrame,
+    qrels_qids: pa.Array,
+    parsed: list[Measure],
+    options: dict[str, Any],
+    block_rows: int,
+    parts: list[tuple[np.ndarray, np.ndarray]],
+    counts: dict[str, Any],
+) -> set[str]:
+    """Evaluate the blocks of ``grouped`` into ``parts`` / ``counts`` (reset first); the run's
+    query ids. Raises :class:`_NotGrouped` when ``grouped`` is ``source`` and is not grouped."""
+    parts.clear()
+    counts.update(rank_disagreements=0)
+    counts["fe_short_runs"] = {m.name: 0 for m in parsed if m.family == "F_e"}
+    seen: set[str] = set()
+    for block, block_qids in _blocks(grouped, block_rows, source, seen):
+        mine = pc.is_in(qrels_qids, value_set=pa.array(block_qids, pa.string()))
+        mine_np = mine.to_numpy(zero_copy_only=False)
+        if not mine_np.any():
+            continue
+        try:
+            with warnings.catch_warnings():  # the rank warning is given once, for the whole run
+                warnings.filterwarnings("ignore", "[0-9]+ queries have a rank column", UserWarning)
+                res = evaluate(qrels[mine_np], block, parsed, **options)
+        except InputError as exc:
+            raise InputError(str(exc), path=source) from exc
+        _add_block(parts, counts, res)
+    return seen
+
+
+def _checked_qrels(
+    qrels: Any, parsed: list[Measure], grade_map: Any
+) -> tuple[pd.DataFrame, str | Mapping[int, int] | None]:
+    """The qrels as a frame, and the grade map each block gets: the graded-scale check is done
+    once on all qrels (a block's subset could look like another scale), then stated as done."""
+    frame = qrels if isinstance(qrels, pd.DataFrame) else as_qrels_frame(qrels)
+    graded = [m for m in parsed if m.family in _GRADED]
+    if graded and grade_map is None:
+        plain = document_qrels(frame) if SUBTOPIC_COLUMN in frame.columns else frame
+        _check_graded_scale(plain, graded)
+        grade_map = ON_RUBRIC
+    return frame, grade_map
+
+
+def _add_block(
+    parts: list[tuple[np.ndarray, np.ndarray]], counts: dict[str, Any], res: EvaluationResult
+) -> None:
+    """Keep a block's per-query values ``(query ids, (n_q, n_m) values)`` and add its counts."""
+    n_m = len(res.measures)
+    n_q = len(res.per_query) // n_m
+    values = res.per_query["value"].to_numpy().reshape(n_m, n_q).T
+    parts.append((res.per_query["query_id"].to_numpy(dtype=object)[:n_q], values))
+    c = res.counts
+    counts["rank_disagreements"] += c["rank_disagreements"]
+    for name, n in c["fe_short_runs"].items():
+        counts["fe_short_runs"][name] += n
+
+
+def _sorted_parquet(path: Path, tmp: Path, memory_limit: str) -> Path:
+    """A parquet copy of the run ``path`` sorted by ``query_id`` in ``tmp``: DuckDB's out-of-core
+    sort (spilling to ``tmp`` beyond ``memory_limit``)."""
+    if path.name.lower().endswith(PARQUET_SUFFIXES):
+        columns = _parquet_columns(path)
+        source = f"read_parquet('{_quoted(path)}')"
+        select = ", ".join(columns)
+    else:
+        source = _trec_source(path)
+        select = "query_id, doc_id, score, rank, ok"
+    import duckdb
+
+    out = tmp / "grouped.parquet"
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(f"SET memory_limit = '{memory_limit}'")
+        con.execute(f"SET temp_directory = '{_quoted(tmp / 'spill')}'")
+        con.execute("SET preserve_insertion_order = false")
+        con.execute(
+            f"COPY (SELECT {select} FROM {source} ORDER BY query_id) TO '{_quoted(out)}' "
+            "(FORMAT parquet, ROW_GROUP_SIZE 262144)"
+        )
+    except duckdb.Error as exc:
+        raise InputError(f"cannot read the run: {exc}", path=path) from exc
+    finally:
+        con.close()
+    return out
+
+
+def _trec_source(path: Path) -> str:
+    """DuckDB's view of a TREC run: one row per non-blank line, split on whitespace, with an
+    ``ok`` flag (6 columns, integer rank, finite score in trec_eval's syntax)."""
+    lines = (
+        f"read_csv('{_quoted(path)}', columns={{'text': 'VARCHAR'}}, header=false, "
+        "delim='\x01', quote='', escape='', auto_detect=false, strict_mode=false)"
+    )
+    split = (
+        f"SELECT string_split_regex(trim(text), '\\s+') AS p FROM {lines} WHERE trim(text) <> ''"
+    )
+    ok = (
+        f"len(p) = 6 AND regexp_full_match(p[4], '{_INTEGER_RE}') "
+        f"AND regexp_full_match(p[5], '{_DECIMAL_RE}') "
+        "AND isfinite(TRY_CAST(p[5] AS DOUBLE)) AND TRY_CAST(p[4] AS BIGINT) IS NOT NULL"
+    )
+    return (
+        f"(SELECT p[1] AS query_id, p[3] AS doc_id, TRY_CAST(p[5] AS DOUBLE) AS score, "
+        f"TRY_CAST(p[4] AS BIGINT) AS rank, ({ok}) AS ok FROM ({split}))"
+    )
+
+
+def _quoted(path: Path) -> str:
+    """A path inside a single-quoted SQL string."""
+    return str(path).replace("'", "''")
+
+
+def _parquet_columns(path: Path) -> list[str]:
+    """The run columns a parquet file holds; InputError when a needed one is missing."""
+    try:
+        names = pq.ParquetFile(path).schema_arrow.names
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"not a readable parquet file: {exc}", path=path) from exc
+    for needed in _RUN_COLUMNS[:3]:
+        if needed not in names:
+            raise InputError(f"parquet run has no {needed!r} column", path=path, column=needed)
+    return [c for c in _RUN_COLUMNS if c in names]
+
+
+def iter_query_blocks(
+    path: str | os.PathLike[str], block_rows: int, *, source: str | os.PathLike[str] | None = None
+) -> Iterator[pd.DataFrame]:
+    """Blocks of whole queries from a parquet run whose rows are grouped by query.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Parquet file with ``query_id``, ``doc_id``, ``score`` (optionally ``rank``, ``source``,
+        and the ``ok`` column of the TREC conversion), rows grouped by query.
+    block_rows : int
+        Target rows per block; a block is cut at the last query boundary once it holds that many
+        rows, so it holds at most ``block_rows`` plus one query's rows.
+    source : str or PathLike, optional
+        The file to name in errors (default ``path``), e.g. the TREC file the parquet came from.
+
+    Yields
+    ------
+    DataFrame
+        Columns ``query_id``, ``doc_id``, ``score`` (float64) and ``rank`` / ``source`` when
+        present; no query is split between two blocks.
+
+    Raises
+    ------
+    InputError
+        A query whose rows are not contiguous, a null or non-finite score, a duplicate (query,
+        document) pair, or (for a TREC source) a malformed line, naming the file and the query
+        or line.
+    """
+    named = Path(source) if source is not None else Path(path)
+    for frame, _ in _blocks(Path(path), block_rows, named, set()):
+        yield frame
+
+
+def _blocks(
+    path: Path, block_rows: int, source: Path, done: set[Any]
+) -> Iterator[tuple[pd.DataFrame, list[str]]]:
+    """:func:`iter_query_blocks`'s blocks with their query ids, adding those to ``done``."""
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=min(block_rows, 1 << 20)):
+        pending.append(batch)
+        held += batch.num_rows
+        if held < block_rows:
+            continue
+        table = pa.Table.from_batches(pending)
+        ids = table.column("query_id")
+        other = np.flatnonzero(pc.not_equal(ids, ids[len(ids) - 1]).to_numpy(zero_copy_only=False))
+        if not len(other):  # one query so far: keep reading until it ends
+            continue
+        cut = int(other[-1]) + 1  # the last query's first row
+        yield _block(table.slice(0, cut), source, done)
+        rest = table.slice(cut)
+        pending, held = rest.to_batches(), rest.num_rows
+    if held:
+        yield _block(pa.Table.from_batches(pending), source, done)
+
+
+def _block(table: pa.Table, source: Path, done: set[Any]) -> tuple[pd.DataFrame, list[str]]:
+    """Check one block; the run frame :func:`ragnb.evaluate.evaluate` reads and its query ids."""
+    names = table.column_names
+    if "ok" in names and not pc.all(table.column("ok")).as_py():
+        bad = table.filter(pc.invert(table.column("ok")))
+        _raise_trec_line(source, str(bad.column("query_id")[0]))
+    ids = table.column("query_id").combine_chunks()
+    first = np.zeros(1, dtype=np.int64)
+    if len(ids) > 1:
+        change = pc.not_equal(ids.slice(1), ids.slice(0, len(ids) - 1))
+        first = np.concatenate([first, np.flatnonzero(change.to_numpy(zero_copy_only=False)) + 1])
+    starts = ids.take(pa.array(first)).to_pylist()
+    unique = set(starts)
+    if len(unique) != len(starts) or not done.isdisjoint(unique):
+        q = next(q for i, q in enumerate(starts) if q in done or q in starts[:i])
+        raise _NotGrouped("the run's rows are not grouped by query", path=source, query_id=str(q))
+    done.update(unique)
+    finite = pc.is_finite(table.column("score"))
+    if finite.null_count or not pc.all(finite).as_py():
+        q = ids.filter(pc.invert(pc.fill_null(finite, False)))[0]
+        raise InputError("score is null or not finite", path=source, query_id=str(q))
+    frame = table.select([c for c in _RUN_COLUMNS if c in names]).to_pandas()
+    if "ok" in names:  # a parquet run's duplicates are reported by evaluate (file and query)
+        dup = frame.duplicated(["query_id", "doc_id"])
+        if dup.any():
+            row = frame[dup].iloc[0]
+            _raise_trec_duplicate(source, str(row["query_id"]), str(row["doc_id"]))
+    return frame, starts
+
+
+def _raise_trec_line(path: Path, query_id: str) -> None:
+    """Rescan a TREC run (error path only) and raise read_run's error for its first bad line."""
+    from ragnb.readers import _open_text, _parse_int, _parse_score
+
+    with _open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise InputError(
+                    f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
+                    path=path,
+                    line=lineno,
+                )
+            _parse_int(parts[3], "rank", "rank", path, lineno)
+            _parse_score(parts[4], path, lineno)
+    raise InputError("malformed line", path=path, query_id=query_id)
+
+
+def _raise_trec_duplicate(path: Path, query_id: str, doc_id: str) -> None:
+    """Rescan a TREC run (error path only) for the two lines of a duplicate pair."""
+    from ragnb.readers import _open_text
+
+    first = None
+    with _open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            parts = line.split()
+            if len(parts) == 6 and parts[0] == query_id and parts[2] == doc_id:
+                if first is not None:
+                    raise InputError(
+                        f"duplicate entry for doc {doc_id!r} (first on line {first})",
+                        path=path,
+                        line=lineno,
+                        query_id=query_id,
+                    )
+                first = lineno
+    raise InputError(f"duplicate entry for doc {doc_id!r}", path=path, query_id=query_id)

@@ -1,0 +1,149 @@
+"""Streaming evaluation of run files (ragnb.streaming): identical to the in-memory path."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ragnb.cli import main
+from ragnb.errors import InputError
+from ragnb.evaluate import evaluate
+from ragnb.io import read_qrels, read_run
+from ragnb.streaming import evaluate_file, iter_query_blocks
+
+MEASURES = ["nDCG@10", "P@10", "R@100", "MAP", "MRR", "NumRet", "NumRelRet"]
+
+
+@pytest.fixture(scope="module")
+def scifact_files(scifact_path, tmp_path_factory):
+    """A real SciFact BM25 top-100 run: sorted TREC, shuffled TREC, shuffled parquet, qrels."""
+    folder = tmp_path_factory.mktemp("stream")
+    trec = folder / "run.trec"
+    code = main(
+        ["retrieve", "--dataset", str(scifact_path), "--retriever", "bm25", "-k", "100"]
+        + ["--out", str(trec)]
+    )
+    assert code == 0
+    run = read_run(trec)
+    # a run query without qrels, and a qrels query left out of the run
+    qrels = read_qrels(scifact_path / "qrels" / "test.tsv")
+    dropped = run["query_id"].iloc[0]
+    run = run[run["query_id"] != dropped]
+    extra = pd.DataFrame(
+        {"query_id": "zz-no-qrels", "doc_id": ["d1", "d2"], "score": [2.0, 1.0], "rank": [1, 2]}
+    )
+    run = pd.concat([run, extra.assign(tag="x")], ignore_index=True)
+    shuffled = run.sample(frac=1.0, random_state=7).reset_index(drop=True)
+    files = {"sorted": folder / "sorted.trec", "shuffled": folder / "shuffled.trec"}
+    for name, frame in (("sorted", run), ("shuffled", shuffled)):
+        lines = [
+            f"{q} Q0 {d} {r} {s!r} {t}"
+            for q, d, r, s, t in frame[["query_id", "doc_id", "rank", "score", "tag"]].itertuples(
+                index=False
+            )
+        ]
+        files[name].write_text("\n".join(lines) + "\n")
+    files["parquet"] = folder / "shuffled.parquet"
+    shuffled.drop(columns="tag").to_parquet(files["parquet"])
+    files["parquet_sorted"] = folder / "sorted.parquet"
+    run.drop(columns="tag").to_parquet(files["parquet_sorted"])
+    return qrels, run, files
+
+
+@pytest.mark.parametrize("kind", ["sorted", "shuffled", "parquet", "parquet_sorted"])
+def test_streaming_equals_in_memory_on_scifact_bm25(scifact_files, kind):
+    qrels, run, files = scifact_files
+    expected = evaluate(qrels, run, MEASURES)
+    got = evaluate_file(qrels, files[kind], MEASURES, block_rows=997)
+    # per-query values bit-identical, same ids in the same order; aggregate equal
+    assert got.per_query["query_id"].tolist() == expected.per_query["query_id"].tolist()
+    assert got.per_query["measure"].tolist() == expected.per_query["measure"].tolist()
+    np.testing.assert_array_equal(got.per_query["value"], expected.per_query["value"])
+    pd.testing.assert_frame_equal(got.aggregate, expected.aggregate)
+    assert got.counts == expected.counts
+    assert got.counts["queries_missing_from_run"] == 1
+    assert got.counts["run_queries_without_qrels"] >= 1
+
+
+def test_file_order_and_rank_warning_as_in_memory(scifact_files):
+    qrels, run, files = scifact_files
+    # ranks reversed: order="file" reads them, order="score" warns once as evaluate does
+    flipped = run.assign(rank=run.groupby("query_id")["rank"].transform(lambda r: r.max() + 1 - r))
+    path = files["parquet"].with_name("flipped.parquet")
+    flipped.sample(frac=1.0, random_state=3).drop(columns="tag").to_parquet(path)
+    for order in ("file", "score"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            expected = evaluate(qrels, flipped, MEASURES, order=order)
+            got = evaluate_file(qrels, path, MEASURES, order=order, block_rows=3000)
+        if order == "file":
+            assert not caught  # no rank warning under order="file"
+        else:
+            assert len(caught) == 2 and str(caught[0].message) == str(caught[1].message)
+        np.testing.assert_array_equal(got.per_query["value"], expected.per_query["value"])
+        assert got.counts == expected.counts
+
+
+def test_blocks_never_split_a_query(scifact_files):
+    _, run, files = scifact_files
+    seen: set[str] = set()
+    sizes = []
+    for block in iter_query_blocks(files["parquet_sorted"], 150):
+        qids = set(block["query_id"])
+        assert not qids & seen  # a query appears in one block only
+        seen |= qids
+        sizes.append(len(block))
+        assert len(block) < 150 + 100  # at most block_rows plus one query's rows
+    assert seen == set(run["query_id"]) and sum(sizes) == len(run)
+    assert len(sizes) > 100
+
+
+def test_bad_trec_line_names_file_and_line(tmp_path, scifact_files):
+    qrels, _, files = scifact_files
+    lines = files["sorted"].read_text().splitlines()
+    lines[41] = lines[41].replace(" Q0 ", " Q0 extra ")
+    bad = tmp_path / "bad.trec"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as err:
+        evaluate_file(qrels, bad, ["P@10"], block_rows=500)
+    assert "bad.trec" in str(err.value) and "line 42" in str(err.value)
+    assert "expected 6 columns" in str(err.value)
+    lines = files["sorted"].read_text().splitlines()
+    lines[7] = lines[7].rsplit(" ", 2)[0] + " nan x"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"line 8.*NaN|NaN.*line 8"):
+        evaluate_file(qrels, bad, ["P@10"])
+
+
+def test_duplicate_pair_and_ungrouped_parquet_errors(tmp_path, scifact_files):
+    qrels, run, files = scifact_files
+    lines = files["sorted"].read_text().splitlines()
+    bad = tmp_path / "dup.trec"
+    bad.write_text("\n".join([*lines, lines[3]]) + "\n")
+    with pytest.raises(InputError) as err:
+        evaluate_file(qrels, bad, ["P@10"])
+    assert f"line {len(lines) + 1}" in str(err.value) and "first on line 4" in str(err.value)
+    missing = tmp_path / "noscore.parquet"
+    run[["query_id", "doc_id"]].to_parquet(missing)
+    with pytest.raises(InputError, match="no 'score' column"):
+        evaluate_file(qrels, missing, ["P@10"])
+
+
+def test_cli_stream_flag_matches_in_memory(scifact_files, capsys):
+    _, _, files = scifact_files
+    qrels_path = files["sorted"].parent / "qrels.tsv"
+    qrels, _, _ = scifact_files
+    qrels.to_csv(qrels_path, sep="\t", index=False, header=["query-id", "corpus-id", "score"])
+    outs = []
+    for extra in ([], ["--stream"]):
+        code = main(
+            ["evaluate", str(qrels_path), str(files["shuffled"]), "-m", "nDCG@10", "-m", "P@10"]
+            + ["--format", "json", *extra]
+        )
+        assert code == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1]
