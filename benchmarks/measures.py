@@ -4,6 +4,7 @@ Usage (from the repository root)::
 
     .venv/bin/python benchmarks/measures.py                  # 100,000 queries x 100 documents
     .venv/bin/python benchmarks/measures.py --queries 2000   # a quick run
+    .venv/bin/python benchmarks/measures.py --plain-only     # the three measures' rows only
 
 Data: ``--queries`` queries, each retrieving 100 distinct documents of a corpus of
 ``50 * queries`` ids (``doc<n>``), scores rounded to 3 decimals (so some documents tie); 15 judged
@@ -317,6 +318,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=100_000, help="default 100000")
     parser.add_argument("--repeat", type=int, default=3, help="best of R calls (default 3)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--plain-only",
+        action="store_true",
+        help="stop after the nDCG@10/P@10/R@100 rows and their values (no breadth, no families)",
+    )
     args = parser.parse_args(argv)
 
     import ir_measures
@@ -435,6 +441,9 @@ def main(argv: list[str] | None = None) -> None:
         shown = ", ".join(f"{v:.6f}" for v in values.values())
         print(f"  {mode:9s} {tool:12s} {how:44s} {shown}")
 
+    if args.plain_only:
+        print(load())
+        return
     breadth(qrels_d, run_d, full_arrays=prepare(qrels_df, run_df), record=record, repeat=rep)
 
     measures, notes = family_measures()

@@ -26,7 +26,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numba as nb
 import numpy as np
 
-__all__ = ["common_prefix", "prefixes", "doc_order", "rank_order", "join_grades", "run_chunks"]
+__all__ = [
+    "common_prefix",
+    "prefixes",
+    "doc_order",
+    "rank_order",
+    "join_grades",
+    "count_above",
+    "run_chunks",
+]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -331,6 +339,43 @@ def join_grades(
                     grades[i, p] = q_grade[q_by_doc[b]]
                 a += 1
                 b += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def count_above(first, size, score, group_of, j_starts, j_score, above, tied, g_lo, g_hi):
+    """How many scores of a run group are above, and equal to, each of some given scores.
+
+    For ``g_lo <= i < g_hi``, the scores ``j_score[j_starts[i]:j_starts[i + 1]]`` (NaN: skipped)
+    are compared with the scores of run group ``g = group_of[i]`` (-1: none),
+    ``score[first[g]:first[g] + size[g]]``: ``above[j]`` receives the count of scores greater
+    than ``j_score[j]``, ``tied[j]`` the count equal to it. A few scores are compared with every
+    score of the group, more with a sorted copy (binary search).
+    """
+    for i in range(g_lo, g_hi):
+        g = group_of[i]
+        js = j_starts[i]
+        je = j_starts[i + 1]
+        if g < 0 or je == js:
+            continue
+        values = score[first[g] : first[g] + size[g]]
+        if je - js > 16:
+            values = np.sort(values)
+        for j in range(js, je):
+            x = j_score[j]
+            if x != x:
+                continue
+            if je - js > 16:
+                hi = np.searchsorted(values, x, side="right")
+                above[j] = values.shape[0] - hi
+                tied[j] = hi - np.searchsorted(values, x, side="left")
+                continue
+            a = 0
+            t = 0
+            for y in values:  # no branch: the compiler vectorises it
+                a += y > x
+                t += y == x
+            above[j] = a
+            tied[j] = t
 
 
 def run_chunks(kernel: Callable[..., None], n_groups: int, *args: object) -> None:

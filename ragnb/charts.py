@@ -26,6 +26,7 @@ __all__ = [
     "heatmap",
     "interval_tooltip",
     "javascript_bundle",
+    "line_chart",
     "setup",
     "spec_to_html",
 ]
@@ -172,6 +173,41 @@ def heatmap(
     cells = base.mark_rect().encode(color=color)
     labels = base.mark_text(**text_mark).encode(text=text, color=text_color)
     return alt.LayerChart(layer=[cells, labels], data=data)
+
+
+def line_chart(data: pd.DataFrame, *, width: int, height: int, **encodings: Any) -> alt.Chart:
+    """Lines with a point at each value: one line per value of the colour (and dash) channels.
+
+    The line chart the studies share (a measure against K or the noise level, latency against
+    the pool size, recall against efSearch, Judged@K...).
+
+    Parameters
+    ----------
+    data : DataFrame
+        One row per point.
+    width, height : int
+        Size of the chart (of each panel once faceted), pixels.
+    **encodings
+        Altair encoding channels: ``x``, ``y``, ``color``, ``strokeDash``, ``tooltip``...
+
+    Returns
+    -------
+    Chart
+        ``data`` drawn by ``mark_line(point=True)``, ready for ``.facet`` and
+        ``.resolve_scale``.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"k": [1, 2], "value": [0.5, 0.7]})
+    >>> line_chart(frame, x="k:Q", y="value:Q", width=200, height=100).to_dict()["mark"]
+    {'type': 'line', 'point': True}
+    """
+    return (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(**encodings)
+        .properties(width=width, height=height)
+    )
 
 
 def comparison_chart(

@@ -45,7 +45,7 @@ from ragnb.measures._public import aggregate_values
 from ragnb.measures.diversity import document_qrels, prepare_subtopics
 from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, prepare_sources
 
-__all__ = ["ON_RUBRIC", "EvaluationResult", "evaluate"]
+__all__ = ["ON_RUBRIC", "EvaluationResult", "aggregate_means", "evaluate", "wide_values"]
 
 #: ``grade_map`` value stating that the qrels already hold Dallaire's 1-5 grades.
 ON_RUBRIC = "1-5"
@@ -56,6 +56,45 @@ _GRADED = (*GRADED_FAMILIES, "RA-nWG-nov")
 #: Families that read document sources / subtopic judgements.
 _SOURCE_FAMILIES = ("RA-nWG-nov",)
 _SUBTOPIC_FAMILIES = ("alpha-nDCG",)
+
+
+def wide_values(
+    per_query: pd.DataFrame, measures: list[str], queries: list[Any] | None = None
+) -> pd.DataFrame:
+    """A long per-query frame with one column per measure (``per_query_wide`` of a result).
+
+    Parameters
+    ----------
+    per_query : DataFrame
+        Long form ``query_id``, ``measure``, ``value`` (one row per query and measure).
+    measures : list of str
+        The measure names, in the column order wanted.
+    queries : list, optional
+        The query ids in the row order wanted; default sorted.
+
+    Returns
+    -------
+    DataFrame
+        Index ``query_id``, columns ``measures`` (float values), no columns name.
+    """
+    wide = per_query.pivot(index="query_id", columns="measure", values="value")
+    wide = wide[measures] if queries is None else wide.loc[queries, measures]
+    wide.columns.name = None
+    return wide
+
+
+def aggregate_means(aggregate: pd.DataFrame) -> dict[str, float]:
+    """``{measure: value}`` of an aggregate frame (columns ``measure``, ``value``), in row order.
+
+    Examples
+    --------
+    >>> aggregate_means(pd.DataFrame({"measure": ["P@5"], "value": [0.4]}))
+    {'P@5': 0.4}
+    """
+    return {
+        str(name): float(value)
+        for name, value in zip(aggregate["measure"], aggregate["value"], strict=True)
+    }
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,17 +134,11 @@ class EvaluationResult:
         DataFrame
             Index ``query_id`` (sorted), columns the measure names in requested order.
         """
-        wide = self.per_query.pivot(index="query_id", columns="measure", values="value")
-        wide = wide[[m.name for m in self.measures]]
-        wide.columns.name = None
-        return wide
+        return wide_values(self.per_query, [m.name for m in self.measures])
 
     def aggregate_to_dict(self) -> dict[str, float]:
         """``{measure name: macro mean}``, in requested order."""
-        return {
-            str(name): float(value)
-            for name, value in zip(self.aggregate["measure"], self.aggregate["value"], strict=True)
-        }
+        return aggregate_means(self.aggregate)
 
     def __repr__(self) -> str:
         c = self.counts

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -40,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.validation import require_columns
+from ragnb.validation import convert_entry, require_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -135,12 +136,7 @@ def _run_from_dict_checked(run: Mapping[str, Mapping[str, float]]) -> pd.DataFra
     rows = []
     for qid, docs in run.items():
         for did, score in docs.items():
-            try:
-                value = float(score)
-            except (TypeError, ValueError):
-                raise InputError(
-                    f"score of {did!r} is not a number: {score!r}", query_id=str(qid)
-                ) from None
+            value = convert_entry(float, score, qid, did, "score", "a number")
             if np.isnan(value):
                 raise InputError(f"score of {did!r} is NaN", query_id=str(qid))
             rows.append((str(qid), str(did), value))
@@ -206,11 +202,17 @@ def _float_scores(nested: Mapping[str, Mapping[str, object]], n: int) -> np.ndar
 def _integral_grades(nested: Mapping[str, Mapping[str, object]], n: int) -> np.ndarray | None:
     """Grades as int64 when every one is an integral number (Python bools excluded), else None."""
     values = list(_values(nested))
+    types = set(map(type, values))
+    if types <= {int}:  # the usual case, read directly
+        try:
+            return np.fromiter(values, dtype=np.int64, count=len(values))
+        except OverflowError:
+            return None
     try:
         arr = np.array(values)
     except (TypeError, ValueError):
         return None
-    if arr.ndim != 1 or arr.dtype.kind not in "fiu" or bool in set(map(type, values)):
+    if arr.ndim != 1 or arr.dtype.kind not in "fiu" or bool in types:
         return None
     if arr.dtype.kind == "f":
         if not (np.isfinite(arr).all() and (arr == np.floor(arr)).all()):
@@ -512,12 +514,16 @@ class _QrelsIndex:
         Rows of each query by ``doc_id`` ascending.
     grades : ndarray of int64, shape (n_rows,)
         Grade of each row.
+    keys : list or None
+        The document ids of a dict of dicts as given, in row order (None for a frame): a dict
+        run is joined with them by look-ups (:mod:`ragnb._dictjoin`).
     """
 
     queries: _Groups
     docs: _Strings
     by_doc: np.ndarray
     grades: np.ndarray
+    keys: list | None = None
 
 
 def _groupsort() -> ModuleType:
@@ -527,7 +533,10 @@ def _groupsort() -> ModuleType:
     return _groupsort
 
 
-def _index_run(run: pd.DataFrame | Mapping[str, Mapping[str, float]], order: RunOrder) -> _RunIndex:
+def _index_run(
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    order: RunOrder,
+) -> _RunIndex:
     """Validate a run (frame or dict of dicts) and put it in evaluation order.
 
     Same policy, validation and error messages as :func:`sort_run` (run_from_dict's for a
@@ -550,7 +559,7 @@ def _index_run(run: pd.DataFrame | Mapping[str, Mapping[str, float]], order: Run
         parts = _dict_parts(run, _float_scores)
         if parts is None:  # a bad score (raises, naming it) or ids equal only as str
             return _index_run(run_from_dict(run), order)
-        queries, docs, score = parts
+        queries, docs, score, _ = parts
         file_key = None
         by_doc = _sorted_by_string(
             queries, docs, lambda: _check_duplicates(run_from_dict(run), "run"), "run"
@@ -593,6 +602,7 @@ def _index_qrels(qrels: pd.DataFrame | Mapping[str, Mapping[str, int]]) -> _Qrel
         queries = _group_by_id(frame["query_id"])
         docs = _string_buffers(frame["doc_id"])
         grades = np.array(frame["relevance"].to_numpy(dtype=np.int64), dtype=np.int64)
+        keys: list | None = None
         by_doc = _sorted_by_string(
             queries, docs, lambda: _check_duplicates(frame, "qrels"), "qrels"
         )
@@ -600,7 +610,7 @@ def _index_qrels(qrels: pd.DataFrame | Mapping[str, Mapping[str, int]]) -> _Qrel
         parts = _dict_parts(qrels, _integral_grades)
         if parts is None:  # a bad grade (raises, naming it) or ids equal only as str
             return _index_qrels(qrels_from_dict(qrels))
-        queries, docs, grades = parts
+        queries, docs, grades, keys = parts
         by_doc = _sorted_by_string(
             queries, docs, lambda: _check_duplicates(qrels_from_dict(qrels), "qrels"), "qrels"
         )
@@ -610,14 +620,15 @@ def _index_qrels(qrels: pd.DataFrame | Mapping[str, Mapping[str, int]]) -> _Qrel
         )
     if len(grades) == 0:
         raise InputError("qrels hold no judgements; nothing to evaluate")
-    return _QrelsIndex(queries, docs, by_doc, grades)
+    return _QrelsIndex(queries, docs, by_doc, grades, keys)
 
 
 def _dict_parts(
     nested: Mapping[str, Mapping[str, object]],
     convert: Callable[[Mapping[str, Mapping[str, object]], int], np.ndarray | None],
-) -> tuple[_Groups, _Strings, np.ndarray] | None:
-    """Groups, document strings and converted values of ``{query: {doc: value}}``.
+) -> tuple[_Groups, _Strings, np.ndarray, list] | None:
+    """Groups, document strings, converted values and document ids (as given) of
+    ``{query: {doc: value}}``, in row order.
 
     None when ``convert`` rejects the values or two query ids are equal as ``str``: the caller then
     takes the checked path through a frame.
@@ -630,7 +641,8 @@ def _dict_parts(
     keep = sizes > 0  # a query with no entries has no rows
     starts = (np.cumsum(sizes) - sizes)[keep]
     heads = np.array(qids, dtype=object)[keep]
-    return _groups_from_segments(starts, heads, n), _strings_from_list(_doc_ids(nested)), converted
+    docs = _doc_ids(nested)
+    return _groups_from_segments(starts, heads, n), _strings_from_list(docs), converted, docs
 
 
 def _sorted_by_string(
@@ -782,9 +794,15 @@ def _group_by_id(col: pd.Series) -> _Groups:
 def _groups_from_segments(starts: np.ndarray, heads: np.ndarray, n: int) -> _Groups:
     """Groups from segments of consecutive rows: segment ``j`` starts at row ``starts[j]``, ends
     where the next starts (or at ``n``) and has the id ``heads[j]``."""
-    heads = _as_str_objects(heads)
-    codes, uniques = pd.factorize(heads, sort=True)
-    ids = np.asarray(uniques, dtype=object)
+    # ids sorted by Python's sort, whose str comparisons beat pandas' sort of objects
+    values = _as_str_objects(heads).tolist()
+    if all(map(operator.lt, values, islice(values, 1, None))):  # one segment per id, in order
+        ids = np.array(values, dtype=object)
+        return _Groups(ids, np.arange(n, dtype=np.int64), np.append(starts, n).astype(np.int64))
+    uniques = sorted(set(values))
+    ids = np.array(uniques, dtype=object)
+    position = dict(zip(uniques, range(len(uniques)), strict=True))
+    codes = np.fromiter(map(position.__getitem__, values), np.int64, len(values))
     if len(codes) < 2 or bool((np.diff(codes) > 0).all()):  # one segment per id, in order
         return _Groups(ids, np.arange(n, dtype=np.int64), np.append(starts, n).astype(np.int64))
     lengths = np.diff(np.append(starts, n))

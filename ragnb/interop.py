@@ -66,6 +66,7 @@ from ragnb.frames import (
     sort_run,
 )
 from ragnb.measures.diversity import SUBTOPIC_COLUMNS, document_qrels
+from ragnb.validation import convert_entry
 
 if TYPE_CHECKING:
     import ir_measures
@@ -206,6 +207,13 @@ def to_ranx_run(
     return out
 
 
+def _ranx_dict(obj: Any, cls: type[Any]) -> dict[str, dict[str, Any]]:
+    """``obj.to_dict()`` with str query ids, after checking that ``obj`` is a ``ranx.<cls>``."""
+    if not isinstance(obj, cls):
+        raise InputError(f"expected a ranx.{cls.__name__}, got {type(obj).__name__}")
+    return {str(q): dict(docs) for q, docs in obj.to_dict().items()}
+
+
 def from_ranx_qrels(qrels: ranx.Qrels) -> pd.DataFrame:
     """A ``ranx.Qrels`` as a qrels frame.
 
@@ -222,9 +230,7 @@ def from_ranx_qrels(qrels: ranx.Qrels) -> pd.DataFrame:
     """
     import ranx
 
-    if not isinstance(qrels, ranx.Qrels):
-        raise InputError(f"expected a ranx.Qrels, got {type(qrels).__name__}")
-    return qrels_from_dict({str(q): dict(docs) for q, docs in qrels.to_dict().items()})
+    return qrels_from_dict(_ranx_dict(qrels, ranx.Qrels))
 
 
 def from_ranx_run(run: ranx.Run) -> pd.DataFrame:
@@ -243,9 +249,7 @@ def from_ranx_run(run: ranx.Run) -> pd.DataFrame:
     """
     import ranx
 
-    if not isinstance(run, ranx.Run):
-        raise InputError(f"expected a ranx.Run, got {type(run).__name__}")
-    frame = run_from_dict({str(q): dict(docs) for q, docs in run.to_dict().items()})
+    frame = run_from_dict(_ranx_dict(run, ranx.Run))
     if run.name is not None:
         frame["tag"] = pd.Series([str(run.name)] * len(frame), dtype=object)
     return frame
@@ -375,6 +379,11 @@ def from_ir_measures_qrels(
         frame = pd.DataFrame(rows, columns=list(QRELS_COLUMNS))
         frame["relevance"] = frame["relevance"].astype("int64")
     check_qrels(frame)
+    return _with_str_ids(frame)
+
+
+def _with_str_ids(frame: pd.DataFrame) -> pd.DataFrame:
+    """A checked frame with a fresh 0-based index and ``query_id``, ``doc_id`` as str objects."""
     frame = frame.reset_index(drop=True)
     frame["query_id"] = frame["query_id"].astype(str).astype(object)
     frame["doc_id"] = frame["doc_id"].astype(str).astype(object)
@@ -383,12 +392,7 @@ def from_ir_measures_qrels(
 
 def _checked_grade(query_id: Any, doc_id: Any, grade: Any) -> int:
     """``grade`` as an int, or an InputError naming the query and document."""
-    try:
-        return _as_int(grade)
-    except (TypeError, ValueError):
-        raise InputError(
-            f"grade of {doc_id!r} is not an integer: {grade!r}", query_id=str(query_id)
-        ) from None
+    return convert_entry(_as_int, grade, query_id, doc_id, "grade", "an integer")
 
 
 def _as_int(value: Any) -> int:
@@ -424,20 +428,11 @@ def from_ir_measures_run(
     else:
         rows = []
         for q, d, score in _records(run, RUN_COLUMNS, "run"):
-            try:
-                value = float(score)
-            except (TypeError, ValueError):
-                raise InputError(
-                    f"score of {d!r} is not a number: {score!r}", query_id=str(q)
-                ) from None
-            rows.append((str(q), str(d), value))
+            rows.append((str(q), str(d), convert_entry(float, score, q, d, "score", "a number")))
         frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
         frame["score"] = frame["score"].astype(np.float64)
     check_run(frame)
-    frame = frame.reset_index(drop=True)
-    frame["query_id"] = frame["query_id"].astype(str).astype(object)
-    frame["doc_id"] = frame["doc_id"].astype(str).astype(object)
-    return frame
+    return _with_str_ids(frame)
 
 
 # --------------------------------------------------------------------------------------------
@@ -633,6 +628,18 @@ def to_pyterrier_qrels(qrels: pd.DataFrame | Mapping[str, Mapping[str, int]]) ->
     )
 
 
+def _ir_datasets_items(obj: Any, method: str, what: str) -> Any:
+    """``obj.<method>()`` for an ir_datasets dataset, else ``obj`` itself, which must be an
+    iterable of namedtuples (a DataFrame, a dict or a str is an InputError naming ``what``)."""
+    if hasattr(obj, method):
+        obj = getattr(obj, method)()
+    if isinstance(obj, pd.DataFrame | Mapping | str):
+        raise InputError(
+            f"expected an ir_datasets dataset or an iterable of {what}, got {type(obj).__name__}"
+        )
+    return obj
+
+
 def from_ir_datasets_qrels(qrels: Any) -> pd.DataFrame:
     """ir_datasets qrels as a qrels frame.
 
@@ -654,13 +661,7 @@ def from_ir_datasets_qrels(qrels: Any) -> pd.DataFrame:
         On an item without those fields (naming the item), a non-integer grade or a
         duplicate pair (naming the query).
     """
-    if hasattr(qrels, "qrels_iter"):
-        qrels = qrels.qrels_iter()
-    if isinstance(qrels, pd.DataFrame | Mapping | str):
-        raise InputError(
-            f"expected an ir_datasets dataset or an iterable of qrels, got {type(qrels).__name__}"
-        )
-    return from_ir_measures_qrels(qrels)
+    return from_ir_measures_qrels(_ir_datasets_items(qrels, "qrels_iter", "qrels"))
 
 
 def from_ir_datasets_scoreddocs(scoreddocs: Any) -> pd.DataFrame:
@@ -682,11 +683,5 @@ def from_ir_datasets_scoreddocs(scoreddocs: Any) -> pd.DataFrame:
     InputError
         On an item without those fields, a NaN or non-numeric score, or a duplicate pair.
     """
-    if hasattr(scoreddocs, "scoreddocs_iter"):
-        scoreddocs = scoreddocs.scoreddocs_iter()
-    if isinstance(scoreddocs, pd.DataFrame | Mapping | str):
-        raise InputError(
-            "expected an ir_datasets dataset or an iterable of scored documents, got "
-            f"{type(scoreddocs).__name__}"
-        )
-    return from_ir_measures_run(scoreddocs)
+    items = _ir_datasets_items(scoreddocs, "scoreddocs_iter", "scored documents")
+    return from_ir_measures_run(items)

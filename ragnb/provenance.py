@@ -1,9 +1,10 @@
 """Provenance of results and redaction of secrets: one home for both.
 
 A report, a manifest, a cache key or a log line says which code, libraries, models and endpoints
-produced a number (:func:`versions`, :func:`safe_url`, :func:`sha256_json`), and never a secret:
-every string that may hold an API key passes through :func:`scrub`, with one rule for every
-caller (a key is redacted wherever it occurs once it has :data:`MIN_SECRET_LENGTH` characters).
+produced a number (:func:`versions`, :func:`safe_url`, :func:`sha256_json`, and
+:func:`file_sha256` for files), and never a secret: every string that may hold an API key
+passes through :func:`scrub`, with one rule for every caller (a key is redacted wherever it
+occurs once it has :data:`MIN_SECRET_LENGTH` characters).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 __all__ = [
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "file_sha256",
     "has_credentials",
     "public_url",
     "safe_url",
@@ -130,6 +132,31 @@ def public_url(url: str | None) -> tuple[str | None, bool]:
     if has_credentials(url):
         return None, True
     return url, False
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB chunks (a large file is never held whole).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The file (stage frames of a golden-set run folder, an ONNX model to quantise).
+
+    Returns
+    -------
+    str
+        64 lowercase hex digits (FIPS 180-4 SHA-256).
+
+    Raises
+    ------
+    OSError
+        When the file cannot be read.
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def sha256_json(obj: Any) -> str:

@@ -47,6 +47,7 @@ __all__ = [
     "ENCODING",
     "JSON_SUFFIXES",
     "QUERY_FILE_SUFFIXES",
+    "iter_run_lines",
     "query_id_of",
     "ranx_file_kind",
     "read_corpus",
@@ -226,6 +227,31 @@ def _parse_grade(token: str, path: Path, lineno: int) -> int:
     return _parse_int(token, "grade", "relevance", path, lineno)
 
 
+def _note_pair(
+    seen: dict[tuple[str, str], int], qid: str, did: str, what: str, path: Path, lineno: int
+) -> None:
+    """Record the pair ``(qid, did)`` at ``lineno`` in ``seen``; a pair seen before is an
+    InputError ``duplicate {what} doc ... (first on line N)`` naming file, line and query."""
+    key = (qid, did)
+    if key in seen:
+        raise InputError(
+            f"duplicate {what} doc {did!r} (first on line {seen[key]})",
+            path=path,
+            line=lineno,
+            query_id=qid,
+        )
+    seen[key] = lineno
+
+
+def _qrels_frame(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
+    """``(query_id, doc_id, grade)`` rows as a qrels frame: ids object, ``relevance`` int64."""
+    df = pd.DataFrame(rows, columns=list(QRELS_COLUMNS))
+    df["query_id"] = df["query_id"].astype(object)
+    df["doc_id"] = df["doc_id"].astype(object)
+    df["relevance"] = df["relevance"].astype("int64")
+    return df
+
+
 def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read qrels in BEIR TSV form (3 columns, header optional) or TREC form (4 columns).
 
@@ -283,21 +309,52 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
                 (parts[0], parts[1], parts[2]) if ncols == 3 else (parts[0], parts[2], parts[3])
             )
             rel = _parse_grade(grade, path, lineno)
-            key = (qid, did)
-            if key in seen:
+            _note_pair(seen, qid, did, "judgement of", path, lineno)
+            rows.append((qid, did, rel))
+    return _qrels_frame(rows)
+
+
+def iter_run_lines(
+    path: str | os.PathLike[str],
+) -> Iterator[tuple[int, str, str, int, float, str]]:
+    """The lines of a TREC run file ``qid Q0 docid rank score tag``, checked, in file order.
+
+    :func:`read_run` reads through this; it reads one line at a time, so a caller can check a
+    file larger than memory.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A TREC run, whitespace-separated, gunzipped first if the name ends in ``.gz``.
+
+    Yields
+    ------
+    tuple
+        ``(line, query_id, doc_id, rank, score, tag)``: the 1-based line number, the rank as a
+        64-bit int and the score as a finite float. Blank lines are skipped.
+
+    Raises
+    ------
+    InputError
+        A line with other than 6 columns, a rank that is not a 64-bit integer, or a score that is
+        not a finite number in trec_eval's syntax, naming the file and line. Duplicate (query,
+        document) pairs are not checked here (:func:`read_run` does).
+    """
+    path = Path(path)
+    with _open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
                 raise InputError(
-                    f"duplicate judgement of doc {did!r} (first on line {seen[key]})",
+                    f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
                     path=path,
                     line=lineno,
-                    query_id=qid,
                 )
-            seen[key] = lineno
-            rows.append((qid, did, rel))
-    df = pd.DataFrame(rows, columns=list(QRELS_COLUMNS))
-    df["query_id"] = df["query_id"].astype(object)
-    df["doc_id"] = df["doc_id"].astype(object)
-    df["relevance"] = df["relevance"].astype("int64")
-    return df
+            qid, _, did, rank_s, score_s, tag = parts
+            rank = _parse_int(rank_s, "rank", "rank", path, lineno)
+            yield lineno, qid, did, rank, _parse_score(score_s, path, lineno), tag
 
 
 def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -335,34 +392,13 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     scores: list[float] = []
     tags: list[str] = []
     seen: dict[tuple[str, str], int] = {}
-    with _open_text(path) as f:
-        for lineno, line in enumerate(f, start=1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise InputError(
-                    f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
-                    path=path,
-                    line=lineno,
-                )
-            qid, _, did, rank_s, score_s, tag = parts
-            rank = _parse_int(rank_s, "rank", "rank", path, lineno)
-            score = _parse_score(score_s, path, lineno)
-            key = (qid, did)
-            if key in seen:
-                raise InputError(
-                    f"duplicate entry for doc {did!r} (first on line {seen[key]})",
-                    path=path,
-                    line=lineno,
-                    query_id=qid,
-                )
-            seen[key] = lineno
-            qids.append(qid)
-            dids.append(did)
-            ranks.append(rank)
-            scores.append(score)
-            tags.append(tag)
+    for lineno, qid, did, rank, score, tag in iter_run_lines(path):
+        _note_pair(seen, qid, did, "entry for", path, lineno)
+        qids.append(qid)
+        dids.append(did)
+        ranks.append(rank)
+        scores.append(score)
+        tags.append(tag)
     return pd.DataFrame(
         {
             "query_id": pd.Series(qids, dtype=object),
@@ -505,11 +541,7 @@ def read_ranx_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
                 column="relevance",
             )
         rows.append((qid, did, int(value)))
-    df = pd.DataFrame(rows, columns=list(QRELS_COLUMNS))
-    df["query_id"] = df["query_id"].astype(object)
-    df["doc_id"] = df["doc_id"].astype(object)
-    df["relevance"] = df["relevance"].astype("int64")
-    return df
+    return _qrels_frame(rows)
 
 
 def read_ranx_run(path: str | os.PathLike[str]) -> pd.DataFrame:

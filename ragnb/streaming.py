@@ -390,21 +390,10 @@ def _block(table: pa.Table, source: Path, done: set[Any]) -> tuple[pd.DataFrame,
 
 def _raise_trec_line(path: Path, query_id: str) -> None:
     """Rescan a TREC run (error path only) and raise read_run's error for its first bad line."""
-    from ragnb.readers import _open_text, _parse_int, _parse_score
+    from ragnb.readers import iter_run_lines
 
-    with _open_text(path) as f:
-        for lineno, line in enumerate(f, start=1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise InputError(
-                    f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
-                    path=path,
-                    line=lineno,
-                )
-            _parse_int(parts[3], "rank", "rank", path, lineno)
-            _parse_score(parts[4], path, lineno)
+    for _ in iter_run_lines(path):
+        pass
     raise InputError("malformed line", path=path, query_id=query_id)
 
 

@@ -6,8 +6,8 @@ depth, a count), the columns a frame must hold, and the L2 normalisation of embe
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -21,9 +21,12 @@ __all__ = [
     "check_number_in",
     "check_positive_int",
     "check_positive_ints",
+    "convert_entry",
     "l2_normalise",
     "require_columns",
 ]
+
+_T = TypeVar("_T")
 
 
 def check_positive_int(value: Any, name: str = "k", *, allow_none: bool = False) -> int | None:
@@ -138,6 +141,45 @@ def check_int_at_least(value: Any, name: str, low: int, *, column: str | None = 
     if value < low:
         raise InputError(f"{name} must be >= {low}, got {value!r}", column=column)
     return int(value)
+
+
+def convert_entry(
+    convert: Callable[[Any], _T], value: Any, query_id: Any, doc_id: Any, name: str, kind: str
+) -> _T:
+    """``convert(value)`` for one document's score or grade in a run or qrels given as records.
+
+    Parameters
+    ----------
+    convert : callable
+        E.g. ``float`` for a score (NaN and infinities pass: :func:`ragnb.frames.check_run`
+        decides on those); raises TypeError or ValueError on a bad value.
+    value : Any
+    query_id, doc_id : Any
+        The query and document the value belongs to, named in the error.
+    name, kind : str
+        For the message: ``"score"`` and ``"a number"``, ``"grade"`` and ``"an integer"``.
+
+    Returns
+    -------
+    The converted value.
+
+    Raises
+    ------
+    InputError
+        ``"<name> of <doc_id!r> is not <kind>: <value!r>"`` naming the query, when ``convert``
+        raises TypeError or ValueError.
+
+    Examples
+    --------
+    >>> convert_entry(float, "0.5", "q1", "d1", "score", "a number")
+    0.5
+    """
+    try:
+        return convert(value)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"{name} of {doc_id!r} is not {kind}: {value!r}", query_id=str(query_id)
+        ) from None
 
 
 # The checks below validate a named parameter (a config field); the error names it as its column.

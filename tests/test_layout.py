@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "readers": 0,
     "frames": 0,
     "_groupsort": 0,
+    "_dictjoin": 0,
     "cache": 0,
     "transport": 0,
     "prices": 0,

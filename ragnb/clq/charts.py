@@ -8,10 +8,10 @@ its renderer wraps every chart in a ``.ragnb-chart`` element and draws it offlin
 
 from __future__ import annotations
 
-from typing import Any
-
 import altair as alt
 import pandas as pd
+
+from ragnb.charts import line_chart
 
 __all__ = [
     "frontier_chart",
@@ -93,15 +93,15 @@ def latency_vs_k_chart(frame: pd.DataFrame, *, width: int = 260, height: int = 2
         ``reranker``, ``pool_k``, ``stat`` (``"p50"``/``"p95"``), ``latency_ms``
         (:func:`ragnb.clq.pareto.latency_by_k`).
     """
-    return _lines(
+    return line_chart(
         frame,
-        alt.X("pool_k:Q", title="pool size K"),
-        alt.Y("latency_ms:Q", title="latency (ms, median over configurations)"),
-        "reranker:N",
-        "stat:N",
-        ["reranker", "pool_k", "stat", alt.Tooltip("latency_ms:Q", format=".2f")],
-        width,
-        height,
+        x=alt.X("pool_k:Q", title="pool size K"),
+        y=alt.Y("latency_ms:Q", title="latency (ms, median over configurations)"),
+        color=alt.Color("reranker:N"),
+        strokeDash=alt.StrokeDash("stat:N"),
+        tooltip=["reranker", "pool_k", "stat", alt.Tooltip("latency_ms:Q", format=".2f")],
+        width=width,
+        height=height,
     )
 
 
@@ -123,40 +123,15 @@ def quality_vs_dim_chart(
         alt.Tooltip("quality:Q", format=".3f"),
         alt.Tooltip("label:N", title="best configuration"),
     ]
-    return _lines(
+    return line_chart(
         frame,
-        alt.X("vector_dim:Q", title="dimension"),
-        alt.Y("quality:Q", title=f"best {quality_title}", scale=alt.Scale(zero=False)),
-        "embedder:N",
-        "mode:N",
-        tooltip,
-        width,
-        height,
-    )
-
-
-def _lines(
-    frame: pd.DataFrame,
-    x: alt.X,
-    y: alt.Y,
-    color: str,
-    dash: str,
-    tooltip: list[Any],
-    width: int,
-    height: int,
-) -> alt.Chart:
-    """One line with points per (``color``, ``dash``) pair of values, ``y`` against ``x``."""
-    return (
-        alt.Chart(frame)
-        .mark_line(point=True)
-        .encode(
-            x=x,
-            y=y,
-            color=alt.Color(color),
-            strokeDash=alt.StrokeDash(dash),
-            tooltip=tooltip,
-        )
-        .properties(width=width, height=height)
+        x=alt.X("vector_dim:Q", title="dimension"),
+        y=alt.Y("quality:Q", title=f"best {quality_title}", scale=alt.Scale(zero=False)),
+        color=alt.Color("embedder:N"),
+        strokeDash=alt.StrokeDash("mode:N"),
+        tooltip=tooltip,
+        width=width,
+        height=height,
     )
 
 
@@ -214,21 +189,19 @@ def recall_vs_ef_chart(frame: pd.DataFrame, *, width: int = 300, height: int = 2
     data = frame.assign(
         series=frame["index_label"] + " " + frame["chunker"], k=frame["k"].astype(str)
     )
-    return (
-        alt.Chart(data)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("ef_search:Q", title="efSearch", scale=alt.Scale(type="log", base=2)),
-            y=alt.Y("recall:Q", title="recall of the exact top K", scale=alt.Scale(zero=False)),
-            color=alt.Color("series:N", title="index"),
-            strokeDash=alt.StrokeDash("k:N", title="K"),
-            tooltip=[
-                "series",
-                "k",
-                "ef_search",
-                alt.Tooltip("recall:Q", format=".4f"),
-                alt.Tooltip("latency_ms_p50:Q", title="p50 ms", format=".3f"),
-            ],
-        )
-        .properties(width=width, height=height)
+    return line_chart(
+        data,
+        x=alt.X("ef_search:Q", title="efSearch", scale=alt.Scale(type="log", base=2)),
+        y=alt.Y("recall:Q", title="recall of the exact top K", scale=alt.Scale(zero=False)),
+        color=alt.Color("series:N", title="index"),
+        strokeDash=alt.StrokeDash("k:N", title="K"),
+        tooltip=[
+            "series",
+            "k",
+            "ef_search",
+            alt.Tooltip("recall:Q", format=".4f"),
+            alt.Tooltip("latency_ms_p50:Q", title="p50 ms", format=".3f"),
+        ],
+        width=width,
+        height=height,
     )

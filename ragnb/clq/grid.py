@@ -56,20 +56,26 @@ BACKENDS = ("faiss", "hnswlib")
 #: (:func:`ragnb.judge.denoise.denoise_query`) and an LLM (:class:`ragnb.judge.LLMRewriter`;
 #: ``"llm:<model>"`` names the model in the configuration's id).
 REWRITERS = ("none", "denoise", "llm")
-#: The :class:`SweepConfig` fields a ``rewrite_scope`` may restrict.
-SCOPE_FIELDS = (
-    "mode",
-    "embedder",
-    "dim",
-    "index",
-    "backend",
-    "chunker",
-    "reranker",
-    "dedup",
-    "fusion",
-    "pool_k",
-    "dynamic",
-)
+#: The axes added after the first sweeps: grid attribute -> (:class:`SweepConfig` field, axis
+#: default). One rule keeps the ids of earlier sweeps: a value equal to its axis default is
+#: stored as ``""`` and left out of the configuration id (and a results row stored before the
+#: axis existed reads as the default).
+DEFAULTED_AXES = {"fusions": ("fusion", "rrf"), "rewriters": ("rewriter", "none")}
+#: The :class:`SweepConfig` fields a ``rewrite_scope`` may restrict, each with the grid list
+#: its values come from.
+SCOPE_FIELDS = {
+    "mode": "modes",
+    "embedder": "embedders",
+    "dim": "dims",
+    "index": "indexes",
+    "backend": "backends",
+    "chunker": "chunkers",
+    "reranker": "rerankers",
+    "dedup": "dedup",
+    "fusion": "fusions",
+    "pool_k": "pool_ks",
+    "dynamic": "dynamic_k",
+}
 _NONE = "-"
 
 
@@ -141,11 +147,13 @@ class SweepConfig:
     fusion : str
         The hybrid's fusion (:attr:`ragnb.fusion.Fusion.name`, weights in the order BM25,
         dense); ``""`` for reciprocal rank fusion with ``rrf_k`` and for the other modes. Left
-        out of :attr:`config_id` when empty, so the ids of RRF configurations do not change.
+        out of :attr:`config_id` when empty (:data:`DEFAULTED_AXES`), so the ids of RRF
+        configurations do not change.
     rewriter : str
         The query rewriter applied before retrieval: ``""`` for none, ``"denoise"``, ``"llm"``
         or ``"llm:<model>"`` (see :data:`REWRITERS`). Left out of :attr:`config_id` when
-        empty, so the ids of configurations without rewriting do not change.
+        empty (:data:`DEFAULTED_AXES`), so the ids of configurations without rewriting do not
+        change.
     """
 
     mode: str
@@ -167,10 +175,9 @@ class SweepConfig:
     rewriter: str = ""
 
     def _identity(self) -> dict[str, Any]:
-        """The fields, without ``fusion`` and ``rewriter`` when they are empty (RRF, no
-        rewriting: the ids of earlier sweeps)."""
+        """The fields, without those of :data:`DEFAULTED_AXES` at their default (empty)."""
         d = asdict(self)
-        for name in ("fusion", "rewriter"):
+        for name, _ in DEFAULTED_AXES.values():
             if not d[name]:
                 d.pop(name)
         return d
@@ -185,7 +192,7 @@ class SweepConfig:
     def fusion_spec(self) -> Fusion:
         """The hybrid's :class:`ragnb.fusion.Fusion` (RRF with ``rrf_k`` when ``fusion`` is
         empty)."""
-        return parse_fusion(self.fusion or "rrf", rrf_k=self.rrf_k)
+        return parse_fusion(self.fusion or DEFAULTED_AXES["fusions"][1], rrf_k=self.rrf_k)
 
     @property
     def dense(self) -> bool:
@@ -241,10 +248,8 @@ class SweepConfig:
 
 
 def _rewriter_name(spec: Any) -> str:
-    """``SweepConfig.rewriter`` of a ``rewriters`` entry: ``""`` for none."""
+    """The canonical name of a ``rewriters`` entry (``"none"`` for None or ``""``)."""
     name = "none" if spec in (None, "") else str(spec).strip()
-    if name == "none":
-        return ""
     if name in REWRITERS or (name.startswith("llm:") and len(name) > 4):
         return name
     raise InputError(
@@ -332,8 +337,8 @@ class SweepGrid:
     ef_construction: int = 200
     rrf_k: int = 60
     hybrid_depth: int = 100
-    fusions: list[Any] = field(default_factory=lambda: ["rrf"])
-    rewriters: list[str] = field(default_factory=lambda: ["none"])
+    fusions: list[Any] = field(default_factory=lambda: [DEFAULTED_AXES["fusions"][1]])
+    rewriters: list[str] = field(default_factory=lambda: [DEFAULTED_AXES["rewriters"][1]])
     rewrite_scope: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -386,8 +391,10 @@ class SweepGrid:
             )
         if "dense" not in self.modes and "hybrid" not in self.modes:
             self._dynamic = []
-        self._fusions = [self._fusion_name(f) for f in self.fusions]
-        self._rewriters = list(dict.fromkeys(_rewriter_name(r) for r in self.rewriters))
+        self._fusions = [self._axis_value("fusions", f) for f in self.fusions]
+        self._rewriters = list(
+            dict.fromkeys(self._axis_value("rewriters", r) for r in self.rewriters)
+        )
         self._scope = self._scope_values(self.rewrite_scope)
 
     def _scope_values(self, scope: Any) -> dict[str, set[Any]]:
@@ -408,7 +415,7 @@ class SweepGrid:
         for name, values in scope.items():
             vals = _as_list(values, "rewrite_scope")
             if name == "fusion":
-                vals = [self._fusion_name(v) for v in vals]
+                vals = [self._axis_value("fusions", v) for v in vals]
             elif name in ("dim", "pool_k"):
                 vals = [0 if v in (None, "full") else int(v) for v in vals]
             elif name == "dedup":
@@ -423,7 +430,7 @@ class SweepGrid:
         return all(knobs[name] in allowed for name, allowed in self._scope.items())
 
     def _fusion_name(self, spec: Any) -> str:
-        """``SweepConfig.fusion`` of a ``fusions`` entry: ``""`` for RRF with ``rrf_k``."""
+        """The :attr:`ragnb.fusion.Fusion.name` of a ``fusions`` entry (``rrf_k`` by default)."""
         if isinstance(spec, dict) and not isinstance(spec.get("weights", []), list | tuple):
             raise InputError("fusion weights must be a list", column="fusions")
         try:
@@ -433,7 +440,20 @@ class SweepGrid:
             f.weights_for(2)  # BM25 and dense
         except InputError as e:
             raise InputError(e.message, column="fusions") from None
-        return "" if f == Fusion("rrf", rrf_k=self.rrf_k) else f.name
+        return f.name
+
+    def _axis_value(self, axis: str, spec: Any) -> str:
+        """The :class:`SweepConfig` value of an entry of an axis of :data:`DEFAULTED_AXES`: its
+        canonical name, or ``""`` when that is the axis default's (so the id leaves it out).
+
+        Raises
+        ------
+        InputError
+            On an invalid entry (naming the axis).
+        """
+        canonical = {"fusions": self._fusion_name, "rewriters": _rewriter_name}[axis]
+        name = canonical(spec)
+        return "" if name == canonical(DEFAULTED_AXES[axis][1]) else name
 
     # ------------------------------------------------------------------ expansion
 

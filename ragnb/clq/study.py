@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 
 from ragnb.clq.cost import CostModel, count_texts, load_prices
-from ragnb.clq.grid import SweepGrid
+from ragnb.clq.grid import SCOPE_FIELDS, SweepGrid
 from ragnb.clq.ray_executor import RayExecutor, make_executor
 from ragnb.clq.sweep import SweepResult, cap_dataset, run_sweep
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset
-from ragnb.params import NotebookParams, resolve_path
+from ragnb.params import NotebookParams, display_path, resolve_path
 from ragnb.validation import check_choice, check_number_in
 
 __all__ = [
@@ -41,19 +41,6 @@ __all__ = [
 
 #: The columns every configuration table shows after its quality measures.
 _HEADLINE = ("proc", "pct_proc", "latency_p50_ms", "latency_p95_ms", "cost_usd")
-#: ``rewrite_scope`` keys and the config field whose values ``"first"`` stands for.
-_SCOPE_LISTS = {
-    "mode": "modes",
-    "embedder": "embedders",
-    "dim": "dims",
-    "index": "indexes",
-    "backend": "backends",
-    "chunker": "chunkers",
-    "reranker": "rerankers",
-    "dedup": "dedup",
-    "fusion": "fusions",
-    "pool_k": "pool_ks",
-}
 
 
 @dataclass
@@ -206,8 +193,9 @@ class ClqTradeoffsConfig(NotebookParams):
             raise InputError("rewrite_scope must be a mapping", column="rewrite_scope")
         out = {}
         for name, values in self.rewrite_scope.items():
-            if values == "first" and name in _SCOPE_LISTS:
-                values = list(getattr(self, _SCOPE_LISTS[name]))[:1]
+            # "first": the first value of the grid list (dynamic K has margins here, no list)
+            if values == "first" and name in SCOPE_FIELDS and name != "dynamic":
+                values = list(getattr(self, SCOPE_FIELDS[name]))[:1]
             out[name] = values
         return out
 
@@ -619,7 +607,7 @@ def report_markdown(report: ClqReport) -> str:
     lines.append(
         f"**Dataset** `{ds['dataset']}` (split `{ds['split']}`): {ds['documents']} documents, "
         f"{ds['judged_queries']} judged queries, {ds['qrels_pairs']} judgements. "
-        f"Folder: `{ds['path']}`."
+        f"Folder: `{display_path(ds['path'])}`."
     )
     lines.append(
         f"**Headline quality** `{report.quality}` at document level (each document scores its "

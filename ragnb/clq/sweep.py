@@ -48,7 +48,7 @@ from ragnb.clq.engine import (
     _Sweep,
     quality_measures,
 )
-from ragnb.clq.grid import SweepConfig, SweepGrid
+from ragnb.clq.grid import DEFAULTED_AXES, SweepConfig, SweepGrid
 from ragnb.clq.measure import _memory_rows, _recall_rows, measure_config
 from ragnb.clq.ray_executor import RayExecutor, make_executor
 from ragnb.io import BeirDataset, append_parquet, read_parquet
@@ -407,8 +407,7 @@ def _finished_rows(sw: _Sweep, configs: list[SweepConfig]) -> pd.DataFrame:
     results = read_parquet(sw.out_dir / RESULTS)
     ids = {c.config_id for c in configs}
     results = results[(results["dataset_key"] == sw.dataset_key) & results["config_id"].isin(ids)]
-    if "fusion" in results.columns:  # rows stored before the fusion axis: RRF, ""
-        results = results.assign(fusion=results["fusion"].fillna(""))
-    if "rewriter" in results.columns:  # rows stored before the rewriting axis: none, ""
-        results = results.assign(rewriter=results["rewriter"].fillna(""))
+    for name, _ in DEFAULTED_AXES.values():  # rows stored before the axis: its default, ""
+        if name in results.columns:
+            results = results.assign(**{name: results[name].fillna("")})
     return results.drop_duplicates("config_id", keep="last").reset_index(drop=True)

@@ -327,7 +327,15 @@ def llm_context_precision_without_reference(
 
 
 def _numbered(contexts: Sequence[str]) -> str:
+    """The contexts as the attribution prompt's numbered block ("1. ..."), or a placeholder."""
+    if not contexts:
+        return "(no context retrieved)"
     return "\n\n".join(f"{i}. {c}" for i, c in enumerate(contexts, start=1))
+
+
+def _extraction_call(judge: OpenAIJudge, ext: PromptTemplate, i: int, reference: str) -> LLMCall:
+    """Sample ``i``'s claim extraction call (the same key in a run and in its estimate)."""
+    return judge.make_call(ext, {"reference": reference}, item=f"s{i}/claims", query_id=f"s{i}")
 
 
 def _attribution_calls(
@@ -395,15 +403,12 @@ def llm_context_recall(
     att = _template(attribution_prompt, judge, "grade")
     refs = [_text(frame, i, "reference") for i in range(len(frame))]
     contexts = [_contexts(frame, i, k) for i in range(len(frame))]
-    ext_calls = [
-        judge.make_call(ext, {"reference": r}, item=f"s{i}/claims", query_id=f"s{i}")
-        for i, r in enumerate(refs)
-    ]
+    ext_calls = [_extraction_call(judge, ext, i, r) for i, r in enumerate(refs)]
     extracted = judge.run(ext_calls, stage=f"{stage}/claims", kind="extract")
     att_calls: list[list[LLMCall]] = []
     for i, res in enumerate(extracted):
         claims = res.value if res.valid else ()
-        block = _numbered(contexts[i]) if contexts[i] else "(no context retrieved)"
+        block = _numbered(contexts[i])
         att_calls.append(_attribution_calls(judge, att, i, claims, block))
     flat = [c for calls in att_calls for c in calls]
     results = iter(judge.run(flat, stage=f"{stage}/attribution", kind="grade"))
@@ -472,8 +477,8 @@ def estimate_llm_measure(
         planned = []
         for i in range(len(frame)):
             ref = _text(frame, i, "reference")
-            block = _numbered(_contexts(frame, i, k)) or "(no context retrieved)"
-            call = judge.make_call(ext, {"reference": ref}, item=f"s{i}/claims", query_id=f"s{i}")
+            block = _numbered(_contexts(frame, i, k))
+            call = _extraction_call(judge, ext, i, ref)
             (p,) = judge.plan_calls([call], f"{measure}/claims")
             planned.append(p)
             cached = judge._cached([call]).get(call.key)

@@ -66,6 +66,7 @@ from ragnb.context.nonllm import (
     non_llm_context_scores,
 )
 from ragnb.errors import InputError
+from ragnb.evaluate import aggregate_means, wide_values
 from ragnb.io import ENCODING
 
 __all__ = [
@@ -337,18 +338,12 @@ class ContextEvaluation:
 
     def per_query_wide(self) -> pd.DataFrame:
         """Per-sample values: index ``query_id`` (file order), one column per measure."""
-        wide = self.per_query.pivot(index="query_id", columns="measure", values="value")
         order = list(dict.fromkeys(self.per_query["query_id"]))
-        wide = wide.loc[order, list(self.measures)]
-        wide.columns.name = None
-        return wide
+        return wide_values(self.per_query, list(self.measures), order)
 
     def aggregate_to_dict(self) -> dict[str, float]:
         """``{measure: mean}`` in requested order."""
-        return {
-            str(m): float(v)
-            for m, v in zip(self.aggregate["measure"], self.aggregate["value"], strict=True)
-        }
+        return aggregate_means(self.aggregate)
 
 
 def default_context_measures(frame: pd.DataFrame) -> list[str]:

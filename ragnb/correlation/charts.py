@@ -16,7 +16,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from ragnb.charts import heatmap, interval_tooltip
+from ragnb.charts import heatmap, interval_tooltip, line_chart
 
 __all__ = [
     "correlation_heatmap",
@@ -134,15 +134,15 @@ def ranked_measures_chart(
         ``measure``, ``value``.
     """
     return (
-        alt.Chart(frame)
-        .mark_line(point=True)
-        .encode(
+        line_chart(
+            frame,
             x=alt.X("ratio:Q", title="K/Np"),
             y=alt.Y("value:Q", title=None),
             color=alt.Color("E:N", title="embedder"),
             tooltip=["E:N", "measure:N", "ratio:Q", alt.Tooltip("value:Q", format=".3f")],
+            width=width,
+            height=height,
         )
-        .properties(width=width, height=height)
         .facet(facet=alt.Facet("measure:N", title=None), columns=4)
         .resolve_scale(y="independent")
     )

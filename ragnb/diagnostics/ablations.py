@@ -40,8 +40,9 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,6 +62,7 @@ from ragnb.errors import InputError
 __all__ = [
     "ABLATIONS",
     "Ablation",
+    "ablated_runs",
     "ablation_margins",
     "ablation_table",
     "author_position_shift",
@@ -474,6 +476,58 @@ def _resolve_ablations(
     return out
 
 
+def ablated_runs(
+    table: pd.DataFrame,
+    ablations: Sequence[str | Ablation] | Mapping[str, Ablation] | None,
+    runs: int,
+    *,
+    names: Sequence[str] | None = None,
+    **draw: Any,
+) -> Iterator[dict[str, list[Bundle]]]:
+    """The bundles of each run under every condition: the draws that both
+    :func:`ablation_margins` and :func:`ragnb.diagnostics.ablation_retrieval` measure.
+
+    Run ``r`` (``0 .. runs - 1``) draws its bundles with
+    :func:`ragnb.diagnostics.names.make_bundles` (fresh impostors, template jitter) and applies
+    every ablation to them, each result tagged with the ablation's name
+    (:attr:`Bundle.ablation`).
+
+    Parameters
+    ----------
+    table : DataFrame
+        Author table (``author``, ``title``, ``topic``).
+    ablations : names, callables or {name: callable}, or None
+        None for all ten (:data:`ABLATIONS`).
+    runs : int
+        Number of runs (not validated here: the callers check it).
+    names : sequence of str, optional
+        Impostor pool (see :func:`make_bundles`); default the installed author names, read once.
+    **draw
+        ``language``, ``seed``, ``jitter`` of :func:`make_bundles`.
+
+    Yields
+    ------
+    dict of str to list of Bundle
+        One per run: ``"base"`` (the drawn bundles) first, then each ablation in order, every
+        list in the base's row order.
+
+    Raises
+    ------
+    InputError
+        On an unknown ablation, one named ``"base"``, or a bad language or author table (when
+        the first run is drawn).
+    """
+    chosen = _resolve_ablations(ablations)
+    if names is None:
+        names = installed_author_names()  # read once, not once per run
+    for r in range(int(runs)):
+        base = make_bundles(table, run=r, names=names, **draw)
+        conditions = {"base": base}
+        for name, fn in chosen.items():
+            conditions[name] = [replace(fn(b), ablation=name) for b in base]
+        yield conditions
+
+
 def ablation_margins(
     embedder: _Embedder,
     table: pd.DataFrame,
@@ -514,16 +568,13 @@ def ablation_margins(
     """
     if isinstance(runs, bool) or not isinstance(runs, int | np.integer) or runs < 1:
         raise InputError(f"runs must be a positive integer, got {runs!r}")
-    chosen = _resolve_ablations(ablations)
-    if names is None:
-        names = installed_author_names()  # read once, not once per run
     frames = []
-    for r in range(int(runs)):
-        base = make_bundles(table, language=language, seed=seed, run=r, names=names, jitter=jitter)
-        conditions: list[tuple[str, list[Bundle]]] = [("base", base)]
-        for name, fn in chosen.items():
-            conditions.append((name, [replace(fn(b), ablation=name) for b in base]))
-        flat = [b for _, bs in conditions for b in bs]
+    drawn = ablated_runs(
+        table, ablations, runs, names=names, language=language, seed=seed, jitter=jitter
+    )
+    for conditions in drawn:
+        base = conditions["base"]
+        flat = [b for bs in conditions.values() for b in bs]
         sims = _similarities(embedder, flat)
         frame = _margin_frame(flat, sims)
         base_texts = [b.texts for b in base]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ragnb.charts import heatmap, interval_tooltip
+from ragnb.charts import heatmap, interval_tooltip, line_chart
 
 __all__ = [
     "ablation_heatmap",
@@ -81,25 +81,22 @@ def noise_curves(frame: pd.DataFrame, *, width: int = 260, height: int = 180) ->
     present = [c for c in views if c in frame.columns]
     long = frame.melt(id_vars=["model", "language", "level"], value_vars=present, var_name="view")
     long["view"] = long["view"].map(views)
-    return (
-        alt.Chart(long)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("level:O", title="noise level"),
-            y=alt.Y("value:Q", title="mean cosine", scale=alt.Scale(zero=False)),
-            color=alt.Color("model:N", title="embedder"),
-            strokeDash=alt.StrokeDash("view:N", title=None, sort=[views[c] for c in present]),
-            tooltip=[
-                "language:N",
-                "model:N",
-                "view:N",
-                "level:O",
-                alt.Tooltip("value:Q", format=".4f"),
-            ],
-        )
-        .properties(width=width, height=height)
-        .facet(column=alt.Column("language:N", title="language"))
-    )
+    return line_chart(
+        long,
+        x=alt.X("level:O", title="noise level"),
+        y=alt.Y("value:Q", title="mean cosine", scale=alt.Scale(zero=False)),
+        color=alt.Color("model:N", title="embedder"),
+        strokeDash=alt.StrokeDash("view:N", title=None, sort=[views[c] for c in present]),
+        tooltip=[
+            "language:N",
+            "model:N",
+            "view:N",
+            "level:O",
+            alt.Tooltip("value:Q", format=".4f"),
+        ],
+        width=width,
+        height=height,
+    ).facet(column=alt.Column("language:N", title="language"))
 
 
 def noise_impact_chart(

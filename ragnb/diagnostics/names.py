@@ -62,7 +62,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.validation import l2_normalise
+from ragnb.validation import l2_normalise, require_columns
 
 __all__ = [
     "CANDIDATE_IDS",
@@ -485,12 +485,7 @@ def _assign_authors(n_rows: int, names: Sequence[str], min_diacritics: int) -> l
 def _check_table(table: pd.DataFrame) -> pd.DataFrame:
     if not isinstance(table, pd.DataFrame):
         raise InputError(f"the author table must be a DataFrame, got {type(table).__name__}")
-    missing = [c for c in TABLE_COLUMNS if c not in table.columns]
-    if missing:
-        raise InputError(
-            f"the author table lacks column(s) {missing}; it has {list(table.columns)}",
-            column=missing[0],
-        )
+    require_columns(table, TABLE_COLUMNS, "the author table")
     out = table.reset_index(drop=True)
     for col in TABLE_COLUMNS:
         values = out[col]

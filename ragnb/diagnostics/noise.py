@@ -53,6 +53,7 @@ import pandas as pd
 
 from ragnb.diagnostics.names import _check_language, _Embedder
 from ragnb.errors import InputError
+from ragnb.judge.denoise import denoise_query
 from ragnb.validation import l2_normalise
 
 __all__ = [
@@ -194,62 +195,30 @@ def add_noise(query: str, level: int, language: str = "en", seed: int = 0) -> st
 
 # ----------------------------------------------------------------------------- denoiser
 
-_EMOJI = re.compile(
-    "[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u2190-\u21ff\ufe0f\u200d\U0001f3fb-\U0001f3ff]"
-)
-_FLAGS = re.IGNORECASE | re.UNICODE
-
-_LEAD = {
-    "en": [
-        # greetings: "Hi!", "Hello,", "Hey there!", "Good morning!"
-        r"(?:hi|hello|hey|good\s+(?:morning|afternoon|evening))"
-        r"(?:\s+(?:there|everyone|all|folks))?\s*[!,.]+",
-        # filler words closed by a comma or colon: "So, um,", "Okay so, basically,"
-        r"(?:(?:okay|ok|so|um+|uh+|well|basically|anyway)\b[\s,]*?)+[,:]",
-        # filler phrases: "Quick question:", "I was wondering:", "Just curious:"
-        r"(?:quick\s+question|one\s+question|i\s+was\s+wondering|just\s+curious)\s*[:,]",
-        # apologies up to the end of their sentence
-        r"(?:sorry|apologies)\b[^.!?]*[.!?]+",
-        # first-person asides that trail off: "I'm on the train right now..."
-        r"(?:i'm|i\s+am|i've|i\s+have|my|it's|it\s+has)\b[^.!?…]*(?:\.\.\.|…)",
-    ],
-    "fr": [
-        r"(?:bonjour|bonsoir|salut|coucou|hello)(?:\s+(?:à\s+tous|tout\s+le\s+monde))?\s*[!,.]+",
-        r"(?:(?:alors|euh+|bon|bref|du\s+coup|en\s+fait)\b[\s,]*?)+[,:]",
-        r"(?:petite\s+question|une\s+question|je\s+me\s+demandais|juste\s+par\s+curiosité)\s*[:,]",
-        r"(?:désolée?|pardon|excusez-moi|excuse-moi)\b[^.!?]*[.!?]+",
-        r"(?:je|j'|mon|ma|mes)\b[^.!?…]*(?:\.\.\.|…)",
-    ],
-}
-_TAIL = {
-    "en": r"(?:thanks|thank\s+you|many\s+thanks|cheers|any\s+help\s+(?:is\s+)?appreciated)"
-    r"\b[^.!?]*[.!?]*",
-    "fr": r"(?:merci|bonne\s+journée|bonne\s+soirée|toute\s+aide\s+est\s+la\s+bienvenue)"
-    r"\b[^.!?]*[.!?]*",
-}
-_LEAD_RE = {
-    lang: re.compile(r"^\s*(?:" + "|".join(f"(?:{p})" for p in pats) + r")\s*", _FLAGS)
-    for lang, pats in _LEAD.items()
-}
-_TAIL_RE = {lang: re.compile(r"\s+(?:" + p + r")\s*$", _FLAGS) for lang, p in _TAIL.items()}
-
 
 def denoise(query: str, language: str = "en") -> str:
     """Strip conversational noise with regular expressions.
 
-    Removes emoji anywhere; then, repeatedly from the start, greetings, filler lead-ins closed
-    by a comma or colon, apologies (to the end of their sentence) and first-person asides that
-    end in an ellipsis; then, repeatedly from the end, closings ("Thanks!", "Merci d'avance !").
-    Runs of white space become one space. A removal that would leave nothing is not made.
+    :func:`ragnb.judge.denoise.denoise_query` with ``rules="trim"`` (the rules are described
+    there): removes emoji anywhere; then, repeatedly from the start, greetings, filler lead-ins
+    closed by a comma or colon, apologies (to the end of their sentence) and first-person asides
+    that end in an ellipsis; then, repeatedly from the end, closings ("Thanks!", "Merci d'avance
+    !"). Runs of white space become one space. A removal that would leave nothing is not made.
 
     Parameters
     ----------
     query : str
+        Converted with ``str`` first.
     language : {"en", "fr"}, default "en"
 
     Returns
     -------
     str
+
+    Raises
+    ------
+    InputError
+        On a language other than ``"en"`` and ``"fr"``.
 
     Examples
     --------
@@ -258,19 +227,7 @@ def denoise(query: str, language: str = "en") -> str:
     'Can forests regulate the climate?'
     """
     _check_language(language)
-    text = " ".join(_EMOJI.sub(" ", str(query)).split())
-    lead, tail = _LEAD_RE[language], _TAIL_RE[language]
-    while True:
-        m = lead.match(text)
-        if not m or m.end() == 0 or not text[m.end() :].strip():
-            break
-        text = text[m.end() :]
-    while True:
-        m = tail.search(text)
-        if not m or not text[: m.start()].strip():
-            break
-        text = text[: m.start()]
-    return text.strip()
+    return denoise_query(str(query), language, rules="trim")
 
 
 def recovered_share(clean: Any, noisy: Any, denoised: Any) -> Any:

@@ -31,19 +31,13 @@ References
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ragnb.diagnostics.ablations import Ablation, _resolve_ablations
-from ragnb.diagnostics.names import (
-    CANDIDATE_IDS,
-    Bundle,
-    _name_key,
-    installed_author_names,
-    make_bundles,
-)
+from ragnb.diagnostics.ablations import Ablation, ablated_runs
+from ragnb.diagnostics.names import CANDIDATE_IDS, Bundle, _name_key
 from ragnb.errors import InputError
 
 if TYPE_CHECKING:
@@ -187,20 +181,17 @@ def ablation_retrieval(
     for value, what in ((runs, "runs"), (k, "k")):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"{what} must be a positive integer, got {value!r}")
-    chosen = _resolve_ablations(ablations)
-    if names is None:
-        names = installed_author_names()
     measures = [f"nDCG@{k}", f"RA-nWG@{k}"]
     retriever = DenseRetriever(embedder)
     qrels: list[pd.DataFrame] = []
     per_condition: dict[str, list[Bundle]] = {}
     changed: dict[str, int] = {}
-    for r in range(runs):
-        base = make_bundles(table, language=language, seed=seed, run=r, names=names, jitter=jitter)
+    drawn = ablated_runs(
+        table, ablations, runs, names=names, language=language, seed=seed, jitter=jitter
+    )
+    for conditions in drawn:
+        base = conditions["base"]
         qrels.append(bundle_task(base))
-        conditions = {"base": base}
-        for name, fn in chosen.items():
-            conditions[name] = [replace(fn(b), ablation=name) for b in base]
         for name, bundles in conditions.items():
             per_condition.setdefault(name, []).extend(bundles)
             n = sum(b.texts != o.texts for b, o in zip(bundles, base, strict=True))

@@ -39,7 +39,6 @@ Integer-Arithmetic-Only Inference", CVPR 2018 (asymmetric uint8 activations, int
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import tempfile
@@ -52,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from ragnb.cache import default_cache_dir
+from ragnb.provenance import file_sha256
 
 __all__ = [
     "INTEGER_OPS",
@@ -70,14 +70,6 @@ RECIPE = "dynq-matmul-pc-keepup-v1"
 INTEGER_OPS = frozenset(
     {"MatMulInteger", "DynamicQuantizeLinear", "DynamicQuantizeMatMul", "QLinearMatMul"}
 )
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _ort_version() -> str:
@@ -115,7 +107,7 @@ def quantised_model_path(source: str | Path, *, cache_dir: str | Path | None = N
     if not source.is_file():
         raise FileNotFoundError(f"{source}: no such ONNX model")
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    name = f"{source.stem}-{_file_sha256(source)[:16]}-ort{_ort_version()}-{RECIPE}.onnx"
+    name = f"{source.stem}-{file_sha256(source)[:16]}-ort{_ort_version()}-{RECIPE}.onnx"
     target = folder / "onnx" / name
     if not target.is_file():
         try:

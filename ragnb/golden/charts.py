@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ragnb.charts import heatmap, interval_tooltip
+from ragnb.charts import heatmap, interval_tooltip, line_chart
 
 __all__ = [
     "confusion_matrix_chart",
@@ -90,17 +90,15 @@ def judged_at_k_chart(frame: pd.DataFrame, *, width: int = 320, height: int = 18
         :meth:`ragnb.golden.GoldenSet.judged_at_k`: columns ``system``, ``role`` ("pool" or
         "new"), ``k`` (int), ``judged`` (float in [0, 1]).
     """
-    return (
-        alt.Chart(frame)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("k:Q", title="cutoff K"),
-            y=alt.Y("judged:Q", title="Judged@K", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("system:N"),
-            strokeDash=alt.StrokeDash("role:N", title="role", sort=["pool", "new"]),
-            tooltip=["system:N", "role:N", "k:Q", alt.Tooltip("judged:Q", format=".3f")],
-        )
-        .properties(width=width, height=height)
+    return line_chart(
+        frame,
+        x=alt.X("k:Q", title="cutoff K"),
+        y=alt.Y("judged:Q", title="Judged@K", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("system:N"),
+        strokeDash=alt.StrokeDash("role:N", title="role", sort=["pool", "new"]),
+        tooltip=["system:N", "role:N", "k:Q", alt.Tooltip("judged:Q", format=".3f")],
+        width=width,
+        height=height,
     )
 
 

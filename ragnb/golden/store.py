@@ -11,7 +11,6 @@ the stage is simply run again. Incremental judgements of a new system live in
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from ragnb.errors import InputError
 from ragnb.golden.config import FILES
 from ragnb.golden.fingerprints import as_objects
 from ragnb.io import read_json, read_parquet, write_json, write_parquet
-from ragnb.provenance import utc_now
+from ragnb.provenance import file_sha256, utc_now
 
 __all__ = [
     "file_sha256",
@@ -31,15 +30,6 @@ __all__ = [
     "write_increment",
     "write_stage",
 ]
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's bytes, read in 1 MiB chunks."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def stage_paths(run_dir: Path, stage: str) -> tuple[Path, dict[str, Path]]:

@@ -1,4 +1,4 @@
-"""A rule-based query denoiser: the "denoise" value of the CLQ sweep's rewriting axis.
+"""Rule-based query denoisers: the CLQ sweep's "denoise" rewriter and notebook 03's mitigation.
 
 Dallaire compares retrieval stacks with and without query rewriting/denoising (section 4.1,
 "End-to-end retrieval ... with/without query rewriting"; section 4.4.1: conversational noise,
@@ -7,18 +7,21 @@ section 6: "make rewrite/denoise the default and enforce Unicode hygiene"). This
 end of that comparison, next to the LLM rewriter (:class:`ragnb.judge.LLMRewriter`): no model,
 microseconds per query.
 
-:func:`denoise_query` applies, in order: Unicode NFKC normalisation, lower-casing, removal of
-emoji and symbols, removal of greetings followed by punctuation ("Hi!", "Hello,") and of
-stop-phrases (politeness, "quick question", "can you
-tell me", "thanks in advance"...), punctuation to spaces (keeping the hyphens, apostrophes,
-dots and commas inside words and numbers: "e-mail", "l'eau", "3.5", "1,000"), removal of filler
-words ("um", "basically", "please"...), and white space collapsed. A rewrite that would leave
-nothing returns the normalised, lower-cased query instead.
+:func:`denoise_query` has two rule sets (``rules``):
 
-The conversational-noise study of notebook 03 has its own denoiser
-(:func:`ragnb.diagnostics.denoise`, regular expressions for the lead-in and the closing of a
-noisy query, keeping the question's case and punctuation); this one is the retrieval-side
-normaliser the sweep applies to every query.
+* ``"normalise"`` (the "denoise" value of the CLQ sweep's rewriting axis, applied to every
+  query): Unicode NFKC normalisation, lower-casing, removal of emoji and symbols, removal of
+  greetings followed by punctuation ("Hi!", "Hello,") and of stop-phrases (politeness, "quick
+  question", "can you tell me", "thanks in advance"...) wherever they stand, punctuation to
+  spaces (keeping the hyphens, apostrophes, dots and commas inside words and numbers:
+  "e-mail", "l'eau", "3.5", "1,000"), removal of filler words ("um", "basically",
+  "please"...), and white space collapsed. A rewrite that would leave nothing returns the
+  normalised, lower-cased query instead.
+* ``"trim"`` (the conversational-noise study of notebook 03,
+  :func:`ragnb.diagnostics.denoise`): emoji removed, then regular expressions that describe
+  the *kind* of phrase strip the lead-in (greetings, filler lead-ins, apologies, first-person
+  asides ending in an ellipsis) from the start and the closing ("Thanks!") from the end,
+  keeping the question's case and punctuation.
 
 References
 ----------
@@ -33,7 +36,7 @@ import unicodedata
 
 from ragnb.errors import InputError
 
-__all__ = ["FILLER_WORDS", "GREETINGS", "STOP_PHRASES", "denoise_query"]
+__all__ = ["FILLER_WORDS", "GREETINGS", "RULES", "STOP_PHRASES", "denoise_query"]
 
 #: Phrases that carry no information need, by language (matched on whole words, lower case).
 STOP_PHRASES: dict[str, tuple[str, ...]] = {
@@ -131,29 +134,100 @@ _PHRASE_RE = {
     for lang, phrases in STOP_PHRASES.items()
 }
 
+# ----------------------------------------------------------------------------- "trim" rules
 
-def denoise_query(query: str, language: str = "en") -> str:
+_TRIM_FLAGS = re.IGNORECASE | re.UNICODE
+# lead-ins, matched repeatedly from the start of the query
+_LEAD = {
+    "en": [
+        # greetings: "Hi!", "Hello,", "Hey there!", "Good morning!"
+        r"(?:hi|hello|hey|good\s+(?:morning|afternoon|evening))"
+        r"(?:\s+(?:there|everyone|all|folks))?\s*[!,.]+",
+        # filler words closed by a comma or colon: "So, um,", "Okay so, basically,"
+        r"(?:(?:okay|ok|so|um+|uh+|well|basically|anyway)\b[\s,]*?)+[,:]",
+        # filler phrases: "Quick question:", "I was wondering:", "Just curious:"
+        r"(?:quick\s+question|one\s+question|i\s+was\s+wondering|just\s+curious)\s*[:,]",
+        # apologies up to the end of their sentence
+        r"(?:sorry|apologies)\b[^.!?]*[.!?]+",
+        # first-person asides that trail off: "I'm on the train right now..."
+        r"(?:i'm|i\s+am|i've|i\s+have|my|it's|it\s+has)\b[^.!?…]*(?:\.\.\.|…)",
+    ],
+    "fr": [
+        r"(?:bonjour|bonsoir|salut|coucou|hello)(?:\s+(?:à\s+tous|tout\s+le\s+monde))?\s*[!,.]+",
+        r"(?:(?:alors|euh+|bon|bref|du\s+coup|en\s+fait)\b[\s,]*?)+[,:]",
+        r"(?:petite\s+question|une\s+question|je\s+me\s+demandais|juste\s+par\s+curiosité)\s*[:,]",
+        r"(?:désolée?|pardon|excusez-moi|excuse-moi)\b[^.!?]*[.!?]+",
+        r"(?:je|j'|mon|ma|mes)\b[^.!?…]*(?:\.\.\.|…)",
+    ],
+}
+# closings, matched repeatedly from the end of the query
+_TAIL = {
+    "en": r"(?:thanks|thank\s+you|many\s+thanks|cheers|any\s+help\s+(?:is\s+)?appreciated)"
+    r"\b[^.!?]*[.!?]*",
+    "fr": r"(?:merci|bonne\s+journée|bonne\s+soirée|toute\s+aide\s+est\s+la\s+bienvenue)"
+    r"\b[^.!?]*[.!?]*",
+}
+_LEAD_RE = {
+    lang: re.compile(r"^\s*(?:" + "|".join(f"(?:{p})" for p in pats) + r")\s*", _TRIM_FLAGS)
+    for lang, pats in _LEAD.items()
+}
+_TAIL_RE = {lang: re.compile(r"\s+(?:" + p + r")\s*$", _TRIM_FLAGS) for lang, p in _TAIL.items()}
+
+#: The rule sets of :func:`denoise_query`.
+RULES = ("normalise", "trim")
+
+
+def _trim(query: str, language: str) -> str:
+    """The ``"trim"`` rules: emoji out, lead-ins off the start, closings off the end, a removal
+    that would leave nothing not made, white space collapsed."""
+    text = " ".join(_EMOJI.sub(" ", query).split())
+    lead, tail = _LEAD_RE[language], _TAIL_RE[language]
+    while True:
+        m = lead.match(text)
+        if not m or m.end() == 0 or not text[m.end() :].strip():
+            break
+        text = text[m.end() :]
+    while True:
+        m = tail.search(text)
+        if not m or not text[: m.start()].strip():
+            break
+        text = text[: m.start()]
+    return text.strip()
+
+
+def denoise_query(query: str, language: str = "en", *, rules: str = "normalise") -> str:
     """Rule-based query denoising: normalise, lower-case, drop stop-phrases, punctuation and
-    fillers.
+    fillers (``rules="normalise"``), or trim a noisy query's lead-in and closing
+    (``rules="trim"``).
 
     Parameters
     ----------
     query : str
         One query text.
     language : {"en", "fr"}, default "en"
-        Which stop-phrases and filler words to drop.
+        Which stop-phrases, filler words, lead-ins and closings to drop.
+    rules : {"normalise", "trim"}, default "normalise"
+        ``"normalise"``: the CLQ sweep's rewriter (see the module docstring). ``"trim"``:
+        notebook 03's denoiser (:func:`ragnb.diagnostics.denoise`): removes emoji anywhere;
+        then, repeatedly from the start, greetings, filler lead-ins closed by a comma or colon,
+        apologies (to the end of their sentence) and first-person asides that end in an
+        ellipsis; then, repeatedly from the end, closings ("Thanks!", "Merci d'avance !"),
+        case-insensitively; keeps the rest's case and punctuation.
 
     Returns
     -------
     str
-        The denoised query: lower case, single spaces, no leading or trailing space. When
-        every word would be dropped, the NFKC-normalised, lower-cased, white-space-collapsed
-        query (never an empty string for a non-empty query).
+        With ``"normalise"``, the denoised query: lower case, single spaces, no leading or
+        trailing space; when every word would be dropped, the NFKC-normalised, lower-cased,
+        white-space-collapsed query (never an empty string for a non-empty query). With
+        ``"trim"``, the query without its lead-in and closing, runs of white space as one
+        space; a removal that would leave nothing is not made.
 
     Raises
     ------
     InputError
-        On a language other than ``"en"`` and ``"fr"``, or a query that is not a string.
+        On ``rules`` other than :data:`RULES`, a language other than ``"en"`` and ``"fr"``, or
+        a query that is not a string.
 
     References
     ----------
@@ -168,7 +242,13 @@ def denoise_query(query: str, language: str = "en") -> str:
     "c'est quoi l'eau lourde"
     >>> denoise_query("Thanks!")
     'thanks!'
+    >>> denoise_query("Hi! Quick question: Can forests regulate the climate? Thanks!", rules="trim")
+    'Can forests regulate the climate?'
     """
+    if rules not in RULES:
+        raise InputError(
+            f"denoise rules must be one of {list(RULES)}, got {rules!r}", column="rules"
+        )
     if language not in STOP_PHRASES:
         raise InputError(
             f"denoise language must be one of {sorted(STOP_PHRASES)}, got {language!r}",
@@ -176,6 +256,8 @@ def denoise_query(query: str, language: str = "en") -> str:
         )
     if not isinstance(query, str):
         raise InputError(f"a query must be a string, got {type(query).__name__}", column="text")
+    if rules == "trim":
+        return _trim(query, language)
     base = " ".join(unicodedata.normalize("NFKC", query).lower().split())
     text = _EMOJI.sub(" ", base)
     text = _PHRASE_RE[language].sub(" ", text)

@@ -16,13 +16,14 @@ and ``filled=False``; a retrieved document without a judgement holds grade 0, ``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ragnb._dictjoin import JoinedRanks, joined_ranks
 from ragnb.errors import InputError
 from ragnb.frames import (
     RunOrder,
@@ -35,9 +36,12 @@ from ragnb.frames import (
     check_qrels,
     qrels_from_dict,
     run_from_dict,
+    sort_run,
 )
 
 __all__ = ["RankingArrays", "prepare"]
+
+_Extended = TypeVar("_Extended", bound="RankingArrays")
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,6 +157,21 @@ def _dcg(gains: np.ndarray) -> np.ndarray:
     return gains @ _discount(gains.shape[1]) if gains.shape[1] else np.zeros(gains.shape[0])
 
 
+def _ndcg_of(
+    grades: np.ndarray, ideal: np.ndarray, k: int | None, *, exp: bool = False
+) -> np.ndarray:
+    """nDCG of each row: DCG of the top ``k`` of ``grades`` over DCG of the top ``k`` of ``ideal``.
+
+    Both are (n_queries, width) grade arrays; a grade gains ``max(grade, 0)`` (trec_eval's linear
+    gain) or, with ``exp``, ``2^max(grade, 0) - 1`` (Burges et al. 2005). 0 where the ideal DCG
+    is 0 (:func:`_safe_div`). Returns shape (n_queries,).
+    """
+    gains, best = (np.maximum(_top(a, k), 0) for a in (grades, ideal))
+    if exp:
+        gains, best = np.exp2(gains) - 1.0, np.exp2(best) - 1.0
+    return _safe_div(_dcg(gains), _dcg(best))
+
+
 def _safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:
     """``num / den`` as float64, 0 where ``den == 0`` (trec_eval's convention)."""
     num_a = np.asarray(num, dtype=np.float64)
@@ -202,6 +221,40 @@ def as_run_frame(run: pd.DataFrame | Mapping[str, Mapping[str, float]]) -> pd.Da
     if isinstance(run, Mapping):
         return run_from_dict(run)
     raise InputError(f"run must be a DataFrame or a dict of dicts, got {type(run).__name__}")
+
+
+def _ranked_cells(
+    arrays: RankingArrays,
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+    order: RunOrder,
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The rows of ``run`` that fill a cell of ``arrays``, for arrays that carry more per cell.
+
+    The run is put in evaluation order (:func:`ragnb.frames.sort_run`, without its warning); a
+    row is kept when its query is one of ``arrays.query_ids`` and its rank is within
+    ``arrays.depth``.
+
+    Returns
+    -------
+    ranked : DataFrame
+        The kept rows of the sorted run (ids as str, ``rank`` 1-based), in evaluation order.
+    rows, cols : ndarray of int64, shape (len(ranked),)
+        The cell of each kept row: its query's row of the arrays and its rank - 1.
+    """
+    ranked = sort_run(as_run_frame(run), order, warn=False).run
+    rows = pd.Index(arrays.query_ids).get_indexer(ranked["query_id"])
+    ranks = ranked["rank"].to_numpy(dtype=np.int64)
+    keep = np.flatnonzero((rows >= 0) & (ranks <= arrays.depth))
+    return ranked.iloc[keep], rows[keep], ranks[keep] - 1
+
+
+def _extend(arrays: RankingArrays, cls: type[_Extended], **extra: np.ndarray) -> _Extended:
+    """``arrays`` as the subclass ``cls`` of RankingArrays, with the ``extra`` arrays (made
+    read-only) as its further fields."""
+    for a in extra.values():
+        a.setflags(write=False)
+    values: dict[str, Any] = {f.name: getattr(arrays, f.name) for f in fields(RankingArrays)}
+    return cls(**values | extra)
 
 
 def prepare(
@@ -260,10 +313,35 @@ def prepare(
     ):
         raise InputError(f"depth must be a positive integer or None, got {depth!r}")
     qrels_index = _index_qrels(qrels)
+    depth = None if depth is None else int(depth)
+    if order == "score" and isinstance(run, Mapping):  # a dict run: its judgements looked up
+        ranks = joined_ranks(run, qrels_index)
+        if ranks is not None:
+            return _arrays_from_ranks(qrels_index, ranks, depth=depth)
     run_index = _index_run(run, order)
-    return _prepare_arrays(
-        qrels_index, run_index, order=order, depth=None if depth is None else int(depth)
-    )
+    return _prepare_arrays(qrels_index, run_index, order=order, depth=depth)
+
+
+def _arrays_from_ranks(
+    qrels: _QrelsIndex, ranks: JoinedRanks, *, depth: int | None
+) -> RankingArrays:
+    """The padded arrays from the rank of each judgement in a dict run (no join needed)."""
+    groups = qrels.queries
+    n_q = len(groups.ids)
+    found = ranks.group_of >= 0
+    n_retrieved = np.zeros(n_q, dtype=np.int64)
+    n_retrieved[found] = ranks.run.size[ranks.group_of[found]]
+    full_depth = int(n_retrieved.max()) if n_q else 0
+    width = full_depth if depth is None else min(depth, full_depth)
+    q_row = np.repeat(np.arange(n_q, dtype=np.int64), groups.sizes)
+    hit = (ranks.rank >= 0) & (ranks.rank < width)
+    grades = np.zeros((n_q, width), dtype=np.int64)
+    judged = np.zeros((n_q, width), dtype=bool)
+    grades[q_row[hit], ranks.rank[hit]] = qrels.grades[groups.rows[hit]]
+    judged[q_row[hit], ranks.rank[hit]] = True
+    filled = np.arange(width, dtype=np.int64) < n_retrieved[:, None]
+    n_without = len(ranks.run.ids) - int(found.sum())
+    return _finish(qrels, grades, judged, filled, n_retrieved, "score", depth, 0, n_without)
 
 
 def _prepare_arrays(
@@ -276,7 +354,6 @@ def _prepare_arrays(
     """Join indexed qrels and an indexed run into the padded arrays."""
     groups = qrels.queries
     n_q = len(groups.ids)
-    n_judged = groups.sizes.astype(np.int64)
 
     # Run query groups -> rows of the arrays (the qrels' queries, sorted).
     run_groups = run.queries
@@ -317,24 +394,34 @@ def _prepare_arrays(
         filled,
     )
 
-    # All judged grades per query, sorted descending (the ideal ranking).
+    skipped = (run.n_rank_disagreements, n_without)
+    return _finish(qrels, grades, judged, filled, n_retrieved, order, depth, *skipped)
+
+
+def _finish(
+    qrels: _QrelsIndex,
+    grades: np.ndarray,
+    judged: np.ndarray,
+    filled: np.ndarray,
+    n_retrieved: np.ndarray,
+    order: RunOrder,
+    depth: int | None,
+    n_rank_disagreements: int,
+    n_without: int,
+) -> RankingArrays:
+    """The ideal ranking and grade levels of the qrels, and the arrays as one object."""
+    groups = qrels.queries
+    n_q = len(groups.ids)
+    n_judged = groups.sizes.astype(np.int64)
     q_row = np.repeat(np.arange(n_q, dtype=np.int64), n_judged)
     grouped = qrels.grades[groups.rows]
-    s_grade = _descending_within(q_row, grouped)
+    levels, level_counts, s_grade = _grade_levels(q_row, grouped, n_q)
     s_pos = np.arange(len(q_row), dtype=np.int64) - np.repeat(groups.starts[:-1], n_judged)
     max_judged = int(n_judged.max())
     ideal_width = max_judged if depth is None else min(depth, max_judged)
     ideal = np.zeros((n_q, ideal_width), dtype=np.int64)
     in_ideal = s_pos < ideal_width
     ideal[q_row[in_ideal], s_pos[in_ideal]] = s_grade[in_ideal]
-
-    levels, level_of = np.unique(grouped, return_inverse=True)
-    levels = levels.astype(np.int64)
-    level_counts = (
-        np.bincount(q_row * len(levels) + level_of.ravel(), minlength=n_q * len(levels))
-        .reshape(n_q, len(levels))
-        .astype(np.int64)
-    )
 
     arrays = (grades, judged, filled, ideal, n_judged, n_retrieved, levels, level_counts)
     for a in arrays:
@@ -353,9 +440,31 @@ def _prepare_arrays(
         level_counts=level_counts,
         order=order,
         depth_cap=depth,
-        n_rank_disagreements=run.n_rank_disagreements,
+        n_rank_disagreements=n_rank_disagreements,
         n_run_queries_without_qrels=n_without,
     )
+
+
+def _grade_levels(
+    q_row: np.ndarray, grades: np.ndarray, n_q: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct grades (ascending), their count per query (n_q, n_levels), and each query's
+    grades sorted descending (``q_row`` sorted). Counted when the grades span a small range
+    (the usual 0-3), sorted otherwise."""
+    low, high = int(grades.min()), int(grades.max())
+    span = high - low + 1
+    if span * n_q > 4 * len(grades) + 4096:
+        levels, level_of = np.unique(grades, return_inverse=True)
+        counts = np.bincount(q_row * len(levels) + level_of.ravel(), minlength=n_q * len(levels))
+        level_counts = counts.reshape(n_q, len(levels)).astype(np.int64)
+        return levels.astype(np.int64), level_counts, _descending_within(q_row, grades)
+    counts = np.bincount(q_row * span + (grades - low), minlength=n_q * span).reshape(n_q, span)
+    present = counts.any(axis=0)
+    levels = (np.flatnonzero(present) + low).astype(np.int64)
+    level_counts = counts[:, present].astype(np.int64)
+    # each query's grades descending: the levels from the top, each repeated by its count
+    s_grade = np.repeat(np.tile(levels[::-1], n_q), level_counts[:, ::-1].ravel())
+    return levels, level_counts, s_grade
 
 
 def _descending_within(group: np.ndarray, values: np.ndarray) -> np.ndarray:

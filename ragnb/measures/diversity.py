@@ -30,14 +30,14 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder, require_columns, sort_run
-from ragnb.measures._kernel import RankingArrays, _dcg, _safe_div, as_run_frame, prepare
+from ragnb.frames import RunOrder, require_columns
+from ragnb.measures._kernel import RankingArrays, _dcg, _extend, _ranked_cells, _safe_div, prepare
 from ragnb.measures._public import Run
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
 
@@ -170,21 +170,15 @@ def prepare_subtopics(
     at = pool_index.get_indexer(pd.MultiIndex.from_frame(frame[["query_id", "doc_id"]]))
     pool[row_of, pool_pos[at], sub_code] = frame["relevance"].to_numpy(dtype=np.int64)
 
-    ranked = sort_run(as_run_frame(run), order, warn=False).run
-    rows = pd.Index(arrays.query_ids).get_indexer(ranked["query_id"])
-    ranks = ranked["rank"].to_numpy(dtype=np.int64)
-    keep = np.flatnonzero((rows >= 0) & (ranks <= arrays.depth))
+    ranked, rows, cols = _ranked_cells(arrays, run, order)
     ranked_pairs = pd.MultiIndex.from_arrays(
-        [ranked[c].astype(str).to_numpy()[keep] for c in ("query_id", "doc_id")]
+        [ranked[c].astype(str).to_numpy() for c in ("query_id", "doc_id")]
     )
     in_pool = pool_index.get_indexer(ranked_pairs)
     grades = np.zeros((n_q, arrays.depth, n_sub), dtype=np.int64)
     hit = in_pool >= 0
-    grades[rows[keep][hit], ranks[keep][hit] - 1] = pool[rows[keep][hit], pool_pos[in_pool[hit]]]
-    for a in (grades, pool):
-        a.setflags(write=False)
-    base = {f.name: getattr(arrays, f.name) for f in fields(RankingArrays)}
-    return SubtopicArrays(**base, subtopic_grades=grades, pool_grades=pool)
+    grades[rows[hit], cols[hit]] = pool[rows[hit], pool_pos[in_pool[hit]]]
+    return _extend(arrays, SubtopicArrays, subtopic_grades=grades, pool_grades=pool)
 
 
 # ----------------------------------------------------------------------------- kernel

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,6 +71,7 @@ __all__ = [
     "n_recall_5",
     "precision_4plus",
     "ra_nwg",
+    "grade_map_record",
     "rarity_weights",
     "resolve_grade_map",
 ]
@@ -287,16 +289,24 @@ def _weights_of(
     return counts, rarity_weights(counts, a=a, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)
 
 
+def _over_ideal(obs: np.ndarray, w: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
+    """An observed gain over the pool's ideal ``G_ideal(K)``, NaN when that is 0, at most 1.
+
+    ``obs`` is (n_queries,); ``w`` and ``counts`` the (n_queries, 5) weights and grade counts of
+    each pool (:func:`_weights_of`). RA-nWG and RA-nWG-nov share this normaliser.
+    """
+    ideal = (_ideal_take(w, counts, k) * w).sum(axis=1)
+    # Both sums run over the grades in the same order, so an ideal top K gives exactly 1; the
+    # clip only absorbs a last-bit difference when another set ties with the ideal.
+    return np.minimum(_ratio_or_na(obs, ideal), 1.0)
+
+
 def _ra_nwg(
     arrays: RankingArrays, k: int, *, a: float, cap3: float, cap4: float, fb3: float, fb4: float
 ) -> np.ndarray:
     """G_obs(K) / G_ideal(K), NaN when G_ideal(K) = 0; shape (n_queries,)."""
     counts, w = _weights_of(arrays, a, cap3, cap4, fb3, fb4)
-    obs = (_top_scale_counts(arrays, k) * w).sum(axis=1)
-    ideal = (_ideal_take(w, counts, k) * w).sum(axis=1)
-    # Both sums run over the grades in the same order, so an ideal top K gives exactly 1; the
-    # clip only absorbs a last-bit difference when another set ties with the ideal.
-    return np.minimum(_ratio_or_na(obs, ideal), 1.0)
+    return _over_ideal((_top_scale_counts(arrays, k) * w).sum(axis=1), w, counts, k)
 
 
 def _n_recall(threshold: int) -> Callable[..., np.ndarray]:
@@ -634,3 +644,28 @@ def resolve_grade_map(spec: str, qrels: pd.DataFrame) -> tuple[str, dict[int, in
             column="grade_map",
         )
     return "custom", parsed
+
+
+def grade_map_record(grade_map: tuple[str, Mapping[int, int]] | None) -> dict[str, Any] | None:
+    """A resolved grade map as a JSON-ready record for a report's provenance.
+
+    Parameters
+    ----------
+    grade_map : (str, mapping of int to int) or None
+        As returned by :func:`resolve_grade_map`.
+
+    Returns
+    -------
+    dict or None
+        ``{"name": name, "map": {"<grade>": mapped}}`` (keys as strings, as JSON has them), or
+        None when no grade map applies.
+
+    Examples
+    --------
+    >>> grade_map_record(("trec-dl", {3: 5, 0: 1}))
+    {'name': 'trec-dl', 'map': {'3': 5, '0': 1}}
+    """
+    if grade_map is None:
+        return None
+    name, mapping = grade_map
+    return {"name": name, "map": {str(k): v for k, v in mapping.items()}}

@@ -44,7 +44,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _dcg, _safe_div, _top
+from ragnb.measures._kernel import RankingArrays, _ndcg_of, _safe_div, _top
 from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import (
     REL,
@@ -110,9 +110,8 @@ def _condensed_grades(arrays: RankingArrays, k: int | None) -> tuple[np.ndarray,
 
 def _condensed_ndcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """nDCG@k of the condensed list; ideal from all judged grades; shape (n_queries,)."""
-    grades, _ = _condensed_grades(arrays, k)
-    ideal = np.maximum(_top(arrays.ideal, k), 0)
-    return _safe_div(_dcg(np.maximum(grades, 0)), _dcg(ideal))
+    grades, _ = _condensed_grades(arrays, k)  # already cut at k
+    return _ndcg_of(grades, arrays.ideal, k)
 
 
 def _condensed_precision(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _dcg, _safe_div, _top
+from ragnb.measures._kernel import RankingArrays, _ndcg_of
 from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import Measure, MeasureFamily, register_family
 
@@ -27,9 +27,7 @@ __all__ = ["ndcg_at_k", "ndcg_exp_at_k"]
 
 def _ndcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """DCG@k of the run over DCG@k of all judged grades sorted; shape (n_queries,)."""
-    gains = np.maximum(_top(arrays.grades, k), 0)
-    ideal = np.maximum(_top(arrays.ideal, k), 0)
-    return _safe_div(_dcg(gains), _dcg(ideal))
+    return _ndcg_of(arrays.grades, arrays.ideal, k)
 
 
 register_family(
@@ -47,8 +45,7 @@ register_family(
 
 def _ndcg_exp(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """nDCG with gain 2^grade - 1 (negative grades 0); shape (n_queries,)."""
-    gains, ideal = (np.exp2(np.maximum(_top(a, k), 0)) - 1.0 for a in (arrays.grades, arrays.ideal))
-    return _safe_div(_dcg(gains), _dcg(ideal))
+    return _ndcg_of(arrays.grades, arrays.ideal, k, exp=True)
 
 
 register_family(

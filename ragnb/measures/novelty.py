@@ -26,16 +26,16 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder, sort_run
-from ragnb.measures._kernel import RankingArrays, as_run_frame, prepare
-from ragnb.measures._public import Qrels, Run
+from ragnb.frames import RunOrder
+from ragnb.measures._kernel import RankingArrays, _extend, _ranked_cells, prepare
+from ragnb.measures._public import Qrels, Run, aggregate_values
 from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.graded import (
     CAP3,
@@ -43,8 +43,7 @@ from ragnb.measures.graded import (
     FB3,
     FB4,
     A,
-    _ideal_take,
-    _ratio_or_na,
+    _over_ideal,
     _weights_of,
 )
 
@@ -146,17 +145,11 @@ def prepare_sources(
         As :func:`ragnb.measures.prepare`; a bad ``source_of``; an empty ``source`` cell.
     """
     arrays = prepare(qrels, run, order=order, depth=depth)
-    ranked = sort_run(as_run_frame(run), order, warn=False).run
-    rows = pd.Index(arrays.query_ids).get_indexer(ranked["query_id"].astype(str))
-    ranks = ranked["rank"].to_numpy(dtype=np.int64)
-    keep = np.flatnonzero((rows >= 0) & (ranks <= arrays.depth))
-    labels = _source_labels(ranked.iloc[keep], source_of)
-    codes, _ = pd.factorize(labels)
+    ranked, rows, cols = _ranked_cells(arrays, run, order)
+    codes, _ = pd.factorize(_source_labels(ranked, source_of))
     source = np.full((arrays.n_queries, arrays.depth), -1, dtype=np.int64)
-    source[rows[keep], ranks[keep] - 1] = codes
-    source.setflags(write=False)
-    base = {f.name: getattr(arrays, f.name) for f in fields(RankingArrays)}
-    return SourcedArrays(**base, source=source)
+    source[rows, cols] = codes
+    return _extend(arrays, SourcedArrays, source=source)
 
 
 def _first_of_source(source: np.ndarray) -> np.ndarray:
@@ -194,9 +187,7 @@ def _ra_nwg_nov(
     grades = np.clip(arrays.grades[:, :k], 1, 5) - 1
     cell_w = np.where(arrays.judged[:, :k], np.take_along_axis(w, grades, axis=1), 0.0)
     delta = np.where(_first_of_source(arrays.source[:, :k]), 1.0, beta)
-    obs = (delta * cell_w).sum(axis=1)
-    ideal = (_ideal_take(w, counts, k) * w).sum(axis=1)
-    return np.minimum(_ratio_or_na(obs, ideal), 1.0)
+    return _over_ideal((delta * cell_w).sum(axis=1), w, counts, k)
 
 
 BETA = ParamSpec("beta", float, None, 0.0, 1.0, doc="delta of every repeat of a source")
@@ -269,6 +260,4 @@ def ra_nwg_novelty(
     """
     m = Measure("RA-nWG-nov", k, a=a, beta=beta, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)
     arrays = prepare_sources(qrels, run, source_of=source_of, order=order, depth=m.depth)
-    values = m.compute(arrays)
-    valid = ~np.isnan(values)
-    return float(values[valid].mean()) if valid.any() else float("nan")
+    return aggregate_values(m, m.compute(arrays))

@@ -8,6 +8,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from ragnb.charts import line_chart
+
 __all__ = [
     "measure_vs_k",
     "per_query_distribution",
@@ -62,7 +64,7 @@ def per_query_distribution(
     )
 
 
-def proc_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.Chart:
+def proc_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.FacetChart:
     """Actual value (solid) and its pool ceiling PROC (dashed) against K, per retriever.
 
     Parameters
@@ -77,22 +79,19 @@ def proc_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> al
         var_name="kind",
         value_name="value",
     )
-    return (
-        alt.Chart(long)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("cutoff:Q", title="cutoff K", scale=alt.Scale(type="log", base=2)),
-            y=alt.Y("value:Q", title=None, scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("retriever:N"),
-            strokeDash=alt.StrokeDash("kind:N", title="value", sort=["actual", "proc"]),
-            tooltip=[
-                "retriever:N",
-                "family:N",
-                "cutoff:Q",
-                "kind:N",
-                alt.Tooltip("value:Q", format=".4f"),
-            ],
-        )
-        .properties(width=width, height=height)
-        .facet(facet=alt.Facet("family:N", title=None), columns=4)
-    )
+    return line_chart(
+        long,
+        x=alt.X("cutoff:Q", title="cutoff K", scale=alt.Scale(type="log", base=2)),
+        y=alt.Y("value:Q", title=None, scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("retriever:N"),
+        strokeDash=alt.StrokeDash("kind:N", title="value", sort=["actual", "proc"]),
+        tooltip=[
+            "retriever:N",
+            "family:N",
+            "cutoff:Q",
+            "kind:N",
+            alt.Tooltip("value:Q", format=".4f"),
+        ],
+        width=width,
+        height=height,
+    ).facet(facet=alt.Facet("family:N", title=None), columns=4)

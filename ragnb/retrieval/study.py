@@ -23,6 +23,7 @@ from ragnb.judge.querygen import synthetic_notice
 from ragnb.measures import (
     GRADED_FAMILIES,
     Measure,
+    grade_map_record,
     graded_measures,
     judged_gap_warning,
     map_grades,
@@ -397,12 +398,7 @@ class Comparison:
                 k: self.dataset.meta[k] for k in ("python_version",) if k in self.dataset.meta
             },
             "config": asdict(self.config),
-            "grade_map": None
-            if self.grade_map is None
-            else {
-                "name": self.grade_map[0],
-                "map": {str(k): v for k, v in self.grade_map[1].items()},
-            },
+            "grade_map": grade_map_record(self.grade_map),
             "notes": self.notes,
             "retrievers": self.retrievers,
             "timings_s": self.timings,

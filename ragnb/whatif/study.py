@@ -45,7 +45,7 @@ import pandas as pd
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset, read_run
-from ragnb.measures import GRADED_FAMILIES, map_grades, resolve_grade_map
+from ragnb.measures import GRADED_FAMILIES, grade_map_record, map_grades, resolve_grade_map
 from ragnb.params import NotebookParams, resolve_path
 from ragnb.provenance import versions
 from ragnb.retrieve import RETRIEVERS, compute_runs
@@ -263,12 +263,7 @@ class WhatIf:
         return {
             "dataset": self.dataset.summary(),
             "config": asdict(self.config),
-            "grade_map": None
-            if self.grade_map is None
-            else {
-                "name": self.grade_map[0],
-                "map": {str(k): v for k, v in self.grade_map[1].items()},
-            },
+            "grade_map": grade_map_record(self.grade_map),
             "retrievers": retrievers,
             "timings_s": {
                 n: d.get("seconds", float("nan"))
