@@ -14,12 +14,22 @@
 - :mod:`ragnb.golden.calibration`: judge against human labels; :mod:`ragnb.golden.human`: where
   the human labels come from (a file, the dataset, a calibration sample) and the PPI estimates;
   :mod:`ragnb.golden.labelling`: the sample, label store and widget for collecting them.
+- :mod:`ragnb.golden.audit`: the refined top exported for a human audit (CSV and the labelling
+  view) and folded back as human labels.
 - :mod:`ragnb.golden.simulation`: refinement against one-shot judging at equal budget.
 
 Query rewriting (S1) is :class:`ragnb.judge.LLMRewriter` (also importable from here).
 """
 
 from ragnb.golden.analysis import grade_distribution, judged_table, pool_overlap
+from ragnb.golden.audit import (
+    audit_markdown,
+    audit_sample,
+    audit_view,
+    export_audit,
+    fold_audit,
+    read_audit,
+)
 from ragnb.golden.config import (
     JUDGES,
     POOL_RETRIEVERS,
@@ -27,6 +37,7 @@ from ragnb.golden.config import (
     STAGES,
     GoldenSetConfig,
 )
+from ragnb.golden.ensemble import EnsembleAgreement, ensemble_agreement
 from ragnb.golden.fingerprints import judge_fingerprint
 from ragnb.golden.goldenset import GoldenSet, Increment
 from ragnb.golden.human import NO_LABELS, HumanLabels, read_human_labels
@@ -54,6 +65,7 @@ from ragnb.golden.study import (
 from ragnb.judge.rewriter import LLMRewriter
 
 __all__ = [
+    "EnsembleAgreement",
     "GoldenPipeline",
     "GoldenSet",
     "GoldenSetConfig",
@@ -67,11 +79,17 @@ __all__ = [
     "STAGES",
     "STAGE_CODE",
     "StageRecord",
+    "audit_markdown",
+    "audit_sample",
+    "audit_view",
     "calibration_markdown",
     "calibration_sample",
     "default_keep_grade",
+    "ensemble_agreement",
     "estimate_markdown",
+    "export_audit",
     "first_screen",
+    "fold_audit",
     "grade_candidates",
     "grade_distribution",
     "human_labels",
@@ -90,6 +108,7 @@ __all__ = [
     "ppi_table",
     "prune_pool",
     "public_judge_info",
+    "read_audit",
     "read_human_labels",
     "refine_pools",
     "simulation_table",

@@ -7,7 +7,8 @@ A golden set built from queries alone has no labels but the judge's. Calibration
 1. a ``human_labels`` file (TREC qrels, e.g. written by the labelling widget's
    :class:`~ragnb.golden.labelling.LabelStore`), with the inclusion probabilities of its
    ``<file>.sample.jsonl`` when the pairs were drawn by
-   :func:`~ragnb.golden.labelling.calibration_sample`;
+   :func:`~ragnb.golden.labelling.calibration_sample`, or marked there as an audit of the
+   refined top (:mod:`ragnb.golden.audit`, ``design`` :data:`AUDIT_DESIGN`);
 2. else the dataset's own labels (``qrels/<split>.tsv``): all of them for calibration, and a
    calibration sample of ``ppi_labels`` judged pairs whose labels stand in for a person's for
    the PPI estimates;
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
     from ragnb.golden.goldenset import GoldenSet
 
 __all__ = [
+    "AUDIT_DESIGN",
+    "AUDIT_NOTE",
     "NO_LABELS",
     "REFERENCE_POINTS",
     "HumanLabels",
@@ -67,6 +70,18 @@ NO_LABELS = (
     "get them, label a calibration sample in JupyterLab (`ragnb.golden.label_pairs(<run "
     "folder>)` writes `<run folder>/human.qrels` and its `.sample.jsonl`; 100-200 labels are a "
     "start), then run again with `human_labels` set to that file."
+)
+
+#: The ``design`` of a sample table whose pairs are an audit of the refined top
+#: (:func:`ragnb.golden.audit.fold_audit`): chosen by rank, with certainty, not at random.
+AUDIT_DESIGN = "audit of the refined top"
+
+#: What the report says of audit labels read as ``human_labels``.
+AUDIT_NOTE = (
+    "the labels audit the refined top (the pairs the refinement ranked highest, each audited "
+    "with certainty, the rest of the pool never): calibration compares the judge with them on "
+    "its own top only, where relevant pairs abound, so agreement there says little of the "
+    "pool; they are no random sample, so no prediction-powered interval rests on them"
 )
 
 #: Published agreement of strong LLM judges with people: context for the local model's numbers.
@@ -95,6 +110,10 @@ class HumanLabels:
     grade_map : (str, dict) or None
         The map applied to put the labels on the judge's scale.
     notes : list of str
+    audit : bool
+        The pairs are an audit of the refined top (:mod:`ragnb.golden.audit`), chosen by rank,
+        not drawn at random: calibration may compare the judge with them (on its own top
+        only), :func:`ppi_estimates` does not take them as its labelled sample.
     """
 
     qrels: pd.DataFrame
@@ -102,6 +121,7 @@ class HumanLabels:
     sample: pd.DataFrame | None = None
     grade_map: tuple[str, dict[int, int]] | None = None
     notes: list[str] = field(default_factory=list)
+    audit: bool = False
 
     def __len__(self) -> int:
         return len(self.qrels)
@@ -192,10 +212,15 @@ def read_human_labels(
     sample_path = path.with_name(path.name + ".sample.jsonl")
     sample = None
     notes: list[str] = []
+    audit = False
     if sample_path.is_file():
         sample = read_records(sample_path).astype({"query_id": str, "doc_id": str})
         if "inclusion_probability" not in sample.columns:
             raise InputError("the sample table lacks inclusion_probability", path=sample_path)
+        audit = "design" in sample.columns and bool((sample["design"] == AUDIT_DESIGN).any())
+    if audit:
+        notes.append(AUDIT_NOTE)
+    elif sample is not None:
         notes.append(
             f"the labels were drawn by calibration_sample ({len(sample)} pairs in "
             f"{sample['stratum'].nunique() if 'stratum' in sample else 1} strata): estimates "
@@ -206,7 +231,7 @@ def read_human_labels(
     if gm is not None:
         notes.append(f"labels mapped onto the judge's scale by the {gm[0]!r} map {gm[1]}")
     source = f"the file `{display_path(path)}` ({len(qrels)} labels)"
-    return HumanLabels(mapped, source, sample, gm, notes)
+    return HumanLabels(mapped, source, sample, gm, notes, audit)
 
 
 def draw_sample(judged: pd.DataFrame, *, n: int, seed: int) -> pd.DataFrame:
@@ -320,6 +345,12 @@ def ppi_estimates(
     """
     from ragnb.ppi import ppi_system_estimates
 
+    if human.audit:
+        return pd.DataFrame(), [
+            "not estimated: these labels audit the refined top (chosen by rank, not at random), "
+            "so they are no sample of the population; fold them into the golden qrels "
+            "(ragnb.golden.fold_audit) and label a calibration sample for the intervals"
+        ]
     runs: dict[str, pd.DataFrame] = {**golden.runs, "rrf": golden.fused_run, **golden.new_runs}
     keep = golden.pipeline.keep_grade
     parts: list[pd.DataFrame] = []

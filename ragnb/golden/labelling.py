@@ -10,7 +10,9 @@
 - :class:`LabellingWidget` shows one query and one passage at a time in JupyterLab, with the
   grade scale as buttons and keys, skip, undo, progress, and the judge's grade shown only once the
   person has answered (so it cannot anchor them).
-- :func:`label_pairs` builds the widget from a golden-set run folder or from frames.
+- :func:`label_pairs` builds the widget from a golden-set run folder, from frames, or from rows
+  that already hold the texts (:func:`pair_items`; the audit rows of
+  :func:`ragnb.golden.audit.audit_sample`).
 
 Files
 -----
@@ -62,7 +64,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.io import AppendLog, atomic_write, read_json, read_qrels, read_records, write_records
 
-__all__ = ["LabelStore", "LabellingWidget", "calibration_sample", "label_pairs"]
+__all__ = ["LabelStore", "LabellingWidget", "calibration_sample", "label_pairs", "pair_items"]
 
 log = logging.getLogger("ragnb.golden.labelling")
 
@@ -598,7 +600,10 @@ def label_pairs(
     source : DataFrame or str or PathLike
         The judge's grades (see :func:`calibration_sample`), or an exported golden-set run
         folder (``judgements.csv`` and ``manifest.json``, whose dataset gives the texts and whose
-        judge gives the scale).
+        judge gives the scale), or rows to label as they are: a frame holding ``query`` and
+        ``passage`` (:func:`pair_items`'s columns, e.g. the audit rows of
+        :func:`ragnb.golden.audit.audit_sample`) is shown in its order, no sample drawn (only
+        ``labels`` and ``scale`` apply).
     labels : str or PathLike, optional
         The labels file; default ``<run folder>/human.qrels`` (required for frames).
     queries : DataFrame, optional
@@ -615,6 +620,13 @@ def label_pairs(
     LabellingWidget
         Display it in a notebook cell; ``widget.store.labelled()`` holds what is saved.
     """
+    if isinstance(source, pd.DataFrame) and {"query", "passage"} <= set(source.columns):
+        if labels is None:
+            raise InputError("with rows to label, give the labels file")
+        shown = source.get("judge_grade", pd.Series(dtype=float))
+        grades = pd.to_numeric(shown, errors="coerce").dropna()
+        default = _scale_of(grades) if len(grades) else (0, 2)  # the widget's own default
+        return LabellingWidget(source, LabelStore(labels), scale=scale or default)
     if isinstance(source, pd.DataFrame):
         judgements = source
         if labels is None or queries is None or corpus is None:
@@ -641,7 +653,7 @@ def label_pairs(
     else:
         log.info("%s: reusing the sample of %d pairs", store.sample_path, len(sample))
     return LabellingWidget(
-        _items(sample, queries, corpus), store, scale=scale or _scale_of(sample["grade"])
+        pair_items(sample, queries, corpus), store, scale=scale or _scale_of(sample["grade"])
     )
 
 
@@ -650,8 +662,29 @@ def _scale_of(grades: pd.Series) -> tuple[int, int]:
     return (min(lo, 0), max(hi, min(lo, 0) + 1))
 
 
-def _items(sample: pd.DataFrame, queries: pd.DataFrame, corpus: pd.DataFrame) -> pd.DataFrame:
-    """The sample's pairs with their texts: ``query_id, doc_id, query, passage, judge_grade``."""
+def pair_items(pairs: pd.DataFrame, queries: pd.DataFrame, corpus: pd.DataFrame) -> pd.DataFrame:
+    """Pairs with the texts the labelling view shows, in the pairs' order.
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        ``query_id``, ``doc_id``, ``grade`` (the judge's, int).
+    queries : DataFrame
+        ``query_id``, ``text``; a query without text shows as empty.
+    corpus : DataFrame
+        ``doc_id``, ``text``, ``title`` (optional).
+
+    Returns
+    -------
+    DataFrame
+        ``query_id``, ``doc_id`` (str), ``query``, ``passage`` (the title, a blank line, the
+        text), ``judge_grade``; one row per pair.
+
+    Raises
+    ------
+    InputError
+        When a document is not in the corpus.
+    """
     qtext: Mapping[str, str] = dict(
         zip(queries["query_id"].astype(str), queries["text"].astype(str), strict=True)
     )
@@ -663,15 +696,15 @@ def _items(sample: pd.DataFrame, queries: pd.DataFrame, corpus: pd.DataFrame) ->
             strict=True,
         )
     )
-    missing = sorted(set(sample["doc_id"].astype(str)) - set(ptext))
+    missing = sorted(set(pairs["doc_id"].astype(str)) - set(ptext))
     if missing:
-        raise InputError(f"{len(missing)} sampled documents are not in the corpus: {missing[0]!r}")
+        raise InputError(f"{len(missing)} documents are not in the corpus: {missing[0]!r}")
     return pd.DataFrame(
         {
-            "query_id": sample["query_id"].astype(str).to_numpy(dtype=object),
-            "doc_id": sample["doc_id"].astype(str).to_numpy(dtype=object),
-            "query": [qtext.get(str(q), "") for q in sample["query_id"]],
-            "passage": [ptext[str(d)] for d in sample["doc_id"]],
-            "judge_grade": sample["grade"].to_numpy(),
+            "query_id": pairs["query_id"].astype(str).to_numpy(dtype=object),
+            "doc_id": pairs["doc_id"].astype(str).to_numpy(dtype=object),
+            "query": [qtext.get(str(q), "") for q in pairs["query_id"]],
+            "passage": [ptext[str(d)] for d in pairs["doc_id"]],
+            "judge_grade": pairs["grade"].to_numpy(),
         }
     )

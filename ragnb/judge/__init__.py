@@ -38,6 +38,7 @@ from ragnb.judge.base import (
     RankRequest,
     RankResult,
 )
+from ragnb.judge.ensemble import EnsembleGrades, EnsembleJudge, combine_grades
 from ragnb.judge.llm import INFLIGHT_NAMESPACE, KEY_PARTS, NAMESPACE, CallResult, OpenAIJudge
 from ragnb.judge.offline import NoisyJudge, QrelsJudge, SimilarityJudge
 from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
@@ -51,6 +52,8 @@ __all__ = [
     "NAMESPACE",
     "RANK_COLUMNS",
     "CallResult",
+    "EnsembleGrades",
+    "EnsembleJudge",
     "GradeRequest",
     "GradeResult",
     "Judge",
@@ -62,5 +65,6 @@ __all__ = [
     "RankResult",
     "SimilarityJudge",
     "available_prompts",
+    "combine_grades",
     "load_prompt",
 ]

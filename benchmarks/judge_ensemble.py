@@ -1,0 +1,165 @@
+"""Judge ensembles against human labels: two prompts of the local model, and the local model
+with a simulated judge, on graded MS MARCO pairs.
+
+Bergum's post (Vespa blog) answers "Why didn't you try ... an ensemble of judges?" with "That is
+certainly an option, to use majority voting for example". This benchmark builds two ensembles
+with :class:`ragnb.judge.EnsembleJudge` and prints :func:`ragnb.golden.ensemble_agreement`'s two
+tables for each (against human labels: each member and the ensemble; between members):
+
+A. SmolLM2-135M-Instruct (llama.cpp through :class:`ragnb.judge.server.LocalLLMServer`) with the
+   ``utility-rubric`` prompt in English and the same rubric in French (both 1-5, ``{"grade":
+   n}``), constrained output and ``logprobs=10`` as ``benchmarks/local_judge_agreement.py``;
+B. the English-prompt member of A with a simulated judge, :class:`ragnb.judge.NoisyJudge` (the
+   human labels plus Gaussian noise, ``--noise-sd``, rounded onto 1-5). It reads the human
+   labels, so its own agreement is high by construction: it stands for a better judge, not a
+   measurement of one.
+
+Each ensemble is shown under majority vote (ties: the lower grade) and mean grade (rounded, a
+half down). Pairs: the labelled pairs of the subset's qrels, ``--n / 3`` drawn at random per
+human grade (TREC DL 1, 2, 3; :func:`local_judge_agreement.choose_pairs` with the qrels as the
+pool), human grades mapped onto 1-5 by the ``trec-dl`` grade map (3 -> 5, 2 -> 4, 1 -> 3). Every
+call goes through the cache and the ledger: B's LLM member and every second combination rule are
+served from the cache (a rerun makes no call).
+
+Measured here (``--n 90 --seed 0 --threads 1``, 90 pairs on 33 queries, 176 calls in 353 s at
+load average about 3 on 2 cores; a rerun makes no call and prints the same tables): the English
+prompt grades 81 of 90 pairs 5, the French one 87 of 90 pairs 1, so the two prompts agree with
+each other at chance (kappa 0.015) and a majority with ties to the lower grade is the French
+member (kappa 0.004); the mean grade lands on 3 for most pairs (kappa -0.021, quadratic 0.067;
+English alone 0.005 and 0.136). With the simulated judge (sd 1, quadratic kappa 0.481 on its
+own), the mean ensemble reaches kappa 0.189 (quadratic 0.465), the majority 0.134 (0.430).
+A tiny model is no judge to trust; the numbers show the ensemble's path, not a good ensemble.
+
+Run: ``nice .venv/bin/python benchmarks/judge_ensemble.py [--n 90] [--seed 0] [--threads 1]
+[--noise-sd 1.0] [--cache-dir DIR] [--out DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from local_judge_agreement import DATASET, SCALE, choose_pairs, make_judge  # noqa: E402
+
+FLOATS = {"float_format": lambda v: f"{v:.3f}"}
+
+
+def counts(frame: pd.DataFrame) -> dict[int, int]:
+    """How many valid results got each grade."""
+    return {int(g): int(c) for g, c in frame["grade"].value_counts().sort_index().items()}
+
+
+def agreement_tables(
+    human: pd.DataFrame, members: list[Any], names: list[str], items: pd.DataFrame
+) -> None:
+    """Grade ``items`` with the ensemble of ``members`` (majority, then mean) and print the
+    tables."""
+    from ragnb.golden import ensemble_agreement
+    from ragnb.judge import EnsembleJudge
+
+    labels = range(SCALE[0], SCALE[1] + 1)
+    rows = []
+    pairwise = None
+    for combine in ("majority", "mean"):
+        judge = EnsembleJudge(members, combine=combine, tie="lower", names=names)
+        start = time.perf_counter()
+        out = judge.grade_members(items)
+        seconds = time.perf_counter() - start
+        if combine == "majority":
+            for name, frame in out.members.items():
+                print(
+                    f"  {name}: {int((frame['attempts'] > 0).sum())} calls sent, "
+                    f"{int(frame['cached'].sum())} from the cache, valid "
+                    f"{frame['valid'].mean():.1%}, grades {counts(frame)}"
+                )
+        print(
+            f"  ensemble ({combine}, ties lower): {seconds:.0f} s, valid "
+            f"{out.grades['valid'].mean():.1%}, grades {counts(out.grades)}"
+        )
+        report = ensemble_agreement(human, out, labels=labels)
+        table = report.table
+        if combine == "mean":
+            table = table[table["role"] == "ensemble"]
+        rows.append(table.assign(judge=table["judge"].replace("ensemble", f"ensemble ({combine})")))
+        pairwise = report.pairwise
+    print("\nagreement with the human labels (on 1-5):")
+    print(pd.concat(rows).to_string(index=False, **FLOATS))
+    print("\nagreement between the members:")
+    print(pairwise.to_string(index=False, **FLOATS))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--n", type=int, default=90, help="pairs to judge (n // 3 per grade)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--noise-sd", type=float, default=1.0, help="the simulated judge's sd")
+    parser.add_argument("--cache-dir", default=None, help="ragnb cache (default: ~/.cache/ragnb)")
+    parser.add_argument("--out", type=Path, default=None, help="folder for the ledger")
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
+    args = parser.parse_args(argv)
+
+    from ragnb.cache import Cache
+    from ragnb.io import read_beir
+    from ragnb.judge import NoisyJudge
+    from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer, local_llm_unavailable
+    from ragnb.ledger import Ledger
+    from ragnb.measures import map_grades
+    from ragnb.prices import ModelPrice
+    from ragnb.retrieve import doc_texts
+
+    reason = local_llm_unavailable()
+    if reason is not None:
+        print(f"the local model cannot run here: {reason}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    data = read_beir(args.dataset, split="test")
+    pool = {"qrels": data.qrels[["query_id", "doc_id"]]}
+    chosen, _, n_labelled = choose_pairs(data.qrels, pool, args.n, args.seed)
+    text = pd.Series(doc_texts(data.corpus), index=data.corpus["doc_id"])
+    queries = data.queries.set_index("query_id")["text"]
+    items = chosen.assign(query=chosen["query_id"].map(queries), passage=chosen["doc_id"].map(text))
+    human = map_grades(chosen, "trec-dl")
+    print(
+        f"{args.dataset.name}: {n_labelled} labelled pairs; judged {len(chosen)} on "
+        f"{chosen['query_id'].nunique()} queries (per human grade: "
+        f"{chosen['relevance'].value_counts().sort_index().to_dict()}, mapped 1/2/3 -> 3/4/5)"
+    )
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ragnb-ensemble-"))
+    ledger = Ledger(out / "ledger.jsonl")
+    ledger.prices.prices.setdefault(
+        DEFAULT_MODEL, ModelPrice(DEFAULT_MODEL, 0.0, 0.0, ledger.prices.as_of, "local model")
+    )
+    cache = Cache(args.cache_dir)
+    load = os.getloadavg()
+    with LocalLLMServer(DEFAULT_MODEL, n_threads=args.threads) as server:
+        print(
+            f"local model {server.model}: llama.cpp with {server.n_threads} thread(s), started "
+            f"in {server.startup_s:.1f} s"
+        )
+        english = make_judge(server, cache, ledger, constrained=True)
+        french = english.with_prompt("utility-rubric", language="fr")
+        print(f"\n== A. {english.judge_id} with utility-rubric in English and in French")
+        agreement_tables(human, [english, french], ["local/en", "local/fr"], items)
+        simulated = NoisyJudge(human, sd=args.noise_sd, seed=args.seed, scale=SCALE)
+        print(f"\n== B. local/en and {simulated.judge_id} (reads the human labels)")
+        names = ["local/en", f"noisy(sd={args.noise_sd:g})"]
+        agreement_tables(human, [english, simulated], names, items)
+    after = os.getloadavg()
+    print(
+        f"\nload average {load[0]:.1f} before, {after[0]:.1f} after, {os.cpu_count()} cores; "
+        f"ledger in {out}; total {time.perf_counter() - t0:.0f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
