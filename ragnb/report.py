@@ -217,17 +217,33 @@ def export_html(executed: Path, out: Path, title: str | None = None) -> None:
         embed_images=True,
     )
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": executed.stem}})
+    given = nb.metadata.get("papermill", {}).get("parameters", {})
+    paths = [v for v in given.values() if isinstance(v, str) and os.path.isabs(v)]
     with atomic_write(out) as f:
-        f.write(redact_local_paths(body))
+        f.write(redact_local_paths(body, paths=paths))
 
 
-def redact_local_paths(text: str, root: Path | None = None) -> str:
+def redact_local_paths(
+    text: str, root: Path | None = None, *, paths: list[str] | tuple[str, ...] = ()
+) -> str:
     """``text`` with the project root, its parent and the home folder replaced by relative forms.
 
     The last guard of every report (issue: a report shared with a colleague must not show the
     author's file system or user name); the studies already name paths with
     :func:`ragnb.params.display_path`.
+
+    Parameters
+    ----------
+    text : str
+    root : Path, optional
+        The project root; default :func:`ragnb.params.project_root`.
+    paths : sequence of str
+        Absolute paths given to the notebook (e.g. a ``dataset`` folder outside the project and
+        the home folder): each is replaced by its :func:`ragnb.params.display_path` first.
     """
+    extra = [(p.rstrip("/") or p, display_path(p, root)) for p in paths if os.path.isabs(p)]
+    for prefix, repl in sorted(extra, key=lambda kv: len(kv[0]), reverse=True):
+        text = re.sub(r"(?<![\w.:/-])" + re.escape(prefix) + r"(?![\w.-])", repl, text)
     for prefix, repl in local_path_prefixes(root):
         # a whole path component only: not "/workshop" for "/work", not inside a URL
         tail = "" if prefix.endswith("/") else r"(?![\w.-])"

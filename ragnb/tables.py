@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from ragnb.params import display_path
+
 __all__ = ["provenance_markdown", "style_scores"]
 
 
@@ -38,7 +40,7 @@ def provenance_markdown(prov: dict[str, Any]) -> str:
         f"**Dataset** `{_md_escape(ds.get('dataset'))}` (split `{ds.get('split')}`): "
         f"{ds.get('documents')} documents, {ds.get('judged_queries')} judged queries of "
         f"{ds.get('queries')}, {ds.get('qrels_pairs')} judgements (grade: count {grades}). "
-        f"Folder: `{_md_escape(ds.get('path'))}`."
+        f"Folder: `{_md_escape(display_path(ds['path']) if ds.get('path') else None)}`."
     )
     recipe = prov.get("dataset_recipe") or {}
     if recipe:

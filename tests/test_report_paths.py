@@ -63,3 +63,26 @@ def test_redaction_keeps_urls_and_longer_names(tmp_path, monkeypatch):
     text = f"{root}/reports/a, {root}, {home}/x, {root}extra, https://host{root}/y"
     out = redact_local_paths(text, root)
     assert out == f"reports/a, ., ~/x, ~/projextra, https://host{root}/y"
+
+
+def test_paths_given_to_a_notebook_outside_project_and_home_are_shown_by_name(
+    tmp_path, monkeypatch
+):
+    # a dataset folder elsewhere on the disk (not under the project, its parent or home)
+    home = tmp_path / "home" / USER
+    monkeypatch.setenv("HOME", str(home))
+    root = home / "proj"
+    outside = f"/srv/{USER}-data/synthetic"
+    text = f"Folder: `{outside}`; file {outside}/corpus.jsonl; other /srv/{USER}-data/x"
+    out = redact_local_paths(text, root, paths=[outside])
+    assert out == f"Folder: `synthetic`; file synthetic/corpus.jsonl; other /srv/{USER}-data/x"
+
+
+def test_provenance_block_names_the_dataset_folder_by_display_path(tmp_path, monkeypatch):
+    from ragnb.tables import provenance_markdown
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home" / USER))
+    folder = f"/srv/{USER}-data/synthetic"
+    text = provenance_markdown({"dataset": {"dataset": "synthetic", "path": folder}})
+    assert "Folder: `synthetic`" in text
+    assert USER not in text
