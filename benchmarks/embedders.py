@@ -27,9 +27,12 @@ abstracts among the ``--n`` passages, ranked by dot product over those passages)
 Overhead of ragnb over raw sentence-transformers (``--repeats`` > 0): the same float MiniLM model
 object embeds the same passages as ``SentenceTransformer.encode(texts, batch_size,
 normalize_embeddings=True)`` (raw), through :class:`ragnb.embed.CachedEmbedder` on an empty cache
-(cold) and again on that filled cache (warm), one after the other in each repeat, so a loaded
-machine slows them alike; per repeat the ratio ragnb cold / raw, of wall time and of this process's
-CPU time (``time.process_time``, less sensitive to other processes), and the medians.
+(cold) and again on that filled cache (warm), then the int8 graph through
+:class:`ragnb.embed.CachedEmbedder` on an empty cache (int8 cold: batches longest first, as a
+corpus is embedded), one after the other in each repeat, so a loaded machine slows them alike;
+per repeat the ratio ragnb cold / raw, of wall time and of this process's CPU time
+(``time.process_time``, less sensitive to other processes), int8 cold's passages/s over raw's,
+and the medians.
 
 The machine and its load average (before and after) come with the numbers.
 """
@@ -146,11 +149,20 @@ def ndcg10(
 
 
 def overhead(texts: list[str], batch_size: int, repeats: int) -> None:
-    """raw encode vs ragnb cold vs ragnb warm on the same model object, interleaved."""
+    """raw encode vs ragnb cold vs ragnb warm on the same model object, then the int8 graph
+    through ragnb on an empty cache (the path a user's corpus takes), interleaved."""
     backend = SentenceTransformerEmbedder(batch_size=batch_size)
     model = backend._load()
     model.encode(texts[:8])
-    rows: dict[str, list[tuple[float, float]]] = {"raw": [], "ragnb cold": [], "ragnb warm": []}
+    int8 = make_offline_embedder(INT8)
+    int8.batch_size = batch_size
+    int8.embed(texts[:8], "passage")
+    rows: dict[str, list[tuple[float, float]]] = {
+        "raw": [],
+        "ragnb cold": [],
+        "ragnb warm": [],
+        "int8 cold": [],
+    }
     print(f"\nragnb over raw sentence-transformers, {len(texts)} passages, {repeats} repeats:")
     for rep in range(repeats):
         with tempfile.TemporaryDirectory(prefix="ragnb-bench-") as tmp, Cache(tmp) as cache:
@@ -166,14 +178,18 @@ def overhead(texts: list[str], batch_size: int, repeats: int) -> None:
                         convert_to_numpy=True,
                         show_progress_bar=False,
                     )
+                elif name == "int8 cold":
+                    with Cache(Path(tmp) / "int8") as int8_cache:
+                        CachedEmbedder(int8, int8_cache, progress=False).embed(texts, "passage")
                 else:
                     emb.embed(texts, "passage")
                 rows[name].append((time.perf_counter() - wall, time.process_time() - cpu))
-        raw, cold, warm = (rows[k][-1] for k in rows)
+        raw, cold, warm, q8 = (rows[k][-1] for k in rows)
         print(
             f"  repeat {rep + 1}: raw {raw[0]:.2f} s ({len(texts) / raw[0]:.1f}/s), ragnb cold "
             f"{cold[0]:.2f} s, warm {warm[0]:.3f} s; cold/raw wall {cold[0] / raw[0]:.3f}, "
-            f"CPU {cold[1] / raw[1]:.3f}; load {os.getloadavg()[0]:.1f}",
+            f"CPU {cold[1] / raw[1]:.3f}; int8 cold {q8[0]:.2f} s ({len(texts) / q8[0]:.1f}/s, "
+            f"{raw[0] / q8[0]:.2f}x raw's passages/s); load {os.getloadavg()[0]:.1f}",
             flush=True,
         )
     for name, values in rows.items():
@@ -183,6 +199,8 @@ def overhead(texts: list[str], batch_size: int, repeats: int) -> None:
     ratio_wall = np.median([c[0] / r[0] for r, c in pairs])
     ratio_cpu = np.median([c[1] / r[1] for r, c in pairs])
     print(f"  ragnb cold / raw: median ratio wall {ratio_wall:.3f}, CPU {ratio_cpu:.3f}")
+    speedup = np.median([r[0] / q[0] for r, q in zip(rows["raw"], rows["int8 cold"], strict=True)])
+    print(f"  int8 through ragnb (cold) vs raw torch: median {speedup:.2f}x the passages/s")
 
 
 def run(
