@@ -241,10 +241,9 @@ def redact_local_paths(
         Absolute paths given to the notebook (e.g. a ``dataset`` folder outside the project and
         the home folder): each is replaced by its :func:`ragnb.params.display_path` first.
     """
-    extra = [(p.rstrip("/") or p, display_path(p, root)) for p in paths if os.path.isabs(p)]
-    for prefix, repl in sorted(extra, key=lambda kv: len(kv[0]), reverse=True):
-        text = re.sub(r"(?<![\w.:/-])" + re.escape(prefix) + r"(?![\w.-])", repl, text)
-    for prefix, repl in local_path_prefixes(root):
+    given = [(p.rstrip("/") or p, display_path(p, root)) for p in paths if os.path.isabs(p)]
+    given.sort(key=lambda kv: len(kv[0]), reverse=True)
+    for prefix, repl in given + local_path_prefixes(root):
         # a whole path component only: not "/workshop" for "/work", not inside a URL
         tail = "" if prefix.endswith("/") else r"(?![\w.-])"
         text = re.sub(r"(?<![\w.:/-])" + re.escape(prefix) + tail, repl, text)
