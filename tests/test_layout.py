@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "params": 0,
     "tables": 0,
     "charts": 0,
+    "docstrings": 0,
     # measures and what computes with them
     "measures": 1,
     "evaluate": 1,

@@ -8,13 +8,13 @@ Each measure module defines a private kernel (one value per query) and a public 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias, TypeVar
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
 
+from ragnb.docstrings import doc_filler
 from ragnb.frames import RunOrder
 from ragnb.measures._kernel import prepare
 from ragnb.measures.base import Measure
@@ -23,7 +23,6 @@ __all__ = ["DOC_ENTRIES", "Qrels", "Run", "aggregate_values", "fill_doc", "mean_
 
 Qrels: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, int]]
 Run: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, float]]
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: numpydoc entries the measure functions share; :func:`fill_doc` substitutes them.
 DOC_ENTRIES: dict[str, str] = {
@@ -39,48 +38,9 @@ DOC_ENTRIES: dict[str, str] = {
     "mean": "float in [0, 1]\n    Macro mean of the per-query values.",
     "bad_input": "InputError\n    On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.",
 }
-_DOC_SLOT = re.compile(
-    r"^(?P<indent>[ \t]*)\{\{(?:(?P<section>[A-Z][a-z]+):)?(?P<names>[\w\s,]+)\}\}[ \t]*$",
-    re.MULTILINE,
-)
-
-
-def _expand_slot(match: re.Match[str]) -> str:
-    lines = []
-    section = match["section"]
-    if section:
-        lines += [section, "-" * len(section)]
-    for name in re.split(r"[\s,]+", match["names"].strip()):
-        lines += DOC_ENTRIES[name].splitlines()
-    return "\n".join(match["indent"] + line for line in lines)
-
-
-def fill_doc(func: _F) -> _F:
-    """Expand the ``{{name, ...}}`` lines of ``func``'s docstring from :data:`DOC_ENTRIES`.
-
-    ``{{Parameters: qrels, run, k}}`` also writes the numpydoc section heading; ``{{order}}``
-    writes the entry alone, beside entries written out in the docstring. An unknown name raises
-    KeyError at import time.
-
-    Examples
-    --------
-    >>> @fill_doc
-    ... def f(k):
-    ...     '''Doc.
-    ...
-    ...     {{Parameters: k}}
-    ...     '''
-    >>> print(f.__doc__.strip())
-    Doc.
-    <BLANKLINE>
-        Parameters
-        ----------
-        k : int
-            Cutoff K >= 1.
-    """
-    if func.__doc__:
-        func.__doc__ = _DOC_SLOT.sub(_expand_slot, func.__doc__)
-    return func
+#: Expands the ``{{name, ...}}`` lines of a measure's docstring from :data:`DOC_ENTRIES`
+#: (:func:`ragnb.docstrings.doc_filler`); an unknown name raises KeyError at import time.
+fill_doc = doc_filler(DOC_ENTRIES)
 
 
 def mean_of(measure: Measure, qrels: Qrels, run: Run, order: RunOrder) -> float:
