@@ -8,7 +8,7 @@ Each measure module defines a private kernel (one value per query) and a public 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TypeAlias
 
 import numpy as np
