@@ -234,19 +234,46 @@ def free_port(host: str = HOST) -> int:
 
 
 def _thread_count() -> int:
-    """llama.cpp threads: one per usable core, or 1 when the machine is already busy (1-minute
-    load average at least the usable cores).
+    """llama.cpp threads: one per usable core left idle by the rest of the machine, at least 1.
 
     llama.cpp's worker threads spin while they wait for each other, so on an oversubscribed
     machine a server with one thread per core slows down many times over; measured here on 2
     cores under a load average of about 10: 0.9-4.9 s per grading call with one thread, 20-38 s
-    with two.
+    with two. How busy the machine is comes from :func:`_busy_cores`, sampled now; the 1-minute
+    load average (the fallback where ``/proc/stat`` is missing) still counts work that ended up
+    to a minute ago, such as the previous notebook of ``ragnb report --all``, and gave one thread
+    to a quiet machine.
     """
     try:
         cores = max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         cores = max(1, os.cpu_count() or 1)
-    return 1 if os.getloadavg()[0] >= cores else cores
+    busy = _busy_cores()
+    if busy is None:
+        return 1 if os.getloadavg()[0] >= cores else cores
+    return max(1, min(cores, int(cores - busy + 0.5)))
+
+
+def _busy_cores(interval: float = 0.25) -> float | None:
+    """Cores' worth of CPU time the whole machine spends busy over ``interval`` seconds, from
+    two reads of ``/proc/stat`` (Linux); None where it cannot be read."""
+
+    def sample() -> tuple[int, int, int]:
+        with open("/proc/stat", encoding="ascii") as f:
+            lines = f.read().splitlines()
+        ticks = [int(v) for v in lines[0].split()[1:9]]  # user .. steal (guest is in user)
+        n_cpus = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+        return sum(ticks), ticks[3] + ticks[4], n_cpus  # total, idle + iowait
+
+    try:
+        total0, idle0, n_cpus = sample()
+        time.sleep(interval)
+        total1, idle1, _ = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 <= total0 or n_cpus < 1:
+        return None
+    return n_cpus * (1.0 - (idle1 - idle0) / (total1 - total0))
 
 
 # The child's first lines: ask the kernel to send SIGTERM when the parent dies (Linux), exit
