@@ -45,8 +45,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.stats import Correction, compare
-from ragnb.stats._paired import _pick_measure
+from ragnb.stats import Correction, compare, pick_measure
 
 __all__ = [
     "EXIT_GATE_FAILED",
@@ -179,7 +178,7 @@ def threshold_gates(result: Any, thresholds: Iterable[str | Threshold]) -> pd.Da
     rows = []
     for spec in thresholds:
         t = parse_threshold(spec)
-        name = _pick_measure(names, t.measure, "the evaluation")
+        name = pick_measure(names, t.measure, "the evaluation")
         value = means[name]
         rows.append(
             {
@@ -397,18 +396,6 @@ def check_gates(
     parts = [threshold_gates(result, fail_under)]
     settings: dict[str, Any] = {}
     if baseline is not None:
-        parts.append(
-            baseline_gates(
-                result,
-                baseline,
-                measures,
-                alpha=alpha,
-                max_drop=max_drop,
-                correction=correction,
-                n_resamples=n_resamples,
-                seed=seed,
-            )
-        )
         settings = {
             "alpha": alpha,
             "max_drop": max_drop,
@@ -416,5 +403,6 @@ def check_gates(
             "n_resamples": n_resamples,
             "seed": seed,
         }
+        parts.append(baseline_gates(result, baseline, measures, **settings))
     kept = [p for p in parts if len(p)] or parts[:1]
     return GateReport(table=pd.concat(kept, ignore_index=True), settings=settings)

@@ -37,6 +37,12 @@ DOC_ENTRIES: dict[str, str] = {
     "    Run ordering, see :func:`ragnb.frames.sort_run`.",
     "mean": "float in [0, 1]\n    Macro mean of the per-query values.",
     "bad_input": "InputError\n    On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.",
+    # references cited word for word by several measures
+    "ref_van_rijsbergen": ".. [1] C. J. van Rijsbergen, *Information Retrieval*, 2nd ed., "
+    "Butterworths, 1979, ch. 7.",
+    "ref_trec_book": ".. [1] E. M. Voorhees and D. K. Harman (eds.), *TREC: Experiment and "
+    "Evaluation in\n   Information Retrieval*, MIT Press, 2005, ch. 3.",
+    "ref_dallaire_2_4": ".. [1] Dallaire, arXiv:2511.09545, Section 2.4.",
 }
 #: Expands the ``{{name, ...}}`` lines of a measure's docstring from :data:`DOC_ENTRIES`
 #: (:func:`ragnb.docstrings.doc_filler`); an unknown name raises KeyError at import time.

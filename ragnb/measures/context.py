@@ -166,8 +166,7 @@ def pr_auc(
     qrels : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``. For
         SPEAR's relative recall pass :func:`pooled_qrels` of the compared runs.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
+    {{run}}
     k : int, optional
         Trace the curve over the top K only (the area up to recall R@K); default the whole run.
     {{rel, order}}
@@ -272,8 +271,7 @@ def pooled_qrels(
 
     Parameters
     ----------
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
+    {{qrels}}
     runs : mapping of str to run, or sequence of runs
         The runs being compared (frames or dicts, as for :func:`ragnb.evaluate.evaluate`).
     k : int, optional

@@ -38,7 +38,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder, require_columns
 from ragnb.measures._kernel import RankingArrays, _dcg, _extend, _ranked_cells, _safe_div, prepare
-from ragnb.measures._public import Run
+from ragnb.measures._public import Run, fill_doc
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
 
 __all__ = [
@@ -236,6 +236,7 @@ register_family(
 # ----------------------------------------------------------------------------- public function
 
 
+@fill_doc
 def alpha_ndcg(
     subtopic_qrels: pd.DataFrame,
     run: Run,
@@ -251,16 +252,12 @@ def alpha_ndcg(
     ----------
     subtopic_qrels : DataFrame
         Columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance`` (int).
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
-    k : int
-        Cutoff K >= 1.
+    {{run, k}}
     alpha : float in [0, 1], default 0.5
         Each further document on a subtopic gains ``(1 - alpha)`` times the previous one.
     rel : int, default 1
         A subtopic judgement with grade >= ``rel`` is relevant.
-    order : {"score", "file"}, default "score"
-        Run ordering, see :func:`ragnb.frames.sort_run`.
+    {{order}}
 
     Returns
     -------

@@ -414,9 +414,7 @@ def ra_nwg(
     qrels : DataFrame or dict
         Grades on the 1-5 scale (see :func:`map_grades`); columns ``query_id``, ``doc_id``,
         ``relevance``, or ``{query_id: {doc_id: grade}}``.
-    run : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
-    {{k}}
+    {{run, k}}
     a, cap3, cap4, fb3, fb4 : float
         Weight parameters, see :func:`rarity_weights` (the paper's defaults).
     {{order}}
@@ -490,9 +488,7 @@ def n_recall_5(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score") -> 
 
     {{Returns: mean}}
 
-    References
-    ----------
-    .. [1] Dallaire, arXiv:2511.09545, Section 2.4.
+    {{References: ref_dallaire_2_4}}
 
     Examples
     --------
@@ -548,9 +544,7 @@ def precision_4plus(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score"
 
     {{Returns: mean}}
 
-    References
-    ----------
-    .. [1] Dallaire, arXiv:2511.09545, Section 2.4.
+    {{References: ref_dallaire_2_4}}
 
     Examples
     --------

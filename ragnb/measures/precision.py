@@ -48,7 +48,7 @@ def precision_at_k(
 
     References
     ----------
-    .. [1] C. J. van Rijsbergen, *Information Retrieval*, 2nd ed., Butterworths, 1979, ch. 7.
+    {{ref_van_rijsbergen}}
     .. [2] trec_eval 9.0, ``m_P.c``, https://github.com/usnistgov/trec_eval
 
     Examples

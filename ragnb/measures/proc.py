@@ -29,6 +29,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder, sort_run
 from ragnb.measures._kernel import as_qrels_frame, as_run_frame, prepare
+from ragnb.measures._public import fill_doc
 from ragnb.measures.base import Measure, parse_measure, parse_measures
 from ragnb.measures.graded import Qrels, Run, rarity_weights
 
@@ -71,6 +72,7 @@ def _grade_weights(qrels: pd.DataFrame, measure: Measure) -> pd.Series:
     return pd.Series(w[qrow, col], index=qrels.index)
 
 
+@fill_doc
 def ideal_reorder(
     run: Run,
     qrels: Qrels,
@@ -86,8 +88,7 @@ def ideal_reorder(
     run : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``score`` (optionally ``rank``, ``tag``), or
         ``{query_id: {doc_id: score}}``.
-    qrels : DataFrame or dict
-        Columns ``query_id``, ``doc_id``, ``relevance``, or ``{query_id: {doc_id: grade}}``.
+    {{qrels}}
     pool_depth : int
         Documents kept per query (the candidate pool), e.g. 50 or 100.
     measure : str or Measure, optional

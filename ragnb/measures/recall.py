@@ -47,7 +47,7 @@ def recall_at_k(
 
     References
     ----------
-    .. [1] C. J. van Rijsbergen, *Information Retrieval*, 2nd ed., Butterworths, 1979, ch. 7.
+    {{ref_van_rijsbergen}}
     .. [2] trec_eval 9.0, ``m_recall.c``, https://github.com/usnistgov/trec_eval
 
     Examples

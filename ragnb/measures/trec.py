@@ -219,10 +219,7 @@ def r_precision(qrels: Qrels, run: Run, *, rel: int = 1, order: RunOrder = "scor
     than R counts the missing ranks as non-relevant; 0 when R = 0. trec_eval's ``Rprec``
     (``m_Rprec.c``), ir_measures' ``Rprec``, ranx's ``r-precision``.
 
-    References
-    ----------
-    .. [1] E. M. Voorhees and D. K. Harman (eds.), *TREC: Experiment and Evaluation in
-       Information Retrieval*, MIT Press, 2005, ch. 3.
+    {{References: ref_trec_book}}
 
     Examples
     --------
@@ -300,10 +297,7 @@ def interpolated_precision(
     retrieves fewer than ``c`` relevant documents or none. trec_eval's ``iprec_at_recall_r``
     (``m_iprec_at_recall.c``), ir_measures' ``IPrec@r``.
 
-    References
-    ----------
-    .. [1] E. M. Voorhees and D. K. Harman (eds.), *TREC: Experiment and Evaluation in
-       Information Retrieval*, MIT Press, 2005, ch. 3.
+    {{References: ref_trec_book}}
 
     Examples
     --------

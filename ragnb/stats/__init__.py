@@ -13,9 +13,10 @@ The paired functions take the per-query values of two systems on one measure, ea
   (:meth:`~ragnb.evaluate.EvaluationResult.per_query_wide`), with ``measure=``;
 * an :class:`~ragnb.evaluate.EvaluationResult`.
 
-Measure names may be aliases (``ndcg_cut_10`` finds ``nDCG@10``). The two systems are paired by
-``query_id`` and must hold the same queries (the error names those that differ). A NaN value means
-"undefined": the query is dropped from that pair and the result counts it (``n_dropped``).
+Measure names may be aliases (``ndcg_cut_10`` finds ``nDCG@10``; :func:`pick_measure`). The two
+systems are paired by ``query_id`` and must hold the same queries (the error names those that
+differ). A NaN value means "undefined": the query is dropped from that pair and the result counts
+it (``n_dropped``).
 
 Randomness
 ----------
@@ -26,7 +27,7 @@ block), so memory stays bounded and no Python loop runs over single resamples.
 one pair does not depend on which other pairs are in the table.
 """
 
-from ragnb.stats._paired import PerQueryValues
+from ragnb.stats._paired import PerQueryValues, pick_measure
 from ragnb.stats.bootstrap import BootstrapResult, CIMethod, paired_bootstrap
 from ragnb.stats.comparison import ComparisonResult, compare
 from ragnb.stats.corrections import Correction, adjust_p_values, bonferroni, holm
@@ -50,6 +51,7 @@ __all__ = [
     "holm",
     "kendall_top_k",
     "paired_bootstrap",
+    "pick_measure",
     "randomization_test",
     "significance_markers",
     "top_k_agreement",

@@ -29,7 +29,36 @@ def _preview(ids: Sequence[str], n: int = 5) -> str:
     return shown + (", ..." if len(ids) > n else "")
 
 
-def _pick_measure(names: list[str], measure: str | Measure | None, what: str) -> str:
+def pick_measure(names: list[str], measure: str | Measure | None, what: str) -> str:
+    """The name among ``names`` that ``measure`` designates, aliases resolved.
+
+    Parameters
+    ----------
+    names : list of str
+        The measure names a table holds (canonical names, e.g. ``"nDCG@10"``).
+    measure : str, Measure or None
+        The measure asked for: a name as held, an alias that :func:`ragnb.measures.parse_measure`
+        canonicalises to one (``"ndcg_cut_10"`` finds ``"nDCG@10"``), or None to take the only
+        name when there is exactly one.
+    what : str
+        What holds ``names`` (e.g. ``"the evaluation"``, ``"system 'bm25'"``), for the errors.
+
+    Returns
+    -------
+    str
+        An element of ``names``.
+
+    Raises
+    ------
+    InputError
+        When ``measure`` is None and ``names`` holds several names (or none), or when neither the
+        name nor its canonical form is in ``names`` (``column`` set to the name asked for).
+
+    Examples
+    --------
+    >>> pick_measure(["nDCG@10", "R@100"], "ndcg_cut_10", "the evaluation")
+    'nDCG@10'
+    """
     if measure is None:
         if len(names) == 1:
             return names[0]
@@ -60,13 +89,13 @@ def _per_query_series(
         frame = values
         if {"query_id", "measure", "value"} <= set(frame.columns):
             names = [str(m) for m in dict.fromkeys(frame["measure"])]
-            name = _pick_measure(names, measure, what)
+            name = pick_measure(names, measure, what)
             rows = frame[frame["measure"].astype(str) == name]
             series = pd.Series(rows["value"].to_numpy(), index=rows["query_id"].to_numpy())
         else:
             if "query_id" in frame.columns:
                 frame = frame.set_index("query_id")
-            name = _pick_measure([str(c) for c in frame.columns], measure, what)
+            name = pick_measure([str(c) for c in frame.columns], measure, what)
             series = frame[name]
     else:
         raise InputError(

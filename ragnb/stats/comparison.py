@@ -18,7 +18,7 @@ from ragnb.stats._paired import (
     _check_fraction,
     _check_resamples,
     _per_query_series,
-    _pick_measure,
+    pick_measure,
 )
 from ragnb.stats.bootstrap import CIMethod, _bootstrap_result
 from ragnb.stats.corrections import Correction, adjust_p_values
@@ -343,7 +343,7 @@ def _chosen_measures(tables: dict[str, pd.DataFrame], requested: list[str] | Non
         return shared
     chosen = []
     for m in requested:
-        picked = {_pick_measure(list(tables[n].columns), m, f"system {n!r}") for n in names}
+        picked = {pick_measure(list(tables[n].columns), m, f"system {n!r}") for n in names}
         chosen.append(picked.pop())
     return list(dict.fromkeys(chosen))
 
