@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ragnb.docstrings import fill_frame_doc
 from ragnb.errors import InputError
 from ragnb.frames import (
     QRELS_COLUMNS,
@@ -141,13 +142,7 @@ def to_ranx_qrels(
     """
     import ranx
 
-    frame = _qrels_frame(qrels)
-    if len(frame) == 0:
-        out = ranx.Qrels()
-    else:
-        out = ranx.Qrels.from_dict(qrels_to_dict(frame))
-    out.name = name
-    return out
+    return _named_ranx(ranx.Qrels, qrels_to_dict(_qrels_frame(qrels)), name)
 
 
 def to_ranx_run(
@@ -199,10 +194,13 @@ def to_ranx_run(
     if trec_eval_ties and len(ordered):
         size = ordered.groupby("query_id", sort=False)["rank"].transform("max")
         ordered = ordered.assign(score=(size - ordered["rank"] + 1).astype(np.float64))
-    if len(ordered) == 0:
-        out = ranx.Run()
-    else:
-        out = ranx.Run.from_dict(run_to_dict(ordered))
+    return _named_ranx(ranx.Run, run_to_dict(ordered), name)
+
+
+def _named_ranx(cls: Any, data: dict[str, dict[str, Any]], name: str | None) -> Any:
+    """``cls.from_dict(data)`` (``cls()`` for no data, which ``from_dict`` refuses) named
+    ``name``; ``cls`` is ``ranx.Qrels`` or ``ranx.Run``."""
+    out = cls.from_dict(data) if data else cls()
     out.name = name
     return out
 
@@ -570,13 +568,11 @@ def to_pyterrier_run(
     return out
 
 
+@fill_frame_doc
 def from_pyterrier_qrels(frame: pd.DataFrame) -> pd.DataFrame:
     """pyterrier qrels (``qid, docno, label``) as a qrels frame.
 
-    Returns
-    -------
-    DataFrame
-        Columns ``query_id``, ``doc_id`` (str), ``relevance`` (int64), input order.
+    {{Returns: qrels_frame}}
 
     Raises
     ------
@@ -640,6 +636,7 @@ def _ir_datasets_items(obj: Any, method: str, what: str) -> Any:
     return obj
 
 
+@fill_frame_doc
 def from_ir_datasets_qrels(qrels: Any) -> pd.DataFrame:
     """ir_datasets qrels as a qrels frame.
 
@@ -650,10 +647,7 @@ def from_ir_datasets_qrels(qrels: Any) -> pd.DataFrame:
         ``query_id``, ``doc_id``, ``relevance`` (``TrecQrel`` also has ``iteration``, dropped
         as trec_eval does).
 
-    Returns
-    -------
-    DataFrame
-        Columns ``query_id``, ``doc_id`` (str), ``relevance`` (int64), input order.
+    {{Returns: qrels_frame}}
 
     Raises
     ------

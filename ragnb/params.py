@@ -13,13 +13,32 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from ragnb.docstrings import doc_filler
 from ragnb.errors import InputError
 from ragnb.validation import check_int_at_least
 
 if TYPE_CHECKING:
     from ragnb.io import BeirDataset
 
-__all__ = ["NotebookParams", "display_path", "local_path_prefixes", "project_root", "resolve_path"]
+__all__ = [
+    "RUNNER_ENTRIES",
+    "NotebookParams",
+    "display_path",
+    "fill_runner_doc",
+    "local_path_prefixes",
+    "project_root",
+    "resolve_path",
+]
+
+#: numpydoc entries shared by the studies' runners, which take a :class:`NotebookParams`
+#: config (``compare_retrievers``, ``run_what_if``, ``clq_tradeoffs``).
+RUNNER_ENTRIES: dict[str, str] = {
+    "dataset": "dataset : BeirDataset, optional\n"
+    "    Already loaded data (default: read ``config.dataset``).",
+}
+#: Expands the ``{{dataset}}`` lines of a runner's docstring from :data:`RUNNER_ENTRIES`
+#: (:func:`ragnb.docstrings.doc_filler`); an unknown name raises KeyError at import time.
+fill_runner_doc = doc_filler(RUNNER_ENTRIES)
 
 
 def project_root() -> Path:

@@ -34,12 +34,13 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import pandas as pd
 
+from ragnb.docstrings import fill_frame_doc
 from ragnb.errors import InputError
 from ragnb.frames import QRELS_COLUMNS
 
@@ -73,15 +74,25 @@ def _open_text(path: Path) -> IO[str]:
     return path.open(encoding=ENCODING)
 
 
+def _json_lines(
+    lines: Iterable[str], path: str | os.PathLike[str], message: str = "malformed JSON: {error.msg}"
+) -> Iterator[tuple[int, Any]]:
+    """(1-based line, parsed value) of each non-blank JSON line; a line that does not parse
+    raises InputError naming ``path`` and the line, with ``message.format(error=...)`` (the
+    :class:`json.JSONDecodeError`) as its text."""
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(message.format(error=e), path=path, line=lineno) from None
+        yield lineno, obj
+
+
 def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with _open_text(path) as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"malformed JSON: {e.msg}", path=path, line=lineno) from None
+        for lineno, obj in _json_lines(f, path):
             if not isinstance(obj, dict):
                 raise InputError("expected a JSON object", path=path, line=lineno)
             yield lineno, obj
@@ -252,6 +263,7 @@ def _qrels_frame(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
     return df
 
 
+@fill_frame_doc
 def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read qrels in BEIR TSV form (3 columns, header optional) or TREC form (4 columns).
 
@@ -261,10 +273,7 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
         BEIR: ``query-id<TAB>corpus-id<TAB>score``; TREC: ``qid iter docid rel``. The form is
         taken from the number of columns of the first data line.
 
-    Returns
-    -------
-    DataFrame
-        Columns ``query_id``, ``doc_id``, ``relevance`` (int64), file order.
+    {{Returns: qrels_file_frame}}
 
     Raises
     ------
@@ -503,6 +512,47 @@ def _ranx_items(path: Path, what: str) -> Iterator[tuple[str, str, Any]]:
             yield str(qid), str(did), value
 
 
+def _ranx_rows(
+    path: Path, what: str, column: str, convert: Callable[[int | float], Any]
+) -> list[tuple[str, str, Any]]:
+    """``(query_id, doc_id, convert(value))`` of each item of :func:`_ranx_items`; a value that
+    ``convert`` refuses (a ValueError saying what the value is not) is an InputError naming the
+    file, the query and ``column``."""
+    rows = []
+    for qid, did, value in _ranx_items(path, what):
+        try:
+            rows.append((qid, did, convert(value)))
+        except ValueError as e:
+            raise InputError(
+                f"{what} of doc {did!r} is not {e}: {value!r}",
+                path=path,
+                query_id=qid,
+                column=column,
+            ) from None
+    return rows
+
+
+def _ranx_grade(value: int | float) -> int:
+    """A ranx grade as an int (``1.0`` is accepted); ValueError unless a 64-bit integer."""
+    if (isinstance(value, float) and not value.is_integer()) or not (
+        _INT64[0] <= value <= _INT64[1]
+    ):
+        raise ValueError("an integer")
+    return int(value)
+
+
+def _ranx_score(value: int | float) -> float:
+    """A ranx score as a float; ValueError unless finite (an int too large for a double too)."""
+    try:
+        score = float(value)
+    except OverflowError:
+        score = math.inf
+    if not math.isfinite(score):
+        raise ValueError("finite")
+    return score
+
+
+@fill_frame_doc
 def read_ranx_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read qrels saved by ranx's ``Qrels.save("x.json")``: ``{query_id: {doc_id: grade}}``.
 
@@ -512,10 +562,7 @@ def read_ranx_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
         ``.json``, ``.json.gz`` (the same JSON, gzipped) or ``.lz4`` (ranx's CBOR in LZ4,
         needs ``lz4`` and ``cbor2``).
 
-    Returns
-    -------
-    DataFrame
-        Columns ``query_id``, ``doc_id``, ``relevance`` (int64), file order.
+    {{Returns: qrels_file_frame}}
 
     Raises
     ------
@@ -528,20 +575,7 @@ def read_ranx_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     ----------
     Bassani (2022), ranx, ``Qrels.save`` / ``Qrels.from_file`` (ranx 0.3.21).
     """
-    path = Path(path)
-    rows = []
-    for qid, did, value in _ranx_items(path, "grade"):
-        if (isinstance(value, float) and not value.is_integer()) or not (
-            _INT64[0] <= value <= _INT64[1]
-        ):
-            raise InputError(
-                f"grade of doc {did!r} is not an integer: {value!r}",
-                path=path,
-                query_id=qid,
-                column="relevance",
-            )
-        rows.append((qid, did, int(value)))
-    return _qrels_frame(rows)
+    return _qrels_frame(_ranx_rows(Path(path), "grade", "relevance", _ranx_grade))
 
 
 def read_ranx_run(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -569,21 +603,7 @@ def read_ranx_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     ----------
     Bassani (2022), ranx, ``Run.save`` / ``Run.from_file`` (ranx 0.3.21).
     """
-    path = Path(path)
-    rows = []
-    for qid, did, value in _ranx_items(path, "score"):
-        try:
-            score = float(value)
-        except OverflowError:
-            score = math.inf
-        if not math.isfinite(score):
-            raise InputError(
-                f"score of doc {did!r} is not finite: {value!r}",
-                path=path,
-                query_id=qid,
-                column="score",
-            )
-        rows.append((qid, did, score))
+    rows = _ranx_rows(Path(path), "score", "score", _ranx_score)
     return pd.DataFrame(
         {
             "query_id": pd.Series([r[0] for r in rows], dtype=object),

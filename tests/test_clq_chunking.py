@@ -301,3 +301,19 @@ def test_scifact_bad_lines_name_file_and_line(tmp_path: Path) -> None:
         scifact_evidence(tmp_path)
     with pytest.raises(FileNotFoundError, match="no SciFact"):
         scifact_evidence(tmp_path / "missing")
+
+
+def test_scifact_jsonl_release_and_its_malformed_lines(tmp_path: Path) -> None:
+    corpus = '{"doc_id": 1, "abstract": ["First one.", "Second."]}\n'
+    (tmp_path / "corpus.jsonl").write_text(corpus)
+    claims = '{"id": 5, "evidence": {"1": [{"sentences": [1], "label": "SUPPORT"}]}}\n'
+    (tmp_path / "claims_train.jsonl").write_text("\n" + claims)  # a blank line is skipped
+    evidence, sentences = scifact_evidence(tmp_path)
+    assert evidence == {("5", "1"): {1}}
+    assert sentences == {"1": ["First one.", "Second."]}
+    (tmp_path / "claims_train.jsonl").write_text(claims + "\n" + '{"id": 6,\n')
+    with pytest.raises(InputError, match=r"claims_train\.jsonl, line 3.*malformed claim record"):
+        scifact_evidence(tmp_path)
+    (tmp_path / "corpus.jsonl").write_text(corpus + "{oops\n")
+    with pytest.raises(InputError, match=r"corpus\.jsonl, line 2.*malformed corpus record: Exp"):
+        scifact_evidence(tmp_path)

@@ -184,6 +184,13 @@ def test_graded_sum_of_ink_above_np_is_caught():
     assert "sum(Sg['inK']) <= Sg['Np']" in set(check_graded(g)["check"])
 
 
+def test_graded_duplicate_key_is_named_once_per_repeat():
+    g = pd.concat([graded(), graded().iloc[[1, 1]]], ignore_index=True)
+    problems = check_graded(g, ranked())
+    assert problems["check"].tolist() == ["unique (id, E, Nc, Np, K)"] * 2
+    assert problems.index.size == 2 and set(problems["id"]) == {graded()["id"][1]}
+
+
 @pytest.fixture(scope="module")
 def embedder(tmp_path_factory):
     from ragnb.embed import make_embedder

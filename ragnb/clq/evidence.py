@@ -17,17 +17,16 @@ from __future__ import annotations
 import ast
 import csv
 import io
-import json
 import re
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from ragnb.clq.chunking import _chunk_index
 from ragnb.errors import InputError
+from ragnb.readers import _json_lines
 from ragnb.validation import require_columns
 
 __all__ = ["chunk_qrels", "scifact_evidence"]
@@ -332,18 +331,6 @@ def scifact_evidence(
     return evidence, sentences
 
 
-def _jsonl_records(f: io.TextIOBase, where: str, what: str) -> Iterator[tuple[int, Any]]:
-    """(line, parsed object) of each non-blank line; InputError naming the line otherwise."""
-    for line, raw in enumerate(f, start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise InputError(f"malformed {what} record: {e}", path=where, line=line) from None
-        yield line, obj
-
-
 def _read_scifact_corpus(src: _Source, name: str) -> Iterator[tuple[str, list[str]]]:
     where = src.where(name)
     with src.open(name) as f:
@@ -351,7 +338,7 @@ def _read_scifact_corpus(src: _Source, name: str) -> Iterator[tuple[str, list[st
             for line, rec in _csv_records(f, where, ("doc_id", "abstract")):
                 yield rec["doc_id"].strip(), _parse_sentence_list(rec["abstract"], where, line)
             return
-        for line, obj in _jsonl_records(f, where, "corpus"):
+        for line, obj in _json_lines(f, where, "malformed corpus record: {error}"):
             try:
                 did, abstract = str(obj["doc_id"]), obj["abstract"]
             except (KeyError, TypeError) as e:
@@ -378,7 +365,7 @@ def _read_scifact_claims(src: _Source, name: str) -> Iterator[tuple[int, str, st
                     continue
                 yield line, rec["id"].strip(), did, idx
             return
-        for line, obj in _jsonl_records(f, where, "claim"):
+        for line, obj in _json_lines(f, where, "malformed claim record: {error}"):
             try:
                 qid, ev = str(obj["id"]), obj.get("evidence") or {}
                 for did, sets in ev.items():

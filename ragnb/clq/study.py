@@ -27,7 +27,7 @@ from ragnb.clq.ray_executor import RayExecutor, make_executor
 from ragnb.clq.sweep import SweepResult, cap_dataset, run_sweep
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset
-from ragnb.params import NotebookParams, display_path, resolve_path
+from ragnb.params import NotebookParams, display_path, fill_runner_doc, resolve_path
 from ragnb.validation import check_choice, check_number_in
 
 __all__ = [
@@ -501,6 +501,7 @@ def _executor(config: ClqTradeoffsConfig) -> Any:
     return make_executor(config.executor)
 
 
+@fill_runner_doc
 def clq_tradeoffs(
     config: ClqTradeoffsConfig,
     *,
@@ -512,8 +513,7 @@ def clq_tradeoffs(
     Parameters
     ----------
     config : ClqTradeoffsConfig
-    dataset : BeirDataset, optional
-        Already loaded data (default: read ``config.dataset``).
+    {{dataset}}
     rewrite_judge : OpenAIJudge, optional
         The LLM of the ``"llm"`` rewriter (default: the one ``rewrite_model`` and
         ``rewrite_base_url`` describe, if any).

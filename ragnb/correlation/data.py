@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -307,6 +307,19 @@ def _problem(rows: list[dict[str, Any]], key: dict[str, Any], check: str, detail
     rows.append({**key, "check": check, "detail": detail})
 
 
+def _keyed_samples(
+    frame: pd.DataFrame, key: Sequence[str], problems: list[dict[str, Any]]
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each sample of ``frame`` with its ``key`` columns; a key seen before is recorded in
+    ``problems`` (check ``unique (<key>)``) before the sample is yielded."""
+    dup = frame.duplicated(list(key), keep="first")
+    for r, is_dup in zip(frame.to_dict("records"), dup, strict=True):
+        k = {c: r[c] for c in key}
+        if is_dup:
+            _problem(problems, k, f"unique ({', '.join(key)})", "this key appears more than once")
+        yield r, k
+
+
 def check_ranked(ranked: pd.DataFrame, query_texts: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every failed consistency check of ranked samples (Primer Figure 22), one row each.
 
@@ -338,12 +351,8 @@ def check_ranked(ranked: pd.DataFrame, query_texts: pd.DataFrame | None = None) 
             i: (len(p), len(n))
             for i, p, n in zip(query_texts["id"], query_texts["p"], query_texts["n"], strict=True)
         }
-    dup = ranked.duplicated(list(RANKED_KEY), keep="first")
-    for r, is_dup in zip(ranked.to_dict("records"), dup, strict=True):
-        key = {k: r[k] for k in RANKED_KEY}
+    for r, key in _keyed_samples(ranked, RANKED_KEY, problems):
         nc, np_, ks, rank = r["Nc"], r["Np"], list(r["K"]), list(r["rank"])
-        if is_dup:
-            _problem(problems, key, "unique (id, E, Nc, Np)", "this key appears more than once")
         if len(r["P"]) != len(ks):
             _problem(problems, key, "len(Sr['P']) == len(Sr['K'])", f"{len(r['P'])} != {len(ks)}")
         if len(r["R"]) != len(ks):
@@ -416,12 +425,8 @@ def check_graded(graded: pd.DataFrame, ranked: pd.DataFrame | None = None) -> pd
     if ranked is not None:
         for r in ranked.to_dict("records"):
             by_key[tuple(r[k] for k in RANKED_KEY)] = r
-    dup = graded.duplicated(list(GRADED_KEY), keep="first")
-    for g, is_dup in zip(graded.to_dict("records"), dup, strict=True):
-        key = {k: g[k] for k in GRADED_KEY}
+    for g, key in _keyed_samples(graded, GRADED_KEY, problems):
         k, np_, rank, ink = g["K"], g["Np"], list(g["rank"]), list(g["inK"])
-        if is_dup:
-            _problem(problems, key, "unique (id, E, Nc, Np, K)", "this key appears more than once")
         if len(rank) != k:
             _problem(problems, key, "len(Sg['rank']) == Sg['K']", f"{len(rank)} != {k}")
         if len(ink) != k:

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.golden._docs import fill_golden_doc
 from ragnb.validation import check_int_at_least, check_number_in
 
 __all__ = [
@@ -685,6 +686,7 @@ class TauInterval:
     seed: int | None
 
 
+@fill_golden_doc
 def tau_interval(
     human_values: np.ndarray | pd.DataFrame,
     judge_values: np.ndarray | pd.DataFrame,
@@ -705,9 +707,7 @@ def tau_interval(
     human_values, judge_values : array or DataFrame of shape (n_queries, n_systems)
         Per-query values of a measure for each system under human labels and under judge
         grades, the same queries and systems in the same order (NaN: undefined for that query).
-    n_boot : int >= 0, default 1000
-    seed : int or None, default 0
-    ci : float in (0, 1), default 0.95
+    {{n_boot, seed, ci}}
 
     Returns
     -------

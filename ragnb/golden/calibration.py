@@ -57,6 +57,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.frames import sort_run
+from ragnb.golden._docs import fill_golden_doc
 from ragnb.golden.agreement import (
     STATISTICS,
     KendallTau,
@@ -182,6 +183,7 @@ def system_agreement(
     return frame, kendall_tau(frame["human"], frame["judge"])
 
 
+@fill_golden_doc
 def system_tau_interval(
     human: Any,
     judge: Any,
@@ -206,9 +208,7 @@ def system_tau_interval(
         Qrels over the same pairs (:func:`agreement_pairs`).
     runs : mapping of str to run
     measure : str, default "nDCG@10"
-    n_boot : int >= 0, default 1000
-    seed : int or None, default 0
-    ci : float in (0, 1), default 0.95
+    {{n_boot, seed, ci}}
 
     Returns
     -------

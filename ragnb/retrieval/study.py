@@ -31,7 +31,7 @@ from ragnb.measures import (
     resolve_grade_map,
 )
 from ragnb.measures.proc import proc_table
-from ragnb.params import NotebookParams, resolve_path
+from ragnb.params import NotebookParams, fill_runner_doc, resolve_path
 from ragnb.provenance import versions
 from ragnb.retrieval.contexts import CONTEXT_SIMILARITIES, context_scores, context_table
 from ragnb.retrieval.fusions import FusionComparison, compare_fusions
@@ -490,6 +490,7 @@ def _add_fusions_and_contexts(comparison: Comparison, progress: bool) -> None:
     )
 
 
+@fill_runner_doc
 def compare_retrievers(
     config: RetrievalEvaluationConfig,
     *,
@@ -501,8 +502,7 @@ def compare_retrievers(
     Parameters
     ----------
     config : RetrievalEvaluationConfig
-    dataset : BeirDataset, optional
-        Already loaded data (default: read ``config.dataset``).
+    {{dataset}}
     progress : bool
         Progress bars while embedding.
 

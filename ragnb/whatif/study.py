@@ -46,7 +46,7 @@ from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset, read_run
 from ragnb.measures import GRADED_FAMILIES, grade_map_record, map_grades, resolve_grade_map
-from ragnb.params import NotebookParams, resolve_path
+from ragnb.params import NotebookParams, fill_runner_doc, resolve_path
 from ragnb.provenance import versions
 from ragnb.retrieve import RETRIEVERS, compute_runs
 from ragnb.validation import check_among, check_choice
@@ -287,6 +287,7 @@ def _grade_map(config: WhatIfConfig, qrels: pd.DataFrame) -> tuple[str, dict[int
     return resolved
 
 
+@fill_runner_doc
 def run_what_if(
     config: WhatIfConfig, *, dataset: BeirDataset | None = None, progress: bool = True
 ) -> WhatIf:
@@ -295,8 +296,7 @@ def run_what_if(
     Parameters
     ----------
     config : WhatIfConfig
-    dataset : BeirDataset, optional
-        Already loaded data (default: read ``config.dataset``).
+    {{dataset}}
     progress : bool
         Progress bars while embedding (when the runs are computed).
 
