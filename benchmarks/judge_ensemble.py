@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,15 @@ from typing import Any
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from local_judge_agreement import DATASET, SCALE, choose_pairs, make_judge  # noqa: E402
+from local_judge_agreement import (  # noqa: E402
+    DATASET,
+    SCALE,
+    choose_pairs,
+    local_ledger,
+    local_model_missing,
+    make_judge,
+    pair_items,
+)
 
 FLOATS = {"float_format": lambda v: f"{v:.3f}"}
 
@@ -110,34 +117,25 @@ def main(argv: list[str] | None = None) -> int:
     from ragnb.cache import Cache
     from ragnb.io import read_beir
     from ragnb.judge import NoisyJudge
-    from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer, local_llm_unavailable
-    from ragnb.ledger import Ledger
+    from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer
     from ragnb.measures import map_grades
-    from ragnb.prices import ModelPrice
     from ragnb.retrieve import doc_texts
 
-    reason = local_llm_unavailable()
-    if reason is not None:
-        print(f"the local model cannot run here: {reason}", file=sys.stderr)
+    if local_model_missing():
         return 2
     t0 = time.perf_counter()
     data = read_beir(args.dataset, split="test")
     pool = {"qrels": data.qrels[["query_id", "doc_id"]]}
     chosen, _, n_labelled = choose_pairs(data.qrels, pool, args.n, args.seed)
     text = pd.Series(doc_texts(data.corpus), index=data.corpus["doc_id"])
-    queries = data.queries.set_index("query_id")["text"]
-    items = chosen.assign(query=chosen["query_id"].map(queries), passage=chosen["doc_id"].map(text))
+    items = pair_items(chosen, data.queries, text)
     human = map_grades(chosen, "trec-dl")
     print(
         f"{args.dataset.name}: {n_labelled} labelled pairs; judged {len(chosen)} on "
         f"{chosen['query_id'].nunique()} queries (per human grade: "
         f"{chosen['relevance'].value_counts().sort_index().to_dict()}, mapped 1/2/3 -> 3/4/5)"
     )
-    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ragnb-ensemble-"))
-    ledger = Ledger(out / "ledger.jsonl")
-    ledger.prices.prices.setdefault(
-        DEFAULT_MODEL, ModelPrice(DEFAULT_MODEL, 0.0, 0.0, ledger.prices.as_of, "local model")
-    )
+    out, ledger = local_ledger(args.out, "ragnb-ensemble-")
     cache = Cache(args.cache_dir)
     load = os.getloadavg()
     with LocalLLMServer(DEFAULT_MODEL, n_threads=args.threads) as server:

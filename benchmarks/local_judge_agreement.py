@@ -105,6 +105,38 @@ def choose_pairs(qrels: pd.DataFrame, runs: dict[str, pd.DataFrame], n: int, see
     return chosen, len(pool), len(labelled)
 
 
+def local_model_missing() -> bool:
+    """Whether the local model cannot run here (then the reason is printed on stderr)."""
+    from ragnb.judge.server import local_llm_unavailable
+
+    reason = local_llm_unavailable()
+    if reason is not None:
+        print(f"the local model cannot run here: {reason}", file=sys.stderr)
+    return reason is not None
+
+
+def pair_items(chosen: pd.DataFrame, queries: pd.DataFrame, text: pd.Series) -> pd.DataFrame:
+    """The chosen pairs with their ``query`` (from ``queries``) and ``passage`` (``text``, a
+    Series doc_id -> passage text)."""
+    by_id = queries.set_index("query_id")["text"]
+    return chosen.assign(query=chosen["query_id"].map(by_id), passage=chosen["doc_id"].map(text))
+
+
+def local_ledger(out: Path | None, prefix: str) -> tuple[Path, Any]:
+    """The output folder (``out``, else a new temporary one named ``prefix...``) and a ledger in
+    it that prices the local model at zero."""
+    from ragnb.judge.server import DEFAULT_MODEL
+    from ragnb.ledger import Ledger
+    from ragnb.prices import ModelPrice
+
+    folder = Path(out) if out else Path(tempfile.mkdtemp(prefix=prefix))
+    ledger = Ledger(folder / "ledger.jsonl")
+    ledger.prices.prices.setdefault(
+        DEFAULT_MODEL, ModelPrice(DEFAULT_MODEL, 0.0, 0.0, ledger.prices.as_of, "local model")
+    )
+    return folder, ledger
+
+
 def make_judge(server: Any, cache: Any, ledger: Any, *, constrained: bool) -> Any:
     """OpenAIJudge on the local server: constrained + logprobs=10 (notebook 02's ``local``
     judge), or unconstrained with one reminder."""
@@ -217,14 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     from ragnb.golden.calibration import calibrate
     from ragnb.golden.judging import LOCAL_MODEL_NAME
     from ragnb.io import read_beir
-    from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer, local_llm_unavailable
-    from ragnb.ledger import Ledger
+    from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer
     from ragnb.measures import map_grades
-    from ragnb.prices import ModelPrice
 
-    reason = local_llm_unavailable()
-    if reason is not None:
-        print(f"the local model cannot run here: {reason}", file=sys.stderr)
+    if local_model_missing():
         return 2
     t0 = time.perf_counter()
     cache = Cache(args.cache_dir)
@@ -233,8 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen, n_pool, n_labelled = choose_pairs(data.qrels, runs, args.n, args.seed)
     corpus = data.corpus.set_index("doc_id")
     text = (corpus["title"].fillna("") + " " + corpus["text"].fillna("")).str.strip()
-    queries = data.queries.set_index("query_id")["text"]
-    items = chosen.assign(query=chosen["query_id"].map(queries), passage=chosen["doc_id"].map(text))
+    items = pair_items(chosen, data.queries, text)
     human = map_grades(chosen, args.grade_map)
     print(
         f"{args.dataset.name}: {len(data.judged_queries)} judged queries, pool of the top 10 of "
@@ -243,11 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{chosen['relevance'].value_counts().sort_index().to_dict()}), systems ready in "
         f"{time.perf_counter() - t0:.0f} s"
     )
-    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ragnb-agreement-"))
-    ledger = Ledger(out / "ledger.jsonl")
-    ledger.prices.prices.setdefault(
-        DEFAULT_MODEL, ModelPrice(DEFAULT_MODEL, 0.0, 0.0, ledger.prices.as_of, "local model")
-    )
+    out, ledger = local_ledger(args.out, "ragnb-agreement-")
     load = os.getloadavg()
     results = {}
     with LocalLLMServer(DEFAULT_MODEL, n_threads=args.threads) as server:

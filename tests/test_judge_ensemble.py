@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from openai_server import ChatAnswer, error, rerank_score
+from scripted_judging import items, passage_number
 
 from ragnb.cache import Cache
 from ragnb.errors import InputError
@@ -31,7 +32,6 @@ from ragnb.judge import (
 from ragnb.ledger import Ledger
 
 CHAT = "/v1/chat/completions"
-DOC = re.compile(r"passage number (\d+)")
 # the grade each prompt gives passage number n
 EN = {0: 2, 1: 3, 2: 5, 3: 1}
 FR = {0: 2, 1: 4, 2: 2, 3: 5}
@@ -41,26 +41,10 @@ def is_french(request) -> bool:
     return "juge" in request.json["messages"][0]["content"]
 
 
-def passage_number(request) -> int:
-    return int(DOC.search(request.json["messages"][1]["content"]).group(1))
-
-
 def by_prompt(request):
     n = passage_number(request)
     grade = (FR if is_french(request) else EN)[n]
     return ChatAnswer(json.dumps({"grade": grade}))
-
-
-def items(n: int = 4) -> list[dict[str, str]]:
-    return [
-        {
-            "query_id": "q1",
-            "doc_id": f"d{i}",
-            "query": "how do I sort a list?",
-            "passage": f"passage number {i}: sorted(iterable) returns a new list",
-        }
-        for i in range(n)
-    ]
 
 
 def two_prompts(server, tmp_path, **kwargs) -> EnsembleJudge:

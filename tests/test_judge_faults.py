@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import secrets
 import threading
 
 import pytest
 from openai_server import ChatAnswer, Reply, disconnect, error, malformed
+from scripted_judging import items, passage_number
 
 from ragnb.cache import Cache
 from ragnb.errors import JudgeUnavailable
@@ -25,7 +25,6 @@ from ragnb.judge import OpenAIJudge
 from ragnb.ledger import Ledger, PriceTable, estimate
 
 CHAT = "/v1/chat/completions"
-DOC = re.compile(r"passage number (\d+)")
 PRICES = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output": 4.0}}})
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05, "timeout": 5.0}
 
@@ -34,25 +33,8 @@ def grade_of(n: int) -> int:
     return n % 5 + 1
 
 
-def number(request) -> int:
-    return int(DOC.search(request.json["messages"][1]["content"]).group(1))
-
-
 def rubric(request):
-    return ChatAnswer(json.dumps({"grade": grade_of(number(request))}))
-
-
-def items(n: int, **extra) -> list[dict[str, str]]:
-    return [
-        {
-            "query_id": "q1",
-            "doc_id": f"d{i}",
-            "query": "how do I sort a list?",
-            "passage": f"passage number {i}: sorted(iterable) returns a new list",
-            **extra,
-        }
-        for i in range(n)
-    ]
+    return ChatAnswer(json.dumps({"grade": grade_of(passage_number(request))}))
 
 
 def make_judge(server, tmp_path, **kwargs) -> OpenAIJudge:

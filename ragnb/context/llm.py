@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.context.nonllm import samples_frame
+from ragnb.docstrings import doc_filler
 from ragnb.errors import InputError
 from ragnb.judge.llm import CallResult, LLMCall, OpenAIJudge
 from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
@@ -68,6 +69,14 @@ __all__ = [
 ]
 
 Template = str | os.PathLike[str] | PromptTemplate
+
+#: numpydoc entries the LLM measures share; :data:`_fill_doc` substitutes them
+#: (:func:`ragnb.docstrings.doc_filler`).
+_DOC_ENTRIES: dict[str, str] = {
+    "bad_samples": "InputError\n"
+    "    When a sample lacks a field or holds an empty text (before any call).",
+}
+_fill_doc = doc_filler(_DOC_ENTRIES)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -135,6 +144,12 @@ def _check_judge(judge: Any) -> OpenAIJudge:
     return judge
 
 
+def _checked(samples: Any, judge: Any, k: int | None) -> tuple[OpenAIJudge, pd.DataFrame]:
+    """A measure's arguments checked (``k``, then the judge) and its samples as a frame."""
+    check_positive_int(k, allow_none=True)
+    return _check_judge(judge), samples_frame(samples)
+
+
 def _template(t: Template, judge: OpenAIJudge, kind: str) -> PromptTemplate:
     shipped = available_prompts()
     if isinstance(t, str) and t in shipped:
@@ -164,24 +179,32 @@ def _scores_frame(
     scores: list[float],
     details: dict[str, Any],
     raws: Sequence[tuple[str | None, ...]],
-    valid: list[bool],
     reasons: list[str],
     judge: OpenAIJudge,
     prompt: PromptTemplate,
 ) -> pd.DataFrame:
-    """A measure's output: head, score column ``name``, ``details``, then the judge's columns."""
+    """A measure's output: head, score column ``name``, ``details``, then the judge's columns
+    (a sample is ``valid`` when it has no failure ``reason``)."""
     return pd.DataFrame(
         {
             **_head(frame),
             name: np.asarray(scores, dtype=float),
             **details,
             "raw_answers": pd.Series(raws, dtype=object),
-            "valid": np.asarray(valid, dtype=bool),
+            "valid": np.asarray([not r for r in reasons], dtype=bool),
             "reason": pd.Series(reasons, dtype=object),
             "judge_id": judge.judge_id,
             "prompt": prompt.id,
         }
     )
+
+
+def _run_grouped(
+    judge: OpenAIJudge, per_sample: Sequence[Sequence[LLMCall]], stage: str
+) -> list[list[CallResult]]:
+    """Every sample's grade calls sent as one job; the results grouped back by sample."""
+    results = iter(judge.run([c for calls in per_sample for c in calls], stage=stage, kind="grade"))
+    return [[next(results) for _ in calls] for calls in per_sample]
 
 
 def _failures(results: Sequence[CallResult], item: str) -> str:
@@ -218,31 +241,26 @@ def _context_precision(
     prompt: Template,
     stage: str,
 ) -> pd.DataFrame:
-    check_positive_int(k, allow_none=True)
-    judge = _check_judge(judge)
-    frame = samples_frame(samples)
+    judge, frame = _checked(samples, judge, k)
     tpl = _template(prompt, judge, "grade")
     per_sample = _precision_calls(frame, judge, tpl, anchor, k)
-    flat = [c for calls in per_sample for c in calls]
-    results = iter(judge.run(flat, stage=stage, kind="grade"))
-    scores, verdicts, raws, valid, reasons, n_ctx = [], [], [], [], [], []
-    for calls in per_sample:
-        rs = [next(results) for _ in calls]
+    scores, verdicts, raws, reasons, n_ctx = [], [], [], [], []
+    for rs in _run_grouped(judge, per_sample, stage):
         v = [_verdict(r) for r in rs]
         reason = _failures(rs, "context")
         verdicts.append(tuple(v))
         raws.append(tuple(r.raw for r in rs))
-        n_ctx.append(len(calls))
+        n_ctx.append(len(rs))
         scores.append(math.nan if reason else context_precision_from_verdicts([x or 0 for x in v]))
-        valid.append(not reason)
         reasons.append(reason)
     details = {
         "n_contexts": np.asarray(n_ctx, dtype="int64"),
         "verdicts": pd.Series(verdicts, dtype=object),
     }
-    return _scores_frame(frame, name, scores, details, raws, valid, reasons, judge, tpl)
+    return _scores_frame(frame, name, scores, details, raws, reasons, judge, tpl)
 
 
+@_fill_doc
 def llm_context_precision_with_reference(
     samples: Any,
     judge: OpenAIJudge,
@@ -275,10 +293,7 @@ def llm_context_precision_with_reference(
         ``raw_answers`` (tuple of the judge's answers), ``valid`` (bool), ``reason`` (str),
         ``judge_id``, ``prompt``.
 
-    Raises
-    ------
-    InputError
-        When a sample lacks a field or holds an empty text (before any call).
+    {{Raises: bad_samples}}
 
     References
     ----------
@@ -353,6 +368,7 @@ def _attribution_calls(
     ]
 
 
+@_fill_doc
 def llm_context_recall(
     samples: Any,
     judge: OpenAIJudge,
@@ -386,19 +402,14 @@ def llm_context_recall(
         1/0/None per claim), ``raw_answers`` (the extraction answer, then each attribution
         answer), ``valid``, ``reason``, ``judge_id``, ``prompt`` (the attribution template).
 
-    Raises
-    ------
-    InputError
-        When a sample lacks a field or holds an empty text (before any call).
+    {{Raises: bad_samples}}
 
     References
     ----------
     .. [1] "RAG Evaluation Part 1", LLM-based Context Recall: claims C1-C4 of the Einstein
        example, 3 of 4 supported, recall 0.75.
     """
-    check_positive_int(k, allow_none=True)
-    judge = _check_judge(judge)
-    frame = samples_frame(samples)
+    judge, frame = _checked(samples, judge, k)
     ext = _template(extraction_prompt, judge, "extract")
     att = _template(attribution_prompt, judge, "grade")
     refs = [_text(frame, i, "reference") for i in range(len(frame))]
@@ -410,11 +421,9 @@ def llm_context_recall(
         claims = res.value if res.valid else ()
         block = _numbered(contexts[i])
         att_calls.append(_attribution_calls(judge, att, i, claims, block))
-    flat = [c for calls in att_calls for c in calls]
-    results = iter(judge.run(flat, stage=f"{stage}/attribution", kind="grade"))
-    scores, claims_col, supported, raws, valid, reasons = [], [], [], [], [], []
-    for res, calls in zip(extracted, att_calls, strict=True):
-        rs = [next(results) for _ in calls]
+    attributed = _run_grouped(judge, att_calls, f"{stage}/attribution")
+    scores, claims_col, supported, raws, reasons = [], [], [], [], []
+    for res, rs in zip(extracted, attributed, strict=True):
         claims_col.append(tuple(res.value) if res.valid else ())
         supported.append(tuple(_verdict(r) for r in rs))
         raws.append((res.raw, *(r.raw for r in rs)))
@@ -423,14 +432,13 @@ def llm_context_recall(
         else:
             reason = f"claim extraction: {res.status}: {res.reason}"
         scores.append(math.nan if reason else sum(int(r.value) for r in rs) / len(rs))
-        valid.append(not reason)
         reasons.append(reason)
     details = {
         "n_claims": np.asarray([len(c) for c in claims_col], dtype="int64"),
         "claims": pd.Series(claims_col, dtype=object),
         "supported": pd.Series(supported, dtype=object),
     }
-    return _scores_frame(frame, "context_recall", scores, details, raws, valid, reasons, judge, att)
+    return _scores_frame(frame, "context_recall", scores, details, raws, reasons, judge, att)
 
 
 # ----------------------------------------------------------------------------- estimates
@@ -462,9 +470,7 @@ def estimate_llm_measure(
     -------
     CostEstimate
     """
-    check_positive_int(k, allow_none=True)
-    judge = _check_judge(judge)
-    frame = samples_frame(samples)
+    judge, frame = _checked(samples, judge, k)
     notes: list[str] = []
     if measure in ("context_precision_with_reference", "context_precision_without_reference"):
         anchor = "reference" if measure.endswith("with_reference") else "response"
