@@ -20,6 +20,7 @@ from openai_server import Reply, hashed_embedding
 from ragnb.cache import Cache
 from ragnb.embed import CachedEmbedder, OpenAIEmbedder
 from ragnb.embed.cached import KEY_PARTS, NAMESPACE
+from ragnb.errors import InputError
 
 EMB = "/v1/embeddings"
 
@@ -314,3 +315,28 @@ def test_sentence_transformer_default_model_offline(monkeypatch):
     assert sims[0, 1] > sims[1, 2]
     assert emb.n_calls == 1
     assert emb.describe()["dim"] == 384
+
+
+def test_memo_returns_the_cache_vectors_and_stays_within_its_bytes(openai_server, tmp_path):
+    texts = ["alpha", "beta", "gamma", "delta", "beta"]
+    with Cache(tmp_path) as cache:
+        plain = CachedEmbedder(make_backend(openai_server, dimensions=16), cache, progress=False)
+        reference = plain.embed(texts)
+        # room for two 16-dimension float32 vectors (64 bytes each)
+        memo = CachedEmbedder(
+            make_backend(openai_server, dimensions=16), cache, progress=False, memo_bytes=128
+        )
+        hits_before = cache.stats[NAMESPACE]["hits"]
+        first = memo.embed(texts)
+        assert first.tobytes() == reference.tobytes()
+        assert cache.stats[NAMESPACE]["hits"] - hits_before == 4  # unique texts, from the file
+        again = memo.embed(["delta", "gamma", "alpha"])
+        assert again.tobytes() == reference[[3, 2, 0]].tobytes()
+        # the memo kept the two most recent (gamma, delta); alpha came from the file again
+        assert memo.memo_hits == 2
+        assert cache.stats[NAMESPACE]["hits"] - hits_before == 5
+        assert len(memo._memo) == 2 and memo._memo_size <= 128
+        assert memo.describe()["memo_hits"] == 2
+        assert memo.backend.n_calls == 0  # everything was in the cache already
+    with pytest.raises(InputError, match="memo_bytes"):
+        CachedEmbedder(make_backend(openai_server), Cache(tmp_path), memo_bytes=-1)

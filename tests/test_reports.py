@@ -80,7 +80,8 @@ def test_sample_report_exports_runs_and_tables(sample_report):
         # dense and hybrid fill every rank; BM25 returns only documents sharing a term
         assert len(lines) == 95 * 100 if name != "bm25" else len(lines) <= 95 * 100
     prov = json.loads((export / "provenance.json").read_text())
-    assert prov["retrievers"]["dense"]["embedder_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    # the studies' default embedder: all-MiniLM-L6-v2 as int8 ONNX (ragnb.embed.STUDY_MODEL)
+    assert prov["retrievers"]["dense"]["embedder_model"] == "all-MiniLM-L6-v2-onnx-int8"
     # dense retrieval finds the module's own functions far better than chance
     ndcg = agg[agg["measure"] == "nDCG@10"].set_index("retriever")["value"]
     assert ndcg["dense"] > 0.5 and ndcg["bm25"] > 0.3

@@ -90,6 +90,11 @@ def _fingerprint(*parts: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+#: Bytes of candidate vectors a ``rescore:`` reranker keeps in memory between queries
+#: (:class:`ragnb.embed.CachedEmbedder` ``memo_bytes``): 256 MiB, about 175,000 vectors of 384
+#: float32 dimensions; the least recently used go first.
+RESCORE_MEMO_BYTES = 256 * 2**20
+
 #: Measures of the chunk-level run against chunk qrels from evidence sentences (SciFact).
 EVIDENCE_MEASURES = ["nDCG@10", "P@10"]
 
@@ -545,5 +550,8 @@ class _Sweep:
             if spec.startswith("rescore:"):
                 opts.setdefault("cache_dir", self.cache_dir)
                 opts.setdefault("progress", False)
+                # the candidates' vectors stay in memory between queries, as a deployed
+                # rescorer keeps them beside its index; each query's own vector is timed apart
+                opts.setdefault("memo_bytes", RESCORE_MEMO_BYTES)
             self.rerankers[spec] = make_reranker(spec, **opts)
         return self.rerankers[spec]

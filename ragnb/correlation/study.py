@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.correlation import analysis, data
+from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.params import NotebookParams, resolve_path
 from ragnb.validation import check_among, check_choice, check_number_in, check_positive_ints
@@ -142,7 +143,7 @@ class CorrelationConfig(NotebookParams):
     max_positives: int = 15
     n_negatives: int = 50
     max_queries: int = 0
-    embedders: list[str] = field(default_factory=lambda: ["all-MiniLM-L6-v2"])
+    embedders: list[str] = field(default_factory=lambda: [STUDY_MODEL])
     configs: list[list[int]] = field(default_factory=lambda: [[20, 2], [20, 4]])
     ks: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 6, 8])
     query_texts_path: str = ""

@@ -72,7 +72,7 @@ from ragnb.diagnostics.noise import (
 )
 from ragnb.diagnostics.retrieval_impact import AblationRetrieval, ablation_retrieval
 from ragnb.diagnostics.study import *  # noqa: F403 (re-exported: see __all__)
-from ragnb.embed import DEFAULT_MODEL
+from ragnb.embed import DEFAULT_MODEL, STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.params import NotebookParams
 from ragnb.validation import check_among, check_choice
@@ -177,7 +177,9 @@ class DiagnosticsConfig(NotebookParams):
     """
 
     embedders: list[str] = field(default_factory=list)
-    exclude: list[str] = field(default_factory=lambda: ["multilingual-e5-small-4bit"])
+    exclude: list[str] = field(
+        default_factory=lambda: [DEFAULT_MODEL, "multilingual-e5-small-4bit"]
+    )
     table: str = "default"
     max_bundles: int = 6
     languages: list[str] = field(default_factory=lambda: ["en", "fr"])
@@ -189,7 +191,7 @@ class DiagnosticsConfig(NotebookParams):
     split: str = "test"
     noise_levels: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
     noise_queries: int = 20
-    impact_retrievers: list[str] = field(default_factory=lambda: ["bm25", DEFAULT_MODEL])
+    impact_retrievers: list[str] = field(default_factory=lambda: ["bm25", STUDY_MODEL])
     impact_queries: int = 0
     impact_max_docs: int = 0
     k: int = 10

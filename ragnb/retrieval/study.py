@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ragnb import stats
-from ragnb.embed import DEFAULT_MODEL
+from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.fusion import Fusion, parse_fusion
@@ -65,7 +65,9 @@ class RetrievalEvaluationConfig(NotebookParams):
     retrievers : list of str
         Any of ``"bm25"``, ``"dense"``, ``"hybrid"`` (RRF of BM25 and dense).
     model : str
-        Embedder for dense retrieval: sentence-transformers name or path, or ``openai:<model>``.
+        Embedder for dense retrieval: a :func:`ragnb.embed.make_embedder` name (default
+        :data:`ragnb.embed.STUDY_MODEL`, all-MiniLM-L6-v2 as int8 ONNX), a sentence-transformers
+        name or path, or ``openai:<model>``.
     depth : int
         Documents retrieved per query (the run's length).
     cutoffs : list of int
@@ -119,7 +121,7 @@ class RetrievalEvaluationConfig(NotebookParams):
     dataset: str = "data/pydocs"
     split: str = "test"
     retrievers: list[str] = field(default_factory=lambda: list(RETRIEVERS))
-    model: str = DEFAULT_MODEL
+    model: str = STUDY_MODEL
     depth: int = 100
     cutoffs: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 20, 50, 100])
     headline_k: int = 10

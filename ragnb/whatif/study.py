@@ -42,7 +42,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragnb.embed import DEFAULT_MODEL
+from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset, read_run
 from ragnb.measures import GRADED_FAMILIES, grade_map_record, map_grades, resolve_grade_map
@@ -86,7 +86,8 @@ class WhatIfConfig(NotebookParams):
         With ``runs_dir``: the run files to read (empty list: every ``*.trec`` of the folder);
         without: any of ``"bm25"``, ``"dense"``, ``"hybrid"``.
     embedder : str
-        Embedder of the dense and hybrid retrievers (:func:`ragnb.embed.make_embedder` name).
+        Embedder of the dense and hybrid retrievers (:func:`ragnb.embed.make_embedder` name;
+        default :data:`ragnb.embed.STUDY_MODEL`).
     depth : int
         Documents retrieved per query when runs are computed; at least ``max(ks)``.
     ks : list of int
@@ -122,7 +123,7 @@ class WhatIfConfig(NotebookParams):
     split: str = "test"
     runs_dir: str = ""
     retrievers: list[str] = field(default_factory=lambda: list(RETRIEVERS))
-    embedder: str = DEFAULT_MODEL
+    embedder: str = STUDY_MODEL
     depth: int = 100
     ks: list[int] = field(default_factory=lambda: list(DEFAULT_KS))
     alphas: list[float] = field(default_factory=lambda: list(DEFAULT_ALPHAS))
