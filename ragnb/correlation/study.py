@@ -152,7 +152,7 @@ class CorrelationConfig(NotebookParams):
     llm: str = "local"
     base_url: str = ""
     model: str = "gpt-4o-mini"
-    max_llm_samples: int = 4
+    max_llm_samples: int = 3
     max_tokens: int = 48
     expected_grade: bool = True
     ideal: str = "all"
@@ -378,7 +378,7 @@ class CorrelationStudy:
             "depends on retrieval. Do not read them as the Primer study's result: for that, "
             "pass `llm='openai'` (a capable model) or `graded_path`, and the paper's sizes "
             f"(`max_llm_samples=0`, `min_segment=300`; here {c.min_segment}, so each "
-            "correlation rests on a few dozen samples and has a wide sampling error).",
+            f"correlation rests on at most {total:,} samples and has a wide sampling error).",
             used
             + (
                 " (a small model's sampled grades bunch on one value; the expected grade "
