@@ -62,7 +62,7 @@ def test_parameters_cell_mirrors_config_dataclass_and_takes_no_key():
         assert declared[f.name]["inferred_type_name"] == expected, f.name
     assert not [name for name in declared if "key" in name or "secret" in name]
     assert defaults.dataset == "data/pydocs" and defaults.judge == "local"
-    assert defaults.max_queries == 3 and defaults.refine_max_iterations == 1  # renders in minutes
+    assert defaults.max_queries == 2 and defaults.refine_max_iterations == 1  # renders in minutes
 
 
 def test_unknown_and_secret_parameters_are_rejected(tmp_path):

@@ -107,7 +107,7 @@ FILE_LIST = [
 class GoldenSetConfig(NotebookParams):
     """Parameters of notebook 02 (``notebooks/02_golden_set.ipynb``), field for field.
 
-    The defaults build a small golden set with the ``local`` judge (3 queries, pools of depth 5,
+    The defaults build a small golden set with the ``local`` judge (2 queries, pools of depth 5,
     one listwise call per query) so that the report renders in minutes on two CPU cores; a
     real golden set wants ``max_queries=0``, ``depth=30``, ``min_pool=30``, ``top_n=20``,
     ``refine_max_iterations=60`` and a judge one can trust.
@@ -232,7 +232,7 @@ class GoldenSetConfig(NotebookParams):
     dataset: str = "data/pydocs"
     split: str = "test"
     queries: str = ""
-    max_queries: int = 3
+    max_queries: int = 2
     retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense"])
     embedder: str = STUDY_MODEL
     depth: int = 5
