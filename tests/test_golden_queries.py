@@ -161,7 +161,9 @@ def test_human_label_file_gives_calibration_and_ppi(openai_server, tmp_path, mon
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     openai_server.chat.handler = scripted({})
     data, full = queries_alone(tmp_path / "d", n_queries=4)
-    config = small(tmp_path, openai_server, dataset=str(data), depth=6, min_pool=6)
+    # three queries (the notebook default was 3 when this test was written): more judged pairs
+    # than the 12 of the calibration sample
+    config = small(tmp_path, openai_server, dataset=str(data), depth=6, min_pool=6, max_queries=3)
     gs = open_pipeline(config)[0].run()
     # a person (here pydocs' labels) labels a calibration sample through the label store
     sample = calibration_sample(gs.judgements, n=12, seed=0, min_per_stratum=1)
