@@ -8,6 +8,7 @@ or per ``flush_seconds`` of a long call), so the cache adds next to nothing to t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -144,8 +145,10 @@ class CachedEmbedder:
             if row is None:
                 rest.append(i)
             else:
-                memo.move_to_end((kind, text))
                 rows[i] = row
+                # another thread (the CLQ thread executor shares rerankers) may have dropped it
+                with contextlib.suppress(KeyError):
+                    memo.move_to_end((kind, text))
         self.memo_hits += len(texts) - len(rest)
         if rest:
             for i, row in zip(rest, self._rows([texts[i] for i in rest], kind, desc), strict=True):
@@ -153,8 +156,11 @@ class CachedEmbedder:
                 if (kind, texts[i]) not in memo:
                     memo[(kind, texts[i])] = row
                     self._memo_size += len(row)
-            while self._memo_size > self.memo_bytes and memo:
-                self._memo_size -= len(memo.popitem(last=False)[1])
+            while self._memo_size > self.memo_bytes:
+                try:
+                    self._memo_size -= len(memo.popitem(last=False)[1])
+                except KeyError:  # emptied meanwhile by another thread
+                    break
         return rows  # type: ignore[return-value]
 
     def _rows(self, texts: Sequence[str], kind: Kind, desc: str) -> list[bytes]:
