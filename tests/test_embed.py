@@ -340,3 +340,39 @@ def test_memo_returns_the_cache_vectors_and_stays_within_its_bytes(openai_server
         assert memo.backend.n_calls == 0  # everything was in the cache already
     with pytest.raises(InputError, match="memo_bytes"):
         CachedEmbedder(make_backend(openai_server), Cache(tmp_path), memo_bytes=-1)
+
+
+def test_memo_shared_by_threads_returns_the_right_vectors(openai_server, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"text {i}" for i in range(40)]
+    with Cache(tmp_path) as cache:
+        reference = dict(
+            zip(
+                texts,
+                CachedEmbedder(
+                    make_backend(openai_server, dimensions=8), cache, progress=False
+                ).embed(texts),
+                strict=True,
+            )
+        )
+        # room for 10 of the 40 vectors: look-ups, reorders and evictions interleave
+        memo = CachedEmbedder(
+            make_backend(openai_server, dimensions=8), cache, progress=False, memo_bytes=320
+        )
+
+        def work(seed: int) -> bool:
+            rng = np.random.default_rng(seed)
+            for _ in range(60):
+                chosen = [texts[j] for j in rng.integers(0, len(texts), 7)]
+                got = memo.embed(chosen)
+                if not all(
+                    np.array_equal(g, reference[t]) for g, t in zip(got, chosen, strict=True)
+                ):
+                    return False
+            return True
+
+        with ThreadPoolExecutor(4) as pool:
+            assert all(pool.map(work, range(4)))
+        assert memo.memo_hits > 0 and memo.backend.n_calls == 0
+        assert len(memo._memo) <= 10
