@@ -48,6 +48,7 @@ __all__ = [
     "ENCODING",
     "JSON_SUFFIXES",
     "QUERY_FILE_SUFFIXES",
+    "iter_json_lines",
     "iter_run_lines",
     "query_id_of",
     "ranx_file_kind",
@@ -74,12 +75,30 @@ def _open_text(path: Path) -> IO[str]:
     return path.open(encoding=ENCODING)
 
 
-def _json_lines(
+def iter_json_lines(
     lines: Iterable[str], path: str | os.PathLike[str], message: str = "malformed JSON: {error.msg}"
 ) -> Iterator[tuple[int, Any]]:
-    """(1-based line, parsed value) of each non-blank JSON line; a line that does not parse
-    raises InputError naming ``path`` and the line, with ``message.format(error=...)`` (the
-    :class:`json.JSONDecodeError`) as its text."""
+    """Parse JSON lines one at a time (JSONL), blank lines skipped.
+
+    Parameters
+    ----------
+    lines : iterable of str
+        An open text file or any lines.
+    path : str or PathLike
+        The file the lines come from, named in errors.
+    message : str, default "malformed JSON: {error.msg}"
+        Text of the error, formatted with ``error``, the :class:`json.JSONDecodeError`.
+
+    Yields
+    ------
+    (int, object)
+        The 1-based line number and the parsed value (any JSON value).
+
+    Raises
+    ------
+    InputError
+        On a line that is not JSON, naming ``path`` and the line.
+    """
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -92,7 +111,7 @@ def _json_lines(
 
 def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with _open_text(path) as f:
-        for lineno, obj in _json_lines(f, path):
+        for lineno, obj in iter_json_lines(f, path):
             if not isinstance(obj, dict):
                 raise InputError("expected a JSON object", path=path, line=lineno)
             yield lineno, obj

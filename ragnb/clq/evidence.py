@@ -26,7 +26,7 @@ import pandas as pd
 
 from ragnb.clq.chunking import _chunk_index
 from ragnb.errors import InputError
-from ragnb.readers import _json_lines
+from ragnb.io import iter_json_lines
 from ragnb.validation import require_columns
 
 __all__ = ["chunk_qrels", "scifact_evidence"]
@@ -338,7 +338,7 @@ def _read_scifact_corpus(src: _Source, name: str) -> Iterator[tuple[str, list[st
             for line, rec in _csv_records(f, where, ("doc_id", "abstract")):
                 yield rec["doc_id"].strip(), _parse_sentence_list(rec["abstract"], where, line)
             return
-        for line, obj in _json_lines(f, where, "malformed corpus record: {error}"):
+        for line, obj in iter_json_lines(f, where, "malformed corpus record: {error}"):
             try:
                 did, abstract = str(obj["doc_id"]), obj["abstract"]
             except (KeyError, TypeError) as e:
@@ -365,7 +365,7 @@ def _read_scifact_claims(src: _Source, name: str) -> Iterator[tuple[int, str, st
                     continue
                 yield line, rec["id"].strip(), did, idx
             return
-        for line, obj in _json_lines(f, where, "malformed claim record: {error}"):
+        for line, obj in iter_json_lines(f, where, "malformed claim record: {error}"):
             try:
                 qid, ev = str(obj["id"]), obj.get("evidence") or {}
                 for did, sets in ev.items():

@@ -67,7 +67,7 @@ from ragnb.context.nonllm import (
 )
 from ragnb.errors import InputError
 from ragnb.evaluate import aggregate_means, wide_values
-from ragnb.io import ENCODING
+from ragnb.io import ENCODING, iter_json_lines
 
 __all__ = [
     "CONTEXT_MEASURES",
@@ -105,13 +105,7 @@ def _open(path: Path) -> IO[str]:
 
 def _jsonl_records(path: Path) -> Iterator[tuple[int, Any]]:
     with _open(path) as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"malformed JSON: {e.msg}", path=path, line=lineno) from None
+        yield from iter_json_lines(f, path)
 
 
 def _list_cell(text: str, path: Path, line: int, column: str) -> Any:

@@ -41,8 +41,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ragnb.docstrings import doc_filler
 from ragnb.errors import InputError
-from ragnb.golden._docs import fill_golden_doc
 from ragnb.validation import check_int_at_least, check_number_in
 
 __all__ = [
@@ -57,6 +57,16 @@ __all__ = [
     "tau_interval",
     "weighted_kappa",
 ]
+
+#: numpydoc entries of the percentile bootstrap over queries of Kendall's tau, shared word for
+#: word by :func:`tau_interval` and :func:`ragnb.golden.calibration.system_tau_interval` (which
+#: passes them on); :func:`fill_tau_doc` expands them (:func:`ragnb.docstrings.doc_filler`).
+TAU_BOOTSTRAP_ENTRIES: dict[str, str] = {
+    "n_boot": "n_boot : int >= 0, default 1000",
+    "seed": "seed : int or None, default 0",
+    "ci": "ci : float in (0, 1), default 0.95",
+}
+fill_tau_doc = doc_filler(TAU_BOOTSTRAP_ENTRIES)
 
 Weights = Literal["none", "linear", "quadratic"]
 Level = Literal["nominal", "ordinal", "interval"]
@@ -686,7 +696,7 @@ class TauInterval:
     seed: int | None
 
 
-@fill_golden_doc
+@fill_tau_doc
 def tau_interval(
     human_values: np.ndarray | pd.DataFrame,
     judge_values: np.ndarray | pd.DataFrame,

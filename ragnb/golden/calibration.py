@@ -57,7 +57,6 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.frames import sort_run
-from ragnb.golden._docs import fill_golden_doc
 from ragnb.golden.agreement import (
     STATISTICS,
     KendallTau,
@@ -66,6 +65,7 @@ from ragnb.golden.agreement import (
     _check_bootstrap,
     agreement_intervals,
     confusion_matrix,
+    fill_tau_doc,
     judge_bias,
     kendall_tau,
     krippendorff_alpha,
@@ -183,7 +183,7 @@ def system_agreement(
     return frame, kendall_tau(frame["human"], frame["judge"])
 
 
-@fill_golden_doc
+@fill_tau_doc
 def system_tau_interval(
     human: Any,
     judge: Any,
