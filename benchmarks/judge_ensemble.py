@@ -74,7 +74,7 @@ def agreement_tables(
 
     labels = range(SCALE[0], SCALE[1] + 1)
     rows = []
-    pairwise = None
+    pairwise = pd.DataFrame()
     for combine in ("majority", "mean"):
         judge = EnsembleJudge(members, combine=combine, tie="lower", names=names)
         start = time.perf_counter()

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ragnb.validation import l2_normalise
+
 __all__ = [
     "DEFAULT_MODEL",
     "MATRYOSHKA_MODELS",
@@ -196,9 +198,7 @@ class TruncatedEmbedder(Embedder):
             raise ValueError(
                 f"dim={self.dim} exceeds the {vecs.shape[1]} dimensions of {self.model_id}"
             )
-        cut = vecs[:, : self.dim]
-        norms = np.linalg.norm(cut, axis=1, keepdims=True)
-        return (cut / np.where(norms == 0, 1, norms)).astype(np.float32)
+        return l2_normalise(vecs[:, : self.dim])
 
     def describe(self) -> dict[str, Any]:
         info = self.backend.describe()

@@ -15,6 +15,7 @@ import numpy as np
 from ragnb.embed.base import Embedder, Kind
 from ragnb.errors import InputError
 from ragnb.transport import Fault, GaveUp, RetryPolicy, call, redact
+from ragnb.validation import l2_normalise
 
 __all__ = ["OpenAIEmbedder"]
 
@@ -125,8 +126,7 @@ class OpenAIEmbedder(Embedder):
             )
         vecs = np.asarray([d.embedding for d in data], dtype=np.float32)
         if self.normalize:
-            norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-            vecs = (vecs / np.where(norms == 0, 1, norms)).astype(np.float32)
+            vecs = l2_normalise(vecs)
         return vecs
 
     def describe(self) -> dict[str, Any]:
