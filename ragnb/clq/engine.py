@@ -35,7 +35,7 @@ import pandas as pd
 from ragnb.clq.cost import CostModel, count_texts
 from ragnb.clq.grid import SweepGrid
 from ragnb.errors import InputError
-from ragnb.io import BeirDataset, atomic_write
+from ragnb.io import BeirDataset, atomic_write, read_parquet, write_parquet
 from ragnb.validation import l2_normalise
 
 __all__ = [
@@ -346,14 +346,12 @@ class _Sweep:
 
         rewriter_id = LLMRewriter(judge).rewriter_id
         path = self.out_dir / "rewrites" / f"{_fingerprint(rewriter_id, self.dataset_key)}.parquet"
-        if path.is_file():
-            stored = pd.read_parquet(path)
-            if stored["query_id"].astype(str).tolist() == self.qids:
-                return stored
+        stored = read_parquet(path)  # empty when the file does not exist
+        if len(stored) and stored["query_id"].astype(str).tolist() == self.qids:
+            return stored
         frame = _llm_rewrites(judge, self.qids, self.qtexts)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(path, "wb") as f:
-            frame.to_parquet(f, index=False)
+        write_parquet(frame, path)
         cached, failed = int(frame["cached"].sum()), int((~frame["valid"]).sum())
         note = f"Query rewriting by `{rewriter_id}`: {len(frame)} queries rewritten one at a time"
         if cached:
