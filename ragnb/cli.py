@@ -26,9 +26,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragnb.errors import InputError
+
+if TYPE_CHECKING:
+    from ragnb.golden import GoldenSetConfig
 
 __all__ = ["main"]
 
@@ -398,32 +401,41 @@ def _add_evaluate_parser(sub: Any) -> None:
 # ----------------------------------------------------------------------------- ragnb golden
 
 
-def _cmd_golden(args: argparse.Namespace) -> int:
-    """Build a golden set (notebook 02's pipeline) and export it to ``--out``."""
-    from ragnb.golden import GoldenSetConfig, open_pipeline
+#: Options of ``ragnb golden`` that are no :class:`~ragnb.golden.GoldenSetConfig` field of the
+#: same name (:func:`_golden_config` sets what they stand for; a test checks the rest).
+_GOLDEN_OPTIONS_NOT_FIELDS = ("retriever", "out", "quiet")
 
-    config = GoldenSetConfig(
+
+def _golden_config(args: argparse.Namespace) -> GoldenSetConfig:
+    """The config of ``ragnb golden``: every option named as a config field (``--top-n`` ->
+    ``top_n``) passes through as parsed, so an option is written in the parser and the
+    dataclass only; here the paths become absolute, the options of
+    :data:`_GOLDEN_OPTIONS_NOT_FIELDS` are translated and the command's fixed settings (no
+    incremental systems, no simulation) are set."""
+    from dataclasses import fields
+
+    from ragnb.golden import GoldenSetConfig
+
+    given = vars(args)
+    values = {f.name: given[f.name] for f in fields(GoldenSetConfig) if f.name in given}
+    for name in ("queries", "human_labels"):
+        values[name] = str(Path(given[name]).resolve()) if given[name] else ""
+    values.update(
         dataset=str(Path(args.dataset).resolve()),
-        split=args.split,
-        queries=str(Path(args.queries).resolve()) if args.queries else "",
-        max_queries=args.max_queries,
         retrievers=args.retriever or ["bm25", "dense"],
-        depth=args.depth,
         min_pool=args.min_pool if args.min_pool else args.depth,
-        top_n=args.top_n,
-        refine_max_iterations=args.refine_max_iterations,
-        judge=args.judge,
-        model=args.model,
-        prompt=args.prompt,
-        base_url=args.base_url,
-        seed=args.seed,
-        budget_usd=args.budget_usd,
         new_systems=[],
         simulate=False,
-        human_labels=str(Path(args.human_labels).resolve()) if args.human_labels else "",
-        cache_dir=args.cache_dir,
         export_dir=str(Path(args.out).resolve()),
     )
+    return GoldenSetConfig(**values)
+
+
+def _cmd_golden(args: argparse.Namespace) -> int:
+    """Build a golden set (notebook 02's pipeline) and export it to ``--out``."""
+    from ragnb.golden import open_pipeline
+
+    config = _golden_config(args)
     pipeline, needs = open_pipeline(config, progress=not args.quiet)
     if pipeline is None:
         raise InputError(needs.replace("**", "").split("\n\n")[0])

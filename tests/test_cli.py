@@ -168,6 +168,35 @@ def test_argparse_rejects_unknown_retriever(capsys):
     assert "splade" in capsys.readouterr().err
 
 
+def test_golden_options_reach_the_config_by_their_field_names(tmp_path, monkeypatch):
+    from dataclasses import fields
+
+    from ragnb.cli import _GOLDEN_OPTIONS_NOT_FIELDS, _golden_config, build_parser
+    from ragnb.golden import GoldenSetConfig
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["golden", "--dataset", "d", "--out", "o", "--queries", "q.txt", "--judge", "openai"]
+    argv += ["--model", "m1", "--prompt", "p.yaml", "--base-url", "http://127.0.0.1:9/v1"]
+    argv += ["--split", "dev", "--max-queries", "7", "--retriever", "bm25", "--depth", "9"]
+    argv += ["--top-n", "4", "--refine-max-iterations", "3", "--budget-usd", "1.5", "--seed", "11"]
+    argv += ["--human-labels", "h.qrels", "--cache-dir", "c"]
+    args = build_parser().parse_args(argv)
+    # an option named as no field would be dropped silently: each must be translated by hand
+    fields_ = {f.name for f in fields(GoldenSetConfig)}
+    assert set(vars(args)) - fields_ - {"command", "func"} == set(_GOLDEN_OPTIONS_NOT_FIELDS)
+    c = _golden_config(args)
+    assert (c.split, c.max_queries, c.depth, c.top_n) == ("dev", 7, 9, 4)
+    assert c.refine_max_iterations == 3 and c.min_pool == 9  # min_pool: --depth by default
+    assert (c.judge, c.model, c.prompt, c.base_url) == ("openai", "m1", "p.yaml", args.base_url)
+    assert (c.budget_usd, c.seed, c.cache_dir, c.retrievers) == (1.5, 11, "c", ["bm25"])
+    paths = (c.dataset, c.queries, c.human_labels, c.export_dir)
+    assert paths == tuple(str(tmp_path / n) for n in ("d", "q.txt", "h.qrels", "o"))
+    assert c.new_systems == [] and not c.simulate  # the command's own settings
+    c = _golden_config(build_parser().parse_args(argv[:5] + ["--min-pool", "12"]))
+    assert (c.queries, c.human_labels, c.min_pool, c.depth) == ("", "", 12, 10)
+    assert c.retrievers == ["bm25", "dense"] and c.judge == "local"
+
+
 # --------------------------------------------------------------------------- report
 
 
