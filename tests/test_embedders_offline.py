@@ -106,6 +106,14 @@ def test_all_offline_embedders_are_available():
     assert available_offline_embedders() == NAMES
 
 
+def test_the_module_docstring_lists_every_model_from_its_spec():
+    import ragnb.embed.offline as offline
+
+    rows = [line.split() for line in offline.__doc__.splitlines()]
+    table = [r for r in rows if r and r[0] in OFFLINE_MODELS and len(r) == 4]
+    assert table == [[m.name, m.package, m.model_id, str(m.dim)] for m in OFFLINE_MODELS.values()]
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_offline_embedder_embeds(embedders, name):
     spec = OFFLINE_MODELS[name]

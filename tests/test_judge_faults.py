@@ -184,6 +184,32 @@ def test_5xx_is_retried_with_backoff(openai_server, tmp_path):
     assert judge.ledger.frame()["status"].tolist() == ["http_500", "http_500", "ok"]
 
 
+def test_each_outcome_names_its_request_as_its_pending_line_does(openai_server, tmp_path):
+    # item d0: a 500 then an invalid answer then the reminder's valid one; a second run: a hit
+    openai_server.chat.fail(500, times=1)
+    openai_server.chat.push("four", "4")
+    make_judge(openai_server, tmp_path, prompt="primer-response", stage="s4").grade_many(
+        items(1, reference="r")
+    )
+    make_judge(openai_server, tmp_path, prompt="primer-response", stage="s4").grade_many(
+        items(1, reference="r")
+    )
+    lines = [json.loads(x) for x in (tmp_path / "ledger.jsonl").read_text().splitlines()]
+    statuses = ["pending", "http_500", "pending", "ok", "pending", "ok", "cached"]
+    assert [e["status"] for e in lines] == statuses
+    who = ("stage", "judge_id", "model", "kind", "item", "key", "attempt", "repeated", "run_id")
+    pending = {e["request_id"]: e for e in lines if e["status"] == "pending"}
+    outcomes = [e for e in lines if e["status"] not in ("pending", "cached")]
+    assert len(pending) == 3 and sorted(e["request_id"] for e in outcomes) == sorted(pending)
+    for e in outcomes:
+        assert {k: e[k] for k in who} == {k: pending[e["request_id"]][k] for k in who}
+    assert [e["attempt"] for e in outcomes] == [1, 2, 3]
+    hit = lines[-1]
+    assert (hit["attempt"], hit["request_id"], hit["cached"]) == (0, None, True)
+    assert {k: hit[k] for k in who[:6]} == {k: outcomes[0][k] for k in who[:6]}
+    assert (hit["stage"], hit["kind"], hit["item"]) == ("s4", "grade", "q1/d0")
+
+
 def test_attempts_are_capped_and_the_failure_is_reported(openai_server, tmp_path):
     openai_server.chat.handler = rubric
     openai_server.chat.fail(500, times=3)

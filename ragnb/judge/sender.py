@@ -242,8 +242,13 @@ class CallSender:
             self.ledger.reconcile(key)
         results = self.cached(list(unique.values()))
         for key, r in results.items():
-            c = unique[key]
-            self._record(stage, kind, c, 0, "cached", r.input_tokens, r.output_tokens, True, False)
+            self.ledger.record(
+                **self._identity(stage, kind, unique[key], 0, False),
+                status="cached",
+                input_tokens=r.input_tokens,
+                output_tokens=r.output_tokens,
+                cached=True,
+            )
         todo = [c for k, c in unique.items() if k not in results]
         if todo:
             before = set(self.cache.get_many(INFLIGHT_NAMESPACE, [c.key for c in todo]))
@@ -428,7 +433,9 @@ class CallSender:
         # the write-ahead estimate: the prompt counted locally, the answer's assumed length
         est_in = count_message_tokens(messages, self.model)[0]
         est_out = call.template.expected_output_tokens
-        rid: dict[str, str] = {}
+        # the ledger keywords of the request in flight: its identity and its request_id, the
+        # same on its pending line and on its outcome
+        sent: dict[str, Any] = {}
 
         async def before() -> None:
             if state.abort is not None:
@@ -439,17 +446,10 @@ class CallSender:
 
         async def send(attempt: int) -> tuple[str, Any]:
             counts.attempts += 1
-            rid["id"] = self.ledger.begin(
-                stage=job.stage,
-                model=self.model,
-                item=call.item,
-                key=call.key,
-                attempt=counts.attempts,
-                input_tokens=est_in,
-                output_tokens=est_out,
-                judge_id=self.judge_id,
-                kind=job.kind,
-                repeated=repeated,
+            who = self._identity(job.stage, job.kind, call, counts.attempts, repeated)
+            sent.update(who, request_id=None)
+            sent["request_id"] = self.ledger.begin(
+                **who, input_tokens=est_in, output_tokens=est_out
             )
             try:
                 # POST /chat/completions through the client's generic verb: the same request,
@@ -461,20 +461,9 @@ class CallSender:
                 content, n_in, n_out = read_completion(data)
             except Exception as e:
                 # the server lacks an option the call carries: retrying cannot help
-                self._stop_if_rejected(e, call, job, counts.attempts, rid["id"])
+                self._stop_if_rejected(e, call, job, sent)
                 if classify(e, self.policy.timeout) is None:  # not a transport fault: a bug
-                    self._record(
-                        job.stage,
-                        job.kind,
-                        call,
-                        counts.attempts,
-                        "error",
-                        0,
-                        0,
-                        False,
-                        repeated,
-                        rid["id"],
-                    )
+                    self.ledger.record(**sent, status="error")
                 raise
             breaker.success()
             estimated = not has_usage(data)
@@ -482,18 +471,12 @@ class CallSender:
                 n_in, n_out = est_in, count_tokens(content, self.model)[0]
             counts.input_tokens += n_in
             counts.output_tokens += n_out
-            self._record(
-                job.stage,
-                job.kind,
-                call,
-                counts.attempts,
-                "ok",
-                n_in,
-                n_out,
-                False,
-                repeated,
-                rid["id"],
-                estimated,
+            self.ledger.record(
+                **sent,
+                status="ok",
+                input_tokens=n_in,
+                output_tokens=n_out,
+                usage_estimated=estimated,
             )
             return content, data
 
@@ -503,18 +486,7 @@ class CallSender:
             if fault.code == 429 and fault.wait is not None:
                 if fault.wait <= self.policy.max_retry_wait:
                     state.pause_until = max(state.pause_until, loop.time() + fault.wait)
-            self._record(
-                job.stage,
-                job.kind,
-                call,
-                counts.attempts,
-                fault.status,
-                0,
-                0,
-                False,
-                repeated,
-                rid.get("id"),
-            )
+            self.ledger.record(**sent, status=fault.status)
             log.info(
                 "%s: %s attempt %d: %s", self.judge_id, call.item, counts.attempts, fault.reason
             )
@@ -532,19 +504,17 @@ class CallSender:
             raise _Failed(g.reason) from None
 
     def _stop_if_rejected(
-        self, error: Exception, call: LLMCall, job: _Job, attempt: int, request_id: str
+        self, error: Exception, call: LLMCall, job: _Job, sent: Mapping[str, Any]
     ) -> None:
         """Stop the job (raise :class:`_Failed`) when ``error`` refuses an option of the call:
-        the request goes to the ledger with its HTTP status, the reason to the run state."""
+        the request (``sent``: its ledger keywords) goes to the ledger with its HTTP status, the
+        reason to the run state."""
         rejected = self._rejected_option(error, call)
         if rejected is None:
             return
         fault, reason = rejected
         job.state.rejected = job.state.rejected or reason
-        repeated = call.key in job.repeated
-        self._record(
-            job.stage, job.kind, call, attempt, fault.status, 0, 0, False, repeated, request_id
-        )
+        self.ledger.record(**sent, status=fault.status)
         raise _Failed(reason) from None
 
     def _rejected_option(self, error: Exception, call: LLMCall) -> tuple[Fault, str] | None:
@@ -574,36 +544,22 @@ class CallSender:
 
     # -- the ledger
 
-    def _record(
-        self,
-        stage: str,
-        kind: str,
-        call: LLMCall,
-        attempt: int,
-        status: str,
-        n_in: int,
-        n_out: int,
-        cached: bool,
-        repeated: bool,
-        request_id: str | None = None,
-        usage_estimated: bool = False,
-    ) -> None:
-        self.ledger.record(
-            stage=stage,
-            model=self.model,
-            item=call.item,
-            key=call.key,
-            attempt=attempt,
-            status=status,
-            input_tokens=n_in,
-            output_tokens=n_out,
-            cached=cached,
-            repeated=repeated,
-            judge_id=self.judge_id,
-            kind=kind,
-            request_id=request_id,
-            usage_estimated=usage_estimated,
-        )
+    def _identity(
+        self, stage: str, kind: str, call: LLMCall, attempt: int, repeated: bool
+    ) -> dict[str, Any]:
+        """The keywords that name one request (or cache hit) on its ledger lines: the same on
+        its pending line (:meth:`ragnb.ledger.Ledger.begin`) and its outcome
+        (:meth:`~ragnb.ledger.Ledger.record`)."""
+        return {
+            "stage": stage,
+            "model": self.model,
+            "item": call.item,
+            "key": call.key,
+            "attempt": attempt,
+            "judge_id": self.judge_id,
+            "kind": kind,
+            "repeated": repeated,
+        }
 
     def _redact(self, text: str) -> str:
         return redact(text, [self._api_key])
