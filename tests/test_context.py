@@ -39,6 +39,7 @@ from ragnb.measures import (
     pr_auc,
     pr_curve,
 )
+from ragnb.measures.context import context_precision_from_verdicts
 
 TOL = 1e-9
 
@@ -104,6 +105,38 @@ def test_context_precision_and_pr_auc_hand_values():
     )
     assert context_precision_at_k(qrels, run, 1) == 0.0  # no relevant in the top 1
     assert pr_auc(qrels, run) == pytest.approx(num / 4)
+
+
+def test_one_vector_and_the_family_share_one_arithmetic():
+    # context_precision_from_verdicts runs the family kernel's sums on one row: bit-equal
+    rng = np.random.default_rng(11)
+    for n in (1, 5, 8, 9, 17, 33, 100):
+        for p in (0.1, 0.5, 0.9):
+            v = (rng.random(n) < p).astype(int).tolist()
+            qrels, run = ranked(v)
+            kernel = evaluate(qrels, run, ["ContextPrecision"]).per_query["value"].iloc[0]
+            one = context_precision_from_verdicts(v)
+            assert one == kernel
+            hits = np.cumsum(v)
+            naive_v = sum(hits[i] / (i + 1) for i in range(n) if v[i]) / max(sum(v), 1)
+            assert one == pytest.approx(naive_v, rel=1e-14, abs=0)
+    assert context_precision_from_verdicts(np.array([True, False, True])) == (1 + 2 / 3) / 2
+    assert context_precision_from_verdicts([]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("v", "match"),
+    [
+        ([1, 2, 0], "rank 2 is 2; expected 0 or 1"),
+        ([0.0, float("nan")], "rank 2 is nan"),
+        (["1"], "rank 1 is '1'"),
+        ([[1, 0], [0, 1]], "flat sequence of 0 and 1, got shape"),
+        ([[1], [1, 0]], "flat sequence of 0 and 1"),
+    ],
+)
+def test_verdicts_must_be_zero_or_one(v, match):
+    with pytest.raises(InputError, match=match):
+        context_precision_from_verdicts(v)
 
 
 def test_grades_and_rel_threshold():

@@ -8,6 +8,7 @@ Einstein claims C1-C4 of which C4 ("Bern") is unsupported (recall 3/4).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -25,6 +26,7 @@ from ragnb.context.llm import (
 )
 from ragnb.errors import InputError
 from ragnb.judge import OpenAIJudge, QrelsJudge
+from ragnb.judge.prompts import load_prompt
 from ragnb.ledger import Ledger, PriceTable
 
 CHAT = "/v1/chat/completions"
@@ -234,6 +236,17 @@ def test_samples_are_validated_before_any_call(openai_server, tmp_path):
         llm_context_recall(samples(), judge, k=0)
     with pytest.raises(InputError, match="need an OpenAIJudge"):
         llm_context_recall(samples(), QrelsJudge({"q": {"d": 1}}))
+    assert openai_server.request_count() == 0
+
+
+def test_a_graded_prompt_is_refused_before_any_call(openai_server, tmp_path):
+    # the measures take verdicts of 0 and 1; a 0-3 grade would give "precisions" above 1
+    judge = make_judge(openai_server, tmp_path)
+    graded = dataclasses.replace(load_prompt("binary-relevance"), name="graded", scale=(0, 3))
+    with pytest.raises(InputError, match="grades on 0-3; a 0/1 grade prompt is needed"):
+        llm_context_precision_with_reference(samples(), judge, prompt=graded)
+    with pytest.raises(InputError, match="grades on 0-3"):
+        llm_context_recall(samples(), judge, attribution_prompt=graded)
     assert openai_server.request_count() == 0
 
 

@@ -58,10 +58,11 @@ from ragnb.errors import InputError
 from ragnb.judge.llm import CallResult, LLMCall, OpenAIJudge
 from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
 from ragnb.ledger import CostEstimate, PlannedCall, estimate_calls
+from ragnb.measures.context import context_precision_from_verdicts
 from ragnb.validation import check_positive_int
 
 __all__ = [
-    "context_precision_from_verdicts",
+    "context_precision_from_verdicts",  # re-exported; its home is ragnb.measures.context
     "estimate_llm_measure",
     "llm_context_precision_with_reference",
     "llm_context_precision_without_reference",
@@ -74,40 +75,10 @@ Template = str | os.PathLike[str] | PromptTemplate
 #: (:func:`ragnb.docstrings.doc_filler`).
 _DOC_ENTRIES: dict[str, str] = {
     "bad_samples": "InputError\n"
-    "    When a sample lacks a field or holds an empty text (before any call).",
+    "    When a sample lacks a field or holds an empty text, or a grade prompt does not grade\n"
+    "    on 0-1 (before any call).",
 }
 _fill_doc = doc_filler(_DOC_ENTRIES)
-
-
-# ----------------------------------------------------------------------------- kernels
-
-
-def context_precision_from_verdicts(v: Sequence[int]) -> float:
-    """``sum_k P@k v_k / sum_k v_k`` for one ranked binary vector; 0.0 without relevant items.
-
-    Parameters
-    ----------
-    v : sequence of {0, 1}, length K, rank order
-
-    Returns
-    -------
-    float in [0, 1]
-
-    Examples
-    --------
-    The seed's two worked examples (the seed rounds P@3 to 0.33 first and prints 0.477):
-
-    >>> round(context_precision_from_verdicts([1, 1, 0, 1, 0]), 3)
-    0.917
-    >>> round(context_precision_from_verdicts([0, 0, 1, 1, 1]), 3)
-    0.478
-    """
-    a = np.asarray(v, dtype=float)
-    n = a.sum()
-    if n == 0:
-        return 0.0
-    precision = np.cumsum(a) / np.arange(1, len(a) + 1)
-    return float((precision * a).sum() / n)
 
 
 # ----------------------------------------------------------------------------- samples
@@ -159,6 +130,10 @@ def _template(t: Template, judge: OpenAIJudge, kind: str) -> PromptTemplate:
         tpl = load_prompt(t)
     if tpl.kind != kind:
         raise InputError(f"prompt {tpl.id} is a {tpl.kind} prompt; a {kind} prompt is needed")
+    if kind == "grade" and tuple(tpl.scale or ()) != (0, 1):
+        # the measures' formulas take verdicts of 0 and 1 (context_precision_from_verdicts)
+        lo, hi = tpl.scale or (None, None)
+        raise InputError(f"prompt {tpl.id} grades on {lo}-{hi}; a 0/1 grade prompt is needed")
     return tpl
 
 
@@ -217,6 +192,14 @@ def _failures(results: Sequence[CallResult], item: str) -> str:
 # ----------------------------------------------------------------------------- precision
 
 
+#: The two LLM context precisions by measure name (also their default ledger stage): the field
+#: each context is judged against. The score column is ``llm_<measure>``.
+_PRECISION_ANCHORS: dict[str, str] = {
+    "context_precision_with_reference": "reference",
+    "context_precision_without_reference": "response",
+}
+
+
 def _precision_calls(
     frame: pd.DataFrame, judge: OpenAIJudge, tpl: PromptTemplate, anchor: str, k: int | None
 ) -> list[list[LLMCall]]:
@@ -233,17 +216,12 @@ def _precision_calls(
 
 
 def _context_precision(
-    samples: Any,
-    judge: Any,
-    anchor: str,
-    name: str,
-    k: int | None,
-    prompt: Template,
-    stage: str,
+    samples: Any, judge: Any, measure: str, k: int | None, prompt: Template, stage: str
 ) -> pd.DataFrame:
+    """The LLM context precision ``measure`` (a key of :data:`_PRECISION_ANCHORS`)."""
     judge, frame = _checked(samples, judge, k)
     tpl = _template(prompt, judge, "grade")
-    per_sample = _precision_calls(frame, judge, tpl, anchor, k)
+    per_sample = _precision_calls(frame, judge, tpl, _PRECISION_ANCHORS[measure], k)
     scores, verdicts, raws, reasons, n_ctx = [], [], [], [], []
     for rs in _run_grouped(judge, per_sample, stage):
         v = [_verdict(r) for r in rs]
@@ -257,7 +235,7 @@ def _context_precision(
         "n_contexts": np.asarray(n_ctx, dtype="int64"),
         "verdicts": pd.Series(verdicts, dtype=object),
     }
-    return _scores_frame(frame, name, scores, details, raws, reasons, judge, tpl)
+    return _scores_frame(frame, f"llm_{measure}", scores, details, raws, reasons, judge, tpl)
 
 
 @_fill_doc
@@ -299,15 +277,8 @@ def llm_context_precision_with_reference(
     ----------
     .. [1] "RAG Evaluation Part 1", Context Precision@K and LLMContextPrecisionWithReference.
     """
-    return _context_precision(
-        samples,
-        judge,
-        "reference",
-        "llm_context_precision_with_reference",
-        k,
-        prompt,
-        stage,
-    )
+    measure = "context_precision_with_reference"
+    return _context_precision(samples, judge, measure, k, prompt, stage)
 
 
 def llm_context_precision_without_reference(
@@ -327,15 +298,8 @@ def llm_context_precision_without_reference(
     ----------
     .. [1] "RAG Evaluation Part 1", LLMContextPrecisionWithoutReference.
     """
-    return _context_precision(
-        samples,
-        judge,
-        "response",
-        "llm_context_precision_without_reference",
-        k,
-        prompt,
-        stage,
-    )
+    measure = "context_precision_without_reference"
+    return _context_precision(samples, judge, measure, k, prompt, stage)
 
 
 # ----------------------------------------------------------------------------- recall
@@ -472,8 +436,8 @@ def estimate_llm_measure(
     """
     judge, frame = _checked(samples, judge, k)
     notes: list[str] = []
-    if measure in ("context_precision_with_reference", "context_precision_without_reference"):
-        anchor = "reference" if measure.endswith("with_reference") else "response"
+    if measure in _PRECISION_ANCHORS:
+        anchor = _PRECISION_ANCHORS[measure]
         tpl = _template("binary-relevance", judge, "grade")
         calls = [c for cs in _precision_calls(frame, judge, tpl, anchor, k) for c in cs]
         planned: list[PlannedCall] = judge.plan_calls(calls, measure)

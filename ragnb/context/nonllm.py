@@ -70,6 +70,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.measures.context import context_precision_from_verdicts
 from ragnb.validation import check_positive_int
 
 __all__ = [
@@ -153,10 +154,8 @@ def levenshtein_similarity(a: str, b: str) -> float:
     >>> levenshtein_similarity("", ""), levenshtein_similarity("abc", "")
     (1.0, 0.0)
     """
-    _check_str(a, "a")
-    _check_str(b, "b")
-    longest = max(len(a), len(b))
-    return 1.0 if longest == 0 else 1.0 - _levenshtein(a, b) / longest
+    _check_strs(a, b)
+    return _levenshtein_ratio(a, b)
 
 
 def sequence_matcher_similarity(a: str, b: str) -> float:
@@ -186,21 +185,30 @@ def sequence_matcher_similarity(a: str, b: str) -> float:
     >>> sequence_matcher_similarity("abcd", "bcde")   # matching block "bcd": 2 * 3 / 8
     0.75
     """
-    _check_str(a, "a")
-    _check_str(b, "b")
+    _check_strs(a, b)
+    return _gestalt_ratio(a, b)
+
+
+def _check_strs(a: Any, b: Any) -> None:
+    for name, value in (("a", a), ("b", b)):
+        if not isinstance(value, str):
+            raise InputError(f"{name} must be a str, got {type(value).__name__}")
+
+
+def _levenshtein_ratio(a: str, b: str) -> float:
+    """:func:`levenshtein_similarity` without the type checks (the matrices check once)."""
+    longest = max(len(a), len(b))
+    return 1.0 if longest == 0 else 1.0 - _levenshtein(a, b) / longest
+
+
+def _gestalt_ratio(a: str, b: str) -> float:
+    """:func:`sequence_matcher_similarity` without the type checks."""
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
-def _check_str(value: Any, name: str) -> None:
-    if not isinstance(value, str):
-        raise InputError(f"{name} must be a str, got {type(value).__name__}")
-
-
 _STRING_SIMILARITIES: dict[str, Callable[[str, str], float]] = {
-    "levenshtein": lambda a, b: (
-        1.0 if not (a or b) else 1.0 - _levenshtein(a, b) / max(len(a), len(b))
-    ),
-    "sequence_matcher": lambda a, b: difflib.SequenceMatcher(None, a, b, autojunk=False).ratio(),
+    "levenshtein": _levenshtein_ratio,
+    "sequence_matcher": _gestalt_ratio,
 }
 
 
@@ -433,15 +441,6 @@ def _compare(
     return frame, mats, decide, name
 
 
-def _context_precision(v: np.ndarray) -> float:
-    """sum_k P@k v_k / sum_k v_k for one ranked relevance vector; 0 without relevant items."""
-    n = int(v.sum())
-    if n == 0:
-        return 0.0
-    precision = np.cumsum(v) / np.arange(1, len(v) + 1)
-    return float(precision[v].sum() / n)
-
-
 def non_llm_context_scores(
     samples: Samples,
     k: int | None = None,
@@ -533,7 +532,7 @@ def non_llm_context_scores(
         u = decide(m.max(axis=0)) if m.shape[0] else np.zeros(m.shape[1], dtype=bool)
         n_relevant[i], n_recalled[i] = int(v.sum()), int(u.sum())
         if m.shape[0]:
-            weighted[i] = _context_precision(v)
+            weighted[i] = context_precision_from_verdicts(v)
     with np.errstate(invalid="ignore", divide="ignore"):
         precision = np.where(n_ret > 0, n_relevant / np.maximum(n_ret, 1), np.nan)
         recall = np.where(n_ref > 0, n_recalled / np.maximum(n_ref, 1), np.nan)

@@ -57,7 +57,9 @@ from ragnb.diagnostics.names import (
     make_bundles,
     strip_marks,
 )
+from ragnb.docstrings import doc_filler
 from ragnb.errors import InputError
+from ragnb.validation import check_positive_int
 
 __all__ = [
     "ABLATIONS",
@@ -86,6 +88,22 @@ __all__ = [
 ]
 
 Ablation = Callable[[Bundle], Bundle]
+
+#: numpydoc entries of the draw parameters (:func:`ablated_runs`) that the public functions of
+#: the ablations share; :data:`_fill_draw_doc` expands them (:func:`ragnb.docstrings.doc_filler`).
+_DRAW_ENTRIES: dict[str, str] = {
+    "table": "table : DataFrame\n    Author table (``author``, ``title``, ``topic``).",
+    "ablations": "ablations : names, callables or {name: callable}, optional\n"
+    "    Default all ten (:data:`ragnb.diagnostics.ABLATIONS`).",
+    "runs": "runs : int, default 15\n    Runs of bundles, each drawn with fresh impostors.",
+    "language": 'language : {"en", "fr"}, default "en"',
+    "seed": "seed : int, default 0",
+    "names": "names : sequence of str, optional\n"
+    "    Impostor pool (see :func:`ragnb.diagnostics.names.make_bundles`).",
+    "jitter": "jitter : bool, default True\n"
+    "    False uses the paper's canonical templates everywhere (see ``make_bundles``).",
+}
+_fill_draw_doc = doc_filler(_DRAW_ENTRIES)
 
 
 def _digest(*parts: str) -> str:
@@ -528,6 +546,12 @@ def ablated_runs(
         yield conditions
 
 
+def _changed(bundles: Sequence[Bundle], base: Sequence[Bundle]) -> list[bool]:
+    """Per bundle of one condition: does some text differ from the same row's base bundle?"""
+    return [b.texts != o.texts for b, o in zip(bundles, base, strict=True)]
+
+
+@_fill_draw_doc
 def ablation_margins(
     embedder: _Embedder,
     table: pd.DataFrame,
@@ -548,16 +572,7 @@ def ablation_margins(
     Parameters
     ----------
     embedder : CachedEmbedder or Embedder
-    table : DataFrame
-        Author table (``author``, ``title``, ``topic``).
-    ablations : names, callables or {name: callable}, optional
-        Default all ten (:data:`ABLATIONS`).
-    runs : int, default 15
-    language : {"en", "fr"}, default "en"
-    seed : int, default 0
-    names : sequence of str, optional
-        Impostor pool (see :func:`make_bundles`).
-    jitter : bool, default True
+    {{table, ablations, runs, language, seed, names, jitter}}
 
     Returns
     -------
@@ -565,9 +580,13 @@ def ablation_margins(
         The columns of :func:`ragnb.diagnostics.names.name_margins` (``ablation`` is
         ``"base"`` or the ablation's name), plus ``changed`` (bool: some text of the bundle
         differs from its base bundle) and ``base_delta_name`` (the same bundle's base margin).
+
+    Raises
+    ------
+    InputError
+        On a bad ``runs``, an unknown ablation, or a malformed author table.
     """
-    if isinstance(runs, bool) or not isinstance(runs, int | np.integer) or runs < 1:
-        raise InputError(f"runs must be a positive integer, got {runs!r}")
+    check_positive_int(runs, "runs")
     frames = []
     drawn = ablated_runs(
         table, ablations, runs, names=names, language=language, seed=seed, jitter=jitter
@@ -577,8 +596,7 @@ def ablation_margins(
         flat = [b for bs in conditions.values() for b in bs]
         sims = _similarities(embedder, flat)
         frame = _margin_frame(flat, sims)
-        base_texts = [b.texts for b in base]
-        frame["changed"] = [b.texts != base_texts[i % len(base)] for i, b in enumerate(flat)]
+        frame["changed"] = [c for bs in conditions.values() for c in _changed(bs, base)]
         base_margin = frame["delta_name"].to_numpy()[: len(base)]
         frame["base_delta_name"] = np.tile(base_margin, len(conditions))
         frames.append(frame)

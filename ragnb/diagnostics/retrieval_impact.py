@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ragnb.diagnostics.ablations import Ablation, ablated_runs
+from ragnb.diagnostics.ablations import Ablation, _changed, _fill_draw_doc, ablated_runs
 from ragnb.diagnostics.names import CANDIDATE_IDS, Bundle, _name_key
-from ragnb.errors import InputError
+from ragnb.validation import check_positive_int
 
 if TYPE_CHECKING:
     from ragnb.embed import CachedEmbedder
@@ -126,6 +126,7 @@ def _frames(bundles: Sequence[Bundle]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return corpus, queries
 
 
+@_fill_draw_doc
 def ablation_retrieval(
     embedder: CachedEmbedder,
     table: pd.DataFrame,
@@ -148,18 +149,11 @@ def ablation_retrieval(
     embedder : CachedEmbedder
         The embedder of :class:`~ragnb.retrieve.DenseRetriever` (exact cosine search); with
         the cache :func:`~ragnb.diagnostics.ablation_margins` used, nothing is embedded again.
-    table : DataFrame
-        Author table (``author``, ``title``, ``topic``).
-    ablations : names, callables or {name: callable}, optional
-        Default all ten (:data:`ragnb.diagnostics.ABLATIONS`).
+    {{table, ablations}}
     runs : int, default 15
         Runs of bundles (fresh impostors each); each run is its own corpus and the queries of
         every run are pooled (``runs x rows`` queries).
-    language : {"en", "fr"}, default "en"
-    seed : int, default 0
-    names : sequence of str, optional
-        Impostor pool (see :func:`~ragnb.diagnostics.names.make_bundles`).
-    jitter : bool, default True
+    {{language, seed, names, jitter}}
     k : int, default 10
         Cutoff K of nDCG and RA-nWG. With ``5 x rows <= K`` every document is in the top K and
         RA-nWG@K is 1 for every query.
@@ -178,9 +172,8 @@ def ablation_retrieval(
     from ragnb.evaluate import evaluate
     from ragnb.retrieve import DenseRetriever
 
-    for value, what in ((runs, "runs"), (k, "k")):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"{what} must be a positive integer, got {value!r}")
+    check_positive_int(runs, "runs")
+    check_positive_int(k, "k")
     measures = [f"nDCG@{k}", f"RA-nWG@{k}"]
     retriever = DenseRetriever(embedder)
     qrels: list[pd.DataFrame] = []
@@ -194,8 +187,7 @@ def ablation_retrieval(
         qrels.append(bundle_task(base))
         for name, bundles in conditions.items():
             per_condition.setdefault(name, []).extend(bundles)
-            n = sum(b.texts != o.texts for b, o in zip(bundles, base, strict=True))
-            changed[name] = changed.get(name, 0) + n
+            changed[name] = changed.get(name, 0) + sum(_changed(bundles, base))
     all_qrels = pd.concat(qrels, ignore_index=True)
     per_query = []
     for name, bundles in per_condition.items():

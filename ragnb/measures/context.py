@@ -15,7 +15,9 @@ PR-AUC[@K]          sum_{k<=K} P@k v_k / N_p                     **all** relevan
 ``v_k = 1`` when the document at rank k is judged with grade >= ``rel``. Hence
 ``ContextPrecision@K = PR-AUC@K * N_p / n_p(K)``: ContextPrecision ignores the relevant documents
 the retriever missed (a top K with one relevant document at rank 1 scores 1 whatever N_p is),
-PR-AUC does not.
+PR-AUC does not. :func:`context_precision_from_verdicts` runs the same arithmetic on one ranked
+list of verdicts, for the LLM-judged and similarity-judged context measures of
+:mod:`ragnb.context`.
 
 PR-AUC and AP
 -------------
@@ -60,25 +62,38 @@ from ragnb.measures._kernel import (
 from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import REL, Measure, MeasureFamily, register_alias, register_family
 
-__all__ = ["context_precision_at_k", "pooled_qrels", "pr_auc", "pr_curve"]
+__all__ = [
+    "context_precision_at_k",
+    "context_precision_from_verdicts",
+    "pooled_qrels",
+    "pr_auc",
+    "pr_curve",
+]
 
 
 # ----------------------------------------------------------------------------- kernels
+
+
+def _precision_sums(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sum_k P@k v_k`` and ``sum_k v_k`` of each row of a (n_rows, K) bool mask, (n_rows,) each.
+
+    The one arithmetic of Context Precision: the family kernels below and
+    :func:`context_precision_from_verdicts` (one vector as one row) all run it.
+    """
+    precision = np.cumsum(v, axis=1) / np.arange(1, v.shape[1] + 1)
+    return np.where(v, precision, 0.0).sum(axis=1), v.sum(axis=1)
 
 
 def _precision_at_relevant(
     arrays: RankingArrays, k: int | None, rel: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """``sum_k P@k v_k`` and ``sum_k v_k`` over the top k, each of shape (n_queries,)."""
-    v = arrays.relevant(rel, k)
-    precision = np.cumsum(v, axis=1) / np.arange(1, v.shape[1] + 1)
-    return np.where(v, precision, 0.0).sum(axis=1), v.sum(axis=1)
+    return _precision_sums(arrays.relevant(rel, k))
 
 
 def _context_precision(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     """sum_k P@k v_k / sum_k v_k over the top k; 0 without a relevant document; (n_queries,)."""
-    num, n_p = _precision_at_relevant(arrays, k, rel)
-    return _safe_div(num, n_p)
+    return _safe_div(*_precision_at_relevant(arrays, k, rel))
 
 
 def _pr_auc(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
@@ -153,6 +168,59 @@ def context_precision_at_k(
     (0.9166666666666666, 0.9166666666666666)
     """
     return mean_of(Measure("ContextPrecision", k, rel=rel), qrels, run, order)
+
+
+def context_precision_from_verdicts(v: Sequence[int] | np.ndarray) -> float:
+    """Context Precision of one ranked list of relevance verdicts (an LLM's or a similarity's).
+
+    Parameters
+    ----------
+    v : sequence of {0, 1} or of bool, length K, rank order
+        ``v[k - 1] = 1`` when the context at rank k is relevant.
+
+    Returns
+    -------
+    float in [0, 1]
+        ``sum_k P@k v_k / sum_k v_k`` with ``P@k = (v_1 + ... + v_k) / k``; 0.0 without a
+        relevant item (also for K = 0). The same arithmetic as the ``ContextPrecision`` family
+        (:func:`context_precision_at_k`), run on this vector as a single query.
+
+    Raises
+    ------
+    InputError
+        When ``v`` is not a flat sequence, or holds a value other than 0 and 1 (naming its
+        rank).
+
+    References
+    ----------
+    .. [1] "RAG Evaluation Part 1: Retriever Evaluation", Context Precision@K, examples 1 and 2.
+    .. [2] S. Es et al., Ragas, EACL 2024; ragas ``_calculate_average_precision`` (which divides
+       by ``sum v_k + 1e-10``, a relative difference below 1e-10).
+
+    Examples
+    --------
+    The seed's two worked examples (the seed rounds P@3 to 0.33 first and prints 0.477):
+
+    >>> round(context_precision_from_verdicts([1, 1, 0, 1, 0]), 3)   # (1 + 1 + 3/4) / 3
+    0.917
+    >>> round(context_precision_from_verdicts([0, 0, 1, 1, 1]), 3)   # (1/3 + 2/4 + 3/5) / 3
+    0.478
+    >>> context_precision_from_verdicts([0, 0, 0]), context_precision_from_verdicts([])
+    (0.0, 0.0)
+    """
+    try:
+        a = np.asarray(v)
+    except ValueError as exc:  # ragged nesting
+        raise InputError(f"verdicts must be a flat sequence of 0 and 1: {exc}") from None
+    if a.ndim != 1:
+        raise InputError(f"verdicts must be a flat sequence of 0 and 1, got shape {a.shape}")
+    if a.dtype != bool:
+        off = np.flatnonzero(~np.isin(a, (0, 1)))
+        if off.size:
+            bad = a.tolist()[off[0]]
+            raise InputError(f"verdict at rank {off[0] + 1} is {bad!r}; expected 0 or 1")
+    num, n_relevant = _precision_sums(a.astype(bool)[None, :])
+    return float(_safe_div(num, n_relevant)[0])
 
 
 @fill_doc
