@@ -451,7 +451,7 @@ def estimate_llm_measure(
             call = _extraction_call(judge, ext, i, ref)
             (p,) = judge.plan_calls([call], f"{measure}/claims")
             planned.append(p)
-            cached = judge._cached([call]).get(call.key)
+            cached = judge.cached([call]).get(call.key)
             if cached is not None and cached.valid:
                 claims = list(cached.value)
             else:  # placeholders as long as the reference, distinct so none is deduplicated

@@ -460,7 +460,19 @@ class OpenAIJudge(Judge):
 
     # -- sending (the engine is the CallSender)
 
-    def _cached(self, calls: Sequence[LLMCall]) -> dict[str, CallResult]:
+    def cached(self, calls: Sequence[LLMCall]) -> dict[str, CallResult]:
+        """The results of ``calls`` already in the cache, by call key; nothing is sent.
+
+        Parameters
+        ----------
+        calls : sequence of LLMCall
+
+        Returns
+        -------
+        dict of str to CallResult
+            Only the calls whose answer is cached; an invalid answer counts unless the judge
+            re-sends invalid answers (``retry_invalid``). A call never answered is absent.
+        """
         return self.sender.cached(calls)
 
     def run(
