@@ -181,6 +181,20 @@ def test_parse_numbered_list():
 # ----------------------------------------------------------------------------- templates
 
 
+def test_the_rewrite_and_fact_prompts_keep_their_hashes_as_shipped_files():
+    # the two prompts once built in code: their hashes are part of cache keys and of the S1
+    # stage hash (rewriter_id), so moving them to ragnb/prompts must not change them
+    assert load_prompt("query-rewrite").sha256[:16] == "8d62842a007aecd0"
+    assert load_prompt("minimal-facts").sha256[:16] == "c587f3838cd3369b"
+    for name in ("query-rewrite", "minimal-facts"):
+        t = load_prompt(name)
+        assert (t.kind, t.answer, t.path) == (
+            "extract",
+            "numbered_list",
+            f"ragnb/prompts/{name}.en.yaml",
+        )
+
+
 def test_shipped_prompts_load_with_languages_and_distinct_hashes():
     shipped = available_prompts()
     assert shipped["utility-rubric"] == ["en", "fr"]

@@ -767,7 +767,8 @@ class LLMFactExtractor:
     """Minimal retrieval facts by an LLM (SPEAR Section 2.3), through an OpenAIJudge's client,
     cache and ledger.
 
-    The prompt (an ``extract`` template answering a numbered list) asks for the smallest
+    The prompt, the shipped ``minimal-facts`` template (an ``extract`` template answering a
+    numbered list), asks for the smallest
     self-contained statements of the passage that help answer the query, or ``1. NONE``.
     An answer that stays invalid after the reminder, or fails, gives no facts for that passage
     (the pair then has no fact and adds nothing to fact recall); :attr:`failures` counts them.
@@ -780,30 +781,11 @@ class LLMFactExtractor:
     """
 
     def __init__(self, judge: Any, *, stage: str = "spear_facts") -> None:
-        from ragnb.judge.prompts import PromptTemplate
+        from ragnb.judge.prompts import load_prompt
 
         self.judge = judge
         self.stage = stage
-        self.template = PromptTemplate(
-            name="minimal-facts",
-            language="en",
-            kind="extract",
-            answer="numbered_list",
-            user=(
-                "Extract the minimal facts of the passage that help answer the question: the "
-                "smallest self-contained statements, copied or closely paraphrased from the "
-                "passage, leaving out everything that does not bear on the question.\n\n"
-                "Question:\n{query}\n\nPassage:\n{passage}\n\n"
-                'Return the facts as a numbered list, one per line ("1. ..."), or the single '
-                'line "1. NONE" if the passage holds none. No other text.'
-            ),
-            reminder=(
-                "Your answer is not in the required format. Reply with only a numbered list, "
-                'one fact per line, "1. ...", "2. ...", or "1. NONE".'
-            ),
-            expected_output_tokens=80,
-            source="Zou et al., SPEAR (arXiv:2507.06554), Section 2.3: minimal retrieval facts",
-        )
+        self.template = load_prompt("minimal-facts")
         self.failures = 0
 
     def many(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragnb.errors import InputError
-from ragnb.judge.prompts import PromptTemplate
+from ragnb.judge.prompts import load_prompt
 
 __all__ = ["REWRITE_STAGE", "LLMRewriter"]
 
@@ -28,9 +28,10 @@ class LLMRewriter:
     """S1 query rewriting by an LLM: "extract and restate the core information need".
 
     Uses an :class:`~ragnb.judge.OpenAIJudge`'s client, retries, cache and ledger (stage
-    ``s1_rewrite``) with its own prompt (an ``extract`` template whose answer is the one line
-    ``1. <restated need>``). An answer that stays invalid after the reminder, or no answer,
-    keeps the normalised original, with the reason in the S1 frame.
+    ``s1_rewrite``) with its own prompt, the shipped ``query-rewrite`` template (an ``extract``
+    template whose answer is the one line ``1. <restated need>``). An answer that stays invalid
+    after the reminder, or no answer, keeps the normalised original, with the reason in the S1
+    frame.
 
     Parameters
     ----------
@@ -46,26 +47,7 @@ class LLMRewriter:
         if not hasattr(judge, "make_call") or not hasattr(judge, "run"):
             raise InputError("LLMRewriter needs an OpenAIJudge (make_call and run)")
         self.judge = judge
-        self.template = PromptTemplate(
-            name="query-rewrite",
-            language="en",
-            kind="extract",
-            answer="numbered_list",
-            user=(
-                "Extract and restate the core information need of this search query as one "
-                "short, self-contained request, in the language of the query. Keep every name, "
-                "number and technical term; add nothing the query does not say.\n\n"
-                "Query:\n{query}\n\n"
-                'Answer with exactly one line of the form "1. <the restated information need>" '
-                "and no other text."
-            ),
-            reminder=(
-                "Your answer is not in the required format. Reply with exactly one line "
-                '"1. <the restated information need>" and no other text.'
-            ),
-            expected_output_tokens=40,
-            source="Dallaire (arXiv 2511.09545), Section 3.4, S1: rewrite queries",
-        )
+        self.template = load_prompt("query-rewrite")
         self.rewriter_id = f"llm-rewrite:{judge.model}#{self.template.sha256[:8]}"
 
     def many(self, texts: Sequence[str]) -> list[tuple[str | None, str]]:
