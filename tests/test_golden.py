@@ -239,12 +239,12 @@ def test_second_run_is_a_noop_and_a_changed_parameter_reruns_only_its_stages(pyd
     first_judge = CountingJudge(NoisyJudge(pydocs.qrels, missing=0))
     first = build(pydocs, ten, first_judge, tmp_path / "run").run()
     assert first_judge.graded == len(first.candidates) and first_judge.ranked > 0
-    assert not any(r.reused for r in first.pipeline._records.values())
+    assert not any(r.reused for r in first.pipeline.stage_records.values())
 
     again_judge = CountingJudge(NoisyJudge(pydocs.qrels, missing=0))
     again = build(pydocs, ten, again_judge, tmp_path / "run").run()
     assert again_judge.graded == 0 and again_judge.ranked == 0  # zero judge calls
-    assert all(r.reused for r in again.pipeline._records.values())
+    assert all(r.reused for r in again.pipeline.stage_records.values())
     assert again.qrels.equals(first.qrels)
     pd.testing.assert_frame_equal(again.order, first.order)
     pd.testing.assert_frame_equal(again.grades, first.grades)
@@ -252,7 +252,7 @@ def test_second_run_is_a_noop_and_a_changed_parameter_reruns_only_its_stages(pyd
     # another min_pool: S1-S4 reused (no grading), S5 and S6 recomputed
     third_judge = CountingJudge(NoisyJudge(pydocs.qrels, missing=0))
     third = build(pydocs, ten, third_judge, tmp_path / "run", min_pool=15).run()
-    reused = {s: r.reused for s, r in third.pipeline._records.items()}
+    reused = {s: r.reused for s, r in third.pipeline.stage_records.items()}
     assert reused == {"s1": True, "s2": True, "s3": True, "s4": True, "s5": False, "s6": False}
     assert third_judge.graded == 0 and third_judge.ranked > 0
 
@@ -273,7 +273,7 @@ def test_a_code_change_reruns_the_stages_that_run_it(pydocs, ten, tmp_path, monk
     )
     judge = CountingJudge(QrelsJudge(pydocs.qrels, missing=0))
     gs = build(pydocs, ten, judge, tmp_path / "run").run()
-    reused = {s: r.reused for s, r in gs.pipeline._records.items()}
+    reused = {s: r.reused for s, r in gs.pipeline.stage_records.items()}
     assert reused == {"s1": True, "s2": True, "s3": True, "s4": True, "s5": False, "s6": True}
     assert judge.graded == 0 and judge.ranked == 0
     # a change of the refinement code reruns S6
@@ -281,7 +281,7 @@ def test_a_code_change_reruns_the_stages_that_run_it(pydocs, ten, tmp_path, monk
         ragnb.golden.config.STAGE_CODE, "s6", ("ragnb.golden.stages", "ragnb.stats")
     )
     gs = build(pydocs, ten, judge, tmp_path / "run").run()
-    assert not gs.pipeline._records["s6"].reused and judge.ranked > 0
+    assert not gs.pipeline.stage_records["s6"].reused and judge.ranked > 0
 
 
 class Crash(RuntimeError):
@@ -310,7 +310,7 @@ def test_a_crash_mid_stage_leaves_no_partial_file_and_the_rerun_resumes(pydocs, 
     assert not list(run.rglob("*.tmp")) and not (run / "manifest.json").exists()
     judge = CountingJudge(QrelsJudge(pydocs.qrels, missing=0))
     gs = build(pydocs, ten, judge, run).run()
-    reused = {s: r.reused for s, r in gs.pipeline._records.items()}
+    reused = {s: r.reused for s, r in gs.pipeline.stage_records.items()}
     assert reused == {"s1": True, "s2": True, "s3": True, "s4": False, "s5": False, "s6": False}
     assert not list(run.rglob("*.tmp"))
     # a stage file changed behind the pipeline's back is not trusted: S4 is graded again

@@ -320,7 +320,7 @@ class GoldenSet:
         """One row per stage: ``stage``, ``title``, ``reused``, ``seconds``, ``input_hash``
         (first 12 hex digits), ``counts`` (JSON)."""
         rows = []
-        for sid, rec in self.pipeline._records.items():
+        for sid, rec in self.pipeline.stage_records.items():
             rows.append(
                 (sid, STAGES[sid][0], rec.reused, rec.seconds, rec.input_hash[:12])
                 + (json.dumps(rec.counts),)
@@ -430,11 +430,16 @@ class GoldenSet:
 
     def _increment_key(self) -> str:
         return sha256_json(
-            {"judge": judge_fingerprint(self.judge), "s4": self.pipeline._records["s4"].output_hash}
+            {
+                "judge": judge_fingerprint(self.judge),
+                "s4": self.pipeline.stage_records["s4"].output_hash,
+            }
         )
 
-    def _load_increments(self) -> None:
-        """Judgements of earlier increments whose judge and S4 match this run's."""
+    def load_increments(self) -> None:
+        """Add the judgements of earlier increments (``increments/`` of the run folder) whose
+        judge and S4 match this run's; nothing without a run folder. The pipeline calls it
+        when it builds the golden set."""
         if self.run_dir is None:
             return
         qids = set(self.queries["query_id"])
@@ -476,15 +481,15 @@ class GoldenSet:
                 "budget_usd": p.budget_usd,
             },
             "dataset": p.dataset_info,
-            "data_sha256": p._data(),
+            "data_sha256": p.data_sha256(),
             "systems": self._systems_info(),
-            "rewriter": p._params("s1")["rewrite"],
+            "rewriter": p.stage_params("s1")["rewrite"],
             "seeds": {
                 "pipeline": p.seed,
                 "refine": "per query: first 8 bytes of sha256('<seed>:<query_id>'), little-endian",
                 "judge": getattr(p.judge, "seed", None),
             },
-            "stages": {sid: rec.to_dict() for sid, rec in p._records.items()},
+            "stages": {sid: rec.to_dict() for sid, rec in p.stage_records.items()},
             "counts": self._counts(),
             "cache": {
                 "judge_cache": None if cache is None else cache.summary(),

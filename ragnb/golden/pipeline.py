@@ -45,6 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
@@ -438,7 +439,17 @@ class GoldenPipeline:
         """S6's frames (:func:`refine_pools`): ``order``, ``history``, ``summary``."""
         return self._stage("s6")
 
-    def _params(self, stage: str) -> dict[str, Any]:
+    @property
+    def stage_records(self) -> Mapping[str, StageRecord]:
+        """The record of each stage run or loaded so far (hashes, reuse, seconds, counts), by
+        stage id, in run order; read-only."""
+        return MappingProxyType(self._records)
+
+    def stage_params(self, stage: str) -> dict[str, Any]:
+        """The parameters of ``stage`` ("s1" to "s6") that enter its input hash, JSON-safe:
+        S1 the rewriter's id and the query ids, S2 the depth and each system's fingerprint,
+        S3 ``rrf_k``, S4 the judge's fingerprint, S5 ``min_pool`` and ``keep_grade``, S6 the
+        judge, the refinement settings and the seed."""
         if stage == "s1":
             rw = self.rewrite
             rid = None
@@ -463,7 +474,9 @@ class GoldenPipeline:
             "seed": self.seed,
         }
 
-    def _data(self) -> str:
+    def data_sha256(self) -> str:
+        """SHA-256 of the corpus and the queries the pipeline read (part of every stage's input
+        hash), computed once."""
         if self._data_hash is None:
             self._data_hash = data_hash(self.corpus, self.queries_in)
         return self._data_hash
@@ -473,9 +486,9 @@ class GoldenPipeline:
         return sha256_json(
             {
                 "stage": stage,
-                "params": self._params(stage),
+                "params": self.stage_params(stage),
                 "upstream": upstream,
-                "data": self._data(),
+                "data": self.data_sha256(),
                 "code": code_sha256(STAGE_CODE[stage]),
             }
         )
@@ -760,7 +773,7 @@ class GoldenPipeline:
             refine_summary=refined["summary"],
             estimate=est,
         )
-        golden._load_increments()
+        golden.load_increments()
         if self.new_systems:
             self._ensure_indexed(self.new_systems)
             for name, system in self.new_systems.items():
