@@ -52,6 +52,7 @@ from ragnb.provenance import scrub, secrets_in_env
 __all__ = [
     "FATAL_STATUSES",
     "RETRYABLE_STATUSES",
+    "DEFAULT_RETRY",
     "CircuitBreaker",
     "Fault",
     "GaveUp",
@@ -187,6 +188,11 @@ class RetryPolicy:
                 fault,
             )
         return fault.wait
+
+
+#: The default retry policy: the judge's and the HTTP reranker's constructor defaults read it,
+#: so the numbers have one home.
+DEFAULT_RETRY = RetryPolicy()
 
 
 # ----------------------------------------------------------------------------- waits

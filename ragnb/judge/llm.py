@@ -54,7 +54,12 @@ from ragnb.judge.prompts import LABELS, PromptTemplate, load_prompt
 from ragnb.judge.sender import CallSender
 from ragnb.ledger import Ledger, PlannedCall
 from ragnb.provenance import safe_url
-from ragnb.transport import RetryPolicy, check_request_params, check_retry_settings
+from ragnb.transport import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    check_request_params,
+    check_retry_settings,
+)
 
 __all__ = ["INFLIGHT_NAMESPACE", "KEY_PARTS", "NAMESPACE", "CallResult", "LLMCall", "OpenAIJudge"]
 
@@ -175,11 +180,11 @@ class OpenAIJudge(Judge):
         temperature: float | None = 0.0,
         request_params: Mapping[str, Any] | None = None,
         concurrency: int = 8,
-        timeout: float = 60.0,
-        max_attempts: int = 5,
-        backoff_base: float = 0.5,
-        backoff_max: float = 30.0,
-        max_retry_wait: float = 120.0,
+        timeout: float = DEFAULT_RETRY.timeout,
+        max_attempts: int = DEFAULT_RETRY.max_attempts,
+        backoff_base: float = DEFAULT_RETRY.backoff_base,
+        backoff_max: float = DEFAULT_RETRY.backoff_max,
+        max_retry_wait: float = DEFAULT_RETRY.max_retry_wait,
         reminder: bool = True,
         retry_invalid: bool = False,
         cache: Cache | None = None,

@@ -25,6 +25,7 @@ from ragnb.prices import PriceTable
 from ragnb.provenance import safe_url
 from ragnb.rerank.base import CandidateGroup, Reranker, RerankError
 from ragnb.transport import (
+    DEFAULT_RETRY,
     Fault,
     GaveUp,
     RetryPolicy,
@@ -192,11 +193,11 @@ class HTTPReranker(Reranker):
         top_n_field: str | None = "top_n",
         request_params: Mapping[str, Any] | None = None,
         max_documents: int = 1000,
-        timeout: float = 60.0,
-        max_attempts: int = 5,
-        backoff_base: float = 0.5,
-        backoff_max: float = 30.0,
-        max_retry_wait: float = 120.0,
+        timeout: float = DEFAULT_RETRY.timeout,
+        max_attempts: int = DEFAULT_RETRY.max_attempts,
+        backoff_base: float = DEFAULT_RETRY.backoff_base,
+        backoff_max: float = DEFAULT_RETRY.backoff_max,
+        max_retry_wait: float = DEFAULT_RETRY.max_retry_wait,
         concurrency: int = 4,
         cache: Cache | bool | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
