@@ -173,6 +173,7 @@ def test_golden_options_reach_the_config_by_their_field_names(tmp_path, monkeypa
 
     from ragnb.cli import _GOLDEN_OPTIONS_NOT_FIELDS, _golden_config, build_parser
     from ragnb.golden import GoldenSetConfig
+    from ragnb.judge import DEFAULT_JUDGE_MODEL
 
     monkeypatch.chdir(tmp_path)
     argv = ["golden", "--dataset", "d", "--out", "o", "--queries", "q.txt", "--judge", "openai"]
@@ -195,6 +196,8 @@ def test_golden_options_reach_the_config_by_their_field_names(tmp_path, monkeypa
     c = _golden_config(build_parser().parse_args(argv[:5] + ["--min-pool", "12"]))
     assert (c.queries, c.human_labels, c.min_pool, c.depth) == ("", "", 12, 10)
     assert c.retrievers == ["bm25", "dense"] and c.judge == "local"
+    # the parser spells the model default out (importing ragnb.judge would slow every command)
+    assert c.model == DEFAULT_JUDGE_MODEL
 
 
 # --------------------------------------------------------------------------- report

@@ -439,7 +439,7 @@ def _rewrite_judge(
     InputError
         ``rewrite_model="local"`` without the local model installed.
     """
-    from ragnb.judge import OpenAIJudge
+    from ragnb.judge import DEFAULT_JUDGE_MODEL, OpenAIJudge
     from ragnb.ledger import Ledger
 
     if not config.llm_configured:
@@ -483,7 +483,7 @@ def _rewrite_judge(
             "token, its time is in the local-compute cost."
         )
         return judge
-    model = config.rewrite_model or "gpt-4o-mini"
+    model = config.rewrite_model or DEFAULT_JUDGE_MODEL
     judge = OpenAIJudge(
         model,
         base_url=config.rewrite_base_url or None,

@@ -41,6 +41,7 @@ import pandas as pd
 from ragnb.correlation import analysis, data
 from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
+from ragnb.judge.llm import DEFAULT_JUDGE_MODEL
 from ragnb.params import NotebookParams, resolve_path
 from ragnb.validation import check_among, check_choice, check_number_in, check_positive_ints
 
@@ -151,7 +152,7 @@ class CorrelationConfig(NotebookParams):
     graded_path: str = ""
     llm: str = "local"
     base_url: str = ""
-    model: str = "gpt-4o-mini"
+    model: str = DEFAULT_JUDGE_MODEL
     max_llm_samples: int = 3
     max_tokens: int = 48
     expected_grade: bool = True

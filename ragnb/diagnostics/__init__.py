@@ -74,6 +74,7 @@ from ragnb.diagnostics.retrieval_impact import AblationRetrieval, ablation_retri
 from ragnb.diagnostics.study import *  # noqa: F403 (re-exported: see __all__)
 from ragnb.embed import DEFAULT_MODEL, STUDY_MODEL
 from ragnb.errors import InputError
+from ragnb.judge.llm import DEFAULT_JUDGE_MODEL
 from ragnb.params import NotebookParams
 from ragnb.validation import check_among, check_choice
 
@@ -198,7 +199,7 @@ class DiagnosticsConfig(NotebookParams):
     n_resamples: int = 2000
     rewrite: str = "rules"
     base_url: str = ""
-    llm_model: str = "gpt-4o-mini"
+    llm_model: str = DEFAULT_JUDGE_MODEL
     cache_dir: str = ""
 
     def __post_init__(self) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
+from ragnb.judge.llm import DEFAULT_JUDGE_MODEL
 from ragnb.judge.rewriter import REWRITE_STAGE
 from ragnb.params import NotebookParams
 from ragnb.provenance import has_credentials
@@ -239,7 +240,7 @@ class GoldenSetConfig(NotebookParams):
     rrf_k: int = 60
     rewrite: bool = False
     judge: str = "local"
-    model: str = "gpt-4o-mini"
+    model: str = DEFAULT_JUDGE_MODEL
     prompt: str = "utility-rubric"
     base_url: str = ""
     judge_sd: float = 1.0

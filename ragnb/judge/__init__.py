@@ -39,12 +39,20 @@ from ragnb.judge.base import (
     RankResult,
 )
 from ragnb.judge.ensemble import EnsembleGrades, EnsembleJudge, combine_grades
-from ragnb.judge.llm import INFLIGHT_NAMESPACE, KEY_PARTS, NAMESPACE, CallResult, OpenAIJudge
+from ragnb.judge.llm import (
+    DEFAULT_JUDGE_MODEL,
+    INFLIGHT_NAMESPACE,
+    KEY_PARTS,
+    NAMESPACE,
+    CallResult,
+    OpenAIJudge,
+)
 from ragnb.judge.offline import NoisyJudge, QrelsJudge, SimilarityJudge
 from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
 from ragnb.judge.rewriter import LLMRewriter
 
 __all__ = [
+    "DEFAULT_JUDGE_MODEL",
     "GRADE_COLUMNS",
     "INFLIGHT_NAMESPACE",
     "KEY_PARTS",

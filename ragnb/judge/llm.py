@@ -61,7 +61,19 @@ from ragnb.transport import (
     check_retry_settings,
 )
 
-__all__ = ["INFLIGHT_NAMESPACE", "KEY_PARTS", "NAMESPACE", "CallResult", "LLMCall", "OpenAIJudge"]
+__all__ = [
+    "DEFAULT_JUDGE_MODEL",
+    "INFLIGHT_NAMESPACE",
+    "KEY_PARTS",
+    "NAMESPACE",
+    "CallResult",
+    "LLMCall",
+    "OpenAIJudge",
+]
+
+#: The hosted chat model of an :class:`OpenAIJudge` (and of the studies' ``openai`` judges and
+#: LLM rewriters) unless one is named.
+DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 
 
 class OpenAIJudge(Judge):
@@ -170,7 +182,7 @@ class OpenAIJudge(Judge):
 
     def __init__(
         self,
-        model: str = "gpt-4o-mini",
+        model: str = DEFAULT_JUDGE_MODEL,
         *,
         prompt: str | os.PathLike[str] | PromptTemplate = "utility-rubric",
         rank_prompt: str | os.PathLike[str] | PromptTemplate = "listwise",

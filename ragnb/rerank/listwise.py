@@ -150,10 +150,10 @@ class LLMListwiseReranker(Reranker):
         ):
             raise InputError(f"depth must be an integer >= 2 or None, got {depth!r}")
         if judge is None:
-            from ragnb.judge.llm import OpenAIJudge
+            from ragnb.judge.llm import DEFAULT_JUDGE_MODEL, OpenAIJudge
 
             judge_kwargs.setdefault("progress", False)
-            judge = OpenAIJudge(model or "gpt-4o-mini", base_url=base_url, **judge_kwargs)
+            judge = OpenAIJudge(model or DEFAULT_JUDGE_MODEL, base_url=base_url, **judge_kwargs)
         elif judge_kwargs or base_url is not None:
             raise InputError("pass either a judge or the settings of a new one, not both")
         if not hasattr(judge, "rank_many"):
