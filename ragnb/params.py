@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RUNNER_ENTRIES",
+    "SAMPLE_DATASET",
     "NotebookParams",
     "display_path",
     "fill_runner_doc",
@@ -29,6 +30,10 @@ __all__ = [
     "project_root",
     "resolve_path",
 ]
+
+#: The shipped sample dataset (``ragnb data build-sample``), relative to the project root: every
+#: study's default ``dataset``.
+SAMPLE_DATASET = "data/pydocs"
 
 #: numpydoc entries shared by the studies' runners, which take a :class:`NotebookParams`
 #: config (``compare_retrievers``, ``run_what_if``, ``clq_tradeoffs``).

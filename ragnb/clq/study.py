@@ -27,7 +27,7 @@ from ragnb.clq.ray_executor import RayExecutor, make_executor
 from ragnb.clq.sweep import SweepResult, cap_dataset, run_sweep
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset
-from ragnb.params import NotebookParams, display_path, fill_runner_doc, resolve_path
+from ragnb.params import SAMPLE_DATASET, NotebookParams, display_path, fill_runner_doc, resolve_path
 from ragnb.validation import check_choice, check_number_in
 
 __all__ = [
@@ -130,7 +130,7 @@ class ClqTradeoffsConfig(NotebookParams):
         local Ray on 127.0.0.1.
     """
 
-    dataset: str = "data/pydocs"
+    dataset: str = SAMPLE_DATASET
     split: str = "test"
     embedders: list[str] = field(default_factory=lambda: ["wordllama"])
     dims: list[int] = field(default_factory=lambda: [64, 0])

@@ -42,7 +42,7 @@ from ragnb.correlation import analysis, data
 from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL
-from ragnb.params import NotebookParams, resolve_path
+from ragnb.params import SAMPLE_DATASET, NotebookParams, resolve_path
 from ragnb.validation import check_among, check_choice, check_number_in, check_positive_ints
 
 __all__ = ["CorrelationConfig", "CorrelationStudy", "run_study"]
@@ -136,7 +136,7 @@ class CorrelationConfig(NotebookParams):
         Folder for the samples, tables and ledger (empty: nothing written).
     """
 
-    dataset: str = "data/pydocs"
+    dataset: str = SAMPLE_DATASET
     split: str = "test"
     rel: int = 1
     negatives: str = "bm25"

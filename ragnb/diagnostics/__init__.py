@@ -75,7 +75,7 @@ from ragnb.diagnostics.study import *  # noqa: F403 (re-exported: see __all__)
 from ragnb.embed import DEFAULT_MODEL, STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL
-from ragnb.params import NotebookParams
+from ragnb.params import SAMPLE_DATASET, NotebookParams
 from ragnb.validation import check_among, check_choice
 
 __all__ = [
@@ -188,7 +188,7 @@ class DiagnosticsConfig(NotebookParams):
     runs: int = 15
     seed: int = 0
     min_base_margin: float = 0.02
-    dataset: str = "data/pydocs"
+    dataset: str = SAMPLE_DATASET
     split: str = "test"
     noise_levels: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
     noise_queries: int = 20

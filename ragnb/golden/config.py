@@ -11,7 +11,7 @@ from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL
 from ragnb.judge.rewriter import REWRITE_STAGE
-from ragnb.params import NotebookParams
+from ragnb.params import SAMPLE_DATASET, NotebookParams
 from ragnb.provenance import has_credentials
 from ragnb.validation import (
     check_among,
@@ -230,7 +230,7 @@ class GoldenSetConfig(NotebookParams):
         Replicates per query and noise level.
     """
 
-    dataset: str = "data/pydocs"
+    dataset: str = SAMPLE_DATASET
     split: str = "test"
     queries: str = ""
     max_queries: int = 2

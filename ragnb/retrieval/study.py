@@ -31,7 +31,7 @@ from ragnb.measures import (
     resolve_grade_map,
 )
 from ragnb.measures.proc import proc_table
-from ragnb.params import NotebookParams, fill_runner_doc, resolve_path
+from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc, resolve_path
 from ragnb.provenance import versions
 from ragnb.retrieval.contexts import CONTEXT_SIMILARITIES, context_scores, context_table
 from ragnb.retrieval.fusions import FusionComparison, compare_fusions
@@ -118,7 +118,7 @@ class RetrievalEvaluationConfig(NotebookParams):
         cap4 = 1, cap3 = 0.25 (:func:`ragnb.retrieval.sensitivity.ranwg_sensitivity`).
     """
 
-    dataset: str = "data/pydocs"
+    dataset: str = SAMPLE_DATASET
     split: str = "test"
     retrievers: list[str] = field(default_factory=lambda: list(RETRIEVERS))
     model: str = STUDY_MODEL

@@ -46,7 +46,7 @@ from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset, read_run
 from ragnb.measures import GRADED_FAMILIES, grade_map_record, map_grades, resolve_grade_map
-from ragnb.params import NotebookParams, fill_runner_doc, resolve_path
+from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc, resolve_path
 from ragnb.provenance import versions
 from ragnb.retrieve import RETRIEVERS, compute_runs
 from ragnb.validation import check_among, check_choice
@@ -119,7 +119,7 @@ class WhatIfConfig(NotebookParams):
         sliders are altair's and need no kernel); ``"on"`` always, ``"off"`` never.
     """
 
-    dataset: str = "data/pydocs"
+    dataset: str = SAMPLE_DATASET
     split: str = "test"
     runs_dir: str = ""
     retrievers: list[str] = field(default_factory=lambda: list(RETRIEVERS))
