@@ -440,7 +440,7 @@ def _rewrite_judge(
         ``rewrite_model="local"`` without the local model installed.
     """
     from ragnb.judge import DEFAULT_JUDGE_MODEL, OpenAIJudge
-    from ragnb.ledger import Ledger
+    from ragnb.ledger import LEDGER_FILE, Ledger
 
     if not config.llm_configured:
         if any(r == "llm" or str(r).startswith("llm:") for r in config.rewriters):
@@ -470,7 +470,7 @@ def _rewrite_judge(
                 base_url=server.base_url,
                 api_key="local",
                 timeout=300.0,
-                ledger=Ledger(out_dir / "ledger.jsonl", prices=cost.prices),
+                ledger=Ledger(out_dir / LEDGER_FILE, prices=cost.prices),
                 **options,
             )
         except BaseException:
@@ -487,7 +487,7 @@ def _rewrite_judge(
     judge = OpenAIJudge(
         model,
         base_url=config.rewrite_base_url or None,
-        ledger=Ledger(out_dir / "ledger.jsonl", prices=cost.prices),
+        ledger=Ledger(out_dir / LEDGER_FILE, prices=cost.prices),
         **options,
     )
     notes.append(f"LLM rewriter: `{model}` through the OpenAI-compatible endpoint configured.")

@@ -654,10 +654,10 @@ def _generate(
     from ragnb.cache import Cache
     from ragnb.correlation.generate import generate_graded
     from ragnb.judge import OpenAIJudge
-    from ragnb.ledger import Ledger
+    from ragnb.ledger import LEDGER_FILE, Ledger
 
     start = time.perf_counter()
-    ledger_path = resolve_path(c.export_dir) / "ledger.jsonl" if c.export_dir else None
+    ledger_path = resolve_path(c.export_dir) / LEDGER_FILE if c.export_dir else None
     ledger = Ledger(ledger_path)
     params = {"max_tokens": c.max_tokens} if c.max_tokens else None
     options: dict[str, Any] = dict(

@@ -126,12 +126,12 @@ def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
     """
     from ragnb.judge import OpenAIJudge
     from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer
-    from ragnb.ledger import Ledger
+    from ragnb.ledger import LEDGER_FILE, Ledger
     from ragnb.params import resolve_path
     from ragnb.prices import ModelPrice
 
     if ledger is None:
-        path = resolve_path(config.export_dir) / "ledger.jsonl" if config.export_dir else None
+        path = resolve_path(config.export_dir) / LEDGER_FILE if config.export_dir else None
         ledger = Ledger(path)
     if ledger.prices.price(DEFAULT_MODEL) is None:
         ledger.prices.prices[DEFAULT_MODEL] = ModelPrice(

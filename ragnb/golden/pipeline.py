@@ -330,7 +330,7 @@ class GoldenPipeline:
         from ragnb.cache import Cache
         from ragnb.io import read_beir
         from ragnb.judge import LLMRewriter
-        from ragnb.ledger import Ledger
+        from ragnb.ledger import LEDGER_FILE, Ledger
 
         data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
         queries, source = select_queries(config, data)
@@ -338,7 +338,7 @@ class GoldenPipeline:
         cache = Cache(config.cache_dir or None)
         ledger = None
         if config.judge == "openai":
-            ledger = Ledger(None if run_dir is None else run_dir / "ledger.jsonl")
+            ledger = Ledger(None if run_dir is None else run_dir / LEDGER_FILE)
         judge = make_judge(config, data.qrels, cache=cache, ledger=ledger)
         built: dict[str, Retriever] = {}
 

@@ -89,10 +89,13 @@ from ragnb.ledger import estimates
 from ragnb.ledger.estimates import *  # noqa: F403 (re-exported: see __all__)
 from ragnb.prices import ModelPrice, PriceTable
 
-__all__ = ["Ledger", "ModelPrice", "PriceTable"]
+__all__ = ["LEDGER_FILE", "Ledger", "ModelPrice", "PriceTable"]
 __all__ += estimates.__all__
 
 log = logging.getLogger("ragnb.ledger")
+
+#: The ledger's file name in a study's run or export folder.
+LEDGER_FILE = "ledger.jsonl"
 
 LEDGER_FIELDS = (
     "ts",
