@@ -84,21 +84,14 @@ def _precision_sums(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(v, precision, 0.0).sum(axis=1), v.sum(axis=1)
 
 
-def _precision_at_relevant(
-    arrays: RankingArrays, k: int | None, rel: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``sum_k P@k v_k`` and ``sum_k v_k`` over the top k, each of shape (n_queries,)."""
-    return _precision_sums(arrays.relevant(rel, k))
-
-
 def _context_precision(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     """sum_k P@k v_k / sum_k v_k over the top k; 0 without a relevant document; (n_queries,)."""
-    return _safe_div(*_precision_at_relevant(arrays, k, rel))
+    return _safe_div(*_precision_sums(arrays.relevant(rel, k)))
 
 
 def _pr_auc(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     """sum_k P@k v_k / N_p over the top k (step-wise PR area = AP); 0 when N_p = 0."""
-    num, _ = _precision_at_relevant(arrays, k, rel)
+    num, _ = _precision_sums(arrays.relevant(rel, k))
     return _safe_div(num, arrays.n_relevant(rel))
 
 
