@@ -40,6 +40,7 @@ from ragnb.measures import Measure, parse_measures
 from ragnb.measures._kernel import as_qrels_frame
 from ragnb.measures.diversity import document_qrels
 from ragnb.measures.novelty import SourceOf
+from ragnb.validation import check_int_at_least
 
 __all__ = ["PARQUET_SUFFIXES", "evaluate_file", "iter_query_blocks"]
 
@@ -117,8 +118,7 @@ def evaluate_file(
     path = Path(run_path)
     if not path.is_file():
         raise InputError("run file not found", path=path)
-    if block_rows < 1:
-        raise InputError(f"block_rows must be >= 1, got {block_rows}")
+    check_int_at_least(block_rows, "block_rows", 1)
     parsed = parse_measures(measures)
     qrels, grade_map = _checked_qrels(qrels, parsed, grade_map)
     if qrels.empty:

@@ -7,7 +7,7 @@ depth, a count), the columns a frame must hold, and the L2 normalisation of embe
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,10 @@ __all__ = [
 _T = TypeVar("_T")
 
 
+@overload
+def check_positive_int(value: Any, name: str = ..., *, allow_none: Literal[False] = ...) -> int: ...
+@overload
+def check_positive_int(value: Any, name: str = ..., *, allow_none: bool) -> int | None: ...
 def check_positive_int(value: Any, name: str = "k", *, allow_none: bool = False) -> int | None:
     """``value`` as an ``int`` when it is an integer >= 1 (bool is not an integer here).
 
@@ -188,13 +192,21 @@ def convert_entry(
 def check_positive_ints(values: Sequence[Any], name: str) -> None:
     """Raise unless ``values`` is a non-empty list of integers >= 1 (cutoffs K, say).
 
+    An integral float (``10.0``) passes; ``2.5``, a bool or a string does not.
+
     Raises
     ------
     InputError
         ``"<name> must be positive integers, got <values>"``.
     """
-    if not values or any(isinstance(v, bool) or int(v) < 1 for v in values):
+    if not values or not all(_is_positive_integral(v) for v in values):
         raise InputError(f"{name} must be positive integers, got {values}", column=name)
+
+
+def _is_positive_integral(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        return False
+    return bool(float(value).is_integer() and value >= 1)
 
 
 def check_number_in(

@@ -1,11 +1,12 @@
-"""Small shared helpers: ragnb.readers.iter_run_lines, ragnb.validation.convert_entry,
-ragnb.evaluate.wide_values / aggregate_means."""
+"""Small shared helpers: ragnb.readers.iter_run_lines, ragnb.validation (convert_entry, the
+positive-integer and required-column checks), ragnb.evaluate.wide_values / aggregate_means."""
 
 from __future__ import annotations
 
 import doctest
 import gzip
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -14,7 +15,7 @@ import ragnb.validation
 from ragnb.errors import InputError
 from ragnb.evaluate import aggregate_means, wide_values
 from ragnb.readers import iter_run_lines, read_run
-from ragnb.validation import convert_entry
+from ragnb.validation import check_positive_int, check_positive_ints, convert_entry
 
 
 def test_iter_run_lines_yields_checked_lines_and_skips_blanks(tmp_path):
@@ -54,6 +55,46 @@ def test_convert_entry_names_query_and_document():
         convert_entry(int, "x", "q3", "d7", "grade", "an integer")
     assert info.value.query_id == "q3"
     assert doctest.testmod(ragnb.validation).failed == 0
+
+
+def test_positive_integer_checks_take_integers_only():
+    assert check_positive_int(np.int64(3), "k") == 3 and type(check_positive_int(3)) is int
+    assert check_positive_int(None, "depth", allow_none=True) is None
+    for bad in (0, -1, 2.0, True, "3", None):
+        with pytest.raises(InputError, match="k must be a positive integer, got"):
+            check_positive_int(bad, "k")
+    with pytest.raises(InputError, match="depth must be a positive integer or None, got 0"):
+        check_positive_int(0, "depth", allow_none=True)
+    check_positive_ints([1, 10.0, np.int32(5)], "ks")
+    for bad in ([], [2.5], [1, 0], [True], ["10"], [float("nan")]):
+        with pytest.raises(InputError, match="ks must be positive integers") as info:
+            check_positive_ints(bad, "ks")
+        assert info.value.column == "ks"
+
+
+def test_studies_check_columns_and_integers_through_the_validation_module():
+    """The checks that used to be written inline now come from ragnb.validation: the same
+    wording everywhere, naming the first missing column."""
+    from ragnb.diagnostics.ablations import summarize_ablations
+    from ragnb.golden.labelling import calibration_sample
+    from ragnb.measures.proc import proc_table
+    from ragnb.stats import top_k_agreement
+    from ragnb.whatif.grid import grid_measures
+
+    with pytest.raises(InputError, match="the margins frame lacks column") as info:
+        summarize_ablations(pd.DataFrame({"ablation": ["x"], "run": [0]}))
+    assert info.value.column == "delta_name"
+    pool = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "grade": [1], "system": ["s"]})
+    with pytest.raises(InputError, match="n must be a positive integer, got 0"):
+        calibration_sample(pool, n=0, seed=0)
+    qrels = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "relevance": [1]})
+    run = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "score": [1.0]})
+    with pytest.raises(InputError, match="pool_depth must be a positive integer, got 0"):
+        proc_table(qrels, run, ["P@1"], pool_depth=0)
+    with pytest.raises(InputError, match="k must be a positive integer, got 2.5"):
+        top_k_agreement(run, run, k=2.5)
+    with pytest.raises(InputError, match=r"ks must be positive integers, got \[2.5\]"):
+        grid_measures([2.5], [0.5], ["F"])
 
 
 def test_wide_values_orders_rows_and_columns():

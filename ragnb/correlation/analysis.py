@@ -34,6 +34,7 @@ from ragnb.correlation.data import RANKED_KEY, subset_of
 from ragnb.errors import InputError
 from ragnb.measures._kernel import RankingArrays
 from ragnb.measures.primer import _f, _f_e, _ndcg_in_k, _t, _t_u
+from ragnb.validation import check_int_at_least
 
 __all__ = [
     "ALPHA_MEASURES",
@@ -553,8 +554,7 @@ def correlation_table(
        varied within a subset of the data") and Section 3.2.
     """
     alphas = alpha_grid() if alphas is None else np.asarray(alphas, dtype=np.float64)
-    if kendall_alpha_stride < 1:
-        raise InputError(f"kendall_alpha_stride must be >= 1, got {kendall_alpha_stride}")
+    check_int_at_least(kendall_alpha_stride, "kendall_alpha_stride", 1)
     rows = []
     for labels, idx in segments(ss, min_segment=min_segment, by=by):
         part = ss.take(idx)

@@ -44,7 +44,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.io import read_records, write_records
-from ragnb.validation import l2_normalise, require_columns
+from ragnb.validation import check_positive_ints, l2_normalise, require_columns
 
 __all__ = [
     "GRADED_COLUMNS",
@@ -689,8 +689,7 @@ def rank_samples(
     for nc, np_ in configs:
         if not 2 <= np_ < nc:
             raise InputError(f"config (Nc={nc}, Np={np_}) needs 2 <= Np < Nc", column="configs")
-    if not ks or any(isinstance(k, bool) or int(k) < 1 for k in ks):
-        raise InputError(f"ks must be positive integers, got {list(ks)}", column="ks")
+    check_positive_ints(list(ks), "ks")
     ks = sorted({int(k) for k in ks})
     todo = []
     for sq in query_texts.to_dict("records"):

@@ -59,7 +59,7 @@ from ragnb.diagnostics.names import (
 )
 from ragnb.docstrings import doc_filler
 from ragnb.errors import InputError
-from ragnb.validation import check_positive_int
+from ragnb.validation import check_positive_int, require_columns
 
 __all__ = [
     "ABLATIONS",
@@ -663,10 +663,8 @@ def summarize_ablations(margins: pd.DataFrame, *, min_base_margin: float = 0.02)
     ----------
     Dallaire (arXiv 2511.09545), section 4.3, "Formal definitions" and "Reporting note".
     """
-    need = {"ablation", "run", "delta_name", "delta_topic", "delta_both", "base_delta_name"}
-    missing = sorted(need - set(margins.columns))
-    if missing:
-        raise InputError(f"margins lack column(s) {missing}", column=missing[0])
+    need = ("ablation", "run", "delta_name", "delta_topic", "delta_both", "base_delta_name")
+    require_columns(margins, need, "the margins frame")
     frame = margins.copy()
     frame["dd"] = frame["delta_name"] - frame["base_delta_name"]
     kept = frame["base_delta_name"] >= float(min_base_margin)

@@ -54,7 +54,7 @@ import pandas as pd
 from ragnb.diagnostics.names import _check_language, _Embedder
 from ragnb.errors import InputError
 from ragnb.judge.denoise import denoise_query
-from ragnb.validation import l2_normalise
+from ragnb.validation import l2_normalise, require_columns
 
 __all__ = [
     "LEVELS",
@@ -299,9 +299,7 @@ def _apply_rewrite(rewrite: Any, texts: Sequence[str]) -> list[str]:
 
 def _query_frame(queries: Any) -> pd.DataFrame:
     if isinstance(queries, pd.DataFrame):
-        missing = [c for c in ("query_id", "text") if c not in queries.columns]
-        if missing:
-            raise InputError(f"queries lack column(s) {missing}", column=missing[0])
+        require_columns(queries, ("query_id", "text"), "the queries frame")
         out = queries[["query_id", "text"]].astype(str).reset_index(drop=True)
     else:
         texts = [str(t) for t in queries]

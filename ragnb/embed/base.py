@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragnb.validation import l2_normalise
+from ragnb.validation import check_positive_int, l2_normalise
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -157,7 +157,8 @@ class TruncatedEmbedder(Embedder):
     Raises
     ------
     ValueError
-        If ``dim`` is not a positive integer, or exceeds the backend's dimension (at construction
+        :class:`~ragnb.errors.InputError` (a ValueError) if ``dim`` is not a positive integer;
+        ValueError if it exceeds the backend's dimension (at construction
         when the backend states it as ``dim``, else at the first call).
 
     Examples
@@ -169,8 +170,7 @@ class TruncatedEmbedder(Embedder):
     """
 
     def __init__(self, backend: Embedder, dim: int) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
-            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        check_positive_int(dim, "dim")
         full = getattr(backend, "dim", None)
         if isinstance(full, int) and dim > full:
             raise ValueError(f"dim={dim} exceeds the {full} dimensions of {backend.model_id}")

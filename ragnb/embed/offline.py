@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from ragnb.embed.base import Embedder, Kind
-from ragnb.validation import l2_normalise
+from ragnb.validation import check_positive_int, l2_normalise
 
 __all__ = [
     "OFFLINE_MODELS",
@@ -131,8 +131,7 @@ class _PackagedEmbedder(Embedder):
 
     def __init__(self, *, batch_size: int = 64) -> None:
         super().__init__()
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        batch_size = check_positive_int(batch_size, "batch_size")
         self.batch_size = batch_size
         self.model_id = self.spec.model_id
         self.dim = self.spec.dim

@@ -77,7 +77,7 @@ from ragnb.errors import InputError
 from ragnb.golden.human import AUDIT_DESIGN, AUDIT_NOTE, HumanLabels
 from ragnb.golden.labelling import LabellingWidget, LabelStore, label_pairs, pair_items
 from ragnb.io import read_qrels, write_table_csv
-from ragnb.validation import check_positive_int
+from ragnb.validation import check_positive_int, require_columns
 
 if TYPE_CHECKING:
     from ragnb.golden.goldenset import GoldenSet
@@ -210,9 +210,7 @@ def export_audit(
         :func:`read_audit` rejects (the file is left as it is).
     """
     rows, path = _rows_and_file(source, path, top_n, AUDIT_FILE)
-    missing = [c for c in AUDIT_COLUMNS if c not in rows.columns]
-    if missing:
-        raise InputError(f"the audit rows lack columns {missing}", column=missing[0])
+    require_columns(rows, AUDIT_COLUMNS, "the audit rows")
     rows = rows[AUDIT_COLUMNS].astype({"human_grade": "Int64"}).reset_index(drop=True)
     if path.exists():
         rows = _keep_grades(rows, read_audit(path))
@@ -493,9 +491,7 @@ def _audited(audit: Any, scale: Scale | None) -> pd.DataFrame:
     else:
         frame = read_qrels(audit).rename(columns={"relevance": "human_grade"})
         where = audit
-    missing = {"query_id", "doc_id", "human_grade"} - set(frame.columns)
-    if missing:
-        raise InputError(f"the audit lacks columns {sorted(missing)}", path=where)
+    require_columns(frame, ("query_id", "doc_id", "human_grade"), "the audit", path=where)
     lines = frame["line"] if "line" in frame.columns else pd.Series(pd.NA, index=frame.index)
     grade = pd.to_numeric(frame["human_grade"], errors="coerce")
     bad = frame["human_grade"].notna() & (grade.isna() | (grade % 1 != 0))

@@ -63,6 +63,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.io import AppendLog, atomic_write, read_json, read_qrels, read_records, write_records
+from ragnb.validation import check_positive_int, require_columns
 
 __all__ = ["LabelStore", "LabellingWidget", "calibration_sample", "label_pairs", "pair_items"]
 
@@ -78,9 +79,7 @@ Pair = tuple[str, str]
 def _systems_of(judgements: pd.DataFrame, provenance: pd.DataFrame | None) -> list[str]:
     """Each pair's systems as one sorted ``"+"``-joined name (``"bm25+dense"``)."""
     if provenance is not None:
-        missing = {"query_id", "doc_id", "system"} - set(provenance.columns)
-        if missing:
-            raise InputError(f"provenance lacks columns {sorted(missing)}")
+        require_columns(provenance, ("query_id", "doc_id", "system"), "provenance")
         grouped = provenance.astype({"query_id": str, "doc_id": str, "system": str}).groupby(
             ["query_id", "doc_id"]
         )["system"]
@@ -180,8 +179,7 @@ def calibration_sample(
     unknown = set(by) - {"grade", "system"}
     if unknown:
         raise InputError(f"unknown strata {sorted(unknown)}; use 'grade' and/or 'system'")
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise InputError(f"n must be a positive integer, got {n!r}")
+    check_positive_int(n, "n")
     if judgements["grade"].isna().any():
         raise InputError("judgements hold a missing grade; keep valid grades only", column="grade")
     pop = pd.DataFrame(
@@ -397,9 +395,7 @@ class LabellingWidget:
     ) -> None:
         import ipywidgets as widgets
 
-        missing = {"query_id", "doc_id", "query", "passage"} - set(items.columns)
-        if missing:
-            raise InputError(f"items lack columns {sorted(missing)}")
+        require_columns(items, ("query_id", "doc_id", "query", "passage"), "the items frame")
         lo, hi = (int(scale[0]), int(scale[1]))
         if not lo < hi or hi - lo > 9:
             raise InputError(f"scale must be (low, high) with low < high <= low + 9, got {scale}")

@@ -81,6 +81,7 @@ from ragnb.golden.plackett_luce import (
     pl_gradient,
     topological_order,
 )
+from ragnb.validation import check_positive_int
 
 __all__ = [
     "HISTORY_COLUMNS",
@@ -521,10 +522,7 @@ def refine(
     (['d', 'f', 'b', 'e', 'c', 'a'], 'resolved')
     """
     cfg = _resolve_config(config, params)
-    if max_tokens is not None and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-    ):
-        raise InputError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+    max_tokens = check_positive_int(max_tokens, "max_tokens", allow_none=True)
     ids, texts = _as_items(items)
     if len(set(ids)) != len(ids):
         raise InputError("item ids must be unique")

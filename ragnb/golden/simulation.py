@@ -107,6 +107,7 @@ from ragnb.golden.simulated_judge import (
 from ragnb.measures._kernel import as_qrels_frame
 from ragnb.measures.graded import map_grades
 from ragnb.stats import kendall_top_k, paired_bootstrap, randomization_test
+from ragnb.validation import require_columns
 
 __all__ = [
     "FRAME_COLUMNS",
@@ -523,9 +524,9 @@ _KEYS = ["dataset", "noise_sd", "budget", "method"]
 
 def _per_query(frame: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """Means over replicates: one row per (dataset, noise, budget, method, query)."""
-    missing = [c for c in [*_KEYS, "query_id", "tokens", "calls", *metrics] if c not in frame]
-    if missing:
-        raise InputError(f"the simulation frame lacks columns {missing}")
+    require_columns(
+        frame, [*_KEYS, "query_id", "tokens", "calls", *metrics], "the simulation frame"
+    )
     cols = [*metrics, "tokens", "calls", "budget_tokens"]
     cols = [c for c in cols if c in frame]
     return frame.groupby([*_KEYS, "query_id"], sort=True)[cols].mean().reset_index()

@@ -67,6 +67,7 @@ from ragnb.errors import InputError
 from ragnb.io import read_json, read_records, write_json, write_jsonl
 from ragnb.judge.calls import build_call
 from ragnb.judge.prompts import PromptTemplate, load_prompt
+from ragnb.validation import check_positive_int
 
 if TYPE_CHECKING:
     from ragnb.retrieve import Retriever
@@ -197,8 +198,7 @@ class QueryGenerator:
     ) -> None:
         if not hasattr(judge, "run") or not hasattr(judge, "params"):
             raise InputError("QueryGenerator needs an OpenAIJudge (run, params, model)")
-        if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
-            raise InputError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        max_tokens = check_positive_int(max_tokens, "max_tokens", allow_none=True)
         if type(max_passage_chars) is not int or max_passage_chars < 50:
             raise InputError(f"max_passage_chars must be an integer >= 50: {max_passage_chars!r}")
         self.judge = judge
@@ -389,8 +389,7 @@ def sample_passages(
     DataFrame
         The drawn rows, in the draw's order, index reset.
     """
-    if type(n) is not int or n < 1:
-        raise InputError(f"n must be a positive integer, got {n!r}")
+    n = check_positive_int(n, "n")
     eligible = corpus[corpus["text"].fillna("").astype(str).str.len() >= min_chars]
     if eligible.empty:
         raise InputError(f"no document of the corpus has {min_chars} characters of text")
@@ -433,8 +432,7 @@ def round_trip(
     """
     from ragnb.retrieve import make_retriever
 
-    if type(k) is not int or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
+    k = check_positive_int(k, "k")
     r = make_retriever(retriever) if isinstance(retriever, str) else retriever
     if corpus is not None:
         r.index(corpus)

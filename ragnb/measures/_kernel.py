@@ -38,6 +38,7 @@ from ragnb.frames import (
     run_from_dict,
     sort_run,
 )
+from ragnb.validation import check_positive_int
 
 __all__ = ["RankingArrays", "prepare"]
 
@@ -308,10 +309,7 @@ def prepare(
     >>> arrays.ideal.tolist(), arrays.n_relevant(1).tolist(), arrays.n_run_queries_without_qrels
     ([[2, 1, 0]], [2], 1)
     """
-    if depth is not None and (
-        isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 1
-    ):
-        raise InputError(f"depth must be a positive integer or None, got {depth!r}")
+    check_positive_int(depth, "depth", allow_none=True)
     qrels_index = _index_qrels(qrels)
     depth = None if depth is None else int(depth)
     if order == "score" and isinstance(run, Mapping):  # a dict run: its judgements looked up

@@ -32,6 +32,7 @@ from ragnb.measures._kernel import as_qrels_frame, as_run_frame, prepare
 from ragnb.measures._public import fill_doc
 from ragnb.measures.base import Measure, parse_measure, parse_measures
 from ragnb.measures.graded import Qrels, Run, rarity_weights
+from ragnb.validation import check_positive_int
 
 __all__ = ["ProcResult", "ideal_reorder", "proc_table"]
 
@@ -43,14 +44,6 @@ _NOT_A_CEILING = {
     "RA-nWG-nov": "its ideal set depends on document sources; compare with RA-nWG's PROC",
 }
 _WEIGHT_FAMILIES = ("RA-nWG",)
-
-
-def _check_pool_depth(pool_depth: int) -> int:
-    if isinstance(pool_depth, bool) or not isinstance(pool_depth, int | np.integer):
-        raise InputError(f"pool_depth must be a positive integer, got {pool_depth!r}")
-    if pool_depth < 1:
-        raise InputError(f"pool_depth must be a positive integer, got {pool_depth!r}")
-    return int(pool_depth)
 
 
 def _grade_weights(qrels: pd.DataFrame, measure: Measure) -> pd.Series:
@@ -119,7 +112,7 @@ def ideal_reorder(
     >>> ideal_reorder(run, qrels, 3)["doc_id"].tolist()     # pool a, x, c; b is left out
     ['c', 'a', 'x']
     """
-    depth = _check_pool_depth(pool_depth)
+    depth = check_positive_int(pool_depth, "pool_depth")
     qrels_df = as_qrels_frame(qrels)
     ranked = sort_run(as_run_frame(run), order, warn=False).run
     pool = ranked[ranked["rank"] <= depth].reset_index(drop=True)
@@ -223,7 +216,7 @@ def proc_table(
     >>> res.table[["measure", "actual", "proc", "pct_proc"]].to_dict("records")
     [{'measure': 'N-Recall4+@2', 'actual': 0.5, 'proc': 1.0, 'pct_proc': 0.5}]
     """
-    depth = _check_pool_depth(pool_depth)
+    depth = check_positive_int(pool_depth, "pool_depth")
     parsed = parse_measures(measures)
     for m in parsed:
         reason = _NOT_A_CEILING.get(m.family)

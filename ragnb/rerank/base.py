@@ -18,6 +18,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.frames import sort_run
+from ragnb.validation import check_positive_int
 
 __all__ = ["USAGE_KEYS", "CandidateGroup", "NoReranker", "RerankError", "Reranker"]
 
@@ -51,14 +52,6 @@ class CandidateGroup:
     doc_ids: list[str]
     texts: list[str]
     scores: np.ndarray  # first-stage scores, shape (n,), float64
-
-
-def _check_top_n(top_n: Any) -> int | None:
-    if top_n is None:
-        return None
-    if isinstance(top_n, bool) or not isinstance(top_n, int | np.integer) or top_n < 1:
-        raise InputError(f"top_n must be a positive integer or None, got {top_n!r}")
-    return int(top_n)
 
 
 def _group_from_candidates(
@@ -233,7 +226,7 @@ class Reranker(ABC):
         InputError
             On a malformed candidate list or ``top_n``.
         """
-        top_n = _check_top_n(top_n)
+        top_n = check_positive_int(top_n, "top_n", allow_none=True)
         group = _group_from_candidates(query, candidates, scores)
         if not group.doc_ids:
             return []
@@ -277,7 +270,7 @@ class Reranker(ABC):
             On a malformed run, a query of the run with no text, or a document with no text
             (naming the query and document).
         """
-        top_n = _check_top_n(top_n)
+        top_n = check_positive_int(top_n, "top_n", allow_none=True)
         groups = _groups(queries, run, texts if self._needs_text else None)
         scored = self._scored(groups, top_n) if groups else []
         out = _run_frame(groups, scored, top_n)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ragnb.errors import InputError
 from ragnb.rerank.base import CandidateGroup, Reranker
-from ragnb.validation import l2_normalise
+from ragnb.validation import check_positive_int, l2_normalise
 
 if TYPE_CHECKING:
     from ragnb.embed import CachedEmbedder, Embedder
@@ -103,8 +103,7 @@ class CrossEncoderReranker(Reranker):
             raise InputError(
                 f"model_name_or_path must be a path or name, got {model_name_or_path!r}"
             )
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        batch_size = check_positive_int(batch_size, "batch_size")
         self.model_name = str(model_name_or_path)
         self.batch_size = batch_size
         self.device = device

@@ -23,6 +23,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.measures import Measure
+from ragnb.validation import check_positive_int
 
 __all__ = [
     "DEFAULT_SETTING",
@@ -155,8 +156,7 @@ def ranwg_sensitivity(
     """
     if not runs:
         raise InputError("ranwg_sensitivity needs at least one run")
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
+    check_positive_int(k, "k")
     grid_a, grid4, grid3 = check_grid(a_values, cap4_values, cap3_values)
     settings = list(product(grid_a, grid4, grid3))
     if DEFAULT_SETTING not in settings:

@@ -12,6 +12,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder, sort_run
 from ragnb.stats._paired import _BLOCK
+from ragnb.validation import check_positive_int
 
 
 class KendallTopK(NamedTuple):
@@ -233,9 +234,7 @@ def top_k_agreement(
     >>> round(float(row["overlap"]), 4), float(row["k_p"]), round(float(row["kendall_tau"]), 4)
     (0.6667, 2.0, 0.6667)
     """
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
-    k = int(k)
+    k = check_positive_int(k, "k")
     p = _check_p(p)
     tops = []
     for run in (run_a, run_b):

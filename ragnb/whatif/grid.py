@@ -20,6 +20,7 @@ from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.measures import GRADED_FAMILIES, Measure
 from ragnb.measures import families as registered_families
+from ragnb.validation import check_positive_ints
 
 __all__ = [
     "ALPHA_FAMILIES",
@@ -89,8 +90,7 @@ def _check_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int, li
 
 
 def _check_grid(ks: Sequence[int], alphas: Sequence[float], fams: Sequence[str]) -> None:
-    if not ks or any(isinstance(k, bool) or not float(k).is_integer() or k < 1 for k in ks):
-        raise InputError(f"ks must be positive integers, got {list(ks)}", column="ks")
+    check_positive_ints(list(ks), "ks")
     if not alphas or any(not 0.0 <= float(a) <= 1.0 for a in alphas):
         raise InputError(f"alphas must lie in [0, 1], got {list(alphas)}", column="alphas")
     unknown = [f for f in fams if f not in SUPPORTED_FAMILIES]
@@ -126,10 +126,10 @@ def grid_measures(
     >>> [m.name for m in grid_measures([5], [0, 0.5], ["F", "P"])]
     ['F(alpha=0)@5', 'F(alpha=0.5)@5', 'P@5']
     """
-    ks, grid, fams = sorted({int(k) for k in ks}), _alpha_grid(alphas), list(dict.fromkeys(fams))
-    _check_grid(ks, grid, fams)
+    cutoffs, grid, fams = list(ks), _alpha_grid(alphas), list(dict.fromkeys(fams))
+    _check_grid(cutoffs, grid, fams)  # before int(): 2.5 is refused, not cut to 2
     out: list[Measure] = []
-    for k in ks:
+    for k in sorted({int(k) for k in cutoffs}):
         for fam in fams:
             if fam in ALPHA_FAMILIES:
                 out += [Measure(fam, k, alpha=a, rel=rel) for a in grid]
