@@ -213,6 +213,40 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise InputError(f"malformed JSON: {e.msg}", path=path, line=e.lineno) from None
 
 
+def read_yaml(path: str | os.PathLike[str], *, name: str | None = None) -> Any:
+    """Read a YAML file with ``yaml.safe_load``; a syntax error names the file and line.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A UTF-8 YAML file (JSON is YAML too).
+    name : str, optional
+        How an error names the file; default ``path``. A shipped file passes a name relative to
+        the package (``"ragnb/prices.yaml"``), so no error carries a local path.
+
+    Returns
+    -------
+    Any
+        The document: a dict, a list, a scalar, or None for an empty file.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the file does not exist.
+    InputError
+        ``"malformed YAML: ..."``, naming the file and the line of the problem.
+    """
+    import yaml
+
+    text = Path(path).read_text(encoding=ENCODING)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = None if mark is None else mark.line + 1
+        raise InputError(f"malformed YAML: {e}", path=name or str(path), line=line) from None
+
+
 def read_grade_map(path: str | os.PathLike[str]) -> dict[int, int]:
     """A grade map ``{grade: 1-5 grade}`` from a YAML or JSON file (``{3: 5, 2: 4, 1: 3, 0: 1}``).
 

@@ -113,18 +113,10 @@ class PriceTable:
             On malformed YAML, a missing ``models`` mapping, or a price that is not a
             non-negative number (naming the file and model).
         """
-        import yaml
+        from ragnb.io import read_yaml  # pandas stays out of a bare price lookup
 
-        if path is None:
-            text = PRICES_PATH.read_text(encoding="utf-8")
-            where = "ragnb/prices.yaml"
-        else:
-            text = Path(path).read_text(encoding="utf-8")
-            where = str(path)
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise InputError(f"malformed YAML: {e}", path=where) from None
+        where = "ragnb/prices.yaml" if path is None else str(path)
+        data = read_yaml(PRICES_PATH if path is None else path, name=where)
         return cls.from_dict(data, path=where)
 
     @classmethod

@@ -337,6 +337,19 @@ def test_json_round_trip_and_malformed_json_names_line(tmp_path):
     raises_at(io.read_json, path, 4, "malformed JSON")
 
 
+def test_read_yaml_names_file_and_line_and_a_shipped_name(tmp_path):
+    path = write(tmp_path / "grid.yaml", "modes: [dense, bm25]\nks: [1, 2\nseed: 3\n")
+    raises_at(io.read_yaml, path, 3, "malformed YAML")
+    with pytest.raises(InputError) as info:
+        io.read_yaml(path, name="ragnb/prices.yaml")
+    assert info.value.path == "ragnb/prices.yaml" and str(tmp_path) not in str(info.value)
+    ok = write(tmp_path / "ok.yaml", "modes: [dense, bm25]\nseed: 3\n")
+    assert io.read_yaml(ok) == {"modes": ["dense", "bm25"], "seed": 3}
+    assert io.read_yaml(write(tmp_path / "empty.yaml", "")) is None
+    with pytest.raises(FileNotFoundError):
+        io.read_yaml(tmp_path / "nope.yaml")
+
+
 def test_write_jsonl_reads_back_as_corpus(tmp_path):
     recs = [{"_id": "d1", "title": "", "text": "a\nb"}, {"_id": "d2", "title": "T", "text": "c"}]
     io.write_jsonl(recs, tmp_path / "corpus.jsonl")

@@ -29,7 +29,6 @@ import itertools
 import json
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
-from pathlib import Path
 from typing import Any
 
 from ragnb.errors import InputError
@@ -582,14 +581,9 @@ class SweepGrid:
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> SweepGrid:
         """Read a grid from a YAML file (keys as the attributes)."""
-        import yaml
+        from ragnb.io import read_yaml
 
-        text = Path(path).read_text(encoding="utf-8")
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise InputError(f"malformed YAML: {e}", path=str(path)) from None
-        return cls.from_dict(data, path=str(path))
+        return cls.from_dict(read_yaml(path), path=str(path))
 
     def to_yaml(self, path: str | os.PathLike[str]) -> None:
         """Write the grid as YAML, atomically."""

@@ -524,12 +524,10 @@ class CorrelationStudy:
                 cols = [c for c in frame.columns if c not in ("p_ids", "n_ids")]
                 written.append(data.write_samples(frame[cols], out / f"{name}.jsonl"))
         if self.has_grades:
-            from ragnb.io import atomic_write
+            from ragnb.io import write_table_csv
 
-            for name, frame in (("correlations", self.correlations()),):
-                with atomic_write(out / f"{name}.csv") as f:
-                    frame.to_csv(f, index=False)
-                written.append(out / f"{name}.csv")
+            write_table_csv(self.correlations(), out / "correlations.csv")
+            written.append(out / "correlations.csv")
         return written
 
 

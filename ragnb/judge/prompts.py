@@ -526,14 +526,9 @@ class PromptTemplate:
         InputError
             On malformed YAML or an invalid template (naming the file).
         """
-        import yaml
+        from ragnb.io import read_yaml
 
-        text = Path(path).read_text(encoding="utf-8")
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise InputError(f"malformed YAML: {e}", path=path) from None
-        return cls.from_dict(data, path=str(path))
+        return cls.from_dict(read_yaml(path), path=str(path))
 
     def describe(self) -> dict[str, Any]:
         """Name, language, hash, answer format, scale and source, for reports."""

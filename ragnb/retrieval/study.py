@@ -362,7 +362,7 @@ class Comparison:
         Path
             The folder.
         """
-        from ragnb.io import atomic_write, write_json, write_run
+        from ragnb.io import write_json, write_run, write_table_csv
 
         folder = resolve_path(str(folder))
         for name, run in self.runs.items():
@@ -379,8 +379,7 @@ class Comparison:
         if not self.sensitivity.empty:
             frames.append(("ranwg_sensitivity", self.sensitivity))
         for stem, frame in frames:
-            with atomic_write(folder / f"{stem}.csv") as f:
-                frame.to_csv(f, index=False)
+            write_table_csv(frame, folder / f"{stem}.csv")
         write_json(self.provenance(), folder / "provenance.json")
         return folder
 
