@@ -113,7 +113,7 @@ class PriceTable:
             On malformed YAML, a missing ``models`` mapping, or a price that is not a
             non-negative number (naming the file and model).
         """
-        from ragnb.io import read_yaml  # pandas stays out of a bare price lookup
+        from ragnb.io import read_yaml  # here, not at the top: ragnb.io loads pandas
 
         where = "ragnb/prices.yaml" if path is None else str(path)
         data = read_yaml(PRICES_PATH if path is None else path, name=where)
