@@ -309,9 +309,8 @@ def prepare(
     >>> arrays.ideal.tolist(), arrays.n_relevant(1).tolist(), arrays.n_run_queries_without_qrels
     ([[2, 1, 0]], [2], 1)
     """
-    check_positive_int(depth, "depth", allow_none=True)
+    depth = check_positive_int(depth, "depth", allow_none=True)
     qrels_index = _index_qrels(qrels)
-    depth = None if depth is None else int(depth)
     if order == "score" and isinstance(run, Mapping):  # a dict run: its judgements looked up
         ranks = joined_ranks(run, qrels_index)
         if ranks is not None:
