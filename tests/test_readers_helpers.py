@@ -97,6 +97,39 @@ def test_studies_check_columns_and_integers_through_the_validation_module():
         grid_measures([2.5], [0.5], ["F"])
 
 
+def test_config_integers_are_checked_not_truncated():
+    """A count given as 2.7 is refused, not truncated to 2: the CLQ pool sizes, the chunks sent
+    to the generator and a golden set's Judged@K cutoffs."""
+    from ragnb.clq.cost import CostModel
+    from ragnb.clq.grid import SweepGrid
+    from ragnb.golden import GoldenPipeline
+    from ragnb.judge import NoisyJudge
+
+    assert SweepGrid(pool_ks=[50.0, 100]).pool_ks == [50, 100]
+    for bad in ([2.7], [0], ["50"]):
+        with pytest.raises(InputError, match="pool_ks must be positive integers") as info:
+            SweepGrid(pool_ks=bad)
+        assert info.value.column == "pool_ks"
+    assert CostModel(machine_usd_per_hour=0.0, generator_k=np.int64(3)).generator_k == 3
+    for bad, message in (
+        (2.7, "must be an integer"),
+        (0, "must be >= 1"),
+        ("10", "must be an integer"),
+    ):
+        with pytest.raises(InputError, match=f"generator_k {message}") as info:
+            CostModel(machine_usd_per_hour=0.0, generator_k=bad)
+        assert info.value.column == "generator_k"
+    qrels = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "relevance": [1]})
+    corpus = pd.DataFrame({"doc_id": ["d"], "title": [""], "text": ["a passage"]})
+    queries = pd.DataFrame({"query_id": ["q"], "text": ["a query"]})
+    run = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "score": [1.0]})
+    judge = NoisyJudge(qrels, sd=0.0, seed=0)
+    assert GoldenPipeline(corpus, queries, judge, {"s": run}, cutoffs=(5, 10.0)).cutoffs == [5, 10]
+    for bad in ([2.7], [0, 5], []):
+        with pytest.raises(InputError, match="cutoffs must be positive integers"):
+            GoldenPipeline(corpus, queries, judge, {"s": run}, cutoffs=bad)
+
+
 def test_wide_values_orders_rows_and_columns():
     long = pd.DataFrame(
         {

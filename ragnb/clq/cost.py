@@ -36,6 +36,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.ledger import count_tokens
 from ragnb.prices import PRICES_PATH, PriceTable
+from ragnb.validation import check_int_at_least
 
 __all__ = [
     "PRICES_PATH",
@@ -125,7 +126,7 @@ class CostModel:
     Raises
     ------
     InputError
-        On a negative machine price or a non-positive ``generator_k``.
+        On a negative machine price, or a ``generator_k`` that is not an integer >= 1.
     """
 
     prices: PriceTable | None = None
@@ -147,10 +148,9 @@ class CostModel:
                 f"machine_usd_per_hour must be >= 0, got {self.machine_usd_per_hour}",
                 column="machine_usd_per_hour",
             )
-        if int(self.generator_k) < 1:
-            raise InputError(
-                f"generator_k must be >= 1, got {self.generator_k}", column="generator_k"
-            )
+        self.generator_k = check_int_at_least(
+            self.generator_k, "generator_k", 1, column="generator_k"
+        )
 
     def per_1k(
         self,

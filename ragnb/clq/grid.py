@@ -33,7 +33,7 @@ from typing import Any
 
 from ragnb.errors import InputError
 from ragnb.fusion import Fusion, parse_fusion
-from ragnb.validation import check_int_at_least
+from ragnb.validation import check_int_at_least, check_positive_ints
 
 __all__ = [
     "INDEX_KINDS",
@@ -359,6 +359,7 @@ class SweepGrid:
             if not getattr(self, name) and name != "dynamic_k":
                 raise InputError(f"{name} must list at least one value", column=name)
         self.dims = [0 if d in (None, "full") else int(d) for d in self.dims]
+        check_positive_ints(self.pool_ks, "pool_ks")
         self.pool_ks = [int(k) for k in self.pool_ks]
         self.dedup = [0.0 if d in (None, False) else float(d) for d in self.dedup]
         checks = (
@@ -374,8 +375,6 @@ class SweepGrid:
                 )
         if any(d < 0 for d in self.dims):
             raise InputError(f"dims must be >= 0 (0 = full), got {self.dims}", column="dims")
-        if any(k < 1 for k in self.pool_ks):
-            raise InputError(f"pool_ks must be >= 1, got {self.pool_ks}", column="pool_ks")
         if any(not 0.0 <= d <= 1.0 for d in self.dedup):
             raise InputError(
                 f"dedup thresholds must lie in [0, 1], got {self.dedup}", column="dedup"

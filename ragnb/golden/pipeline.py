@@ -88,7 +88,7 @@ from ragnb.judge.base import Judge
 from ragnb.params import resolve_path
 from ragnb.provenance import sha256_json, utc_now
 from ragnb.retrieve import Retriever
-from ragnb.validation import check_int_at_least
+from ragnb.validation import check_int_at_least, check_positive_ints
 
 __all__ = ["GoldenPipeline", "StageRecord", "failure_cause", "open_pipeline", "select_queries"]
 
@@ -306,6 +306,7 @@ class GoldenPipeline:
         self.new_systems = dict(new_systems or {})
         self.incremental_k = incremental_k
         self.budget_usd = budget_usd
+        check_positive_ints(list(cutoffs), "cutoffs")
         self.cutoffs = [int(k) for k in cutoffs]
         self.config = config
         self.dataset_info = dict(dataset_info or {})
