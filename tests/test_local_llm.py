@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ragnb.errors import InputError
 from ragnb.golden.judging import LOCAL_TOP_LOGPROBS
 from ragnb.judge.server import (
     DEFAULT_MODEL,
@@ -245,6 +246,23 @@ def test_a_missing_model_package_says_what_to_install():
     assert "unknown local model" in (local_llm_unavailable("no-such-model") or "")
     with pytest.raises(ValueError, match="unknown local model"):
         model_path("no-such-model")
+
+
+def test_server_settings_are_checked_before_anything_starts():
+    assert LocalLLMServer(port=8080, n_ctx=64, n_threads=np.int64(2)).n_threads == 2
+    bad = [
+        ({"model": ""}, "model must be a packaged model name"),
+        ({"port": 0}, "port must be >= 1, got 0"),
+        ({"port": 70000}, "port must be in 1-65535, got 70000"),
+        ({"port": "8080"}, "port must be an integer"),
+        ({"n_ctx": 32}, "n_ctx must be >= 64, got 32"),
+        ({"n_threads": 0}, "n_threads must be a positive integer or None, got 0"),
+        ({"n_threads": 1.5}, "n_threads must be a positive integer or None"),
+        ({"startup_timeout": 0}, "startup_timeout must be positive"),
+    ]
+    for kwargs, message in bad:
+        with pytest.raises(InputError, match=re.escape(message)):
+            LocalLLMServer(**kwargs)
 
 
 def test_free_port_is_bindable_on_loopback():

@@ -50,6 +50,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragnb.errors import InputError
+from ragnb.validation import check_int_at_least, check_positive_int
+
 __all__ = [
     "DEFAULT_MODEL",
     "INSTALL_HINT",
@@ -347,6 +350,9 @@ class LocalLLMServer:
 
     Raises
     ------
+    InputError
+        On an empty ``model``, a ``port`` outside 1-65535, ``n_ctx`` below 64, ``n_threads``
+        below 1, or a ``startup_timeout`` that is not positive (a ``ValueError`` subclass).
     ValueError
         From :meth:`start` when ``model`` is neither a packaged model nor a ``.gguf`` file.
     ImportError
@@ -387,15 +393,15 @@ class LocalLLMServer:
         extra_args: list[str] | tuple[str, ...] = (),
     ) -> None:
         if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a packaged model name or a .gguf path: {model!r}")
-        if port is not None and not (0 < int(port) < 65536):
-            raise ValueError(f"port must be in 1-65535, got {port}")
-        if n_ctx < 64:
-            raise ValueError(f"n_ctx must be at least 64 tokens, got {n_ctx}")
-        if n_threads is not None and n_threads < 1:
-            raise ValueError(f"n_threads must be at least 1, got {n_threads}")
+            raise InputError(f"model must be a packaged model name or a .gguf path: {model!r}")
+        if port is not None:
+            check_int_at_least(port, "port", 1)
+            if port > 65535:
+                raise InputError(f"port must be in 1-65535, got {port}")
+        check_int_at_least(n_ctx, "n_ctx", 64)
+        check_positive_int(n_threads, "n_threads", allow_none=True)
         if startup_timeout <= 0:
-            raise ValueError(f"startup_timeout must be positive, got {startup_timeout}")
+            raise InputError(f"startup_timeout must be positive, got {startup_timeout}")
         self.model_name = model
         self.model = Path(model).stem if model.endswith(".gguf") else model
         self._requested_port = None if port is None else int(port)
