@@ -6,7 +6,7 @@ depth, a count), the columns a frame must hold, and the L2 normalisation of embe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
@@ -189,18 +189,31 @@ def convert_entry(
 # The checks below validate a named parameter (a config field); the error names it as its column.
 
 
-def check_positive_ints(values: Sequence[Any], name: str) -> None:
-    """Raise unless ``values`` is a non-empty list of integers >= 1 (cutoffs K, say).
+def check_positive_ints(values: Iterable[Any], name: str) -> list[int]:
+    """``values`` as a list of ``int`` when it holds integers >= 1 (cutoffs K, say), in order.
 
-    An integral float (``10.0``) passes; ``2.5``, a bool or a string does not.
+    An integral float (``10.0``) passes as 10; ``2.5``, a bool or a string does not. ``values``
+    is read once, so a generator may be passed.
+
+    Returns
+    -------
+    list of int
+        Non-empty, in the order given (duplicates kept).
 
     Raises
     ------
     InputError
-        ``"<name> must be positive integers, got <values>"``.
+        ``"<name> must be positive integers, got <values>"`` on an empty or a bad list.
+
+    Examples
+    --------
+    >>> check_positive_ints((10.0, 5), "ks")
+    [10, 5]
     """
+    values = list(values)
     if not values or not all(_is_positive_integral(v) for v in values):
         raise InputError(f"{name} must be positive integers, got {values}", column=name)
+    return [int(v) for v in values]
 
 
 def _is_positive_integral(value: Any) -> bool:

@@ -65,7 +65,8 @@ def test_positive_integer_checks_take_integers_only():
             check_positive_int(bad, "k")
     with pytest.raises(InputError, match="depth must be a positive integer or None, got 0"):
         check_positive_int(0, "depth", allow_none=True)
-    check_positive_ints([1, 10.0, np.int32(5)], "ks")
+    assert check_positive_ints([1, 10.0, np.int32(5)], "ks") == [1, 10, 5]
+    assert check_positive_ints((k for k in (3, 1)), "ks") == [3, 1]  # a generator, read once
     for bad in ([], [2.5], [1, 0], [True], ["10"], [float("nan")]):
         with pytest.raises(InputError, match="ks must be positive integers") as info:
             check_positive_ints(bad, "ks")
@@ -125,6 +126,8 @@ def test_config_integers_are_checked_not_truncated():
     run = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "score": [1.0]})
     judge = NoisyJudge(qrels, sd=0.0, seed=0)
     assert GoldenPipeline(corpus, queries, judge, {"s": run}, cutoffs=(5, 10.0)).cutoffs == [5, 10]
+    cutoffs = (k for k in (5, 10))
+    assert GoldenPipeline(corpus, queries, judge, {"s": run}, cutoffs=cutoffs).cutoffs == [5, 10]
     for bad in ([2.7], [0, 5], []):
         with pytest.raises(InputError, match="cutoffs must be positive integers"):
             GoldenPipeline(corpus, queries, judge, {"s": run}, cutoffs=bad)

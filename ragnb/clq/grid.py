@@ -359,8 +359,7 @@ class SweepGrid:
             if not getattr(self, name) and name != "dynamic_k":
                 raise InputError(f"{name} must list at least one value", column=name)
         self.dims = [0 if d in (None, "full") else int(d) for d in self.dims]
-        check_positive_ints(self.pool_ks, "pool_ks")
-        self.pool_ks = [int(k) for k in self.pool_ks]
+        self.pool_ks = check_positive_ints(self.pool_ks, "pool_ks")
         self.dedup = [0.0 if d in (None, False) else float(d) for d in self.dedup]
         checks = (
             ("modes", MODES),

@@ -689,9 +689,7 @@ def rank_samples(
     for nc, np_ in configs:
         if not 2 <= np_ < nc:
             raise InputError(f"config (Nc={nc}, Np={np_}) needs 2 <= Np < Nc", column="configs")
-    ks = list(ks)
-    check_positive_ints(ks, "ks")
-    ks = sorted({int(k) for k in ks})
+    ks = sorted(set(check_positive_ints(ks, "ks")))
     todo = []
     for sq in query_texts.to_dict("records"):
         for nc, np_ in configs:

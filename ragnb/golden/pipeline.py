@@ -306,8 +306,7 @@ class GoldenPipeline:
         self.new_systems = dict(new_systems or {})
         self.incremental_k = incremental_k
         self.budget_usd = budget_usd
-        check_positive_ints(list(cutoffs), "cutoffs")
-        self.cutoffs = [int(k) for k in cutoffs]
+        self.cutoffs = check_positive_ints(cutoffs, "cutoffs")
         self.config = config
         self.dataset_info = dict(dataset_info or {})
         self.ledger = ledger if ledger is not None else getattr(judge, "ledger", None)

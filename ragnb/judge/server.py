@@ -394,20 +394,18 @@ class LocalLLMServer:
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InputError(f"model must be a packaged model name or a .gguf path: {model!r}")
-        if port is not None:
-            check_int_at_least(port, "port", 1)
-            if port > 65535:
-                raise InputError(f"port must be in 1-65535, got {port}")
-        check_int_at_least(n_ctx, "n_ctx", 64)
-        check_positive_int(n_threads, "n_threads", allow_none=True)
+        if port is not None and check_int_at_least(port, "port", 1) > 65535:
+            raise InputError(f"port must be in 1-65535, got {port}")
+        n_ctx = check_int_at_least(n_ctx, "n_ctx", 64)
+        n_threads = check_positive_int(n_threads, "n_threads", allow_none=True)
         if startup_timeout <= 0:
             raise InputError(f"startup_timeout must be positive, got {startup_timeout}")
         self.model_name = model
         self.model = Path(model).stem if model.endswith(".gguf") else model
         self._requested_port = None if port is None else int(port)
         self.port: int | None = self._requested_port
-        self.n_ctx = int(n_ctx)
-        self.n_threads = int(n_threads) if n_threads is not None else _thread_count()
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads if n_threads is not None else _thread_count()
         self.startup_timeout = float(startup_timeout)
         self.python = python or sys.executable
         self.extra_args = list(extra_args)

@@ -89,8 +89,9 @@ def _check_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int, li
         )
 
 
-def _check_grid(ks: Sequence[int], alphas: Sequence[float], fams: Sequence[str]) -> None:
-    check_positive_ints(list(ks), "ks")
+def _check_grid(ks: Iterable[int], alphas: Sequence[float], fams: Sequence[str]) -> list[int]:
+    """The cutoffs as ints, once ``ks``, ``alphas`` and ``fams`` are checked."""
+    cutoffs = check_positive_ints(ks, "ks")
     if not alphas or any(not 0.0 <= float(a) <= 1.0 for a in alphas):
         raise InputError(f"alphas must lie in [0, 1], got {list(alphas)}", column="alphas")
     unknown = [f for f in fams if f not in SUPPORTED_FAMILIES]
@@ -99,6 +100,7 @@ def _check_grid(ks: Sequence[int], alphas: Sequence[float], fams: Sequence[str])
             f"families must be among {list(SUPPORTED_FAMILIES)}, got {list(fams)}",
             column="families",
         )
+    return cutoffs
 
 
 def grid_measures(
@@ -126,10 +128,10 @@ def grid_measures(
     >>> [m.name for m in grid_measures([5], [0, 0.5], ["F", "P"])]
     ['F(alpha=0)@5', 'F(alpha=0.5)@5', 'P@5']
     """
-    cutoffs, grid, fams = list(ks), _alpha_grid(alphas), list(dict.fromkeys(fams))
-    _check_grid(cutoffs, grid, fams)  # before int(): 2.5 is refused, not cut to 2
+    grid, fams = _alpha_grid(alphas), list(dict.fromkeys(fams))
+    cutoffs = _check_grid(ks, grid, fams)  # 2.5 is refused, not cut to 2
     out: list[Measure] = []
-    for k in sorted({int(k) for k in cutoffs}):
+    for k in sorted(set(cutoffs)):
         for fam in fams:
             if fam in ALPHA_FAMILIES:
                 out += [Measure(fam, k, alpha=a, rel=rel) for a in grid]
