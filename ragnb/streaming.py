@@ -118,7 +118,7 @@ def evaluate_file(
     path = Path(run_path)
     if not path.is_file():
         raise InputError("run file not found", path=path)
-    check_int_at_least(block_rows, "block_rows", 1)
+    block_rows = check_int_at_least(block_rows, "block_rows", 1)
     parsed = parse_measures(measures)
     qrels, grade_map = _checked_qrels(qrels, parsed, grade_map)
     if qrels.empty:

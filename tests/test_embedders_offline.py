@@ -257,6 +257,9 @@ def test_truncation_cuts_then_renormalises():
     assert emb.model_id == "example/plain-model"
     assert emb.params == {"truncate_dim": 2}
     assert (emb.backend.n_calls, emb.backend.n_texts) == (1, 2)
+    with pytest.warns(UserWarning, match="not trained for truncation"):
+        numpy_dim = TruncatedEmbedder(FixedEmbedder(), np.int64(2))
+    assert type(numpy_dim.dim) is int and numpy_dim.params == {"truncate_dim": 2}
 
 
 def test_truncation_of_a_real_model(embedders):

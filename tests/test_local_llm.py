@@ -250,6 +250,8 @@ def test_a_missing_model_package_says_what_to_install():
 
 def test_server_settings_are_checked_before_anything_starts():
     assert LocalLLMServer(port=8080, n_ctx=64, n_threads=np.int64(2)).n_threads == 2
+    numpy_port = LocalLLMServer(port=np.int64(8080))
+    assert type(numpy_port.port) is int and numpy_port.port == 8080
     bad = [
         ({"model": ""}, "model must be a packaged model name"),
         ({"port": 0}, "port must be >= 1, got 0"),

@@ -554,7 +554,7 @@ def correlation_table(
        varied within a subset of the data") and Section 3.2.
     """
     alphas = alpha_grid() if alphas is None else np.asarray(alphas, dtype=np.float64)
-    check_int_at_least(kendall_alpha_stride, "kendall_alpha_stride", 1)
+    kendall_alpha_stride = check_int_at_least(kendall_alpha_stride, "kendall_alpha_stride", 1)
     rows = []
     for labels, idx in segments(ss, min_segment=min_segment, by=by):
         part = ss.take(idx)

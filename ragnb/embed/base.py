@@ -170,13 +170,13 @@ class TruncatedEmbedder(Embedder):
     """
 
     def __init__(self, backend: Embedder, dim: int) -> None:
-        check_positive_int(dim, "dim")
+        dim = check_positive_int(dim, "dim")
         full = getattr(backend, "dim", None)
         if isinstance(full, int) and dim > full:
             raise ValueError(f"dim={dim} exceeds the {full} dimensions of {backend.model_id}")
         super().__init__()
         self.backend = backend
-        self.dim = int(dim)
+        self.dim = dim
         self.model_id = backend.model_id
         self.batch_size = backend.batch_size
         if dim != full and not is_matryoshka(backend.model_id):

@@ -179,7 +179,7 @@ def calibration_sample(
     unknown = set(by) - {"grade", "system"}
     if unknown:
         raise InputError(f"unknown strata {sorted(unknown)}; use 'grade' and/or 'system'")
-    check_positive_int(n, "n")
+    n = check_positive_int(n, "n")
     if judgements["grade"].isna().any():
         raise InputError("judgements hold a missing grade; keep valid grades only", column="grade")
     pop = pd.DataFrame(
@@ -206,7 +206,7 @@ def calibration_sample(
     strata = sorted(pop["stratum"].unique())
     sizes = np.array([(pop["stratum"] == h).sum() for h in strata], dtype=np.int64)
     rng = np.random.default_rng(seed)
-    alloc = sizes if n >= len(pop) else _allocate(sizes, int(n), min_per_stratum)
+    alloc = sizes if n >= len(pop) else _allocate(sizes, n, min_per_stratum)
     picked = []
     for h, size, take in zip(strata, sizes, alloc, strict=True):
         rows = np.flatnonzero((pop["stratum"] == h).to_numpy())
@@ -214,7 +214,7 @@ def calibration_sample(
         picked.append(pop.iloc[chosen].assign(inclusion_probability=take / size))
     out = pd.concat(picked, ignore_index=True)
     out = out.iloc[rng.permutation(len(out))].reset_index(drop=True)[SAMPLE_COLUMNS]
-    out.attrs.update({"n": int(n), "seed": seed, "by": list(by), "population": len(pop)})
+    out.attrs.update({"n": n, "seed": seed, "by": list(by), "population": len(pop)})
     return out
 
 

@@ -394,15 +394,17 @@ class LocalLLMServer:
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InputError(f"model must be a packaged model name or a .gguf path: {model!r}")
-        if port is not None and check_int_at_least(port, "port", 1) > 65535:
-            raise InputError(f"port must be in 1-65535, got {port}")
+        if port is not None:
+            port = check_int_at_least(port, "port", 1)
+            if port > 65535:
+                raise InputError(f"port must be in 1-65535, got {port}")
         n_ctx = check_int_at_least(n_ctx, "n_ctx", 64)
         n_threads = check_positive_int(n_threads, "n_threads", allow_none=True)
         if startup_timeout <= 0:
             raise InputError(f"startup_timeout must be positive, got {startup_timeout}")
         self.model_name = model
         self.model = Path(model).stem if model.endswith(".gguf") else model
-        self._requested_port = None if port is None else int(port)
+        self._requested_port = port
         self.port: int | None = self._requested_port
         self.n_ctx = n_ctx
         self.n_threads = n_threads if n_threads is not None else _thread_count()

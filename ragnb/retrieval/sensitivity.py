@@ -156,12 +156,12 @@ def ranwg_sensitivity(
     """
     if not runs:
         raise InputError("ranwg_sensitivity needs at least one run")
-    check_positive_int(k, "k")
+    k = check_positive_int(k, "k")
     grid_a, grid4, grid3 = check_grid(a_values, cap4_values, cap3_values)
     settings = list(product(grid_a, grid4, grid3))
     if DEFAULT_SETTING not in settings:
         settings.append(DEFAULT_SETTING)
-    measures = {s: Measure("RA-nWG", int(k), a=s[0], cap4=s[1], cap3=s[2]) for s in settings}
+    measures = {s: Measure("RA-nWG", k, a=s[0], cap4=s[1], cap3=s[2]) for s in settings}
     names = list(dict.fromkeys(measures.values()))
     rows = []
     for retriever, run in runs.items():
