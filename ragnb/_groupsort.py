@@ -22,11 +22,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-import numba as nb
 import numpy as np
 
+nb: Any
+try:
+    import numba as nb
+except ModuleNotFoundError:  # without the fast extra the kernels run as plain Python
+    nb = None
+
 __all__ = [
+    "COMPILED",
     "common_prefix",
     "prefixes",
     "doc_order",
@@ -37,7 +44,19 @@ __all__ = [
 ]
 
 
-@nb.njit(cache=True, nogil=True)
+#: True when numba compiles the kernels; False when they run as plain Python (same results,
+#: about a hundred times slower: fine for thousands of rows, slow for millions).
+COMPILED = nb is not None
+
+
+def _jit(**options: object) -> Callable[[Callable[..., object]], Callable[..., object]]:
+    """numba's ``njit`` (cached on disk, releasing the GIL), or nothing without numba."""
+    if nb is None:
+        return lambda f: f
+    return nb.njit(cache=True, nogil=True, **options)  # type: ignore[no-any-return]
+
+
+@_jit()
 def common_prefix(data: np.ndarray, offsets: np.ndarray) -> int:
     """Number of leading bytes all strings share (0 for no strings)."""
     n = offsets.shape[0] - 1
@@ -57,7 +76,7 @@ def common_prefix(data: np.ndarray, offsets: np.ndarray) -> int:
     return common
 
 
-@nb.njit(cache=True, nogil=True)
+@_jit()
 def prefixes(data: np.ndarray, offsets: np.ndarray, skip: int) -> np.ndarray:
     """Bytes ``skip .. skip + 7`` of each string as a big-endian uint64, zero-padded; (n,)."""
     n = offsets.shape[0] - 1
@@ -74,7 +93,7 @@ def prefixes(data: np.ndarray, offsets: np.ndarray, skip: int) -> np.ndarray:
     return out
 
 
-@nb.njit(cache=True, nogil=True)
+@_jit()
 def _tail_cmp(da, sa, ea, db, sb, eb):
     """-1, 0, 1 as bytes ``da[sa:ea]`` are <, ==, > bytes ``db[sb:eb]``."""
     la = ea - sa
@@ -89,7 +108,7 @@ def _tail_cmp(da, sa, ea, db, sb, eb):
     return -1 if la < lb else 1
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@_jit(inline="always")
 def _copy_run(src_i, src_k, dst_i, dst_k, lo, hi, k):
     """Copy ``src[lo:hi]`` (indices and keys) to ``dst`` from ``k`` on; the next free ``k``.
 
@@ -106,7 +125,7 @@ def _copy_run(src_i, src_k, dst_i, dst_k, lo, hi, k):
 # passing several arrays costs more than the comparison (numba reference counting).
 
 
-@nb.njit(cache=True, nogil=True)
+@_jit()
 def _merge_sort(idx, key, data, offsets, skip, by_string):
     """Stable merge sort of ``idx`` in place by ``key`` ascending, ``key`` moved along.
 
@@ -182,7 +201,7 @@ def _merge_sort(idx, key, data, offsets, skip, by_string):
         key[:] = src_k
 
 
-@nb.njit(cache=True, nogil=True)
+@_jit()
 def _sort_by_string(idx, data, offsets, prefix, skip):
     """Stable merge sort of ``idx`` (string numbers) in place by string."""
     key = np.empty(idx.shape[0], dtype=np.uint64)
@@ -191,7 +210,7 @@ def _sort_by_string(idx, data, offsets, prefix, skip):
     _merge_sort(idx, key, data, offsets, skip, True)
 
 
-@nb.njit(cache=True, nogil=True)
+@_jit()
 def doc_order(rows, starts, data, offsets, prefix, skip, out, dup, g_lo, g_hi):
     """Sort each group's rows by their string ascending; flag groups holding a string twice.
 
@@ -219,14 +238,14 @@ def doc_order(rows, starts, data, offsets, prefix, skip, out, dup, g_lo, g_hi):
                 break
 
 
-@nb.njit(cache=True, nogil=True)
+@_jit()
 def _sort_by_key(key, idx):
     """Stable merge sort of ``key`` (float64) ascending in place, ``idx`` moved along."""
     no_strings = np.zeros(1, dtype=np.int64)
     _merge_sort(idx, key, np.empty(0, dtype=np.uint8), no_strings, 0, False)
 
 
-@nb.njit(cache=True, nogil=True)
+@_jit()
 def rank_order(
     by_doc, rows, starts, score, file_key, has_file_key, by_file, out, disagree, g_lo, g_hi
 ):
@@ -270,7 +289,7 @@ def rank_order(
             out[s:e] = by_score
 
 
-@nb.njit(cache=True, nogil=True)
+@_jit()
 def join_grades(
     r_by_doc,
     r_order,
@@ -341,7 +360,7 @@ def join_grades(
                 b += 1
 
 
-@nb.njit(cache=True, nogil=True)
+@_jit()
 def count_above(first, size, score, group_of, j_starts, j_score, above, tied, g_lo, g_hi):
     """How many scores of a run group are above, and equal to, each of some given scores.
 

@@ -174,9 +174,15 @@ class Cache:
         return int(self._conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
 
     def summary(self) -> dict[str, Any]:
-        """Counters per namespace and the file's location, for reports and manifests."""
+        """Counters per namespace and the file's location, for reports and manifests.
+
+        The location is shown as :func:`ragnb.params.display_path` does (``~/.cache/ragnb/...``,
+        relative to the project, or the file name): never an absolute local path.
+        """
+        from ragnb.params import display_path
+
         return {
-            "path": str(self.path),
+            "path": display_path(self.path),
             "namespaces": {
                 ns: {
                     "hits": c["hits"],

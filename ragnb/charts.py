@@ -17,8 +17,14 @@ import json
 from functools import cache
 from typing import Any
 
-import altair as alt
 import pandas as pd
+
+from ragnb.lazylibs import MissingExtra, require
+
+try:
+    import altair as alt
+except ModuleNotFoundError as _e:  # the notebooks extra
+    raise MissingExtra("altair", "notebooks") from _e
 
 __all__ = [
     "RENDERER",
@@ -37,7 +43,7 @@ RENDERER = "ragnb"
 @cache
 def javascript_bundle() -> str:
     """Vega, Vega-Lite and vega-embed as one script (vl-convert), matching altair's Vega-Lite."""
-    import vl_convert as vlc
+    vlc = require("vl_convert")
 
     major_minor = ".".join(alt.VEGALITE_VERSION.split(".")[:2])
     return str(vlc.javascript_bundle(vl_version=major_minor))  # type: ignore[call-arg]

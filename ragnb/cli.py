@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragnb.errors import InputError
+from ragnb.lazylibs import MissingExtra
 
 if TYPE_CHECKING:
     from ragnb.golden import GoldenSetConfig
@@ -138,13 +139,15 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
 
     def run_of(path: str) -> Any:
         """Evaluate one run file: streamed (ragnb.streaming) when large, parquet or --stream."""
-        from ragnb.streaming import PARQUET_SUFFIXES, evaluate_file
+        from ragnb.io import PARQUET_SUFFIXES
 
         if (
             args.stream
             or path.lower().endswith(PARQUET_SUFFIXES)
             or (os.path.isfile(path) and os.path.getsize(path) > STREAM_ABOVE_BYTES)
         ):
+            from ragnb.streaming import evaluate_file
+
             return evaluate_file(qrels, path, measures, order=args.order, grade_map=grade_map)
         return evaluate(qrels, read_run(path), measures, order=args.order, grade_map=grade_map)
 
@@ -572,7 +575,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (InputError, FileNotFoundError) as e:
+    except (InputError, FileNotFoundError, MissingExtra) as e:
         print(f"ragnb: error: {e}", file=sys.stderr)
         return 2
 

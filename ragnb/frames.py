@@ -526,6 +526,10 @@ class _QrelsIndex:
     keys: list | None = None
 
 
+#: Run rows above which evaluating without numba warns that it is slow.
+PLAIN_PYTHON_ROWS = 200_000
+
+
 def _groupsort() -> ModuleType:
     """The compiled kernels (numba is imported on first use)."""
     from ragnb import _groupsort
@@ -569,6 +573,14 @@ def _index_run(
     if order not in ("score", "file"):
         raise InputError(f"unknown run order {order!r}; use 'score' or 'file'")
     kernels = _groupsort()
+    if not kernels.COMPILED and len(by_doc) > PLAIN_PYTHON_ROWS:
+        warnings.warn(
+            f"a run of {len(by_doc):,} rows is evaluated by the plain-Python kernels (numba is "
+            "not installed): minutes where the compiled ones take seconds; "
+            'pip install "ragnb[fast]"',
+            RuntimeWarning,
+            stacklevel=3,
+        )
     n_groups = len(queries.ids)
     out = np.empty(len(by_doc), dtype=np.int64)
     disagree = np.zeros(n_groups, dtype=np.bool_)
@@ -715,7 +727,10 @@ def _string_buffers(col: pd.Series) -> _Strings:
 
 
 def _strings_from_list(values: list) -> _Strings:
-    import pyarrow as pa
+    try:
+        import pyarrow as pa
+    except ModuleNotFoundError:  # without the fast extra: Python's own encoder
+        return _encode_strings(_as_str_objects(np.fromiter(values, object, len(values))))
 
     try:
         arr = pa.array(values, type=pa.large_string())
@@ -725,9 +740,11 @@ def _strings_from_list(values: list) -> _Strings:
 
 
 def _strings_from_objects(values: np.ndarray) -> _Strings:
-    import pyarrow as pa
-
     values = _as_str_objects(values)
+    try:
+        import pyarrow as pa
+    except ModuleNotFoundError:  # without the fast extra: Python's own encoder
+        return _encode_strings(values)
     try:
         arr = pa.array(values, type=pa.large_string())
     except (pa.ArrowException, UnicodeError):  # lone surrogates are not valid UTF-8

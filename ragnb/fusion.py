@@ -79,6 +79,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.frames import sort_run
+from ragnb.lazylibs import require
 from ragnb.validation import check_choice, check_positive_int
 
 __all__ = [
@@ -753,7 +754,7 @@ def _bayes(
     """Call ``objective`` on ``n_trials`` weight vectors from optuna's TPE sampler (each
     ``u / sum(u)`` rounded to 4 decimals, ``u`` in [0, 1]^n), seeded."""
     try:
-        import optuna
+        optuna = require("optuna")
     except ModuleNotFoundError as e:  # pragma: no cover - depends on the extra
         raise ModuleNotFoundError("search='bayes' needs optuna: pip install 'ragnb[fusion]'") from e
     optuna.logging.set_verbosity(optuna.logging.WARNING)

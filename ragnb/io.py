@@ -40,6 +40,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.frames import RUN_COLUMNS, check_run
+from ragnb.lazylibs import require
 from ragnb.readers import (
     ENCODING,
     _iter_jsonl,
@@ -57,6 +58,7 @@ from ragnb.readers import (
 )
 
 __all__ = [
+    "PARQUET_SUFFIXES",
     "AppendLog",
     "BeirDataset",
     "append_parquet",
@@ -662,16 +664,34 @@ def read_beir(
     return BeirDataset(path, path.name, split, corpus, queries, labels, meta)
 
 
+#: File name endings read as parquet (with the ``fast`` extra's pyarrow).
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
 def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """A parquet file as a frame; an empty frame when the file does not exist."""
+    """A parquet file as a frame; an empty frame when the file does not exist.
+
+    Raises
+    ------
+    MissingExtra
+        Without pyarrow (``pip install "ragnb[fast]"``).
+    """
     path = Path(path)
     if not path.exists():
         return pd.DataFrame()
+    require("pyarrow")
     return pd.read_parquet(path)
 
 
 def write_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write ``frame`` as parquet atomically (temporary file, then rename)."""
+    """Write ``frame`` as parquet atomically (temporary file, then rename).
+
+    Raises
+    ------
+    MissingExtra
+        Without pyarrow (``pip install "ragnb[fast]"``), before anything is written.
+    """
+    require("pyarrow")
     with atomic_write(path, "wb") as f:
         frame.to_parquet(f, index=False)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from ragnb.errors import InputError
 from ragnb.io import atomic_write
+from ragnb.lazylibs import require
 from ragnb.params import display_path, local_path_prefixes, project_root
 
 __all__ = [
@@ -75,7 +76,7 @@ def notebook_parameters(path: str | os.PathLike[str]) -> dict[str, dict[str, Any
         ``{name: {"name", "inferred_type_name", "default", "help"}}`` as
         ``papermill.inspect_notebook`` reports them.
     """
-    import papermill
+    papermill = require("papermill")
 
     return dict(papermill.inspect_notebook(str(path)))
 
@@ -189,8 +190,8 @@ def export_html(executed: Path, out: Path, title: str | None = None) -> None:
     title : str, optional
         Page title; default the notebook's name.
     """
-    import nbformat
-    from nbconvert import HTMLExporter
+    nbformat = require("nbformat")
+    HTMLExporter = require("nbconvert").HTMLExporter
 
     nb = nbformat.read(str(executed), as_version=4)
     # Progress bars and other stderr streams are for the terminal, not the report. Live
@@ -291,7 +292,7 @@ def render_report(
         If a cell fails; the executed notebook (with the error) is kept in ``_executed/`` and no
         HTML report is written.
     """
-    import papermill
+    papermill = require("papermill")
 
     path = resolve_notebook(notebook)
     params = check_parameters(path, dict(parameters or {}))

@@ -31,6 +31,7 @@ from ragnb.embed import DEFAULT_MODEL, CachedEmbedder, make_embedder
 from ragnb.errors import InputError
 from ragnb.frames import sort_run
 from ragnb.fusion import Fusion, fuse, parse_fusion, rrf
+from ragnb.lazylibs import require
 from ragnb.validation import check_positive_int, l2_normalise
 
 if TYPE_CHECKING:
@@ -166,12 +167,12 @@ class BM25Retriever(Retriever):
     def _stemmer(self) -> Any:
         if self.stemmer_language is None:
             return None
-        import Stemmer
+        Stemmer = require("Stemmer")
 
         return Stemmer.Stemmer(self.stemmer_language).stemWords
 
     def _tokenize(self, texts: list[str]) -> Any:
-        import bm25s
+        bm25s = require("bm25s")
 
         return bm25s.tokenize(
             texts,
@@ -181,7 +182,7 @@ class BM25Retriever(Retriever):
         )
 
     def index(self, corpus: pd.DataFrame) -> BM25Retriever:
-        import bm25s
+        bm25s = require("bm25s")
 
         self._doc_ids = _doc_ids_of(corpus)
         self._model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)

@@ -21,9 +21,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ragnb.errors import InputError
 from ragnb.evaluate import (
@@ -36,16 +33,24 @@ from ragnb.evaluate import (
     evaluate,
 )
 from ragnb.frames import RunOrder
+from ragnb.io import PARQUET_SUFFIXES
+from ragnb.lazylibs import MissingExtra, require
 from ragnb.measures import Measure, parse_measures
 from ragnb.measures._kernel import as_qrels_frame
 from ragnb.measures.diversity import document_qrels
 from ragnb.measures.novelty import SourceOf
 from ragnb.validation import check_int_at_least
 
+try:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+except ModuleNotFoundError as _e:  # the fast extra
+    raise MissingExtra("pyarrow", "fast") from _e
+
 __all__ = ["PARQUET_SUFFIXES", "evaluate_file", "iter_query_blocks"]
 
 #: Endings read as parquet runs; any other file is a TREC run (``.gz`` read by DuckDB).
-PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Columns of a parquet run that the evaluation reads (``query_id``, ``doc_id``, ``score`` needed).
 _RUN_COLUMNS = ("query_id", "doc_id", "score", "rank", "source")
 #: trec_eval's integer and number syntax (as :func:`ragnb.readers.read_run`), for DuckDB's RE2.
@@ -243,7 +248,7 @@ def _sorted_parquet(path: Path, tmp: Path, memory_limit: str) -> Path:
     else:
         source = _trec_source(path)
         select = "query_id, doc_id, score, rank, ok"
-    import duckdb
+    duckdb = require("duckdb")
 
     out = tmp / "grouped.parquet"
     con = duckdb.connect(":memory:")

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ragnb.errors import InputError
+from ragnb.lazylibs import require
 from ragnb.provenance import scrub, secrets_in_env
 
 __all__ = [
@@ -330,7 +331,7 @@ def classify(error: BaseException, timeout: float, keys: Iterable[str | None] = 
     ``openai.APIResponseValidationError``). ``timeout`` (seconds) is named in the reason of a
     timeout; ``keys`` are redacted with those of the environment (:func:`redact`).
     """
-    import openai
+    openai = require("openai")
 
     wait: float | None = None
     code: int | None = None
@@ -375,11 +376,18 @@ class CircuitBreaker:
     ----------
     max_consecutive : int, default 5
         Connection failures in a row that trip it, >= 1.
+    health_check : callable, optional
+        Called with no argument after each connection failure or timeout; returns why the
+        server cannot answer (a process that died, for example
+        :meth:`ragnb.judge.server.LocalLLMServer.failure`) or None. A reason trips the breaker
+        at once, with that reason as its cause, instead of counting failures.
 
     Attributes
     ----------
     cause : str or None
         Why it tripped (redacted reasons), None while closed.
+    crashed : bool
+        True when ``health_check`` tripped it (the server process is gone).
 
     Examples
     --------
@@ -389,9 +397,13 @@ class CircuitBreaker:
     (False, True, '2 connection failures in a row (the last: connection error: refused)')
     """
 
-    def __init__(self, max_consecutive: int = 5) -> None:
+    def __init__(
+        self, max_consecutive: int = 5, health_check: Callable[[], str | None] | None = None
+    ) -> None:
         check_retry_settings({"max_connection_failures": max_consecutive}, {})
         self.max_consecutive = max_consecutive
+        self.health_check = health_check
+        self.crashed = False
         self.consecutive = 0
         self.cause: str | None = None
         self._lock = threading.Lock()
@@ -416,7 +428,10 @@ class CircuitBreaker:
                 self.cause = fault.reason
             elif fault.status in ("connection", "timeout"):
                 self.consecutive += 1
-                if self.consecutive >= self.max_consecutive:
+                dead = self.health_check() if self.health_check is not None else None
+                if dead:
+                    self.cause, self.crashed = dead, True
+                elif self.consecutive >= self.max_consecutive:
                     self.cause = (
                         f"{self.consecutive} connection failures in a row (the last: "
                         f"{fault.reason})"

@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "tables": 0,
     "charts": 0,
     "docstrings": 0,
+    "lazylibs": 0,
     # measures and what computes with them
     "measures": 1,
     "evaluate": 1,

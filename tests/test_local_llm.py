@@ -40,6 +40,7 @@ from ragnb.errors import InputError
 from ragnb.golden.judging import LOCAL_TOP_LOGPROBS
 from ragnb.judge.server import (
     DEFAULT_MODEL,
+    LOCAL_API_KEY,
     LocalLLMServer,
     PackagedModel,
     free_port,
@@ -372,6 +373,94 @@ def test_sigkill_of_the_parent_leaves_no_orphan_server():
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+# Short made-up pairs: a job long enough (a second or so per call on two cores) to be killed in.
+CRASH_ITEMS = pd.DataFrame(
+    [
+        {
+            "query_id": f"q{i}",
+            "doc_id": f"d{i}",
+            "query": f"what does the function number {i} return?",
+            "passage": f"Function number {i} returns the sum of its two arguments as an integer.",
+        }
+        for i in range(40)
+    ]
+)
+
+
+def test_a_server_that_crashes_mid_job_ends_the_job_at_once_and_says_so(tmp_path: Path):
+    """SIGSEGV is what a llama.cpp built with AMX tile code does on a machine whose OS has not
+    enabled AMX state: the job must end within seconds, naming the crash and the server's log,
+    not after counting connection failures."""
+    require_local_llm()
+    from ragnb.cache import Cache
+    from ragnb.errors import JudgeUnavailable
+    from ragnb.judge import OpenAIJudge
+    from ragnb.ledger import Ledger
+
+    server = LocalLLMServer(DEFAULT_MODEL, n_threads=1).start()
+    try:
+        judge = OpenAIJudge(
+            server.model,
+            base_url=server.base_url,
+            api_key=LOCAL_API_KEY,
+            request_params={"max_tokens": 64},
+            concurrency=1,
+            timeout=300.0,
+            cache=Cache(tmp_path / "cache"),
+            ledger=Ledger(tmp_path / "ledger.jsonl"),
+            progress=False,
+            health_check=server.failure,
+        )
+        outcome: dict[str, Any] = {}
+
+        def job() -> None:
+            try:
+                outcome["frame"] = judge.grade_many(CRASH_ITEMS)
+            except JudgeUnavailable as e:
+                outcome["error"] = e
+            outcome["ended"] = time.monotonic()
+
+        thread = threading.Thread(target=job)
+        thread.start()
+        time.sleep(3.0)  # the job is under way: 40 calls, one at a time
+        assert thread.is_alive(), "the job ended before the server was killed"
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGSEGV)
+        killed = time.monotonic()
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+        assert "error" in outcome, "the job did not stop"
+        assert outcome["ended"] - killed < 10.0
+        message = str(outcome["error"])
+        assert (
+            "the local model server (smollm2-135m-instruct) died with SIGSEGV (signal 11) "
+            "while answering" in message
+        )
+        assert "its log ends:" in message
+        assert server.log_tail(1) in message
+        assert "connection failures in a row" not in message
+        assert "Start the server again" in message
+        assert server.failure() is not None and "SIGSEGV" in str(server.failure())
+        judge.cache.close()
+        judge.ledger.close()
+    finally:
+        server.stop()
+
+
+def test_a_server_that_dies_during_start_up_says_how(tmp_path: Path):
+    require_local_llm()
+    fake = tmp_path / "crashing-python"
+    fake.write_text("#!/bin/sh\necho 'loading the model ...'\nkill -SEGV $$\n")
+    fake.chmod(0o755)
+    server = LocalLLMServer(DEFAULT_MODEL, python=str(fake), startup_timeout=30)
+    with pytest.raises(RuntimeError) as info:
+        server.start()
+    message = str(info.value)
+    assert "died with SIGSEGV (signal 11) during start-up" in message
+    assert "loading the model ..." in message
+    assert not server.running
 
 
 def test_cli_serve_prints_a_base_url_that_answers():

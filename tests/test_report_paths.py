@@ -37,6 +37,13 @@ def test_report_from_a_project_under_home_names_no_local_path(project_in_home):
         text = page.read_text(encoding="utf-8")
         assert str(home) not in text, page.name
         assert USER not in text, page.name
+    # nor does any file the report exported beside it (manifest, ledger, cache summary, runs)
+    exported = [p for p in (root / "reports").rglob("*") if p.is_file()]
+    assert len(exported) > 5
+    for path in exported:
+        data = path.read_bytes()
+        assert str(home).encode() not in data, path.relative_to(root)
+        assert USER.encode() not in data, path.relative_to(root)
     # the paths are still there, in a form a colleague can read
     report = result.html.read_text(encoding="utf-8")
     assert "pydocs" in report
@@ -86,3 +93,16 @@ def test_provenance_block_names_the_dataset_folder_by_display_path(tmp_path, mon
     text = provenance_markdown({"dataset": {"dataset": "synthetic", "path": folder}})
     assert "Folder: `synthetic`" in text
     assert USER not in text
+
+
+def test_cache_summary_names_its_file_under_home_as_tilde(tmp_path, monkeypatch):
+    from ragnb.cache import Cache
+
+    home = tmp_path / "home" / USER
+    monkeypatch.setenv("HOME", str(home))
+    with Cache(home / ".cache" / "ragnb") as cache:
+        summary = cache.summary()
+    assert summary["path"].startswith("~/.cache/ragnb/")
+    assert USER not in summary["path"]
+    with Cache(tmp_path / "elsewhere") as cache:
+        assert cache.summary()["path"] == cache.path.name

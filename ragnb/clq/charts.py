@@ -8,10 +8,15 @@ its renderer wraps every chart in a ``.ragnb-chart`` element and draws it offlin
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 
 from ragnb.charts import line_chart
+from ragnb.lazylibs import MissingExtra
+
+try:
+    import altair as alt
+except ModuleNotFoundError as _e:  # the notebooks extra
+    raise MissingExtra("altair", "notebooks") from _e
 
 __all__ = [
     "frontier_chart",

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ragnb.errors import InputError
+from ragnb.lazylibs import require
 from ragnb.validation import check_positive_int
 
 __all__ = [
@@ -298,7 +299,7 @@ class VectorIndex(ABC):
 
 @contextlib.contextmanager
 def _faiss_threads(n: int) -> Iterator[None]:
-    import faiss
+    faiss = require("faiss")
 
     old = faiss.omp_get_max_threads()
     if n > 0:
@@ -327,7 +328,7 @@ class FaissIndex(VectorIndex):
         self._index: Any = None
 
     def _new(self) -> Any:
-        import faiss
+        faiss = require("faiss")
 
         ip = faiss.METRIC_INNER_PRODUCT
         sq8: Any = faiss.ScalarQuantizer.QT_8bit  # an int; faiss's type stubs say otherwise
@@ -356,12 +357,12 @@ class FaissIndex(VectorIndex):
         self._index.hnsw.efSearch = self.ef_search
 
     def _serialise(self) -> bytes:
-        import faiss
+        faiss = require("faiss")
 
         return bytes(faiss.serialize_index(self._index))
 
     def _deserialise(self, data: bytes, n: int) -> None:
-        import faiss
+        faiss = require("faiss")
 
         self._index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
         if self._index.ntotal != n or self._index.d != self.dim:
@@ -378,7 +379,7 @@ class FaissIndex(VectorIndex):
         return scores.astype(np.float32, copy=False), ids.astype(np.int64, copy=False)
 
     def memory_bytes(self) -> dict[str, int]:
-        import faiss
+        faiss = require("faiss")
 
         self._require_built()
         total = int(faiss.serialize_index(self._index).size)
@@ -406,7 +407,7 @@ class HnswlibIndex(VectorIndex):
         self._index: Any = None
 
     def _build(self, x: np.ndarray) -> None:
-        import hnswlib
+        hnswlib = require("hnswlib")
 
         index = hnswlib.Index(space="ip", dim=self.dim)
         index.init_index(
@@ -437,7 +438,7 @@ class HnswlibIndex(VectorIndex):
     def _deserialise(self, data: bytes, n: int) -> None:
         import tempfile
 
-        import hnswlib
+        hnswlib = require("hnswlib")
 
         index = hnswlib.Index(space="ip", dim=self.dim)
         with tempfile.TemporaryDirectory() as tmp:

@@ -43,6 +43,7 @@ from ragnb.clq.engine import Executor, SerialExecutor, ThreadExecutor, _fingerpr
 from ragnb.clq.grid import SweepConfig
 from ragnb.embed.distributed import connect_ray, embed_corpus_ray
 from ragnb.errors import InputError
+from ragnb.lazylibs import require
 
 __all__ = ["RayExecutor", "make_executor"]
 
@@ -109,7 +110,7 @@ class RayExecutor:
         """Leave Ray if this executor initialised it: a local instance stops, a joined cluster
         keeps running."""
         if self._started:
-            import ray
+            ray = require("ray")
 
             ray.shutdown()
             self._started = False
@@ -166,7 +167,7 @@ class RayExecutor:
         self.placements = {}
         if not todo:
             return []
-        import ray
+        ray = require("ray")
 
         self.connect()
         _prewarm(sw, todo)
@@ -259,7 +260,7 @@ def _measure_task(
     :func:`ragnb.clq.measure.measure_config`. The state of ``token`` (one sweep call) is kept
     for the worker's next task, with the indexes and vectors it loaded. Returns (row, per-query
     frame, node id)."""
-    import ray
+    ray = require("ray")
 
     from ragnb.clq.measure import measure_config
 

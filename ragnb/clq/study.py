@@ -457,7 +457,12 @@ def _rewrite_judge(
         "request_params": {"max_tokens": 64},
     }
     if config.rewrite_model == "local":
-        from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer, local_llm_unavailable
+        from ragnb.judge.server import (
+            DEFAULT_MODEL,
+            LOCAL_API_KEY,
+            LocalLLMServer,
+            local_llm_unavailable,
+        )
 
         why = local_llm_unavailable(DEFAULT_MODEL)
         if why:
@@ -468,8 +473,9 @@ def _rewrite_judge(
             judge = OpenAIJudge(
                 server.model,
                 base_url=server.base_url,
-                api_key="local",
+                api_key=LOCAL_API_KEY,
                 timeout=300.0,
+                health_check=server.failure,
                 ledger=Ledger(out_dir / LEDGER_FILE, prices=cost.prices),
                 **options,
             )

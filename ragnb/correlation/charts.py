@@ -13,10 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import altair as alt
 import pandas as pd
 
 from ragnb.charts import heatmap, interval_tooltip, line_chart
+from ragnb.lazylibs import MissingExtra
+
+try:
+    import altair as alt
+except ModuleNotFoundError as _e:  # the notebooks extra
+    raise MissingExtra("altair", "notebooks") from _e
 
 __all__ = [
     "correlation_heatmap",

@@ -668,7 +668,7 @@ def _generate(
     info: dict[str, Any] = {"llm": c.llm, "model": c.model, "grade_used": "sampled"}
     server = owned = None
     if c.llm == "local":
-        from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer
+        from ragnb.judge.server import DEFAULT_MODEL, LOCAL_API_KEY, LocalLLMServer
         from ragnb.prices import ModelPrice
 
         if ledger.prices.price(DEFAULT_MODEL) is None:  # it runs here: no per-token charge
@@ -685,11 +685,12 @@ def _generate(
         # other than its favourite often rank below the tenth alternative
         options.update(
             base_url=server.base_url,
-            api_key="local",
+            api_key=LOCAL_API_KEY,
             constrained="json_object_schema",
             logprobs=20 if c.expected_grade else 0,
             concurrency=1,
             timeout=300.0,
+            health_check=server.failure,
         )
     else:
         options.update(base_url=c.base_url or None, logprobs=20 if c.expected_grade else 0)

@@ -34,6 +34,7 @@ from ragnb.cache import make_key, text_hash
 from ragnb.embed.base import Kind
 from ragnb.embed.cached import NAMESPACE
 from ragnb.errors import InputError
+from ragnb.lazylibs import require
 
 __all__ = ["DistributedEmbedding", "connect_ray", "embed_corpus_ray"]
 
@@ -74,7 +75,7 @@ def connect_ray(address: str = "", **init_options: Any) -> bool:
         # when ray is imported; its name speaks of Windows and macOS, it works on Linux too)
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
-        import ray
+        ray = require("ray")
     except ImportError as exc:  # pragma: no cover - the extra is installed by `make test`
         raise InputError("executor='ray' needs Ray: pip install 'ragnb[ray]'") from exc
     if ray.is_initialized():
@@ -230,7 +231,7 @@ def embed_corpus_ray(
             )
         finally:
             if started:
-                import ray
+                ray = require("ray")
 
                 ray.shutdown()
     vectors = emb.embed(texts, kind=kind)  # every text is in the cache now
@@ -255,7 +256,8 @@ def _embed_on_ray(
     num_cpus: float,
 ) -> None:
     """Run the actor pool over ``todo`` and write each finished block into the cache."""
-    import ray.data
+    require("ray.data")
+    ray = require("ray")
 
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False

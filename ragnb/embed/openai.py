@@ -14,6 +14,7 @@ import numpy as np
 
 from ragnb.embed.base import Embedder, Kind
 from ragnb.errors import InputError
+from ragnb.lazylibs import require
 from ragnb.transport import Fault, GaveUp, RetryPolicy, call, redact
 from ragnb.validation import l2_normalise
 
@@ -87,7 +88,7 @@ class OpenAIEmbedder(Embedder):
 
     def _load(self) -> Any:
         if self._client is None:
-            import openai
+            openai = require("openai")
 
             self._client = openai.OpenAI(
                 base_url=self.base_url,

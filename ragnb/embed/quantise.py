@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from ragnb.cache import default_cache_dir
+from ragnb.lazylibs import require
 from ragnb.provenance import file_sha256
 
 __all__ = [
@@ -73,7 +74,7 @@ INTEGER_OPS = frozenset(
 
 
 def _ort_version() -> str:
-    import onnxruntime
+    onnxruntime = require("onnxruntime")
 
     return str(onnxruntime.__version__)
 
@@ -111,7 +112,7 @@ def quantised_model_path(source: str | Path, *, cache_dir: str | Path | None = N
     target = folder / "onnx" / name
     if not target.is_file():
         try:
-            import onnx  # noqa: F401 - onnxruntime's quantiser needs it
+            require("onnx")  # onnxruntime's quantiser needs it
         except ImportError:
             raise ImportError(
                 "building the int8 graph needs the 'onnx' package: pip install onnx (in "
@@ -138,8 +139,8 @@ def _widening_matmuls(model: Any) -> list[str]:
 def _dequantise_matmul_weights(model: Any) -> int:
     """Fold ``Cast(int8 initializer) -> Mul(float initializer)`` into a float initializer where
     the product feeds a ``MatMul``; the number folded. Changes ``model`` in place."""
-    import onnx
-    from onnx import numpy_helper
+    onnx = require("onnx")
+    numpy_helper = require("onnx").numpy_helper
 
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
@@ -213,8 +214,9 @@ def build_quantised_model(source: str | Path, target: str | Path) -> Path:
         If the quantised graph has no integer matmul (the source has no ``MatMul`` with a
         constant weight).
     """
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    onnx = require("onnx")
+    QuantType = require("onnxruntime.quantization").QuantType
+    quantize_dynamic = require("onnxruntime.quantization").quantize_dynamic
 
     from ragnb.io import atomic_write
 
@@ -249,7 +251,7 @@ def build_quantised_model(source: str | Path, target: str | Path) -> Path:
 
 def graph_op_counts(path: str | Path) -> Counter[str]:
     """How many nodes of each operator type the ONNX graph at ``path`` has."""
-    import onnx
+    onnx = require("onnx")
 
     model = onnx.load(str(path), load_external_data=False)
     return Counter(node.op_type for node in model.graph.node)
@@ -276,7 +278,7 @@ class RowwiseSession:
     """
 
     def __init__(self, path: str | Path, *, threads: int | None = None) -> None:
-        import onnxruntime as ort
+        ort = require("onnxruntime")
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1

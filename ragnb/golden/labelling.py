@@ -63,6 +63,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.io import AppendLog, atomic_write, read_json, read_qrels, read_records, write_records
+from ragnb.lazylibs import require
 from ragnb.validation import check_positive_int, require_columns
 
 __all__ = ["LabelStore", "LabellingWidget", "calibration_sample", "label_pairs", "pair_items"]
@@ -393,7 +394,7 @@ class LabellingWidget:
     def __init__(
         self, items: pd.DataFrame, store: LabelStore, *, scale: tuple[int, int] = (0, 2)
     ) -> None:
-        import ipywidgets as widgets
+        widgets = require("ipywidgets")
 
         require_columns(items, ("query_id", "doc_id", "query", "passage"), "the items frame")
         lo, hi = (int(scale[0]), int(scale[1]))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragnb.cache import Cache
@@ -128,6 +128,12 @@ class OpenAIJudge(Judge):
         :meth:`grade_many` and :meth:`rank_many` then raise
         :class:`~ragnb.errors.JudgeUnavailable` naming the URL and the cause; every answer
         received before is cached and in the ledger.
+    health_check : callable, optional
+        Called after a connection failure; returns why the server cannot answer, or None. A
+        reason stops the job at once with that reason in the error: the judge of a local model
+        passes :meth:`ragnb.judge.server.LocalLLMServer.failure`, so a server that crashed is
+        called a crash (with its signal and the end of its log), not a run of connection
+        failures.
     constrained : {None, "json_schema", "json_object_schema"}, default None
         Constrained output: each grade and rank call sends a JSON schema admitting only its
         template's answers (:meth:`~ragnb.judge.PromptTemplate.response_schema`: the grade
@@ -207,6 +213,7 @@ class OpenAIJudge(Judge):
         max_connection_failures: int = 5,
         constrained: str | None = None,
         logprobs: int = 0,
+        health_check: Callable[[], str | None] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InputError(f"model must be a non-empty string, got {model!r}")
@@ -263,6 +270,7 @@ class OpenAIJudge(Judge):
             progress=progress,
             max_connection_failures=max_connection_failures,
             options={"constrained": constrained, "logprobs": logprobs},
+            health_check=health_check,
         )
 
     # -- identity

@@ -50,7 +50,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,7 @@ from ragnb.judge.calls import (
     read_completion,
     read_logprobs,
 )
+from ragnb.lazylibs import require
 from ragnb.ledger import Ledger, count_message_tokens, count_tokens
 from ragnb.provenance import safe_url
 from ragnb.transport import CircuitBreaker, Fault, GaveUp, RetryPolicy, acall, classify, redact
@@ -158,6 +159,9 @@ class CallSender:
     options : dict, optional
         The judge options behind the calls' own request fields (``{"constrained":
         "json_schema", "logprobs": 5}``), named in the error when a server rejects them.
+    health_check : callable, optional
+        Says why the server cannot answer (a crashed local server) after a connection
+        failure; a reason stops the job at once (:class:`~ragnb.transport.CircuitBreaker`).
     """
 
     def __init__(
@@ -178,8 +182,10 @@ class CallSender:
         progress: bool,
         max_connection_failures: int = 5,
         options: Mapping[str, Any] | None = None,
+        health_check: Callable[[], str | None] | None = None,
     ) -> None:
         CircuitBreaker(max_connection_failures)  # validates the setting
+        self.health_check = health_check
         self.max_connection_failures = max_connection_failures
         self._corrupt_seen: set[str] = set()
         self.model = model
@@ -254,11 +260,15 @@ class CallSender:
             before = set(self.cache.get_many(INFLIGHT_NAMESPACE, [c.key for c in todo]))
             answered = set(self.cache.get_many(NAMESPACE, [c.key for c in todo]))
             repeated = frozenset((before - answered) | (orphans & set(unique)))
-            state = _RunState(CircuitBreaker(self.max_connection_failures))
+            state = _RunState(CircuitBreaker(self.max_connection_failures, self.health_check))
             results.update(run_sync(lambda: self._arun(todo, repeated, stage, kind, state)))
             if state.abort is not None:
                 raise self._unavailable(
-                    stage, state.abort, [results[c.key] for c in calls], state.rejected
+                    stage,
+                    state.abort,
+                    [results[c.key] for c in calls],
+                    state.rejected,
+                    crashed=state.breaker.crashed,
                 )
             if state.no_logprobs:
                 log.warning(
@@ -282,19 +292,26 @@ class CallSender:
         return [results[c.key] for c in calls]
 
     def _unavailable(
-        self, stage: str, cause: str, results: list[CallResult], rejected: str | None = None
+        self,
+        stage: str,
+        cause: str,
+        results: list[CallResult],
+        rejected: str | None = None,
+        crashed: bool = False,
     ) -> JudgeUnavailable:
         """The error of a job the circuit breaker (or a rejected request option) stopped."""
         failed = sum(r.status == "failed" for r in results)
         where = safe_url(self.base_url or os.environ.get("OPENAI_BASE_URL")) or "api.openai.com"
-        check = (
-            "Change the option as said"
-            if rejected is not None
-            else "Check the key ($OPENAI_API_KEY), the base_url and the model"
-        )
+        if rejected is not None:
+            check = "Change the option as said"
+        elif crashed:
+            check = "Start the server again (or choose another model)"
+        else:
+            check = "Check the key ($OPENAI_API_KEY), the base_url and the model"
+        how = f"the job stopped: {cause}\n" if crashed else f"the job stopped after {cause}. "
         message = self._redact(
-            f"{stage}: the judge {self.judge_id} at {where} cannot answer: the job stopped "
-            f"after {cause}. {len(results) - failed} of {len(results)} calls have an answer "
+            f"{stage}: the judge {self.judge_id} at {where} cannot answer: {how}"
+            f"{len(results) - failed} of {len(results)} calls have an answer "
             f"(kept in the cache and the ledger), {failed} failed. {check}, then run the same "
             f"notebook or command again: only the {failed} failed calls are sent."
         )
@@ -310,7 +327,7 @@ class CallSender:
         kind: str,
         state: _RunState,
     ) -> dict[str, CallResult]:
-        import openai
+        openai = require("openai")
         from tqdm import tqdm
 
         out: dict[str, CallResult] = {}

@@ -18,9 +18,9 @@ reuses the wheel it cached.
 Examples
 --------
 >>> from ragnb.judge import OpenAIJudge
->>> from ragnb.judge.server import LocalLLMServer
+>>> from ragnb.judge.server import LOCAL_API_KEY, LocalLLMServer
 >>> with LocalLLMServer() as server:  # doctest: +SKIP
-...     judge = OpenAIJudge(server.model, base_url=server.base_url, api_key="local")
+...     judge = OpenAIJudge(server.model, base_url=server.base_url, api_key=LOCAL_API_KEY)
 ...     judge.grade("what is BM25?", ["BM25 is a ranking function ..."])[0].raw
 
 References
@@ -56,6 +56,8 @@ from ragnb.validation import check_int_at_least, check_positive_int
 __all__ = [
     "DEFAULT_MODEL",
     "INSTALL_HINT",
+    "LOCAL_API_KEY",
+    "exit_words",
     "LocalLLMServer",
     "PackagedModel",
     "local_llm_unavailable",
@@ -64,6 +66,9 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
+#: The API key clients send to the local server, which accepts any: not a word that messages
+#: use, since every key is redacted from errors and logs.
+LOCAL_API_KEY = "sk-ragnb-local-server"
 INSTALL_HINT = 'pip install "ragnb[local-llm]"'
 HOST = "127.0.0.1"
 
@@ -414,6 +419,7 @@ class LocalLLMServer:
         self.startup_s: float | None = None
         self.log_path: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._stopped = False
         self._log_dir: tempfile.TemporaryDirectory[str] | None = None
 
     # -- state
@@ -512,6 +518,7 @@ class LocalLLMServer:
         self._log_dir = tempfile.TemporaryDirectory(prefix="ragnb-llm-")
         self.log_path = Path(self._log_dir.name) / "server.log"
         args = [self.python, "-c", _BOOTSTRAP, str(os.getpid()), *self.command(port)]
+        self._stopped = False
         start = time.monotonic()
         with open(self.log_path, "wb") as log:
             self._proc = subprocess.Popen(
@@ -527,7 +534,10 @@ class LocalLLMServer:
         while True:
             code = self._proc.poll()
             if code is not None:
-                why = f"the server exited with status {code}; its last output:\n{self.log_tail()}"
+                why = (
+                    f"the server died {exit_words(code)} during start-up; its last output:\n"
+                    f"{self.log_tail()}"
+                )
                 self._cleanup()
                 return False, why
             served = _get_model_id(url)
@@ -545,6 +555,36 @@ class LocalLLMServer:
                 )
             time.sleep(0.1)
 
+    def failure(self) -> str | None:
+        """Why the server cannot answer, or None while its process runs (or before :meth:`start`).
+
+        A judge given this as its ``health_check`` stops a job at once when the server process
+        has died, with this text as the cause, instead of counting connection failures.
+
+        Returns
+        -------
+        str or None
+            For a process that died: how (the signal, such as ``SIGSEGV``, or the exit status)
+            and the last lines of its log; for one stopped by :meth:`stop`, that it was stopped.
+
+        Examples
+        --------
+        >>> LocalLLMServer().failure() is None  # not started
+        True
+        """
+        proc = self._proc
+        if proc is None:
+            return None
+        code = proc.poll()
+        if code is None:
+            return None
+        if self._stopped:
+            return f"the local model server ({self.model}) was stopped"
+        return (
+            f"the local model server ({self.model}) died {exit_words(code)} while answering; "
+            f"its log ends:\n{self.log_tail(12)}"
+        )
+
     def log_tail(self, lines: int = 20) -> str:
         """The last ``lines`` lines the server wrote (stdout and stderr)."""
         if self.log_path is None or not self.log_path.exists():
@@ -555,6 +595,7 @@ class LocalLLMServer:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server: SIGTERM, then SIGKILL after ``timeout`` seconds. Idempotent."""
         proc = self._proc
+        self._stopped = True
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGTERM)
@@ -579,6 +620,23 @@ class LocalLLMServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def exit_words(returncode: int) -> str:
+    """How a child process ended, in words, from its ``Popen.returncode``.
+
+    Examples
+    --------
+    >>> exit_words(-11), exit_words(1)
+    ('with SIGSEGV (signal 11)', 'with exit status 1')
+    """
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "a signal"
+        return f"with {name} (signal {-returncode})"
+    return f"with exit status {returncode}"
 
 
 def _get_model_id(url: str) -> str | None:

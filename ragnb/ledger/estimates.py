@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.lazylibs import require
 from ragnb.prices import PriceTable
 
 __all__ = [
@@ -84,7 +85,7 @@ def _encoding(name: str) -> Any:
 
     with warnings.catch_warnings():  # bpe-openai 0.1 reads its tables with a deprecated API
         warnings.simplefilter("ignore", DeprecationWarning)
-        import bpe_openai
+        bpe_openai = require("bpe_openai")
 
         enc = bpe_openai.get_encoding(name)
         enc.encode_ordinary("load the tables now")  # they load lazily, on the first call

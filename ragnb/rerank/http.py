@@ -20,6 +20,7 @@ import numpy as np
 
 from ragnb.cache import Cache, make_key, text_hash
 from ragnb.errors import InputError
+from ragnb.lazylibs import require
 from ragnb.ledger import count_tokens
 from ragnb.prices import PriceTable
 from ragnb.provenance import safe_url
@@ -369,7 +370,7 @@ class HTTPReranker(Reranker):
     def _load(self) -> Any:
         with self._client_lock:
             if self._client is None:
-                import openai
+                openai = require("openai")
 
                 # the openai client is only the HTTP transport here (pooled connections, JSON,
                 # errors); the key goes in each request's header, never into the client
@@ -387,7 +388,7 @@ class HTTPReranker(Reranker):
         RerankError
             When no attempt gets an answer, naming the URL, the query and the reason.
         """
-        import openai
+        openai = require("openai")
 
         client = self._load()
         where = f"{self.name}: POST {safe_url(self.base_url)}{self.path} (query {query_id!r})"

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragnb.errors import InputError
+from ragnb.lazylibs import require
 from ragnb.rerank.base import CandidateGroup, Reranker
 from ragnb.validation import check_positive_int, l2_normalise
 
@@ -114,7 +115,7 @@ class CrossEncoderReranker(Reranker):
 
     def _load(self) -> Any:
         if self._model is None:
-            from sentence_transformers import CrossEncoder
+            CrossEncoder = require("sentence_transformers").CrossEncoder
 
             kw = dict(self.kwargs)
             if self.max_length is not None:

@@ -5,10 +5,15 @@ A tidy frame in, an altair chart out; call :func:`ragnb.charts.setup` first in a
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 
 from ragnb.charts import line_chart
+from ragnb.lazylibs import MissingExtra
+
+try:
+    import altair as alt
+except ModuleNotFoundError as _e:  # the notebooks extra
+    raise MissingExtra("altair", "notebooks") from _e
 
 __all__ = [
     "measure_vs_k",

@@ -20,11 +20,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-import altair as alt
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.lazylibs import MissingExtra
 from ragnb.whatif.grid import MAX_CHART_ROWS
+
+try:
+    import altair as alt
+except ModuleNotFoundError as _e:  # the notebooks extra
+    raise MissingExtra("altair", "notebooks") from _e
 
 __all__ = ["alpha_curves_chart", "rank_bump_chart", "slider_params", "what_if_chart"]
 

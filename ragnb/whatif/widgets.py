@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import altair as alt
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.lazylibs import MissingExtra, require
 from ragnb.whatif.charts import alpha_curves_chart
 from ragnb.whatif.grid import WhatIfFrames
+
+try:
+    import altair as alt
+except ModuleNotFoundError as _e:  # the notebooks extra
+    raise MissingExtra("altair", "notebooks") from _e
 
 __all__ = ["WhatIfWidget", "interactive_frontend", "view"]
 
@@ -149,7 +154,7 @@ class WhatIfWidget:
     def __init__(
         self, frames: WhatIfFrames, *, k: int | None = None, alpha: float | None = None
     ) -> None:
-        import ipywidgets as widgets
+        widgets = require("ipywidgets")
 
         if not isinstance(frames, WhatIfFrames):
             raise InputError(f"frames must be WhatIfFrames, got {type(frames).__name__}")
