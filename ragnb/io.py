@@ -593,11 +593,17 @@ class BeirDataset:
         return not self.qrels.empty
 
     def summary(self) -> dict[str, Any]:
-        """Counts for a report: documents, queries, judged queries, pairs, grades."""
+        """Counts for a report: documents, queries, judged queries, pairs, grades.
+
+        The path is shown as :func:`ragnb.params.display_path` does (relative to the project,
+        ``~/...``, or the folder's name): reports and manifests name no absolute local path.
+        """
+        from ragnb.params import display_path
+
         grades = self.qrels["relevance"].value_counts().sort_index()
         return {
             "dataset": self.name,
-            "path": str(self.path),
+            "path": display_path(self.path),
             "split": self.split,
             "documents": len(self.corpus),
             "queries": len(self.queries),

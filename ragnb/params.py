@@ -28,6 +28,7 @@ __all__ = [
     "fill_runner_doc",
     "local_path_prefixes",
     "project_root",
+    "public_paths",
     "resolve_path",
 ]
 
@@ -102,6 +103,26 @@ def display_path(path: str | os.PathLike[str], root: Path | None = None) -> str:
     if p.is_relative_to(home) and home != Path(home.anchor):
         return "~/" + p.relative_to(home).as_posix()
     return p.name
+
+
+def public_paths(value: Any, root: Path | None = None) -> Any:
+    """``value`` (nested dicts, lists and strings) with every absolute path string shown as
+    :func:`display_path` shows it: what a manifest or provenance file written beside a report
+    holds, so that sharing the folder shares no local path.
+
+    Examples
+    --------
+    >>> public_paths({"dataset": "/srv/proj/data/x", "k": [10, "/opt/d/y"], "url": "http://h/a"},
+    ...              root=Path("/srv/proj"))
+    {'dataset': 'data/x', 'k': [10, 'y'], 'url': 'http://h/a'}
+    """
+    if isinstance(value, str):
+        return display_path(value, root) if os.path.isabs(value) else value
+    if isinstance(value, Mapping):
+        return {k: public_paths(v, root) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [public_paths(v, root) for v in value]
+    return value
 
 
 def local_path_prefixes(root: Path | None = None) -> list[tuple[str, str]]:

@@ -311,6 +311,10 @@ def render_report(
         progress_bar=False,
         cwd=str(project_root()),
     )
+    # the executed notebook lands beside the report: no absolute local path in it either
+    given = [v for v in params.values() if isinstance(v, str) and os.path.isabs(v)]
+    text = redact_local_paths(tmp_executed.read_text(encoding="utf-8"), paths=given)
+    tmp_executed.write_text(text, encoding="utf-8")
     os.replace(tmp_executed, executed)
     html_path = out_dir / f"{path.stem}.html"
     export_html(executed, html_path, title=f"ragnb report: {path.stem}")

@@ -60,6 +60,7 @@ from ragnb.diagnostics.noise import (
 from ragnb.diagnostics.retrieval_impact import ablation_retrieval
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
+from ragnb.params import public_paths
 
 __all__ = [
     "DiagnosticsResult",
@@ -453,7 +454,7 @@ class DiagnosticsResult:
         }
         for name, frame in frames.items():
             write_table_csv(frame, out / name)
-        write_json(self.provenance(), out / "provenance.json")
+        write_json(public_paths(self.provenance()), out / "provenance.json")
         return out
 
     def provenance(self) -> dict[str, Any]:

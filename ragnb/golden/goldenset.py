@@ -552,6 +552,7 @@ class GoldenSet:
         Path
         """
         from ragnb.io import write_json, write_qrels, write_run
+        from ragnb.params import public_paths
 
         out = Path(folder) if folder is not None else self.run_dir
         if out is None:
@@ -568,7 +569,7 @@ class GoldenSet:
             ("judged_at_k", self.judged_at_k()),
         ):
             write_table_csv(frame, out / f"{stem}.csv")
-        write_json(self.manifest(), out / "manifest.json")
+        write_json(public_paths(self.manifest()), out / "manifest.json")
         return out
 
     def summary_markdown(self) -> str:

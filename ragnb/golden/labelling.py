@@ -556,13 +556,16 @@ def _run_folder(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame
     ``stages/s1_queries.parquet``: they may come from a query file), else the dataset's; the
     dataset needs no qrels."""
     from ragnb.io import read_beir, read_parquet
+    from ragnb.params import resolve_path
 
     judgements = read_records(run_dir / "judgements.csv")
     manifest = read_json(run_dir / "manifest.json")
     info = manifest.get("dataset") or {}
     if "path" not in info:
         raise InputError("the manifest names no dataset path", path=run_dir / "manifest.json")
-    data = read_beir(info["path"], split=info.get("split", "test"), qrels="optional")
+    # the manifest names the folder as a report shows it: relative to the project, or ~/...
+    folder = resolve_path(os.path.expanduser(info["path"]))
+    data = read_beir(folder, split=info.get("split", "test"), qrels="optional")
     s1 = read_parquet(run_dir / "stages" / "s1_queries.parquet")
     queries = (
         s1[["query_id", "normalised"]].rename(columns={"normalised": "text"})

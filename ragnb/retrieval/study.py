@@ -31,7 +31,13 @@ from ragnb.measures import (
     resolve_grade_map,
 )
 from ragnb.measures.proc import proc_table
-from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc, resolve_path
+from ragnb.params import (
+    SAMPLE_DATASET,
+    NotebookParams,
+    fill_runner_doc,
+    public_paths,
+    resolve_path,
+)
 from ragnb.provenance import versions
 from ragnb.retrieval.contexts import CONTEXT_SIMILARITIES, context_scores, context_table
 from ragnb.retrieval.fusions import FusionComparison, compare_fusions
@@ -380,7 +386,7 @@ class Comparison:
             frames.append(("ranwg_sensitivity", self.sensitivity))
         for stem, frame in frames:
             write_table_csv(frame, folder / f"{stem}.csv")
-        write_json(self.provenance(), folder / "provenance.json")
+        write_json(public_paths(self.provenance()), folder / "provenance.json")
         return folder
 
     def synthetic_notice(self) -> str | None:
