@@ -7,13 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragnb.charts import line_chart
-from ragnb.lazylibs import MissingExtra
-
-try:
-    import altair as alt
-except ModuleNotFoundError as _e:  # the notebooks extra
-    raise MissingExtra("altair", "notebooks") from _e
+from ragnb.charts import alt, line_chart
 
 __all__ = [
     "measure_vs_k",

@@ -22,14 +22,9 @@ from typing import Any, cast
 
 import pandas as pd
 
+from ragnb.charts import alt
 from ragnb.errors import InputError
-from ragnb.lazylibs import MissingExtra
 from ragnb.whatif.grid import MAX_CHART_ROWS
-
-try:
-    import altair as alt
-except ModuleNotFoundError as _e:  # the notebooks extra
-    raise MissingExtra("altair", "notebooks") from _e
 
 __all__ = ["alpha_curves_chart", "rank_bump_chart", "slider_params", "what_if_chart"]
 

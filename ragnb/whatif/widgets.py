@@ -14,15 +14,11 @@ from typing import Any
 
 import pandas as pd
 
+from ragnb.charts import alt
 from ragnb.errors import InputError
-from ragnb.lazylibs import MissingExtra, require
+from ragnb.lazylibs import require
 from ragnb.whatif.charts import alpha_curves_chart
 from ragnb.whatif.grid import WhatIfFrames
-
-try:
-    import altair as alt
-except ModuleNotFoundError as _e:  # the notebooks extra
-    raise MissingExtra("altair", "notebooks") from _e
 
 __all__ = ["WhatIfWidget", "interactive_frontend", "view"]
 
