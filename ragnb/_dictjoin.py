@@ -85,7 +85,7 @@ def joined_ranks(run: Mapping[str, Mapping[str, float]], qrels: _QrelsIndex) -> 
     Parameters
     ----------
     run : dict of dict
-        ``{query_id: {doc_id: score}}``, scores convertible to float64 (not NaN).
+        ``{query_id: {doc_id: score}}``, scores convertible to float64 (finite).
     qrels : _QrelsIndex
         From a dict of dicts (``qrels.keys`` set).
 
@@ -162,6 +162,8 @@ def _read(
     j_score[dst] = values[src]
     if int(np.isnan(values).sum()) != int(np.isnan(values[src]).sum()):
         return None  # a NaN score
+    if bool(np.isinf(values).any()):
+        return None  # an infinite score
     keep = np.flatnonzero(sizes)  # a query with no entries has no rows
     read = _Read(
         np.array([qids[k] for k in keep.tolist()], dtype=object),

@@ -435,10 +435,16 @@ def _golden_config(args: argparse.Namespace) -> GoldenSetConfig:
 
 
 def _cmd_golden(args: argparse.Namespace) -> int:
-    """Build a golden set (notebook 02's pipeline) and export it to ``--out``."""
+    """Build a golden set (notebook 02's pipeline) and export it to ``--out``; say on stderr
+    when the judge is the local stand-in (before it starts) and what the degenerate-judge
+    checks found in its grades (after the run)."""
     from ragnb.golden import open_pipeline
+    from ragnb.golden.goldenset import QRELS_NOTE
+    from ragnb.golden.judging import LOCAL_JUDGE_WARNING
 
     config = _golden_config(args)
+    if config.judge == "local":
+        print(f"ragnb: warning: {LOCAL_JUDGE_WARNING}", file=sys.stderr, flush=True)
     pipeline, needs = open_pipeline(config, progress=not args.quiet)
     if pipeline is None:
         raise InputError(needs.replace("**", "").split("\n\n")[0])
@@ -448,8 +454,9 @@ def _cmd_golden(args: argparse.Namespace) -> int:
     print(
         f"{out / 'golden.qrels'}: {c['qrels']} judgements of {c['queries']} queries "
         f"({c['valid']} valid of {c['graded']} graded, {c['refine_calls']} listwise calls); "
-        f"provenance in judgements.csv and manifest.json"
+        f"which judge made it in {QRELS_NOTE}, provenance in judgements.csv and manifest.json"
     )
+    _print_judge_checks(gs.judge_checks())
     human = gs.human_labels() if args.human_labels else None
     if human is not None:
         cal = gs.calibrate(human)
@@ -464,6 +471,20 @@ def _cmd_golden(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_judge_checks(findings: Sequence[Any]) -> None:
+    """The degenerate-judge findings on stderr, with what to do; nothing when there is none."""
+    if not findings:
+        return
+    n = len(findings)
+    lines = [
+        f"ragnb: warning: the judge's grades may say nothing ({n} finding{'s' if n > 1 else ''} "
+        "of the degenerate-judge checks; also in manifest.json):",
+        *(f"  - {f}" for f in findings),
+        "  what to do: " + " ".join(dict.fromkeys(f.advice for f in findings)),
+    ]
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
 def _add_golden_parser(sub: Any) -> None:
     """``ragnb golden``: notebook 02's pipeline from the command line."""
     from ragnb.golden.config import JUDGES, POOL_RETRIEVERS
@@ -472,7 +493,9 @@ def _add_golden_parser(sub: Any) -> None:
         "golden",
         help="build a golden set (pool, judge, prune, refine) and export it as TREC qrels",
         description="Pool, judge, prune and refine (notebook 02's pipeline), then export the "
-        "golden set to --out: golden.qrels (TREC), judgements.csv (provenance), manifest.json. "
+        "golden set to --out: golden.qrels (TREC), golden.qrels.README (which judge made it), "
+        "judgements.csv (provenance), manifest.json. Warnings (a local stand-in judge, grades "
+        "that say nothing) go to stderr. "
         "A dataset with corpus.jsonl and queries.jsonl and no qrels is enough with an LLM judge.",
     )
     p.add_argument("--dataset", required=True, help="BEIR folder (qrels optional)")

@@ -127,7 +127,8 @@ def run_from_dict(run: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
     Raises
     ------
     InputError
-        If a score is NaN or not a number.
+        If a score is NaN, infinite or not a number, naming the query and document (as a run
+        file's reader names the file and line).
     """
     return _from_nested(run, "score", _float_scores, _run_from_dict_checked)
 
@@ -139,6 +140,8 @@ def _run_from_dict_checked(run: Mapping[str, Mapping[str, float]]) -> pd.DataFra
             value = convert_entry(float, score, qid, did, "score", "a number")
             if np.isnan(value):
                 raise InputError(f"score of {did!r} is NaN", query_id=str(qid))
+            if not np.isfinite(value):
+                raise InputError(f"score of {did!r} is not finite: {value!r}", query_id=str(qid))
             rows.append((str(qid), str(did), value))
     return _frame(rows, RUN_COLUMNS, {"score": "float64"})
 
@@ -191,12 +194,13 @@ def _values(nested: Mapping[str, Mapping[str, object]]) -> Iterator[object]:
 
 
 def _float_scores(nested: Mapping[str, Mapping[str, object]], n: int) -> np.ndarray | None:
-    """Scores as float64 (each ``float(score)``), None when one is not a number or is NaN."""
+    """Scores as float64 (each ``float(score)``), None when one is not a number, NaN or
+    infinite."""
     try:
         arr = np.fromiter(_values(nested), dtype=np.float64, count=n)
     except (TypeError, ValueError, OverflowError):
         return None
-    return None if np.isnan(arr).any() else arr
+    return arr if np.isfinite(arr).all() else None
 
 
 def _integral_grades(nested: Mapping[str, Mapping[str, object]], n: int) -> np.ndarray | None:

@@ -10,6 +10,8 @@ side, several column dtypes and both ordering policies.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -238,6 +240,11 @@ def test_prepare_from_dicts_matches_prepare_from_frames(data, order):
     qrels_dict: dict[str, dict[str, int]] = {}
     for q, d, g in zip(qrels["query_id"], qrels["doc_id"], qrels["relevance"], strict=True):
         qrels_dict.setdefault(str(q), {})[str(d)] = int(g)
+    if not all(math.isfinite(s) for scores in run_dict.values() for s in scores.values()):
+        # a dict run is checked as a run file is: an infinite score names its query
+        with pytest.raises(InputError, match="not finite"):
+            prepare(qrels_dict, run_dict, order=order)
+        return
     # the frame built from the dicts keeps the dicts' order, which order="file" follows
     want = _reference_prepare(
         qrels_from_dict(qrels_dict), run_from_dict(run_dict), order=order, depth=None

@@ -8,6 +8,9 @@
 - :mod:`ragnb.golden.goldenset`: :class:`GoldenSet`, the result, with incremental judging and
   exports; :mod:`ragnb.golden.analysis`: its coverage tables.
 - :mod:`ragnb.golden.judging`: the judge built from the parameters, described without secrets.
+- :mod:`ragnb.golden.degenerate`: the degenerate-judge checks (one grade for nearly every pair,
+  no variation within queries, no association with the pooled rank, invalid answers) run on
+  every set of grades a golden set is made from.
 - :mod:`ragnb.golden.study`: the notebook's own tables (cost estimate, simulation summary).
 - :mod:`ragnb.golden.refine`: Plackett-Luce listwise refinement (Dallaire, Algorithm 1), with its
   update and lock rules in :mod:`ragnb.golden.plackett_luce`.
@@ -37,6 +40,13 @@ from ragnb.golden.config import (
     STAGES,
     GoldenSetConfig,
 )
+from ragnb.golden.degenerate import (
+    CheckThresholds,
+    JudgeFinding,
+    check_grades,
+    findings_markdown,
+    rank_association,
+)
 from ragnb.golden.ensemble import EnsembleAgreement, ensemble_agreement
 from ragnb.golden.fingerprints import judge_fingerprint
 from ragnb.golden.goldenset import GoldenSet, Increment
@@ -65,6 +75,7 @@ from ragnb.golden.study import (
 from ragnb.judge.rewriter import LLMRewriter
 
 __all__ = [
+    "CheckThresholds",
     "EnsembleAgreement",
     "GoldenPipeline",
     "GoldenSet",
@@ -72,6 +83,7 @@ __all__ = [
     "HumanLabels",
     "Increment",
     "JUDGES",
+    "JudgeFinding",
     "LLMRewriter",
     "LabelStore",
     "NO_LABELS",
@@ -84,10 +96,12 @@ __all__ = [
     "audit_view",
     "calibration_markdown",
     "calibration_sample",
+    "check_grades",
     "default_keep_grade",
     "ensemble_agreement",
     "estimate_markdown",
     "export_audit",
+    "findings_markdown",
     "first_screen",
     "fold_audit",
     "grade_candidates",
@@ -108,6 +122,7 @@ __all__ = [
     "ppi_table",
     "prune_pool",
     "public_judge_info",
+    "rank_association",
     "read_audit",
     "read_human_labels",
     "refine_pools",

@@ -90,6 +90,7 @@ FORMAT = "ragnb-golden-set/1"
 FILE_LIST = [
     "manifest.json",
     "golden.qrels",
+    "golden.qrels.README (which judge made golden.qrels, when, and the degenerate-judge checks)",
     "judgements.csv",
     "refined.trec",
     "refined_top.csv",

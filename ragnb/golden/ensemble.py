@@ -35,6 +35,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.golden.agreement import kendall_tau, krippendorff_alpha, weighted_kappa
 from ragnb.golden.calibration import agreement_pairs
+from ragnb.golden.degenerate import JudgeFinding, check_grades
 from ragnb.judge.ensemble import EnsembleGrades
 from ragnb.measures._kernel import as_qrels_frame
 from ragnb.validation import require_columns
@@ -68,11 +69,16 @@ class EnsembleAgreement:
         graded validly), ``n_queries``, then :data:`AGREEMENT_COLUMNS`.
     labels : tuple of int
         The grade scale the kappas were computed on.
+    findings : tuple of JudgeFinding
+        The degenerate-judge checks (:func:`ragnb.golden.degenerate.check_grades`) of each
+        member's and the ensemble's grades, in the table's order; empty when none says
+        anything suspicious.
     """
 
     table: pd.DataFrame
     pairwise: pd.DataFrame
     labels: tuple[int, ...]
+    findings: tuple[JudgeFinding, ...] = ()
 
 
 def _valid_qrels(frame: Any, name: str) -> pd.DataFrame:
@@ -142,7 +148,9 @@ def ensemble_agreement(
     EnsembleAgreement
         ``table`` (members then ensemble, against humans) and ``pairwise`` (between members).
         Each row uses the pairs its raters both graded; a member's invalid or failed grades
-        leave its pairs out of its rows only (``n_pairs`` says how many remain).
+        leave its pairs out of its rows only (``n_pairs`` says how many remain). ``findings``:
+        the degenerate-judge checks of each rater's grades (no rank association: the items
+        carry no pooled rank).
 
     Raises
     ------
@@ -210,10 +218,15 @@ def ensemble_agreement(
             }
         )
     pair_columns = ["judge_a", "judge_b", "n_pairs", "n_queries", *AGREEMENT_COLUMNS]
+    order = [*members, *(["ensemble"] if "ensemble" in raters else [])]
+    findings = tuple(
+        f for name in order for f in check_grades(raters[name], source=f"grades of {name}")
+    )
     return EnsembleAgreement(
         table=pd.DataFrame(
             rows, columns=["judge", "role", "n_pairs", "n_queries", *AGREEMENT_COLUMNS]
         ),
         pairwise=pd.DataFrame(pair_rows, columns=pair_columns),
         labels=labels,
+        findings=findings,
     )

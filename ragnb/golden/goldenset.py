@@ -7,6 +7,9 @@ After S6, :meth:`GoldenSet.export` writes the products beside the stages:
 ========================= =========================================================================
 ``golden.qrels``          TREC qrels of every valid grade (pool and increments), on the judge's
                           scale
+``golden.qrels.README``   what made ``golden.qrels`` (the qrels format has no comments): the judge
+                          (model, server without credentials, prompt), the date, the counts and
+                          the degenerate-judge findings
 ``judgements.csv``        the same with provenance: ``query_id, doc_id, grade, source, systems``
                           (``source`` "pool" or "incremental"; ``systems`` those that brought it)
 ``refined.trec``          the refined order of each pruned pool (a TREC run, tag golden-refined)
@@ -17,7 +20,8 @@ After S6, :meth:`GoldenSet.export` writes the products beside the stages:
 ``increments/``           incremental judgements per new system (:meth:`GoldenSet.extend`)
 ``ledger.jsonl``          every LLM request (LLM judges only; :class:`ragnb.ledger.Ledger`)
 ``manifest.json``         config, versions, seeds, stage hashes and counts, cache hits, costs per
-                          stage from the ledger, judge identity (see :meth:`GoldenSet.manifest`)
+                          stage from the ledger, judge identity, the degenerate-judge checks (see
+                          :meth:`GoldenSet.manifest`)
 ========================= =========================================================================
 
 Secrets
@@ -51,6 +55,14 @@ from ragnb.errors import InputError
 from ragnb.golden import store
 from ragnb.golden.analysis import grade_distribution, judged_table, pool_overlap
 from ragnb.golden.config import FILE_LIST, FORMAT, INCREMENTAL_STAGE, STAGES, GoldenSetConfig
+from ragnb.golden.degenerate import (
+    CheckThresholds,
+    GradeSet,
+    JudgeFinding,
+    check_sets,
+    findings_markdown,
+    grade_sets,
+)
 from ragnb.golden.fingerprints import judge_fingerprint, system_fingerprint
 from ragnb.golden.human import (
     HumanLabels,
@@ -59,7 +71,7 @@ from ragnb.golden.human import (
     read_human_labels,
     sampled_labels,
 )
-from ragnb.golden.judging import judge_banner, public_judge_info
+from ragnb.golden.judging import judge_banner, public_judge_info, qrels_note
 from ragnb.golden.refine import RefineConfig
 from ragnb.golden.stages import grading_items, passages_by_id, top_of_run
 from ragnb.io import write_table_csv
@@ -71,6 +83,10 @@ if TYPE_CHECKING:
     from ragnb.golden.pipeline import GoldenPipeline
 
 __all__ = ["GoldenSet", "Increment"]
+
+
+#: The file beside ``golden.qrels`` saying what made it.
+QRELS_NOTE = "golden.qrels.README"
 
 
 @dataclass
@@ -329,6 +345,49 @@ class GoldenSet:
             rows, columns=["stage", "title", "reused", "seconds", "input_hash", "counts"]
         )
 
+    # -- the degenerate-judge checks
+
+    def graded_sets(self) -> list[GradeSet]:
+        """Every set of grades the golden set is made from (:func:`~.degenerate.grade_sets`):
+        S4's, each ensemble member's, S6's listwise answers, and per increment the new system's
+        whole top ``k`` (the pairs it judged and those judged before: the unjudged rest alone
+        is the residue the pool missed, mostly irrelevant whatever the judge)."""
+        increments = [(inc.system, self._increment_top(inc)) for inc in self.increments]
+        return grade_sets(self.grades, self.refine_summary, increments)
+
+    def _increment_top(self, inc: Increment) -> pd.DataFrame:
+        """The new system's top ``inc.k`` with its grades now: ``query_id``, ``doc_id``,
+        ``rank``, ``grade`` (Int64), ``status`` (the increment's for the pairs it judged, "ok"
+        for those judged before)."""
+        top = self.new_runs.get(inc.system, inc.frame)
+        top = top.loc[top["rank"] <= inc.k, ["query_id", "doc_id", "rank"]]
+        judged = self.judgements.set_index(["query_id", "doc_id"])["grade"]
+        status = inc.frame.set_index(["query_id", "doc_id"])["status"]
+        keys = pd.MultiIndex.from_frame(top[["query_id", "doc_id"]])
+        return top.assign(
+            grade=judged.reindex(keys).astype("Int64").to_numpy(),
+            status=status.reindex(keys).fillna("ok").to_numpy(dtype=object),
+        ).reset_index(drop=True)
+
+    def judge_checks(self, thresholds: CheckThresholds | None = None) -> list[JudgeFinding]:
+        """The degenerate-judge checks (:mod:`ragnb.golden.degenerate`) on every set of grades
+        of :meth:`graded_sets`: S4's grades against the fused rank, each ensemble member's, the
+        share of invalid S6 listwise answers, each incremental judging against its system's
+        rank; with ``thresholds`` (default: the pipeline's ``check_thresholds``). Empty when no
+        set shows a sign of a judge that says nothing."""
+        return check_sets(self.graded_sets(), thresholds or self.pipeline.check_thresholds)
+
+    def _checks_record(self) -> dict[str, Any]:
+        """The manifest's ``judge_checks``: thresholds, the sets checked, the findings."""
+        th = self.pipeline.check_thresholds
+        return {
+            "thresholds": th.to_dict(),
+            "checked": [
+                {"source": source, **counts} for source, _, _, counts in self.graded_sets()
+            ],
+            "findings": [f.to_dict() for f in self.judge_checks(th)],
+        }
+
     # -- incremental judging
 
     def extend(
@@ -457,8 +516,9 @@ class GoldenSet:
         new system's configuration), ``rewriter``, ``seeds``, ``stages`` (per stage: input and
         output hashes, reused, seconds, counts, files), ``counts``, ``cache`` (hits and misses
         of the judge's cache; cached answers per stage), ``costs`` (the ledger's totals per
-        stage and overall; None for offline judges), ``estimate``, ``increments``, ``versions``,
-        ``files``.
+        stage and overall; None for offline judges), ``estimate``, ``increments``,
+        ``judge_checks`` (:meth:`judge_checks`: ``thresholds``, ``checked`` (each set of grades
+        with its counts), ``findings``), ``versions``, ``files``.
         """
         p = self.pipeline
         cache = getattr(p.judge, "cache", None)
@@ -501,6 +561,7 @@ class GoldenSet:
             "costs": None if p.ledger is None else p.ledger.summary(),
             "estimate": None if self.estimate is None else self.estimate.summary(),
             "increments": [inc.summary() for inc in self.increments],
+            "judge_checks": self._checks_record(),
             "versions": versions(),
             "files": FILE_LIST,
         }
@@ -551,13 +612,15 @@ class GoldenSet:
         -------
         Path
         """
-        from ragnb.io import write_json, write_qrels, write_run
+        from ragnb.io import atomic_write, write_json, write_qrels, write_run
         from ragnb.params import public_paths
 
         out = Path(folder) if folder is not None else self.run_dir
         if out is None:
             raise InputError("no run folder: pass a folder or build with run_dir/export_dir")
         write_qrels(self.qrels, out / "golden.qrels")
+        with atomic_write(out / QRELS_NOTE) as f:
+            f.write(self.qrels_note())
         if len(self.order):
             write_run(self.refined_run, out / "refined.trec", tag="golden-refined")
         for name, run in self.runs.items():
@@ -571,6 +634,19 @@ class GoldenSet:
             write_table_csv(frame, out / f"{stem}.csv")
         write_json(public_paths(self.manifest()), out / "manifest.json")
         return out
+
+    def qrels_note(self) -> str:
+        """The text of ``golden.qrels.README`` (:func:`~.judging.qrels_note`): which judge made
+        the qrels, when, how many judgements, the degenerate-judge findings."""
+        c = self._counts()
+        return qrels_note(
+            self.judge,
+            judgements=c["qrels"],
+            queries=c["queries"],
+            from_increments=c["qrels_from_increments"],
+            dataset_info=self.pipeline.dataset_info,
+            findings=self.judge_checks(),
+        )
 
     def summary_markdown(self) -> str:
         """A short markdown account of the run: stages computed or reused, counts, costs."""
@@ -588,6 +664,9 @@ class GoldenSet:
                 "only those.",
                 "",
             ]
+        checks = findings_markdown(self.judge_checks())
+        if checks:
+            lines += [checks, ""]
         ledger = self.pipeline.ledger
         if ledger is not None and hasattr(ledger, "cost_note"):
             lines += [f"**Cost:** {ledger.cost_note()}", ""]

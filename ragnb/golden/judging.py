@@ -26,21 +26,31 @@ from ragnb.errors import InputError
 from ragnb.golden.config import GoldenSetConfig
 from ragnb.judge.base import Judge
 from ragnb.judge.server import INSTALL_HINT
-from ragnb.provenance import public_url, scrub
+from ragnb.provenance import public_url, scrub, utc_now, versions
 
 __all__ = [
+    "LOCAL_JUDGE_WARNING",
     "LOCAL_MODEL_NAME",
     "human_labels",
     "judge_banner",
     "make_judge",
     "missing_labels",
     "public_judge_info",
+    "qrels_note",
     "stop_local_server",
 ]
 
 #: How reports name the ``local`` judge's model.
 LOCAL_MODEL_NAME = (
     "SmolLM2-135M-Instruct (Q4_1 GGUF, a 135M-parameter local stand-in, not a judge to trust)"
+)
+#: What a console says before the ``local`` judge starts.
+LOCAL_JUDGE_WARNING = (
+    f"judge 'local' is {LOCAL_MODEL_NAME}: it runs the real LLM path on this machine (HTTP, "
+    "constrained output, the cache and the ledger), and its grades are what a 135M-parameter "
+    "model does, not what LLM judging can do. For a golden set to rely on, use the openai "
+    "judge with a capable model (any OpenAI-compatible server) and calibrate it against human "
+    "labels."
 )
 #: Token alternatives asked for per grade position by the ``local`` judge.
 LOCAL_TOP_LOGPROBS = 20
@@ -215,3 +225,57 @@ def judge_banner(judge: Judge) -> str:
     url, withheld = public_url(getattr(judge, "base_url", None))
     where = url or ("a server whose URL is withheld" if withheld else "$OPENAI_BASE_URL or OpenAI")
     return f"**Judge: {jid} — an LLM, at {where}.**"
+
+
+def qrels_note(
+    judge: Judge,
+    *,
+    judgements: int,
+    queries: int,
+    from_increments: int = 0,
+    dataset_info: dict[str, Any] | None = None,
+    findings: Any = (),
+) -> str:
+    """The note written beside a golden set's ``golden.qrels``: which judge made it (model,
+    server without credentials, prompt and its hash, grade scale), when and by which ragnb, how
+    many judgements, the dataset, and the degenerate-judge findings
+    (:mod:`ragnb.golden.degenerate`).
+
+    A TREC qrels file has no comment syntax that every reader (trec_eval among them) accepts,
+    so the note is a plain-text file of its own; ``manifest.json`` holds the full provenance.
+    Scrubbed of the API keys in the environment (:func:`ragnb.provenance.scrub`).
+    """
+    from ragnb.params import display_path
+
+    info = public_judge_info(judge)
+    lines = [
+        "golden.qrels: TREC qrels (query_id 0 doc_id grade, one judgement a line) built by "
+        "ragnb's golden-set pipeline (pool, judge, prune, refine).",
+        "",
+        f"written:     {utc_now()} (ragnb {versions().get('ragnb', 'unknown')})",
+        f"judgements:  {judgements} of {queries} queries ({from_increments} from incremental "
+        "judging)",
+        f"judge:       {judge.judge_id}",
+    ]
+    if info.get("model_name") or info.get("model"):
+        lines.append(f"model:       {info.get('model_name') or info.get('model')}")
+    if "base_url" in info:
+        lines.append(f"server:      {info['base_url'] or 'withheld (it holds credentials)'}")
+    prompt = info.get("prompt")
+    if isinstance(prompt, dict):
+        name = prompt.get("name") or prompt.get("id")
+        digest = str(prompt.get("sha256", ""))[:16]
+        lines.append(f"prompt:      {name} ({prompt.get('language', '')}), sha256 {digest}")
+    if judge.scale:
+        lo, hi = judge.scale
+        lines.append(f"grade scale: {lo} to {hi} (higher is more relevant)")
+    data = dataset_info or {}
+    if data.get("dataset"):
+        lines.append(f"dataset:     {data['dataset']} ({display_path(data.get('path', ''))})")
+    findings = list(findings)
+    lines += ["", f"degenerate-judge checks: {len(findings) or 'no'} finding(s)"]
+    lines += [f"- {f}" for f in findings]
+    if findings:
+        lines.append("what to do: " + " ".join(dict.fromkeys(f.advice for f in findings)))
+    lines += ["", "full provenance (config, stage hashes, costs): manifest.json", ""]
+    return str(scrub("\n".join(lines)))

@@ -59,6 +59,7 @@ from ragnb.golden.config import (
     STAGES,
     GoldenSetConfig,
 )
+from ragnb.golden.degenerate import CheckThresholds
 from ragnb.golden.fingerprints import (
     as_objects,
     code_sha256,
@@ -259,6 +260,9 @@ class GoldenPipeline:
         stops ahead of S5 with :class:`~ragnb.errors.JudgeFailures`. 0: any failure stops it
         (a golden set with holes is not a golden set; the next run re-sends only the failed
         judgements). Below it the run goes on and says how many failed.
+    check_thresholds : CheckThresholds, optional
+        When the degenerate-judge checks of the golden set's grades report a finding
+        (:mod:`ragnb.golden.degenerate`; default ``CheckThresholds()``).
     """
 
     def __init__(
@@ -286,6 +290,7 @@ class GoldenPipeline:
         ledger: Any = None,
         progress: bool = False,
         max_failed_share: float = 0.0,
+        check_thresholds: CheckThresholds | None = None,
     ) -> None:
         if not systems:
             raise InputError("a golden set needs at least one pool system")
@@ -314,6 +319,7 @@ class GoldenPipeline:
         if isinstance(max_failed_share, bool) or not 0.0 <= float(max_failed_share) <= 1.0:
             raise InputError(f"max_failed_share must be in [0, 1], got {max_failed_share!r}")
         self.max_failed_share = float(max_failed_share)
+        self.check_thresholds = check_thresholds or CheckThresholds()
         self._frames: dict[str, dict[str, pd.DataFrame]] = {}
         self._records: dict[str, StageRecord] = {}
         self._indexed: set[int] = set()
@@ -449,7 +455,7 @@ class GoldenPipeline:
         """The parameters of ``stage`` ("s1" to "s6") that enter its input hash, JSON-safe:
         S1 the rewriter's id and the query ids, S2 the depth and each system's fingerprint,
         S3 ``rrf_k``, S4 the judge's fingerprint, S5 ``min_pool`` and ``keep_grade``, S6 the
-        judge, the refinement settings and the seed."""
+        judge, the refinement settings and the random seed."""
         if stage == "s1":
             rw = self.rewrite
             rid = None

@@ -324,14 +324,27 @@ def grade_candidates(
         ``query_id``, ``doc_id``, ``rrf_rank``, then the judge's columns from ``grade`` on
         (:meth:`ragnb.judge.Judge.grade_many`: ``grade`` Int64, ``valid``, ``status``, ``reason``,
         ``raw``, ``first_raw``, ``attempts``, ``reminded``, ``input_tokens``, ``output_tokens``,
-        ``cached``, ``repeated``, ``judge_id``, ``prompt``); candidate order.
+        ``cached``, ``repeated``, ``judge_id``, ``prompt``); candidate order. A judge ensemble
+        (:class:`ragnb.judge.EnsembleJudge`, graded with ``grade_members``) adds each member's
+        grade and status, ``member_grade:<name>`` (Int64, <NA> unless valid) and
+        ``member_status:<name>``, for the degenerate-judge checks of each member.
     """
     items = grading_items(candidates, queries, passages_by_id(corpus))
-    graded = judge.grade_many(items, stage=stage)
+    grade_members = getattr(judge, "grade_members", None)
+    members: dict[str, pd.DataFrame] = {}
+    if callable(grade_members):
+        ensemble = grade_members(items, stage=stage)
+        graded, members = ensemble.grades, ensemble.members
+    else:
+        graded = judge.grade_many(items, stage=stage)
     out = graded.drop(columns=["query_id", "doc_id"])
     out.insert(0, "rrf_rank", candidates["rrf_rank"].to_numpy(dtype=np.int64))
     out.insert(0, "doc_id", candidates["doc_id"].to_numpy(dtype=object))
     out.insert(0, "query_id", candidates["query_id"].to_numpy(dtype=object))
+    for name, frame in members.items():
+        valid = frame["valid"].to_numpy(dtype=bool)
+        out[f"member_grade:{name}"] = frame["grade"].astype("Int64").where(valid).array
+        out[f"member_status:{name}"] = frame["status"].to_numpy(dtype=object)
     return out
 
 

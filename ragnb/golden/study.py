@@ -59,15 +59,31 @@ def estimate_markdown(estimate: Any, budget_usd: float | None) -> str:
 # ----------------------------------------------------------------------------- first screen
 
 
-def first_screen(config: Any, pipeline: Any, needs: str) -> str:
+def first_screen(config: Any, pipeline: Any, needs: str, golden: Any = None) -> str:
     """Markdown for the top of notebook 02: the judge, the sample and what it stands for, or
-    what is missing when there is no judge (:func:`ragnb.golden.pipeline.open_pipeline`)."""
+    what is missing when there is no judge (:func:`ragnb.golden.pipeline.open_pipeline`).
+
+    Parameters
+    ----------
+    config : GoldenSetConfig
+    pipeline : GoldenPipeline or None
+    needs : str
+        What is missing when ``pipeline`` is None.
+    golden : GoldenSet, optional
+        Once built: the degenerate-judge findings of its grades
+        (:meth:`~ragnb.golden.GoldenSet.judge_checks`) follow the judge's banner. The notebook
+        draws the first screen before the run and redraws it with the golden set after.
+    """
     if pipeline is None:
         return needs
+    from ragnb.golden.degenerate import findings_markdown
     from ragnb.golden.judging import LOCAL_MODEL_NAME
 
     info = pipeline.dataset_info
     lines = [pipeline.banner(), ""]
+    checks = "" if golden is None else findings_markdown(golden.judge_checks(), short=True)
+    if checks:
+        lines += [checks, ""]
     if getattr(pipeline.judge, "local_server", None) is not None:
         lines += [
             f"The judge is {LOCAL_MODEL_NAME}: it makes the real LLM path run here (HTTP, "
