@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+# The real datasets beside the repository; RAGNB_SHARED_DATASETS points elsewhere (an empty folder
+# runs the suite as a clone without ../shared does: the outside-oracle tests then read the data
+# the repository carries, tests/data/oracle).
+SHARED_DATASETS = Path(
+    os.environ.get("RAGNB_SHARED_DATASETS") or REPO.parent / "shared" / "datasets"
+).expanduser()
 
 # Tests never fetch models from a hub, and keep their embedding cache inside the work tree (a
 # fresh clone starts cold, as CI does).
@@ -19,11 +24,15 @@ os.environ.setdefault("RAGNB_CACHE_DIR", str(REPO / ".cache" / "test-cache"))
 
 
 def shared_dataset(name: str) -> Path:
-    """Path of ``../shared/datasets/<name>``; skip if absent, but fail under ``CI=true``."""
+    """Path of ``<SHARED_DATASETS>/<name>`` (``../shared/datasets`` unless
+    ``RAGNB_SHARED_DATASETS`` says otherwise); skip if absent, but fail under ``CI=true``."""
     path = SHARED_DATASETS / name
     if not (path / "corpus.jsonl").exists():
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"dataset {path} is missing; CI must run with ../shared beside the repo")
+            pytest.fail(
+                f"dataset {path} is missing; CI must run with ../shared beside the repo (or "
+                "RAGNB_SHARED_DATASETS naming the folder that holds the datasets)"
+            )
         pytest.skip(f"dataset {path} not available")
     return path
 

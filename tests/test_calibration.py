@@ -10,6 +10,7 @@ import json
 import math
 
 import numpy as np
+import oracle_data
 import pandas as pd
 import pytest
 from openai_server import ChatAnswer
@@ -571,19 +572,24 @@ def test_calibrate_without_bootstrap_and_old_constructions():
     assert old.kappas()["none"] == pytest.approx(cal.kappas()["none"])
 
 
-def _msmarco_qrels(msmarco_path):
+def _msmarco_qrels(request, source: str):
+    """TREC DL graded labels (1-3): the MS MARCO subset's (``shared``, 43 queries) or those of the
+    DL-like case the repository carries (``carried``, 30 queries)."""
     from ragnb.io import read_qrels
 
-    return read_qrels(msmarco_path / "qrels" / "test.tsv")
+    if source == "carried":
+        return oracle_data.qrels("dl-like")
+    return read_qrels(request.getfixturevalue("msmarco_path") / "qrels" / "test.tsv")
 
 
-def test_agreement_falls_as_the_judge_gets_noisier_on_msmarco(msmarco_path):
+@pytest.mark.parametrize("source", ["shared", "carried"])
+def test_agreement_falls_as_the_judge_gets_noisier_on_msmarco(request, source):
     # TREC DL graded labels (1-3) as the human labels; NoisyJudge adds Gaussian noise of sd
     # grade units to each label and rounds onto 0-3. (SciFact's qrels hold only grade 1: kappa
     # against a constant human is 0 whatever the judge does, so it cannot show this.)
     from ragnb.judge import NoisyJudge
 
-    human = _msmarco_qrels(msmarco_path)
+    human = _msmarco_qrels(request, source)
     items = human[["query_id", "doc_id"]]
     results = []
     for sd in (0.2, 0.6, 1.2, 2.5):
@@ -598,18 +604,19 @@ def test_agreement_falls_as_the_judge_gets_noisier_on_msmarco(msmarco_path):
         al = [r[1][level] for r in results]
         assert all(x > y for x, y in itertools.pairwise(al)), (level, al)
     assert results[0][1]["interval"] > 0.8 and results[-1][1]["interval"] < 0.5
-    # over 43 queries the intervals separate the least and the most noisy judge
+    # over 43 (30) queries the intervals separate the least and the most noisy judge
     first, last = results[0][2], results[-1][2]
     assert last.loc["alpha (interval)", "high"] < first.loc["alpha (interval)", "low"]
     assert last.loc["kappa (quadratic)", "high"] < first.loc["kappa (quadratic)", "low"]
 
 
-def test_tau_interval_on_msmarco_systems(msmarco_path):
+@pytest.mark.parametrize(("source", "n_queries"), [("shared", 43), ("carried", 30)])
+def test_tau_interval_on_msmarco_systems(request, source, n_queries):
     # six systems of decreasing quality rank the labelled passages of each query by label + noise;
     # a judge close to the labels ranks the systems as the labels do
     from ragnb.judge import NoisyJudge
 
-    human = _msmarco_qrels(msmarco_path)
+    human = _msmarco_qrels(request, source)
     rng = np.random.default_rng(12)
     runs = {
         f"sd{sd}": human.assign(score=human["relevance"] + sd * rng.standard_normal(len(human)))[
@@ -623,7 +630,7 @@ def test_tau_interval_on_msmarco_systems(msmarco_path):
     judge = graded[["query_id", "doc_id", "grade"]].rename(columns={"grade": "relevance"})
     cal = calibrate(human, judge.astype({"relevance": int}), runs, n_boot=300, seed=5)
     ti = cal.tau_interval
-    assert ti is not None and ti.n_queries == 43 and ti.n_systems == 6
+    assert ti is not None and ti.n_queries == n_queries and ti.n_systems == 6
     assert ti.low <= ti.tau <= ti.high
     assert ti.tau > 0.6
 

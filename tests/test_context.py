@@ -3,7 +3,8 @@ truth, and the non-LLM (string, embedding, id) relevance of RAG samples against 
 
 The seed's two worked examples ("RAG Evaluation Part 1") are reproduced exactly, naive references
 written from the definitions are checked on random inputs, and PR-AUC is compared with
-ir_measures' AP (trec_eval ``map`` / ``map_cut``) on real BM25 runs.
+ir_measures' AP (trec_eval ``map`` / ``map_cut``) on real BM25 runs and on the runs the repository
+carries (``tests/data/oracle``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import math
 
 import ir_measures
 import numpy as np
+import oracle_data
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_measures_incomplete import bm25_run, max_abs_diff
+from test_measures_incomplete import SOURCES, max_abs_diff, qrels_and_run
 
 import ragnb.context.nonllm as context_module
 import ragnb.measures.context as measures_context_module
@@ -278,14 +280,23 @@ def test_pooling_never_lowers_pr_auc(qrels, s1, s2):
 AP_PAIRS = {"PR-AUC": "AP", "PR-AUC@10": "AP@10", "PR-AUC(rel=2)@100": "AP(rel=2)@100"}
 
 
-def test_pr_auc_is_ap_on_dbpedia(dbpedia_path):
-    qrels, run = bm25_run(dbpedia_path)
+@pytest.mark.parametrize("source", SOURCES)
+def test_pr_auc_is_ap_on_dbpedia(request, source):
+    qrels, run = qrels_and_run(request, source, "dbpedia_path", "dbpedia-like")
     diffs = max_abs_diff(qrels, run, AP_PAIRS)
     assert max(diffs.values()) <= TOL, diffs
 
 
-def test_pr_auc_is_ap_on_scifact(scifact_path):
-    qrels, run = bm25_run(scifact_path)
+@pytest.mark.parametrize("system", oracle_data.SYSTEMS)
+def test_pr_auc_is_ap_on_the_carried_dl_case(system):
+    qrels, run = oracle_data.qrels("dl-like"), oracle_data.run("dl-like", system)
+    diffs = max_abs_diff(qrels, run, AP_PAIRS | {"PR-AUC(rel=3)@5": "AP(rel=3)@5"})
+    assert max(diffs.values()) <= TOL, diffs
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_pr_auc_is_ap_on_scifact(request, source):
+    qrels, run = qrels_and_run(request, source, "scifact_path", "scifact-like")
     diffs = max_abs_diff(qrels, run, {"PR-AUC": "AP", "PR-AUC@10": "AP@10"})
     assert max(diffs.values()) <= TOL, diffs
     # ContextPrecision ignores the relevant documents never retrieved: never below PR-AUC

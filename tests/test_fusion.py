@@ -6,10 +6,12 @@ compilation of ranx's parallel kernels (minutes on two cores). Weighted RRF, whi
 name, is ranx's RRF scoring (``ranx.fusion.rrf._rrf_score_parallel``) fed to its ``wsum``.
 
 The runs are three BM25 variants on the first 15 judged queries of each shared dataset, over
-their judged documents and 600 more: every method on each dataset, every normalisation on
-SciFact and one in turn on the others. For the rank methods (RRF, weighted RRF, ISR, Borda) both
-sides get the runs re-scored by ragnb's rank (trec_eval order), because ranx orders tied scores
-in an unspecified way; the score methods get the BM25 scores themselves.
+their judged documents and 600 more, and the two runs (``bm25``, ``dense``) of each case the
+repository carries (``tests/data/oracle``: their query sets differ partly, and scores tie):
+every method on each dataset, every normalisation on the first and one in turn on the others.
+For the rank methods (RRF, weighted RRF, ISR, Borda) both sides get the runs re-scored by
+ragnb's rank (trec_eval order), because ranx orders tied scores in an unspecified way; the score
+methods get the runs' own scores.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import subprocess
 import sys
 
 import numpy as np
+import oracle_data
 import pandas as pd
 import pytest
 
@@ -38,7 +41,6 @@ from ragnb.fusion import (
     parse_fusion,
 )
 from ragnb.io import read_beir
-from ragnb.retrieve import BM25Retriever
 
 RANX_NAMES = {
     "rrf": "rrf",
@@ -85,16 +87,33 @@ def _as_dict(run: pd.DataFrame) -> dict[str, dict[str, float]]:
     }
 
 
+def _as_dicts(runs: list[pd.DataFrame]) -> list[dict[str, dict[str, float]]]:
+    """The runs as ranx reads them. ranx.fuse wants the same queries in every run: a query
+    absent from a run is an empty ranking there, as in ragnb's fuse."""
+    dicts = [_as_dict(r) for r in runs]
+    queries = sorted(set().union(*dicts))
+    return [{q: {} for q in queries} | d for d in dicts]
+
+
 def _rank_scored(run: pd.DataFrame) -> pd.DataFrame:
     """The run with each score replaced by minus its trec_eval rank (no ties left)."""
     return normalize(run, "none").assign(score=lambda r: -r["rank"].astype(float))
 
 
-@pytest.fixture(scope="module")
-def shared_runs(scifact_path, dbpedia_path, msmarco_path):
-    """Three BM25 runs (default; no stemming k1 0.9 b 0.4; k1 2 b 1) per shared dataset."""
+@pytest.fixture(scope="module", params=["shared", "carried"])
+def runs_by_dataset(request):
+    """``shared``: three BM25 runs (default; no stemming k1 0.9 b 0.4; k1 2 b 1) per shared
+    dataset; ``carried``: the two runs of each case the repository carries."""
+    if request.param == "carried":
+        return {
+            case: [oracle_data.run(case, s) for s in oracle_data.SYSTEMS]
+            for case in oracle_data.CASES
+        }
+    from ragnb.retrieve import BM25Retriever
+
     out = {}
-    for path in (scifact_path, dbpedia_path, msmarco_path):
+    for fixture in ("scifact_path", "dbpedia_path", "msmarco_path"):
+        path = request.getfixturevalue(fixture)
         data = read_beir(path)
         qids = sorted(data.judged_queries["query_id"])[:15]
         queries = data.queries[data.queries["query_id"].isin(qids)]
@@ -108,35 +127,34 @@ def shared_runs(scifact_path, dbpedia_path, msmarco_path):
     return out
 
 
-def _cases(shared_runs):
-    """(dataset, ragnb fusion, runs given to both, ranx method, ranx norm): every method on
-    every dataset, every normalisation of each score method on the first dataset and one (in
-    turn) on the others."""
+def _cases(runs_by_dataset):
+    """(dataset, ragnb fusion, runs given to both, ranx method, ranx norm, weights): every
+    method on every dataset, every normalisation of each score method on the first dataset and
+    one (in turn) on the others."""
     cases = []
-    for d, (name, runs) in enumerate(shared_runs.items()):
+    for d, (name, runs) in enumerate(runs_by_dataset.items()):
         ranked = [_rank_scored(r) for r in runs]
+        weights = WEIGHTS[: len(runs)]
         for method in RANK_METHODS:
-            weights = WEIGHTS if method == "wrrf" else None
-            f = Fusion(method, weights and tuple(weights))
-            cases.append((name, f, ranked, RANX_NAMES.get(method, method), None))
+            f = Fusion(method, tuple(weights) if method == "wrrf" else None)
+            cases.append((name, f, ranked, RANX_NAMES.get(method, method), None, weights))
         for i, method in enumerate(SCORE_METHODS):
-            weights = tuple(WEIGHTS) if method == "wsum" else None
             for norm in NORMS if d == 0 else [NORMS[(i + d) % len(NORMS)]]:
-                f = Fusion(method, weights, norm)
-                cases.append((name, f, runs, RANX_NAMES[method], RANX_NORMS[norm]))
+                f = Fusion(method, tuple(weights) if method == "wsum" else None, norm)
+                cases.append((name, f, runs, RANX_NAMES[method], RANX_NORMS[norm], weights))
     return cases
 
 
-def test_every_method_and_normalisation_equals_ranx(shared_runs, tmp_path):
-    cases = _cases(shared_runs)
+def test_every_method_and_normalisation_equals_ranx(runs_by_dataset, tmp_path):
+    cases = _cases(runs_by_dataset)
     payload = [
         {
-            "runs": [_as_dict(r) for r in runs],
+            "runs": _as_dicts(runs),
             "method": ranx_method,
             "norm": ranx_norm,
-            "weights": WEIGHTS,
+            "weights": weights,
         }
-        for _, _, runs, ranx_method, ranx_norm in cases
+        for _, _, runs, ranx_method, ranx_norm, weights in cases
     ]
     (tmp_path / "in.json").write_text(json.dumps(payload))
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}

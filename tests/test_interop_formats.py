@@ -1,6 +1,10 @@
 """What users bring from other tools: ranx JSON/LZ4 runs and qrels (both ways, exact, on a real
 SciFact BM25 run), pyterrier and ir_datasets frames and namedtuples, ``ragnb evaluate`` on
-ranx files, and the Markdown/LaTeX comparison table checked against ranx's report."""
+ranx files, and the Markdown/LaTeX comparison table checked against ranx's report.
+
+Every test on the SciFact run also runs on the SciFact-like case the repository carries
+(``tests/data/oracle/scifact-like``, its ``bm25`` run), so that it runs without ``../shared``.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import oracle_data
 import pandas as pd
 import pytest
 
@@ -44,13 +49,59 @@ def reverse_top(run: pd.DataFrame, k: int, every: int = 1) -> pd.DataFrame:
     return out.drop(columns=["rank"])
 
 
-@pytest.fixture(scope="module")
-def scifact(scifact_path):
-    data = read_beir(scifact_path)
+# What each source's data make of the tests below: more queries than ``untied`` without tied
+# scores; the system ``rev_2_some`` (the top 2 of every ``every``-th query reversed: p between 0.1
+# and 0.5 against bm25); at least ``clear`` cells of the comparison whose p-values are clear of
+# alpha; the letters of bm25's nDCG@10; the Markdown and LaTeX rows of bm25 and of its top 10
+# reversed.
+EXPECTED = {
+    "shared": {
+        "untied": 200,
+        "every": 30,
+        "clear": 10,
+        "letters": "cd",
+        "md": ("| a | bm25\\_a | **0.6791**<sup>b</sup> |", "| b | rev 10% & more | 0.2588 |"),
+        "tex": (
+            r"a & bm25\_a & \textbf{0.679}$^{b}$ &",
+            r"b & rev 10\% \& more & 0.259\hphantom{$^{a}$} &",
+        ),
+    },
+    "carried": {  # 51 queries, 1 to 4 relevant documents each, mostly 1
+        "untied": 10,
+        "every": 2,
+        "clear": 8,
+        "letters": "d",  # reversing the top 2 of every query is not significant here
+        "md": ("| a | bm25\\_a | **0.5870**<sup>b</sup> |", "| b | rev 10% & more | 0.2879 |"),
+        "tex": (
+            r"a & bm25\_a & \textbf{0.587}$^{b}$ &",
+            r"b & rev 10\% \& more & 0.288\hphantom{$^{a}$} &",
+        ),
+    },
+}
+
+
+@pytest.fixture(scope="module", params=["shared", "carried"])
+def scifact(request):
+    """The qrels, a BM25 top-100 run and the qrels file (TREC or BEIR) of SciFact (``shared``)
+    or of the SciFact-like case the repository carries (``carried``)."""
+    if request.param == "carried":
+        return {
+            "qrels": oracle_data.qrels("scifact-like"),
+            "run": oracle_data.run("scifact-like"),
+            "qrels_file": oracle_data.qrels_path("scifact-like"),
+            "expected": EXPECTED["carried"],
+        }
+    path = request.getfixturevalue("scifact_path")
+    data = read_beir(path)
     retriever = make_retriever("bm25")
     retriever.index(data.corpus)
     run = retriever.retrieve(data.judged_queries, k=100)
-    return {"qrels": data.qrels, "run": run, "path": scifact_path}
+    return {
+        "qrels": data.qrels,
+        "run": run,
+        "qrels_file": path / "qrels" / "test.tsv",
+        "expected": EXPECTED["shared"],
+    }
 
 
 def _ranx_order(path: Path) -> dict[str, list[str]]:
@@ -100,7 +151,7 @@ def test_ragnb_writes_ranx_reads_exactly(scifact, tmp_path):
     ours_order, theirs_order = _ranx_order(ours), _ranx_order(theirs)
     assert list(ours_order) == list(theirs_order)
     untied = [q for q in ours_order if q not in tied]
-    assert len(untied) > 200
+    assert len(untied) > scifact["expected"]["untied"]
     assert all(ours_order[q] == theirs_order[q] for q in untied)
 
 
@@ -146,7 +197,7 @@ def test_cli_evaluate_on_ranx_json(scifact, tmp_path):
     write_run(run, tmp_path / "run.trec", tag="bm25")
     write_ranx_run(run, tmp_path / "run.json")
     write_ranx_qrels(scifact["qrels"], tmp_path / "qrels.json.gz")
-    trec_qrels = str(scifact["path"] / "qrels" / "test.tsv")
+    trec_qrels = str(scifact["qrels_file"])
 
     def ragnb_evaluate(*args: str) -> subprocess.CompletedProcess[str]:
         command = [str(RAGNB), "evaluate", *args]
@@ -249,7 +300,7 @@ def systems(scifact):
     run = scifact["run"]
     return {
         "bm25": run.drop(columns=["rank"]),
-        "rev_2_some": reverse_top(run, 2, every=30),  # p about 0.2 against bm25
+        "rev_2_some": reverse_top(run, 2, every=scifact["expected"]["every"]),
         "rev_2": reverse_top(run, 2),
         "rev_10": reverse_top(run, 10),
     }
@@ -269,6 +320,9 @@ def test_markers_match_ranx_report(scifact, systems):
         n_permutations=2000,
         max_p=alpha,
         rounding_digits=4,
+        # a query of the qrels missing from a run is an empty ranking, a run query without
+        # qrels is left out: as ragnb evaluates (the carried run has both)
+        make_comparable=True,
     )
     means = ours.means_wide()
     letters = significance_markers(ours)
@@ -294,8 +348,9 @@ def test_markers_match_ranx_report(scifact, systems):
             if all(p < alpha / 3 or p > 3 * alpha for p in ps):
                 clear += 1
                 assert letters.loc[s, m] == report.get_superscript_for_latex(s, rm), (s, m)
-    assert clear >= 10
-    assert letters.loc["bm25", "nDCG@10"] == "cd"  # not b: rev_2_some is not significantly worse
+    assert clear >= scifact["expected"]["clear"]
+    # not b: rev_2_some is not significantly worse
+    assert letters.loc["bm25", "nDCG@10"] == scifact["expected"]["letters"]
     some = ours.pairs[(ours.pairs["system_b"] == "rev_2_some") & (ours.pairs["measure"] == "RR")]
     assert 0.1 < float(some["p_value"].iloc[0]) < 0.5
 
@@ -310,13 +365,14 @@ def test_markdown_and_latex_tables(scifact, systems):
     md = comparison_table(res)
     lines = md.splitlines()
     assert lines[0] == "| # | System | nDCG@10 | P@5 |"
-    assert lines[2].startswith("| a | bm25\\_a | **0.6791**<sup>b</sup> |")
-    assert lines[3].startswith("| b | rev 10% & more | 0.2588 |")
+    md_a, md_b = scifact["expected"]["md"]
+    assert lines[2].startswith(md_a)
+    assert lines[3].startswith(md_b)
     assert "<sup>" not in comparison_table(res, markers=False)
     tex = comparison_table(res, "latex", digits=3, caption="BM25_x at 50% & more")
     assert r"\caption{BM25\_x at 50\% \& more}" in tex
-    assert r"a & bm25\_a & \textbf{0.679}$^{b}$ &" in tex
-    assert r"b & rev 10\% \& more & 0.259\hphantom{$^{a}$} &" in tex
+    tex_a, tex_b = scifact["expected"]["tex"]
+    assert tex_a in tex and tex_b in tex
     assert tex.startswith(r"\begin{table}") and tex.endswith(r"\end{table}")
     assert r"\toprule" in tex and r"\bottomrule" in tex
     # ties at the shown precision: both bold

@@ -1,7 +1,8 @@
 """The breadth measures: AP under its names, Rprec, infAP, IPrec, NumRet/NumRel, nDCG_exp, ERR,
 RBP and its residual, alpha-nDCG, and the novelty-discounted RA-nWG.
 
-Oracles on the three shared datasets with a BM25 run computed once per module: ir_measures'
+Oracles on the three shared datasets with a BM25 run computed once per module, and on the three
+cases the repository carries (``tests/data/oracle``, their ``bm25`` runs): ir_measures'
 pytrec_eval (trec_eval 9.0), gdeval (ERR, exponential nDCG; it prints 5 decimals), ranx, and
 pyndeval (alpha-nDCG); references written here from the papers' formulas (RBP residual,
 alpha-nDCG); name round trips; edge cases; hand-worked examples.
@@ -14,6 +15,7 @@ import shutil
 import warnings
 
 import numpy as np
+import oracle_data
 import pandas as pd
 import pytest
 
@@ -24,7 +26,6 @@ from ragnb.interop import from_ir_measures_qrels, to_ir_measures_qrels
 from ragnb.io import read_beir, write_qrels, write_run
 from ragnb.measures import alpha_ndcg, parse_measure, prepare, prepare_subtopics
 from ragnb.measures.novelty import default_source, ra_nwg_novelty
-from ragnb.retrieve import BM25Retriever
 
 DATASETS = ("scifact", "msmarco-dl-subset", "dbpedia-entity-subset")
 
@@ -36,12 +37,25 @@ def _dicts(frame: pd.DataFrame, value: str, kind: type) -> dict[str, dict[str, o
     }
 
 
-@pytest.fixture(scope="module")
-def bm25(scifact_path, msmarco_path, dbpedia_path):
+@pytest.fixture(scope="module", params=["shared", "carried"])
+def bm25(request):
     """name -> (qrels, BM25 top-100 run with its tied scores, the same run with unique scores
-    in trec_eval's order, so that every tool ranks it alike)."""
-    paths = dict(zip(DATASETS, (scifact_path, msmarco_path, dbpedia_path), strict=True))
+    in trec_eval's order, so that every tool ranks it alike).
+
+    ``shared``: the judged queries of the shared datasets; ``carried``: the ``bm25`` runs of the
+    cases the repository carries (under the names of the datasets they mirror), which also hold
+    queries missing from the run and run queries without qrels.
+    """
     out: dict[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = {}
+    if request.param == "carried":
+        for case, name in oracle_data.MIRRORS.items():
+            run = oracle_data.run(case)
+            out[name] = (oracle_data.qrels(case), run, oracle_data.untied(run))
+        return out
+    from ragnb.retrieve import BM25Retriever
+
+    fixtures = ("scifact_path", "msmarco_path", "dbpedia_path")
+    paths = {n: request.getfixturevalue(f) for n, f in zip(DATASETS, fixtures, strict=True)}
     for name in DATASETS:
         ds = read_beir(paths[name])
         run = BM25Retriever().index(ds.corpus).retrieve(ds.judged_queries, 100)
@@ -83,25 +97,38 @@ PYTREC_GRADED = ["AP(rel=2)@10", "Rprec(rel=2)", "infAP(rel=2)", "IPrec(rel=2)@0
 
 @pytest.mark.parametrize("name", DATASETS)
 def test_pytrec_eval_oracle_per_query(bm25, name):
-    """ir_measures' pytrec_eval on the BM25 run with its tied scores (trec_eval's tie order)."""
+    """ir_measures' pytrec_eval on the BM25 run with its tied scores (trec_eval's tie order).
+
+    A query of the qrels missing from the run is given to pytrec_eval as an empty ranking, as
+    ragnb evaluates it: 0 on every measure but NumRel, its relevant count. (On an empty ranking
+    trec_eval's iprec_at_recall divides 0 relevant retrieved by 0 retrieved: NaN at a recall
+    level that rounds to 0 relevant documents, where ragnb gives 0.)
+    """
     import ir_measures
 
     qrels, run, _ = bm25[name]
     names = PYTREC + (PYTREC_GRADED if qrels["relevance"].max() > 1 else [])
     irm = [ir_measures.parse_measure(n) for n in names]
-    qd, rd = _dicts(qrels, "relevance", int), _dicts(run, "score", float)
+    qd = _dicts(qrels, "relevance", int)
+    rd = {q: {} for q in qd} | _dicts(run, "score", float)
     theirs = _frame(ir_measures.pytrec_eval.iter_calc(irm, qd, rd))
+    empty = sorted(set(qd) - set(run["query_id"]))
+    nan = theirs.loc[empty].isna()
+    assert all(c.startswith("IPrec") for c in nan.columns[nan.any()])
+    theirs.loc[empty] = theirs.loc[empty].fillna(0.0)
     result = evaluate(qrels, run, names)
     ours = result.per_query_wide()
+    assert set(theirs.index) == set(ours.index)
     for n, m in zip(names, irm, strict=True):
-        want = theirs[str(m)].reindex(ours.index).fillna(0.0).to_numpy()
+        want = theirs[str(m)].reindex(ours.index).to_numpy()
         np.testing.assert_allclose(_per_query(ours, n), want, rtol=0, atol=1e-9, err_msg=n)
     # the counts aggregate by sum, as trec_eval's "all" line
     agg = ir_measures.pytrec_eval.calc_aggregate(
         [ir_measures.NumRet, ir_measures.NumRel, ir_measures.NumRet(rel=1)], qd, rd
     )
     got = result.aggregate_to_dict()
-    assert got["NumRet"] == agg[ir_measures.NumRet] == len(run)
+    evaluated = run[run["query_id"].isin(set(qrels["query_id"]))]  # trec_eval skips the others
+    assert got["NumRet"] == agg[ir_measures.NumRet] == len(evaluated)
     assert got["NumRel"] == agg[ir_measures.NumRel]
     assert got["NumRelRet"] == agg[ir_measures.NumRet(rel=1)]
     assert 0 < got["PR-AUC"] < 1 and 0 < got["infAP"] < 1

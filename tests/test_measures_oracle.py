@@ -1,8 +1,11 @@
 """Agreement with ir_measures (pytrec_eval, i.e. trec_eval) on real data and real BM25 runs.
 
-Each dataset gets a deterministic BM25 run (bm25s, top 100, documents with score 0 dropped, so
-some runs are shorter than 100 and BM25 scores tie). The run also holds queries without qrels and
-lacks a few judged queries, so both policies are exercised. Per-query values must agree to 1e-9.
+Each shared dataset gets a deterministic BM25 run (bm25s, top 100, documents with score 0
+dropped, so some runs are shorter than 100 and BM25 scores tie). The run also holds queries
+without qrels and lacks a few judged queries, so both policies are exercised. Per-query values
+must agree to 1e-9. The same comparisons run on the two runs of each case the repository carries
+(``tests/data/oracle``, ``source`` ``carried-bm25`` and ``carried-dense``), so that they run
+without ``../shared`` too.
 
 ir_measures routes measures to different backends: P, R, nDCG, RR, Success go to pytrec_eval
 (trec_eval's tie order, ``doc_id`` descending, like ragnb); Judged goes to its own provider and
@@ -14,9 +17,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import bm25s
 import ir_measures
 import numpy as np
+import oracle_data
 import pandas as pd
 import pytest
 
@@ -31,6 +34,8 @@ def bm25_run(path: Path, *, n_missing: int = 3, n_extra: int = 5, k: int = 100) 
     """Qrels and a BM25 run over a BEIR folder: judged queries minus the first ``n_missing``,
     plus ``n_extra`` queries without qrels; and the expected counts (queries of the qrels absent
     from the run, run queries without qrels)."""
+    import bm25s
+
     ds = read_beir(path)
     judged = ds.judged_queries
     unjudged = ds.queries[~ds.queries["query_id"].isin(set(ds.qrels["query_id"]))]
@@ -92,8 +97,29 @@ def check(qrels, run, expected_counts, pytrec_names, own_provider_names):
     return diffs
 
 
-def test_scifact_agrees_with_ir_measures(scifact_path):
-    qrels, run, expected_counts = bm25_run(scifact_path)
+SOURCES = ("shared", "carried-bm25", "carried-dense")
+# (queries of the qrels absent from the run, run queries without qrels) of each carried run
+CARRIED_COUNTS = {
+    ("scifact-like", "bm25"): (4, 5),
+    ("scifact-like", "dense"): (3, 5),
+    ("dl-like", "bm25"): (3, 5),
+    ("dl-like", "dense"): (2, 5),
+    ("dbpedia-like", "bm25"): (3, 5),
+    ("dbpedia-like", "dense"): (2, 5),
+}
+
+
+def qrels_run_counts(request, source: str, fixture: str, case: str) -> tuple:
+    """The shared dataset's BM25 run (``source`` "shared"), or a run the repository carries."""
+    if source == "shared":
+        return bm25_run(request.getfixturevalue(fixture))
+    system = source.removeprefix("carried-")
+    return oracle_data.qrels(case), oracle_data.run(case, system), CARRIED_COUNTS[case, system]
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_scifact_agrees_with_ir_measures(request, source):
+    qrels, run, expected_counts = qrels_run_counts(request, source, "scifact_path", "scifact-like")
     diffs = check(
         qrels,
         run,
@@ -102,12 +128,14 @@ def test_scifact_agrees_with_ir_measures(scifact_path):
         ["Judged@10", "Judged", "RR@10"],
     )
     assert len(diffs) == 10
-    # sanity: the run is a real BM25 run (BEIR reports nDCG@10 = 0.665 for BM25 on SciFact)
-    assert 0.6 < evaluate(qrels, run, ["nDCG@10"]).aggregate_to_dict()["nDCG@10"] < 0.7
+    if source == "shared":
+        # sanity: the run is a real BM25 run (BEIR reports nDCG@10 = 0.665 for BM25 on SciFact)
+        assert 0.6 < evaluate(qrels, run, ["nDCG@10"]).aggregate_to_dict()["nDCG@10"] < 0.7
 
 
-def test_msmarco_graded_and_rel2_agree_with_ir_measures(msmarco_path):
-    qrels, run, expected_counts = bm25_run(msmarco_path)
+@pytest.mark.parametrize("source", SOURCES)
+def test_msmarco_graded_and_rel2_agree_with_ir_measures(request, source):
+    qrels, run, expected_counts = qrels_run_counts(request, source, "msmarco_path", "dl-like")
     check(
         qrels,
         run,
@@ -126,8 +154,9 @@ def test_msmarco_graded_and_rel2_agree_with_ir_measures(msmarco_path):
     )
 
 
-def test_dbpedia_with_zero_grades_agrees_with_ir_measures(dbpedia_path):
-    qrels, run, expected_counts = bm25_run(dbpedia_path)
+@pytest.mark.parametrize("source", SOURCES)
+def test_dbpedia_with_zero_grades_agrees_with_ir_measures(request, source):
+    qrels, run, expected_counts = qrels_run_counts(request, source, "dbpedia_path", "dbpedia-like")
     assert (qrels["relevance"] == 0).any()
     check(
         qrels,
