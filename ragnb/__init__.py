@@ -29,7 +29,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _ENTRY_POINTS = {
     "read_beir": "ragnb.io",
