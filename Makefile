@@ -35,7 +35,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: all venv reports test lint browser lab core-check llama-wheel clean
+.PHONY: all venv reports test lint browser lab core-check llama-wheel docs clean
 
 all: reports
 
@@ -92,14 +92,18 @@ core-check: $(BASE_STAMP)
 	$(CORE_VENV)/bin/python -m pip install -q .
 	$(BIN)/python scripts/check_core_install.py $(CORE_VENV)
 
+# the documentation site: docs/ and mkdocs.yml into site/; any warning fails (--strict)
+docs: $(TEST_STAMP)
+	DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict
+
 # lint first (ruff, mypy): a style or type error fails CI before the test run
-test: $(TEST_STAMP) browser lint core-check
+test: $(TEST_STAMP) browser lint core-check docs
 	$(BIN)/python -m pytest
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check ragnb tests benchmarks scripts
-	$(BIN)/ruff format --check ragnb tests benchmarks scripts
+	$(BIN)/ruff check ragnb tests benchmarks scripts docs
+	$(BIN)/ruff format --check ragnb tests benchmarks scripts docs
 	$(BIN)/mypy ragnb
 
 clean:
-	rm -rf reports/_executed reports/*.html $(CORE_VENV)
+	rm -rf reports/_executed reports/*.html $(CORE_VENV) site

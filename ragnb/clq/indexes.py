@@ -394,9 +394,9 @@ class HnswlibIndex(VectorIndex):
     """An hnswlib HNSW index (space ``"ip"``; kind ``"hnsw"`` only).
 
     hnswlib reports distances ``1 - <q, x>``; :meth:`search` returns ``1 - distance``, the inner
-    product. Memory: ``total`` is ``index_file_size()``, the bytes :meth:`save_index` writes (the
-    level-0 block of links, vector and label per element, plus upper-level link lists); ``vectors``
-    is the float32 payload ``n * dim * 4`` inside it and ``graph`` the rest.
+    product. Memory: ``total`` is ``index_file_size()``, the bytes hnswlib's ``save_index``
+    writes (the level-0 block of links, vector and label per element, plus upper-level link
+    lists); ``vectors`` is the float32 payload ``n * dim * 4`` inside it and ``graph`` the rest.
     """
 
     backend = "hnswlib"

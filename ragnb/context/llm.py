@@ -1,7 +1,7 @@
 """LLM-judged context precision and context recall of RAG samples ("RAG Evaluation Part 1").
 
 The measures run on the same client, cache, retries and ledger as :class:`ragnb.judge.OpenAIJudge`
-(pass the judge), with the seed's prompts as editable templates in ``ragnb/prompts/``.
+(pass the judge), with that post's prompts as editable templates in ``ragnb/prompts/``.
 
 Samples use ragas' field names, one row per sample (a DataFrame, a list of dicts, or anything
 with ``to_pandas()`` such as a ragas ``EvaluationDataset``):

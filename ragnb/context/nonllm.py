@@ -40,10 +40,10 @@ Similarities
 a callable
     ``f(retrieved, reference) -> float``.
 
-The decision ``score >= tau`` or ``score > tau`` is the ``compare`` parameter. The seed uses
-``>=`` for both precision and recall; ragas uses ``>=`` in ``NonLLMContextPrecisionWithReference``
-and ``>`` in ``NonLLMContextRecall`` (both with tau = 0.5): pass ``compare=">"`` to reproduce the
-latter.
+The decision ``score >= tau`` or ``score > tau`` is the ``compare`` parameter. "RAG Evaluation
+Part 1" uses ``>=`` for both precision and recall; ragas uses ``>=`` in
+``NonLLMContextPrecisionWithReference`` and ``>`` in ``NonLLMContextRecall`` (both with
+tau = 0.5): pass ``compare=">"`` to reproduce the latter.
 
 References
 ----------

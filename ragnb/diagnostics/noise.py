@@ -28,7 +28,7 @@ Mitigation
 :func:`denoise` strips greetings, filler lead-ins, apologies, first-person asides that end in an
 ellipsis, closings and emoji with regular expressions that describe the *kind* of phrase (not a
 lookup of :data:`PHRASES`). Any ``rewrite`` callable (``text -> str or None``, e.g.
-``functools.partial(denoise, language="fr")``, or :class:`ragnb.golden.study.LLMRewriter`, whose
+``functools.partial(denoise, language="fr")``, or :class:`ragnb.judge.LLMRewriter`, whose
 ``many`` method is used when present) can be passed to :func:`noise_similarity` and
 :func:`noise_retrieval_impact`; the share of the drop it recovers is
 ``(score_denoised - score_noisy) / (score_clean - score_noisy)`` (:func:`recovered_share`).
@@ -262,7 +262,7 @@ def prompt_rewriter(
 
     The answer's first non-empty line, stripped of a leading "1." and quotes, is the rewrite;
     an empty answer gives None (the caller keeps the noisy text). For the project's judge
-    client with cache and ledger, use :class:`ragnb.golden.study.LLMRewriter` directly.
+    client with cache and ledger, use :class:`ragnb.judge.LLMRewriter` directly.
 
     Examples
     --------

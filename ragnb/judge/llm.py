@@ -149,13 +149,13 @@ class OpenAIJudge(Judge):
         position of the sampled grade [3]_ [4]_ (NaN when the server returns none, or the
         scale has grades outside 0-9).
 
+    Notes
+    -----
     A server that answers an error naming a field of these options (``response_format``,
     ``logprobs``) stops the job with :class:`~ragnb.errors.JudgeUnavailable` saying which option
     to turn off; nothing falls back silently. Each option is part of the cache key of the calls
     that carry it, and of :meth:`describe`.
 
-    Notes
-    -----
     The ``passage`` of each item fills the grading template's item field (``{passage}``, or
     ``{response}`` for ``primer-response``); other text columns of the items (``answer``,
     ``reference``, ...) fill the fields of the same name.

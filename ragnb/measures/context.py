@@ -192,7 +192,8 @@ def context_precision_from_verdicts(v: Sequence[int] | np.ndarray) -> float:
 
     Examples
     --------
-    The seed's two worked examples (the seed rounds P@3 to 0.33 first and prints 0.477):
+    The two worked examples of "RAG Evaluation Part 1" (which rounds P@3 to 0.33 first and
+    prints 0.477):
 
     >>> round(context_precision_from_verdicts([1, 1, 0, 1, 0]), 3)   # (1 + 1 + 3/4) / 3
     0.917

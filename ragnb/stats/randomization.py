@@ -34,7 +34,7 @@ class RandomizationResult:
     n_queries, n_dropped : int
         Queries used; queries dropped because a value was NaN.
     seed : int or None
-        The seed (unused by the exact test).
+        Random seed (unused by the exact test).
     """
 
     difference: float
