@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 
 from ragnb.cache import Cache, default_cache_dir, make_key, text_hash
+from ragnb.params import display_path
 
 
 @pytest.fixture
@@ -74,7 +75,7 @@ def test_stats_count_hits_misses_writes(cache):
     assert cache.stats["ns"] == {"writes": 2, "hits": 2, "misses": 2}
     assert cache.stats["other"] == {"hits": 0, "misses": 1}
     summary = cache.summary()
-    assert summary["path"] == str(cache.path)
+    assert summary["path"] == display_path(cache.path)  # no absolute local path in a report
     assert summary["namespaces"]["ns"] == {
         "hits": 2,
         "misses": 2,

@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 import pytest
+from conftest import cpu_has_vnni
 
 from ragnb.cache import Cache, make_key, text_hash
 from ragnb.embed import CachedEmbedder, Embedder, SentenceTransformerEmbedder
@@ -217,9 +218,11 @@ def test_int8_embedder_close_to_float_and_batch_independent(int8_graph, scifact_
     ref = SentenceTransformerEmbedder().embed(texts)
     cos = (vecs * ref).sum(axis=1)
     # measured: "" 0.990, "hello" 0.991, 30 SciFact claims min 0.993, 12 abstracts min 0.995
-    # (the float graph: min 0.996, for ""); quantising everything gave 0.974 for ""
-    assert cos.min() >= 0.99, cos
-    assert cos.mean() >= 0.994, cos
+    # (the float graph: min 0.996, for ""); quantising everything gave 0.974 for "". Without
+    # VNNI onnxruntime's int8 products saturate: "" 0.983, "hello" 0.988 (conftest.cpu_has_vnni)
+    vnni = cpu_has_vnni()
+    assert cos.min() >= (0.99 if vnni else 0.978), cos
+    assert cos.mean() >= (0.994 if vnni else 0.991), cos  # without VNNI: 0.9933 measured
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-5)
     # each text is run alone: its vector does not depend on the rest of the batch
     alone = np.vstack([int8.embed([t]) for t in texts[:6]])

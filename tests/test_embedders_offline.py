@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import cpu_has_vnni
 
 from ragnb.cache import Cache
 from ragnb.embed import (
@@ -166,10 +167,17 @@ def test_int8_onnx_minilm_agrees_with_float_sentence_transformers(embedders, com
     int8 = emb.embed(texts)
     ref = SentenceTransformerEmbedder().embed(texts)
     cos = (int8 * ref).sum(axis=1)
-    assert cos.min() >= 0.99, cos
-    assert cos.mean() > min_mean, cos
-    # and so do pairwise similarities (measured: within 0.011, the worst for "" against "x")
-    np.testing.assert_allclose(int8 @ int8.T, ref @ ref.T, atol=0.02)
+    if compute == "int8" and not cpu_has_vnni():
+        # AVX2 alone: onnxruntime's int8 products saturate (conftest.cpu_has_vnni); measured
+        # min 0.983 (""), mean 0.990 on an AVX2-only AMD EPYC
+        assert cos.min() >= 0.978 and cos.mean() > 0.987, cos
+    else:
+        assert cos.min() >= 0.99, cos
+        assert cos.mean() > min_mean, cos
+    # and so do pairwise similarities (measured: within 0.011, the worst for "" against "x";
+    # within 0.037 without VNNI)
+    atol = 0.02 if compute == "float" or cpu_has_vnni() else 0.045
+    np.testing.assert_allclose(int8 @ int8.T, ref @ ref.T, atol=atol)
 
 
 def test_e5_prefixes_follow_kind(embedders):

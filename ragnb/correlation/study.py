@@ -690,7 +690,8 @@ def _generate(
             logprobs=20 if c.expected_grade else 0,
             concurrency=1,
             timeout=300.0,
-            health_check=server.failure,
+            # a server that died ends the job at once (a proxy or other server may not say)
+            health_check=getattr(server, "failure", None),
         )
     else:
         options.update(base_url=c.base_url or None, logprobs=20 if c.expected_grade else 0)
