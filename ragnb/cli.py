@@ -7,15 +7,16 @@
     ragnb retrieve --dataset PATH --retriever bm25|dense|hybrid [--model M] [-k 100] --out RUN
     ragnb evaluate QRELS RUN -m nDCG@10 -m P@5 ... [--per-query] [--format table|csv|json]
                    [--fail-under nDCG@10=0.60]... [--baseline BASE.trec [--max-drop D]]
-    ragnb evaluate SAMPLES.jsonl|.csv [-m id_based_context_recall@5]... [--fail-under ...]
+    ragnb evaluate-samples SAMPLES.jsonl|.csv [-m id_based_context_recall@5]... [--per-query]
+                   [--format ...] [--fail-under ...]... [--baseline BASE.jsonl [--max-drop D]]
     ragnb data build-sample [--out data/pydocs]
     ragnb llm serve [--model NAME] [--port N] [--n-ctx 2048] [--threads N]
     ragnb golden --dataset PATH [--queries FILE] [--judge local|openai|noisy|qrels] --out DIR
                  [--max-queries N] [--depth 5] [--human-labels QRELS] ...
 
 Bad input ends with ``ragnb: error: ...`` naming the file, line, query or parameter, and exit
-status 2. ``ragnb evaluate`` exits with 1 when a build gate (``--fail-under``, ``--baseline``)
-fails, after printing the table.
+status 2. ``ragnb evaluate`` and ``ragnb evaluate-samples`` exit with 1 when a build gate
+(``--fail-under``, ``--baseline``) fails, after printing the table.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ragnb.errors import InputError
 from ragnb.lazylibs import MissingExtra
 
 if TYPE_CHECKING:
+    from ragnb.gates import Threshold
     from ragnb.golden import GoldenSetConfig
 
 __all__ = ["main"]
@@ -93,14 +95,38 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from ragnb.gates import check_gates, parse_threshold
+    """``ragnb evaluate QRELS RUN``: the rank measures of a run, then the build gates."""
+    if args.run is None:  # one file: say where ragas samples go instead of guessing
+        raise InputError(
+            f"evaluate needs two files, QRELS and RUN, and got one ({args.qrels}); to score a "
+            f"ragas-style samples file use: ragnb evaluate-samples {args.qrels}"
+        )
+    thresholds = _thresholds(args)
+    result, base = _evaluate_run(args, [t.measure for t in thresholds])
+    return _print_and_gate(result, base, thresholds, args)
 
-    thresholds = [parse_threshold(spec) for spec in args.fail_under or ()]
-    gated = [t.measure for t in thresholds]
-    if args.run is None:
-        result, base = _evaluate_samples(args, gated)
-    else:
-        result, base = _evaluate_run(args, gated)
+
+def _cmd_evaluate_samples(args: argparse.Namespace) -> int:
+    """``ragnb evaluate-samples SAMPLES``: the context measures of ragas-style samples, then the
+    build gates."""
+    thresholds = _thresholds(args)
+    result, base = _evaluate_samples(args, [t.measure for t in thresholds])
+    return _print_and_gate(result, base, thresholds, args)
+
+
+def _thresholds(args: argparse.Namespace) -> list[Threshold]:
+    """The ``--fail-under`` gates, parsed before any file is read."""
+    from ragnb.gates import parse_threshold
+
+    return [parse_threshold(spec) for spec in args.fail_under or ()]
+
+
+def _print_and_gate(
+    result: Any, base: Any, thresholds: list[Threshold], args: argparse.Namespace
+) -> int:
+    """Print the evaluation, then check the gates (stderr); the exit status."""
+    from ragnb.gates import check_gates
+
     report = None
     if thresholds or base is not None:
         report = check_gates(
@@ -160,9 +186,7 @@ def _evaluate_samples(args: argparse.Namespace, gated: list[str]) -> tuple[Any, 
     """One ragas-style ``SAMPLES`` file: the context measures, and the baseline file's."""
     from ragnb.context.ragas import default_context_measures, evaluate_samples, read_samples
 
-    if args.grade_map:
-        raise InputError("--grade-map applies to QRELS RUN, not to a samples file")
-    frame = read_samples(args.qrels)
+    frame = read_samples(args.samples)
     measures = None
     if args.measure or gated:
         measures = [*(args.measure or default_context_measures(frame)), *gated]
@@ -298,18 +322,13 @@ def _cmd_llm_serve(args: argparse.Namespace) -> int:
             signal.signal(s, handler)
 
 
-_EVALUATE_EPILOG = """\
-inputs:
-  QRELS RUN   TREC or BEIR qrels and a TREC run: the rank measures (-m nDCG@10 ...)
-  SAMPLES     one ragas-style .jsonl/.json/.csv file (user_input, retrieved_contexts,
-              reference_contexts, retrieved_context_ids, reference_context_ids): the non-LLM
-              and ID-based context precision and recall (-m non_llm_context_recall@5 ...)
-
+_GATES_EPILOG = """\
 build gates:
-  --fail-under nDCG@10=0.60      fails when the mean is below 0.60 (repeatable)
-  --baseline BASE                fails when a measure drops significantly vs BASE (a run, or a
-                                 samples file): paired randomization test per measure, Holm
-                                 across the measures, and a drop larger than --max-drop
+  --fail-under {gate}
+      fails when the mean is below the threshold (repeatable)
+  --baseline {base}
+      fails when a measure drops significantly against {base}: a paired randomization
+      test per measure, Holm across the measures, and a drop larger than --max-drop
   The table is printed whatever the gates say; the gates go to stderr (and into --format json).
 
 exit status:
@@ -318,35 +337,86 @@ exit status:
   2  bad input (the message names the file, line, query or column)
 """
 
+_EVALUATE_EPILOG = """\
+inputs:
+  QRELS RUN   TREC or BEIR qrels and a TREC run: the rank measures (-m nDCG@10 ...); for one
+              ragas-style samples file use ragnb evaluate-samples
+
+""" + _GATES_EPILOG.format(gate="nDCG@10=0.60", base="BASE.trec")
+
+_SAMPLES_EPILOG = """\
+input:
+  SAMPLES   one ragas-style file, as ragas' EvaluationDataset.to_jsonl or .to_csv writes it
+            (.jsonl/.json/.csv, each optionally .gz) with ragas' field names:
+              retrieved_contexts, reference_contexts         the non-LLM measures
+              retrieved_context_ids, reference_context_ids   the ID-based measures
+              user_input (kept), query_id (names the sample; default its line)
+
+measures (-m, each optionally @K: only the first K retrieved contexts):
+  non_llm_context_precision_with_reference, non_llm_context_recall   (string similarity)
+  id_based_context_precision, id_based_context_recall                 (exact id match)
+  default: the measures the file's fields allow; ragas' class names (IDBasedContextRecall, ...)
+  are accepted too
+
+""" + _GATES_EPILOG.format(gate="id_based_context_recall=0.8", base="BASE.jsonl")
+
+
+def _add_output_options(p: argparse.ArgumentParser, measure_help: str) -> None:
+    """The measures and the output of ``evaluate`` and ``evaluate-samples``."""
+    p.add_argument("-m", "--measure", action="append", help=measure_help)
+    p.add_argument("--per-query", action="store_true", help="also print per-query values")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+
+def _add_gate_options(p: argparse.ArgumentParser, baseline_help: str) -> None:
+    """The build gates of ``evaluate`` and ``evaluate-samples``."""
+    g = p.add_argument_group("build gates")
+    g.add_argument(
+        "--fail-under",
+        action="append",
+        metavar="MEASURE=MIN",
+        help="fail (exit 1) when the measure's mean is below MIN (repeatable)",
+    )
+    g.add_argument("--baseline", metavar="BASE", help=baseline_help)
+    g.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    g.add_argument(
+        "--max-drop",
+        type=float,
+        default=0.0,
+        help="a significant drop fails only when larger than this (default 0)",
+    )
+    g.add_argument(
+        "--resamples", type=int, default=10_000, help="randomization/bootstrap B (default 10000)"
+    )
+    g.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+
 
 def _add_evaluate_parser(sub: Any) -> None:
-    """The ``evaluate`` subcommand's arguments (rank measures, context measures, gates)."""
+    """The ``evaluate`` subcommand's arguments (rank measures of a run, gates)."""
     p = sub.add_parser(
         "evaluate",
-        help="evaluate a TREC run against qrels, or a ragas-style samples file; build gates",
+        help="evaluate a TREC run against qrels; build gates",
+        usage="%(prog)s QRELS RUN [-m MEASURE]... [options]",
         epilog=_EVALUATE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "qrels",
-        metavar="QRELS|SAMPLES",
+        metavar="QRELS",
         help="TREC qrels, BEIR qrels .tsv, or ranx qrels .json/.json.gz/.lz4",
     )
+    # optional to argparse only so that one file gets an error naming evaluate-samples
     p.add_argument(
         "run",
         metavar="RUN",
         nargs="?",
-        help="TREC run file, parquet run, or ranx run .json/.json.gz/.lz4 (none for SAMPLES)",
+        help="TREC run file, parquet run, or ranx run .json/.json.gz/.lz4",
     )
-    p.add_argument(
-        "-m",
-        "--measure",
-        action="append",
-        help="measure name, e.g. nDCG@10, P(rel=2)@5, ndcg_cut_10, id_based_context_recall@5 "
-        "(repeatable)",
+    _add_output_options(
+        p,
+        "measure name, e.g. nDCG@10, P(rel=2)@5, ndcg_cut_10 (repeatable; default P@5 P@10 "
+        "R@100 nDCG@10 RR)",
     )
-    p.add_argument("--per-query", action="store_true", help="also print per-query values")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument(
         "--stream",
         action="store_true",
@@ -365,12 +435,34 @@ def _add_evaluate_parser(sub: Any) -> None:
         help="map the qrels' grades onto the 1-5 rubric of RA-nWG, N-Recall4+, Harm (graded "
         "measures on other scales are refused without one)",
     )
-    g = p.add_argument_group("context measures (SAMPLES)")
+    _add_gate_options(p, "baseline run: fail on a significant drop against it")
+    p.set_defaults(func=_cmd_evaluate)
+
+
+def _add_evaluate_samples_parser(sub: Any) -> None:
+    """The ``evaluate-samples`` subcommand's arguments (context measures of ragas samples,
+    gates): the same engine as :func:`ragnb.context.ragas.evaluate_samples`."""
+    p = sub.add_parser(
+        "evaluate-samples",
+        help="evaluate a ragas-style samples file (non-LLM and ID-based context precision and "
+        "recall); build gates",
+        description="Score ragas-style samples on the non-LLM and ID-based context precision\n"
+        "and recall, averaged over the samples (ragnb.context.ragas.evaluate_samples).",
+        epilog=_SAMPLES_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("samples", metavar="SAMPLES", help="ragas-style .jsonl/.json/.csv file")
+    _add_output_options(
+        p,
+        "context measure, e.g. id_based_context_recall@5, non_llm_context_recall "
+        "(repeatable; default: those the file's fields allow)",
+    )
+    g = p.add_argument_group("similarity (the non-LLM measures)")
     g.add_argument(
         "--similarity",
         choices=["levenshtein", "sequence_matcher"],
         default="levenshtein",
-        help="string similarity of the non-LLM measures (default levenshtein, as ragas)",
+        help="string similarity (default levenshtein, as ragas)",
     )
     g.add_argument("--tau", type=float, default=0.5, help="similarity threshold (default 0.5)")
     g.add_argument(
@@ -379,26 +471,8 @@ def _add_evaluate_parser(sub: Any) -> None:
         default=">=",
         help="relevant when similarity >= tau (default) or > tau (ragas' recall)",
     )
-    g = p.add_argument_group("build gates")
-    g.add_argument(
-        "--fail-under",
-        action="append",
-        metavar="MEASURE=MIN",
-        help="fail (exit 1) when the measure's mean is below MIN (repeatable)",
-    )
-    g.add_argument("--baseline", metavar="BASE", help="baseline run (or samples file)")
-    g.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    g.add_argument(
-        "--max-drop",
-        type=float,
-        default=0.0,
-        help="a significant drop fails only when larger than this (default 0)",
-    )
-    g.add_argument(
-        "--resamples", type=int, default=10_000, help="randomization/bootstrap B (default 10000)"
-    )
-    g.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
-    p.set_defaults(func=_cmd_evaluate)
+    _add_gate_options(p, "baseline samples file: fail on a significant drop against it")
+    p.set_defaults(func=_cmd_evaluate_samples)
 
 
 # ----------------------------------------------------------------------------- ragnb golden
@@ -566,6 +640,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_retrieve)
 
     _add_evaluate_parser(sub)
+    _add_evaluate_samples_parser(sub)
 
     p = sub.add_parser("data", help="build the embedded sample dataset")
     dsub = p.add_subparsers(dest="data_command", required=True)

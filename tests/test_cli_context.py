@@ -1,6 +1,7 @@
-"""``ragnb evaluate SAMPLES``: ragas-style JSONL and CSV files scored on the non-LLM and
-ID-based context measures, equal to the Python API's numbers; bad input named by file, line and
-column; gates on context measures.
+"""``ragnb evaluate-samples SAMPLES``: ragas-style JSONL and CSV files scored on the non-LLM
+and ID-based context measures, equal to the Python API's numbers and to hand-computed ones; bad
+input named by file, line and column; gates on context measures; ``ragnb evaluate`` given one
+file names this command.
 
 The samples are real: SciFact test claims, BM25's top 5 abstracts as ``retrieved_contexts`` (and
 their ids), the judged relevant abstracts as ``reference_contexts`` (and ids), written as ragas'
@@ -72,7 +73,7 @@ def samples(scifact_path, tmp_path_factory):
 
 
 def run_json(capsys, *args):
-    code = main(["evaluate", *map(str, args), "--format", "json"])
+    code = main(["evaluate-samples", *map(str, args), "--format", "json"])
     captured = capsys.readouterr()
     return code, (json.loads(captured.out) if captured.out else None), captured.err
 
@@ -117,7 +118,7 @@ def test_ragas_csv_reads_like_the_jsonl(samples, capsys):
     # in the CSV a sample starts on line 2 (after the header) unless a cell spans lines
     assert read_samples(samples["csv"]).index[0] == 2
 
-    assert main(["evaluate", str(samples["csv"]), "--format", "csv"]) == 0
+    assert main(["evaluate-samples", str(samples["csv"]), "--format", "csv"]) == 0
     table = pd.read_csv(stdio.StringIO(capsys.readouterr().out))
     assert table["value"].tolist() == pytest.approx(from_jsonl.aggregate["value"].tolist(), abs=0)
 
@@ -152,10 +153,77 @@ def test_cutoffs_and_options_reach_the_python_api(samples, capsys):
 
 
 def test_table_format(samples, capsys):
-    assert main(["evaluate", str(samples["jsonl"]), "-m", "id_based_context_recall"]) == 0
+    assert main(["evaluate-samples", str(samples["jsonl"]), "-m", "id_based_context_recall"]) == 0
     out = capsys.readouterr().out.splitlines()
     want = np.nanmean(id_based_context_scores(samples["records"])["id_based_context_recall"])
     assert out == [f"{'id_based_context_recall':<24}\tall\t{want:.4f}\t(n_valid={N_QUERIES})"]
+
+
+# ------------------------------------------------------------- a small file, computed by hand
+
+# Two samples, by id:
+#   q1 retrieved a, b, c; references a, c, d: 2 hits, precision 2/3, recall 2/3
+#   q2 retrieved e, f; references f: 1 hit, precision 1/2, recall 1
+#   means: precision (2/3 + 1/2) / 2 = 7/12, recall (2/3 + 1) / 2 = 5/6
+# @1: q1's a is a hit (precision 1, recall 1/3), q2's e is not (0, 0); means 1/2, 1/6
+SMALL = [
+    {
+        "query_id": "q1",
+        "retrieved_context_ids": ["a", "b", "c"],
+        "reference_context_ids": ["a", "c", "d"],
+    },
+    {"query_id": "q2", "retrieved_context_ids": ["e", "f"], "reference_context_ids": ["f"]},
+]
+
+
+@pytest.fixture
+def small(tmp_path):
+    path = tmp_path / "small.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in SMALL))
+    return str(path)
+
+
+def test_evaluate_samples_on_a_small_file_by_hand(small, capsys):
+    code, payload, err = run_json(capsys, small, "--per-query")
+    assert code == 0 and err == ""
+    assert {r["measure"]: r["value"] for r in payload["aggregate"]} == {
+        "id_based_context_precision": pytest.approx(7 / 12, abs=1e-15),
+        "id_based_context_recall": pytest.approx(5 / 6, abs=1e-15),
+    }
+    assert {(r["query_id"], r["measure"]): r["value"] for r in payload["per_query"]} == {
+        ("q1", "id_based_context_precision"): pytest.approx(2 / 3, abs=1e-15),
+        ("q2", "id_based_context_precision"): 0.5,
+        ("q1", "id_based_context_recall"): pytest.approx(2 / 3, abs=1e-15),
+        ("q2", "id_based_context_recall"): 1.0,
+    }
+
+    # cutoffs, ragas' class names, and a gate on a measure it also prints
+    argv = ["evaluate-samples", small, "-m", "id_based_context_precision@1"]
+    argv += ["-m", "IDBasedContextRecall@1", "--fail-under", "id_based_context_recall@1=0.2"]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        f"{'id_based_context_precision@1':<24}\tall\t0.5000\t(n_valid=2)",
+        f"{'id_based_context_recall@1':<24}\tall\t0.1667\t(n_valid=2)",
+    ]
+    assert "gate failed: id_based_context_recall@1 = 0.1667 < 0.2000" in err
+
+
+def test_evaluate_with_one_file_names_evaluate_samples(small, tmp_path, capsys):
+    # before reading anything: the same message for a samples file, a qrels file or none
+    for path in (small, str(tmp_path / "absent.tsv")):
+        assert main(["evaluate", path]) == 2
+        assert capsys.readouterr().err == (
+            f"ragnb: error: evaluate needs two files, QRELS and RUN, and got one ({path}); to "
+            f"score a ragas-style samples file use: ragnb evaluate-samples {path}\n"
+        )
+    with pytest.raises(SystemExit) as stop:
+        main(["evaluate-samples", "--help"])
+    assert stop.value.code == 0
+    help_text = capsys.readouterr().out
+    assert help_text.startswith("usage: ragnb evaluate-samples ")
+    for word in ("retrieved_context_ids", "--fail-under MEASURE=MIN", "2  bad input"):
+        assert word in help_text
 
 
 # --------------------------------------------------------------------------- gates on context
@@ -166,12 +234,12 @@ def test_context_gates(samples, capsys):
     recall = ids["id_based_context_recall"]
     path = str(samples["jsonl"])
     gate = f"id_based_context_recall={recall + 0.01:.4f}"
-    assert main(["evaluate", path, "-m", IDS[0], "--fail-under", gate]) == 1
+    assert main(["evaluate-samples", path, "-m", IDS[0], "--fail-under", gate]) == 1
     out, err = capsys.readouterr()
     assert len(out.splitlines()) == 2  # the measures, printed anyway
     assert f"gate failed: id_based_context_recall = {recall:.4f} < {recall + 0.01:.4f}" in err
     gate = f"id_based_context_recall={recall:.4f}"
-    assert main(["evaluate", path, "-m", IDS[0], "--fail-under", gate]) == 0
+    assert main(["evaluate-samples", path, "-m", IDS[0], "--fail-under", gate]) == 0
     capsys.readouterr()
 
     # against a baseline that retrieved nothing relevant: precision and recall dropped
@@ -181,10 +249,13 @@ def test_context_gates(samples, capsys):
         for r in samples["records"]
     ]
     worse.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    args = ["evaluate", str(worse), "-m", "id_based_context_recall", "--baseline", path]
+    args = ["evaluate-samples", str(worse), "-m", "id_based_context_recall", "--baseline", path]
     assert main(args) == 1
     assert "id_based_context_recall" in capsys.readouterr().err
-    assert main(["evaluate", path, "-m", "id_based_context_recall", "--baseline", str(worse)]) == 0
+    assert (
+        main(["evaluate-samples", path, "-m", "id_based_context_recall", "--baseline", str(worse)])
+        == 0
+    )
 
 
 # --------------------------------------------------------------------------- bad input
@@ -241,7 +312,7 @@ GOOD = {"user_input": "q", "retrieved_context_ids": ["a"], "reference_context_id
 )
 def test_bad_input_names_file_line_and_column(tmp_path, capsys, name, text, where):
     path = write(tmp_path, name, text)
-    assert main(["evaluate", path]) == 2
+    assert main(["evaluate-samples", path]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"ragnb: error: {path}") and where in err, err
     assert "Traceback" not in err
@@ -251,11 +322,13 @@ def test_bad_input_names_file_line_and_column(tmp_path, capsys, name, text, wher
 
 def test_cli_refusals(samples, tmp_path, capsys):
     path = str(samples["jsonl"])
-    assert main(["evaluate", path, "-m", "nDCG@10"]) == 2
+    assert main(["evaluate-samples", path, "-m", "nDCG@10"]) == 2
     assert "unknown context measure 'nDCG@10'" in capsys.readouterr().err
-    assert main(["evaluate", path, "--grade-map", "binary"]) == 2
-    assert "--grade-map applies to QRELS RUN" in capsys.readouterr().err
-    assert main(["evaluate", str(tmp_path / "absent.jsonl")]) == 2
+    with pytest.raises(SystemExit) as stop:  # a QRELS RUN option: argparse refuses it
+        main(["evaluate-samples", path, "--grade-map", "binary"])
+    assert stop.value.code == 2
+    assert "unrecognized arguments: --grade-map binary" in capsys.readouterr().err
+    assert main(["evaluate-samples", str(tmp_path / "absent.jsonl")]) == 2
     assert "absent.jsonl not found" in capsys.readouterr().err
 
 

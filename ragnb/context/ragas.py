@@ -1,6 +1,6 @@
 """Ragas-style sample files: read and check them, then score them with the context measures.
 
-The command ``ragnb evaluate SAMPLES`` reads what ragas users already have, an
+The command ``ragnb evaluate-samples SAMPLES`` reads what ragas users already have, an
 ``EvaluationDataset`` written with ``to_jsonl`` or ``to_csv`` (or any table with ragas' field
 names), and gives the table :func:`ragnb.context.non_llm_context_scores` and
 :func:`ragnb.context.id_based_context_scores` give in Python, averaged over the samples.
