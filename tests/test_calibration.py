@@ -13,7 +13,6 @@ import numpy as np
 import oracle_data
 import pandas as pd
 import pytest
-from openai_server import ChatAnswer
 
 from ragnb.errors import InputError
 from ragnb.golden import agreement as agreement_module
@@ -22,17 +21,14 @@ from ragnb.golden.agreement import _tau_b_rows
 from ragnb.golden.calibration import (
     STATISTICS,
     Calibration,
-    LLMFactExtractor,
     agreement_intervals,
     agreement_pairs,
     calibrate,
     confusion_matrix,
-    fact_recall,
     interpolated_pr,
     judge_bias,
     kendall_tau,
     krippendorff_alpha,
-    minimal_facts,
     spear_evaluate,
     spear_pool,
     system_agreement,
@@ -699,60 +695,3 @@ def test_spear_curves_and_interpolation():
         }
     )
     assert interpolated_pr(curve).empty
-
-
-def test_minimal_facts_dedupe_across_chunks_and_fact_recall():
-    # two segmentations hold the same fact ("BM25 uses k1"), told apart by case and a full stop
-    relevant = pd.DataFrame(
-        {
-            "query_id": ["q", "q", "q"],
-            "doc_id": ["A1", "B1", "B2"],
-            "query": ["bm25"] * 3,
-            "passage": ["noise. BM25 uses k1", "bm25 uses K1. more", "b controls length"],
-        }
-    )
-    table = {
-        "noise. BM25 uses k1": ["BM25 uses k1"],
-        "bm25 uses K1. more": ["bm25 uses K1."],
-        "b controls length": ["b controls length", "  "],
-    }
-    facts = minimal_facts(relevant, lambda q, p: table[p])
-    assert facts[["doc_id", "fact_id"]].values.tolist() == [
-        ["A1", "f1"],
-        ["B1", "f1"],
-        ["B2", "f2"],
-    ]
-    runs = {"A": {"q": {"A1": 1.0, "X": 0.5}}, "B": {"q": {"B1": 1.0, "B2": 0.5}}}
-    rec = fact_recall(facts, runs, k=2).set_index("system")
-    # chunk-level recall would give A 1/3 and B 2/3; fact level A 1/2 (f1), B 2/2
-    assert rec.loc["A", "recall"] == pytest.approx(0.5) and rec.loc["B", "recall"] == 1.0
-    assert rec.loc["B", "facts_found"] == 2 and rec.loc["B", "facts"] == 2
-    assert minimal_facts(relevant, None).empty  # no client: skipped
-
-
-def test_llm_fact_extractor_through_the_judge_client(openai_server, tmp_path):
-    from ragnb.cache import Cache
-    from ragnb.judge import OpenAIJudge
-    from ragnb.ledger import Ledger
-
-    def handler(request):
-        user = request.json["messages"][-1]["content"]
-        if "nothing useful" in user:
-            return ChatAnswer("1. NONE")
-        return ChatAnswer("1. BM25 uses k1\n2. b controls length normalisation")
-
-    openai_server.chat.handler = handler
-    judge = OpenAIJudge(
-        "gpt-4o-mini",
-        base_url=openai_server.base_url,
-        api_key="sk-test",
-        cache=Cache(tmp_path / "cache"),
-        ledger=Ledger(),
-        progress=False,
-    )
-    extractor = LLMFactExtractor(judge)
-    got = extractor.many([("bm25?", "BM25 has k1 and b."), ("bm25?", "nothing useful here")])
-    assert got == [["BM25 uses k1", "b controls length normalisation"], []]
-    assert extractor("bm25?", "BM25 has k1 and b.") == got[0]  # from the cache
-    assert openai_server.request_count("/v1/chat/completions") == 2
-    assert set(judge.ledger.frame()["stage"]) == {"spear_facts"}

@@ -214,42 +214,6 @@ def test_hybrid_fusion_is_a_grid_axis(small, tmp_path):
         SweepGrid(**base, modes=["hybrid"], fusions=["wsum(1,2,3)"])
 
 
-def test_staged_search_fixes_one_stage_at_a_time(small, tmp_path):
-    """SPEAR's staged search: the sum, not the product, of the stages' sizes is measured, and
-    each stage keeps the best value of its knobs."""
-    from ragnb.clq.staged import staged_search
-
-    grid = SweepGrid(
-        embedders=["wordllama"],
-        dims=[0, 64],
-        chunkers=["document", "sentences-120-30"],
-        indexes=["flat", "hnsw"],
-        pool_ks=[50],
-        rerankers=["none", "rescore:wordllama"],
-        modes=["dense"],
-    )
-    out = tmp_path / "staged"
-    final, trace = staged_search(
-        grid,
-        [["dims", "chunkers"], ["indexes"], ["rerankers"]],
-        small,
-        out,
-        cache_dir=str(tmp_path / "cache"),
-    )
-    assert list(trace["n_configs"]) == [4, 2, 2]
-    measured = read_parquet(out / "results.parquet")
-    assert len(measured) < len(grid.expand()) == 16
-    assert len(final.expand()) == 1
-    for field in ("dims", "chunkers", "indexes", "rerankers"):
-        assert len(getattr(final, field)) == 1
-    # stage 1's winner is the best of its four configurations
-    first = measured[(measured["index"] == "flat") & (measured["reranker"] == "none")]
-    assert trace.loc[0, "best"] == pytest.approx(first["quality"].max())
-    assert trace["best"].is_monotonic_increasing
-    with pytest.raises(Exception, match="unknown grid field"):
-        staged_search(grid, [["colours"]], small, out)
-
-
 def test_http_reranker_is_priced_from_the_tokens_it_used(small, tmp_path, openai_server):
     """A /rerank API in a sweep: the cost per 1,000 queries is the tokens the server counted in
     the timed requests (query + candidate per candidate) times the price table's rate."""

@@ -14,7 +14,6 @@ from ragnb.cache import Cache
 from ragnb.correlation import (
     generate_graded,
     load_answer_prompt,
-    plan_graded,
     read_graded,
     validate_graded,
     write_samples,
@@ -113,9 +112,6 @@ def test_generation_and_grading_end_to_end_with_cache_and_ledger(openai_server, 
     llm = ScriptedLLM()
     openai_server.chat.handler = llm
     judge = make_judge(openai_server, tmp_path)
-    planned = plan_graded(ranked(), query_texts(), judge)
-    assert [p.stage for p in planned].count("answer_ideal") == 3
-    assert [p.stage for p in planned].count("answer_topK") == 6
     graded = generate_graded(ranked(), query_texts(), judge)
 
     # 3 ideal answers, 6 top-K answers, 5 grades: M-2's answers at K=2 and K=4 are the same

@@ -140,7 +140,17 @@ def test_default_report_says_which_embedders_produced_the_numbers(default_report
 
 
 def test_default_report_tables_have_the_paper_shapes(default_report):
-    _, export = default_report
+    result, export = default_report
+    # the texts of the bundles the margins measured: one per language and author-table row
+    assert "Proper names: one bundle per language" in result.html.read_text(encoding="utf-8")
+    bundles = pd.read_csv(export / "bundles.csv")
+    margins = pd.read_csv(export / "margins.csv")
+    key = ["language", "bundle_id", "author", "topic"]
+    drawn = {tuple(row) for row in bundles[key].itertuples(index=False)}
+    measured = margins.loc[margins["ablation"] == "base", key]
+    assert len(bundles) == len(drawn) == 2 * 8
+    assert drawn == {tuple(row) for row in measured.itertuples(index=False)}
+    assert (bundles["C1"] != bundles["C2a"]).all() and (bundles["C2a"] != bundles["C2b"]).all()
     abl = pd.read_csv(export / "ablations.csv")
     # every (model, language) has base + the ten ablations, and the mask collapses the margin
     assert set(abl.groupby(["model", "language"]).size()) == {len(ABLATIONS) + 1}

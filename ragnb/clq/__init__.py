@@ -6,7 +6,6 @@
 - :mod:`ragnb.clq.sweep`: :func:`~ragnb.clq.sweep.run_sweep` (resumable, cached) and
   :func:`~ragnb.clq.sweep.cap_dataset`; its machinery in :mod:`ragnb.clq.engine` (executors,
   the state a sweep shares) and :mod:`ragnb.clq.measure` (one timed configuration).
-- :mod:`ragnb.clq.staged`: SPEAR's staged search, :func:`~ragnb.clq.staged.staged_search`.
 - :mod:`ragnb.clq.cost`: prices and cost per 1,000 queries.
 - :mod:`ragnb.clq.pareto`: frontier, operator rules, leaderboard, scenario matrix.
 - :mod:`ragnb.clq.charts`: the report's charts.

@@ -28,7 +28,7 @@ import hashlib
 import itertools
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ragnb.errors import InputError
@@ -543,13 +543,6 @@ class SweepGrid:
             if d.name == name:
                 return d
         raise InputError(f"no dynamic-K policy {name!r} in the grid", column="dynamic_k")
-
-    def subgrid(self, **values: Any) -> SweepGrid:
-        """A copy with some knobs replaced (used by the staged search)."""
-        unknown = set(values) - {f.name for f in fields(self)}
-        if unknown:
-            raise InputError(f"unknown grid field(s) {sorted(unknown)}")
-        return replace(self, **values)
 
     # ------------------------------------------------------------------ YAML
 

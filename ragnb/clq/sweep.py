@@ -15,8 +15,7 @@ whose ``(config_id, dataset_key)`` is already in the table are skipped. Embeddin
 configuration that searches them.
 
 The state one call shares and the build executors are in :mod:`ragnb.clq.engine`; measuring
-one configuration is :mod:`ragnb.clq.measure`; SPEAR's staged search over this function is
-:mod:`ragnb.clq.staged`; notebook 04's study is :mod:`ragnb.clq.study`.
+one configuration is :mod:`ragnb.clq.measure`; notebook 04's study is :mod:`ragnb.clq.study`.
 
 Building embeddings and indexes may use an :class:`~ragnb.clq.engine.Executor` (serial by
 default, a thread pool with :class:`~ragnb.clq.engine.ThreadExecutor`). Latency is always

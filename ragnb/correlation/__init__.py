@@ -45,7 +45,7 @@ from ragnb.correlation.data import (
     validate_ranked,
     write_samples,
 )
-from ragnb.correlation.generate import generate_graded, load_answer_prompt, plan_graded
+from ragnb.correlation.generate import generate_graded, load_answer_prompt
 from ragnb.correlation.study import CorrelationConfig, CorrelationStudy, run_study
 
 __all__ = [
@@ -69,7 +69,6 @@ __all__ = [
     "graded_labels",
     "load_answer_prompt",
     "measure_matrix",
-    "plan_graded",
     "rank_samples",
     "read_graded",
     "read_query_texts",

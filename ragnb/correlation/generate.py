@@ -36,7 +36,7 @@ from ragnb.errors import InputError
 from ragnb.judge.llm import CallResult, LLMCall, OpenAIJudge
 from ragnb.judge.prompts import PromptTemplate, load_prompt
 
-__all__ = ["AnswerTemplate", "generate_graded", "load_answer_prompt", "plan_graded"]
+__all__ = ["AnswerTemplate", "generate_graded", "load_answer_prompt"]
 
 STAGES = ("answer_ideal", "answer_topK", "grade")
 
@@ -129,29 +129,6 @@ def _calls(
         g.id if ideal == "all" else f"{g.id}/Np={g.Np}" for g in skeleton.itertuples(index=False)
     ]
     return skeleton, ideal_calls, topk_calls
-
-
-def plan_graded(
-    ranked: pd.DataFrame,
-    query_texts: pd.DataFrame,
-    judge: OpenAIJudge,
-    *,
-    answer_prompt: str | os.PathLike[str] | AnswerTemplate | None = None,
-    ideal: str = "all",
-) -> list[Any]:
-    """The answer calls :func:`generate_graded` would make, as
-    :class:`ragnb.ledger.PlannedCall` rows (price them with :func:`ragnb.ledger.estimate_calls`).
-
-    The grade calls depend on the answers and are not planned (one short call per graded
-    sample; ``expected_output_tokens`` 1).
-    """
-    judge = _check(judge)
-    answer = _answer(answer_prompt)
-    _, ideal_calls, topk_calls = _calls(ranked, query_texts, judge, answer, ideal)
-    return [
-        *judge.plan_calls(list(ideal_calls.values()), "answer_ideal"),
-        *judge.plan_calls(topk_calls, "answer_topK"),
-    ]
 
 
 def _answer(p: str | os.PathLike[str] | AnswerTemplate | None) -> AnswerTemplate:

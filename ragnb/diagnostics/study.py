@@ -45,8 +45,10 @@ from ragnb.diagnostics.author_tables import (
     scifact_author_table,
 )
 from ragnb.diagnostics.names import (
+    bundles_frame,
     has_diacritics,
     installed_author_names,
+    make_bundles,
     name_pool_summary,
 )
 from ragnb.diagnostics.noise import (
@@ -218,6 +220,10 @@ class DiagnosticsResult:
         :attr:`~ragnb.diagnostics.retrieval_impact.AblationRetrieval.table` per ``model`` and
         ``language``: nDCG@K and RA-nWG@K of the embedder's dense retriever on the author-table
         queries without and with each ablation, with the paired bootstrap CI of the change.
+    bundles : DataFrame
+        The texts of the base bundles every embedder was measured on, one row per language, run
+        and author-table row (:func:`~ragnb.diagnostics.names.bundles_frame`); ``language`` and
+        ``bundle_id`` join them to :attr:`margins`.
     """
 
     config: Any
@@ -234,6 +240,7 @@ class DiagnosticsResult:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     ablation_retrieval: pd.DataFrame = field(default_factory=pd.DataFrame)
+    bundles: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     # -- tables shaped like the paper's
 
@@ -451,6 +458,7 @@ class DiagnosticsResult:
             "noise_levels.csv": self.noise_levels,
             "impact.csv": self.impact,
             "ablation_retrieval.csv": self.ablation_retrieval,
+            "bundles.csv": self.bundles,
         }
         for name, frame in frames.items():
             write_table_csv(frame, out / name)
@@ -594,7 +602,19 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
         seconds=time.perf_counter() - start,
         notes=notes,
         ablation_retrieval=pd.concat(retrieval, ignore_index=True),
+        bundles=_bundle_texts(config, table, names),
     )
+
+
+def _bundle_texts(config: Any, table: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """The base bundles of every language and run, as :func:`ablation_margins` draws them."""
+    drawn = [
+        bundle
+        for language in config.languages
+        for run in range(config.runs)
+        for bundle in make_bundles(table, language=language, seed=config.seed, run=run, names=names)
+    ]
+    return bundles_frame(drawn)
 
 
 def _noise_queries(data: Any, refs: dict[str, Any], n: int, seed: int) -> pd.DataFrame:

@@ -21,18 +21,14 @@ Which retriever is better, without complete labels? (:func:`spear_evaluate`)
     recall is relative (divided by the relevant documents *some* compared system found, not all
     that exist), which keeps the systems' order (SPEAR Appendix A, eqs. 12-23). PR curves and
     PR-AUC per retriever reuse :func:`ragnb.measures.context.pooled_qrels` and
-    :func:`~ragnb.measures.context.pr_curve`. SPEAR's "minimal retrieval facts" (an LLM cuts each
-    relevant chunk down to the facts that answer the query, so chunks of different segmentations
-    that hold the same fact count once) is optional and pluggable: :func:`minimal_facts` with any
-    ``extract(query, passage) -> list of str``, e.g. :class:`LLMFactExtractor`; without a client
-    the step is skipped and documents are the units.
+    :func:`~ragnb.measures.context.pr_curve`. Documents are the units of precision and recall.
 
 References
 ----------
 .. [1] J. Bergum, "Improving retrieval with LLM-as-a-judge", Vespa blog, 2024 (confusion matrix of
    GPT-4 vs human labels; nDCG@10 of nine retrieval methods under both labels).
 .. [2] Y. Zou et al., "SPEAR: Subset-sampled Performance Evaluation via Automated Ground Truth
-   Generation for RAG", arXiv:2507.06554, 2025, Sections 2.1-2.3 and Appendix A.
+   Generation for RAG", arXiv:2507.06554, 2025, Sections 2.1-2.2 and Appendix A.
 .. [3] J. Cohen, "Weighted kappa: nominal scale agreement with provision for scaled disagreement
    or partial credit", Psychological Bulletin 70(4), 1968.
 .. [4] M. G. Kendall, "A new measure of rank correlation", Biometrika 30, 1938; tau-b for ties:
@@ -44,9 +40,7 @@ References
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,25 +70,22 @@ from ragnb.golden.stages import provenance_rows
 from ragnb.measures import parse_measure
 from ragnb.measures._kernel import as_qrels_frame, as_run_frame
 from ragnb.measures.context import pooled_qrels, pr_curve
-from ragnb.validation import check_positive_int, require_columns
+from ragnb.validation import check_positive_int
 
 __all__ = [
     "STATISTICS",
     "Calibration",
     "KendallTau",
-    "LLMFactExtractor",
     "SpearResult",
     "TauInterval",
     "agreement_intervals",
     "agreement_pairs",
     "calibrate",
     "confusion_matrix",
-    "fact_recall",
     "interpolated_pr",
     "judge_bias",
     "kendall_tau",
     "krippendorff_alpha",
-    "minimal_facts",
     "spear_evaluate",
     "spear_pool",
     "system_agreement",
@@ -666,145 +657,3 @@ def spear_evaluate(
     curve = pd.concat(curves, ignore_index=True)
     curve = curve[["system", *[c for c in curve.columns if c != "system"]]]
     return SpearResult(k, rel, pseudo, summary, curve, interpolated_pr(curve))
-
-
-# ----------------------------------------------------------------------------- minimal facts
-
-_SPACE = re.compile(r"\s+")
-
-
-def _fact_key(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return _SPACE.sub(" ", text).strip(" .;:")
-
-
-def minimal_facts(
-    relevant: pd.DataFrame, extract: Callable[[str, str], Sequence[str]] | None
-) -> pd.DataFrame:
-    """SPEAR's minimal retrieval facts: each relevant chunk cut to the facts that answer the query.
-
-    Parameters
-    ----------
-    relevant : DataFrame
-        The relevant pairs of the pseudo ground truth with their texts: ``query_id``, ``doc_id``,
-        ``query``, ``passage``.
-    extract : callable or None
-        ``extract(query, passage) -> list of str``: the minimal facts of the passage for the query
-        (an LLM, :class:`LLMFactExtractor`, or any function). None: skipped (returns an empty
-        frame): without a client, documents stay the units of precision and recall.
-
-    Returns
-    -------
-    DataFrame
-        One row per (query, document, fact): ``query_id``, ``doc_id``, ``fact_id`` (``f1``,
-        ``f2``, ... per query: the same fact extracted from two chunks gets one id, compared after
-        Unicode NFKC, case folding and white space collapsing), ``fact`` (the text first seen).
-
-    Notes
-    -----
-    SPEAR's motivation is retrievers with different segmentations: ``redundancy_A || gt`` and
-    ``gt || redundancy_B`` are two relevant chunks holding one fact, and recall should count it
-    once (Section 2.3). Pair it with :func:`fact_recall`.
-    """
-    cols = ["query_id", "doc_id", "fact_id", "fact"]
-    if extract is None:
-        return pd.DataFrame(columns=cols)
-    require_columns(relevant, ("query_id", "doc_id", "query", "passage"), "relevant pairs")
-    many = getattr(extract, "many", None)
-    pairs = list(zip(relevant["query"].astype(str), relevant["passage"].astype(str), strict=True))
-    facts_of = many(pairs) if callable(many) else [extract(q, p) for q, p in pairs]
-    rows = []
-    ids: dict[tuple[str, str], str] = {}
-    counters: dict[str, int] = {}
-    for qid, did, facts in zip(relevant["query_id"], relevant["doc_id"], facts_of, strict=True):
-        for fact in facts or ():
-            key = (str(qid), _fact_key(str(fact)))
-            if not key[1]:
-                continue
-            if key not in ids:
-                counters[str(qid)] = counters.get(str(qid), 0) + 1
-                ids[key] = f"f{counters[str(qid)]}"
-            rows.append((str(qid), str(did), ids[key], str(fact).strip()))
-    return pd.DataFrame(rows, columns=cols)
-
-
-def fact_recall(facts: pd.DataFrame, runs: Mapping[str, Any], k: int) -> pd.DataFrame:
-    """Relative recall of minimal facts: a fact is found when a document holding it is in the top k.
-
-    Parameters
-    ----------
-    facts : DataFrame
-        :func:`minimal_facts`'s frame.
-    runs : mapping of str to run
-    k : int >= 1
-
-    Returns
-    -------
-    DataFrame
-        One row per system: ``system``, ``k``, ``facts_found``, ``facts`` (over every query),
-        ``recall`` (macro mean over queries of found / facts of the query), ``n_queries``.
-    """
-    check_positive_int(k, "k")
-    per_query_total = facts.groupby("query_id")["fact_id"].nunique()
-    rows = []
-    for name, run in runs.items():
-        ranked = sort_run(as_run_frame(run), warn=False).run
-        top = ranked.loc[ranked["rank"] <= k, ["query_id", "doc_id"]].astype(str)
-        hit = facts.merge(top, on=["query_id", "doc_id"], how="inner")
-        found = hit.groupby("query_id")["fact_id"].nunique().reindex(per_query_total.index)
-        found = found.fillna(0)
-        recall = float((found / per_query_total).mean()) if len(per_query_total) else math.nan
-        rows.append(
-            (str(name), k, int(found.sum()), int(per_query_total.sum()), recall)
-            + (len(per_query_total),)
-        )
-    return pd.DataFrame(
-        rows, columns=["system", "k", "facts_found", "facts", "recall", "n_queries"]
-    )
-
-
-class LLMFactExtractor:
-    """Minimal retrieval facts by an LLM (SPEAR Section 2.3), through an OpenAIJudge's client,
-    cache and ledger.
-
-    The prompt, the shipped ``minimal-facts`` template (an ``extract`` template answering a
-    numbered list), asks for the smallest
-    self-contained statements of the passage that help answer the query, or ``1. NONE``.
-    An answer that stays invalid after the reminder, or fails, gives no facts for that passage
-    (the pair then has no fact and adds nothing to fact recall); :attr:`failures` counts them.
-
-    Parameters
-    ----------
-    judge : OpenAIJudge
-    stage : str, default "spear_facts"
-        Ledger label.
-    """
-
-    def __init__(self, judge: Any, *, stage: str = "spear_facts") -> None:
-        from ragnb.judge.prompts import load_prompt
-
-        self.judge = judge
-        self.stage = stage
-        self.template = load_prompt("minimal-facts")
-        self.failures = 0
-
-    def many(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
-        """Facts of each ``(query, passage)``, in order."""
-        calls = [
-            self.judge.make_call(
-                self.template, {"query": q, "passage": p}, item=f"p{i}", query_id=f"p{i}"
-            )
-            for i, (q, p) in enumerate(pairs)
-        ]
-        out: list[list[str]] = []
-        for r in self.judge.run(calls, stage=self.stage, kind="extract"):
-            if not r.valid:
-                self.failures += 1
-                out.append([])
-                continue
-            facts = [f for f in r.value if f.strip().upper() != "NONE"]
-            out.append(facts)
-        return out
-
-    def __call__(self, query: str, passage: str) -> list[str]:
-        return self.many([(query, passage)])[0]

@@ -309,10 +309,6 @@ class RefinementResult:
         """The final top ``top_n`` ids, best first."""
         return self.order[: self.config.top_n]
 
-    @property
-    def iterations(self) -> int:
-        return len(self.history)
-
     def items_frame(self) -> pd.DataFrame:
         """One row per item in final order: ``item``, ``rank`` (1-based), ``score``, ``sigma``,
         ``information``, ``exposures``."""

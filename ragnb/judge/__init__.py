@@ -14,9 +14,8 @@ Judges
     Any OpenAI-compatible chat endpoint (``base_url``); editable prompt templates
     (:mod:`ragnb.judge.prompts`), strict parsing with one reminder, bounded concurrency,
     retries honouring ``Retry-After``, the project cache, a cost ledger (:mod:`ragnb.ledger`).
-:class:`QrelsJudge`, :class:`NoisyJudge`, :class:`SimilarityJudge`
-    Offline: existing labels, labels plus noise, string or embedding similarity
-    (:mod:`ragnb.judge.offline`).
+:class:`QrelsJudge`, :class:`NoisyJudge`
+    Offline: existing labels, labels plus noise (:mod:`ragnb.judge.offline`).
 
 Examples
 --------
@@ -47,7 +46,7 @@ from ragnb.judge.llm import (
     CallResult,
     OpenAIJudge,
 )
-from ragnb.judge.offline import NoisyJudge, QrelsJudge, SimilarityJudge
+from ragnb.judge.offline import NoisyJudge, QrelsJudge
 from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
 from ragnb.judge.rewriter import LLMRewriter
 
@@ -71,7 +70,6 @@ __all__ = [
     "QrelsJudge",
     "RankRequest",
     "RankResult",
-    "SimilarityJudge",
     "available_prompts",
     "combine_grades",
     "load_prompt",

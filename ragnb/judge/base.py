@@ -388,7 +388,7 @@ class Judge(ABC):
     ----------
     judge_id : str
         What judged, printed by reports: ``"openai-judge:gpt-4o-mini"``, ``"qrels-judge"``,
-        ``"noisy-judge(sd=1,seed=0)"``, ``"similarity-judge(levenshtein>=0.5)"``.
+        ``"noisy-judge(sd=1,seed=0)"``.
     scale : (int, int) or None
         Inclusive range of :meth:`grade`'s grades.
     """

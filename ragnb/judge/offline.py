@@ -7,9 +7,6 @@ which reports print: a golden set graded by ``"qrels-judge"`` repeats the labels
 - :class:`QrelsJudge` (``"qrels-judge"``): grades and orders from existing labels.
 - :class:`NoisyJudge` (``"noisy-judge(sd=..,seed=..)"``): labels plus Gaussian noise on a latent
   utility; grades round it onto the scale, orders are Plackett-Luce samples (Gumbel-max).
-- :class:`SimilarityJudge` (``"similarity-judge(levenshtein>=0.5)"``): the non-LLM relevance of
-  "RAG Evaluation Part 1": relevant (1) when the passage's maximum similarity to the query's
-  reference texts reaches a threshold, else 0.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -27,7 +24,7 @@ from ragnb.errors import InputError
 from ragnb.judge.base import GradeRequest, GradeResult, Judge, RankRequest, RankResult
 from ragnb.provenance import sha256_json
 
-__all__ = ["NoisyJudge", "QrelsJudge", "SimilarityJudge"]
+__all__ = ["NoisyJudge", "QrelsJudge"]
 
 
 def _labels(qrels: Any) -> dict[tuple[str, str], int]:
@@ -250,116 +247,4 @@ class NoisyJudge(_LabelJudge):
     def describe(self) -> dict[str, Any]:
         info = super().describe()
         info.update({"sd": self.sd, "seed": self.seed, "gumbel_scale": self.gumbel_scale})
-        return info
-
-
-class SimilarityJudge(Judge):
-    """Non-LLM binary relevance: max similarity to the query's reference texts >= tau.
-
-    ``score(r) = max_c sim(r, c)`` over the reference texts ``c`` of the query; grade 1 when
-    ``score >= tau`` (or ``> tau``), else 0. :meth:`rank` orders by score, highest first, ties
-    in input order.
-
-    Parameters
-    ----------
-    references : dict of str to list of str, or DataFrame
-        Reference texts per query id (a frame with ``query_id`` and ``text`` columns works).
-    similarity : {"levenshtein", "sequence_matcher", "embedding"} or callable
-        See :mod:`ragnb.context.nonllm`.
-    tau : float, default 0.5
-    compare : {">=", ">"}, default ">="
-    embedder : CachedEmbedder, optional
-        Required for ``"embedding"``.
-
-    References
-    ----------
-    .. [1] "RAG Evaluation Part 1: Retriever Evaluation", "Non-LLM based relevance
-       calculation": score(r_i) = max_c sim(r_i, c), v_i = 1 if score >= tau.
-    """
-
-    scale = (0, 1)
-
-    def __init__(
-        self,
-        references: Any,
-        *,
-        similarity: str | Callable[[str, str], float] = "levenshtein",
-        tau: float = 0.5,
-        compare: str = ">=",
-        embedder: Any = None,
-    ) -> None:
-        if isinstance(references, pd.DataFrame):
-            if not {"query_id", "text"} <= set(references.columns):
-                raise InputError("references frame needs 'query_id' and 'text' columns")
-            refs: dict[str, list[str]] = {}
-            for q, t in zip(references["query_id"], references["text"], strict=True):
-                refs.setdefault(str(q), []).append(t)
-        elif isinstance(references, Mapping):
-            refs = {str(q): list(v) for q, v in references.items()}
-        else:
-            raise InputError("references must be a dict {query_id: [texts]} or a DataFrame")
-        if compare not in (">=", ">"):
-            raise InputError(f"compare must be '>=' or '>', got {compare!r}")
-        if isinstance(tau, bool) or not isinstance(tau, int | float) or math.isnan(tau):
-            raise InputError(f"tau must be a number, got {tau!r}")
-        self.references = refs
-        self.similarity = similarity
-        self.tau = float(tau)
-        self.compare = compare
-        self.embedder = embedder
-        name = similarity if isinstance(similarity, str) else getattr(similarity, "__name__", "f")
-        self.judge_id = f"similarity-judge({name}{compare}{self.tau:g})"
-
-    def _scores(self, qid: str, passages: Sequence[str | None]) -> np.ndarray | str:
-        from ragnb.context.nonllm import similarity_matrix
-
-        refs = self.references.get(qid)
-        if not refs:
-            return f"no reference texts for query {qid!r}"
-        if any(p is None for p in passages):
-            return "no passage text"
-        m = similarity_matrix(
-            [p or "" for p in passages],
-            refs,
-            similarity=self.similarity,  # type: ignore[arg-type]  # validated by ragnb.context.nonllm
-            embedder=self.embedder,
-        )
-        return m.max(axis=1)
-
-    def _relevant(self, s: float) -> bool:
-        return s >= self.tau if self.compare == ">=" else s > self.tau
-
-    def _grade_batch(self, requests: list[GradeRequest], stage: str | None) -> list[GradeResult]:
-        by_query: dict[str, list[int]] = {}
-        for i, r in enumerate(requests):
-            by_query.setdefault(r.query_id, []).append(i)
-        out: list[GradeResult | None] = [None] * len(requests)
-        for qid, idx in by_query.items():
-            scores = self._scores(qid, [requests[i].passage for i in idx])
-            for j, i in enumerate(idx):
-                r = requests[i]
-                if isinstance(scores, str):
-                    out[i] = self._invalid_grade(r, scores)
-                    continue
-                s = float(scores[j])
-                g = int(self._relevant(s))
-                raw = f"max similarity {s:.4f} {'' if g else 'not '}{self.compare} {self.tau:g}"
-                out[i] = self._grade_result(r, g, valid=True, status="ok", raw=raw)
-        return [r for r in out if r is not None]
-
-    def _rank_batch(self, requests: list[RankRequest], stage: str | None) -> list[RankResult]:
-        out = []
-        for r in requests:
-            scores = self._scores(r.query_id, list(r.passages) if r.passages else [None])
-            if isinstance(scores, str):
-                out.append(self._invalid_rank(r, scores))
-                continue
-            perm = tuple(int(i) for i in np.argsort(-scores, kind="stable"))
-            raw = f"max similarities {np.round(scores, 4).tolist()}"
-            out.append(self._rank_result(r, perm, valid=True, status="ok", raw=raw))
-        return out
-
-    def describe(self) -> dict[str, Any]:
-        info = super().describe()
-        info.update({"tau": self.tau, "compare": self.compare, "queries": len(self.references)})
         return info

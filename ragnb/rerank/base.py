@@ -278,7 +278,7 @@ class Reranker(ABC):
         return out
 
     def usage(self) -> dict[str, float]:
-        """Cumulative counters since construction (or :meth:`reset_usage`).
+        """Cumulative counters since construction.
 
         Returns
         -------
@@ -294,11 +294,6 @@ class Reranker(ABC):
         """
         with self._lock:
             return dict(self._usage)
-
-    def reset_usage(self) -> None:
-        """Set every counter of :meth:`usage` to 0."""
-        with self._lock:
-            self._usage = dict.fromkeys(USAGE_KEYS, 0.0)
 
     def cost_usd(self) -> float:
         """US dollars of :meth:`usage`'s tokens: 0 for local models, NaN when unpriced."""
