@@ -108,3 +108,11 @@ def test_cache_summary_names_its_file_under_home_as_tilde(tmp_path, monkeypatch)
     assert USER not in summary["path"]
     with Cache(tmp_path / "elsewhere") as cache:
         assert cache.summary()["path"] == cache.path.name
+
+
+def test_default_author_table_names_its_dataset_without_a_local_path():
+    from ragnb.diagnostics.author_tables import default_author_table
+
+    source = default_author_table().attrs["source"]
+    assert source.endswith("works: data/pydocs"), source
+    assert str(REPO) not in source

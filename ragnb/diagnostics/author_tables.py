@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from ragnb.diagnostics.names import _assign_authors, installed_author_names, name_pool_summary
+from ragnb.params import display_path
 
 __all__ = ["DATASETS_ENV", "datasets_root", "default_author_table", "scifact_author_table"]
 
@@ -150,7 +151,7 @@ def default_author_table(
         [(a, t, p, q) for a, (p, t, q) in zip(authors, rows, strict=True)],
         columns=["author", "title", "topic", "query_id"],
     )
-    table.attrs = {"source": f"names: installed metadata; works: {path}"}
+    table.attrs = {"source": f"names: installed metadata; works: {display_path(path)}"}
     table.attrs["names"] = name_pool_summary(pool)
     return table
 
@@ -220,6 +221,6 @@ def scifact_author_table(
         [(a, *r) for a, r in zip(authors, rows, strict=True)],
         columns=["author", "title", "topic", "query_id", "doc_id"],
     )
-    table.attrs = {"source": f"names: installed metadata; works: {folder}"}
+    table.attrs = {"source": f"names: installed metadata; works: {display_path(folder)}"}
     table.attrs["names"] = name_pool_summary(pool)
     return table
