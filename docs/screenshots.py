@@ -21,18 +21,14 @@ from pathlib import Path
 
 from PIL import Image
 
+from ragnb.report import list_notebooks
+
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
 OUT = ROOT / "docs" / "img"
 CHROMIUM = "/usr/bin/chromium"
-NOTEBOOKS = [
-    "01_retrieval_evaluation",
-    "02_golden_set",
-    "03_embedder_diagnostics",
-    "04_clq_tradeoffs",
-    "05_measure_correlation",
-    "06_what_if",
-]
+#: the notebooks in notebooks/, as `ragnb report --all` renders them
+NOTEBOOKS = [p.stem for p in list_notebooks()]
 #: browser window (CSS pixels) and the size of the saved picture
 WINDOW = (1280, 1800)
 WIDTH = 800
