@@ -7,9 +7,12 @@ rather than a silently ignored keyword. Paths in parameters are relative to the 
 
 from __future__ import annotations
 
+import inspect
+import json
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -27,6 +30,8 @@ __all__ = [
     "display_path",
     "fill_runner_doc",
     "local_path_prefixes",
+    "parameter_docs",
+    "parameters_cell",
     "project_root",
     "public_paths",
     "resolve_path",
@@ -221,3 +226,123 @@ class NotebookParams:
         from ragnb.io import read_beir
 
         return read_beir(self.dataset_path(root), split=self.split)  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------------ one home per parameter
+
+_ROLE = re.compile(r":(?:[a-z]+:)?[a-z]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+_ENTRY = re.compile(r"^(?P<name>\w+)\s*:\s*(?P<type>.*)$")
+
+
+def _attributes(doc: str | None) -> dict[str, str]:
+    """The ``Attributes`` entries of a numpydoc docstring: ``{name: description}``."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    entries: dict[str, list[str]] = {}
+    inside = False
+    current: str | None = None
+    for i, line in enumerate(lines):
+        underline = i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"}
+        if underline and line.strip():
+            inside = line.strip() == "Attributes"
+            current = None
+            continue
+        if not inside or set(line.strip()) == {"-"}:
+            continue
+        match = _ENTRY.match(line)
+        if match and not line.startswith(" "):
+            current = match["name"]
+            entries[current] = []
+        elif current is not None and line.strip():
+            entries[current].append(line.strip())
+    return {name: " ".join(text) for name, text in entries.items()}
+
+
+def parameter_docs(cls: type) -> dict[str, str]:
+    """The description of each field of config dataclass ``cls``, from its docstring.
+
+    A config's numpydoc ``Attributes`` section is where a parameter is documented; the fields
+    every notebook shares are documented once on :class:`NotebookParams`. Sphinx roles are
+    reduced to their target (``:func:`ragnb.embed.make_embedder``` -> ``ragnb.embed.make_embedder``)
+    so the text reads as a comment in the notebook.
+
+    Parameters
+    ----------
+    cls : type
+        A dataclass.
+
+    Returns
+    -------
+    dict of str to str
+        ``{field name: one-line description}`` in field order.
+
+    Raises
+    ------
+    TypeError
+        When a field has no ``Attributes`` entry in ``cls`` or one of its bases.
+    """
+    found: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        found.update(_attributes(klass.__doc__))
+    docs = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        if not found.get(f.name):
+            raise TypeError(f"{cls.__name__}.{f.name} has no entry in its Attributes section")
+        docs[f.name] = _ROLE.sub(r"\1", found[f.name])
+    return docs
+
+
+def _default(f: Field[Any]) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    raise TypeError(f"parameter {f.name!r} has no default")
+
+
+def _type_name(f: Field[Any]) -> str:
+    """The type as the parameters cell writes it, the builtin papermill reads (``list``)."""
+    name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    return name.split("[", 1)[0].split("|", 1)[0].strip() or "str"
+
+
+def _literal(value: Any) -> str:
+    """Python source of a parameter value in the style ``ruff format`` writes (double quotes)."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def parameters_cell(cls: type) -> str:
+    """The source of a notebook's ``parameters`` cell, generated from its config dataclass.
+
+    One line per field, in field order: ``name: type = default  # description``, the
+    description from :func:`parameter_docs`. papermill reads name, type, default and comment
+    back (``papermill.inspect_notebook``), so a parameter is written once, in the config.
+
+    Parameters
+    ----------
+    cls : type
+        A config dataclass (a :class:`NotebookParams`).
+
+    Returns
+    -------
+    str
+        The cell source, without a final newline.
+
+    Raises
+    ------
+    TypeError
+        When a field lacks a default or a description.
+    """
+    docs = parameter_docs(cls)
+    lines = [
+        "# Parameters: papermill injects overrides after this cell. Generated from",
+        f"# {cls.__module__}.{cls.__qualname__} by `ragnb params --write`: edit the config.",
+    ]
+    for f in fields(cls):  # type: ignore[arg-type]
+        lines.append(f"{f.name}: {_type_name(f)} = {_literal(_default(f))}  # {docs[f.name]}")
+    return "\n".join(lines)

@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "charts": 0,
     "docstrings": 0,
     "lazylibs": 0,
+    "protocol": 0,
     # measures and what computes with them
     "measures": 1,
     "evaluate": 1,
@@ -64,6 +65,7 @@ LAYERS: dict[str, int] = {
     "report": 4,
     "cli": 4,
     "sample_data": 4,
+    "studies": 4,
     "__init__": 4,
 }
 STUDIES = {name for name, layer in LAYERS.items() if layer == 3}

@@ -1,0 +1,105 @@
+"""Every study answers one protocol: ``run(config)`` -> result with ``banner``, ``tables``,
+``charts``, ``export`` and ``provenance``; every notebook's parameters cell is generated from its
+config."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from ragnb.protocol import StudyResult, export_tables, skipped
+from ragnb.report import notebook_parameters
+from ragnb.studies import STUDIES, study, sync_parameters
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def test_every_parameters_cell_is_the_one_its_config_generates():
+    assert sync_parameters(NOTEBOOKS) == []
+
+
+def test_sync_rewrites_a_drifted_cell_and_keeps_the_rest(tmp_path):
+    for s in STUDIES:
+        (tmp_path / f"{s.notebook}.ipynb").write_bytes(
+            (NOTEBOOKS / f"{s.notebook}.ipynb").read_bytes()
+        )
+    path = tmp_path / "06_what_if.ipynb"
+    nb = json.loads(path.read_text())
+    index = next(
+        i for i, c in enumerate(nb["cells"]) if "parameters" in c["metadata"].get("tags", [])
+    )
+    nb["cells"][index]["source"] = ["seed: int = 99  # drifted\n"]
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    assert sync_parameters(tmp_path) == ["06_what_if"]
+    assert sync_parameters(tmp_path, write=True) == ["06_what_if"]
+    assert sync_parameters(tmp_path) == []
+    assert path.read_bytes() == (NOTEBOOKS / "06_what_if.ipynb").read_bytes()
+
+
+@pytest.mark.parametrize("entry", STUDIES, ids=lambda s: s.name)
+def test_papermill_reads_each_config_field_back_from_the_notebook(entry):
+    declared = notebook_parameters(NOTEBOOKS / f"{entry.notebook}.ipynb")
+    config_class = entry.config_class()
+    assert list(declared) == [f.name for f in fields(config_class)]
+    defaults = config_class()
+    for f in fields(config_class):
+        assert eval(declared[f.name]["default"]) == getattr(defaults, f.name), f.name
+        assert declared[f.name]["help"], f.name
+
+
+def test_study_names_resolve_and_an_unknown_one_lists_the_known():
+    assert study("01").name == "retrieval"
+    assert study("whatif").notebook == "06_what_if"
+    with pytest.raises(Exception, match="retrieval, golden"):
+        study("nope")
+
+
+def test_skipped_notice_reads_as_a_sentence():
+    assert skipped("Calibration", "the dataset has no human labels.") == (
+        "**Calibration skipped** because the dataset has no human labels."
+    )
+
+
+def test_export_tables_writes_csv_and_provenance_and_refuses_a_path_as_name(tmp_path):
+    paths = export_tables({"aggregate": pd.DataFrame({"a": [1]})}, {"x": 1}, tmp_path / "out")
+    assert [p.name for p in paths] == ["aggregate.csv", "provenance.json"]
+    assert json.loads(paths[1].read_text()) == {"x": 1}
+    with pytest.raises(ValueError, match="file stem"):
+        export_tables({"../evil": pd.DataFrame()}, {}, tmp_path)
+
+
+# ----------------------------------------------------------------------------- the six studies
+# Each entry: ``make(tmp_path) -> (config, run_kwargs)``, a config that runs on the sample
+# dataset (``data/pydocs``) in seconds, offline.
+
+TINY: dict[str, Callable[[Path], tuple[Any, dict[str, Any]]]] = {}
+
+
+@pytest.mark.parametrize("entry", STUDIES, ids=lambda s: s.name)
+def test_each_study_answers_the_protocol(entry, tmp_path):
+    if entry.name not in TINY:
+        pytest.fail(f"no tiny config for study {entry.name}")
+    make = TINY[entry.name]
+    config, kwargs = make(tmp_path)
+    result = entry.run(config, **kwargs)
+    assert isinstance(result, StudyResult)
+    assert result.config is config
+    banner = result.banner()
+    assert isinstance(banner, str) and banner.strip()
+    tables = result.tables()
+    assert tables and all(isinstance(t, pd.DataFrame) for t in tables.values())
+    assert isinstance(result.charts(), dict)
+    written = result.export(tmp_path / "export")
+    names = {p.name for p in written}
+    assert "provenance.json" in names
+    assert {f"{name}.csv" for name in tables} <= names
+    assert all(p.is_file() for p in written)
+    provenance = result.provenance()
+    assert provenance["config"]
+    json.dumps(provenance, default=str)
