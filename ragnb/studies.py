@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,12 @@ def _parameters_cell_index(nb: dict[str, Any], path: Path) -> int:
     raise InputError(f"{path} has no cell tagged 'parameters'")
 
 
-def sync_parameters(notebooks_dir: str | os.PathLike[str], *, write: bool = False) -> list[str]:
+def sync_parameters(
+    notebooks_dir: str | os.PathLike[str],
+    *,
+    write: bool = False,
+    only: Iterable[str] | None = None,
+) -> list[str]:
     """Compare (or rewrite) each notebook's ``parameters`` cell with the one its config generates.
 
     Parameters
@@ -95,6 +101,8 @@ def sync_parameters(notebooks_dir: str | os.PathLike[str], *, write: bool = Fals
         The folder holding the six notebooks.
     write : bool, default False
         Rewrite the cells that differ (the rest of the notebook is kept byte for byte).
+    only : iterable of str, optional
+        Names of the studies to check (:func:`study` names); default all six.
 
     Returns
     -------
@@ -107,8 +115,9 @@ def sync_parameters(notebooks_dir: str | os.PathLike[str], *, write: bool = Fals
         When a notebook is missing or has no ``parameters`` cell.
     """
     folder = Path(notebooks_dir)
+    chosen = STUDIES if only is None else tuple(study(name) for name in only)
     differ = []
-    for s in STUDIES:
+    for s in chosen:
         path = folder / f"{s.notebook}.ipynb"
         if not path.is_file():
             raise InputError(f"notebook {path} not found")
