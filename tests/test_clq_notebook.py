@@ -63,5 +63,7 @@ def test_tiny_grid_renders_offline_with_charts_and_recommendations(tmp_path):
     for heading in ("Scenario matrix", "Leaderboard", "Dynamic K", "Memory", "Cost tables"):
         assert heading in text
     assert "Traceback" not in text
-    # the sweep folder holds the resumable results
-    assert (tmp_path / NOTEBOOK / "results.parquet").exists()
+    # the sweep folder holds the resumable results and, beside them, the report's tables
+    exported = {p.name for p in (tmp_path / NOTEBOOK).iterdir()}
+    assert {"results.parquet", "configurations.csv", "frontier.csv", "provenance.json"} <= exported
+    assert "Not run" not in text  # every part of this grid ran
