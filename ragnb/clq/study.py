@@ -614,17 +614,18 @@ class ClqReport:
 
         The sweep's own files (``results.parquet``, ``per_query.parquet``, ``recall.parquet``,
         ``memory.parquet``, ``grid.yaml``, the index and embedding caches) are in
-        ``export_dir`` already; ``folder`` may be that folder.
+        ``export_dir`` already.
 
         Parameters
         ----------
-        folder : path
-            Output folder (created); relative paths are taken from the project root.
+        folder : str or PathLike
+            Where to write (created); the sweep folder ``export_dir`` is the usual choice. A
+            relative path is taken from the project root.
 
         Returns
         -------
         list of Path
-            The files written, ``provenance.json`` last.
+            One CSV per table, then ``provenance.json``.
         """
         from ragnb.protocol import export_tables
 
