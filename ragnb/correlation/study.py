@@ -535,7 +535,7 @@ class CorrelationStudy:
         lines = []
         if self.ranked is None or self.ranked.empty:
             lines.append(
-                skipped("Samples and ranked-sample measures", "no ranked samples were read")
+                skipped("Samples and ranked-sample measures", "there are no ranked samples")
             )
         if not self.has_grades:
             lines.append(
