@@ -107,3 +107,25 @@ def test_simulated_report_says_so_first_and_renders_offline(tmp_path):
     assert {"query_texts.jsonl", "ranked.jsonl", "graded.jsonl", "correlations.csv"} <= exported
     assert {"differences_spearman.csv", "acc_given_hit.csv", "provenance.json"} <= exported
     check_offline_render(result.html, tmp_path)
+
+
+def test_without_grades_the_banner_names_the_skipped_parts_and_their_tables_are_absent(tmp_path):
+    from ragnb.correlation import run
+
+    config = CorrelationConfig(
+        embedders=["wordllama"], n_negatives=20, max_queries=10, llm="none", configs=[[20, 2]]
+    )
+    result = run(config)
+    assert "**The score distribution, the correlations" in result.banner()
+    assert set(result.tables()) == {"sample_counts", "ranked_measures"}
+    assert set(result.charts()) == {"ranked_measures"}
+    written = [p.name for p in result.export(tmp_path / "out")]
+    assert written == [
+        "query_texts.jsonl",
+        "ranked.jsonl",
+        "sample_counts.csv",
+        "ranked_measures.csv",
+        "provenance.json",
+    ]
+    with pytest.raises(InputError, match="no graded samples"):
+        result.correlations()
