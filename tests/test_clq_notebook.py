@@ -63,5 +63,45 @@ def test_tiny_grid_renders_offline_with_charts_and_recommendations(tmp_path):
     for heading in ("Scenario matrix", "Leaderboard", "Dynamic K", "Memory", "Cost tables"):
         assert heading in text
     assert "Traceback" not in text
-    # the sweep folder holds the resumable results
-    assert (tmp_path / NOTEBOOK / "results.parquet").exists()
+    # the sweep folder holds the resumable results and, beside them, the report's tables
+    exported = {p.name for p in (tmp_path / NOTEBOOK).iterdir()}
+    assert {"results.parquet", "configurations.csv", "frontier.csv", "provenance.json"} <= exported
+    assert "Not run" not in text  # every part of this grid ran
+
+
+def test_parts_the_grid_leaves_out_are_named_in_the_banner_and_absent(tmp_path):
+    from ragnb.clq import run
+
+    config = ClqTradeoffsConfig(
+        embedders=["wordllama"],
+        dims=[64],
+        chunkers=["document"],
+        indexes=["flat"],
+        pool_ks=[50],
+        rerankers=["none"],
+        modes=["dense"],
+        rewriters=["none"],
+        dynamic_margins=[],
+        max_docs=100,
+        max_queries=5,
+        warmup=1,
+        export_dir=str(tmp_path / "sweep"),
+    )
+    result = run(config)
+    banner = result.banner()
+    for part in (
+        "Query rewriting",
+        "Marginal gains of K",
+        "Dynamic K",
+        "Approximate-search recall",
+    ):
+        assert f"**{part} skipped** because" in banner, part
+    assert "Memory skipped" not in banner
+    tables = result.tables()
+    assert not {"rewriting", "marginal", "dynamic_k"} & set(tables)
+    assert {"recommendations", "frontier", "memory", "configurations"} <= set(tables)
+    assert list(tables["recommendations"]["rule"]) == ["sla", "budget", "target"]
+    assert set(result.charts()) == {"frontier", "latency_vs_k", "quality_vs_dim", "proc_vs_actual"}
+    written = result.export(tmp_path / "sweep")
+    assert [p.name for p in written][-1] == "provenance.json"
+    assert (tmp_path / "sweep" / "results.parquet").exists()

@@ -75,7 +75,12 @@ def test_default_data_report_says_graded_samples_are_needed(tmp_path):
     assert statement in text and text.index(statement) < text.index("Samples") < 2500
     assert "95 of 95 judged queries qualify" in text  # data/pydocs: every query has >= 2
     assert "graded_path" in text and "base_url" in text and "answer_topK" in text
-    assert "Not available: no graded samples" in text
+    skipped = (
+        "The score distribution, the correlations, their differences and Acc|Hit skipped "
+        "because the data has no graded samples."
+    )
+    assert skipped in text and text.index(skipped) < text.index("Samples")
+    assert "Not run: the first screen says why." in text
     assert "SIMULATED" not in text
     assert result.html.read_text(encoding="utf-8").count(CHART) == 1  # ranked measures only
 
@@ -96,5 +101,31 @@ def test_simulated_report_says_so_first_and_renders_offline(tmp_path):
     assert banner in text and text.index(banner) < text.index("Samples") < 2500
     # ranked measures, score distribution, correlations by K/Np, differences
     assert page.count(CHART) == 4
-    assert "Not available" not in text
+    assert "Not run" not in text and "skipped because" not in text
+    # the samples, every table and the provenance beside the report
+    exported = {p.name for p in (tmp_path / NOTEBOOK).iterdir()}
+    assert {"query_texts.jsonl", "ranked.jsonl", "graded.jsonl", "correlations.csv"} <= exported
+    assert {"differences_spearman.csv", "acc_given_hit.csv", "provenance.json"} <= exported
     check_offline_render(result.html, tmp_path)
+
+
+def test_without_grades_the_banner_names_the_skipped_parts_and_their_tables_are_absent(tmp_path):
+    from ragnb.correlation import run
+
+    config = CorrelationConfig(
+        embedders=["wordllama"], n_negatives=20, max_queries=10, llm="none", configs=[[20, 2]]
+    )
+    result = run(config)
+    assert "**The score distribution, the correlations" in result.banner()
+    assert set(result.tables()) == {"sample_counts", "ranked_measures"}
+    assert set(result.charts()) == {"ranked_measures"}
+    written = [p.name for p in result.export(tmp_path / "out")]
+    assert written == [
+        "query_texts.jsonl",
+        "ranked.jsonl",
+        "sample_counts.csv",
+        "ranked_measures.csv",
+        "provenance.json",
+    ]
+    with pytest.raises(InputError, match="no graded samples"):
+        result.correlations()

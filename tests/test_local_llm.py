@@ -694,7 +694,7 @@ TINY_05 = {
 
 @dataclass
 class ProxiedServer:
-    """The session's server seen through a recording proxy (what ``run_study`` reads)."""
+    """The session's server seen through a recording proxy (what ``correlation.run`` reads)."""
 
     base_url: str
     model: str
@@ -713,7 +713,7 @@ class PrimerRun:
 def primer_run(local_server: LocalLLMServer, tmp_path_factory) -> Iterator[PrimerRun]:
     """Notebook 05's study with ``llm="local"`` on TINY_05, through a recording proxy to the
     session's server, then a second run from the cache (which must send nothing)."""
-    from ragnb.correlation import CorrelationConfig, run_study
+    from ragnb.correlation import CorrelationConfig, run
 
     cache_dir = tmp_path_factory.mktemp("primer") / "cache"
     proxy = RecordingProxy(local_server.base_url)
@@ -723,7 +723,7 @@ def primer_run(local_server: LocalLLMServer, tmp_path_factory) -> Iterator[Prime
         )
         config = CorrelationConfig(**TINY_05, cache_dir=str(cache_dir))
         assert config.llm == "local" and config.mode == "llm"
-        study = run_study(config, local_server=server)
+        study = run(config, local_server=server)
         yield PrimerRun(study, list(proxy.recorder.requests), cache_dir)
     finally:
         proxy.close()

@@ -103,3 +103,44 @@ def test_each_study_answers_the_protocol(entry, tmp_path):
     provenance = result.provenance()
     assert provenance["config"]
     json.dumps(provenance, default=str)
+
+
+def _tiny_clq(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    from ragnb.clq import ClqTradeoffsConfig
+
+    config = ClqTradeoffsConfig(
+        embedders=["wordllama"],
+        dims=[64],
+        chunkers=["document"],
+        indexes=["flat", "hnsw"],
+        pool_ks=[50],
+        rerankers=["none"],
+        modes=["dense"],
+        rewriters=["none"],
+        dynamic_margins=[],
+        max_docs=200,
+        max_queries=10,
+        warmup=1,
+        export_dir=str(tmp_path / "sweep"),
+    )
+    return config, {}
+
+
+def _tiny_correlation(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    from ragnb.correlation import CorrelationConfig
+
+    config = CorrelationConfig(
+        embedders=["wordllama"],
+        n_negatives=20,
+        max_queries=20,
+        simulate_grades_alpha=0.6,
+        methods=["spearman"],
+        n_boot=20,
+        min_segment=20,
+        export_dir=str(tmp_path / "samples"),
+    )
+    return config, {}
+
+
+TINY["clq"] = _tiny_clq
+TINY["correlation"] = _tiny_correlation

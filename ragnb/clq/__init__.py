@@ -1,7 +1,8 @@
 """Cost-latency-quality (CLQ) sweeps: grid -> sweep -> results table -> Pareto decisions.
 
 - :mod:`ragnb.clq.study`: notebook 04's :class:`~ragnb.clq.study.ClqTradeoffsConfig`,
-  :func:`~ragnb.clq.study.clq_tradeoffs` and its :class:`~ragnb.clq.study.ClqReport`.
+  :func:`~ragnb.clq.study.run` and its :class:`~ragnb.clq.study.ClqReport` (a
+  :class:`ragnb.protocol.StudyResult`); all three exported here.
 - :mod:`ragnb.clq.grid`: :class:`~ragnb.clq.grid.SweepGrid` and its configurations.
 - :mod:`ragnb.clq.sweep`: :func:`~ragnb.clq.sweep.run_sweep` (resumable, cached) and
   :func:`~ragnb.clq.sweep.cap_dataset`; its machinery in :mod:`ragnb.clq.engine` (executors,
@@ -16,3 +17,7 @@
 
 Reference: Dallaire, arXiv:2511.09545, sections 3.1-3.3 and 5.
 """
+
+from ragnb.clq.study import ClqReport, ClqTradeoffsConfig, run
+
+__all__ = ["ClqReport", "ClqTradeoffsConfig", "run"]

@@ -1,9 +1,10 @@
 """Notebook 04's study: parameters, the sweep and the decisions drawn from it.
 
-:class:`ClqTradeoffsConfig` mirrors the notebook's ``parameters`` cell; :func:`clq_tradeoffs`
-caps the dataset, prices the sweep, runs :func:`ragnb.clq.sweep.run_sweep` and applies the
-operator rules of :mod:`ragnb.clq.pareto`; :class:`ClqReport` holds the result and the tables
-the notebook shows (:func:`report_markdown`, :func:`memory_summary`, :func:`results_table`).
+:class:`ClqTradeoffsConfig` mirrors the notebook's ``parameters`` cell; :func:`run` caps the
+dataset, prices the sweep, runs :func:`ragnb.clq.sweep.run_sweep` and applies the operator rules
+of :mod:`ragnb.clq.pareto`; :class:`ClqReport` holds the result and answers
+:class:`ragnb.protocol.StudyResult`: ``banner()``, ``tables()``, ``charts()``, ``export(folder)``,
+``provenance()``.
 
 References
 ----------
@@ -13,6 +14,7 @@ Dallaire, arXiv:2511.09545, sections 3.1-3.3, 3.5 and 5 (Table 8: the scenario m
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -30,17 +32,12 @@ from ragnb.io import BeirDataset
 from ragnb.params import SAMPLE_DATASET, NotebookParams, display_path, fill_runner_doc, resolve_path
 from ragnb.validation import check_choice, check_number_in
 
-__all__ = [
-    "ClqReport",
-    "ClqTradeoffsConfig",
-    "clq_tradeoffs",
-    "memory_summary",
-    "report_markdown",
-    "results_table",
-]
+__all__ = ["ClqReport", "ClqTradeoffsConfig", "run"]
 
 #: The columns every configuration table shows after its quality measures.
 _HEADLINE = ("proc", "pct_proc", "latency_p50_ms", "latency_p95_ms", "cost_usd")
+#: The columns of a chosen configuration in :meth:`ClqReport.recommendations`.
+_CHOICE_COLUMNS = ("label", "quality", "latency_p95_ms", "cost_usd")
 
 
 @dataclass
@@ -54,7 +51,7 @@ class ClqTradeoffsConfig(NotebookParams):
     embedders : list of str
         Embedder names (offline, sentence-transformers or ``openai:<model>``).
     dims : list of int
-        Truncation dimensions, 0 = full.
+        Truncation dimensions, 0 for the full dimension.
     chunkers : list of str
         :class:`ragnb.clq.chunking.Chunker` names.
     indexes : list of str
@@ -87,13 +84,16 @@ class ClqTradeoffsConfig(NotebookParams):
         OpenAI-compatible endpoint of the LLM rewriter (``$OPENAI_API_KEY`` is its key);
         with an empty ``rewrite_model`` the model is ``gpt-4o-mini``.
     dedup : list of float
-        Near-duplicate suppression thresholds before reranking (0 = off).
+        Near-duplicate suppression cosine thresholds before reranking, 0 for off.
     dynamic_margins : list of float
         One dynamic-K policy (50, escalate to 100) per cosine margin; empty for none.
     ef_search : int
         HNSW efSearch of the timed configurations.
-    max_docs, max_queries : int
-        Caps (0 = none): every judged document of the kept queries is kept.
+    max_docs : int
+        Document cap, 0 for all: every judged document of the kept queries is kept, the rest
+        sampled with ``seed`` (:func:`ragnb.clq.sweep.cap_dataset`).
+    max_queries : int
+        Judged-query cap, 0 for all (a sample drawn with ``seed``).
     quality : str
         Headline measure (``auto``: RA-nWG@10 on graded data, else nDCG@10).
     grade_map : str
@@ -103,7 +103,7 @@ class ClqTradeoffsConfig(NotebookParams):
     budget_usd_per_1k : float
         Budget, US dollars per 1,000 queries (retrieval + generator input).
     quality_target : float
-        Quality target; 0 = 95% of the best measured quality.
+        Quality target; 0 for 95% of the best measured quality.
     machine_usd_per_hour : float
         Price of the machine for local compute (negative: the price file's).
     generator : str
@@ -122,11 +122,12 @@ class ClqTradeoffsConfig(NotebookParams):
     warmup : int
         Untimed warm-up queries before each timed loop.
     seed : int
+        Seed of the caps' sampling.
     executor : str
         ``"serial"`` (default), ``"thread"`` or ``"ray"``: configurations as Ray tasks and
         corpora embedded with Ray Data (:mod:`ragnb.clq.ray_executor`; needs ``ragnb[ray]``).
     ray_address : str
-        Address of a running Ray cluster for ``executor="ray"``; empty: ``$RAY_ADDRESS`` or a
+        Address of a running Ray cluster for the ``ray`` executor; empty: ``$RAY_ADDRESS`` or a
         local Ray on 127.0.0.1.
     """
 
@@ -234,6 +235,9 @@ class ClqTradeoffsConfig(NotebookParams):
 @dataclass
 class ClqReport:
     """Notebook 04's analysis: the sweep and the decisions drawn from it.
+
+    A :class:`ragnb.protocol.StudyResult`: :meth:`banner`, :meth:`tables`, :meth:`charts`,
+    :meth:`export`, :meth:`provenance`.
 
     Attributes
     ----------
@@ -379,8 +383,256 @@ class ClqReport:
             ),
         )
 
+    def recommendations(self) -> pd.DataFrame:
+        """The operator rules' choices (Dallaire section 3.3), one row per rule.
+
+        Returns
+        -------
+        DataFrame
+            ``rule`` (``sla``, ``budget``, ``target``), ``label`` (None when no configuration
+            qualifies), ``quality``, ``latency_p95_ms`` (milliseconds), ``cost_usd`` (US dollars
+            per 1,000 queries), ``n_feasible`` and ``sentence`` (the recommendation in words).
+        """
+        rows = []
+        for choice in self.choices.values():
+            row = choice.get("row")
+            picked = {c: (None if row is None else row.get(c)) for c in _CHOICE_COLUMNS}
+            rows.append(
+                {
+                    "rule": choice["rule"],
+                    **picked,
+                    "n_feasible": choice["n_feasible"],
+                    "sentence": choice["sentence"],
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def memory(self) -> pd.DataFrame:
+        """Per index: measured bytes of this corpus's index and the estimate at 1M and 10M
+        vectors beside the measured index scaled per vector (GiB); empty when no index was
+        built."""
+        mem = self.sweep.memory
+        if not len(mem):
+            return pd.DataFrame()
+        cols = [
+            c
+            for c in (
+                "index_label",
+                "kind",
+                "dim",
+                "n_vectors",
+                "source",
+                "vectors_gib",
+                "graph_gib",
+                "total_gib",
+                "bytes_per_vector",
+            )
+            if c in mem.columns
+        ]
+        return mem[cols].reset_index(drop=True)
+
+    def configurations(self) -> pd.DataFrame:
+        """Every configuration with its main numbers, best quality first."""
+        r = self.results
+        cols = [
+            "label",
+            "pareto",
+            "quality",
+            "nDCG@10",
+            "R@100",
+            "RA-nWG@10",
+            "RA-nWG@30",
+            "N-Recall4+@10",
+            "N-Recall4+@30",
+            "proc",
+            "pct_proc",
+            "rewrite_p50_ms",
+            "embed_p50_ms",
+            "search_p50_ms",
+            "rerank_p50_ms",
+            "latency_p50_ms",
+            "latency_p95_ms",
+            "cost_rewrite_usd",
+            "cost_retrieval_usd",
+            "cost_generator_usd",
+            "cost_usd",
+            "build_seconds",
+            "mem_total",
+            "mean_pool",
+            "escalated",
+            "efficiency",
+        ]
+        cols = [c for c in cols if c in r.columns]
+        return r.sort_values("quality", ascending=False)[cols].reset_index(drop=True)
+
+    # -- the protocol (ragnb.protocol.StudyResult)
+
+    def _skipped(self) -> list[str]:
+        """The banner lines of the parts of the report that did not run, with the reason."""
+        from ragnb.clq.pareto import quality_by_dim
+        from ragnb.protocol import skipped
+
+        lines = []
+        if self.rewriting().empty:
+            lines.append(skipped("Query rewriting", "the grid has no rewriter besides `none`"))
+        if self.marginal().empty:
+            lines.append(skipped("Marginal gains of K", "no two configurations differ in K alone"))
+        if self.dynamic_k().empty:
+            lines.append(skipped("Dynamic K", "the grid has no dynamic-K policy"))
+        if quality_by_dim(self.results, quality="quality").empty:
+            lines.append(
+                skipped("Quality against dimension", "the grid has no dense or hybrid mode")
+            )
+        if not len(self.sweep.recall):
+            lines.append(skipped("Approximate-search recall", "the grid has no approximate index"))
+        if self.memory().empty:
+            lines.append(skipped("Memory", "the sweep built no vector index"))
+        return lines
+
+    def banner(self) -> str:
+        """The first screen as Markdown: dataset, caps, grid, prices, what was skipped, notes.
+
+        Returns
+        -------
+        str
+            A "What produced these numbers" section: the dataset and its size, the headline
+            measure, the sweep (configurations measured and found finished, indexes built,
+            texts embedded, seconds), embedders left out, prices, one
+            :func:`ragnb.protocol.skipped` line per part that did not run, the notes and the
+            library versions.
+        """
+        from ragnb.embed.offline import OFFLINE_MODELS
+
+        prov = self.provenance()
+        ds = prov["dataset"]
+        sw = self.sweep
+        cost = prov["cost"]
+        gm = prov.get("grade_map")
+        lines = ["## What produced these numbers", ""]
+        lines.append(
+            f"**Dataset** `{ds['dataset']}` (split `{ds['split']}`): {ds['documents']} documents, "
+            f"{ds['judged_queries']} judged queries, {ds['qrels_pairs']} judgements. "
+            f"Folder: `{display_path(ds['path'])}`."
+        )
+        lines.append(
+            f"**Headline quality** `{self.quality}` at document level (each document scores its "
+            "best chunk); "
+            + (
+                "binary qrels: no graded measures (set `grade_map` to map them onto 1-5)."
+                if gm is None
+                else f"grades mapped onto 1-5 with `{gm[0]}` {dict(gm[1])}."
+            )
+        )
+        lines.append(
+            f"**Sweep** {len(self.results)} configurations of the grid: {sw.n_evaluated} "
+            f"measured now, {sw.n_skipped} found finished in `{sw.out_dir}`; "
+            f"{sw.n_index_builds} indexes built, {sw.n_embedded_texts} texts embedded (cache "
+            f"misses), {self.seconds:.1f} s."
+        )
+        left = [m for m in OFFLINE_MODELS if m not in self.config.embedders]
+        if left:
+            lines.append(
+                f"**Embedders left out for time** (available offline, add them to `embedders`): "
+                f"{', '.join(left)}; `multilingual-e5-small-4bit` embeds about one passage per "
+                "second, so use it with `max_docs`."
+            )
+        lines.append(
+            f"**Prices** `{cost['prices_file']}` as of {cost['as_of']}; local compute at "
+            f"${cost['machine_usd_per_hour']:g} per hour; generator `{cost['generator']}` with "
+            f"{cost['generator_k']} chunks per query. Latency is measured one configuration at a "
+            "time after warm-up on a shared machine: sub-millisecond differences are jitter. "
+            "Rescoring rerankers read the candidates' second vectors from the index-time cache; "
+            "the second embedding of each query is timed in the rerank stage."
+        )
+        lines += [f"- {line}" for line in self._skipped()]
+        lines += [f"- {note}" for note in self.notes]
+        lines += ["", "**Versions** " + ", ".join(f"{k} {v}" for k, v in prov["versions"].items())]
+        return "\n".join(lines)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The report's tables by the stem of their exported CSV file, in the report's order.
+
+        Returns
+        -------
+        dict of str to DataFrame
+            ``recommendations``, ``frontier``, ``scenarios``, ``rewriting``, ``leaderboard``,
+            ``marginal``, ``dynamic_k``, ``memory``, ``rerank_costs``, ``generator_costs``,
+            ``configurations`` (see the methods of the same names and :meth:`cost_tables`); a
+            part that did not run (an empty table, named in :meth:`banner`) is left out.
+        """
+        rerank_costs, generator_costs = self.cost_tables()
+        out = {
+            "recommendations": self.recommendations(),
+            "frontier": self.frontier(),
+            "scenarios": self.scenarios(),
+            "rewriting": self.rewriting(),
+            "leaderboard": self.leaderboard(),
+            "marginal": self.marginal(),
+            "dynamic_k": self.dynamic_k(),
+            "memory": self.memory(),
+            "rerank_costs": rerank_costs,
+            "generator_costs": generator_costs,
+            "configurations": self.configurations(),
+        }
+        return {name: table for name, table in out.items() if not table.empty}
+
+    def charts(self) -> dict[str, Any]:
+        """The report's altair charts by name (:mod:`ragnb.clq.charts`).
+
+        Returns
+        -------
+        dict of str to altair.Chart
+            ``frontier``, ``latency_vs_k``, ``quality_vs_dim`` (without a dense or hybrid
+            configuration: absent), ``proc_vs_actual``, ``recall_vs_ef`` (without an
+            approximate index: absent); empty when altair is not installed.
+        """
+        from ragnb.clq.pareto import latency_by_k, quality_by_dim
+        from ragnb.lazylibs import MissingExtra
+
+        try:
+            from ragnb.clq import charts as clq_charts
+        except MissingExtra:
+            return {}
+        by_dim = quality_by_dim(self.results)
+        out = {
+            "frontier": clq_charts.frontier_chart(self.results, quality_title=self.quality),
+            "latency_vs_k": clq_charts.latency_vs_k_chart(latency_by_k(self.results)),
+            "quality_vs_dim": None
+            if by_dim.empty
+            else clq_charts.quality_vs_dim_chart(by_dim, quality_title=self.quality),
+            "proc_vs_actual": clq_charts.proc_vs_actual_chart(
+                self.results, quality_title=self.quality
+            ),
+            "recall_vs_ef": clq_charts.recall_vs_ef_chart(self.sweep.recall)
+            if len(self.sweep.recall)
+            else None,
+        }
+        return {name: chart for name, chart in out.items() if chart is not None}
+
+    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
+        """Write :meth:`tables` as ``<name>.csv`` and :meth:`provenance` as ``provenance.json``.
+
+        The sweep's own files (``results.parquet``, ``per_query.parquet``, ``recall.parquet``,
+        ``memory.parquet``, ``grid.yaml``, the index and embedding caches) are in
+        ``export_dir`` already.
+
+        Parameters
+        ----------
+        folder : str or PathLike
+            Where to write (created); the sweep folder ``export_dir`` is the usual choice. A
+            relative path is taken from the project root.
+
+        Returns
+        -------
+        list of Path
+            One CSV per table, then ``provenance.json``.
+        """
+        from ragnb.protocol import export_tables
+
+        return export_tables(self.tables(), self.provenance(), folder)
+
     def provenance(self) -> dict[str, Any]:
-        """What produced the numbers (for :func:`ragnb.tables.provenance_markdown` and export)."""
+        """What produced the numbers : the sweep's provenance, the config, notes, versions."""
         from ragnb.provenance import versions
 
         prov = {k: v for k, v in self.sweep.provenance.items() if k != "query_texts"}
@@ -508,13 +760,18 @@ def _executor(config: ClqTradeoffsConfig) -> Any:
 
 
 @fill_runner_doc
-def clq_tradeoffs(
+def run(
     config: ClqTradeoffsConfig,
     *,
     dataset: BeirDataset | None = None,
     rewrite_judge: Any = None,
 ) -> ClqReport:
-    """Run notebook 04's sweep and decisions.
+    """Run notebook 04's study: cap the dataset, price and run the sweep, apply the rules.
+
+    The sweep (:func:`ragnb.clq.sweep.run_sweep`) writes its resumable tables to
+    ``config.export_dir`` (a temporary folder when empty); the Pareto frontier, the efficiency
+    scalar and the operator rules (:func:`ragnb.clq.pareto.recommend`) follow Dallaire,
+    arXiv:2511.09545, sections 3.1-3.3.
 
     Parameters
     ----------
@@ -598,112 +855,3 @@ def clq_tradeoffs(
         quality_target=target,
     )
     return ClqReport(config, sweep, results, choices, target, notes, seconds)
-
-
-def report_markdown(report: ClqReport) -> str:
-    """The "what produced these numbers" block of notebook 04 (dataset, caps, grid, prices)."""
-    from ragnb.embed.offline import OFFLINE_MODELS
-
-    prov = report.provenance()
-    ds = prov["dataset"]
-    sw = report.sweep
-    cost = prov["cost"]
-    gm = prov.get("grade_map")
-    lines = ["## What produced these numbers", ""]
-    lines.append(
-        f"**Dataset** `{ds['dataset']}` (split `{ds['split']}`): {ds['documents']} documents, "
-        f"{ds['judged_queries']} judged queries, {ds['qrels_pairs']} judgements. "
-        f"Folder: `{display_path(ds['path'])}`."
-    )
-    lines.append(
-        f"**Headline quality** `{report.quality}` at document level (each document scores its "
-        "best chunk); "
-        + (
-            "binary qrels: no graded measures (set `grade_map` to map them onto 1-5)."
-            if gm is None
-            else f"grades mapped onto 1-5 with `{gm[0]}` {dict(gm[1])}."
-        )
-    )
-    lines.append(
-        f"**Sweep** {len(report.results)} configurations of the grid: {sw.n_evaluated} measured "
-        f"now, {sw.n_skipped} found finished in `{sw.out_dir}`; {sw.n_index_builds} indexes "
-        f"built, {sw.n_embedded_texts} texts embedded (cache misses), {report.seconds:.1f} s."
-    )
-    left = [m for m in OFFLINE_MODELS if m not in report.config.embedders]
-    if left:
-        lines.append(
-            f"**Embedders left out for time** (available offline, add them to `embedders`): "
-            f"{', '.join(left)}; `multilingual-e5-small-4bit` embeds about one passage per "
-            "second, so use it with `max_docs`."
-        )
-    lines.append(
-        f"**Prices** `{cost['prices_file']}` as of {cost['as_of']}; local compute at "
-        f"${cost['machine_usd_per_hour']:g} per hour; generator `{cost['generator']}` with "
-        f"{cost['generator_k']} chunks per query. Latency is measured one configuration at a "
-        "time after warm-up on a shared machine: sub-millisecond differences are jitter. "
-        "Rescoring rerankers read the candidates' second vectors from the index-time cache; "
-        "the second embedding of each query is timed in the rerank stage."
-    )
-    for note in report.notes:
-        lines.append(f"- {note}")
-    lines += ["", "**Versions** " + ", ".join(f"{k} {v}" for k, v in prov["versions"].items())]
-    return "\n".join(lines)
-
-
-def memory_summary(report: ClqReport) -> pd.DataFrame:
-    """Per index: measured bytes of this corpus's index and the estimate at 1M and 10M vectors
-    beside the measured index scaled per vector (GiB)."""
-    mem = report.sweep.memory
-    if not len(mem):
-        return pd.DataFrame()
-    cols = [
-        c
-        for c in (
-            "index_label",
-            "kind",
-            "dim",
-            "n_vectors",
-            "source",
-            "vectors_gib",
-            "graph_gib",
-            "total_gib",
-            "bytes_per_vector",
-        )
-        if c in mem.columns
-    ]
-    return mem[cols].reset_index(drop=True)
-
-
-def results_table(report: ClqReport) -> pd.DataFrame:
-    """Every configuration with its main numbers, best quality first."""
-    r = report.results
-    cols = [
-        "label",
-        "pareto",
-        "quality",
-        "nDCG@10",
-        "R@100",
-        "RA-nWG@10",
-        "RA-nWG@30",
-        "N-Recall4+@10",
-        "N-Recall4+@30",
-        "proc",
-        "pct_proc",
-        "rewrite_p50_ms",
-        "embed_p50_ms",
-        "search_p50_ms",
-        "rerank_p50_ms",
-        "latency_p50_ms",
-        "latency_p95_ms",
-        "cost_rewrite_usd",
-        "cost_retrieval_usd",
-        "cost_generator_usd",
-        "cost_usd",
-        "build_seconds",
-        "mem_total",
-        "mean_pool",
-        "escalated",
-        "efficiency",
-    ]
-    cols = [c for c in cols if c in r.columns]
-    return r.sort_values("quality", ascending=False)[cols].reset_index(drop=True)

@@ -6,7 +6,8 @@
 - :mod:`ragnb.correlation.generate`: answers (A.2) and grades (A.3) through the LLM judge.
 - :mod:`ragnb.correlation.analysis`: measures per sample, correlations maximised over alpha,
   segments by K/Np, differences with bootstrap intervals, Acc|Hit.
-- :mod:`ragnb.correlation.study`: the notebook's configuration and pipeline.
+- :mod:`ragnb.correlation.study`: the notebook's configuration, ``run`` and its result
+  (:class:`~ragnb.correlation.study.CorrelationStudy`, a :class:`ragnb.protocol.StudyResult`).
 - :mod:`ragnb.correlation.charts`: heatmaps like the paper's figures.
 
 References
@@ -46,7 +47,7 @@ from ragnb.correlation.data import (
     write_samples,
 )
 from ragnb.correlation.generate import generate_graded, load_answer_prompt
-from ragnb.correlation.study import CorrelationConfig, CorrelationStudy, run_study
+from ragnb.correlation.study import CorrelationConfig, CorrelationStudy, run
 
 __all__ = [
     "GRADED_COLUMNS",
@@ -73,7 +74,7 @@ __all__ = [
     "read_graded",
     "read_query_texts",
     "read_ranked",
-    "run_study",
+    "run",
     "sample_set",
     "simulate_grades",
     "validate_graded",

@@ -30,8 +30,9 @@ References
 
 from __future__ import annotations
 
+import os
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,14 @@ from ragnb.judge.llm import DEFAULT_JUDGE_MODEL
 from ragnb.params import SAMPLE_DATASET, NotebookParams, resolve_path
 from ragnb.validation import check_among, check_choice, check_number_in, check_positive_ints
 
-__all__ = ["CorrelationConfig", "CorrelationStudy", "run_study"]
+__all__ = ["CorrelationConfig", "CorrelationStudy", "run"]
 
 MODES = ("ranked-only", "file", "llm", "simulated")
 LLMS = ("local", "openai", "none")
 #: How the report names the ``local`` model.
 LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct (Q4_1 GGUF, 135M parameters, llama.cpp on this machine)"
+#: The ranked-sample measures of :meth:`CorrelationStudy.ranked_measures`, in chart order.
+_RANKED_MEASURES = ("P", "R", "F", "F_e", "T", "T_u", "nDCG_inK", "CompleteHit")
 
 
 @dataclass
@@ -66,11 +69,11 @@ class CorrelationConfig(NotebookParams):
     split : str
         Qrels split.
     rel : int
-        A judged document with grade >= ``rel`` is a positive.
+        A judged document graded at least ``rel`` is a positive.
     negatives : str
         Hard negatives from ``"bm25"`` or ``"dense"`` retrieval (with the first embedder).
     min_positives : int
-        Queries with fewer positives do not qualify (the paper's ``N_p >= 2``).
+        Queries with fewer positives do not qualify (the paper: at least 2).
     max_positives : int
         Positives kept per query.
     n_negatives : int
@@ -83,19 +86,26 @@ class CorrelationConfig(NotebookParams):
     configs : list of [int, int]
         ``[Nc, Np]`` pairs: candidates and positives of each ranked sample.
     ks : list of int
-        Cutoffs K (each ranked sample keeps those <= Nc).
-    query_texts_path, ranked_path, graded_path : str
-        Sample files (jsonl, json, csv, parquet) in the Primer schema; empty: not used.
+        Cutoffs K (each ranked sample keeps those up to its Nc).
+    query_texts_path : str
+        Query-texts samples file (jsonl, json, csv, parquet) in the Primer schema
+        (:data:`ragnb.correlation.QUERY_TEXTS_COLUMNS`); empty: built from ``dataset``.
+    ranked_path : str
+        Ranked samples file in the Primer schema (:data:`ragnb.correlation.RANKED_COLUMNS`);
+        empty: ranked here with ``embedders``.
+    graded_path : str
+        Graded samples file in the Primer schema (:data:`ragnb.correlation.GRADED_COLUMNS`):
+        the full study on its grades; empty: grades from ``llm`` or the simulation.
     llm : str
         Which LLM answers and grades when neither ``graded_path`` nor ``simulate_grades_alpha``
         gives the grades: ``"local"`` (a tiny model ragnb serves on 127.0.0.1, see
         :class:`ragnb.judge.server.LocalLLMServer`), ``"openai"`` (``base_url`` and ``model``,
         the key from ``$OPENAI_API_KEY``) or ``"none"``.
     base_url : str
-        With ``llm="openai"``: the OpenAI-compatible endpoint (empty: OpenAI's). Must not hold
-        credentials; must be empty for the other ``llm`` values.
+        With ``llm`` set to ``"openai"``: the OpenAI-compatible endpoint (empty: OpenAI's). Must
+        not hold credentials; must be empty for the other ``llm`` values.
     model : str
-        The LLM that answers and grades with ``llm="openai"``.
+        The LLM that answers and grades when ``llm`` is ``"openai"``.
     max_llm_samples : int
         Ranked samples sent to the LLM (the first ones; each makes one answer and one grade per
         K); 0: all.
@@ -117,8 +127,11 @@ class CorrelationConfig(NotebookParams):
         Standard deviation of the simulated noise, grade units.
     methods : list of str
         Correlations: ``spearman``, ``pearson``, ``kendall_b``, ``kendall_c``.
-    alpha_steps, alpha_base : int, float
-        The alpha grid ``alpha_base**i``, ``1 - alpha_base**i`` (i = 1..alpha_steps), 0 and 1.
+    alpha_steps : int
+        Size of the alpha grid (:func:`ragnb.correlation.alpha_grid`): ``alpha_base**i`` and
+        its complement ``1 - alpha_base**i`` for i from 1 to ``alpha_steps``, plus 0 and 1.
+    alpha_base : float
+        Base of the alpha grid, in (0, 1).
     min_segment : int
         Smallest segment (samples) kept (the paper's 300; the default 8 fits the default
         local run's 24 graded samples, far too few for the paper's conclusions).
@@ -255,6 +268,10 @@ class CorrelationConfig(NotebookParams):
 class CorrelationStudy:
     """What notebook 05 shows: the samples, the study's tables, and where the grades came from.
 
+    A :class:`ragnb.protocol.StudyResult`: :meth:`banner` (which says where the grades came
+    from and which parts did not run), :meth:`tables`, :meth:`charts`, :meth:`export`,
+    :meth:`provenance`. Without graded samples the correlation parts are left out.
+
     Attributes
     ----------
     config : CorrelationConfig
@@ -335,6 +352,7 @@ class CorrelationStudy:
                 lines.append(
                     f"Only {q['qualified']} queries qualify: too few for stable correlations."
                 )
+        lines.extend(self._skipped())
         lines.extend(self.notes)
         return "\n\n".join(lines)
 
@@ -508,12 +526,162 @@ class CorrelationStudy:
             return pd.DataFrame()
         return self.ledger.totals()
 
-    def export(self) -> list[Path]:
-        """Write the samples and tables to ``export_dir`` (nothing when it is empty)."""
-        if not self.config.export_dir:
-            return []
-        out = resolve_path(self.config.export_dir)
-        out.mkdir(parents=True, exist_ok=True)
+    # -- the protocol (ragnb.protocol.StudyResult)
+
+    def _skipped(self) -> list[str]:
+        """The banner lines of the parts of the report that did not run, with the reason."""
+        from ragnb.protocol import skipped
+
+        lines = []
+        if self.ranked is None or self.ranked.empty:
+            lines.append(
+                skipped("Samples and ranked-sample measures", "there are no ranked samples")
+            )
+        if not self.has_grades:
+            lines.append(
+                skipped(
+                    "The score distribution, the correlations, their differences and Acc|Hit",
+                    "the data has no graded samples",
+                )
+            )
+        elif self._by_ratio(self.correlations()).empty:
+            lines.append(
+                skipped(
+                    "Correlations and differences by K/Np",
+                    f"no K/Np segment holds {self.config.min_segment} samples (`min_segment`)",
+                )
+            )
+        return lines
+
+    @staticmethod
+    def _by_ratio(table: pd.DataFrame) -> pd.DataFrame:
+        """The Spearman rows of a correlation or difference table per K/Np segment."""
+        if "method" in table.columns:
+            table = table[table["method"] == "spearman"]
+        return table[table["kind"] == "ratio"]
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The report's tables by the stem of their exported CSV file, in the report's order.
+
+        Returns
+        -------
+        dict of str to DataFrame
+            ``sample_counts``, ``ranked_measures`` (with ranked samples); with graded samples
+            also ``grade_distribution``, ``best_<method>`` for each of ``config.methods`` (
+            :meth:`best_table` of the narrow and wide segments), ``correlations``,
+            ``differences_spearman`` (the narrow, wide and all rows of :meth:`differences`),
+            ``differences_spearman_by_ratio`` (its K/Np rows, with a ``label`` column: the
+            difference, ``*`` when significant) and ``acc_given_hit``; ``ledger_totals`` when an
+            LLM was called. A part that did not run (named in :meth:`banner`) is left out.
+        """
+        out = {"sample_counts": self.sample_counts(), "ranked_measures": self.ranked_measures()}
+        if self.has_grades:
+            out["grade_distribution"] = self.grade_distribution()
+            for method in self.config.methods:
+                out[f"best_{method}"] = self.best_table("width", method)
+            out["correlations"] = self.correlations()
+            diff = self.differences("spearman")
+            out["differences_spearman"] = diff[diff["kind"] != "ratio"]
+            by_ratio = self._by_ratio(diff).copy()
+            by_ratio["label"] = [
+                f"{d:.2f}{'*' if sig else ''}"
+                for d, sig in zip(by_ratio["diff"], by_ratio["significant"], strict=True)
+            ]
+            out["differences_spearman_by_ratio"] = by_ratio
+            out["acc_given_hit"] = self.acc_given_hit()
+        out["ledger_totals"] = self.ledger_totals()
+        return {name: table for name, table in out.items() if not table.empty}
+
+    def charts(self) -> dict[str, Any]:
+        """The report's altair charts by name (:mod:`ragnb.correlation.charts`).
+
+        Returns
+        -------
+        dict of str to altair.Chart
+            ``ranked_measures`` (the ranked-sample measures by K/Np); with graded samples
+            ``grade_distribution`` (the paper's Figures 2-4), ``correlations_by_ratio``
+            (Spearman per K/Np segment, Figure 6) and ``differences_by_ratio`` (Figures 7-18),
+            the last two absent when no K/Np segment holds ``min_segment`` samples. Empty when
+            altair is not installed.
+        """
+        from ragnb.lazylibs import MissingExtra
+
+        try:
+            from ragnb.correlation import charts
+        except MissingExtra:
+            return {}
+        shown = self.tables()
+        out = {}
+        if "ranked_measures" in shown:
+            long = shown["ranked_measures"].melt(
+                id_vars=["E", "ratio"], value_vars=list(_RANKED_MEASURES), var_name="measure"
+            )
+            out["ranked_measures"] = charts.ranked_measures_chart(long)
+        if "grade_distribution" in shown:
+            out["grade_distribution"] = charts.grade_distribution_heatmap(
+                shown["grade_distribution"]
+            )
+        ratio = self._by_ratio(shown.get("correlations", pd.DataFrame({"kind": []})))
+        if not ratio.empty:
+            out["correlations_by_ratio"] = charts.correlation_heatmap(ratio)
+        if "differences_spearman_by_ratio" in shown:
+            out["differences_by_ratio"] = charts.difference_heatmap(
+                shown["differences_spearman_by_ratio"]
+            )
+        return out
+
+    def provenance(self) -> dict[str, Any]:
+        """What produced the numbers.
+
+        Returns
+        -------
+        dict
+            ``config`` (the parameters), ``mode`` (where the grades came from),
+            ``qualification`` (queries judged, qualifying and used), ``samples`` (query-texts,
+            ranked and graded sample counts), ``generation`` (the LLM, requests, cached
+            answers, seconds; empty unless an LLM graded), ``notes`` and ``versions``.
+        """
+        from ragnb.provenance import versions
+
+        def count(frame: pd.DataFrame | None) -> int:
+            return 0 if frame is None else len(frame)
+
+        return {
+            "config": asdict(self.config),
+            "mode": self.mode,
+            "qualification": dict(self.qualification),
+            "samples": {
+                "query_texts": count(self.query_texts),
+                "ranked": count(self.ranked),
+                "graded": count(self.graded),
+            },
+            "generation": dict(self.generation),
+            "notes": list(self.notes),
+            "versions": versions(),
+        }
+
+    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
+        """Write the samples, the tables and the provenance under ``folder``.
+
+        The samples as ``query_texts.jsonl``, ``ranked.jsonl`` and ``graded.jsonl`` (the Primer
+        schema, :func:`ragnb.correlation.write_samples`; a sample set that is absent or empty
+        is not written), each of :meth:`tables` as ``<name>.csv`` and :meth:`provenance` as
+        ``provenance.json`` (:func:`ragnb.protocol.export_tables`). The ledger of the LLM
+        calls is written to ``export_dir`` while they run.
+
+        Parameters
+        ----------
+        folder : path
+            Output folder (created); relative paths are taken from the project root.
+
+        Returns
+        -------
+        list of Path
+            The files written: samples, tables, ``provenance.json`` last.
+        """
+        from ragnb.protocol import export_tables
+
+        out = resolve_path(folder)
         written = []
         for name, frame in (
             ("query_texts", self.query_texts),
@@ -523,12 +691,7 @@ class CorrelationStudy:
             if frame is not None and not frame.empty:
                 cols = [c for c in frame.columns if c not in ("p_ids", "n_ids")]
                 written.append(data.write_samples(frame[cols], out / f"{name}.jsonl"))
-        if self.has_grades:
-            from ragnb.io import write_table_csv
-
-            write_table_csv(self.correlations(), out / "correlations.csv")
-            written.append(out / "correlations.csv")
-        return written
+        return written + export_tables(self.tables(), self.provenance(), out)
 
 
 def _safe(url: str) -> str:
@@ -536,21 +699,22 @@ def _safe(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.hostname or "", parts.path, "", ""))
 
 
-def run_study(config: CorrelationConfig, *, local_server: Any = None) -> CorrelationStudy:
-    """Build (or read) the samples and the grades that ``config`` asks for.
+def run(config: CorrelationConfig, *, local_server: Any = None) -> CorrelationStudy:
+    """Run notebook 05's study: build (or read) the samples and the grades ``config`` asks for.
 
     Parameters
     ----------
     config : CorrelationConfig
     local_server : LocalLLMServer, optional
-        With ``llm="local"``: a running server to use (its ``base_url``, ``model``,
+        A backend:
+        with ``llm="local"``, a running server to use (its ``base_url``, ``model``,
         ``n_threads``, ``startup_s``), left running; by default one is started for the
         generation and stopped after it.
 
     Returns
     -------
     CorrelationStudy
-        Its tables are computed on demand.
+        A :class:`ragnb.protocol.StudyResult`; its tables are computed on demand.
 
     Raises
     ------
