@@ -278,7 +278,8 @@ def parameter_docs(cls: type) -> dict[str, str]:
     Raises
     ------
     TypeError
-        When a field has no ``Attributes`` entry in ``cls`` or one of its bases.
+        When a field has no ``Attributes`` entry in ``cls`` or one of its bases, or its
+        description holds ``=`` (papermill's parameter reader drops such a line).
     """
     found: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
@@ -287,7 +288,13 @@ def parameter_docs(cls: type) -> dict[str, str]:
     for f in fields(cls):  # type: ignore[arg-type]
         if not found.get(f.name):
             raise TypeError(f"{cls.__name__}.{f.name} has no entry in its Attributes section")
-        docs[f.name] = _ROLE.sub(r"\1", found[f.name])
+        text = _ROLE.sub(r"\1", found[f.name])
+        if "=" in text:
+            raise TypeError(
+                f"{cls.__name__}.{f.name}: its description holds '=', which papermill cannot "
+                "read in a parameters line (it drops the parameter); reword it"
+            )
+        docs[f.name] = text
     return docs
 
 
