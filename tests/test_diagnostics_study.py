@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ from ragnb.diagnostics import (
 )
 from ragnb.errors import InputError
 from ragnb.io import read_author_table
-from ragnb.report import notebook_parameters, render_report, resolve_notebook
+from ragnb.report import render_report
 
 NOTEBOOK = "03_embedder_diagnostics"
 FAST = {  # two quick embedders, a few bundles, BM25 impact on a subset
@@ -37,18 +36,6 @@ FAST = {  # two quick embedders, a few bundles, BM25 impact on a subset
     "impact_max_docs": 300,
     "n_resamples": 300,
 }
-
-
-def test_parameters_cell_mirrors_the_config_dataclass():
-    params = notebook_parameters(resolve_notebook(NOTEBOOK))
-    config_fields = {f.name: f for f in fields(DiagnosticsConfig)}
-    assert set(params) - {"export_dir"} == set(config_fields)
-    defaults = DiagnosticsConfig()
-    for name, p in params.items():
-        if name == "export_dir":
-            continue
-        assert eval(p["default"]) == getattr(defaults, name), name  # noqa: S307 (our notebook)
-        assert p["help"], f"parameter {name} has no comment"
 
 
 def test_unknown_parameter_and_bad_values_are_errors(tmp_path):

@@ -81,6 +81,18 @@ def test_export_tables_writes_csv_and_provenance_and_refuses_a_path_as_name(tmp_
 TINY: dict[str, Callable[[Path], tuple[Any, dict[str, Any]]]] = {}
 
 
+def _tiny_retrieval(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    from ragnb.retrieval import RetrievalEvaluationConfig
+
+    config = RetrievalEvaluationConfig(
+        retrievers=["bm25"], depth=10, cutoffs=[1, 5, 10], proc_pool=10, n_resamples=100
+    )
+    return config, {"progress": False}
+
+
+TINY["retrieval"] = _tiny_retrieval
+
+
 @pytest.mark.parametrize("entry", STUDIES, ids=lambda s: s.name)
 def test_each_study_answers_the_protocol(entry, tmp_path):
     if entry.name not in TINY:
