@@ -93,6 +93,23 @@ def _tiny_retrieval(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
 TINY["retrieval"] = _tiny_retrieval
 
 
+def _tiny_whatif(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    from ragnb.whatif import WhatIfConfig
+
+    config = WhatIfConfig(
+        retrievers=["bm25"],
+        depth=10,
+        ks=[1, 5, 10],
+        alphas=[0.0, 0.5, 1.0],
+        families=["F", "T", "P"],
+        rank_families=["F"],
+    )
+    return config, {"progress": False}
+
+
+TINY["whatif"] = _tiny_whatif
+
+
 @pytest.mark.parametrize("entry", STUDIES, ids=lambda s: s.name)
 def test_each_study_answers_the_protocol(entry, tmp_path):
     if entry.name not in TINY:
