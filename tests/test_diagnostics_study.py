@@ -12,13 +12,13 @@ import pytest
 from browser import check_offline_render
 from openai_server import ChatAnswer
 
+from ragnb import diagnostics
 from ragnb.diagnostics import (
     ABLATIONS,
     DiagnosticsConfig,
     add_noise,
     has_diacritics,
     load_author_table,
-    run_diagnostics,
     sample_author_table,
 )
 from ragnb.errors import InputError
@@ -92,16 +92,16 @@ def test_embedders_that_do_not_load_or_are_excluded_are_reported(tmp_path):
         ablations=["hard_name_mask"],
         cache_dir=str(tmp_path / "cache"),
     )
-    result = run_diagnostics(config)
+    result = diagnostics.run(config)
     status = result.embedders_frame().set_index("name")
     assert status.loc["wordllama", "used"] and status.loc["wordllama", "texts_embedded"] > 0
     missing = status.loc[str(tmp_path / "no-such-model")]
     assert not missing["used"] and missing["reason"].startswith("did not load")
     assert result.used_models() == ["wordllama-l2-supercat-256"]
-    assert "left out" in result.summary_markdown()
+    assert "left out" in result.banner()
     excluded = DiagnosticsConfig(**{**FAST, "embedders": ["wordllama"]}, exclude=["wordllama"])
     with pytest.raises(InputError, match="no embedder could be used.*excluded"):
-        run_diagnostics(excluded)
+        diagnostics.run(excluded)
 
 
 @pytest.fixture(scope="module")
@@ -233,16 +233,16 @@ def test_llm_rewrite_goes_through_the_judge_client_and_cache(openai_server, tmp_
     data = read_beir(config.dataset_path())
     for text in data.judged_queries["text"]:
         queries[add_noise(text.strip(), 3, "en", 0)] = text.strip()
-    first = run_diagnostics(config)
+    first = diagnostics.run(config)
     calls = openai_server.request_count("/v1/chat/completions")
     assert calls > 0
     rewritten = first.noise[first.noise["level"] == 3]
     assert rewritten["restored"].all()  # the scripted LLM gives back the clean query
-    assert "LLM rewrite by `test-rewriter` at 127.0.0.1" in first.summary_markdown()
+    assert "LLM rewrite by `test-rewriter` at 127.0.0.1" in first.banner()
     impact = first.impact_table(["nDCG@10"])
     rec = impact[(impact["condition"] == "rewritten") & (impact["level"] == 3)]
     assert (rec["delta"] == 0).all()
-    second = run_diagnostics(config)
+    second = diagnostics.run(config)
     assert openai_server.request_count("/v1/chat/completions") == calls
     pd.testing.assert_frame_equal(first.noise, second.noise)
     first.export(tmp_path / "export")

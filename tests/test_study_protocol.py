@@ -93,6 +93,30 @@ def _tiny_retrieval(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
 TINY["retrieval"] = _tiny_retrieval
 
 
+def _tiny_diagnostics(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    from ragnb.diagnostics import DiagnosticsConfig
+
+    config = DiagnosticsConfig(
+        embedders=["wordllama"],
+        exclude=[],
+        max_bundles=3,
+        runs=1,
+        languages=["en"],
+        ablations=["hard_name_mask"],
+        noise_levels=[0, 2],
+        noise_queries=5,
+        impact_retrievers=["bm25"],
+        impact_queries=10,
+        impact_max_docs=100,
+        n_resamples=50,
+        cache_dir=str(tmp_path / "cache"),
+    )
+    return config, {}
+
+
+TINY["diagnostics"] = _tiny_diagnostics
+
+
 def _tiny_whatif(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
     from ragnb.whatif import WhatIfConfig
 
