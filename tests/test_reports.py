@@ -41,7 +41,7 @@ def test_sample_report_is_self_contained(sample_report):
     assert "retrieval.run(" not in html
     # K curves, per-query boxes, PROC curves, significance; no graded section on binary qrels
     assert html.count('class="ragnb-chart"') == 4
-    assert "The qrels are binary" in html
+    assert "Graded set measures skipped</strong> because the qrels are binary" in html
     for fact in (
         "What produced these numbers",
         "pydocs",
