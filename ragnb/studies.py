@@ -83,7 +83,7 @@ class Study:
             kind = types[name]
             kind = kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
             values[name] = coerce_parameter(name, value, {"inferred_type_name": kind})
-        return cls.from_params(**values)
+        return cls.from_params(**values)  # type: ignore[attr-defined]
 
     def run(self, config: Any = None, **kwargs: Any) -> Any:
         """``package.run(config, **kwargs)``; ``config`` defaults to the config's defaults."""

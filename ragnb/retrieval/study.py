@@ -467,7 +467,7 @@ class Comparison:
             return {}
         at_k = self.per_query[self.per_query["k"] == self.config.headline_k]
         shown = at_k[at_k["family"].isin(["nDCG", "R", "P", "F", "T", "nDCG_inK"])]
-        out = {
+        out: dict[str, Any] = {
             "measure_vs_k": charts.measure_vs_k(self.by_k()),
             "per_query": charts.per_query_distribution(shown),
         }

@@ -292,10 +292,10 @@ class WhatIf:
         except MissingExtra:
             return {}
         c = self.config
-        setting = {"k": c.headline_k, "alpha": c.headline_alpha, "max_rows": c.max_chart_rows}
+        k, alpha, rows = c.headline_k, c.headline_alpha, c.max_chart_rows
         return {
-            "what_if": charts.what_if_chart(self.slider_table(), **setting),
-            "rank_bump": charts.rank_bump_chart(self.ranks, **setting),
+            "what_if": charts.what_if_chart(self.slider_table(), k=k, alpha=alpha, max_rows=rows),
+            "rank_bump": charts.rank_bump_chart(self.ranks, k=k, alpha=alpha, max_rows=rows),
         }
 
     def banner(self) -> str:
