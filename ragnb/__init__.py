@@ -13,7 +13,6 @@ name shadows it as an attribute of the package, so it is not repeated here):
 ``make_retriever``          ``"bm25"``, ``"dense"`` or ``"hybrid"`` (:mod:`ragnb.retrieve`)
 ``make_embedder``           an embedder by name, cached (:mod:`ragnb.embed`)
 ``OpenAIJudge``             an LLM judge behind any OpenAI-compatible endpoint (:mod:`ragnb.judge`)
-``compare_retrievers``      notebook 01's study (:mod:`ragnb.retrieval`)
 ``render_report``           a notebook rendered into an HTML report (:mod:`ragnb.report`)
 ==========================  =====================================================================
 
@@ -40,7 +39,6 @@ _ENTRY_POINTS = {
     "make_retriever": "ragnb.retrieve",
     "make_embedder": "ragnb.embed",
     "OpenAIJudge": "ragnb.judge",
-    "compare_retrievers": "ragnb.retrieval",
     "render_report": "ragnb.report",
 }
 

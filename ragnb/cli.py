@@ -13,10 +13,13 @@
     ragnb llm serve [--model NAME] [--port N] [--n-ctx 2048] [--threads N]
     ragnb golden --dataset PATH [--queries FILE] [--judge local|openai|noisy|qrels] --out DIR
                  [--max-queries N] [--depth 5] [--human-labels QRELS] ...
+    ragnb run STUDY [-p NAME=VALUE]... [--export DIR]
+    ragnb params [--check | --write] [--only STUDY]... [--notebooks DIR]
 
 Bad input ends with ``ragnb: error: ...`` naming the file, line, query or parameter, and exit
 status 2. ``ragnb evaluate`` and ``ragnb evaluate-samples`` exit with 1 when a build gate
-(``--fail-under``, ``--baseline``) fails, after printing the table.
+(``--fail-under``, ``--baseline``) fails, after printing the table; ``ragnb params --check``
+exits with 1 when a notebook's parameters cell differs from its config.
 """
 
 from __future__ import annotations
@@ -602,6 +605,78 @@ def _add_golden_parser(sub: Any) -> None:
     p.set_defaults(func=_cmd_golden)
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    """Run one study from its config's defaults and ``-p`` overrides; print its banner."""
+    from ragnb.studies import study
+
+    chosen = study(args.study)
+    params = {}
+    for item in args.param or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"-p takes NAME=VALUE, got {item!r}")
+        params[name.strip()] = value
+    result = chosen.run(chosen.configure(params))
+    print(result.banner())
+    if args.export:
+        for path in result.export(Path(args.export).resolve()):
+            print(path)
+    return 0
+
+
+def _cmd_params(args: argparse.Namespace) -> int:
+    """Compare (``--check``) or rewrite (``--write``) the notebooks' parameters cells."""
+    from ragnb.params import project_root
+    from ragnb.studies import sync_parameters
+
+    folder = Path(args.notebooks) if args.notebooks else project_root() / "notebooks"
+    differ = sync_parameters(folder, write=args.write, only=args.only)
+    for name in differ:
+        print(f"{name}: {'rewritten' if args.write else 'differs from its config'}")
+    if differ and not args.write:
+        print("run `ragnb params --write` to regenerate them", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _add_study_parsers(sub: Any) -> None:
+    from ragnb.studies import STUDIES
+
+    names = ", ".join(s.name for s in STUDIES)
+    p = sub.add_parser(
+        "run",
+        help="run a study (a notebook's analysis) and print its first screen",
+        description=f"Run one study ({names}, or a notebook name or number) with its config's "
+        "defaults and the -p overrides, print its banner (Markdown) and, with --export, the "
+        "files written.",
+    )
+    p.add_argument("study", help=f"study name ({names}), notebook name or number")
+    p.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a config field (repeatable), read as the field's type; unknown names are an error",
+    )
+    p.add_argument("--export", metavar="DIR", help="write the tables, provenance and files here")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser(
+        "params",
+        help="check or regenerate the notebooks' parameters cells from the study configs",
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--check", action="store_true", help="exit 1 listing the cells that differ (default)"
+    )
+    mode.add_argument("--write", action="store_true", help="rewrite the cells that differ")
+    p.add_argument("--notebooks", help="notebook folder (default: the project's notebooks/)")
+    p.add_argument(
+        "--only", action="append", metavar="STUDY", help="check this study only (repeatable)"
+    )
+    p.set_defaults(func=_cmd_params)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     parser = argparse.ArgumentParser(
@@ -664,6 +739,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threads", type=int, default=0, help="CPU threads (default: all cores)")
     s.set_defaults(func=_cmd_llm_serve)
     _add_golden_parser(sub)
+    _add_study_parsers(sub)
     return parser
 
 

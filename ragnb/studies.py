@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,43 @@ class Study:
     def config_class(self) -> type:
         """The config dataclass."""
         return getattr(importlib.import_module(self.package), self.config)
+
+    def configure(self, params: Mapping[str, Any] | None = None) -> Any:
+        """The config from its defaults and ``params``.
+
+        Parameters
+        ----------
+        params : mapping of str to Any, optional
+            Field name to value; a string is read as the field's type
+            (:func:`ragnb.report.coerce_parameter`: ``"3"`` for an int, ``'["bm25"]'`` or
+            ``"[bm25]"`` for a list).
+
+        Returns
+        -------
+        NotebookParams
+            An instance of :meth:`config_class`.
+
+        Raises
+        ------
+        InputError
+            On a name that is not a field (the known names are listed), a value that cannot be
+            read as the field's type, or a bad value (the config's own checks).
+        """
+        from ragnb.report import coerce_parameter
+
+        cls = self.config_class()
+        types = {f.name: f.type for f in fields(cls)}
+        values = {}
+        for name, value in (params or {}).items():
+            if name not in types:
+                raise InputError(
+                    f"study {self.name!r} has no parameter {name!r}; it takes {sorted(types)}",
+                    column=name,
+                )
+            kind = types[name]
+            kind = kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
+            values[name] = coerce_parameter(name, value, {"inferred_type_name": kind})
+        return cls.from_params(**values)  # type: ignore[attr-defined]
 
     def run(self, config: Any = None, **kwargs: Any) -> Any:
         """``package.run(config, **kwargs)``; ``config`` defaults to the config's defaults."""

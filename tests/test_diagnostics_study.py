@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -13,18 +12,18 @@ import pytest
 from browser import check_offline_render
 from openai_server import ChatAnswer
 
+from ragnb import diagnostics
 from ragnb.diagnostics import (
     ABLATIONS,
     DiagnosticsConfig,
     add_noise,
     has_diacritics,
     load_author_table,
-    run_diagnostics,
     sample_author_table,
 )
 from ragnb.errors import InputError
 from ragnb.io import read_author_table
-from ragnb.report import notebook_parameters, render_report, resolve_notebook
+from ragnb.report import render_report
 
 NOTEBOOK = "03_embedder_diagnostics"
 FAST = {  # two quick embedders, a few bundles, BM25 impact on a subset
@@ -37,18 +36,6 @@ FAST = {  # two quick embedders, a few bundles, BM25 impact on a subset
     "impact_max_docs": 300,
     "n_resamples": 300,
 }
-
-
-def test_parameters_cell_mirrors_the_config_dataclass():
-    params = notebook_parameters(resolve_notebook(NOTEBOOK))
-    config_fields = {f.name: f for f in fields(DiagnosticsConfig)}
-    assert set(params) - {"export_dir"} == set(config_fields)
-    defaults = DiagnosticsConfig()
-    for name, p in params.items():
-        if name == "export_dir":
-            continue
-        assert eval(p["default"]) == getattr(defaults, name), name  # noqa: S307 (our notebook)
-        assert p["help"], f"parameter {name} has no comment"
 
 
 def test_unknown_parameter_and_bad_values_are_errors(tmp_path):
@@ -105,16 +92,16 @@ def test_embedders_that_do_not_load_or_are_excluded_are_reported(tmp_path):
         ablations=["hard_name_mask"],
         cache_dir=str(tmp_path / "cache"),
     )
-    result = run_diagnostics(config)
+    result = diagnostics.run(config)
     status = result.embedders_frame().set_index("name")
     assert status.loc["wordllama", "used"] and status.loc["wordllama", "texts_embedded"] > 0
     missing = status.loc[str(tmp_path / "no-such-model")]
     assert not missing["used"] and missing["reason"].startswith("did not load")
     assert result.used_models() == ["wordllama-l2-supercat-256"]
-    assert "left out" in result.summary_markdown()
+    assert "left out" in result.banner()
     excluded = DiagnosticsConfig(**{**FAST, "embedders": ["wordllama"]}, exclude=["wordllama"])
     with pytest.raises(InputError, match="no embedder could be used.*excluded"):
-        run_diagnostics(excluded)
+        diagnostics.run(excluded)
 
 
 @pytest.fixture(scope="module")
@@ -246,16 +233,16 @@ def test_llm_rewrite_goes_through_the_judge_client_and_cache(openai_server, tmp_
     data = read_beir(config.dataset_path())
     for text in data.judged_queries["text"]:
         queries[add_noise(text.strip(), 3, "en", 0)] = text.strip()
-    first = run_diagnostics(config)
+    first = diagnostics.run(config)
     calls = openai_server.request_count("/v1/chat/completions")
     assert calls > 0
     rewritten = first.noise[first.noise["level"] == 3]
     assert rewritten["restored"].all()  # the scripted LLM gives back the clean query
-    assert "LLM rewrite by `test-rewriter` at 127.0.0.1" in first.summary_markdown()
+    assert "LLM rewrite by `test-rewriter` at 127.0.0.1" in first.banner()
     impact = first.impact_table(["nDCG@10"])
     rec = impact[(impact["condition"] == "rewritten") & (impact["level"] == 3)]
     assert (rec["delta"] == 0).all()
-    second = run_diagnostics(config)
+    second = diagnostics.run(config)
     assert openai_server.request_count("/v1/chat/completions") == calls
     pd.testing.assert_frame_equal(first.noise, second.noise)
     first.export(tmp_path / "export")

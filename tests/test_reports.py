@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import fields
 from pathlib import Path
 
 import pandas as pd
@@ -12,18 +11,7 @@ import pytest
 from browser import check_offline_render
 
 from ragnb.errors import InputError
-from ragnb.report import notebook_parameters, render_report, resolve_notebook
-from ragnb.retrieval.study import RetrievalEvaluationConfig
-
-
-def test_parameters_cell_mirrors_config_dataclass():
-    declared = notebook_parameters(resolve_notebook("01_retrieval_evaluation"))
-    assert list(declared) == [f.name for f in fields(RetrievalEvaluationConfig)]
-    defaults = RetrievalEvaluationConfig()
-    for f in fields(RetrievalEvaluationConfig):
-        # papermill reports defaults as source text
-        assert eval(declared[f.name]["default"]) == getattr(defaults, f.name), f.name
-        assert declared[f.name]["help"], f"parameter {f.name} has no comment"
+from ragnb.report import render_report, resolve_notebook
 
 
 def test_unknown_parameter_is_an_error(tmp_path):
@@ -50,10 +38,10 @@ def test_sample_report_is_self_contained(sample_report):
     assert not re.search(r"<link[^>]+href=\"https?:", html)
     assert "cdn.jsdelivr" not in html and "cdnjs" not in html
     # code cells hidden, charts present, provenance stated
-    assert "compare_retrievers(" not in html
+    assert "retrieval.run(" not in html
     # K curves, per-query boxes, PROC curves, significance; no graded section on binary qrels
     assert html.count('class="ragnb-chart"') == 4
-    assert "The qrels are binary" in html
+    assert "Graded set measures skipped</strong> because the qrels are binary" in html
     for fact in (
         "What produced these numbers",
         "pydocs",

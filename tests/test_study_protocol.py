@@ -81,6 +81,59 @@ def test_export_tables_writes_csv_and_provenance_and_refuses_a_path_as_name(tmp_
 TINY: dict[str, Callable[[Path], tuple[Any, dict[str, Any]]]] = {}
 
 
+def _tiny_retrieval(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    from ragnb.retrieval import RetrievalEvaluationConfig
+
+    config = RetrievalEvaluationConfig(
+        retrievers=["bm25"], depth=10, cutoffs=[1, 5, 10], proc_pool=10, n_resamples=100
+    )
+    return config, {"progress": False}
+
+
+TINY["retrieval"] = _tiny_retrieval
+
+
+def _tiny_diagnostics(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    from ragnb.diagnostics import DiagnosticsConfig
+
+    config = DiagnosticsConfig(
+        embedders=["wordllama"],
+        exclude=[],
+        max_bundles=3,
+        runs=1,
+        languages=["en"],
+        ablations=["hard_name_mask"],
+        noise_levels=[0, 2],
+        noise_queries=5,
+        impact_retrievers=["bm25"],
+        impact_queries=10,
+        impact_max_docs=100,
+        n_resamples=50,
+        cache_dir=str(tmp_path / "cache"),
+    )
+    return config, {}
+
+
+TINY["diagnostics"] = _tiny_diagnostics
+
+
+def _tiny_whatif(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    from ragnb.whatif import WhatIfConfig
+
+    config = WhatIfConfig(
+        retrievers=["bm25"],
+        depth=10,
+        ks=[1, 5, 10],
+        alphas=[0.0, 0.5, 1.0],
+        families=["F", "T", "P"],
+        rank_families=["F"],
+    )
+    return config, {"progress": False}
+
+
+TINY["whatif"] = _tiny_whatif
+
+
 @pytest.mark.parametrize("entry", STUDIES, ids=lambda s: s.name)
 def test_each_study_answers_the_protocol(entry, tmp_path):
     if entry.name not in TINY:

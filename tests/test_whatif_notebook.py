@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import fields
 from pathlib import Path
 
 import nbformat
@@ -13,21 +12,10 @@ import pytest
 from browser import check_offline_render, open_offline
 
 from ragnb.io import read_beir, read_run
-from ragnb.report import notebook_parameters, project_root, render_report, resolve_notebook
+from ragnb.report import project_root, render_report, resolve_notebook
 from ragnb.whatif.grid import precompute
-from ragnb.whatif.study import WhatIfConfig
 
 NOTEBOOK = "06_what_if"
-
-
-def test_parameters_cell_mirrors_config_dataclass():
-    declared = notebook_parameters(resolve_notebook(NOTEBOOK))
-    assert list(declared) == [f.name for f in fields(WhatIfConfig)]
-    defaults = WhatIfConfig()
-    for f in fields(WhatIfConfig):
-        # papermill reports defaults as source text
-        assert eval(declared[f.name]["default"]) == getattr(defaults, f.name), f.name
-        assert declared[f.name]["help"], f"parameter {f.name} has no comment"
 
 
 def test_notebook_is_committed_without_outputs():

@@ -126,8 +126,8 @@ __all__ += ["AblationRetrieval", "ablation_retrieval"]
 
 @dataclass
 class DiagnosticsConfig(NotebookParams):
-    """Parameters of notebook 03 (its ``parameters`` cell mirrors them); see
-    :func:`~ragnb.diagnostics.study.run_diagnostics`. ``cache_dir`` is
+    """Parameters of notebook 03 (its ``parameters`` cell is generated from them); see
+    :func:`~ragnb.diagnostics.study.run`. ``cache_dir`` is
     :class:`~ragnb.params.NotebookParams`' own.
 
     Attributes
@@ -136,8 +136,10 @@ class DiagnosticsConfig(NotebookParams):
         Names for :func:`ragnb.embed.make_embedder`; empty for every available one
         (:func:`~ragnb.diagnostics.study.available_embedders`).
     exclude : list of str
-        Embedders left out (the report lists them and why). Default: the 4-bit e5, which embeds
-        about 4 short texts per second on 2 cores.
+        Embedders left out (the report lists them and why). Default: the float
+        all-MiniLM-L6-v2 (``minilm-l6-int8-onnx`` is the same model quantised, the reports'
+        default, faster) and the 4-bit e5, which embeds about 4 short texts per second on 2
+        cores.
     table : str
         Author table: ``"default"`` (installed distributions' author names x ``data/pydocs``
         topics), ``"scifact"`` (SciFact titles and claims from ``dataset``) or a CSV path with
@@ -151,6 +153,7 @@ class DiagnosticsConfig(NotebookParams):
     runs : int
         Runs with fresh impostors (the paper: 15).
     seed : int
+        Seed of the impostor draws, jitter, noise phrasing, sampling and bootstrap.
     min_base_margin : float
         Bundles whose base Delta_name is below are left out of Delta-Delta% (the paper: 0.02).
     dataset : str
@@ -159,13 +162,17 @@ class DiagnosticsConfig(NotebookParams):
     split : str
         Its qrels split.
     noise_levels : list of int
-        Among 0-4.
+        Noise levels among 0-4; 0 is the clean query.
     noise_queries : int
         Judged queries (with a relevant passage) of the cosine analysis; 0 for all.
     impact_retrievers : list of str
         Retrievers of the retrieval impact: ``"bm25"`` or embedder names (exact dense search).
-    impact_queries, impact_max_docs : int
-        Run the retrieval impact on a subset (:func:`subset_dataset`); 0 for the whole dataset.
+    impact_queries : int
+        Judged queries of the retrieval impact, a seeded subset (:func:`subset_dataset`); 0 for
+        all.
+    impact_max_docs : int
+        Passages of the retrieval impact's subset, the judged ones kept
+        (:func:`subset_dataset`); 0 for the whole corpus.
     k : int
         Cutoff of nDCG, recall, overlap and Kendall's tau in the retrieval impact.
     n_resamples : int
@@ -173,8 +180,14 @@ class DiagnosticsConfig(NotebookParams):
     rewrite : str
         Mitigation: ``"rules"`` (:func:`denoise`), ``"llm"`` (an OpenAI-compatible model through
         the judge's client and cache; key from ``$OPENAI_API_KEY``) or ``"none"``.
-    base_url, llm_model : str
-        The LLM rewrite's endpoint and model.
+    base_url : str
+        OpenAI-compatible endpoint of the LLM rewrite; empty for OpenAI's.
+    llm_model : str
+        Model of the LLM rewrite.
+    export_dir : str
+        Folder that receives the tables (CSV) and ``provenance.json``
+        (:meth:`~ragnb.diagnostics.study.DiagnosticsResult.export`); empty to export nothing.
+        Relative paths are taken from the project root.
     """
 
     embedders: list[str] = field(default_factory=list)
@@ -201,6 +214,7 @@ class DiagnosticsConfig(NotebookParams):
     base_url: str = ""
     llm_model: str = DEFAULT_JUDGE_MODEL
     cache_dir: str = ""
+    export_dir: str = ""
 
     def __post_init__(self) -> None:
         check_among(self.languages, "languages", ("en", "fr"))

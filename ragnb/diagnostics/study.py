@@ -1,6 +1,6 @@
 """The embedder diagnostics of notebook 03, end to end, over several embedders and languages.
 
-:func:`run_diagnostics` takes a :class:`~ragnb.diagnostics.DiagnosticsConfig` and returns a
+:func:`run` takes a :class:`~ragnb.diagnostics.DiagnosticsConfig` and returns a
 :class:`DiagnosticsResult` holding tidy frames; its methods reshape them like Dallaire's tables:
 
 ======================== ==================================================================
@@ -29,6 +29,7 @@ References
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -62,14 +63,16 @@ from ragnb.diagnostics.noise import (
 from ragnb.diagnostics.retrieval_impact import ablation_retrieval
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
-from ragnb.params import public_paths
+from ragnb.lazylibs import MissingExtra
+from ragnb.params import display_path, resolve_path
+from ragnb.protocol import export_tables
 
 __all__ = [
     "DiagnosticsResult",
     "EmbedderStatus",
     "available_embedders",
     "load_author_table",
-    "run_diagnostics",
+    "run",
     "sample_author_table",
 ]
 
@@ -190,7 +193,7 @@ class EmbedderStatus:
 
 @dataclass
 class DiagnosticsResult:
-    """Frames of a diagnostics run (:func:`run_diagnostics`).
+    """Frames of a diagnostics run (:func:`run`).
 
     Attributes
     ----------
@@ -371,12 +374,13 @@ class DiagnosticsResult:
             frame = frame[frame["measure"].isin(list(measures))]
         return frame[cols].reset_index(drop=True)
 
-    def summary_markdown(self) -> str:
+    def banner(self) -> str:
         """What produced the numbers, for a report's first screen (Markdown, no secret).
 
         Names every embedder that produced numbers (model ids), every one left out and why, the
         author table and its size, runs, languages, the noise queries, the retrieval-impact
-        dataset and retrievers, and the rewrite (rules, or which LLM at which host).
+        dataset and retrievers, the rewrite (rules, or which LLM at which host), the notes and
+        the export folder.
         """
         from urllib.parse import urlsplit
 
@@ -414,6 +418,11 @@ class DiagnosticsResult:
         )
         lines.append(f"Run time {self.seconds:.0f} s.")
         lines += [f"**Note:** {n}" for n in self.notes]
+        if c.export_dir:
+            lines.append(
+                "Tables (CSV) and provenance (JSON) exported to "
+                f"`{display_path(resolve_path(c.export_dir))}`."
+            )
         return "\n\n".join(lines)
 
     def impact_wide(self) -> pd.DataFrame:
@@ -437,33 +446,68 @@ class DiagnosticsResult:
         """One row per embedder considered: name, model id, used, reason, seconds, texts."""
         return pd.DataFrame([vars(e) for e in self.embedders])
 
-    def export(self, folder: str | Path) -> Path:
-        """Write every frame as CSV and the run's facts as ``provenance.json`` (atomically).
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The result tables by the stem of their exported CSV file.
 
         Returns
         -------
-        Path
-            The folder.
+        dict of str to DataFrame
+            ``embedders`` (:meth:`embedders_frame`), ``author_table``, ``ablations``,
+            ``margins``, ``noise``, ``noise_levels``, ``impact``, ``ablation_retrieval``,
+            ``bundles`` (the attributes of the same names; ``author_table`` is :attr:`table`).
         """
-        from ragnb.io import write_json, write_table_csv
-
-        out = Path(folder)
-        out.mkdir(parents=True, exist_ok=True)
-        frames = {
-            "embedders.csv": self.embedders_frame(),
-            "author_table.csv": self.table,
-            "ablations.csv": self.ablations,
-            "margins.csv": self.margins,
-            "noise.csv": self.noise,
-            "noise_levels.csv": self.noise_levels,
-            "impact.csv": self.impact,
-            "ablation_retrieval.csv": self.ablation_retrieval,
-            "bundles.csv": self.bundles,
+        return {
+            "embedders": self.embedders_frame(),
+            "author_table": self.table,
+            "ablations": self.ablations,
+            "margins": self.margins,
+            "noise": self.noise,
+            "noise_levels": self.noise_levels,
+            "impact": self.impact,
+            "ablation_retrieval": self.ablation_retrieval,
+            "bundles": self.bundles,
         }
-        for name, frame in frames.items():
-            write_table_csv(frame, out / name)
-        write_json(public_paths(self.provenance()), out / "provenance.json")
-        return out
+
+    def charts(self) -> dict[str, Any]:
+        """The charts of :mod:`ragnb.diagnostics.charts` by name; none without altair (the
+        ``notebooks`` extra).
+
+        Returns
+        -------
+        dict of str to altair chart
+            ``ablation_heatmap`` (Delta-Delta% per ablation), ``noise_curves`` (cosines per
+            noise level), ``noise_impact`` (nDCG@k and R@k per noise level with their CIs).
+        """
+        try:
+            from ragnb.diagnostics import charts
+        except MissingExtra:
+            return {}
+        measured = [f"nDCG@{self.config.k}", f"R@{self.config.k}"]
+        return {
+            "ablation_heatmap": charts.ablation_heatmap(
+                self.ablations[self.ablations["ablation"] != "base"]
+            ),
+            "noise_curves": charts.noise_curves(self.noise_levels),
+            "noise_impact": charts.noise_impact_chart(self.impact_table(measured)),
+        }
+
+    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
+        """Write the :meth:`tables` as CSV (``embedders.csv``, ``author_table.csv``,
+        ``ablations.csv``, ``margins.csv``, ``noise.csv``, ``noise_levels.csv``, ``impact.csv``,
+        ``ablation_retrieval.csv``, ``bundles.csv``) and the run's facts as
+        ``provenance.json``, each atomically (:func:`ragnb.protocol.export_tables`).
+
+        Parameters
+        ----------
+        folder : path
+            Output folder (created); relative paths are taken from the project root.
+
+        Returns
+        -------
+        list of Path
+            The files written.
+        """
+        return export_tables(self.tables(), self.provenance(), folder)
 
     def provenance(self) -> dict[str, Any]:
         """Configuration, embedders and versions behind the numbers (no secret)."""
@@ -512,7 +556,7 @@ def _rewriter(config: Any, cache: Any) -> Any:
     return lambda language: llm
 
 
-def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult:
+def run(config: Any, *, progress: bool = False) -> DiagnosticsResult:
     """Proper-name margins, ablations and conversational noise for every configured embedder.
 
     Steps (each embedder runs alone, through the shared cache):
@@ -525,7 +569,8 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
        queries of ``config.dataset`` with their reference passages (with the rewrite);
     4. per retriever of ``config.impact_retrievers`` and language:
        :func:`noise_retrieval_impact` on the dataset (or a subset of ``config.impact_queries``
-       queries and ``config.impact_max_docs`` passages).
+       queries and ``config.impact_max_docs`` passages);
+    5. with ``config.export_dir``, the export (:meth:`DiagnosticsResult.export`).
 
     Parameters
     ----------
@@ -586,7 +631,7 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
             f"only {pool['n_with_diacritics']} names of the pool carry diacritics: "
             "strip_diacritics can change few bundles"
         )
-    return DiagnosticsResult(
+    result = DiagnosticsResult(
         config=config,
         embedders=statuses,
         table=table,
@@ -604,6 +649,9 @@ def run_diagnostics(config: Any, *, progress: bool = False) -> DiagnosticsResult
         ablation_retrieval=pd.concat(retrieval, ignore_index=True),
         bundles=_bundle_texts(config, table, names),
     )
+    if config.export_dir:
+        result.export(config.export_dir)
+    return result
 
 
 def _bundle_texts(config: Any, table: pd.DataFrame, names: list[str]) -> pd.DataFrame:

@@ -1,14 +1,14 @@
 """Notebook 01: retrievers compared on one dataset, every core measure.
 
-- :mod:`ragnb.retrieval.study`: :class:`RetrievalEvaluationConfig`, :func:`compare_retrievers`
-  and the :class:`Comparison` it returns.
+- :mod:`ragnb.retrieval.study`: :class:`RetrievalEvaluationConfig`, :func:`run` and the
+  :class:`Comparison` it returns.
 """
 
 from ragnb.retrieval.study import (
     Comparison,
     RetrievalEvaluationConfig,
-    compare_retrievers,
     core_measures,
+    run,
     versions,
 )
 from ragnb.retrieve import make_retriever
@@ -16,8 +16,8 @@ from ragnb.retrieve import make_retriever
 __all__ = [
     "Comparison",
     "RetrievalEvaluationConfig",
-    "compare_retrievers",
     "core_measures",
     "make_retriever",
+    "run",
     "versions",
 ]

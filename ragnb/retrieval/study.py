@@ -7,6 +7,7 @@ Data flows one way: a BEIR folder -> runs (one per retriever) -> :func:`ragnb.ev
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from ragnb.evaluate import evaluate
 from ragnb.fusion import Fusion, parse_fusion
 from ragnb.io import BeirDataset
 from ragnb.judge.querygen import synthetic_notice
+from ragnb.lazylibs import MissingExtra
 from ragnb.measures import (
     GRADED_FAMILIES,
     Measure,
@@ -34,10 +36,11 @@ from ragnb.measures.proc import proc_table
 from ragnb.params import (
     SAMPLE_DATASET,
     NotebookParams,
+    display_path,
     fill_runner_doc,
-    public_paths,
     resolve_path,
 )
+from ragnb.protocol import export_tables, skipped
 from ragnb.provenance import versions
 from ragnb.retrieval.contexts import CONTEXT_SIMILARITIES, context_scores, context_table
 from ragnb.retrieval.fusions import FusionComparison, compare_fusions
@@ -50,13 +53,14 @@ from ragnb.retrieval.sensitivity import (
     sensitivity_wide,
 )
 from ragnb.retrieve import RETRIEVERS, compute_runs
+from ragnb.tables import provenance_markdown
 from ragnb.validation import check_among, check_choice, check_number_in, check_positive_ints
 
 __all__ = [
     "Comparison",
     "RetrievalEvaluationConfig",
-    "compare_retrievers",
     "core_measures",
+    "run",
 ]
 
 
@@ -118,10 +122,12 @@ class RetrievalEvaluationConfig(NotebookParams):
         Seed of the resampling.
     sensitivity_a : list of float
         Rarity exponents of the RA-nWG sensitivity grid (Dallaire Appendix A: 0, 0.5, 1, 2).
-    sensitivity_cap4, sensitivity_cap3 : list of float in [0, 1]
-        Caps of the grid (Appendix A: cap4 in 0.75, 1.0; cap3 in 0.20, 0.25, 0.33); the grid
-        is computed at the headline K on graded data and always holds the default a = 1,
-        cap4 = 1, cap3 = 0.25 (:func:`ragnb.retrieval.sensitivity.ranwg_sensitivity`).
+    sensitivity_cap4 : list of float in [0, 1]
+        Caps on the grade-4 weight w4 of the grid (Appendix A: 0.75, 1.0); the grid is
+        computed at the headline K on graded data and always holds Dallaire's setting (a 1,
+        cap4 1.0, cap3 0.25) (:func:`ragnb.retrieval.sensitivity.ranwg_sensitivity`).
+    sensitivity_cap3 : list of float in [0, 1]
+        Caps on the grade-3 weight w3 of the grid (Appendix A: 0.20, 0.25, 0.33).
     """
 
     dataset: str = SAMPLE_DATASET
@@ -354,40 +360,193 @@ class Comparison:
         }
         return pd.DataFrame(flat).T
 
-    def export(self, folder: str | Path) -> Path:
+    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
         """Write the results for reuse outside the report.
 
-        Files: ``runs/<retriever>.trec`` (TREC runs), ``aggregate.csv``, ``per_query.csv``,
-        ``proc.csv``, ``contexts.csv``, ``fusion.csv`` and ``fusion_heldout.csv`` (with BM25
-        and dense runs), ``significance.csv`` (with several retrievers),
-        ``ranwg_sensitivity.csv`` (graded data) and ``provenance.json``, each written
-        atomically.
+        Files: the :meth:`tables` as CSV (``aggregate.csv``, ``per_query.csv``, ``proc.csv``,
+        ``contexts.csv``, ``fusion.csv`` and ``fusion_heldout.csv`` with BM25 and dense runs,
+        ``significance.csv`` with several retrievers, ``ranwg_sensitivity.csv`` on graded
+        data), ``provenance.json`` and ``runs/<retriever>.trec`` (TREC runs), each written
+        atomically (:func:`ragnb.protocol.export_tables`, :func:`ragnb.io.write_run`).
+
+        Parameters
+        ----------
+        folder : path
+            Output folder (created); relative paths are taken from the project root.
 
         Returns
         -------
-        Path
-            The folder.
+        list of Path
+            The files written: tables, ``provenance.json``, then the runs.
         """
-        from ragnb.io import write_json, write_run, write_table_csv
+        from ragnb.io import write_run
 
-        folder = resolve_path(str(folder))
+        written = export_tables(self.tables(), self.provenance(), folder)
+        out = resolve_path(folder)
         for name, run in self.runs.items():
-            write_run(run, folder / "runs" / f"{name}.trec", tag=name)
-        frames = [("aggregate", self.aggregate), ("per_query", self.per_query), ("proc", self.proc)]
-        frames.append(("contexts", self.contexts))
+            path = out / "runs" / f"{name}.trec"
+            write_run(run, path, tag=name)
+            written.append(path)
+        return written
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The result tables by the stem of their exported CSV file; a part that did not run
+        has none (see :meth:`skipped_parts`).
+
+        Returns
+        -------
+        dict of str to DataFrame
+            ``aggregate`` and ``per_query`` (columns in the class docstring), ``proc``,
+            ``contexts``, and when they ran ``fusion`` (one row per fusion method),
+            ``fusion_heldout`` (tuned weights on held-out queries), ``significance``
+            (:attr:`ragnb.stats.ComparisonResult.pairs`), ``ranwg_sensitivity``.
+        """
+        out = {
+            "aggregate": self.aggregate,
+            "per_query": self.per_query,
+            "proc": self.proc,
+            "contexts": self.contexts,
+        }
         if self.fusions is not None:
-            frames += [
-                ("fusion", self.fusions.table.reset_index()),
-                ("fusion_heldout", self.fusions.heldout),
-            ]
+            out["fusion"] = self.fusions.table.reset_index()
+            out["fusion_heldout"] = self.fusions.heldout
         if self.significance is not None:
-            frames.append(("significance", self.significance.pairs))
+            out["significance"] = self.significance.pairs
         if not self.sensitivity.empty:
-            frames.append(("ranwg_sensitivity", self.sensitivity))
-        for stem, frame in frames:
-            write_table_csv(frame, folder / f"{stem}.csv")
-        write_json(public_paths(self.provenance()), folder / "provenance.json")
-        return folder
+            out["ranwg_sensitivity"] = self.sensitivity
+        return out
+
+    def views(self) -> dict[str, Any]:
+        """The tables as the report shows them, by name; a part that did not run has none.
+
+        Returns
+        -------
+        dict of str to DataFrame or str
+            ``headline`` (:meth:`headline`), ``graded_headline``, ``sensitivity``
+            (:meth:`sensitivity_table`), ``proc`` (at the headline K), ``fusion``,
+            ``fusion_heldout``, ``contexts`` (:meth:`context_headline`), ``significance``
+            (the pairs) and ``significance_paper`` (Markdown,
+            :func:`ragnb.stats.comparison_table`), ``counts`` (:meth:`counts_table`),
+            ``drilldown`` (:meth:`drilldown`).
+        """
+        out: dict[str, Any] = {"headline": self.headline()}
+        if self.graded:
+            out["graded_headline"] = self.graded_headline()
+        if not self.sensitivity.empty:
+            out["sensitivity"] = self.sensitivity_table()
+        if not self.proc.empty:
+            at_k = self.proc[self.proc["cutoff"] == self.config.headline_k]
+            columns = ["actual", "proc", "pct_proc", "n_valid"]
+            out["proc"] = at_k.set_index(["retriever", "measure"])[columns]
+        if self.fusions is not None:
+            out["fusion"] = self.fusions.table
+            out["fusion_heldout"] = self.fusions.heldout.set_index(["search", "system"])
+        if not self.contexts.empty:
+            out["contexts"] = self.context_headline()
+        if self.significance is not None:
+            out["significance"] = self.significance.pairs
+            out["significance_paper"] = stats.comparison_table(self.significance)
+        out["counts"] = self.counts_table()
+        out["drilldown"] = self.drilldown()
+        return out
+
+    def charts(self) -> dict[str, Any]:
+        """The charts of :mod:`ragnb.retrieval.charts` by name; a part that did not run has
+        none, and without altair (the ``notebooks`` extra) there are none.
+
+        Returns
+        -------
+        dict of str to altair.Chart
+            ``measure_vs_k`` (core measures against K), ``per_query`` (per-query
+            distributions at the headline K), ``graded_vs_k``, ``proc_vs_k``, ``significance``
+            (:meth:`ragnb.stats.ComparisonResult.chart`).
+        """
+        try:
+            from ragnb.retrieval import charts
+        except MissingExtra:
+            return {}
+        at_k = self.per_query[self.per_query["k"] == self.config.headline_k]
+        shown = at_k[at_k["family"].isin(["nDCG", "R", "P", "F", "T", "nDCG_inK"])]
+        out: dict[str, Any] = {
+            "measure_vs_k": charts.measure_vs_k(self.by_k()),
+            "per_query": charts.per_query_distribution(shown),
+        }
+        if self.graded:
+            out["graded_vs_k"] = charts.measure_vs_k(self.by_k(graded=True))
+        if not self.proc.empty:
+            out["proc_vs_k"] = charts.proc_vs_k(self.proc)
+        if self.significance is not None:
+            out["significance"] = self.significance.chart()
+        return out
+
+    def skipped_parts(self) -> dict[str, str]:
+        """The banner line of each part that did not run (:func:`ragnb.protocol.skipped`).
+
+        Returns
+        -------
+        dict of str to str
+            Keys among ``graded``, ``sensitivity``, ``fusion``, ``contexts``,
+            ``significance``.
+        """
+        c = self.config
+        out = {}
+        if not self.graded:
+            why = "the qrels are binary" if c.grade_map == "auto" else "`grade_map` is `none`"
+            out["graded"] = skipped(
+                "Graded set measures", f"{why}: set `grade_map` to map other scales onto 1-5"
+            )
+            out["sensitivity"] = skipped(
+                "RA-nWG sensitivity grid", "no graded measure was computed"
+            )
+        if self.fusions is None:
+            out["fusion"] = skipped(
+                "Fusion comparison", "it needs both `bm25` and `dense` among the retrievers"
+            )
+        if self.contexts.empty:
+            out["contexts"] = skipped(
+                "Context precision and recall",
+                "no query has a relevant document: there are no reference contexts",
+            )
+        if self.significance is None:
+            why = (
+                "a single retriever leaves nothing to compare"
+                if len(c.retrievers) < 2
+                else "no measure of `significance` was computed"
+            )
+            out["significance"] = skipped("Significance testing", why)
+        return out
+
+    def banner(self) -> str:
+        """The first screen, as Markdown: a synthetic-query notice, what produced the numbers
+        (:func:`ragnb.tables.provenance_markdown`), the grade map, the RA-nWG sensitivity in a
+        sentence, every part skipped and why, the notes, and the export folder."""
+        c = self.config
+        lines = []
+        notice = self.synthetic_notice()  # queries written by an LLM say so first
+        if notice:
+            lines.append(f"**Synthetic queries.** {notice}")
+        lines.append(provenance_markdown(self.provenance()))
+        if "hybrid" in c.retrievers:
+            lines.append(f"The `hybrid` retriever uses `{c.fusion_spec.name}`.")
+        if self.grade_map is not None:
+            name, mapping = self.grade_map
+            pairs = ", ".join(f"{g} -> {u}" for g, u in mapping.items())
+            lines.append(f"Grade map `{name}`: {pairs}.")
+        if not self.sensitivity.empty:
+            grid = self.sensitivity_table()
+            unstable = int((grid["rank stable"] == "no").sum())
+            lines.append(
+                f"RA-nWG@{c.headline_k} over {len(grid)} settings of (a, cap4, cap3): the "
+                f"ranking differs from the default's in {unstable} of them."
+            )
+        lines += list(self.skipped_parts().values())
+        lines += [f"**Note:** {note}" for note in self.notes]
+        if c.export_dir:
+            lines.append(
+                "Runs (TREC), tables (CSV) and provenance (JSON) exported to "
+                f"`{display_path(resolve_path(c.export_dir))}`."
+            )
+        return "\n\n".join(lines)
 
     def synthetic_notice(self) -> str | None:
         """The first-screen sentence saying the dataset's queries are synthetic, or None.
@@ -498,13 +657,15 @@ def _add_fusions_and_contexts(comparison: Comparison, progress: bool) -> None:
 
 
 @fill_runner_doc
-def compare_retrievers(
+def run(
     config: RetrievalEvaluationConfig,
     *,
     dataset: BeirDataset | None = None,
     progress: bool = True,
 ) -> Comparison:
     """Run every retriever of ``config`` on its dataset and evaluate the runs.
+
+    With ``config.export_dir`` set, the result is exported there (:meth:`Comparison.export`).
 
     Parameters
     ----------
@@ -516,6 +677,11 @@ def compare_retrievers(
     Returns
     -------
     Comparison
+
+    Raises
+    ------
+    InputError
+        On a malformed dataset or a fusion that cannot take the runs.
     """
     if dataset is None:
         dataset = config.read_dataset()

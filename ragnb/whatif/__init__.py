@@ -1,7 +1,8 @@
 """Notebook 06: what-if tuning of K and alpha over stored runs.
 
 - :mod:`ragnb.whatif.grid`: per-query values on the K x alpha grid, aggregates, rank stability.
-- :mod:`ragnb.whatif.study`: configuration, runs and pipeline.
+- :mod:`ragnb.whatif.study`: :class:`WhatIfConfig`, :func:`run` and the :class:`WhatIf` it
+  returns.
 - :mod:`ragnb.whatif.charts`: altair charts with K/alpha sliders for static reports.
 - :mod:`ragnb.whatif.widgets`: ipywidgets views for JupyterLab.
 """
@@ -25,7 +26,7 @@ from ragnb.whatif.grid import (
     slider_table,
     top_changes,
 )
-from ragnb.whatif.study import WhatIf, WhatIfConfig, compute_runs, load_runs, run_what_if
+from ragnb.whatif.study import WhatIf, WhatIfConfig, compute_runs, load_runs, run
 from ragnb.whatif.widgets import (
     WhatIfWidget,
     interactive_frontend,
@@ -50,7 +51,7 @@ __all__ = [
     "precompute",
     "rank_bump_chart",
     "rank_table",
-    "run_what_if",
+    "run",
     "slider_params",
     "slider_table",
     "top_changes",

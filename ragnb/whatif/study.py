@@ -34,6 +34,7 @@ References
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -45,10 +46,13 @@ import pandas as pd
 from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset, read_run
+from ragnb.lazylibs import MissingExtra
 from ragnb.measures import GRADED_FAMILIES, grade_map_record, map_grades, resolve_grade_map
 from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc, resolve_path
+from ragnb.protocol import export_tables
 from ragnb.provenance import versions
 from ragnb.retrieve import RETRIEVERS, compute_runs
+from ragnb.tables import provenance_markdown
 from ragnb.validation import check_among, check_choice
 from ragnb.whatif.grid import (
     DEFAULT_ALPHAS,
@@ -65,7 +69,7 @@ from ragnb.whatif.grid import (
     top_changes,
 )
 
-__all__ = ["BINARY_GRADE_MAP", "WhatIf", "WhatIfConfig", "compute_runs", "load_runs", "run_what_if"]
+__all__ = ["BINARY_GRADE_MAP", "WhatIf", "WhatIfConfig", "compute_runs", "load_runs", "run"]
 
 #: Map of binary qrels onto Dallaire's 1-5 scale when RA-nWG is asked for on binary data.
 BINARY_GRADE_MAP = {1: 5, 0: 1}
@@ -107,16 +111,17 @@ class WhatIfConfig(NotebookParams):
     grade_map : str
         Grades onto Dallaire's 1-5 scale for RA-nWG and the other graded families, as in
         notebook 01 (:func:`ragnb.measures.resolve_grade_map`); with ``"auto"`` on binary qrels
-        relevant documents become grade 5 (then RA-nWG@K = n_p / min(K, N_p)).
+        relevant documents become grade 5 (then RA-nWG@K is n_p / min(K, N_p)).
     rrf_k : int
         Reciprocal rank fusion constant of the hybrid retriever.
     max_chart_rows : int
         Inline row limit of the slider chart (see the module notes).
     widgets : {"auto", "on", "off"}
-        The ipywidgets controls (:class:`~.widgets.WhatIfWidget`): ``"auto"`` builds them
-        only under an interactive frontend such as JupyterLab
-        (:func:`~.widgets.interactive_frontend`), not when papermill renders a report (whose
-        sliders are altair's and need no kernel); ``"on"`` always, ``"off"`` never.
+        The ipywidgets controls (:class:`ragnb.whatif.widgets.WhatIfWidget`): ``"auto"``
+        builds them only under an interactive frontend such as JupyterLab
+        (:func:`ragnb.whatif.widgets.interactive_frontend`), not when papermill renders a
+        report (whose sliders are altair's and need no kernel); ``"on"`` always, ``"off"``
+        never.
     """
 
     dataset: str = SAMPLE_DATASET
@@ -215,7 +220,7 @@ def load_runs(runs_dir: str | Path, retrievers: Sequence[str] = ()) -> dict[str,
 
 @dataclass
 class WhatIf:
-    """The outcome of :func:`run_what_if`.
+    """The outcome of :func:`run`.
 
     Attributes
     ----------
@@ -253,6 +258,84 @@ class WhatIf:
         """:func:`slider_table` of this dataset, with the configured row limit."""
         return slider_table(self.frames, max_rows=self.config.max_chart_rows)
 
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The result tables by the stem of their exported CSV file.
+
+        Returns
+        -------
+        dict of str to DataFrame
+            ``grid`` (macro means per retriever, family, K and alpha:
+            :attr:`~ragnb.whatif.grid.WhatIfFrames.grid`), ``slider`` (the table behind the
+            report's sliders, :func:`~ragnb.whatif.grid.slider_table`), ``ranks``
+            (:func:`~ragnb.whatif.grid.rank_table`), ``changes``
+            (:func:`~ragnb.whatif.grid.top_changes`).
+        """
+        return {
+            "grid": self.frames.grid,
+            "slider": self.slider_table(),
+            "ranks": self.ranks,
+            "changes": self.changes,
+        }
+
+    def charts(self) -> dict[str, Any]:
+        """The charts of :mod:`ragnb.whatif.charts` by name, with sliders at the headline K
+        and alpha; none without altair (the ``notebooks`` extra).
+
+        Returns
+        -------
+        dict of str to altair chart
+            ``what_if`` (:func:`~ragnb.whatif.charts.what_if_chart`) and ``rank_bump``
+            (:func:`~ragnb.whatif.charts.rank_bump_chart`).
+        """
+        try:
+            from ragnb.whatif import charts
+        except MissingExtra:
+            return {}
+        c = self.config
+        k, alpha, rows = c.headline_k, c.headline_alpha, c.max_chart_rows
+        return {
+            "what_if": charts.what_if_chart(self.slider_table(), k=k, alpha=alpha, max_rows=rows),
+            "rank_bump": charts.rank_bump_chart(self.ranks, k=k, alpha=alpha, max_rows=rows),
+        }
+
+    def banner(self) -> str:
+        """The first screen, as Markdown: what produced the numbers
+        (:func:`ragnb.tables.provenance_markdown`), where the runs came from, the grid and its
+        inline rows, the grade map of RA-nWG and the time the grid took."""
+        c = self.config
+        source = self.source.get("runs_dir") or "computed in this notebook"
+        ks, alphas, families = self.frames.ks, self.frames.alphas, self.frames.families
+        if self.grade_map is None:
+            grade = "no graded family"
+        else:
+            pairs = ", ".join(f"{g} -> {u}" for g, u in self.grade_map[1].items())
+            grade = f"grade map `{self.grade_map[0]}` ({pairs})"
+        facts = (
+            f"Runs: {source}. Grid: {len(ks)} K x {len(alphas)} alpha; "
+            f"{len(self.runs)} retrievers x {len(ks)} K x {len(alphas)} alpha x "
+            f"{len(families)} families = {len(self.slider_table()):,} inline rows "
+            f"(limit {c.max_chart_rows:,}). RA-nWG: {grade}. Evaluating the whole grid took "
+            f"{self.seconds['grid']:.1f} s."
+        )
+        return provenance_markdown(self.provenance()) + "\n\n" + facts
+
+    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
+        """Write the :meth:`tables` as CSV (``grid.csv``, ``slider.csv``, ``ranks.csv``,
+        ``changes.csv``) and ``provenance.json``, each atomically
+        (:func:`ragnb.protocol.export_tables`).
+
+        Parameters
+        ----------
+        folder : path
+            Output folder (created); relative paths are taken from the project root.
+
+        Returns
+        -------
+        list of Path
+            The files written.
+        """
+        return export_tables(self.tables(), self.provenance(), folder)
+
     def provenance(self) -> dict[str, Any]:
         """What produced the numbers, in the shape of :func:`ragnb.tables.provenance_markdown`."""
         retrievers = {
@@ -289,7 +372,7 @@ def _grade_map(config: WhatIfConfig, qrels: pd.DataFrame) -> tuple[str, dict[int
 
 
 @fill_runner_doc
-def run_what_if(
+def run(
     config: WhatIfConfig, *, dataset: BeirDataset | None = None, progress: bool = True
 ) -> WhatIf:
     """Get the runs (read or computed once) and evaluate them on the whole (K, alpha) grid.

@@ -3,7 +3,7 @@
 :func:`view` is the view as a plain function (a table and a chart for one setting), used by the
 widget and by tests; :class:`WhatIfWidget` puts sliders for K and alpha and drop-downs for the
 dataset and the retriever in front of it and redraws its output on every change. The frames come
-from :func:`ragnb.whatif.precompute` (or :func:`ragnb.whatif.run_what_if`): every value shown is a
+from :func:`ragnb.whatif.precompute` (or :func:`ragnb.whatif.run`): every value shown is a
 lookup in :attr:`ragnb.whatif.WhatIfFrames.grid`, so no embedding, retrieval or evaluation runs
 when a control moves.
 """
