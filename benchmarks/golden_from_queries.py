@@ -6,7 +6,7 @@ Issue #14's "done means", end to end on the real local model:
    (symbolic links in a temporary folder; nothing copied), and a query file ``queries.csv``
    (``query_id,text``) holding the first ``--queries`` queries of SciFact's test split: the
    ``queries`` parameter of :class:`ragnb.golden.GoldenSetConfig`.
-2. :func:`ragnb.golden.pipeline.open_pipeline` with ``judge="local"`` (SmolLM2-135M-Instruct
+2. :func:`ragnb.golden.pipeline.build_pipeline` with ``judge="local"`` (SmolLM2-135M-Instruct
    behind llama.cpp on this machine: a tiny stand-in, not a judge to trust): pool (BM25 and
    BM25 without stemming, top ``--depth``), grade, prune, refine, export the golden set as TREC
    qrels with its manifest.
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ragnb.golden import GoldenSetConfig
     from ragnb.golden.human import halving_markdown
-    from ragnb.golden.pipeline import open_pipeline
+    from ragnb.golden.pipeline import build_pipeline
     from ragnb.io import read_beir
 
     work = Path(args.out or tempfile.mkdtemp(prefix="golden-from-queries-"))
@@ -112,10 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         export_dir=str(work / "run"),
     )
     start = time.perf_counter()
-    pipeline, needs = open_pipeline(config, progress=True)
-    if pipeline is None:
-        print(needs, file=sys.stderr)
-        return 1
+    pipeline = build_pipeline(config, progress=True)
     print(f"dataset: {data} (corpus.jsonl, queries.jsonl, no qrels); {pipeline.dataset.has_qrels=}")
     gs = pipeline.run()
     built = time.perf_counter() - start

@@ -19,6 +19,7 @@ from ragnb.errors import InputError
 from ragnb.golden import (
     GoldenPipeline,
     GoldenSetConfig,
+    build_pipeline,
     default_keep_grade,
     judge_banner,
     merge_pools,
@@ -498,7 +499,7 @@ def test_openai_judge_end_to_end_with_faults_ledger_and_canary(
     openai_server.chat.handler = scripted(state)
     data = small_beir(PYDOCS, tmp_path / "data", n_queries=3)
     config = llm_config(data, tmp_path, openai_server)
-    pipeline = GoldenPipeline.from_config(config)
+    pipeline = build_pipeline(config)
     assert "an LLM, at http://127.0.0.1" in pipeline.banner()
     gs = pipeline.run()
 
@@ -538,11 +539,11 @@ def test_openai_judge_end_to_end_with_faults_ledger_and_canary(
 
     # again: every stage reused, no request at all
     before = openai_server.request_count(CHAT)
-    again = GoldenPipeline.from_config(config).run()
+    again = build_pipeline(config).run()
     assert openai_server.request_count(CHAT) == before
     assert again.qrels.equals(gs.qrels)
     # without the run folder: every stage recomputed, every answer from the cache
-    fresh = GoldenPipeline.from_config(
+    fresh = build_pipeline(
         llm_config(data, tmp_path, openai_server, export_dir=str(tmp_path / "run2"))
     ).run()
     assert openai_server.request_count(CHAT) == before
@@ -561,6 +562,6 @@ def test_budget_stops_the_run_before_any_grade_is_paid(openai_server, tmp_path, 
     data = small_beir(PYDOCS, tmp_path / "data", n_queries=2)
     config = llm_config(data, tmp_path, openai_server, rewrite=False, budget_usd=0.0)
     with pytest.raises(BudgetExceededError, match="exceeds the budget"):
-        GoldenPipeline.from_config(config).run()
+        build_pipeline(config).run()
     assert openai_server.request_count(CHAT) == 0
     assert not (tmp_path / "run" / "stages" / "s4.done.json").exists()

@@ -12,9 +12,10 @@ import pytest
 from test_golden import PYDOCS, scripted
 from test_golden_notebook import visible_text
 
+from ragnb import golden
 from ragnb.cli import main
 from ragnb.errors import InputError
-from ragnb.golden import GoldenSetConfig, LabelStore, calibration_sample, open_pipeline
+from ragnb.golden import GoldenSetConfig, LabelStore, build_pipeline, calibration_sample
 from ragnb.io import read_beir, read_qrels, read_query_file, write_jsonl
 from ragnb.readers import query_id_of
 from ragnb.report import render_report
@@ -128,18 +129,16 @@ def test_queries_alone_build_and_export_a_golden_set(openai_server, tmp_path, mo
     with pytest.raises(FileNotFoundError, match="test.tsv"):
         read_beir(data)
     # an offline judge reads labels: it refuses, saying what to use instead
-    pipeline, needs = open_pipeline(
-        small(tmp_path, openai_server, dataset=str(data), judge="noisy")
-    )
-    assert pipeline is None and "has none (no qrels/test.tsv)" in needs and "judge='local'" in needs
+    result = golden.run(small(tmp_path, openai_server, dataset=str(data), judge="noisy"))
+    needs = result.banner()
+    assert result.golden is None and result.tables() == {}
+    assert "has none (no qrels/test.tsv)" in needs and "judge='local'" in needs
     assert "No human labels" in needs and openai_server.request_count() == 0
     # a query file overrides the dataset's queries
     qfile = tmp_path / "mine.txt"
     qfile.write_text("Abstract Base Classes\nCommand-line parsing library\n", encoding="utf-8")
     config = small(tmp_path, openai_server, dataset=str(data), queries=str(qfile))
-    pipeline, needs = open_pipeline(config)
-    assert needs == ""
-    gs = pipeline.run()
+    gs = build_pipeline(config).run()
     run = tmp_path / "run"
     qrels = read_qrels(run / "golden.qrels")
     assert set(qrels["query_id"]) == {
@@ -164,7 +163,7 @@ def test_human_label_file_gives_calibration_and_ppi(openai_server, tmp_path, mon
     # three queries (the notebook default was 3 when this test was written): more judged pairs
     # than the 12 of the calibration sample
     config = small(tmp_path, openai_server, dataset=str(data), depth=6, min_pool=6, max_queries=3)
-    gs = open_pipeline(config)[0].run()
+    gs = build_pipeline(config).run()
     # a person (here pydocs' labels) labels a calibration sample through the label store
     sample = calibration_sample(gs.judgements, n=12, seed=0, min_per_stratum=1)
     store = LabelStore(tmp_path / "human.qrels")
@@ -271,4 +270,5 @@ def test_notebook_without_qrels_with_a_human_label_file(openai_server, tmp_path,
     report = render_report("02_golden_set", {**params, "judge": "noisy"}, reports_dir=reports)
     text = visible_text(report.html.read_text(encoding="utf-8"))
     assert text.index("No judge, so no golden set") < text.index("Cost before spending") < 3000
-    assert "No human labels" in text and "Calibration skipped (no judge" in text
+    assert "No human labels" in text and "The sections below are skipped" in text
+    assert "Human labels: the file" not in text  # a part that did not run shows nothing

@@ -11,7 +11,9 @@
 - :mod:`ragnb.golden.degenerate`: the degenerate-judge checks (one grade for nearly every pair,
   no variation within queries, no association with the pooled rank, invalid answers) run on
   every set of grades a golden set is made from.
-- :mod:`ragnb.golden.study`: the notebook's own tables (cost estimate, simulation summary).
+- :mod:`ragnb.golden.study`: :func:`run` (notebook 02 as one call) and its
+  :class:`GoldenSetResult` (banner, tables, charts, export, provenance), the notebook's own
+  Markdown and tables (cost estimate, calibration, PPI, simulation summary).
 - :mod:`ragnb.golden.refine`: Plackett-Luce listwise refinement (Dallaire, Algorithm 1), with its
   update and lock rules in :mod:`ragnb.golden.plackett_luce`.
 - :mod:`ragnb.golden.calibration`: judge against human labels; :mod:`ragnb.golden.human`: where
@@ -27,6 +29,7 @@ Query rewriting (S1) is :class:`ragnb.judge.LLMRewriter` (also importable from h
 from ragnb.golden.analysis import grade_distribution, judged_table, pool_overlap
 from ragnb.golden.audit import (
     audit_markdown,
+    audit_rows,
     audit_sample,
     audit_view,
     export_audit,
@@ -53,7 +56,7 @@ from ragnb.golden.goldenset import GoldenSet, Increment
 from ragnb.golden.human import NO_LABELS, HumanLabels, read_human_labels
 from ragnb.golden.judging import human_labels, judge_banner, make_judge, public_judge_info
 from ragnb.golden.labelling import LabelStore, calibration_sample, label_pairs
-from ragnb.golden.pipeline import GoldenPipeline, StageRecord, open_pipeline
+from ragnb.golden.pipeline import GoldenPipeline, StageRecord, build_pipeline
 from ragnb.golden.stages import (
     default_keep_grade,
     grade_candidates,
@@ -65,11 +68,12 @@ from ragnb.golden.stages import (
     refine_pools,
 )
 from ragnb.golden.study import (
+    GoldenSetResult,
     calibration_markdown,
     estimate_markdown,
-    first_screen,
     ppi_markdown,
     ppi_table,
+    run,
     simulation_table,
 )
 from ragnb.judge.rewriter import LLMRewriter
@@ -80,6 +84,7 @@ __all__ = [
     "GoldenPipeline",
     "GoldenSet",
     "GoldenSetConfig",
+    "GoldenSetResult",
     "HumanLabels",
     "Increment",
     "JUDGES",
@@ -92,9 +97,11 @@ __all__ = [
     "STAGE_CODE",
     "StageRecord",
     "audit_markdown",
+    "audit_rows",
     "audit_sample",
     "audit_view",
     "calibration_markdown",
+    "build_pipeline",
     "calibration_sample",
     "check_grades",
     "default_keep_grade",
@@ -102,7 +109,6 @@ __all__ = [
     "estimate_markdown",
     "export_audit",
     "findings_markdown",
-    "first_screen",
     "fold_audit",
     "grade_candidates",
     "grade_distribution",
@@ -115,7 +121,6 @@ __all__ = [
     "make_pool_retriever",
     "merge_pools",
     "normalise_queries",
-    "open_pipeline",
     "pool_candidates",
     "pool_overlap",
     "ppi_markdown",
@@ -126,5 +131,6 @@ __all__ = [
     "read_audit",
     "read_human_labels",
     "refine_pools",
+    "run",
     "simulation_table",
 ]

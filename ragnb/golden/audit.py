@@ -85,6 +85,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AUDIT_COLUMNS",
     "audit_markdown",
+    "audit_rows",
     "audit_sample",
     "audit_view",
     "export_audit",
@@ -210,15 +211,35 @@ def export_audit(
         :func:`read_audit` rejects (the file is left as it is).
     """
     rows, path = _rows_and_file(source, path, top_n, AUDIT_FILE)
-    require_columns(rows, AUDIT_COLUMNS, "the audit rows")
-    rows = rows[AUDIT_COLUMNS].astype({"human_grade": "Int64"}).reset_index(drop=True)
-    if path.exists():
-        rows = _keep_grades(rows, read_audit(path))
+    rows = audit_rows(rows, path)
     texts = {
         c: ["" if pd.isna(t) else _inert(str(t)) for t in rows[c]] for c in ("query", "passage")
     }
     write_table_csv(rows.assign(**texts), path)
     return path
+
+
+def audit_rows(source: GoldenSet | pd.DataFrame, path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The rows :func:`export_audit` writes to ``path``: the audit rows of ``source``
+    (:func:`audit_sample` of a golden set, or rows with :data:`AUDIT_COLUMNS`) with every
+    ``human_grade`` already in ``path`` kept (see :func:`export_audit`).
+
+    Returns
+    -------
+    DataFrame
+        :data:`AUDIT_COLUMNS`, ``human_grade`` as Int64 (missing: not audited).
+
+    Raises
+    ------
+    InputError
+        On rows without :data:`AUDIT_COLUMNS`, or an existing file :func:`read_audit` rejects.
+    """
+    rows = source if isinstance(source, pd.DataFrame) else audit_sample(source)
+    require_columns(rows, AUDIT_COLUMNS, "the audit rows")
+    rows = rows[AUDIT_COLUMNS].astype({"human_grade": "Int64"}).reset_index(drop=True)
+    if Path(path).exists():
+        rows = _keep_grades(rows, read_audit(path))
+    return rows
 
 
 def _inert(text: str) -> str:
@@ -634,17 +655,21 @@ def _override(golden: GoldenSet, recorded: pd.DataFrame) -> int:
     return int((judge_grade.to_numpy() != human.to_numpy()).sum())
 
 
-def audit_markdown(golden: GoldenSet, path: str | os.PathLike[str] | None) -> str:
+def audit_markdown(
+    golden: GoldenSet, path: str | os.PathLike[str] | None, rows: pd.DataFrame | None = None
+) -> str:
     """Markdown for notebook 02: where the audit file is (a path a report may show), how
-    much of it is audited, how to fill it and fold it back; ``path`` None: no run folder."""
+    much of it is audited, how to fill it and fold it back; ``path`` None: no run folder.
+    ``rows``: the file's rows (:func:`audit_rows`) when it is yet to be written; default: read
+    from ``path``."""
     from ragnb.params import display_path
 
     if path is None:
         return (
             "**Audit of the refined top:** no run folder (`export_dir` is empty), so no file "
-            'was written: `golden.export_audit(gs, "audit_top.csv")` writes one.'
+            "was written: `result.export(folder)` writes one, `audit_top.csv`."
         )
-    rows = read_audit(path)
+    rows = read_audit(path) if rows is None else rows
     done = int(rows["human_grade"].notna().sum())
     scale = golden.judge.scale
     shown = display_path(path)
@@ -653,8 +678,9 @@ def audit_markdown(golden: GoldenSet, path: str | os.PathLike[str] | None) -> st
         f"**Audit of the refined top:** {len(rows)} pairs (the top {golden.pipeline.top_n} of "
         f"each of {rows['query_id'].nunique()} queries) in `{shown}`, {done} audited so far. "
         f"Fill its `human_grade` column{on} (empty: not audited), or grade the same rows in "
-        "JupyterLab with `golden.audit_view(gs)` (the judge's grade shown only after you "
-        f'answer); then `golden.fold_audit(gs, gs.run_dir / "{Path(path).name}")` records them '
+        "JupyterLab with `golden.audit_view(result.golden)` (the judge's grade shown only after "
+        "you answer); then `golden.fold_audit(result.golden, result.golden.run_dir / "
+        f'"{Path(path).name}")` records them '
         "as human labels (`audit.qrels`) and puts them into the golden qrels in place of the "
         "judge's. The audit is the refined top, not a random sample: it corrects the qrels, it "
         "is no labelled sample for the prediction-powered intervals (`ragnb.golden.audit`)."

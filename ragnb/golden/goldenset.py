@@ -600,7 +600,7 @@ class GoldenSet:
             "qrels_from_increments": int((self.judgements["source"] == "incremental").sum()),
         }
 
-    def export(self, folder: str | os.PathLike[str] | None = None) -> Path:
+    def export(self, folder: str | os.PathLike[str] | None = None) -> list[Path]:
         """Write the golden set's products (see the module's table) and the manifest.
 
         Parameters
@@ -610,7 +610,13 @@ class GoldenSet:
 
         Returns
         -------
-        Path
+        list of Path
+            The files written, ``manifest.json`` last.
+
+        Raises
+        ------
+        InputError
+            With no folder and no run folder.
         """
         from ragnb.io import atomic_write, write_json, write_qrels, write_run
         from ragnb.params import public_paths
@@ -618,22 +624,27 @@ class GoldenSet:
         out = Path(folder) if folder is not None else self.run_dir
         if out is None:
             raise InputError("no run folder: pass a folder or build with run_dir/export_dir")
-        write_qrels(self.qrels, out / "golden.qrels")
-        with atomic_write(out / QRELS_NOTE) as f:
+        written = [out / "golden.qrels", out / QRELS_NOTE]
+        write_qrels(self.qrels, written[0])
+        with atomic_write(written[1]) as f:
             f.write(self.qrels_note())
         if len(self.order):
-            write_run(self.refined_run, out / "refined.trec", tag="golden-refined")
+            written.append(out / "refined.trec")
+            write_run(self.refined_run, written[-1], tag="golden-refined")
         for name, run in self.runs.items():
-            write_run(run[["query_id", "doc_id", "score"]], out / "runs" / f"{name}.trec", tag=name)
+            written.append(out / "runs" / f"{name}.trec")
+            write_run(run[["query_id", "doc_id", "score"]], written[-1], tag=name)
         for stem, frame in (
             ("judgements", self.judgements),
             ("refined_top", self.top()),
             ("pool_provenance", self.pools),
             ("judged_at_k", self.judged_at_k()),
         ):
-            write_table_csv(frame, out / f"{stem}.csv")
-        write_json(public_paths(self.manifest()), out / "manifest.json")
-        return out
+            written.append(out / f"{stem}.csv")
+            write_table_csv(frame, written[-1])
+        written.append(out / "manifest.json")
+        write_json(public_paths(self.manifest()), written[-1])
+        return written
 
     def qrels_note(self) -> str:
         """The text of ``golden.qrels.README`` (:func:`~.judging.qrels_note`): which judge made

@@ -69,8 +69,7 @@ from ragnb.golden.fingerprints import (
     system_fingerprint,
 )
 from ragnb.golden.goldenset import GoldenSet
-from ragnb.golden.human import NO_LABELS
-from ragnb.golden.judging import judge_banner, make_judge, missing_labels
+from ragnb.golden.judging import judge_banner, make_judge
 from ragnb.golden.refine import RefineConfig
 from ragnb.golden.stages import (
     default_keep_grade,
@@ -91,7 +90,13 @@ from ragnb.provenance import sha256_json, utc_now
 from ragnb.retrieve import Retriever
 from ragnb.validation import check_int_at_least, check_positive_ints
 
-__all__ = ["GoldenPipeline", "StageRecord", "failure_cause", "open_pipeline", "select_queries"]
+__all__ = [
+    "GoldenPipeline",
+    "StageRecord",
+    "build_pipeline",
+    "failure_cause",
+    "select_queries",
+]
 
 log = logging.getLogger("ragnb.golden")
 _ATTEMPTS = re.compile(r" \(request \d+ of at most \d+\)$")
@@ -148,33 +153,6 @@ def select_queries(config: GoldenSetConfig, data: Any) -> tuple[pd.DataFrame, st
     if queries.empty:
         raise InputError(f"no query to build a golden set from ({source})", column="queries")
     return queries, f"{len(queries)} of the {total} queries of {source}"
-
-
-def open_pipeline(
-    config: GoldenSetConfig, *, progress: bool = False
-) -> tuple[GoldenPipeline | None, str]:
-    """:meth:`GoldenPipeline.from_config`, or None and what is missing, in words, when there is
-    no judge: an offline judge on a dataset without labels, or a ``local`` judge whose server
-    cannot start (llama-cpp-python or the model package not installed, or the server failed).
-
-    For notebook 02's first screen; any other error (a malformed file, a bad parameter) is
-    raised.
-    """
-    from ragnb.io import read_beir
-
-    data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
-    needs = missing_labels(config, data.qrels)
-    if not needs:
-        try:
-            return GoldenPipeline.from_config(config, progress=progress), ""
-        except (ImportError, RuntimeError) as e:
-            if config.judge != "local":
-                raise
-            needs = f"judge='local' could not start its model server: {e}"
-    text = f"**No judge, so no golden set:** {needs}. The sections below are skipped." + (
-        "" if data.has_qrels or config.human_labels else "\n\n" + NO_LABELS
-    )
-    return None, text
 
 
 @dataclass
@@ -248,7 +226,7 @@ class GoldenPipeline:
     cutoffs : sequence of int, default (5, 10, 20)
         Judged@K cutoffs.
     config : GoldenSetConfig, optional
-        Recorded in the manifest (set by :meth:`from_config`).
+        Recorded in the manifest (set by :func:`build_pipeline`).
     dataset_info : dict, optional
         Recorded in the manifest (e.g. :meth:`ragnb.io.BeirDataset.summary`).
     ledger : Ledger, optional
@@ -326,70 +304,6 @@ class GoldenPipeline:
         self.dataset: Any = None
         self._data_hash: str | None = None
         self._estimate: Any = None
-
-    # -- construction from the notebook's parameters
-
-    @classmethod
-    def from_config(cls, config: GoldenSetConfig, *, progress: bool = False) -> GoldenPipeline:
-        """Everything ``config`` names: dataset, judge (with a cache and, for an LLM, a ledger in
-        the run folder), pool and new systems, and the run folder."""
-        from ragnb.cache import Cache
-        from ragnb.io import read_beir
-        from ragnb.judge import LLMRewriter
-        from ragnb.ledger import LEDGER_FILE, Ledger
-
-        data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
-        queries, source = select_queries(config, data)
-        run_dir = resolve_path(config.export_dir) if config.export_dir else None
-        cache = Cache(config.cache_dir or None)
-        ledger = None
-        if config.judge == "openai":
-            ledger = Ledger(None if run_dir is None else run_dir / LEDGER_FILE)
-        judge = make_judge(config, data.qrels, cache=cache, ledger=ledger)
-        built: dict[str, Retriever] = {}
-
-        def system(name: str) -> Retriever:
-            if name not in built:
-                built[name] = make_pool_retriever(
-                    name,
-                    embedder=config.embedder,
-                    rrf_k=config.rrf_k,
-                    depth=max(config.depth, config.incremental_k),
-                    cache=cache,
-                )
-            return built[name]
-
-        pool = {name: system(name) for name in config.retrievers}
-        new = {name: system(name) for name in config.new_systems if name not in pool}
-        rewrite = LLMRewriter(judge) if config.rewrite else None
-        pipeline = cls(
-            data.corpus,
-            queries,
-            judge,
-            pool,
-            depth=config.depth,
-            rrf_k=config.rrf_k,
-            min_pool=config.min_pool,
-            keep_grade=None if config.keep_grade < 0 else config.keep_grade,
-            top_n=config.top_n,
-            refine_config=RefineConfig(
-                m=config.refine_batch, max_iterations=config.refine_max_iterations
-            ),
-            seed=config.seed,
-            rewrite=rewrite,
-            run_dir=run_dir,
-            new_systems=new,
-            incremental_k=config.incremental_k,
-            budget_usd=config.budget_usd,
-            cutoffs=config.cutoffs,
-            config=config,
-            dataset_info={**data.summary(), "queries_from": source},
-            ledger=ledger,
-            progress=progress,
-            max_failed_share=getattr(config, "max_failed_share", 0.0),
-        )
-        pipeline.dataset = data
-        return pipeline
 
     # -- what the judge is, in words
 
@@ -792,3 +706,90 @@ class GoldenPipeline:
         if self.run_dir is not None:
             golden.export()
         return golden
+
+
+def build_pipeline(
+    config: GoldenSetConfig, *, dataset: Any = None, progress: bool = False
+) -> GoldenPipeline:
+    """The pipeline of notebook 02: everything ``config`` names, built once (dataset, cache,
+    judge with, for an LLM, a ledger in the run folder, pool and new systems, run folder).
+
+    Parameters
+    ----------
+    config : GoldenSetConfig
+    dataset : BeirDataset, optional
+        Already read (qrels optional); default :func:`ragnb.io.read_beir` of
+        ``config.dataset_path()``.
+    progress : bool, default False
+        Print a line per stage.
+
+    Returns
+    -------
+    GoldenPipeline
+
+    Raises
+    ------
+    InputError
+        A malformed query file, a bad parameter, an offline judge without labels.
+    ImportError, RuntimeError
+        ``judge="local"`` whose model server cannot start.
+    """
+    from ragnb.cache import Cache
+    from ragnb.io import read_beir
+    from ragnb.judge import LLMRewriter
+    from ragnb.ledger import LEDGER_FILE, Ledger
+
+    data = dataset
+    if data is None:
+        data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
+    queries, source = select_queries(config, data)
+    run_dir = resolve_path(config.export_dir) if config.export_dir else None
+    cache = Cache(config.cache_dir or None)
+    ledger = None
+    if config.judge == "openai":
+        ledger = Ledger(None if run_dir is None else run_dir / LEDGER_FILE)
+    judge = make_judge(config, data.qrels, cache=cache, ledger=ledger)
+    built: dict[str, Retriever] = {}
+
+    def system(name: str) -> Retriever:
+        if name not in built:
+            built[name] = make_pool_retriever(
+                name,
+                embedder=config.embedder,
+                rrf_k=config.rrf_k,
+                depth=max(config.depth, config.incremental_k),
+                cache=cache,
+            )
+        return built[name]
+
+    pool = {name: system(name) for name in config.retrievers}
+    new = {name: system(name) for name in config.new_systems if name not in pool}
+    rewrite = LLMRewriter(judge) if config.rewrite else None
+    pipeline = GoldenPipeline(
+        data.corpus,
+        queries,
+        judge,
+        pool,
+        depth=config.depth,
+        rrf_k=config.rrf_k,
+        min_pool=config.min_pool,
+        keep_grade=None if config.keep_grade < 0 else config.keep_grade,
+        top_n=config.top_n,
+        refine_config=RefineConfig(
+            m=config.refine_batch, max_iterations=config.refine_max_iterations
+        ),
+        seed=config.seed,
+        rewrite=rewrite,
+        run_dir=run_dir,
+        new_systems=new,
+        incremental_k=config.incremental_k,
+        budget_usd=config.budget_usd,
+        cutoffs=config.cutoffs,
+        config=config,
+        dataset_info={**data.summary(), "queries_from": source},
+        ledger=ledger,
+        progress=progress,
+        max_failed_share=getattr(config, "max_failed_share", 0.0),
+    )
+    pipeline.dataset = data
+    return pipeline
