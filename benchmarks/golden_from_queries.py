@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ragnb.golden import GoldenSetConfig
+    from ragnb.golden.evaluation import calibrate_judge, human_labels_for, ppi_for
     from ragnb.golden.human import halving_markdown
     from ragnb.golden.pipeline import build_pipeline
     from ragnb.io import read_beir
@@ -134,13 +135,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     labels_path = work / "human.qrels"
     sample = human_file(gs, real, labels_path, n, args.seed)
-    gs.pipeline.config = replace(config, human_labels=str(labels_path))
-    human = gs.human_labels()
+    gs = replace(gs, build=replace(gs.build, config=replace(config, human_labels=str(labels_path))))
+    human = human_labels_for(gs)
     assert human is not None
     print(f"human labels: {human.source}; {'; '.join(human.notes)}")
     print("human grades:", human.qrels["relevance"].value_counts().sort_index().to_dict())
     print("strata:", sample["stratum"].value_counts().to_dict())
-    cal = gs.calibrate(human)
+    cal = calibrate_judge(gs, human)
     pd.set_option("display.width", 200)
     print("\nagreement (95% bootstrap intervals over queries):")
     print(cal.intervals().round(3).to_string(index=False))
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     tau = "n/a" if cal.tau is None else f"{cal.tau.tau:.3f}"
     iv = "" if ti is None else f" [{ti.low:.3f}, {ti.high:.3f}]"
     print(f"\nsystem ranking Kendall tau ({cal.measure}, {len(cal.systems)} systems): {tau}{iv}")
-    table, notes = gs.ppi(human)
+    table, notes = ppi_for(gs, human)
     cols = [
         "system",
         "measure",

@@ -18,17 +18,17 @@ from ragnb.golden import (
     GoldenPipeline,
     audit_markdown,
     audit_sample,
-    audit_view,
     export_audit,
     fold_audit,
-    label_pairs,
     read_audit,
     read_human_labels,
 )
 from ragnb.golden.audit import AUDIT_COLUMNS
+from ragnb.golden.evaluation import ppi_for
 from ragnb.io import read_beir, read_qrels, read_records
 from ragnb.judge import NoisyJudge
 from ragnb.retrieve import BM25Retriever
+from ragnb.widgets import audit_view, label_pairs
 
 TOP_N = 5
 
@@ -195,7 +195,7 @@ def test_folding_changes_exactly_the_audited_pairs(msmarco, tmp_path):
     assert exported.values.tolist() == after.values.tolist()
     human = read_human_labels(run / "audit.qrels", (0, 3))
     assert human.audit and "no random sample" in human.notes[0]
-    table, notes = gs.ppi(human)
+    table, notes = ppi_for(gs, human)
     assert table.empty and "not estimated" in notes[0]
     # folding the same audit again changes nothing
     fold_audit(gs, path)

@@ -16,6 +16,7 @@ from ragnb import golden
 from ragnb.cli import main
 from ragnb.errors import InputError
 from ragnb.golden import GoldenSetConfig, LabelStore, build_pipeline, calibration_sample
+from ragnb.golden.evaluation import calibrate_judge, human_labels_for, ppi_for, ppi_labels_for
 from ragnb.io import read_beir, read_qrels, read_query_file, write_jsonl
 from ragnb.readers import query_id_of
 from ragnb.report import render_report
@@ -151,9 +152,9 @@ def test_queries_alone_build_and_export_a_golden_set(openai_server, tmp_path, mo
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["dataset"]["qrels_pairs"] == 0
     assert manifest["dataset"]["queries_from"].startswith("2 of the 2 queries of the query file")
-    assert gs.human_labels() is None and gs.ppi_labels() is None
+    assert human_labels_for(gs) is None and ppi_labels_for(gs) is None
     with pytest.raises(InputError, match="no human labels"):
-        gs.calibrate()
+        calibrate_judge(gs)
 
 
 def test_human_label_file_gives_calibration_and_ppi(openai_server, tmp_path, monkeypatch):
@@ -171,14 +172,14 @@ def test_human_label_file_gives_calibration_and_ppi(openai_server, tmp_path, mon
     truth = full.qrels.set_index(["query_id", "doc_id"])["relevance"]
     for q, d in zip(sample["query_id"], sample["doc_id"], strict=True):
         store.label(q, d, int(truth.get((q, d), 0)))
-    gs.pipeline.config.human_labels = str(tmp_path / "human.qrels")
-    human = gs.human_labels()
+    gs.build.config.human_labels = str(tmp_path / "human.qrels")
+    human = human_labels_for(gs)
     assert len(human) == 12 and human.grade_map[0] == "binary"  # 0/1 onto the 1-5 judge
     assert set(human.qrels["relevance"]) <= {1, 5} and human.sample is not None
-    cal = gs.calibrate(human)
+    cal = calibrate_judge(gs, human)
     assert len(cal.pairs) == 12 and {"low", "high"} <= set(cal.agreement.columns)
     assert set(cal.bias["human_grade"]) <= {1, 5}
-    table, notes = gs.ppi(human)
+    table, notes = ppi_for(gs, human)
     assert set(table["measure"]) == {"nDCG@10[judge ideal]", "P(rel=4)@10"}
     assert any("RA-nWG@10: not estimated" in n for n in notes)
     assert (table["n_labelled"] <= 12).all() and (table["n_labelled"] < table["n_total"]).all()
@@ -186,7 +187,8 @@ def test_human_label_file_gives_calibration_and_ppi(openai_server, tmp_path, mon
         table["ppi"] <= table["ppi_ci_high"]
     ).all()
     assert (table["labels_to_halve"] > 0).all()
-    assert (tmp_path / "run" / "ppi.csv").exists()
+    written = golden.run(config).export(tmp_path / "run")
+    assert tmp_path / "run" / "ppi.csv" in written and (tmp_path / "run" / "ppi.csv").exists()
 
 
 def test_cli_golden_builds_from_queries_alone(openai_server, tmp_path, monkeypatch, capsys):

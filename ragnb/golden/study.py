@@ -227,15 +227,16 @@ class GoldenSetResult:
     human : HumanLabels or None
         The labels the judge is calibrated against (None: no calibration).
     calibration : Calibration or None
-        :meth:`GoldenSet.calibrate`.
+        :func:`~ragnb.golden.evaluation.calibrate_judge`.
     ppi_labels : HumanLabels or None
         The labels of the prediction-powered estimates (None: none).
     ppi : DataFrame
-        :meth:`GoldenSet.ppi`'s table (empty when not estimated).
+        :func:`~ragnb.golden.evaluation.ppi_for`'s table (empty when not estimated).
     ppi_notes : list of str
     spear : SpearResult or None
     simulation, simulation_summary : DataFrame or None
-        :meth:`GoldenSet.simulate` (None when ``simulate=False`` or no golden set).
+        :func:`~ragnb.golden.evaluation.simulate_refinement` (None when ``simulate=False`` or
+        no golden set).
     """
 
     config: GoldenSetConfig
@@ -500,6 +501,7 @@ def run(config: GoldenSetConfig, *, dataset: Any = None, progress: bool = False)
     JudgeFailures, JudgeUnavailable
         When the judge does not answer (see :mod:`ragnb.golden.pipeline`).
     """
+    from ragnb.golden import evaluation as ev
     from ragnb.golden.judging import missing_labels
     from ragnb.golden.pipeline import build_pipeline
     from ragnb.io import read_beir
@@ -522,12 +524,12 @@ def run(config: GoldenSetConfig, *, dataset: Any = None, progress: bool = False)
         )
         return GoldenSetResult(config, None, needs=text)
     gs = pipeline.run()
-    spear = gs.spear()
-    human = gs.human_labels() if config.calibrate else None
-    calibration = None if human is None else gs.calibrate(human)
-    labels = gs.ppi_labels()
-    ppi, notes = gs.ppi(labels) if labels is not None else (pd.DataFrame(), [])
-    sim, summary = gs.simulate() if config.simulate else (None, None)
+    spear = ev.spear_for(gs)
+    human = ev.human_labels_for(gs) if config.calibrate else None
+    calibration = None if human is None else ev.calibrate_judge(gs, human)
+    labels = ev.ppi_labels_for(gs)
+    ppi, notes = ev.ppi_for(gs, labels) if labels is not None else (pd.DataFrame(), [])
+    sim, summary = ev.simulate_refinement(gs) if config.simulate else (None, None)
     return GoldenSetResult(
         config,
         gs,
