@@ -568,3 +568,30 @@ def test_budget_stops_the_run_before_any_grade_is_paid(openai_server, tmp_path, 
         build_pipeline(config).run()
     assert openai_server.request_count(CHAT) == 0
     assert not (tmp_path / "run" / "stages" / "s4.done.json").exists()
+
+
+def test_run_takes_an_already_built_dataset_and_judge(tmp_path):
+    from ragnb import golden
+
+    data = read_beir(PYDOCS)
+    judge = QrelsJudge(data.qrels, missing=0)
+    config = GoldenSetConfig(
+        judge="noisy",  # recorded only: the judge passed grades
+        retrievers=["bm25"],
+        new_systems=[],
+        max_queries=2,
+        depth=4,
+        min_pool=4,
+        top_n=2,
+        simulate=False,
+        ppi_labels=0,
+        cache_dir=str(tmp_path / "cache"),
+    )
+    result = golden.run(config, dataset=data, judge=judge)
+    assert result.golden is not None and result.golden.judge is judge
+    assert result.golden.build.labels is data.qrels
+    assert judge.judge_id in result.banner()
+    assert "**Prediction-powered estimates skipped** because" in result.banner()
+    assert "**Simulation skipped** because `simulate=False`." in result.banner()
+    assert "ppi" not in result.tables() and "simulation" not in result.tables()
+    assert result.section("simulation") == "**Simulation skipped** because `simulate=False`."

@@ -796,10 +796,16 @@ class GoldenPipeline:
 
 
 def build_pipeline(
-    config: GoldenSetConfig, *, dataset: Any = None, progress: bool = False
+    config: GoldenSetConfig,
+    *,
+    dataset: Any = None,
+    judge: Judge | None = None,
+    cache: Any = None,
+    progress: bool = False,
 ) -> GoldenPipeline:
     """The pipeline of notebook 02: everything ``config`` names, built once (dataset, cache,
-    judge with, for an LLM, a ledger in the run folder, pool and new systems, run folder).
+    judge with, for an LLM, a ledger in the run folder, pool and new systems, run folder),
+    except what the caller passes already built.
 
     Parameters
     ----------
@@ -807,6 +813,13 @@ def build_pipeline(
     dataset : BeirDataset, optional
         Already read (qrels optional); default :func:`ragnb.io.read_beir` of
         ``config.dataset_path()``.
+    judge : Judge, optional
+        Already built (e.g. an :class:`~ragnb.judge.OpenAIJudge` on a running local model
+        server); default :func:`~ragnb.golden.judging.make_judge` of ``config`` (its LLM calls
+        recorded in ``<run folder>/ledger.jsonl``). A judge passed keeps its own ledger.
+    cache : Cache, optional
+        The cache of embeddings (and of the judge it builds); default
+        ``Cache(config.cache_dir)``.
     progress : bool, default False
         Print a line per stage.
 
@@ -831,11 +844,12 @@ def build_pipeline(
         data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
     queries, source = select_queries(config, data)
     run_dir = resolve_path(config.export_dir) if config.export_dir else None
-    cache = Cache(config.cache_dir or None)
+    cache = cache if cache is not None else Cache(config.cache_dir or None)
     ledger = None
-    if config.judge == "openai":
-        ledger = Ledger(None if run_dir is None else run_dir / LEDGER_FILE)
-    judge = make_judge(config, data.qrels, cache=cache, ledger=ledger)
+    if judge is None:
+        if config.judge == "openai":
+            ledger = Ledger(None if run_dir is None else run_dir / LEDGER_FILE)
+        judge = make_judge(config, data.qrels, cache=cache, ledger=ledger)
     built: dict[str, Retriever] = {}
 
     def system(name: str) -> Retriever:

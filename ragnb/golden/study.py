@@ -471,7 +471,14 @@ class GoldenSetResult:
         return written + export_tables(rest, self.provenance(), out)
 
 
-def run(config: GoldenSetConfig, *, dataset: Any = None, progress: bool = False) -> GoldenSetResult:
+def run(
+    config: GoldenSetConfig,
+    *,
+    dataset: Any = None,
+    judge: Any = None,
+    cache: Any = None,
+    progress: bool = False,
+) -> GoldenSetResult:
     """Notebook 02: build the golden set (S1-S6, incremental judging; resumed from and exported
     to the run folder ``config.export_dir`` when set) and run its analyses: Judged@K, SPEAR,
     calibration against human labels, prediction-powered estimates, the simulation.
@@ -483,10 +490,12 @@ def run(config: GoldenSetConfig, *, dataset: Any = None, progress: bool = False)
     Parameters
     ----------
     config : GoldenSetConfig
-    dataset : BeirDataset, optional
-        The dataset, already read (default: read from ``config``).
+    dataset, judge, cache : optional
+        Already built backends: the dataset (read), the judge (``config.judge`` is then only
+        recorded), the cache; default built from ``config``
+        (:func:`~ragnb.golden.pipeline.build_pipeline`).
     progress : bool, default False
-        Print a line per stage (:func:`~ragnb.golden.pipeline.build_pipeline`).
+        Print a line per stage.
 
     Returns
     -------
@@ -509,11 +518,13 @@ def run(config: GoldenSetConfig, *, dataset: Any = None, progress: bool = False)
     data = dataset
     if data is None:
         data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
-    needs = missing_labels(config, data.qrels)
+    needs = "" if judge is not None else missing_labels(config, data.qrels)
     pipeline = None
     if not needs:
         try:
-            pipeline = build_pipeline(config, dataset=data, progress=progress)
+            pipeline = build_pipeline(
+                config, dataset=data, judge=judge, cache=cache, progress=progress
+            )
         except (ImportError, RuntimeError) as e:
             if config.judge != "local":
                 raise
