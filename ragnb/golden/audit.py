@@ -67,6 +67,7 @@ import csv
 import io
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -547,21 +548,21 @@ def fold_audit(
     *,
     labels: str | os.PathLike[str] | None = None,
     export: bool = True,
-) -> HumanLabels:
+) -> tuple[GoldenSet, HumanLabels]:
     """Fold audited grades into the golden set: human labels, and the golden qrels' grades.
 
     For every audited pair (a ``human_grade`` given): the grade is saved in the labels file
     (a :class:`~ragnb.golden.labelling.LabelStore`; a new grade for a pair replaces the old),
     the file's sample table records the audit's design (see the module: what PPI may and may
-    not use these labels for), and the golden set's ``judgements`` take the grade with
-    ``source`` "audit", so :attr:`GoldenSet.qrels` and the exported ``golden.qrels`` hold the
+    not use these labels for), and the returned golden set's ``judgements`` take the grade with
+    ``source`` "audit", so its :attr:`GoldenSet.qrels` and the exported ``golden.qrels`` hold the
     person's grade there and the judge's elsewhere. Every label of the file is folded, so a
     golden set rebuilt from its stages gets all its audits back from one call.
 
     Parameters
     ----------
     golden : GoldenSet
-        Changed in place (its ``judgements``).
+        Left as it is (a golden set is a value).
     audit : DataFrame or str or PathLike
         A filled audit CSV (``.csv``: :func:`read_audit` with the judge's scale), a labels
         file (TREC qrels: the view's, :func:`ragnb.widgets.audit_view`), or a frame with
@@ -575,7 +576,9 @@ def fold_audit(
 
     Returns
     -------
-    HumanLabels
+    golden : GoldenSet
+        ``golden`` with the audited grades in its judgements.
+    labels : HumanLabels
         ``qrels``: every audit label of the file (or of ``audit``), on the judge's scale;
         ``sample``: the design table (``grade`` the judge's); ``audit`` True; ``notes`` say how
         many grades changed.
@@ -623,7 +626,8 @@ def fold_audit(
             "this golden set's refined order: left out"
         )
     recorded = recorded.loc[np.array(inside, dtype=bool)].reset_index(drop=True)
-    changed = _override(golden, recorded)
+    judgements, changed = _override(golden, recorded)
+    golden = replace(golden, judgements=judgements)
     if export and golden.run_dir is not None:
         golden.export()
     notes.insert(
@@ -633,7 +637,7 @@ def fold_audit(
         "every audited pair (judgements source 'audit')",
     )
     source = f"an audit of the refined top ({len(recorded)} pairs)"
-    return HumanLabels(recorded, source, design, None, [*notes, AUDIT_NOTE], True)
+    return golden, HumanLabels(recorded, source, design, None, [*notes, AUDIT_NOTE], True)
 
 
 def _keys(frame: pd.DataFrame) -> pd.MultiIndex:
@@ -642,19 +646,18 @@ def _keys(frame: pd.DataFrame) -> pd.MultiIndex:
     )
 
 
-def _override(golden: GoldenSet, recorded: pd.DataFrame) -> int:
-    """Put ``recorded``'s grades into ``golden.judgements`` (``source`` "audit"); returns how
-    many differ from the judge's grade (S6's order, i.e. S4's)."""
+def _override(golden: GoldenSet, recorded: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``golden.judgements`` with ``recorded``'s grades (``source`` "audit"), and how many
+    differ from the judge's grade (S6's order, i.e. S4's)."""
     human = recorded.set_index(_keys(recorded))["relevance"]
     j = golden.judgements.copy()
     key = _keys(j)
     hit = key.isin(human.index)
     j.loc[hit, "grade"] = human.reindex(key[hit]).to_numpy(dtype=np.int64)
     j.loc[hit, "source"] = "audit"
-    golden.judgements = j
     judge = golden.order.astype({"query_id": str, "doc_id": str})
     judge_grade = judge.set_index(["query_id", "doc_id"])["grade"].reindex(human.index)
-    return int((judge_grade.to_numpy() != human.to_numpy()).sum())
+    return j, int((judge_grade.to_numpy() != human.to_numpy()).sum())
 
 
 def audit_markdown(
@@ -683,7 +686,8 @@ def audit_markdown(
         "JupyterLab with `ragnb.widgets.audit_view(result.golden)` (the judge's grade shown "
         "only after you answer); then `golden.fold_audit(result.golden, result.golden.run_dir / "
         f'"{Path(path).name}")` records them '
-        "as human labels (`audit.qrels`) and puts them into the golden qrels in place of the "
-        "judge's. The audit is the refined top, not a random sample: it corrects the qrels, it "
-        "is no labelled sample for the prediction-powered intervals (`ragnb.golden.audit`)."
+        "as human labels (`audit.qrels`) and returns the golden set with them in its qrels in "
+        "place of the judge's. The audit is the refined top, not a random sample: it corrects "
+        "the qrels, it is no labelled sample for the prediction-powered intervals "
+        "(`ragnb.golden.audit`)."
     )

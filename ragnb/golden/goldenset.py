@@ -191,9 +191,12 @@ class BuildRecord:
     labels: pd.DataFrame | None = None
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class GoldenSet:
-    """A built golden set: every stage's frame, the judgements with their provenance, exports.
+    """A built golden set, a value (frozen): every stage's frame, the judgements with their
+    provenance, exports. Extending it (:meth:`GoldenPipeline.extend
+    <ragnb.golden.GoldenPipeline.extend>`, :meth:`with_increment`) or folding an audit into it
+    (:func:`ragnb.golden.audit.fold_audit`) returns a new one.
 
     Attributes
     ----------
@@ -232,7 +235,7 @@ class GoldenSet:
         if self.judgements.empty:
             valid = self.grades[self.grades["valid"]]
             systems = self.candidates.set_index(["query_id", "doc_id"])["systems"]
-            self.judgements = pd.DataFrame(
+            judgements = pd.DataFrame(
                 {
                     "query_id": valid["query_id"].to_numpy(dtype=object),
                     "doc_id": valid["doc_id"].to_numpy(dtype=object),
@@ -244,6 +247,7 @@ class GoldenSet:
                     ],
                 }
             ).astype({"source": object, "systems": object})
+            object.__setattr__(self, "judgements", judgements)  # frozen: set once, here
 
     # -- views
 
