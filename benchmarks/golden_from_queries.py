@@ -6,7 +6,7 @@ Issue #14's "done means", end to end on the real local model:
    (symbolic links in a temporary folder; nothing copied), and a query file ``queries.csv``
    (``query_id,text``) holding the first ``--queries`` queries of SciFact's test split: the
    ``queries`` parameter of :class:`ragnb.golden.GoldenSetConfig`.
-2. :func:`ragnb.golden.pipeline.open_pipeline` with ``judge="local"`` (SmolLM2-135M-Instruct
+2. :func:`ragnb.golden.pipeline.build_pipeline` with ``judge="local"`` (SmolLM2-135M-Instruct
    behind llama.cpp on this machine: a tiny stand-in, not a judge to trust): pool (BM25 and
    BM25 without stemming, top ``--depth``), grade, prune, refine, export the golden set as TREC
    qrels with its manifest.
@@ -88,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ragnb.golden import GoldenSetConfig
+    from ragnb.golden.evaluation import calibrate_judge, human_labels_for, ppi_for
     from ragnb.golden.human import halving_markdown
-    from ragnb.golden.pipeline import open_pipeline
+    from ragnb.golden.pipeline import build_pipeline
     from ragnb.io import read_beir
 
     work = Path(args.out or tempfile.mkdtemp(prefix="golden-from-queries-"))
@@ -112,10 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         export_dir=str(work / "run"),
     )
     start = time.perf_counter()
-    pipeline, needs = open_pipeline(config, progress=True)
-    if pipeline is None:
-        print(needs, file=sys.stderr)
-        return 1
+    pipeline = build_pipeline(config, progress=True)
     print(f"dataset: {data} (corpus.jsonl, queries.jsonl, no qrels); {pipeline.dataset.has_qrels=}")
     gs = pipeline.run()
     built = time.perf_counter() - start
@@ -137,13 +135,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     labels_path = work / "human.qrels"
     sample = human_file(gs, real, labels_path, n, args.seed)
-    gs.pipeline.config = replace(config, human_labels=str(labels_path))
-    human = gs.human_labels()
+    gs = replace(gs, build=replace(gs.build, config=replace(config, human_labels=str(labels_path))))
+    human = human_labels_for(gs)
     assert human is not None
     print(f"human labels: {human.source}; {'; '.join(human.notes)}")
     print("human grades:", human.qrels["relevance"].value_counts().sort_index().to_dict())
     print("strata:", sample["stratum"].value_counts().to_dict())
-    cal = gs.calibrate(human)
+    cal = calibrate_judge(gs, human)
     pd.set_option("display.width", 200)
     print("\nagreement (95% bootstrap intervals over queries):")
     print(cal.intervals().round(3).to_string(index=False))
@@ -155,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     tau = "n/a" if cal.tau is None else f"{cal.tau.tau:.3f}"
     iv = "" if ti is None else f" [{ti.low:.3f}, {ti.high:.3f}]"
     print(f"\nsystem ranking Kendall tau ({cal.measure}, {len(cal.systems)} systems): {tau}{iv}")
-    table, notes = gs.ppi(human)
+    table, notes = ppi_for(gs, human)
     cols = [
         "system",
         "measure",

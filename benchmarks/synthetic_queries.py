@@ -114,9 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from ragnb.cache import Cache
-    from ragnb.golden.agreement import kendall_tau
     from ragnb.io import read_beir
     from ragnb.judge.querygen import is_synthetic, synthetic_notice, write_synthetic
+    from ragnb.stats.agreement import kendall_tau
 
     real = read_beir(DATASET, split="test")
     out = Path(args.out or tempfile.mkdtemp(prefix="ragnb-synthetic-scifact-"))

@@ -491,7 +491,8 @@ def _golden_config(args: argparse.Namespace) -> GoldenSetConfig:
     ``top_n``) passes through as parsed, so an option is written in the parser and the
     dataclass only; here the paths become absolute, the options of
     :data:`_GOLDEN_OPTIONS_NOT_FIELDS` are translated and the command's fixed settings (no
-    incremental systems, no simulation) are set."""
+    incremental systems, no simulation, calibration and PPI only with ``--human-labels``) are
+    set."""
     from dataclasses import fields
 
     from ragnb.golden import GoldenSetConfig
@@ -506,6 +507,8 @@ def _golden_config(args: argparse.Namespace) -> GoldenSetConfig:
         min_pool=args.min_pool if args.min_pool else args.depth,
         new_systems=[],
         simulate=False,
+        calibrate=bool(given["human_labels"]),
+        ppi_labels=0,
         export_dir=str(Path(args.out).resolve()),
     )
     return GoldenSetConfig(**values)
@@ -515,18 +518,19 @@ def _cmd_golden(args: argparse.Namespace) -> int:
     """Build a golden set (notebook 02's pipeline) and export it to ``--out``; say on stderr
     when the judge is the local stand-in (before it starts) and what the degenerate-judge
     checks found in its grades (after the run)."""
-    from ragnb.golden import open_pipeline
+    from ragnb.golden import run
     from ragnb.golden.goldenset import QRELS_NOTE
     from ragnb.golden.judging import LOCAL_JUDGE_WARNING
 
     config = _golden_config(args)
     if config.judge == "local":
         print(f"ragnb: warning: {LOCAL_JUDGE_WARNING}", file=sys.stderr, flush=True)
-    pipeline, needs = open_pipeline(config, progress=not args.quiet)
-    if pipeline is None:
-        raise InputError(needs.replace("**", "").split("\n\n")[0])
-    gs = pipeline.run()
+    result = run(config, progress=not args.quiet)
+    gs = result.golden
+    if gs is None:
+        raise InputError(result.banner().replace("**", "").split("\n\n")[0])
     out = Path(config.export_dir)
+    result.export(out)
     c = gs.manifest()["counts"]
     print(
         f"{out / 'golden.qrels'}: {c['qrels']} judgements of {c['queries']} queries "
@@ -534,17 +538,15 @@ def _cmd_golden(args: argparse.Namespace) -> int:
         f"which judge made it in {QRELS_NOTE}, provenance in judgements.csv and manifest.json"
     )
     _print_judge_checks(gs.judge_checks())
-    human = gs.human_labels() if args.human_labels else None
-    if human is not None:
-        cal = gs.calibrate(human)
+    cal = result.calibration
+    if cal is not None:
         k = cal.agreement.set_index("statistic").loc["kappa (quadratic)"]
         print(
             f"calibration ({len(cal.pairs)} pairs): quadratic kappa {k['value']:.3f} "
             f"[{k['low']:.3f}, {k['high']:.3f}]; {out / 'calibration'}"
         )
-        table, _ = gs.ppi(human)
-        if not table.empty:
-            print(f"PPI estimates: {out / 'ppi.csv'} ({len(table)} rows)")
+    if not result.ppi.empty:
+        print(f"PPI estimates: {out / 'ppi.csv'} ({len(result.ppi)} rows)")
     return 0
 
 

@@ -18,17 +18,17 @@ from ragnb.golden import (
     GoldenPipeline,
     audit_markdown,
     audit_sample,
-    audit_view,
     export_audit,
     fold_audit,
-    label_pairs,
     read_audit,
     read_human_labels,
 )
 from ragnb.golden.audit import AUDIT_COLUMNS
+from ragnb.golden.evaluation import ppi_for
 from ragnb.io import read_beir, read_qrels, read_records
 from ragnb.judge import NoisyJudge
 from ragnb.retrieve import BM25Retriever
+from ragnb.widgets import audit_view, label_pairs
 
 TOP_N = 5
 
@@ -170,11 +170,13 @@ def test_folding_changes_exactly_the_audited_pairs(msmarco, tmp_path):
         % 4,
         (picks.iloc[2]["query_id"], picks.iloc[2]["doc_id"]): picks.iloc[2]["judge_grade"],
     }
-    nothing = fold_audit(gs, path)  # exported, not yet filled: nothing audited
-    assert len(nothing) == 0 and gs.qrels.equals(before)
-    assert (gs.judgements["source"] != "audit").all()
+    same, nothing = fold_audit(gs, path)  # exported, not yet filled: nothing audited
+    assert len(nothing) == 0 and same.qrels.equals(before)
+    assert (same.judgements["source"] != "audit").all()
     fill(path, {k: str(v) for k, v in new.items()})
-    labels = fold_audit(gs, path)
+    folded, labels = fold_audit(gs, path)
+    assert gs.qrels.equals(before)  # a golden set is a value: folding returns a new one
+    gs = folded
     after = gs.qrels
     assert len(after) == len(before)
     merged = before.merge(after, on=["query_id", "doc_id"], suffixes=("_b", "_a"))
@@ -195,10 +197,10 @@ def test_folding_changes_exactly_the_audited_pairs(msmarco, tmp_path):
     assert exported.values.tolist() == after.values.tolist()
     human = read_human_labels(run / "audit.qrels", (0, 3))
     assert human.audit and "no random sample" in human.notes[0]
-    table, notes = gs.ppi(human)
+    table, notes = ppi_for(gs, human)
     assert table.empty and "not estimated" in notes[0]
     # folding the same audit again changes nothing
-    fold_audit(gs, path)
+    gs, _ = fold_audit(gs, path)
     pd.testing.assert_frame_equal(gs.qrels, after)
     assert read_qrels(run / "audit.qrels").values.tolist() == saved.values.tolist()
 
@@ -286,7 +288,7 @@ def test_a_torn_file_is_refused_and_never_folded(msmarco, tmp_path):
     # a file cut exactly between records is a shorter audit: its rows fold
     path.write_bytes(whole[:last])
     assert len(read_audit(path)) == len(rows) - 1
-    assert len(fold_audit(gs, path)) == 10
+    assert len(fold_audit(gs, path)[1]) == 10
 
 
 # ----------------------------------------------------------------------------- the view
@@ -306,7 +308,7 @@ def test_the_labelling_view_opens_on_the_audit_rows(msmarco, tmp_path):
     w.keys.value = "0"
     assert w.counts()["labelled"] == 2
     # the view's labels fold as they are (the design table marks them as an audit)
-    labels = fold_audit(gs, gs.run_dir / "audit.qrels")
+    gs, labels = fold_audit(gs, gs.run_dir / "audit.qrels")
     assert labels.audit and len(labels) == 2
     second = tuple(rows.loc[1, ["query_id", "doc_id"]])
     q = gs.qrels.set_index(["query_id", "doc_id"])["relevance"]

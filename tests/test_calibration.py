@@ -15,9 +15,7 @@ import pandas as pd
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.golden import agreement as agreement_module
 from ragnb.golden import calibration as calibration_module
-from ragnb.golden.agreement import _tau_b_rows
 from ragnb.golden.calibration import (
     STATISTICS,
     Calibration,
@@ -37,6 +35,8 @@ from ragnb.golden.calibration import (
     weighted_kappa,
 )
 from ragnb.measures import pr_auc
+from ragnb.stats import agreement as agreement_module
+from ragnb.stats.agreement import _tau_b_rows
 
 # ----------------------------------------------------------------------------- kappa
 

@@ -19,7 +19,13 @@ from ragnb import golden
 from ragnb.cli import _golden_config, build_parser, main
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
-from ragnb.golden import CheckThresholds, GoldenPipeline, check_grades, rank_association
+from ragnb.golden import (
+    CheckThresholds,
+    GoldenPipeline,
+    build_pipeline,
+    check_grades,
+    rank_association,
+)
 from ragnb.golden.stages import passages_by_id
 from ragnb.io import read_beir
 from ragnb.judge import EnsembleJudge, QrelsJudge
@@ -283,21 +289,16 @@ def test_a_constant_judge_is_flagged_on_the_console_in_the_manifest_and_first_sc
     # notebook 02's first screen, as its cells draw it: the run folder is reused, no new call
     config = _golden_config(build_parser().parse_args(argv))
     before = openai_server.request_count()
-    pipeline, needs = golden.open_pipeline(config)
-    gs = pipeline.run()
+    screen = golden.run(config).banner()
     assert openai_server.request_count() == before
-    screen = golden.first_screen(config, pipeline, needs, gs)
     assert screen.index("Judge: openai-judge:gpt-4o-mini") < screen.index(WARNING)
     assert "`one_grade`: grade 5 for 32 of 32 valid grades (100%" in screen
     assert "**What to do:** Calibrate the judge" in screen
-    assert WARNING not in golden.first_screen(config, pipeline, needs)  # before the run
-    # ...and the notebook redraws its first screen with the golden set after the run
+    # ...and the notebook draws its first screen from the result, after the run
     nb = json.loads((PYDOCS.parents[1] / "notebooks" / "02_golden_set.ipynb").read_text())
     cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
-    assert "first = display(Markdown(golden.first_screen(config, pipeline, needs))" in cells[1]
-    assert "first.update(Markdown(golden.first_screen(config, pipeline, needs, gs)))" in "".join(
-        cells
-    )
+    assert "result = golden.run(config)" in cells[1]
+    assert "display(Markdown(result.banner()))" in cells[1]
 
 
 def test_grades_that_fall_down_the_pool_raise_no_warning(
@@ -309,8 +310,8 @@ def test_grades_that_fall_down_the_pool_raise_no_warning(
     argv = golden_argv(data, out, openai_server, tmp_path)
     config = _golden_config(build_parser().parse_args(argv))
     # the fused rank of each pair, from S1-S3 (no judge call), makes a judge that reads well
-    candidates = GoldenPipeline.from_config(config).candidates()
-    queries = GoldenPipeline.from_config(config).queries()
+    candidates = build_pipeline(config).candidates()
+    queries = build_pipeline(config).queries()
     qtext = dict(zip(queries["query_id"], queries["normalised"], strict=True))
     texts = passages_by_id(read_beir(data).corpus)
     rank = {
@@ -324,8 +325,7 @@ def test_grades_that_fall_down_the_pool_raise_no_warning(
     checks = json.loads((out / "manifest.json").read_text())["judge_checks"]
     assert checks["findings"] == [] and checks["checked"][0]["valid"] == 32
     assert "degenerate-judge checks: no finding(s)" in (out / "golden.qrels.README").read_text()
-    pipeline, needs = golden.open_pipeline(config)
-    assert WARNING not in golden.first_screen(config, pipeline, needs, pipeline.run())
+    assert WARNING not in golden.run(config).banner()
 
 
 def test_local_judge_warns_before_it_starts(tmp_path, capsys):
@@ -383,11 +383,8 @@ def pydocs_small():
 
 
 @pytest.mark.slow
-def test_notebook_02_redraws_its_first_screen_with_the_findings(
-    openai_server, tmp_path, monkeypatch
-):
-    """The one render: the first screen, drawn before the run, holds the findings in the
-    report (the notebook updates that display after the run)."""
+def test_notebook_02_shows_the_findings_on_its_first_screen(openai_server, tmp_path, monkeypatch):
+    """The one render: the first screen holds the findings in the report."""
     from test_golden_notebook import visible_text
 
     from ragnb.report import render_report

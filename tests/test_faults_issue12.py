@@ -24,7 +24,7 @@ from test_judge_crash import CHAT, answer, finish, start
 
 from ragnb.cache import Cache
 from ragnb.errors import JudgeFailures, JudgeUnavailable
-from ragnb.golden import GoldenPipeline
+from ragnb.golden import build_pipeline
 from ragnb.judge import OpenAIJudge
 from ragnb.judge.base import grade_requests as to_requests
 from ragnb.judge.calls import NAMESPACE
@@ -104,7 +104,7 @@ def test_partial_outage_stops_before_s5_and_the_resume_resends_exactly_the_faile
 
     openai_server.chat.handler = outage(failing)
     with pytest.raises(JudgeFailures) as info:
-        GoldenPipeline.from_config(config).run()
+        build_pipeline(config).run()
     sent = grade_requests(openai_server)
     failed = {p for p in sent if failing(p)}
     assert failed and len(failed) < len(sent)
@@ -119,13 +119,13 @@ def test_partial_outage_stops_before_s5_and_the_resume_resends_exactly_the_faile
     assert sum(grade_requests(openai_server).values()) == openai_server.request_count(CHAT)
 
     # the first screen of the next run says so
-    pipeline = GoldenPipeline.from_config(config)
+    pipeline = build_pipeline(config)
     assert f"**{len(failed)} of {len(sent)} judgements failed**" in pipeline.banner()
 
     # below a looser threshold the run goes on, and says how many failed
     before = len(openai_server.requests)
     config.max_failed_share = 0.9
-    gs = GoldenPipeline.from_config(config).run()
+    gs = build_pipeline(config).run()
     assert set(grade_requests(openai_server, before)) == failed  # only those were re-sent
     assert (gs.grades["status"] == "failed").sum() == len(failed)
     assert f"**{len(failed)} of {len(sent)} judgements failed**" in gs.summary_markdown()
@@ -135,7 +135,7 @@ def test_partial_outage_stops_before_s5_and_the_resume_resends_exactly_the_faile
     openai_server.chat.handler = outage(lambda p: False)
     before = len(openai_server.requests)
     config.max_failed_share = 0.0
-    gs = GoldenPipeline.from_config(config).run()
+    gs = build_pipeline(config).run()
     resent = grade_requests(openai_server, before)
     assert set(resent) == failed and max(resent.values()) == 1
     assert gs.grades["valid"].all() and gs.grades["cached"].sum() == len(sent) - len(failed)
@@ -149,7 +149,7 @@ def test_a_wrong_key_stops_the_pipeline_at_s4_naming_the_401(openai_server, tmp_
     config = llm_config(data, tmp_path, openai_server, rewrite=False, new_systems=[])
     openai_server.chat.handler = lambda r: error(401, "Incorrect API key provided: sk-wr****")
     with pytest.raises(JudgeUnavailable) as info:
-        GoldenPipeline.from_config(config).run()
+        build_pipeline(config).run()
     message = str(info.value)
     assert message.startswith("S4 grades stopped")
     assert "HTTP 401: Incorrect API key provided" in message

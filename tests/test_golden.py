@@ -19,6 +19,7 @@ from ragnb.errors import InputError
 from ragnb.golden import (
     GoldenPipeline,
     GoldenSetConfig,
+    build_pipeline,
     default_keep_grade,
     judge_banner,
     merge_pools,
@@ -239,12 +240,12 @@ def test_second_run_is_a_noop_and_a_changed_parameter_reruns_only_its_stages(pyd
     first_judge = CountingJudge(NoisyJudge(pydocs.qrels, missing=0))
     first = build(pydocs, ten, first_judge, tmp_path / "run").run()
     assert first_judge.graded == len(first.candidates) and first_judge.ranked > 0
-    assert not any(r.reused for r in first.pipeline.stage_records.values())
+    assert not any(r.reused for r in first.build.stage_records.values())
 
     again_judge = CountingJudge(NoisyJudge(pydocs.qrels, missing=0))
     again = build(pydocs, ten, again_judge, tmp_path / "run").run()
     assert again_judge.graded == 0 and again_judge.ranked == 0  # zero judge calls
-    assert all(r.reused for r in again.pipeline.stage_records.values())
+    assert all(r.reused for r in again.build.stage_records.values())
     assert again.qrels.equals(first.qrels)
     pd.testing.assert_frame_equal(again.order, first.order)
     pd.testing.assert_frame_equal(again.grades, first.grades)
@@ -252,7 +253,7 @@ def test_second_run_is_a_noop_and_a_changed_parameter_reruns_only_its_stages(pyd
     # another min_pool: S1-S4 reused (no grading), S5 and S6 recomputed
     third_judge = CountingJudge(NoisyJudge(pydocs.qrels, missing=0))
     third = build(pydocs, ten, third_judge, tmp_path / "run", min_pool=15).run()
-    reused = {s: r.reused for s, r in third.pipeline.stage_records.items()}
+    reused = {s: r.reused for s, r in third.build.stage_records.items()}
     assert reused == {"s1": True, "s2": True, "s3": True, "s4": True, "s5": False, "s6": False}
     assert third_judge.graded == 0 and third_judge.ranked > 0
 
@@ -273,7 +274,7 @@ def test_a_code_change_reruns_the_stages_that_run_it(pydocs, ten, tmp_path, monk
     )
     judge = CountingJudge(QrelsJudge(pydocs.qrels, missing=0))
     gs = build(pydocs, ten, judge, tmp_path / "run").run()
-    reused = {s: r.reused for s, r in gs.pipeline.stage_records.items()}
+    reused = {s: r.reused for s, r in gs.build.stage_records.items()}
     assert reused == {"s1": True, "s2": True, "s3": True, "s4": True, "s5": False, "s6": True}
     assert judge.graded == 0 and judge.ranked == 0
     # a change of the refinement code reruns S6
@@ -281,7 +282,7 @@ def test_a_code_change_reruns_the_stages_that_run_it(pydocs, ten, tmp_path, monk
         ragnb.golden.config.STAGE_CODE, "s6", ("ragnb.golden.stages", "ragnb.stats")
     )
     gs = build(pydocs, ten, judge, tmp_path / "run").run()
-    assert not gs.pipeline.stage_records["s6"].reused and judge.ranked > 0
+    assert not gs.build.stage_records["s6"].reused and judge.ranked > 0
 
 
 class Crash(RuntimeError):
@@ -310,7 +311,7 @@ def test_a_crash_mid_stage_leaves_no_partial_file_and_the_rerun_resumes(pydocs, 
     assert not list(run.rglob("*.tmp")) and not (run / "manifest.json").exists()
     judge = CountingJudge(QrelsJudge(pydocs.qrels, missing=0))
     gs = build(pydocs, ten, judge, run).run()
-    reused = {s: r.reused for s, r in gs.pipeline.stage_records.items()}
+    reused = {s: r.reused for s, r in gs.build.stage_records.items()}
     assert reused == {"s1": True, "s2": True, "s3": True, "s4": False, "s5": False, "s6": False}
     assert not list(run.rglob("*.tmp"))
     # a stage file changed behind the pipeline's back is not trusted: S4 is graded again
@@ -323,7 +324,8 @@ def test_a_crash_mid_stage_leaves_no_partial_file_and_the_rerun_resumes(pydocs, 
 def test_incremental_judging_judges_only_the_new_systems_unjudged_top_k(pydocs, ten, tmp_path):
     judge = CountingJudge(QrelsJudge(pydocs.qrels, missing=0))
     systems = {"bm25": BM25Retriever()}
-    gs = build(pydocs, ten, judge, tmp_path / "run", systems=systems).run()
+    pipeline = build(pydocs, ten, judge, tmp_path / "run", systems=systems)
+    gs = pipeline.run()
     pooled = set(zip(gs.qrels["query_id"], gs.qrels["doc_id"], strict=True))
     plain = BM25Retriever(stemmer=None, stopwords=None, name="bm25-plain").index(pydocs.corpus)
     run = plain.retrieve(gs.queries[["query_id", "text"]], k=15)
@@ -333,7 +335,9 @@ def test_incremental_judging_judges_only_the_new_systems_unjudged_top_k(pydocs, 
     }
     assert unjudged, "bm25-plain should bring documents bm25 did not"
     graded_before = judge.graded
-    inc = gs.extend(run, "bm25-plain", k=15)
+    extended = pipeline.extend(gs, run, "bm25-plain", k=15)
+    assert gs.increments == [] and len(extended.increments) == 1  # gs itself is left as it was
+    gs, inc = extended, extended.increments[-1]
     assert judge.graded - graded_before == len(unjudged) == inc.calls
     assert set(zip(inc.frame["query_id"], inc.frame["doc_id"], strict=True)) == unjudged
     # every pair of the top is judged now; a query the system returns nothing for scores 0
@@ -347,7 +351,7 @@ def test_incremental_judging_judges_only_the_new_systems_unjudged_top_k(pydocs, 
     assert manifest["increments"][0]["new_judgements"] == len(unjudged)
     assert manifest["counts"]["qrels_from_increments"] == len(unjudged)
     # the same run again: nothing left to judge
-    again = gs.extend(run, "bm25-plain", k=15)
+    again = pipeline.extend(gs, run, "bm25-plain", k=15).increments[-1]
     assert again.calls == 0 and judge.graded - graded_before == len(unjudged)
     # a rebuilt golden set picks the increment up from the run folder, without judging
     judge2 = CountingJudge(QrelsJudge(pydocs.qrels, missing=0))
@@ -498,7 +502,7 @@ def test_openai_judge_end_to_end_with_faults_ledger_and_canary(
     openai_server.chat.handler = scripted(state)
     data = small_beir(PYDOCS, tmp_path / "data", n_queries=3)
     config = llm_config(data, tmp_path, openai_server)
-    pipeline = GoldenPipeline.from_config(config)
+    pipeline = build_pipeline(config)
     assert "an LLM, at http://127.0.0.1" in pipeline.banner()
     gs = pipeline.run()
 
@@ -538,11 +542,11 @@ def test_openai_judge_end_to_end_with_faults_ledger_and_canary(
 
     # again: every stage reused, no request at all
     before = openai_server.request_count(CHAT)
-    again = GoldenPipeline.from_config(config).run()
+    again = build_pipeline(config).run()
     assert openai_server.request_count(CHAT) == before
     assert again.qrels.equals(gs.qrels)
     # without the run folder: every stage recomputed, every answer from the cache
-    fresh = GoldenPipeline.from_config(
+    fresh = build_pipeline(
         llm_config(data, tmp_path, openai_server, export_dir=str(tmp_path / "run2"))
     ).run()
     assert openai_server.request_count(CHAT) == before
@@ -561,6 +565,33 @@ def test_budget_stops_the_run_before_any_grade_is_paid(openai_server, tmp_path, 
     data = small_beir(PYDOCS, tmp_path / "data", n_queries=2)
     config = llm_config(data, tmp_path, openai_server, rewrite=False, budget_usd=0.0)
     with pytest.raises(BudgetExceededError, match="exceeds the budget"):
-        GoldenPipeline.from_config(config).run()
+        build_pipeline(config).run()
     assert openai_server.request_count(CHAT) == 0
     assert not (tmp_path / "run" / "stages" / "s4.done.json").exists()
+
+
+def test_run_takes_an_already_built_dataset_and_judge(tmp_path):
+    from ragnb import golden
+
+    data = read_beir(PYDOCS)
+    judge = QrelsJudge(data.qrels, missing=0)
+    config = GoldenSetConfig(
+        judge="noisy",  # recorded only: the judge passed grades
+        retrievers=["bm25"],
+        new_systems=[],
+        max_queries=2,
+        depth=4,
+        min_pool=4,
+        top_n=2,
+        simulate=False,
+        ppi_labels=0,
+        cache_dir=str(tmp_path / "cache"),
+    )
+    result = golden.run(config, dataset=data, judge=judge)
+    assert result.golden is not None and result.golden.judge is judge
+    assert result.golden.build.labels is data.qrels
+    assert judge.judge_id in result.banner()
+    assert "**Prediction-powered estimates skipped** because" in result.banner()
+    assert "**Simulation skipped** because `simulate=False`." in result.banner()
+    assert "ppi" not in result.tables() and "simulation" not in result.tables()
+    assert result.section("simulation") == "**Simulation skipped** because `simulate=False`."

@@ -12,9 +12,11 @@ import pytest
 from test_golden import PYDOCS, scripted
 from test_golden_notebook import visible_text
 
+from ragnb import golden
 from ragnb.cli import main
 from ragnb.errors import InputError
-from ragnb.golden import GoldenSetConfig, LabelStore, calibration_sample, open_pipeline
+from ragnb.golden import GoldenSetConfig, LabelStore, build_pipeline, calibration_sample
+from ragnb.golden.evaluation import calibrate_judge, human_labels_for, ppi_for, ppi_labels_for
 from ragnb.io import read_beir, read_qrels, read_query_file, write_jsonl
 from ragnb.readers import query_id_of
 from ragnb.report import render_report
@@ -128,18 +130,16 @@ def test_queries_alone_build_and_export_a_golden_set(openai_server, tmp_path, mo
     with pytest.raises(FileNotFoundError, match="test.tsv"):
         read_beir(data)
     # an offline judge reads labels: it refuses, saying what to use instead
-    pipeline, needs = open_pipeline(
-        small(tmp_path, openai_server, dataset=str(data), judge="noisy")
-    )
-    assert pipeline is None and "has none (no qrels/test.tsv)" in needs and "judge='local'" in needs
+    result = golden.run(small(tmp_path, openai_server, dataset=str(data), judge="noisy"))
+    needs = result.banner()
+    assert result.golden is None and result.tables() == {}
+    assert "has none (no qrels/test.tsv)" in needs and "judge='local'" in needs
     assert "No human labels" in needs and openai_server.request_count() == 0
     # a query file overrides the dataset's queries
     qfile = tmp_path / "mine.txt"
     qfile.write_text("Abstract Base Classes\nCommand-line parsing library\n", encoding="utf-8")
     config = small(tmp_path, openai_server, dataset=str(data), queries=str(qfile))
-    pipeline, needs = open_pipeline(config)
-    assert needs == ""
-    gs = pipeline.run()
+    gs = build_pipeline(config).run()
     run = tmp_path / "run"
     qrels = read_qrels(run / "golden.qrels")
     assert set(qrels["query_id"]) == {
@@ -152,9 +152,9 @@ def test_queries_alone_build_and_export_a_golden_set(openai_server, tmp_path, mo
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["dataset"]["qrels_pairs"] == 0
     assert manifest["dataset"]["queries_from"].startswith("2 of the 2 queries of the query file")
-    assert gs.human_labels() is None and gs.ppi_labels() is None
+    assert human_labels_for(gs) is None and ppi_labels_for(gs) is None
     with pytest.raises(InputError, match="no human labels"):
-        gs.calibrate()
+        calibrate_judge(gs)
 
 
 def test_human_label_file_gives_calibration_and_ppi(openai_server, tmp_path, monkeypatch):
@@ -164,7 +164,7 @@ def test_human_label_file_gives_calibration_and_ppi(openai_server, tmp_path, mon
     # three queries (the notebook default was 3 when this test was written): more judged pairs
     # than the 12 of the calibration sample
     config = small(tmp_path, openai_server, dataset=str(data), depth=6, min_pool=6, max_queries=3)
-    gs = open_pipeline(config)[0].run()
+    gs = build_pipeline(config).run()
     # a person (here pydocs' labels) labels a calibration sample through the label store
     sample = calibration_sample(gs.judgements, n=12, seed=0, min_per_stratum=1)
     store = LabelStore(tmp_path / "human.qrels")
@@ -172,14 +172,14 @@ def test_human_label_file_gives_calibration_and_ppi(openai_server, tmp_path, mon
     truth = full.qrels.set_index(["query_id", "doc_id"])["relevance"]
     for q, d in zip(sample["query_id"], sample["doc_id"], strict=True):
         store.label(q, d, int(truth.get((q, d), 0)))
-    gs.pipeline.config.human_labels = str(tmp_path / "human.qrels")
-    human = gs.human_labels()
+    gs.build.config.human_labels = str(tmp_path / "human.qrels")
+    human = human_labels_for(gs)
     assert len(human) == 12 and human.grade_map[0] == "binary"  # 0/1 onto the 1-5 judge
     assert set(human.qrels["relevance"]) <= {1, 5} and human.sample is not None
-    cal = gs.calibrate(human)
+    cal = calibrate_judge(gs, human)
     assert len(cal.pairs) == 12 and {"low", "high"} <= set(cal.agreement.columns)
     assert set(cal.bias["human_grade"]) <= {1, 5}
-    table, notes = gs.ppi(human)
+    table, notes = ppi_for(gs, human)
     assert set(table["measure"]) == {"nDCG@10[judge ideal]", "P(rel=4)@10"}
     assert any("RA-nWG@10: not estimated" in n for n in notes)
     assert (table["n_labelled"] <= 12).all() and (table["n_labelled"] < table["n_total"]).all()
@@ -187,7 +187,8 @@ def test_human_label_file_gives_calibration_and_ppi(openai_server, tmp_path, mon
         table["ppi"] <= table["ppi_ci_high"]
     ).all()
     assert (table["labels_to_halve"] > 0).all()
-    assert (tmp_path / "run" / "ppi.csv").exists()
+    written = golden.run(config).export(tmp_path / "run")
+    assert tmp_path / "run" / "ppi.csv" in written and (tmp_path / "run" / "ppi.csv").exists()
 
 
 def test_cli_golden_builds_from_queries_alone(openai_server, tmp_path, monkeypatch, capsys):
@@ -271,4 +272,5 @@ def test_notebook_without_qrels_with_a_human_label_file(openai_server, tmp_path,
     report = render_report("02_golden_set", {**params, "judge": "noisy"}, reports_dir=reports)
     text = visible_text(report.html.read_text(encoding="utf-8"))
     assert text.index("No judge, so no golden set") < text.index("Cost before spending") < 3000
-    assert "No human labels" in text and "Calibration skipped (no judge" in text
+    assert "No human labels" in text and "The sections below are skipped" in text
+    assert "Human labels: the file" not in text  # a part that did not run shows nothing

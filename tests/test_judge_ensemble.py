@@ -21,7 +21,6 @@ from scripted_judging import items, passage_number
 from ragnb.cache import Cache
 from ragnb.errors import InputError
 from ragnb.golden import ensemble_agreement
-from ragnb.golden.agreement import kendall_tau, krippendorff_alpha, weighted_kappa
 from ragnb.judge import (
     EnsembleJudge,
     NoisyJudge,
@@ -30,6 +29,7 @@ from ragnb.judge import (
     combine_grades,
 )
 from ragnb.ledger import Ledger
+from ragnb.stats.agreement import kendall_tau, krippendorff_alpha, weighted_kappa
 
 CHAT = "/v1/chat/completions"
 # the grade each prompt gives passage number n

@@ -20,8 +20,9 @@ import pytest
 from browser import CHROMEDRIVER, CHROMIUM, open_chromium
 
 from ragnb.errors import InputError
-from ragnb.golden.labelling import LabellingWidget, LabelStore, calibration_sample, label_pairs
+from ragnb.golden.labelling import LabelStore, calibration_sample
 from ragnb.io import read_beir, read_qrels, read_records
+from ragnb.widgets import LabellingWidget, label_pairs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -571,7 +572,7 @@ LABEL_CELLS = [
         import pandas as pd
         from ragnb.io import read_beir
         open("kernel.pid", "w").write(str(os.getpid()))
-        from ragnb.golden.labelling import label_pairs
+        from ragnb.widgets import label_pairs
         ds = read_beir({dataset!r})
         q = ds.qrels.drop_duplicates("query_id").head(6).reset_index(drop=True)
         neg = q.assign(doc_id=list(q["doc_id"].iloc[1:]) + [q["doc_id"].iloc[0]], relevance=0)

@@ -66,6 +66,7 @@ LAYERS: dict[str, int] = {
     "cli": 4,
     "sample_data": 4,
     "studies": 4,
+    "widgets": 4,
     "__init__": 4,
 }
 STUDIES = {name for name, layer in LAYERS.items() if layer == 3}

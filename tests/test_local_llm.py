@@ -636,7 +636,7 @@ def test_primer_generation_on_real_output(constrained_run: JudgeRun):
 
 def test_golden_pipeline_with_the_local_judge(tmp_path: Path):
     require_local_llm()
-    from ragnb.golden import GoldenPipeline, GoldenSetConfig
+    from ragnb.golden import GoldenSetConfig, build_pipeline
     from ragnb.golden.judging import stop_local_server
 
     config = GoldenSetConfig(
@@ -653,7 +653,7 @@ def test_golden_pipeline_with_the_local_judge(tmp_path: Path):
         cache_dir=str(tmp_path / "cache"),
         export_dir=str(tmp_path / "run"),
     )
-    pipeline = GoldenPipeline.from_config(config)
+    pipeline = build_pipeline(config)
     server = pipeline.judge.local_server
     try:
         assert "SmolLM2-135M-Instruct (Q4_1 GGUF, a 135M-parameter local stand-in" in (

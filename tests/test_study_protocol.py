@@ -134,6 +134,21 @@ def _tiny_whatif(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
 TINY["whatif"] = _tiny_whatif
 
 
+def _tiny_golden(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    from ragnb.golden import GoldenSetConfig
+
+    sizes = {"max_queries": 3, "depth": 5, "min_pool": 5, "top_n": 3, "sim_queries": 2}
+    simulated = {"sim_noise_levels": [1.0], "sim_budgets": [1.0]}
+    systems = {"retrievers": ["bm25"], "new_systems": ["bm25-plain"]}
+    config = GoldenSetConfig(
+        judge="noisy", cache_dir=str(tmp_path / "cache"), **sizes, **simulated, **systems
+    )
+    return config, {}
+
+
+TINY["golden"] = _tiny_golden
+
+
 @pytest.mark.parametrize("entry", STUDIES, ids=lambda s: s.name)
 def test_each_study_answers_the_protocol(entry, tmp_path):
     if entry.name not in TINY:

@@ -5,18 +5,23 @@
 - :mod:`ragnb.golden.stages`: the six stages S1-S6 as functions over DataFrames.
 - :mod:`ragnb.golden.pipeline`: :class:`GoldenPipeline`, S1-S6 resumable from a run folder
   (:mod:`ragnb.golden.store`), their input hashes (:mod:`ragnb.golden.fingerprints`).
-- :mod:`ragnb.golden.goldenset`: :class:`GoldenSet`, the result, with incremental judging and
-  exports; :mod:`ragnb.golden.analysis`: its coverage tables.
+- :mod:`ragnb.golden.goldenset`: :class:`GoldenSet`, the built golden set (a value: frames,
+  judgements, increments, how it was built) and its exports; :mod:`ragnb.golden.analysis`: its
+  coverage tables; :mod:`ragnb.golden.evaluation`: the analyses over it (human labels,
+  calibration, PPI, SPEAR, the simulation).
 - :mod:`ragnb.golden.judging`: the judge built from the parameters, described without secrets.
 - :mod:`ragnb.golden.degenerate`: the degenerate-judge checks (one grade for nearly every pair,
   no variation within queries, no association with the pooled rank, invalid answers) run on
   every set of grades a golden set is made from.
-- :mod:`ragnb.golden.study`: the notebook's own tables (cost estimate, simulation summary).
+- :mod:`ragnb.golden.study`: :func:`run` (notebook 02 as one call) and its
+  :class:`GoldenSetResult` (banner, tables, charts, export, provenance), the notebook's own
+  Markdown and tables (cost estimate, calibration, PPI, simulation summary).
 - :mod:`ragnb.golden.refine`: Plackett-Luce listwise refinement (Dallaire, Algorithm 1), with its
   update and lock rules in :mod:`ragnb.golden.plackett_luce`.
 - :mod:`ragnb.golden.calibration`: judge against human labels; :mod:`ragnb.golden.human`: where
   the human labels come from (a file, the dataset, a calibration sample) and the PPI estimates;
-  :mod:`ragnb.golden.labelling`: the sample, label store and widget for collecting them.
+  :mod:`ragnb.golden.labelling`: the sample and label store for collecting them (the
+  JupyterLab view: :mod:`ragnb.widgets`).
 - :mod:`ragnb.golden.audit`: the refined top exported for a human audit (CSV and the labelling
   view) and folded back as human labels.
 - :mod:`ragnb.golden.simulation`: refinement against one-shot judging at equal budget.
@@ -27,8 +32,8 @@ Query rewriting (S1) is :class:`ragnb.judge.LLMRewriter` (also importable from h
 from ragnb.golden.analysis import grade_distribution, judged_table, pool_overlap
 from ragnb.golden.audit import (
     audit_markdown,
+    audit_rows,
     audit_sample,
-    audit_view,
     export_audit,
     fold_audit,
     read_audit,
@@ -48,12 +53,20 @@ from ragnb.golden.degenerate import (
     rank_association,
 )
 from ragnb.golden.ensemble import EnsembleAgreement, ensemble_agreement
+from ragnb.golden.evaluation import (
+    calibrate_judge,
+    human_labels_for,
+    ppi_for,
+    ppi_labels_for,
+    simulate_refinement,
+    spear_for,
+)
 from ragnb.golden.fingerprints import judge_fingerprint
-from ragnb.golden.goldenset import GoldenSet, Increment
+from ragnb.golden.goldenset import BuildRecord, GoldenSet, Increment
 from ragnb.golden.human import NO_LABELS, HumanLabels, read_human_labels
 from ragnb.golden.judging import human_labels, judge_banner, make_judge, public_judge_info
-from ragnb.golden.labelling import LabelStore, calibration_sample, label_pairs
-from ragnb.golden.pipeline import GoldenPipeline, StageRecord, open_pipeline
+from ragnb.golden.labelling import LabelStore, calibration_sample
+from ragnb.golden.pipeline import GoldenPipeline, build_pipeline
 from ragnb.golden.stages import (
     default_keep_grade,
     grade_candidates,
@@ -64,22 +77,26 @@ from ragnb.golden.stages import (
     prune_pool,
     refine_pools,
 )
+from ragnb.golden.store import StageRecord
 from ragnb.golden.study import (
+    GoldenSetResult,
     calibration_markdown,
     estimate_markdown,
-    first_screen,
     ppi_markdown,
     ppi_table,
+    run,
     simulation_table,
 )
 from ragnb.judge.rewriter import LLMRewriter
 
 __all__ = [
+    "BuildRecord",
     "CheckThresholds",
     "EnsembleAgreement",
     "GoldenPipeline",
     "GoldenSet",
     "GoldenSetConfig",
+    "GoldenSetResult",
     "HumanLabels",
     "Increment",
     "JUDGES",
@@ -92,9 +109,11 @@ __all__ = [
     "STAGE_CODE",
     "StageRecord",
     "audit_markdown",
+    "audit_rows",
     "audit_sample",
-    "audit_view",
     "calibration_markdown",
+    "build_pipeline",
+    "calibrate_judge",
     "calibration_sample",
     "check_grades",
     "default_keep_grade",
@@ -102,22 +121,22 @@ __all__ = [
     "estimate_markdown",
     "export_audit",
     "findings_markdown",
-    "first_screen",
     "fold_audit",
     "grade_candidates",
     "grade_distribution",
     "human_labels",
+    "human_labels_for",
     "judge_banner",
     "judge_fingerprint",
     "judged_table",
-    "label_pairs",
     "make_judge",
     "make_pool_retriever",
     "merge_pools",
     "normalise_queries",
-    "open_pipeline",
     "pool_candidates",
     "pool_overlap",
+    "ppi_for",
+    "ppi_labels_for",
     "ppi_markdown",
     "ppi_table",
     "prune_pool",
@@ -126,5 +145,8 @@ __all__ = [
     "read_audit",
     "read_human_labels",
     "refine_pools",
+    "run",
+    "simulate_refinement",
     "simulation_table",
+    "spear_for",
 ]

@@ -6,8 +6,8 @@ into the golden set:
 
 1. :func:`audit_sample` gives one row per pair of the refined top (the texts, the judge's
    grade, the refined rank and score, an empty ``human_grade``);
-2. :func:`export_audit` writes them as a CSV to fill in a spreadsheet, and :func:`audit_view`
-   opens the same rows in the labelling view of :mod:`ragnb.golden.labelling` (which shows the
+2. :func:`export_audit` writes them as a CSV to fill in a spreadsheet, and
+   :func:`ragnb.widgets.audit_view` opens the same rows in the labelling view (which shows the
    judge's grade only once the person has answered; the CSV shows it, since an audit checks it);
 3. :func:`read_audit` reads the filled CSV back (an empty ``human_grade``: not audited);
 4. :func:`fold_audit` records the audited grades as human labels and puts them into the golden
@@ -46,7 +46,7 @@ and the rest of the pool never. So:
   everywhere. Read as ``human_labels`` they are marked as an audit
   (:attr:`~ragnb.golden.human.HumanLabels.audit`) and :func:`~ragnb.golden.human.ppi_estimates`
   refuses them with a note;
-* calibration (:meth:`~ragnb.golden.GoldenSet.calibrate`) may compare the judge with them, on
+* calibration (:func:`~ragnb.golden.evaluation.calibrate_judge`) may compare the judge with them, on
   its top only; do it before folding, since afterwards the golden qrels hold these very grades.
 
 A golden set rebuilt from its stages holds the judge's grades again: fold again (the labels
@@ -67,6 +67,7 @@ import csv
 import io
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,7 +76,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.golden.human import AUDIT_DESIGN, AUDIT_NOTE, HumanLabels
-from ragnb.golden.labelling import LabellingWidget, LabelStore, label_pairs, pair_items
+from ragnb.golden.labelling import LabelStore, pair_items
 from ragnb.io import read_qrels, write_table_csv
 from ragnb.validation import check_positive_int, require_columns
 
@@ -84,12 +85,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUDIT_COLUMNS",
+    "AUDIT_LABELS",
     "audit_markdown",
+    "audit_rows",
     "audit_sample",
-    "audit_view",
+    "audit_source",
     "export_audit",
     "fold_audit",
     "read_audit",
+    "record_audit_design",
 ]
 
 log = logging.getLogger("ragnb.golden.audit")
@@ -143,11 +147,11 @@ def audit_sample(golden: GoldenSet, top_n: int | None = None) -> pd.DataFrame:
     InputError
         On a ``top_n`` that is not a positive integer.
     """
-    n = golden.pipeline.top_n if top_n is None else check_positive_int(top_n, "top_n")
+    n = golden.build.top_n if top_n is None else check_positive_int(top_n, "top_n")
     order = golden.order
     top = order[order["rank"] <= n].reset_index(drop=True)
     queries = golden.queries[["query_id", "normalised"]].rename(columns={"normalised": "text"})
-    items = pair_items(top, queries, golden.pipeline.corpus)
+    items = pair_items(top, queries, golden.build.corpus)
     rows = pd.DataFrame(
         {
             "query_id": items["query_id"],
@@ -209,16 +213,36 @@ def export_audit(
         On rows without :data:`AUDIT_COLUMNS`, no path, or an existing file that
         :func:`read_audit` rejects (the file is left as it is).
     """
-    rows, path = _rows_and_file(source, path, top_n, AUDIT_FILE)
-    require_columns(rows, AUDIT_COLUMNS, "the audit rows")
-    rows = rows[AUDIT_COLUMNS].astype({"human_grade": "Int64"}).reset_index(drop=True)
-    if path.exists():
-        rows = _keep_grades(rows, read_audit(path))
+    rows, path = audit_source(source, path, top_n, AUDIT_FILE)
+    rows = audit_rows(rows, path)
     texts = {
         c: ["" if pd.isna(t) else _inert(str(t)) for t in rows[c]] for c in ("query", "passage")
     }
     write_table_csv(rows.assign(**texts), path)
     return path
+
+
+def audit_rows(source: GoldenSet | pd.DataFrame, path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The rows :func:`export_audit` writes to ``path``: the audit rows of ``source``
+    (:func:`audit_sample` of a golden set, or rows with :data:`AUDIT_COLUMNS`) with every
+    ``human_grade`` already in ``path`` kept (see :func:`export_audit`).
+
+    Returns
+    -------
+    DataFrame
+        :data:`AUDIT_COLUMNS`, ``human_grade`` as Int64 (missing: not audited).
+
+    Raises
+    ------
+    InputError
+        On rows without :data:`AUDIT_COLUMNS`, or an existing file :func:`read_audit` rejects.
+    """
+    rows = source if isinstance(source, pd.DataFrame) else audit_sample(source)
+    require_columns(rows, AUDIT_COLUMNS, "the audit rows")
+    rows = rows[AUDIT_COLUMNS].astype({"human_grade": "Int64"}).reset_index(drop=True)
+    if Path(path).exists():
+        rows = _keep_grades(rows, read_audit(path))
+    return rows
 
 
 def _inert(text: str) -> str:
@@ -228,13 +252,35 @@ def _inert(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def _rows_and_file(
+def audit_source(
     source: GoldenSet | pd.DataFrame,
     path: str | os.PathLike[str] | None,
     top_n: int | None,
     name: str,
 ) -> tuple[pd.DataFrame, Path]:
-    """The audit rows of ``source`` and the file to use: ``path``, else ``<run folder>/name``."""
+    """The audit rows of ``source`` and the file to use.
+
+    Parameters
+    ----------
+    source : GoldenSet or DataFrame
+        A golden set (rows of :func:`audit_sample` at ``top_n``) or audit rows as they are.
+    path : str or PathLike, optional
+        The file; default ``<run folder>/name``.
+    top_n : int, optional
+        See :func:`audit_sample`.
+    name : str
+        The file name in the run folder (``audit_top.csv``, ``audit.qrels``).
+
+    Returns
+    -------
+    rows : DataFrame
+    path : Path
+
+    Raises
+    ------
+    InputError
+        With no path and no run folder.
+    """
     if isinstance(source, pd.DataFrame):
         rows = source
     else:
@@ -416,9 +462,22 @@ def read_audit(path: str | os.PathLike[str], *, scale: Scale | None = None) -> p
 # ----------------------------------------------------------------------------- the view
 
 
-def _design(pairs: pd.DataFrame, store: LabelStore) -> pd.DataFrame:
-    """The audit's design table (``store``'s sample table) with ``pairs`` (``query_id``,
-    ``doc_id``, ``grade``: the judge's) added to what it held; written and returned."""
+def record_audit_design(pairs: pd.DataFrame, store: LabelStore) -> pd.DataFrame:
+    """The audit's design table (``store``'s sample table) with ``pairs`` added to what it held,
+    written and returned, so the labels file reads as audit labels.
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        ``query_id``, ``doc_id``, ``grade`` (the judge's).
+    store : LabelStore
+
+    Returns
+    -------
+    DataFrame
+        :data:`ragnb.golden.labelling.SAMPLE_COLUMNS` and ``design`` (every inclusion
+        probability 1, stratum "refined top").
+    """
     table = pd.DataFrame(
         {
             "query_id": pairs["query_id"].astype(str).to_numpy(dtype=object),
@@ -438,42 +497,6 @@ def _design(pairs: pd.DataFrame, store: LabelStore) -> pd.DataFrame:
     if len(table):
         store.write_sample(table)
     return table
-
-
-def audit_view(
-    source: GoldenSet | pd.DataFrame,
-    labels: str | os.PathLike[str] | None = None,
-    *,
-    top_n: int | None = None,
-    scale: Scale | None = None,
-) -> LabellingWidget:
-    """The audit rows in the labelling view (:func:`~ragnb.golden.labelling.label_pairs`).
-
-    Rows that already hold a ``human_grade`` (read back from a filled CSV) are left out. The
-    labels go to a :class:`~ragnb.golden.labelling.LabelStore` whose sample table records the
-    audit's design, so the file reads as audit labels (:func:`fold_audit` takes it as it is).
-
-    Parameters
-    ----------
-    source : GoldenSet or DataFrame
-        A golden set (rows of :func:`audit_sample` at ``top_n``), or audit rows
-        (:func:`audit_sample`, :func:`read_audit`).
-    labels : str or PathLike, optional
-        Default ``<run folder>/audit.qrels`` (a golden set with a run folder only).
-    top_n : int, optional
-    scale : (int, int), optional
-        Grade buttons; default the judge's (``rows.attrs["scale"]``), else the grades' range.
-
-    Returns
-    -------
-    LabellingWidget
-    """
-    rows, labels = _rows_and_file(source, labels, top_n, AUDIT_LABELS)
-    scale = scale if scale is not None else rows.attrs.get("scale")
-    todo = rows[rows["human_grade"].isna()] if "human_grade" in rows.columns else rows
-    widget = label_pairs(todo.reset_index(drop=True), labels, scale=scale)
-    _design(rows.rename(columns={"judge_grade": "grade"}), widget.store)
-    return widget
 
 
 # ----------------------------------------------------------------------------- folding
@@ -525,25 +548,26 @@ def fold_audit(
     *,
     labels: str | os.PathLike[str] | None = None,
     export: bool = True,
-) -> HumanLabels:
+) -> tuple[GoldenSet, HumanLabels]:
     """Fold audited grades into the golden set: human labels, and the golden qrels' grades.
 
     For every audited pair (a ``human_grade`` given): the grade is saved in the labels file
     (a :class:`~ragnb.golden.labelling.LabelStore`; a new grade for a pair replaces the old),
     the file's sample table records the audit's design (see the module: what PPI may and may
-    not use these labels for), and the golden set's ``judgements`` take the grade with
-    ``source`` "audit", so :attr:`GoldenSet.qrels` and the exported ``golden.qrels`` hold the
+    not use these labels for), and the returned golden set's ``judgements`` take the grade with
+    ``source`` "audit", so its :attr:`GoldenSet.qrels` and the exported ``golden.qrels`` hold the
     person's grade there and the judge's elsewhere. Every label of the file is folded, so a
     golden set rebuilt from its stages gets all its audits back from one call.
 
     Parameters
     ----------
     golden : GoldenSet
-        Changed in place (its ``judgements``).
+        Left as it is (a golden set is a value).
     audit : DataFrame or str or PathLike
         A filled audit CSV (``.csv``: :func:`read_audit` with the judge's scale), a labels
-        file (TREC qrels: the view's :func:`audit_view`), or a frame with ``query_id``,
-        ``doc_id`` and ``human_grade`` (or ``relevance``); missing grades are not audited.
+        file (TREC qrels: the view's, :func:`ragnb.widgets.audit_view`), or a frame with
+        ``query_id``, ``doc_id`` and ``human_grade`` (or ``relevance``); missing grades are
+        not audited.
     labels : str or PathLike, optional
         The audit labels file; default ``<run folder>/audit.qrels``; without one and without a
         run folder the labels are only returned.
@@ -552,7 +576,9 @@ def fold_audit(
 
     Returns
     -------
-    HumanLabels
+    golden : GoldenSet
+        ``golden`` with the audited grades in its judgements.
+    labels : HumanLabels
         ``qrels``: every audit label of the file (or of ``audit``), on the judge's scale;
         ``sample``: the design table (``grade`` the judge's); ``audit`` True; ``notes`` say how
         many grades changed.
@@ -584,7 +610,7 @@ def fold_audit(
             if store.grade_of(q, d) != g:
                 store.label(q, d, int(g))
         recorded = store.labelled()
-        _design(found.assign(grade=judge.reindex(_keys(found)).to_numpy()), store)
+        record_audit_design(found.assign(grade=judge.reindex(_keys(found)).to_numpy()), store)
         design = store.read_sample()
         store.close()
     else:
@@ -600,7 +626,8 @@ def fold_audit(
             "this golden set's refined order: left out"
         )
     recorded = recorded.loc[np.array(inside, dtype=bool)].reset_index(drop=True)
-    changed = _override(golden, recorded)
+    judgements, changed = _override(golden, recorded)
+    golden = replace(golden, judgements=judgements)
     if export and golden.run_dir is not None:
         golden.export()
     notes.insert(
@@ -610,7 +637,7 @@ def fold_audit(
         "every audited pair (judgements source 'audit')",
     )
     source = f"an audit of the refined top ({len(recorded)} pairs)"
-    return HumanLabels(recorded, source, design, None, [*notes, AUDIT_NOTE], True)
+    return golden, HumanLabels(recorded, source, design, None, [*notes, AUDIT_NOTE], True)
 
 
 def _keys(frame: pd.DataFrame) -> pd.MultiIndex:
@@ -619,43 +646,48 @@ def _keys(frame: pd.DataFrame) -> pd.MultiIndex:
     )
 
 
-def _override(golden: GoldenSet, recorded: pd.DataFrame) -> int:
-    """Put ``recorded``'s grades into ``golden.judgements`` (``source`` "audit"); returns how
-    many differ from the judge's grade (S6's order, i.e. S4's)."""
+def _override(golden: GoldenSet, recorded: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``golden.judgements`` with ``recorded``'s grades (``source`` "audit"), and how many
+    differ from the judge's grade (S6's order, i.e. S4's)."""
     human = recorded.set_index(_keys(recorded))["relevance"]
     j = golden.judgements.copy()
     key = _keys(j)
     hit = key.isin(human.index)
     j.loc[hit, "grade"] = human.reindex(key[hit]).to_numpy(dtype=np.int64)
     j.loc[hit, "source"] = "audit"
-    golden.judgements = j
     judge = golden.order.astype({"query_id": str, "doc_id": str})
     judge_grade = judge.set_index(["query_id", "doc_id"])["grade"].reindex(human.index)
-    return int((judge_grade.to_numpy() != human.to_numpy()).sum())
+    return j, int((judge_grade.to_numpy() != human.to_numpy()).sum())
 
 
-def audit_markdown(golden: GoldenSet, path: str | os.PathLike[str] | None) -> str:
+def audit_markdown(
+    golden: GoldenSet, path: str | os.PathLike[str] | None, rows: pd.DataFrame | None = None
+) -> str:
     """Markdown for notebook 02: where the audit file is (a path a report may show), how
-    much of it is audited, how to fill it and fold it back; ``path`` None: no run folder."""
+    much of it is audited, how to fill it and fold it back; ``path`` None: no run folder.
+    ``rows``: the file's rows (:func:`audit_rows`) when it is yet to be written; default: read
+    from ``path``."""
     from ragnb.params import display_path
 
     if path is None:
         return (
             "**Audit of the refined top:** no run folder (`export_dir` is empty), so no file "
-            'was written: `golden.export_audit(gs, "audit_top.csv")` writes one.'
+            "was written: `result.export(folder)` writes one, `audit_top.csv`."
         )
-    rows = read_audit(path)
+    rows = read_audit(path) if rows is None else rows
     done = int(rows["human_grade"].notna().sum())
     scale = golden.judge.scale
     shown = display_path(path)
     on = f" on the judge's scale {scale[0]}-{scale[1]}" if scale is not None else ""
     return (
-        f"**Audit of the refined top:** {len(rows)} pairs (the top {golden.pipeline.top_n} of "
+        f"**Audit of the refined top:** {len(rows)} pairs (the top {golden.build.top_n} of "
         f"each of {rows['query_id'].nunique()} queries) in `{shown}`, {done} audited so far. "
         f"Fill its `human_grade` column{on} (empty: not audited), or grade the same rows in "
-        "JupyterLab with `golden.audit_view(gs)` (the judge's grade shown only after you "
-        f'answer); then `golden.fold_audit(gs, gs.run_dir / "{Path(path).name}")` records them '
-        "as human labels (`audit.qrels`) and puts them into the golden qrels in place of the "
-        "judge's. The audit is the refined top, not a random sample: it corrects the qrels, it "
-        "is no labelled sample for the prediction-powered intervals (`ragnb.golden.audit`)."
+        "JupyterLab with `ragnb.widgets.audit_view(result.golden)` (the judge's grade shown "
+        "only after you answer); then `golden.fold_audit(result.golden, result.golden.run_dir / "
+        f'"{Path(path).name}")` records them '
+        "as human labels (`audit.qrels`) and returns the golden set with them in its qrels in "
+        "place of the judge's. The audit is the refined top, not a random sample: it corrects "
+        "the qrels, it is no labelled sample for the prediction-powered intervals "
+        "(`ragnb.golden.audit`)."
     )

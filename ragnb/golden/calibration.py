@@ -13,7 +13,7 @@ Does the judge agree with people? (:func:`calibrate`)
     tau between the two rankings of the systems (Vespa's scatter plot: "there is a good
     correlation in the rankings", [1]_) and its bootstrap interval over queries
     (:func:`system_tau_interval`). Both measures use the same pairs, so the only difference is
-    who labelled them. The statistics on arrays live in :mod:`ragnb.golden.agreement` and are
+    who labelled them. The statistics on arrays live in :mod:`ragnb.stats.agreement` and are
     re-exported here.
 Which retriever is better, without complete labels? (:func:`spear_evaluate`)
     SPEAR's subset sampling [2]_: judge the union of the compared retrievers' top K (the
@@ -51,25 +51,25 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.frames import sort_run
-from ragnb.golden.agreement import (
+from ragnb.golden.stages import provenance_rows
+from ragnb.measures import parse_measure
+from ragnb.measures._kernel import as_qrels_frame, as_run_frame
+from ragnb.measures.context import pooled_qrels, pr_curve
+from ragnb.stats.agreement import (
     STATISTICS,
     KendallTau,
     TauInterval,
-    _categories,
-    _check_bootstrap,
     agreement_intervals,
+    check_bootstrap,
     confusion_matrix,
     fill_tau_doc,
+    grade_categories,
     judge_bias,
     kendall_tau,
     krippendorff_alpha,
     tau_interval,
     weighted_kappa,
 )
-from ragnb.golden.stages import provenance_rows
-from ragnb.measures import parse_measure
-from ragnb.measures._kernel import as_qrels_frame, as_run_frame
-from ragnb.measures.context import pooled_qrels, pr_curve
 from ragnb.validation import check_positive_int
 
 __all__ = [
@@ -189,7 +189,7 @@ def system_tau_interval(
 
     Each resample draws the queries with replacement, recomputes every system's mean ``measure``
     under human labels and under judge grades over them, and Kendall's tau-b between the two
-    (:func:`ragnb.golden.agreement.tau_interval`). The interval says how much the agreement of
+    (:func:`ragnb.stats.agreement.tau_interval`). The interval says how much the agreement of
     the two rankings depends on which queries happened to be labelled; it does not cover the
     choice of systems.
 
@@ -215,7 +215,7 @@ def system_tau_interval(
     ----------
     .. [1] B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", 1993, Chapter 13.
     """
-    _check_bootstrap(n_boot, ci, seed)
+    check_bootstrap(n_boot, ci, seed)
     _, vh, vj = _system_values(human, judge, runs, measure)
     return tau_interval(vh, vj, n_boot=n_boot, seed=seed, ci=ci)
 
@@ -423,13 +423,13 @@ def calibrate(
     .. [2] K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
     .. [3] B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", 1993, Chapter 13.
     """
-    _check_bootstrap(n_boot, ci, seed)
+    check_bootstrap(n_boot, ci, seed)
     pairs = agreement_pairs(human, judge)
     if pairs.empty:
         raise InputError("no (query, document) pair carries both a human label and a judge grade")
     h, j = pairs["human"].to_numpy(), pairs["judge"].to_numpy()
     seen = set(h.tolist()) | set(j.tolist())
-    cats = _categories(h, j, None if labels is None else sorted(set(map(int, labels)) | seen))
+    cats = grade_categories(h, j, None if labels is None else sorted(set(map(int, labels)) | seen))
     notes = []
     iv = agreement_intervals(
         h, j, groups=pairs["query_id"], labels=cats, n_boot=n_boot, seed=seed, ci=ci

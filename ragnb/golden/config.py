@@ -170,7 +170,7 @@ class GoldenSetConfig(NotebookParams):
     top_n : int
         Length of the refined top list (S6).
     refine_batch : int
-        Passages per listwise judge call (S6; the paper's m = 5).
+        Passages per listwise judge call (S6; the paper's m, 5).
     refine_max_iterations : int
         Judge calls per query at most (S6; also the per-query bound of the cost estimate).
     budget_usd : float
@@ -209,8 +209,8 @@ class GoldenSetConfig(NotebookParams):
         whose dataset labels stand in for a person's in the prediction-powered estimates (0:
         no such estimates).
     ppi_measures : list of str
-        Measures estimated per system by PPI (:func:`ragnb.ppi.ppi_system_estimates`,
-        ``unit="pair"``): ``P@K`` is read as ``P(rel=keep_grade)@K``, ``nDCG@K`` is
+        Measures estimated per system by PPI (:func:`ragnb.ppi.ppi_system_estimates`, per
+        pair): ``P@K`` counts grades from ``keep_grade`` as relevant, ``nDCG@K`` is
         normalised by the judge's ideal DCG (a fixed normaliser, linear in the labels); a
         measure that is not a per-query mean of per-pair labels (``RA-nWG@K``: its rarity
         weights depend on every label) is listed with the reason.

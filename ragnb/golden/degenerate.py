@@ -29,7 +29,7 @@ can miss a weak association: a finding is a reason to look at the grades, not a 
 judgements (no answer at all) are left out of every check: the pipeline reports them itself.
 
 Each finding says what to do: calibrate the judge against human labels (a few dozen labelled
-pairs, :func:`ragnb.golden.label_pairs`), use a capable model, check the prompt's scale.
+pairs, :func:`ragnb.widgets.label_pairs`), use a capable model, check the prompt's scale.
 
 References
 ----------
@@ -81,7 +81,7 @@ FINDINGS = (
 #: What to do about a judge whose grades say nothing.
 ADVICE = (
     "Calibrate the judge against human labels (label a few dozen pairs: "
-    "ragnb.golden.label_pairs, then human_labels), use a capable model, and check that the "
+    "ragnb.widgets.label_pairs, then human_labels), use a capable model, and check that the "
     "prompt's grade scale is the one the model answers on."
 )
 _ADVICE_INVERTED = (

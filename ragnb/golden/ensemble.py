@@ -9,7 +9,7 @@ Two tables from the frames of :meth:`ragnb.judge.EnsembleJudge.grade_members`:
 - between the members (:attr:`EnsembleAgreement.pairwise`): one row per pair of members, the
   same statistics on the pairs both graded.
 
-Every statistic comes from :mod:`ragnb.golden.agreement`; this module only aligns the frames.
+Every statistic comes from :mod:`ragnb.stats.agreement`; this module only aligns the frames.
 No multi-rater coefficient (Fleiss' kappa, Krippendorff's alpha over more than two coders) is
 given: the pairwise table holds every pair instead.
 
@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.golden.agreement import kendall_tau, krippendorff_alpha, weighted_kappa
 from ragnb.golden.calibration import agreement_pairs
 from ragnb.golden.degenerate import JudgeFinding, check_grades
 from ragnb.judge.ensemble import EnsembleGrades
 from ragnb.measures._kernel import as_qrels_frame
+from ragnb.stats.agreement import kendall_tau, krippendorff_alpha, weighted_kappa
 from ragnb.validation import require_columns
 
 __all__ = ["AGREEMENT_COLUMNS", "EnsembleAgreement", "ensemble_agreement"]
@@ -162,7 +162,7 @@ def ensemble_agreement(
     ----------
     .. [1] Bergum, "Improving retrieval with LLM-as-a-judge" (Vespa blog).
     .. [2] Cohen 1960, 1968; Krippendorff 2011; Kendall 1938, 1945 (see
-       :mod:`ragnb.golden.agreement`).
+       :mod:`ragnb.stats.agreement`).
 
     Examples
     --------

@@ -1,6 +1,8 @@
-"""A built golden set (:class:`GoldenSet`): every stage's frame, the judgements with their
-provenance, incremental judging of new systems (:class:`Increment`), the analyses notebook 02
-shows and the exports.
+"""A built golden set (:class:`GoldenSet`), a value: every stage's frame, the judgements with
+their provenance, the increments of new systems (:class:`Increment`), how it was built
+(:class:`BuildRecord`), its coverage tables and the exports. The pipeline builds and extends it
+(:class:`~ragnb.golden.GoldenPipeline`); the analyses over it (calibration, PPI, SPEAR, the
+simulation) are functions in :mod:`ragnb.golden.evaluation`.
 
 After S6, :meth:`GoldenSet.export` writes the products beside the stages:
 
@@ -17,7 +19,7 @@ After S6, :meth:`GoldenSet.export` writes the products beside the stages:
 ``pool_provenance.csv``   S2's frame: ``query_id, doc_id, system, rank, score``
 ``judged_at_k.csv``       Judged@K per system on the golden qrels
 ``runs/<system>.trec``    each pool system's top ``depth``
-``increments/``           incremental judgements per new system (:meth:`GoldenSet.extend`)
+``increments/``           incremental judgements per new system (:meth:`GoldenPipeline.extend`)
 ``ledger.jsonl``          every LLM request (LLM judges only; :class:`ragnb.ledger.Ledger`)
 ``manifest.json``         config, versions, seeds, stage hashes and counts, cache hits, costs per
                           stage from the ledger, judge identity, the degenerate-judge checks (see
@@ -43,18 +45,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.golden import store
 from ragnb.golden.analysis import grade_distribution, judged_table, pool_overlap
-from ragnb.golden.config import FILE_LIST, FORMAT, INCREMENTAL_STAGE, STAGES, GoldenSetConfig
+from ragnb.golden.config import FILE_LIST, FORMAT, STAGES, GoldenSetConfig
 from ragnb.golden.degenerate import (
     CheckThresholds,
     GradeSet,
@@ -63,26 +64,14 @@ from ragnb.golden.degenerate import (
     findings_markdown,
     grade_sets,
 )
-from ragnb.golden.fingerprints import judge_fingerprint, system_fingerprint
-from ragnb.golden.human import (
-    HumanLabels,
-    on_judge_scale,
-    ppi_estimates,
-    read_human_labels,
-    sampled_labels,
-)
-from ragnb.golden.judging import judge_banner, public_judge_info, qrels_note
+from ragnb.golden.judging import failure_cause, judge_banner, public_judge_info, qrels_note
 from ragnb.golden.refine import RefineConfig
-from ragnb.golden.stages import grading_items, passages_by_id, top_of_run
+from ragnb.golden.store import StageRecord
 from ragnb.io import write_table_csv
 from ragnb.judge.base import Judge
-from ragnb.provenance import scrub, sha256_json, utc_now, versions
-from ragnb.validation import check_positive_int
+from ragnb.provenance import scrub, utc_now, versions
 
-if TYPE_CHECKING:
-    from ragnb.golden.pipeline import GoldenPipeline
-
-__all__ = ["GoldenSet", "Increment"]
+__all__ = ["BuildRecord", "GoldenSet", "Increment"]
 
 
 #: The file beside ``golden.qrels`` saying what made it.
@@ -91,7 +80,8 @@ QRELS_NOTE = "golden.qrels.README"
 
 @dataclass
 class Increment:
-    """One incremental judging of a new system (:meth:`GoldenSet.extend`).
+    """One incremental judging of a new system
+    (:meth:`GoldenPipeline.extend <ragnb.golden.GoldenPipeline.extend>`).
 
     Attributes
     ----------
@@ -134,13 +124,84 @@ class Increment:
         }
 
 
-@dataclass(eq=False)
-class GoldenSet:
-    """A built golden set: every stage's frame, the judgements with their provenance, exports.
+@dataclass(frozen=True, eq=False)
+class BuildRecord:
+    """How a golden set was built: what its manifest records and its analyses read.
+
+    A value filled by :meth:`GoldenPipeline.run <ragnb.golden.GoldenPipeline.run>`; the golden
+    set never calls back into the pipeline.
 
     Attributes
     ----------
-    pipeline : GoldenPipeline
+    judge : Judge
+        The judge that graded it (its ``scale``, ``judge_id``, cache).
+    corpus : DataFrame
+        ``doc_id``, ``title``, ``text``: the passages the judge read.
+    config : GoldenSetConfig or None
+        The notebook parameters, when built from them.
+    run_dir : Path or None
+        The run folder (None: in memory).
+    depth, rrf_k, min_pool, keep_grade, top_n, incremental_k, seed : int
+        The stages' settings (S2, S3, S5, S5, S6, incremental judging, S6's random seed).
+    refine_config : RefineConfig
+        S6's settings.
+    cutoffs : list of int
+        Judged@K cutoffs.
+    budget_usd : float or None
+        The spending limit, US dollars.
+    ledger : Ledger or None
+        The LLM calls (LLM judges only).
+    stage_records : mapping of str to StageRecord
+        Each stage's hashes, reuse, seconds and counts, in run order.
+    check_thresholds : CheckThresholds
+        When the degenerate-judge checks report a finding.
+    dataset_info : dict
+        The dataset's summary and where the queries come from.
+    data_sha256 : str
+        SHA-256 of the corpus and queries read.
+    systems : dict
+        Each pool and new system's description with its ``role``.
+    rewriter : str or None
+        S1's rewriter id.
+    labels : DataFrame or None
+        The dataset's qrels (``query_id``, ``doc_id``, ``relevance``); None when it has none.
+    """
+
+    judge: Judge
+    corpus: pd.DataFrame
+    config: GoldenSetConfig | None = None
+    run_dir: Path | None = None
+    depth: int = 30
+    rrf_k: int = 60
+    min_pool: int = 30
+    keep_grade: int = 1
+    top_n: int = 20
+    refine_config: RefineConfig = field(default_factory=RefineConfig)
+    incremental_k: int = 10
+    cutoffs: list[int] = field(default_factory=lambda: [5, 10, 20])
+    budget_usd: float | None = None
+    seed: int = 0
+    ledger: Any = None
+    stage_records: Mapping[str, StageRecord] = field(default_factory=dict)
+    check_thresholds: CheckThresholds = field(default_factory=CheckThresholds)
+    dataset_info: dict[str, Any] = field(default_factory=dict)
+    data_sha256: str = ""
+    systems: dict[str, Any] = field(default_factory=dict)
+    rewriter: str | None = None
+    labels: pd.DataFrame | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class GoldenSet:
+    """A built golden set, a value (frozen): every stage's frame, the judgements with their
+    provenance, exports. Extending it (:meth:`GoldenPipeline.extend
+    <ragnb.golden.GoldenPipeline.extend>`, :meth:`with_increment`) or folding an audit into it
+    (:func:`ragnb.golden.audit.fold_audit`) returns a new one.
+
+    Attributes
+    ----------
+    build : BuildRecord
+        How it was built (judge, settings, stage records, manifest facts).
     queries, pools, candidates, grades, pool : DataFrame
         S1 to S5 (see the stage functions).
     order, history, refine_summary : DataFrame
@@ -152,9 +213,11 @@ class GoldenSet:
         "incremental"), ``systems`` (who brought it: S3's systems for the pool, the new system
         for an increment).
     increments : list of Increment
+    new_runs : dict of str to DataFrame
+        Each new system's top ``k`` (its increment's run).
     """
 
-    pipeline: GoldenPipeline
+    build: BuildRecord
     queries: pd.DataFrame
     pools: pd.DataFrame
     candidates: pd.DataFrame
@@ -172,7 +235,7 @@ class GoldenSet:
         if self.judgements.empty:
             valid = self.grades[self.grades["valid"]]
             systems = self.candidates.set_index(["query_id", "doc_id"])["systems"]
-            self.judgements = pd.DataFrame(
+            judgements = pd.DataFrame(
                 {
                     "query_id": valid["query_id"].to_numpy(dtype=object),
                     "doc_id": valid["doc_id"].to_numpy(dtype=object),
@@ -184,16 +247,19 @@ class GoldenSet:
                     ],
                 }
             ).astype({"source": object, "systems": object})
+            object.__setattr__(self, "judgements", judgements)  # frozen: set once, here
 
     # -- views
 
     @property
     def judge(self) -> Judge:
-        return self.pipeline.judge
+        """The judge that graded the golden set."""
+        return self.build.judge
 
     @property
     def run_dir(self) -> Path | None:
-        return self.pipeline.run_dir
+        """The run folder (None: in memory)."""
+        return self.build.run_dir
 
     @property
     def qrels(self) -> pd.DataFrame:
@@ -252,7 +318,7 @@ class GoldenSet:
             ``judged_before`` (new systems at their increment's k: before judging; NaN
             otherwise).
         """
-        ks = list(cutoffs) if cutoffs is not None else self.pipeline.cutoffs
+        ks = list(cutoffs) if cutoffs is not None else self.build.cutoffs
         pool = judged_table(self.qrels, self.runs, ks).assign(role="pool")
         parts = [pool]
         if self.new_runs:
@@ -325,7 +391,7 @@ class GoldenSet:
 
     def ledger_totals(self) -> pd.DataFrame:
         """LLM requests, tokens and US dollars per ledger stage (empty for offline judges)."""
-        ledger = self.pipeline.ledger
+        ledger = self.build.ledger
         if ledger is None:
             return pd.DataFrame(
                 columns=["stage", "requests", "answered", "failed", "cached", "cost_usd"]
@@ -336,7 +402,7 @@ class GoldenSet:
         """One row per stage: ``stage``, ``title``, ``reused``, ``seconds``, ``input_hash``
         (first 12 hex digits), ``counts`` (JSON)."""
         rows = []
-        for sid, rec in self.pipeline.stage_records.items():
+        for sid, rec in self.build.stage_records.items():
             rows.append(
                 (sid, STAGES[sid][0], rec.reused, rec.seconds, rec.input_hash[:12])
                 + (json.dumps(rec.counts),)
@@ -375,11 +441,11 @@ class GoldenSet:
         share of invalid S6 listwise answers, each incremental judging against its system's
         rank; with ``thresholds`` (default: the pipeline's ``check_thresholds``). Empty when no
         set shows a sign of a judge that says nothing."""
-        return check_sets(self.graded_sets(), thresholds or self.pipeline.check_thresholds)
+        return check_sets(self.graded_sets(), thresholds or self.build.check_thresholds)
 
     def _checks_record(self) -> dict[str, Any]:
         """The manifest's ``judge_checks``: thresholds, the sets checked, the findings."""
-        th = self.pipeline.check_thresholds
+        th = self.build.check_thresholds
         return {
             "thresholds": th.to_dict(),
             "checked": [
@@ -390,120 +456,18 @@ class GoldenSet:
 
     # -- incremental judging
 
-    def extend(
-        self, run: pd.DataFrame, system: str, *, k: int = 10, export: bool = True
-    ) -> Increment:
-        """Judge only the unjudged part of a new system's top ``k`` and add it to the qrels.
+    def with_increment(self, inc: Increment, top: pd.DataFrame) -> GoldenSet:
+        """A copy with ``inc``'s valid grades added to the judgements (``source``
+        "incremental"; a pair judged before keeps its grade), ``inc`` appended to the
+        increments and ``top`` (the new system's top ``inc.k``) recorded as its run."""
+        from dataclasses import replace
 
-        Parameters
-        ----------
-        run : DataFrame
-            The new system's run (``query_id``, ``doc_id``, ``score``); queries outside the
-            golden set are ignored.
-        system : str
-            Its name, recorded with every judgement it brings (``source="incremental"``).
-        k : int, default 10
-        export : bool, default True
-            Rewrite the run folder's products (qrels, judgements, manifest) at once; the
-            increment itself (``increments/<system>.parquet``) is always written when there is a
-            run folder.
-
-        Returns
-        -------
-        Increment
-            A second call with the same run judges nothing (every pair is judged).
-        """
-        check_positive_int(k, "k")
-        qids = self.queries["query_id"].tolist()
-        top = top_of_run(run, qids, k)
-        top = top.assign(query_id=top["query_id"].astype(str), doc_id=top["doc_id"].astype(str))
-        before_qrels = self.qrels
-        judged_before = judged_table(before_qrels, {system: top}, [k])["judged"].iloc[0]
-        have = set(zip(self.judgements["query_id"], self.judgements["doc_id"], strict=True))
-        todo = top[
-            [(q, d) not in have for q, d in zip(top["query_id"], top["doc_id"], strict=True)]
-        ].reset_index(drop=True)
-        frame = self._grade_unjudged(todo)
-        frame["system"] = system
-        frame = frame.astype({"system": object})
-        self._add(frame)
-        self.new_runs[system] = top
-        inc = Increment(
-            system,
-            k,
-            frame,
-            len(top),
-            float(judged_before),
-            float(judged_table(self.qrels, {system: top}, [k])["judged"].iloc[0]),
-            len(todo),
+        return replace(
+            self,
+            judgements=add_judgements(self.judgements, inc.frame),
+            increments=[*self.increments, inc],
+            new_runs={**self.new_runs, inc.system: top},
         )
-        self.increments.append(inc)
-        if self.run_dir is not None:
-            key = self._increment_key()
-            store.write_increment(self.run_dir, inc.system, inc.frame, key, inc.k)
-            if export:
-                self.export()
-        return inc
-
-    def _grade_unjudged(self, todo: pd.DataFrame) -> pd.DataFrame:
-        """The judge's grades of ``todo`` (``query_id``, ``doc_id``, ``rank``): ``query_id``,
-        ``doc_id``, ``rank``, ``grade`` (Int64), ``valid``, ``status``, ``reason``, ``cached``."""
-        if not len(todo):
-            cols = ["query_id", "doc_id", "rank", "grade", "valid", "status", "reason", "cached"]
-            frame = pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
-            return frame.astype({"rank": np.int64, "grade": "Int64", "valid": bool, "cached": bool})
-        items = grading_items(todo, self.queries, passages_by_id(self.pipeline.corpus))
-        g = self.judge.grade_many(items, stage=INCREMENTAL_STAGE)
-        frame = pd.DataFrame(
-            {
-                "query_id": todo["query_id"].to_numpy(dtype=object),
-                "doc_id": todo["doc_id"].to_numpy(dtype=object),
-                "rank": todo["rank"].to_numpy(dtype=np.int64),
-                "grade": g["grade"].to_numpy(),
-                "valid": g["valid"].to_numpy(dtype=bool),
-                "status": g["status"].to_numpy(dtype=object),
-                "reason": g["reason"].to_numpy(dtype=object),
-                "cached": g["cached"].to_numpy(dtype=bool),
-            }
-        )
-        frame["grade"] = frame["grade"].astype("Int64")
-        return frame
-
-    def _add(self, frame: pd.DataFrame) -> None:
-        valid = frame[frame["valid"].astype(bool)]
-        if valid.empty:
-            return
-        new = pd.DataFrame(
-            {
-                "query_id": valid["query_id"].to_numpy(dtype=object),
-                "doc_id": valid["doc_id"].to_numpy(dtype=object),
-                "grade": valid["grade"].astype(np.int64).to_numpy(),
-                "source": "incremental",
-                "systems": valid["system"].to_numpy(dtype=object),
-            }
-        ).astype({"source": object})
-        both = pd.concat([self.judgements, new], ignore_index=True)
-        self.judgements = both.drop_duplicates(["query_id", "doc_id"], keep="first").reset_index(
-            drop=True
-        )
-
-    def _increment_key(self) -> str:
-        return sha256_json(
-            {
-                "judge": judge_fingerprint(self.judge),
-                "s4": self.pipeline.stage_records["s4"].output_hash,
-            }
-        )
-
-    def load_increments(self) -> None:
-        """Add the judgements of earlier increments (``increments/`` of the run folder) whose
-        judge and S4 match this run's; nothing without a run folder. The pipeline calls it
-        when it builds the golden set."""
-        if self.run_dir is None:
-            return
-        qids = set(self.queries["query_id"])
-        for frame in store.read_increments(self.run_dir, self._increment_key()):
-            self._add(frame[frame["query_id"].isin(qids)])
 
     # -- exports
 
@@ -520,7 +484,7 @@ class GoldenSet:
         ``judge_checks`` (:meth:`judge_checks`: ``thresholds``, ``checked`` (each set of grades
         with its counts), ``findings``), ``versions``, ``files``.
         """
-        p = self.pipeline
+        p = self.build
         cache = getattr(p.judge, "cache", None)
         g = self.grades
         m = {
@@ -541,9 +505,9 @@ class GoldenSet:
                 "budget_usd": p.budget_usd,
             },
             "dataset": p.dataset_info,
-            "data_sha256": p.data_sha256(),
-            "systems": self._systems_info(),
-            "rewriter": p.stage_params("s1")["rewrite"],
+            "data_sha256": p.data_sha256,
+            "systems": p.systems,
+            "rewriter": p.rewriter,
             "seeds": {
                 "pipeline": p.seed,
                 "refine": "per query: first 8 bytes of sha256('<seed>:<query_id>'), little-endian",
@@ -567,20 +531,6 @@ class GoldenSet:
         }
         return scrub(m)
 
-    def _systems_info(self) -> dict[str, Any]:
-        """Each pool and new system's configuration, with its role, for the manifest."""
-        p = self.pipeline
-        systems: dict[str, Any] = {}
-        for role, group in (("pool", p.systems), ("new", p.new_systems)):
-            for name, s in group.items():
-                info = (
-                    {"run": "given as a frame", **system_fingerprint(s)}
-                    if isinstance(s, pd.DataFrame)
-                    else s.describe()
-                )
-                systems[name] = {"role": role, **info}
-        return systems
-
     def _counts(self) -> dict[str, int]:
         """The manifest's counts: queries, pairs, grades, pool, refinement calls, qrels."""
         g = self.grades
@@ -600,7 +550,7 @@ class GoldenSet:
             "qrels_from_increments": int((self.judgements["source"] == "incremental").sum()),
         }
 
-    def export(self, folder: str | os.PathLike[str] | None = None) -> Path:
+    def export(self, folder: str | os.PathLike[str] | None = None) -> list[Path]:
         """Write the golden set's products (see the module's table) and the manifest.
 
         Parameters
@@ -610,7 +560,13 @@ class GoldenSet:
 
         Returns
         -------
-        Path
+        list of Path
+            The files written, ``manifest.json`` last.
+
+        Raises
+        ------
+        InputError
+            With no folder and no run folder.
         """
         from ragnb.io import atomic_write, write_json, write_qrels, write_run
         from ragnb.params import public_paths
@@ -618,22 +574,27 @@ class GoldenSet:
         out = Path(folder) if folder is not None else self.run_dir
         if out is None:
             raise InputError("no run folder: pass a folder or build with run_dir/export_dir")
-        write_qrels(self.qrels, out / "golden.qrels")
-        with atomic_write(out / QRELS_NOTE) as f:
+        written = [out / "golden.qrels", out / QRELS_NOTE]
+        write_qrels(self.qrels, written[0])
+        with atomic_write(written[1]) as f:
             f.write(self.qrels_note())
         if len(self.order):
-            write_run(self.refined_run, out / "refined.trec", tag="golden-refined")
+            written.append(out / "refined.trec")
+            write_run(self.refined_run, written[-1], tag="golden-refined")
         for name, run in self.runs.items():
-            write_run(run[["query_id", "doc_id", "score"]], out / "runs" / f"{name}.trec", tag=name)
+            written.append(out / "runs" / f"{name}.trec")
+            write_run(run[["query_id", "doc_id", "score"]], written[-1], tag=name)
         for stem, frame in (
             ("judgements", self.judgements),
             ("refined_top", self.top()),
             ("pool_provenance", self.pools),
             ("judged_at_k", self.judged_at_k()),
         ):
-            write_table_csv(frame, out / f"{stem}.csv")
-        write_json(public_paths(self.manifest()), out / "manifest.json")
-        return out
+            written.append(out / f"{stem}.csv")
+            write_table_csv(frame, written[-1])
+        written.append(out / "manifest.json")
+        write_json(public_paths(self.manifest()), written[-1])
+        return written
 
     def qrels_note(self) -> str:
         """The text of ``golden.qrels.README`` (:func:`~.judging.qrels_note`): which judge made
@@ -644,7 +605,7 @@ class GoldenSet:
             judgements=c["qrels"],
             queries=c["queries"],
             from_increments=c["qrels_from_increments"],
-            dataset_info=self.pipeline.dataset_info,
+            dataset_info=self.build.dataset_info,
             findings=self.judge_checks(),
         )
 
@@ -654,8 +615,6 @@ class GoldenSet:
         c = m["counts"]
         lines = [self.banner(), ""]
         if c["failed"]:
-            from ragnb.golden.pipeline import failure_cause
-
             g = self.grades
             cause, n = failure_cause(g.loc[g["status"] == "failed", "reason"].tolist())
             lines += [
@@ -667,7 +626,7 @@ class GoldenSet:
         checks = findings_markdown(self.judge_checks())
         if checks:
             lines += [checks, ""]
-        ledger = self.pipeline.ledger
+        ledger = self.build.ledger
         if ledger is not None and hasattr(ledger, "cost_note"):
             lines += [f"**Cost:** {ledger.cost_note()}", ""]
         lines += [
@@ -690,150 +649,34 @@ class GoldenSet:
             lines += ["", f"Run folder: `{self.run_dir}` (manifest.json, golden.qrels, stages/)."]
         return "\n".join(lines)
 
-    # -- analyses the notebook shows
 
-    def human_labels(self) -> HumanLabels | None:
-        """The human labels calibration compares with (:mod:`ragnb.golden.human`): the config's
-        ``human_labels`` file, else the dataset's labels (offline judges: the labels they were
-        simulated from), on the judge's scale; None when there is neither."""
-        p, cfg = self.pipeline, self.pipeline.config
-        if cfg is None:
-            return None
-        scale = self.judge.scale
-        if cfg.human_labels:
-            from ragnb.params import resolve_path
+def add_judgements(judgements: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """``judgements`` with the valid grades of an increment's ``frame`` added.
 
-            return read_human_labels(resolve_path(cfg.human_labels), scale, cfg.grade_map)
-        data = p.dataset
-        if data is None or not data.has_qrels:
-            return None
-        labels, gm = on_judge_scale(data.qrels, scale, cfg.grade_map)
-        notes = [] if gm is None else [f"labels mapped by the {gm[0]!r} map {gm[1]}"]
-        source = (
-            f"the dataset's labels (qrels/{cfg.split}.tsv, {len(labels)} pairs) standing in for "
-            "people"
-        )
-        return HumanLabels(labels, source, None, gm, notes)
+    Parameters
+    ----------
+    judgements : DataFrame
+        :attr:`GoldenSet.judgements`.
+    frame : DataFrame
+        ``query_id``, ``doc_id``, ``grade``, ``valid``, ``system`` (an :class:`Increment`'s).
 
-    def ppi_labels(self) -> HumanLabels | None:
-        """The human labels of the prediction-powered estimates: the ``human_labels`` file (with
-        its sample's inclusion probabilities), else a calibration sample of ``ppi_labels``
-        judged pairs whose dataset labels stand in for a person's
-        (:func:`~ragnb.golden.human.sampled_labels`); None when there is neither."""
-        cfg = self.pipeline.config
-        if cfg is None:
-            return None
-        if cfg.human_labels:
-            return self.human_labels()
-        full = self.human_labels()
-        if full is None or cfg.ppi_labels < 2:
-            return None
-        scale = self.judge.scale
-        gm = full.grade_map
-        unjudged = int(gm[1].get(0, min(gm[1].values()))) if gm else (scale[0] if scale else 0)
-        return sampled_labels(self, full.qrels, n=cfg.ppi_labels, seed=cfg.seed, unjudged=unjudged)
-
-    def ppi(self, human: HumanLabels | None = None) -> tuple[pd.DataFrame, list[str]]:
-        """PPI++ estimates of each system's ``ppi_measures`` beside human-only and judge-only
-        (:func:`~ragnb.golden.human.ppi_estimates`), from ``human`` (default
-        :meth:`ppi_labels`); written to ``<run folder>/ppi.csv``.
-
-        Raises
-        ------
-        InputError
-            When there is no human label.
-        """
-        human = human if human is not None else self.ppi_labels()
-        if human is None:
-            raise InputError("no human labels: give a human_labels file (see ragnb.golden.human)")
-        cfg = self.pipeline.config if self.pipeline.config is not None else GoldenSetConfig()
-        table, notes = ppi_estimates(self, human, list(cfg.ppi_measures))
-        if self.run_dir is not None and not table.empty:
-            write_table_csv(table, self.run_dir / "ppi.csv")
-        return table, notes
-
-    def calibrate(
-        self, human: pd.DataFrame | HumanLabels | None = None, *, measure: str | None = None
-    ) -> Any:
-        """The judge against human labels (:func:`ragnb.golden.calibration.calibrate`).
-
-        Parameters
-        ----------
-        human : DataFrame or HumanLabels, optional
-            Human labels as qrels on the judge's scale; default :meth:`human_labels` (the
-            ``human_labels`` file, else the dataset's own labels on the judge's scale; offline:
-            the "human" labels the noisy judge was simulated from).
-        measure : str, optional
-            Default the config's ``calibration_measure`` (``nDCG@10``).
-
-        Returns
-        -------
-        Calibration
-            Systems: the pool systems, their RRF fusion and the new systems. Exported to
-            ``<run folder>/calibration/`` when there is a run folder.
-        """
-        from ragnb.golden.calibration import calibrate
-
-        p = self.pipeline
-        if human is None:
-            human = self.human_labels()
-            if human is None:
-                raise InputError(
-                    "no human labels: pass them, or give a human_labels file or a dataset with "
-                    "qrels"
-                )
-        if isinstance(human, HumanLabels):
-            human = human.qrels
-        if measure is None:
-            measure = p.config.calibration_measure if p.config is not None else "nDCG@10"
-        runs: dict[str, pd.DataFrame] = {**self.runs, "rrf": self.fused_run, **self.new_runs}
-        scale = self.judge.scale
-        labels = None if scale is None else list(range(scale[0], scale[1] + 1))
-        cal = calibrate(human, self.qrels, runs, measure=measure, labels=labels)
-        if self.run_dir is not None:
-            cal.export(self.run_dir / "calibration")
-        return cal
-
-    def spear(self, k: int | None = None) -> Any:
-        """SPEAR's relative evaluation of the pool systems on the golden grades
-        (:func:`~.calibration.spear_evaluate`), at ``k`` (default ``depth``); relevant means
-        a grade >= ``keep_grade``."""
-        from ragnb.golden.calibration import spear_evaluate
-
-        p = self.pipeline
-        return spear_evaluate(self.qrels, self.runs, k or p.depth, rel=p.keep_grade)
-
-    def simulate(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The refinement vs one-shot simulation (:mod:`.simulation`) on the golden grades,
-        with the config's ``sim_*`` settings.
-
-        Returns
-        -------
-        frame, summary : DataFrame
-            :func:`~.simulation.simulate` and :func:`~.simulation.summarise` (written to
-            ``simulation.csv`` and ``simulation_summary.csv`` in the run folder).
-        """
-        from ragnb.golden.simulation import simulate, summarise
-
-        p = self.pipeline
-        cfg = p.config if p.config is not None else GoldenSetConfig()
-        qids = list(dict.fromkeys(self.qrels["query_id"]))
-        if cfg.sim_queries:
-            qids = qids[: cfg.sim_queries]
-        frame = simulate(
-            self.qrels,
-            pool_size=cfg.sim_pool_size,
-            noise_levels=cfg.sim_noise_levels,
-            budgets=cfg.sim_budgets,
-            replicates=cfg.sim_replicates,
-            seed=cfg.seed,
-            top_n=p.top_n,
-            config=RefineConfig(m=p.refine_config.m),
-            dataset=str(p.dataset_info.get("dataset", "")),
-            queries=qids,
-        )
-        summary = summarise(frame, n_resamples=1000, seed=cfg.seed)
-        if self.run_dir is not None:
-            write_table_csv(frame, self.run_dir / "simulation.csv")
-            write_table_csv(summary, self.run_dir / "simulation_summary.csv")
-        return frame, summary
+    Returns
+    -------
+    DataFrame
+        The same columns; the new rows have ``source`` "incremental" and ``systems`` the new
+        system; a pair already judged keeps its first grade.
+    """
+    valid = frame[frame["valid"].astype(bool)]
+    if valid.empty:
+        return judgements
+    new = pd.DataFrame(
+        {
+            "query_id": valid["query_id"].to_numpy(dtype=object),
+            "doc_id": valid["doc_id"].to_numpy(dtype=object),
+            "grade": valid["grade"].astype(np.int64).to_numpy(),
+            "source": "incremental",
+            "systems": valid["system"].to_numpy(dtype=object),
+        }
+    ).astype({"source": object})
+    both = pd.concat([judgements, new], ignore_index=True)
+    return both.drop_duplicates(["query_id", "doc_id"], keep="first").reset_index(drop=True)

@@ -67,7 +67,7 @@ __all__ = [
 NO_LABELS = (
     "**No human labels:** the dataset has no qrels for this split and no `human_labels` file "
     "was given, so the judge cannot be calibrated and no interval corrects its measures. To "
-    "get them, label a calibration sample in JupyterLab (`ragnb.golden.label_pairs(<run "
+    "get them, label a calibration sample in JupyterLab (`ragnb.widgets.label_pairs(<run "
     "folder>)` writes `<run folder>/human.qrels` and its `.sample.jsonl`; 100-200 labels are a "
     "start), then run again with `human_labels` set to that file."
 )
@@ -352,7 +352,7 @@ def ppi_estimates(
             "(ragnb.golden.fold_audit) and label a calibration sample for the intervals"
         ]
     runs: dict[str, pd.DataFrame] = {**golden.runs, "rrf": golden.fused_run, **golden.new_runs}
-    keep = golden.pipeline.keep_grade
+    keep = golden.build.keep_grade
     parts: list[pd.DataFrame] = []
     notes: list[str] = []
     inclusion = _inclusion(golden, human, runs, measures, keep, notes)

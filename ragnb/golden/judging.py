@@ -17,7 +17,10 @@ process even after a SIGKILL (Linux).
 
 from __future__ import annotations
 
+import re
 import weakref
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -31,6 +34,7 @@ from ragnb.provenance import public_url, scrub, utc_now, versions
 __all__ = [
     "LOCAL_JUDGE_WARNING",
     "LOCAL_MODEL_NAME",
+    "failure_cause",
     "human_labels",
     "judge_banner",
     "make_judge",
@@ -52,8 +56,29 @@ LOCAL_JUDGE_WARNING = (
     "judge with a capable model (any OpenAI-compatible server) and calibrate it against human "
     "labels."
 )
+_ATTEMPTS = re.compile(r" \(request \d+ of at most \d+\)$")
+_NOT_SENT = "not sent: the job stopped after "
+
 #: Token alternatives asked for per grade position by the ``local`` judge.
 LOCAL_TOP_LOGPROBS = 20
+
+
+def failure_cause(reasons: Sequence[str]) -> tuple[str, int]:
+    """The most common reason among failed judgements, and how many share it.
+
+    Retry counts and the "not sent" prefix of calls a stopped job never sent are left out, so
+    one cause groups every failure it made.
+
+    Examples
+    --------
+    >>> failure_cause(["HTTP 503: busy (request 5 of at most 5)", "HTTP 503: busy (request 2 "
+    ...                "of at most 2)", "no answer within 60 s (request 5 of at most 5)"])
+    ('HTTP 503: busy', 2)
+    """
+    counts = Counter(_ATTEMPTS.sub("", str(r)).removeprefix(_NOT_SENT) for r in reasons)
+    if not counts:
+        return "", 0
+    return counts.most_common(1)[0]
 
 
 def human_labels(config: GoldenSetConfig, qrels: pd.DataFrame) -> tuple[pd.DataFrame, Any]:

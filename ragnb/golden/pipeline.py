@@ -39,21 +39,22 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError, JudgeFailures, JudgeUnavailable
 from ragnb.golden import store
+from ragnb.golden.analysis import judged_table
 from ragnb.golden.config import (
     FILES,
+    INCREMENTAL_STAGE,
     LEDGER_STAGES,
     STAGE_CODE,
     STAGES,
@@ -68,9 +69,8 @@ from ragnb.golden.fingerprints import (
     judge_fingerprint,
     system_fingerprint,
 )
-from ragnb.golden.goldenset import GoldenSet
-from ragnb.golden.human import NO_LABELS
-from ragnb.golden.judging import judge_banner, make_judge, missing_labels
+from ragnb.golden.goldenset import BuildRecord, GoldenSet, Increment, add_judgements
+from ragnb.golden.judging import failure_cause, judge_banner, make_judge
 from ragnb.golden.refine import RefineConfig
 from ragnb.golden.stages import (
     default_keep_grade,
@@ -83,37 +83,19 @@ from ragnb.golden.stages import (
     pool_candidates,
     prune_pool,
     refine_pools,
+    top_of_run,
 )
+from ragnb.golden.store import StageRecord
 from ragnb.io import read_json, write_json, write_parquet
 from ragnb.judge.base import Judge
 from ragnb.params import resolve_path
 from ragnb.provenance import sha256_json, utc_now
 from ragnb.retrieve import Retriever
-from ragnb.validation import check_int_at_least, check_positive_ints
+from ragnb.validation import check_int_at_least, check_positive_int, check_positive_ints
 
-__all__ = ["GoldenPipeline", "StageRecord", "failure_cause", "open_pipeline", "select_queries"]
+__all__ = ["GoldenPipeline", "build_pipeline", "select_queries"]
 
 log = logging.getLogger("ragnb.golden")
-_ATTEMPTS = re.compile(r" \(request \d+ of at most \d+\)$")
-_NOT_SENT = "not sent: the job stopped after "
-
-
-def failure_cause(reasons: Sequence[str]) -> tuple[str, int]:
-    """The most common reason among failed judgements, and how many share it.
-
-    Retry counts and the "not sent" prefix of calls a stopped job never sent are left out, so
-    one cause groups every failure it made.
-
-    Examples
-    --------
-    >>> failure_cause(["HTTP 503: busy (request 5 of at most 5)", "HTTP 503: busy (request 2 "
-    ...                "of at most 2)", "no answer within 60 s (request 5 of at most 5)"])
-    ('HTTP 503: busy', 2)
-    """
-    counts = Counter(_ATTEMPTS.sub("", str(r)).removeprefix(_NOT_SENT) for r in reasons)
-    if not counts:
-        return "", 0
-    return counts.most_common(1)[0]
 
 
 def select_queries(config: GoldenSetConfig, data: Any) -> tuple[pd.DataFrame, str]:
@@ -150,70 +132,6 @@ def select_queries(config: GoldenSetConfig, data: Any) -> tuple[pd.DataFrame, st
     return queries, f"{len(queries)} of the {total} queries of {source}"
 
 
-def open_pipeline(
-    config: GoldenSetConfig, *, progress: bool = False
-) -> tuple[GoldenPipeline | None, str]:
-    """:meth:`GoldenPipeline.from_config`, or None and what is missing, in words, when there is
-    no judge: an offline judge on a dataset without labels, or a ``local`` judge whose server
-    cannot start (llama-cpp-python or the model package not installed, or the server failed).
-
-    For notebook 02's first screen; any other error (a malformed file, a bad parameter) is
-    raised.
-    """
-    from ragnb.io import read_beir
-
-    data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
-    needs = missing_labels(config, data.qrels)
-    if not needs:
-        try:
-            return GoldenPipeline.from_config(config, progress=progress), ""
-        except (ImportError, RuntimeError) as e:
-            if config.judge != "local":
-                raise
-            needs = f"judge='local' could not start its model server: {e}"
-    text = f"**No judge, so no golden set:** {needs}. The sections below are skipped." + (
-        "" if data.has_qrels or config.human_labels else "\n\n" + NO_LABELS
-    )
-    return None, text
-
-
-@dataclass
-class StageRecord:
-    """How a stage's output came to be, as the manifest records it.
-
-    Attributes
-    ----------
-    stage : str
-        ``"s1"`` ... ``"s6"``.
-    input_hash : str
-        SHA-256 of the stage's inputs (parameters, upstream outputs, data, judge identity).
-    output_hash : str
-        SHA-256 of the stage's frames (what downstream stages hash).
-    reused : bool
-        Loaded from the run folder in this run (no computation, no judge call).
-    seconds : float
-        Time to compute (when it was computed) or to load.
-    counts : dict
-        Rows and stage-specific counts (graded, valid, calls, ...).
-    files : list of str
-        Its files in the run folder.
-    finished : str
-        ISO 8601 UTC time the stage was computed.
-    """
-
-    stage: str
-    input_hash: str
-    output_hash: str
-    reused: bool
-    seconds: float
-    counts: dict[str, Any]
-    files: list[str]
-    finished: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"title": STAGES[self.stage][0], **asdict(self)}
-
-
 class GoldenPipeline:
     """Build a golden set: S1-S6 over DataFrames, each stage resumable from a run folder.
 
@@ -241,16 +159,19 @@ class GoldenPipeline:
     run_dir : str or PathLike, optional
         The run folder; None: in memory, nothing reused.
     new_systems : mapping of str to Retriever or run, optional
-        Judged incrementally by :meth:`run` after S6 (:meth:`GoldenSet.extend`).
+        Judged incrementally by :meth:`run` after S6 (:meth:`extend`).
     incremental_k : int, default 10
     budget_usd : float, optional
         :meth:`run` refuses to start S4 when the estimate exceeds it (None: no check).
     cutoffs : sequence of int, default (5, 10, 20)
         Judged@K cutoffs.
     config : GoldenSetConfig, optional
-        Recorded in the manifest (set by :meth:`from_config`).
+        Recorded in the manifest (set by :func:`build_pipeline`).
     dataset_info : dict, optional
         Recorded in the manifest (e.g. :meth:`ragnb.io.BeirDataset.summary`).
+    dataset : BeirDataset, optional
+        The dataset the corpus and queries come from; its qrels (when it has them) are the
+        human labels the golden set's calibration reads by default.
     ledger : Ledger, optional
         Where the judge's LLM calls are recorded (default: the judge's ``ledger``), for costs.
     progress : bool, default False
@@ -287,6 +208,7 @@ class GoldenPipeline:
         cutoffs: Sequence[int] = (5, 10, 20),
         config: GoldenSetConfig | None = None,
         dataset_info: Mapping[str, Any] | None = None,
+        dataset: Any = None,
         ledger: Any = None,
         progress: bool = False,
         max_failed_share: float = 0.0,
@@ -323,73 +245,9 @@ class GoldenPipeline:
         self._frames: dict[str, dict[str, pd.DataFrame]] = {}
         self._records: dict[str, StageRecord] = {}
         self._indexed: set[int] = set()
-        self.dataset: Any = None
+        self.dataset = dataset
         self._data_hash: str | None = None
         self._estimate: Any = None
-
-    # -- construction from the notebook's parameters
-
-    @classmethod
-    def from_config(cls, config: GoldenSetConfig, *, progress: bool = False) -> GoldenPipeline:
-        """Everything ``config`` names: dataset, judge (with a cache and, for an LLM, a ledger in
-        the run folder), pool and new systems, and the run folder."""
-        from ragnb.cache import Cache
-        from ragnb.io import read_beir
-        from ragnb.judge import LLMRewriter
-        from ragnb.ledger import LEDGER_FILE, Ledger
-
-        data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
-        queries, source = select_queries(config, data)
-        run_dir = resolve_path(config.export_dir) if config.export_dir else None
-        cache = Cache(config.cache_dir or None)
-        ledger = None
-        if config.judge == "openai":
-            ledger = Ledger(None if run_dir is None else run_dir / LEDGER_FILE)
-        judge = make_judge(config, data.qrels, cache=cache, ledger=ledger)
-        built: dict[str, Retriever] = {}
-
-        def system(name: str) -> Retriever:
-            if name not in built:
-                built[name] = make_pool_retriever(
-                    name,
-                    embedder=config.embedder,
-                    rrf_k=config.rrf_k,
-                    depth=max(config.depth, config.incremental_k),
-                    cache=cache,
-                )
-            return built[name]
-
-        pool = {name: system(name) for name in config.retrievers}
-        new = {name: system(name) for name in config.new_systems if name not in pool}
-        rewrite = LLMRewriter(judge) if config.rewrite else None
-        pipeline = cls(
-            data.corpus,
-            queries,
-            judge,
-            pool,
-            depth=config.depth,
-            rrf_k=config.rrf_k,
-            min_pool=config.min_pool,
-            keep_grade=None if config.keep_grade < 0 else config.keep_grade,
-            top_n=config.top_n,
-            refine_config=RefineConfig(
-                m=config.refine_batch, max_iterations=config.refine_max_iterations
-            ),
-            seed=config.seed,
-            rewrite=rewrite,
-            run_dir=run_dir,
-            new_systems=new,
-            incremental_k=config.incremental_k,
-            budget_usd=config.budget_usd,
-            cutoffs=config.cutoffs,
-            config=config,
-            dataset_info={**data.summary(), "queries_from": source},
-            ledger=ledger,
-            progress=progress,
-            max_failed_share=getattr(config, "max_failed_share", 0.0),
-        )
-        pipeline.dataset = data
-        return pipeline
 
     # -- what the judge is, in words
 
@@ -768,7 +626,7 @@ class GoldenPipeline:
             check_budget(est, self.budget_usd)
         refined = self.refined()
         golden = GoldenSet(
-            pipeline=self,
+            build=self.build_record(),
             queries=self.queries(),
             pools=self.pools(),
             candidates=self.candidates(),
@@ -779,7 +637,7 @@ class GoldenPipeline:
             refine_summary=refined["summary"],
             estimate=est,
         )
-        golden.load_increments()
+        golden = self.load_increments(golden)
         if self.new_systems:
             self._ensure_indexed(self.new_systems)
             for name, system in self.new_systems.items():
@@ -788,7 +646,251 @@ class GoldenPipeline:
                     if isinstance(system, pd.DataFrame)
                     else system.retrieve(self.queries()[["query_id", "text"]], k=self.incremental_k)
                 )
-                golden.extend(run, name, k=self.incremental_k, export=False)
+                golden = self.extend(golden, run, name, k=self.incremental_k, export=False)
         if self.run_dir is not None:
             golden.export()
         return golden
+
+    def build_record(self) -> BuildRecord:
+        """What the golden set keeps of this pipeline (:class:`BuildRecord`): the judge, the
+        corpus, the settings, the stage records so far, the manifest's facts."""
+        data = self.dataset
+        labels = data.qrels if data is not None and data.has_qrels else None
+        return BuildRecord(
+            judge=self.judge,
+            corpus=self.corpus,
+            config=self.config,
+            run_dir=self.run_dir,
+            depth=self.depth,
+            rrf_k=self.rrf_k,
+            min_pool=self.min_pool,
+            keep_grade=self.keep_grade,
+            top_n=self.top_n,
+            refine_config=self.refine_config,
+            incremental_k=self.incremental_k,
+            cutoffs=self.cutoffs,
+            budget_usd=self.budget_usd,
+            seed=self.seed,
+            ledger=self.ledger,
+            stage_records=dict(self._records),
+            check_thresholds=self.check_thresholds,
+            dataset_info=self.dataset_info,
+            data_sha256=self.data_sha256(),
+            systems=self.systems_info(),
+            rewriter=self.stage_params("s1")["rewrite"],
+            labels=labels,
+        )
+
+    def systems_info(self) -> dict[str, Any]:
+        """Each pool and new system's configuration, with its role, for the manifest."""
+        systems: dict[str, Any] = {}
+        for role, group in (("pool", self.systems), ("new", self.new_systems)):
+            for name, s in group.items():
+                info = (
+                    {"run": "given as a frame", **system_fingerprint(s)}
+                    if isinstance(s, pd.DataFrame)
+                    else s.describe()
+                )
+                systems[name] = {"role": role, **info}
+        return systems
+
+    # -- incremental judging
+
+    def extend(
+        self, golden: GoldenSet, run: pd.DataFrame, system: str, *, k: int = 10, export: bool = True
+    ) -> GoldenSet:
+        """Judge only the unjudged part of a new system's top ``k``: the golden set with them.
+
+        Parameters
+        ----------
+        golden : GoldenSet
+            Built by this pipeline (:meth:`run`).
+        run : DataFrame
+            The new system's run (``query_id``, ``doc_id``, ``score``); queries outside the
+            golden set are ignored.
+        system : str
+            Its name, recorded with every judgement it brings (``source="incremental"``).
+        k : int, default 10
+        export : bool, default True
+            Rewrite the run folder's products (qrels, judgements, manifest) at once; the
+            increment itself (``increments/<system>.parquet``) is always written when there is a
+            run folder.
+
+        Returns
+        -------
+        GoldenSet
+            A new golden set (``golden`` is left as it is) whose last increment
+            (:class:`Increment`) is this one. Extending it again with the same run judges
+            nothing (every pair is judged).
+        """
+        check_positive_int(k, "k")
+        qids = golden.queries["query_id"].tolist()
+        top = top_of_run(run, qids, k)
+        top = top.assign(query_id=top["query_id"].astype(str), doc_id=top["doc_id"].astype(str))
+        judged_before = judged_table(golden.qrels, {system: top}, [k])["judged"].iloc[0]
+        have = set(zip(golden.judgements["query_id"], golden.judgements["doc_id"], strict=True))
+        todo = top[
+            [(q, d) not in have for q, d in zip(top["query_id"], top["doc_id"], strict=True)]
+        ].reset_index(drop=True)
+        frame = self._grade_unjudged(todo, golden.queries)
+        frame = frame.assign(system=system).astype({"system": object})
+        after = add_judgements(golden.judgements, frame)
+        after_qrels = after[["query_id", "doc_id", "grade"]].rename(columns={"grade": "relevance"})
+        inc = Increment(
+            system,
+            k,
+            frame,
+            len(top),
+            float(judged_before),
+            float(judged_table(after_qrels, {system: top}, [k])["judged"].iloc[0]),
+            len(todo),
+        )
+        golden = golden.with_increment(inc, top)
+        if self.run_dir is not None:
+            store.write_increment(self.run_dir, inc.system, inc.frame, self.increment_key(), inc.k)
+            if export:
+                golden.export()
+        return golden
+
+    def _grade_unjudged(self, todo: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
+        """The judge's grades of ``todo`` (``query_id``, ``doc_id``, ``rank``): ``query_id``,
+        ``doc_id``, ``rank``, ``grade`` (Int64), ``valid``, ``status``, ``reason``, ``cached``."""
+        if not len(todo):
+            cols = ["query_id", "doc_id", "rank", "grade", "valid", "status", "reason", "cached"]
+            frame = pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+            return frame.astype({"rank": np.int64, "grade": "Int64", "valid": bool, "cached": bool})
+        items = grading_items(todo, queries, passages_by_id(self.corpus))
+        g = self.judge.grade_many(items, stage=INCREMENTAL_STAGE)
+        frame = pd.DataFrame(
+            {
+                "query_id": todo["query_id"].to_numpy(dtype=object),
+                "doc_id": todo["doc_id"].to_numpy(dtype=object),
+                "rank": todo["rank"].to_numpy(dtype=np.int64),
+                "grade": g["grade"].to_numpy(),
+                "valid": g["valid"].to_numpy(dtype=bool),
+                "status": g["status"].to_numpy(dtype=object),
+                "reason": g["reason"].to_numpy(dtype=object),
+                "cached": g["cached"].to_numpy(dtype=bool),
+            }
+        )
+        frame["grade"] = frame["grade"].astype("Int64")
+        return frame
+
+    def increment_key(self) -> str:
+        """SHA-256 of the judge's identity and S4's output: earlier increments in the run
+        folder count only when both match."""
+        return sha256_json(
+            {"judge": judge_fingerprint(self.judge), "s4": self._record("s4").output_hash}
+        )
+
+    def load_increments(self, golden: GoldenSet) -> GoldenSet:
+        """``golden`` with the judgements of earlier increments (``increments/`` of the run
+        folder) whose judge and S4 match this run's; unchanged without a run folder."""
+        if self.run_dir is None:
+            return golden
+        qids = set(golden.queries["query_id"])
+        judgements = golden.judgements
+        for frame in store.read_increments(self.run_dir, self.increment_key()):
+            judgements = add_judgements(judgements, frame[frame["query_id"].isin(qids)])
+        return replace(golden, judgements=judgements)
+
+
+def build_pipeline(
+    config: GoldenSetConfig,
+    *,
+    dataset: Any = None,
+    judge: Judge | None = None,
+    cache: Any = None,
+    progress: bool = False,
+) -> GoldenPipeline:
+    """The pipeline of notebook 02: everything ``config`` names, built once (dataset, cache,
+    judge with, for an LLM, a ledger in the run folder, pool and new systems, run folder),
+    except what the caller passes already built.
+
+    Parameters
+    ----------
+    config : GoldenSetConfig
+    dataset : BeirDataset, optional
+        Already read (qrels optional); default :func:`ragnb.io.read_beir` of
+        ``config.dataset_path()``.
+    judge : Judge, optional
+        Already built (e.g. an :class:`~ragnb.judge.OpenAIJudge` on a running local model
+        server); default :func:`~ragnb.golden.judging.make_judge` of ``config`` (its LLM calls
+        recorded in ``<run folder>/ledger.jsonl``). A judge passed keeps its own ledger.
+    cache : Cache, optional
+        The cache of embeddings (and of the judge it builds); default
+        ``Cache(config.cache_dir)``.
+    progress : bool, default False
+        Print a line per stage.
+
+    Returns
+    -------
+    GoldenPipeline
+
+    Raises
+    ------
+    InputError
+        A malformed query file, a bad parameter, an offline judge without labels.
+    ImportError, RuntimeError
+        ``judge="local"`` whose model server cannot start.
+    """
+    from ragnb.cache import Cache
+    from ragnb.io import read_beir
+    from ragnb.judge import LLMRewriter
+    from ragnb.ledger import LEDGER_FILE, Ledger
+
+    data = dataset
+    if data is None:
+        data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
+    queries, source = select_queries(config, data)
+    run_dir = resolve_path(config.export_dir) if config.export_dir else None
+    cache = cache if cache is not None else Cache(config.cache_dir or None)
+    ledger = None
+    if judge is None:
+        if config.judge == "openai":
+            ledger = Ledger(None if run_dir is None else run_dir / LEDGER_FILE)
+        judge = make_judge(config, data.qrels, cache=cache, ledger=ledger)
+    built: dict[str, Retriever] = {}
+
+    def system(name: str) -> Retriever:
+        if name not in built:
+            built[name] = make_pool_retriever(
+                name,
+                embedder=config.embedder,
+                rrf_k=config.rrf_k,
+                depth=max(config.depth, config.incremental_k),
+                cache=cache,
+            )
+        return built[name]
+
+    pool = {name: system(name) for name in config.retrievers}
+    new = {name: system(name) for name in config.new_systems if name not in pool}
+    rewrite = LLMRewriter(judge) if config.rewrite else None
+    pipeline = GoldenPipeline(
+        data.corpus,
+        queries,
+        judge,
+        pool,
+        depth=config.depth,
+        rrf_k=config.rrf_k,
+        min_pool=config.min_pool,
+        keep_grade=None if config.keep_grade < 0 else config.keep_grade,
+        top_n=config.top_n,
+        refine_config=RefineConfig(
+            m=config.refine_batch, max_iterations=config.refine_max_iterations
+        ),
+        seed=config.seed,
+        rewrite=rewrite,
+        run_dir=run_dir,
+        new_systems=new,
+        incremental_k=config.incremental_k,
+        budget_usd=config.budget_usd,
+        cutoffs=config.cutoffs,
+        config=config,
+        dataset_info={**data.summary(), "queries_from": source},
+        dataset=data,
+        ledger=ledger,
+        progress=progress,
+        max_failed_share=getattr(config, "max_failed_share", 0.0),
+    )
+    return pipeline

@@ -89,10 +89,14 @@ __all__ = [
     "LockGraph",
     "RefineConfig",
     "RefinementResult",
+    "answer_permutation",
     "initial_scores_from_grades",
+    "is_invalid_answer",
     "lock_rule",
     "pl_gradient",
+    "rank_function",
     "refine",
+    "reported_tokens",
     "topological_order",
 ]
 
@@ -329,7 +333,15 @@ class RefinementResult:
 # ----------------------------------------------------------------------------- judge answers
 
 
-def _rank_fn(ranker: ListwiseRanker | RankFn) -> RankFn:
+def rank_function(ranker: ListwiseRanker | RankFn) -> RankFn:
+    """The ``rank(query, items)`` function of a listwise ranker (its ``rank`` method, or the
+    ranker itself when it is a function).
+
+    Raises
+    ------
+    InputError
+        When ``ranker`` is neither.
+    """
     method = getattr(ranker, "rank", None)
     if callable(method):
         return method
@@ -341,7 +353,9 @@ def _rank_fn(ranker: ListwiseRanker | RankFn) -> RankFn:
     )
 
 
-def _reported_tokens(answer: Any) -> int | None:
+def reported_tokens(answer: Any) -> int | None:
+    """The tokens a ranker's answer says it used (``tokens``, ``total_tokens`` or
+    ``usage.total_tokens``), or None when it says nothing."""
     for name in ("tokens", "total_tokens"):
         value = getattr(answer, name, None)
         if isinstance(value, int | np.integer) and not isinstance(value, bool):
@@ -356,14 +370,22 @@ def _reported_tokens(answer: Any) -> int | None:
     return None
 
 
-def _is_invalid(answer: Any) -> bool:
+def is_invalid_answer(answer: Any) -> bool:
     """A judge's result object that says it holds no usable order."""
     if getattr(answer, "valid", True) is False:
         return True
     return hasattr(answer, "permutation") and answer.permutation is None
 
 
-def _permutation(answer: Any, m: int, query: str) -> list[int]:
+def answer_permutation(answer: Any, m: int, query: str) -> list[int]:
+    """The order a ranker's answer gives to ``m`` passages: a permutation of ``range(m)``
+    (the answer itself or its ``permutation``).
+
+    Raises
+    ------
+    InputError
+        When it is no permutation of ``range(m)``; the message names the query.
+    """
     perm = getattr(answer, "permutation", answer)
     try:
         values = [int(x) for x in perm]
@@ -522,7 +544,7 @@ def refine(
     ids, texts = _as_items(items)
     if len(set(ids)) != len(ids):
         raise InputError("item ids must be unique")
-    rank = _rank_fn(ranker)
+    rank = rank_function(ranker)
     run = _Refinement(cfg, ids, _as_scores(initial_scores, ids))
     n = len(ids)
     reason = "trivial" if n < 2 else "max_iterations"
@@ -538,10 +560,10 @@ def refine(
         else:
             answer = rank(query, passages, query_id=query_id, doc_ids=[str(ids[i]) for i in batch])
         run.count_call(answer, query, passages, token_cost, max_tokens)
-        if _is_invalid(answer):
+        if is_invalid_answer(answer):
             run.skip(t)
             continue
-        judged = batch[_permutation(answer, len(batch), query)]
+        judged = batch[answer_permutation(answer, len(batch), query)]
         run.update(judged, t)  # 2) the PL step
         added = run.lock(judged, t)  # 3) locks
         stop = run.advance(t, added)  # 4) global order and the stopping rules
@@ -618,7 +640,7 @@ class _Refinement:
         if token_cost is not None:
             cost: int | None = int(token_cost(query, passages))
         else:
-            cost = _reported_tokens(answer)
+            cost = reported_tokens(answer)
         if cost is None and max_tokens is not None:
             raise InputError(
                 "max_tokens needs token counts: the ranker reported none; pass token_cost",

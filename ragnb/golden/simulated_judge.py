@@ -22,10 +22,10 @@ from ragnb.errors import InputError
 from ragnb.golden.refine import (
     ListwiseRanker,
     RankFn,
-    _is_invalid,
-    _permutation,
-    _rank_fn,
-    _reported_tokens,
+    answer_permutation,
+    is_invalid_answer,
+    rank_function,
+    reported_tokens,
 )
 
 __all__ = [
@@ -277,7 +277,7 @@ def sliding_window_rank(
             raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
     if step > window:
         raise InputError(f"step ({step}) must not exceed window ({window})")
-    rank = _rank_fn(ranker)
+    rank = rank_function(ranker)
     ids = list(items.keys())
     order = list(range(len(ids)))
     starts = window_starts(len(ids), window, step) if len(ids) > 1 else []
@@ -294,9 +294,9 @@ def sliding_window_rank(
                     query, passages, query_id=query_id, doc_ids=[str(ids[i]) for i in idx]
                 )
             n_calls += 1
-            n_tokens += _reported_tokens(answer) or 0
-            if not _is_invalid(answer):
-                perm = _permutation(answer, len(idx), query)
+            n_tokens += reported_tokens(answer) or 0
+            if not is_invalid_answer(answer):
+                perm = answer_permutation(answer, len(idx), query)
                 order[start : start + window] = [idx[j] for j in perm]
         orders.append([ids[i] for i in order])
         calls.append(n_calls)

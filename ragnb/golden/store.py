@@ -11,18 +11,20 @@ the stage is simply run again. Incremental judgements of a new system live in
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.golden.config import FILES
+from ragnb.golden.config import FILES, STAGES
 from ragnb.golden.fingerprints import as_objects
 from ragnb.io import read_json, read_parquet, write_json, write_parquet
 from ragnb.provenance import file_sha256, utc_now
 
 __all__ = [
+    "StageRecord",
     "file_sha256",
     "load_stage",
     "read_increments",
@@ -30,6 +32,43 @@ __all__ = [
     "write_increment",
     "write_stage",
 ]
+
+
+@dataclass
+class StageRecord:
+    """How a stage's output came to be, as the manifest records it.
+
+    Attributes
+    ----------
+    stage : str
+        ``"s1"`` ... ``"s6"``.
+    input_hash : str
+        SHA-256 of the stage's inputs (parameters, upstream outputs, data, judge identity).
+    output_hash : str
+        SHA-256 of the stage's frames (what downstream stages hash).
+    reused : bool
+        Loaded from the run folder in this run (no computation, no judge call).
+    seconds : float
+        Time to compute (when it was computed) or to load.
+    counts : dict
+        Rows and stage-specific counts (graded, valid, calls, ...).
+    files : list of str
+        Its files in the run folder.
+    finished : str
+        ISO 8601 UTC time the stage was computed.
+    """
+
+    stage: str
+    input_hash: str
+    output_hash: str
+    reused: bool
+    seconds: float
+    counts: dict[str, Any]
+    files: list[str]
+    finished: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": STAGES[self.stage][0], **asdict(self)}
 
 
 def stage_paths(run_dir: Path, stage: str) -> tuple[Path, dict[str, Path]]:

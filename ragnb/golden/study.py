@@ -1,5 +1,6 @@
-"""Notebook 02's own helpers: the cost estimate and the simulation summary as the notebook shows
-them.
+"""Notebook 02 as one call: :func:`run` builds the golden set and its analyses and returns a
+:class:`GoldenSetResult` (the study protocol, :class:`ragnb.protocol.StudyResult`), plus the
+Markdown and tables the notebook shows (cost estimate, calibration, PPI, simulation summary).
 
 The golden set itself is built by :class:`ragnb.golden.GoldenPipeline` (modules:
 :mod:`~ragnb.golden.config` for :class:`~ragnb.golden.GoldenSetConfig`,
@@ -10,18 +11,41 @@ The golden set itself is built by :class:`ragnb.golden.GoldenPipeline` (modules:
 
 from __future__ import annotations
 
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ragnb.golden.config import FORMAT, GoldenSetConfig
+from ragnb.golden.goldenset import GoldenSet
+from ragnb.golden.human import NO_LABELS, HumanLabels
+from ragnb.protocol import export_tables, skipped
+
 __all__ = [
+    "GoldenSetResult",
     "calibration_markdown",
     "estimate_markdown",
-    "first_screen",
     "ppi_markdown",
     "ppi_table",
+    "run",
     "simulation_table",
 ]
+
+#: The tables :meth:`GoldenSet.export` writes itself (the rest go through ``export_tables``).
+_GOLDEN_TABLES = ("judgements", "refined_top", "pool_provenance", "judged_at_k")
+#: The files of :meth:`Calibration.export <ragnb.golden.calibration.Calibration.export>`.
+_CALIBRATION_FILES = (
+    "pairs.csv",
+    "confusion.csv",
+    "agreement.csv",
+    "systems.csv",
+    "calibration.json",
+)
+_PPI_NEEDS = (
+    "there are no human labels (give `human_labels`, or a dataset with qrels and `ppi_labels` >= 2)"
+)
 
 
 def simulation_table(summary: pd.DataFrame, metric: str = "overlap") -> pd.DataFrame:
@@ -59,29 +83,16 @@ def estimate_markdown(estimate: Any, budget_usd: float | None) -> str:
 # ----------------------------------------------------------------------------- first screen
 
 
-def first_screen(config: Any, pipeline: Any, needs: str, golden: Any = None) -> str:
-    """Markdown for the top of notebook 02: the judge, the sample and what it stands for, or
-    what is missing when there is no judge (:func:`ragnb.golden.pipeline.open_pipeline`).
-
-    Parameters
-    ----------
-    config : GoldenSetConfig
-    pipeline : GoldenPipeline or None
-    needs : str
-        What is missing when ``pipeline`` is None.
-    golden : GoldenSet, optional
-        Once built: the degenerate-judge findings of its grades
-        (:meth:`~ragnb.golden.GoldenSet.judge_checks`) follow the judge's banner. The notebook
-        draws the first screen before the run and redraws it with the golden set after.
-    """
-    if pipeline is None:
-        return needs
+def _first_screen(config: Any, pipeline: Any, golden: Any) -> str:
+    """Markdown for the top of notebook 02: the judge, the degenerate-judge findings of the
+    golden set's grades (:meth:`~ragnb.golden.GoldenSet.judge_checks`), the sample and what it
+    stands for."""
     from ragnb.golden.degenerate import findings_markdown
     from ragnb.golden.judging import LOCAL_MODEL_NAME
 
     info = pipeline.dataset_info
     lines = [pipeline.banner(), ""]
-    checks = "" if golden is None else findings_markdown(golden.judge_checks(), short=True)
+    checks = findings_markdown(golden.judge_checks(), short=True)
     if checks:
         lines += [checks, ""]
     if getattr(pipeline.judge, "local_server", None) is not None:
@@ -107,8 +118,6 @@ def first_screen(config: Any, pipeline: Any, needs: str, golden: Any = None) -> 
         )
     )
     if not getattr(pipeline.dataset, "has_qrels", True) and not config.human_labels:
-        from ragnb.golden.human import NO_LABELS
-
         lines += ["", NO_LABELS]
     return "\n".join(lines)
 
@@ -192,3 +201,359 @@ def ppi_markdown(human: Any, table: pd.DataFrame, notes: list[str]) -> str:
     if not table.empty:
         lines += ["", halving_markdown(table)]
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- the study
+
+
+@dataclass(frozen=True, eq=False)
+class GoldenSetResult:
+    """Notebook 02's result (:func:`run`): the golden set, its analyses, what was skipped.
+
+    Attributes
+    ----------
+    config : GoldenSetConfig
+        The parameters it ran with.
+    golden : GoldenSet or None
+        The golden set; None when there is no judge (``needs`` says why).
+    needs : str
+        Markdown: why there is no golden set (empty when there is one).
+    screen : str
+        The first screen without the skipped parts (:meth:`banner` adds them).
+    estimate : CostEstimate or None
+        The LLM calls priced before S4 (:meth:`GoldenPipeline.estimate`).
+    keep_grade, min_pool : int
+        S5's settings, for the grade section.
+    human : HumanLabels or None
+        The labels the judge is calibrated against (None: no calibration).
+    calibration : Calibration or None
+        :func:`~ragnb.golden.evaluation.calibrate_judge`.
+    ppi_labels : HumanLabels or None
+        The labels of the prediction-powered estimates (None: none).
+    ppi : DataFrame
+        :func:`~ragnb.golden.evaluation.ppi_for`'s table (empty when not estimated).
+    ppi_notes : list of str
+    spear : SpearResult or None
+    simulation, simulation_summary : DataFrame or None
+        :func:`~ragnb.golden.evaluation.simulate_refinement` (None when ``simulate=False`` or
+        no golden set).
+    """
+
+    config: GoldenSetConfig
+    golden: GoldenSet | None
+    needs: str = ""
+    screen: str = ""
+    estimate: Any = None
+    keep_grade: int = 0
+    min_pool: int = 0
+    human: HumanLabels | None = None
+    calibration: Any = None
+    ppi_labels: HumanLabels | None = None
+    ppi: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ppi_notes: list[str] = field(default_factory=list)
+    spear: Any = None
+    simulation: pd.DataFrame | None = None
+    simulation_summary: pd.DataFrame | None = None
+
+    def skipped_parts(self) -> list[str]:
+        """A :func:`ragnb.protocol.skipped` line per part that did not run."""
+        if self.golden is None:
+            return []
+        cfg, lines = self.config, []
+        if not cfg.calibrate:
+            lines.append(skipped("Calibration", "`calibrate=False`"))
+        elif self.human is None:
+            lines.append(skipped("Calibration", "there are no human labels"))
+        if self.ppi_labels is None:
+            lines.append(skipped("Prediction-powered estimates", _PPI_NEEDS))
+        if not cfg.simulate:
+            lines.append(skipped("Simulation", "`simulate=False`"))
+        return lines
+
+    def banner(self) -> str:
+        """The first screen: the judge, the degenerate-judge findings, the sample, and every
+        part that did not run (no judge, no human labels, calibration or simulation off)."""
+        if self.golden is None:
+            return self.needs
+        return "\n\n".join([self.screen, *self.skipped_parts()])
+
+    def section(self, name: str) -> str:
+        """The Markdown of one section of notebook 02, or its "skipped" notice, or ``""``.
+
+        Parameters
+        ----------
+        name : {"estimate", "summary", "ledger", "grades", "audit", "calibration", "ppi", \
+"simulation"}
+
+        Raises
+        ------
+        InputError
+            On an unknown section (the message lists them).
+        """
+        from ragnb.errors import InputError
+
+        texts = {
+            "estimate": self._estimate_text,
+            "summary": self._summary_text,
+            "ledger": self._ledger_text,
+            "grades": self._grades_text,
+            "audit": self._audit_text,
+            "calibration": self._calibration_text,
+            "ppi": self._ppi_text,
+            "simulation": self._simulation_text,
+        }
+        if name not in texts:
+            raise InputError(f"no section {name!r}; known: {', '.join(texts)}")
+        return "" if self.golden is None else texts[name]()
+
+    def _estimate_text(self) -> str:
+        return estimate_markdown(self.estimate, self.config.budget_usd)
+
+    def _summary_text(self) -> str:
+        return self.golden.summary_markdown()
+
+    def _ledger_text(self) -> str:
+        return "" if "ledger" in self.tables() else "No LLM call: the judge is offline."
+
+    def _grades_text(self) -> str:
+        return (
+            f"S5 keeps every grade >= {self.keep_grade}; pools hold at least {self.min_pool} "
+            "documents."
+        )
+
+    def _audit_text(self) -> str:
+        from ragnb.golden.audit import AUDIT_FILE, audit_markdown, audit_rows
+
+        if not self.config.export_dir:
+            return audit_markdown(self.golden, None)
+        path = self._folder() / AUDIT_FILE
+        return audit_markdown(self.golden, path, audit_rows(self.golden, path))
+
+    def _calibration_text(self) -> str:
+        if not self.config.calibrate:
+            return skipped("Calibration", "`calibrate=False`")
+        if self.calibration is None:
+            return NO_LABELS
+        return calibration_markdown(self.calibration, self.human)
+
+    def _ppi_text(self) -> str:
+        if self.ppi_labels is None:
+            return skipped("Prediction-powered estimates", _PPI_NEEDS)
+        return ppi_markdown(self.ppi_labels, self.ppi, self.ppi_notes)
+
+    def _simulation_text(self) -> str:
+        return "" if self.config.simulate else skipped("Simulation", "`simulate=False`")
+
+    def _folder(self) -> Path:
+        from ragnb.params import resolve_path
+
+        return resolve_path(self.config.export_dir)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Every table of the study by the stem of its exported CSV; a part that did not run
+        has none (no golden set: an empty dict).
+
+        ``judgements``, ``refined_top``, ``pool_provenance``, ``judged_at_k``, ``increments``
+        (new systems only), ``grade_distribution``, ``pool_overlap``, ``stop_reasons``,
+        ``convergence``, ``stages``, ``ledger`` (LLM judges only), ``spear``, ``spear_pr``,
+        ``calibration_agreement``, ``calibration_confusion``, ``calibration_bias``,
+        ``calibration_systems``, ``ppi`` (when estimated), ``simulation`` and
+        ``simulation_summary``.
+        """
+        gs = self.golden
+        if gs is None:
+            return {}
+        out = {
+            "judgements": gs.judgements,
+            "refined_top": gs.top(),
+            "pool_provenance": gs.pools,
+            "judged_at_k": gs.judged_at_k(),
+        }
+        if gs.increments:
+            out["increments"] = gs.increments_table()
+        out.update(
+            grade_distribution=gs.grade_distribution(),
+            pool_overlap=gs.pool_overlap(),
+            stop_reasons=gs.stop_reasons(),
+            convergence=gs.convergence(),
+            stages=gs.stages(),
+        )
+        totals = gs.ledger_totals()
+        if not totals.empty:
+            out["ledger"] = totals
+        if self.spear is not None:
+            out.update(spear=self.spear.summary, spear_pr=self.spear.interpolated)
+        cal = self.calibration
+        if cal is not None:
+            out.update(
+                calibration_agreement=cal.intervals(),
+                calibration_confusion=cal.confusion,
+                calibration_bias=cal.bias,
+                calibration_systems=cal.systems,
+            )
+        if not self.ppi.empty:
+            out["ppi"] = self.ppi
+        if self.simulation is not None and self.simulation_summary is not None:
+            out.update(simulation=self.simulation, simulation_summary=self.simulation_summary)
+        return out
+
+    def charts(self) -> dict[str, Any]:
+        """The altair charts of :mod:`ragnb.golden.charts` by name (``<table>_chart``); empty
+        when altair is not installed or there is no golden set."""
+        try:
+            from ragnb.golden import charts as gc
+        except ImportError:  # MissingExtra: the notebooks extra
+            return {}
+        t = self.tables()
+        if not t:
+            return {}
+        out = {
+            "grade_distribution_chart": gc.grade_distribution_chart(t["grade_distribution"]),
+            "pool_overlap_chart": gc.pool_overlap_chart(t["pool_overlap"]),
+            "judged_at_k_chart": gc.judged_at_k_chart(t["judged_at_k"]),
+            "convergence_chart": gc.refinement_convergence_chart(t["convergence"]),
+        }
+        if "spear_pr" in t:
+            out["spear_pr_chart"] = gc.pr_curve_chart(t["spear_pr"])
+        cal = self.calibration
+        if cal is not None:
+            tau = "n/a" if cal.tau is None else f"{cal.tau.tau:.3f}"
+            out["calibration_confusion_chart"] = gc.confusion_matrix_chart(cal.confusion)
+            out["calibration_systems_chart"] = gc.system_agreement_chart(
+                cal.systems, title=f"Kendall tau {tau}"
+            )
+        if "simulation_summary" in t:
+            out["simulation_chart"] = gc.simulation_chart(t["simulation_summary"], metric="overlap")
+        return out
+
+    def provenance(self) -> dict[str, Any]:
+        """The golden set's manifest (:meth:`GoldenSet.manifest`); without a golden set, the
+        config, why there is none and the versions."""
+        if self.golden is not None:
+            return self.golden.manifest()
+        from ragnb.provenance import scrub, utc_now, versions
+
+        return scrub(
+            {
+                "format": FORMAT,
+                "written": utc_now(),
+                "config": asdict(self.config),
+                "golden_set": None,
+                "skipped": self.needs,
+                "versions": versions(),
+            }
+        )
+
+    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
+        """Write the golden set's products (:meth:`GoldenSet.export`: ``golden.qrels``, its
+        README, ``refined.trec``, ``runs/``, ``manifest.json``), the audit file
+        (``audit_top.csv``, keeping grades already given), ``calibration/``, every other table
+        as ``<name>.csv`` and ``provenance.json`` under ``folder``.
+
+        Returns
+        -------
+        list of Path
+            The files written.
+        """
+        from ragnb.golden.audit import export_audit
+        from ragnb.params import resolve_path
+
+        out = resolve_path(folder)
+        written: list[Path] = []
+        tables = self.tables()
+        if self.golden is not None:
+            written += self.golden.export(out)
+            written.append(export_audit(self.golden, out / "audit_top.csv"))
+        if self.calibration is not None:
+            self.calibration.export(out / "calibration")
+            written += [out / "calibration" / name for name in _CALIBRATION_FILES]
+        rest = {name: t for name, t in tables.items() if name not in _GOLDEN_TABLES}
+        return written + export_tables(rest, self.provenance(), out)
+
+
+def run(
+    config: GoldenSetConfig,
+    *,
+    dataset: Any = None,
+    judge: Any = None,
+    cache: Any = None,
+    progress: bool = False,
+) -> GoldenSetResult:
+    """Notebook 02: build the golden set (S1-S6, incremental judging; resumed from and exported
+    to the run folder ``config.export_dir`` when set) and run its analyses: Judged@K, SPEAR,
+    calibration against human labels, prediction-powered estimates, the simulation.
+
+    No judge is not an error: an offline judge on a dataset without labels, or a ``local``
+    judge whose server cannot start, gives a result without a golden set whose banner says
+    what is needed.
+
+    Parameters
+    ----------
+    config : GoldenSetConfig
+    dataset, judge, cache : optional
+        Already built backends: the dataset (read), the judge (``config.judge`` is then only
+        recorded), the cache; default built from ``config``
+        (:func:`~ragnb.golden.pipeline.build_pipeline`).
+    progress : bool, default False
+        Print a line per stage.
+
+    Returns
+    -------
+    GoldenSetResult
+
+    Raises
+    ------
+    InputError
+        A malformed file or parameter.
+    BudgetExceededError
+        When the priced LLM calls exceed ``budget_usd`` (before any S4 call).
+    JudgeFailures, JudgeUnavailable
+        When the judge does not answer (see :mod:`ragnb.golden.pipeline`).
+    """
+    from ragnb.golden import evaluation as ev
+    from ragnb.golden.judging import missing_labels
+    from ragnb.golden.pipeline import build_pipeline
+    from ragnb.io import read_beir
+
+    data = dataset
+    if data is None:
+        data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
+    needs = "" if judge is not None else missing_labels(config, data.qrels)
+    pipeline = None
+    if not needs:
+        try:
+            pipeline = build_pipeline(
+                config, dataset=data, judge=judge, cache=cache, progress=progress
+            )
+        except (ImportError, RuntimeError) as e:
+            if config.judge != "local":
+                raise
+            needs = f"judge='local' could not start its model server: {e}"
+    if pipeline is None:
+        text = f"**No judge, so no golden set:** {needs}. The sections below are skipped." + (
+            "" if data.has_qrels or config.human_labels else "\n\n" + NO_LABELS
+        )
+        return GoldenSetResult(config, None, needs=text)
+    gs = pipeline.run()
+    spear = ev.spear_for(gs)
+    human = ev.human_labels_for(gs) if config.calibrate else None
+    calibration = None if human is None else ev.calibrate_judge(gs, human)
+    labels = ev.ppi_labels_for(gs)
+    ppi, notes = ev.ppi_for(gs, labels) if labels is not None else (pd.DataFrame(), [])
+    sim, summary = ev.simulate_refinement(gs) if config.simulate else (None, None)
+    return GoldenSetResult(
+        config,
+        gs,
+        screen=_first_screen(config, pipeline, gs),
+        estimate=gs.estimate,
+        keep_grade=pipeline.keep_grade,
+        min_pool=pipeline.min_pool,
+        human=human,
+        calibration=calibration,
+        ppi_labels=labels,
+        ppi=ppi,
+        ppi_notes=list(notes),
+        spear=spear,
+        simulation=sim,
+        simulation_summary=summary,
+    )

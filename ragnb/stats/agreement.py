@@ -1,7 +1,7 @@
 """Agreement between two raters' grades of the same items, with bootstrap confidence intervals.
 
-The statistics behind :func:`ragnb.golden.calibration.calibrate`, on aligned arrays (human labels
-and judge grades of the same (query, document) pairs):
+Inter-rater statistics on aligned arrays (e.g. human labels and an LLM judge's grades of the same
+(query, document) pairs, as :func:`ragnb.golden.calibration.calibrate` compares them):
 
 - the confusion matrix (:func:`confusion_matrix`);
 - Cohen's kappa, unweighted and weighted (linear, quadratic) [1]_ (:func:`weighted_kappa`);
@@ -50,7 +50,9 @@ __all__ = [
     "KendallTau",
     "TauInterval",
     "agreement_intervals",
+    "check_bootstrap",
     "confusion_matrix",
+    "grade_categories",
     "judge_bias",
     "kendall_tau",
     "krippendorff_alpha",
@@ -100,7 +102,15 @@ def _labels(values: Sequence[Any] | np.ndarray, what: str) -> np.ndarray:
     return out
 
 
-def _categories(a: np.ndarray, b: np.ndarray, labels: Sequence[int] | None) -> list[int]:
+def grade_categories(a: np.ndarray, b: np.ndarray, labels: Sequence[int] | None) -> list[int]:
+    """The grades two raters' labels are counted over: ``labels`` when given (checked to hold
+    every grade of ``a`` and ``b``), else the grades that occur, sorted.
+
+    Raises
+    ------
+    InputError
+        When ``labels`` repeats a grade or misses one of ``a`` or ``b``.
+    """
     if labels is None:
         return sorted(set(a.tolist()) | set(b.tolist()))
     cats = [int(x) for x in labels]
@@ -178,7 +188,7 @@ def weighted_kappa(
         raise InputError(f"a has {x.size} grades, b has {y.size}: they must be aligned")
     if x.size == 0:
         return math.nan
-    cats = _categories(x, y, labels)
+    cats = grade_categories(x, y, labels)
     k = len(cats)
     observed = _counts(x, y, cats) / x.size
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
@@ -229,7 +239,7 @@ def confusion_matrix(
     x, y = _labels(a, "a"), _labels(b, "b")
     if x.size != y.size:
         raise InputError(f"a has {x.size} grades, b has {y.size}: they must be aligned")
-    cats = _categories(x, y, labels)
+    cats = grade_categories(x, y, labels)
     counts = _counts(x, y, cats)
     ia, ib = np.indices(counts.shape)
     n = counts.sum()
@@ -391,7 +401,15 @@ def _percentile(boot: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray, np
     return np.atleast_1d(low), np.atleast_1d(high), np.atleast_1d(valid)
 
 
-def _check_bootstrap(n_boot: Any, ci: Any, seed: Any) -> None:
+def check_bootstrap(n_boot: Any, ci: Any, seed: Any) -> None:
+    """Check a percentile bootstrap's settings: ``n_boot`` an int >= 0, ``ci`` strictly in
+    (0, 1), ``seed`` an int or None.
+
+    Raises
+    ------
+    InputError
+        Naming the setting that is wrong.
+    """
     check_int_at_least(n_boot, "n_boot", 0)
     check_number_in(ci, "ci", 0.0, 1.0)
     if not 0 < ci < 1:
@@ -476,7 +494,7 @@ def krippendorff_alpha(
     x, y = _aligned(a, b)
     if x.size == 0:
         return math.nan
-    cats = _categories(x, y, None)
+    cats = grade_categories(x, y, None)
     counts = _counts(x, y, cats).astype(np.float64)
     return float(_alpha_counts(counts, np.asarray(cats, dtype=np.float64), level))
 
@@ -552,8 +570,8 @@ def agreement_intervals(
     x, y = _aligned(a, b)
     if x.size == 0:
         raise InputError("agreement_intervals needs at least one pair")
-    _check_bootstrap(n_boot, ci, seed)
-    cats = _categories(x, y, labels)
+    check_bootstrap(n_boot, ci, seed)
+    cats = grade_categories(x, y, labels)
     k = len(cats)
     pos = {c: i for i, c in enumerate(cats)}
     cell = np.fromiter((pos[v] for v in x.tolist()), np.int64, x.size) * k + np.fromiter(
@@ -640,7 +658,7 @@ def judge_bias(
     2            2  1   0.0           0.0
     """
     x, y = _aligned(human, judge)
-    grades = sorted(set(x.tolist())) if labels is None else _categories(x, y, labels)
+    grades = sorted(set(x.tolist())) if labels is None else grade_categories(x, y, labels)
     rows = []
     for g in grades:
         on = y[x == g]
@@ -753,7 +771,7 @@ def tau_interval(
         )
     if vh.shape[0] == 0:
         raise InputError("tau_interval needs at least one query")
-    _check_bootstrap(n_boot, ci, seed)
+    check_bootstrap(n_boot, ci, seed)
     with np.errstate(invalid="ignore"):
         means_h, means_j = np.nanmean(vh, axis=0), np.nanmean(vj, axis=0)
     tau = kendall_tau(means_h, means_j).tau
