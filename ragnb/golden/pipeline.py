@@ -335,8 +335,8 @@ class GoldenPipeline:
         the run folder), pool and new systems, and the run folder."""
         from ragnb.cache import Cache
         from ragnb.io import read_beir
-        from ragnb.judge import LLMRewriter
         from ragnb.ledger import LEDGER_FILE, Ledger
+        from ragnb.rewrite import LLMRewriter
 
         data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
         queries, source = select_queries(config, data)
@@ -361,7 +361,7 @@ class GoldenPipeline:
 
         pool = {name: system(name) for name in config.retrievers}
         new = {name: system(name) for name in config.new_systems if name not in pool}
-        rewrite = LLMRewriter(judge) if config.rewrite else None
+        rewrite = LLMRewriter(judge.client) if config.rewrite else None
         pipeline = cls(
             data.corpus,
             queries,
