@@ -210,12 +210,8 @@ def run_local(
         )
         for key, (_, options) in LOCAL_ROWS.items():
             judge = OpenAIJudge(
-                server.model,
-                base_url=server.base_url,
-                api_key="local",
+                **server.client_options(),  # one request at a time, 300 s each
                 request_params={"max_tokens": 16},
-                concurrency=1,  # the server answers one request at a time
-                timeout=300.0,
                 cache=Cache(Path(tmp) / key),
                 ledger=Ledger(Path(tmp) / f"{key}.jsonl"),
                 progress=False,

@@ -148,11 +148,7 @@ def make_judge(server: Any, cache: Any, ledger: Any, *, constrained: bool) -> An
         else {"request_params": {"max_tokens": 16}}
     )
     return OpenAIJudge(
-        server.model,
-        base_url=server.base_url,
-        api_key="local",
-        concurrency=1,  # llama.cpp's server answers one request at a time
-        timeout=300.0,
+        **server.client_options(),  # llama.cpp's server answers one request at a time
         cache=cache,
         ledger=ledger,
         progress=False,

@@ -70,23 +70,22 @@ def scores(retrievers: dict[str, Any], queries: pd.DataFrame, qrels: pd.DataFram
 def generate(args: argparse.Namespace, corpus: pd.DataFrame, out: Path) -> Any:
     """The synthetic queries, through the local model (cache, ledger in ``out``)."""
     from ragnb.cache import Cache
-    from ragnb.judge import OpenAIJudge
     from ragnb.ledger import Ledger
+    from ragnb.llm import ChatClient
     from ragnb.llm.querygen import QueryGenerator, synthesize_queries
     from ragnb.llm.server import LocalLLMServer
+    from ragnb.transport import RetryPolicy
 
     with LocalLLMServer(n_threads=args.threads) as server:
-        judge = OpenAIJudge(
-            server.model,
-            base_url=server.base_url,
-            api_key="local",
-            concurrency=1,
-            timeout=600.0,
+        options = server.client_options()
+        options["retry"] = RetryPolicy(timeout=600.0)  # 64-token answers on a busy CPU
+        client = ChatClient(
+            **options,
             cache=Cache(args.cache_dir or None),
             ledger=Ledger(out / "ledger.jsonl"),
             progress=False,
         )
-        gen = QueryGenerator(judge, grammar=True, max_tokens=64)
+        gen = QueryGenerator(client, grammar=True, max_tokens=64)
         start = time.monotonic()
         result = synthesize_queries(
             gen,
@@ -98,7 +97,7 @@ def generate(args: argparse.Namespace, corpus: pd.DataFrame, out: Path) -> Any:
             chunk=5,
         )
         took = time.monotonic() - start
-        ledger = judge.ledger.frame()
+        ledger = client.ledger.frame()
     return result, took, ledger
 
 

@@ -41,6 +41,7 @@ from ragnb.golden.judging import LOCAL_TOP_LOGPROBS
 from ragnb.llm.server import (
     DEFAULT_MODEL,
     LOCAL_API_KEY,
+    LOCAL_TIMEOUT,
     LocalLLMServer,
     PackagedModel,
     free_port,
@@ -48,6 +49,7 @@ from ragnb.llm.server import (
     local_models,
     model_path,
 )
+from ragnb.transport import RetryPolicy
 
 CHAT = "/v1/chat/completions"
 N_RELEVANT, N_OTHER = 4, 2
@@ -215,7 +217,7 @@ def judge_run(
         api_key="local",
         request_params={"max_tokens": 24},  # unconstrained, SmolLM2 may talk on
         concurrency=2,
-        timeout=120.0,
+        retry=RetryPolicy(timeout=120.0),
         cache=Cache(tmp / "cache"),
         ledger=Ledger(tmp / "ledger.jsonl"),
         progress=False,
@@ -277,6 +279,21 @@ def test_free_port_is_bindable_on_loopback():
 
 
 # ----------------------------------------------------------------------------- the real server
+
+
+def test_client_options_set_up_a_client_of_the_server(local_server: LocalLLMServer):
+    from ragnb.llm import ChatClient
+
+    options = local_server.client_options()
+    assert options["model"] == local_server.model == DEFAULT_MODEL
+    assert options["base_url"] == local_server.base_url and options["api_key"] == LOCAL_API_KEY
+    assert options["health_check"]() is None  # running: nothing to report
+    assert options["concurrency"] == 1 and options["retry"] == RetryPolicy(timeout=LOCAL_TIMEOUT)
+    client = ChatClient(**options, progress=False)
+    assert client.describe()["timeout_s"] == LOCAL_TIMEOUT
+    assert LOCAL_API_KEY not in json.dumps(client.describe())
+    with pytest.raises(RuntimeError, match="not been started"):
+        LocalLLMServer(DEFAULT_MODEL).client_options()
 
 
 def test_server_answers_on_loopback_at_a_free_port(local_server: LocalLLMServer):
@@ -402,16 +419,11 @@ def test_a_server_that_crashes_mid_job_ends_the_job_at_once_and_says_so(tmp_path
     server = LocalLLMServer(DEFAULT_MODEL, n_threads=1).start()
     try:
         judge = OpenAIJudge(
-            server.model,
-            base_url=server.base_url,
-            api_key=LOCAL_API_KEY,
+            **server.client_options(),
             request_params={"max_tokens": 64},
-            concurrency=1,
-            timeout=300.0,
             cache=Cache(tmp_path / "cache"),
             ledger=Ledger(tmp_path / "ledger.jsonl"),
             progress=False,
-            health_check=server.failure,
         )
         outcome: dict[str, Any] = {}
 
@@ -522,7 +534,7 @@ def constrained_judge(base_url: str, tmp: Path, **kwargs: Any) -> Any:
         api_key="local",
         request_params={"max_tokens": 24},
         concurrency=1,
-        timeout=300.0,
+        retry=RetryPolicy(timeout=LOCAL_TIMEOUT),
         cache=Cache(tmp / "cache"),
         ledger=Ledger(tmp / "ledger.jsonl"),
         progress=False,
@@ -594,7 +606,7 @@ def test_rewriter_on_real_output(constrained_run: JudgeRun, scifact_ten: pd.Data
     from ragnb.rewrite import LLMRewriter
 
     queries = list(dict.fromkeys(scifact_ten["query"]))[:2]
-    out = LLMRewriter(constrained_run.judge).many(queries)
+    out = LLMRewriter(constrained_run.judge.client).many(queries)
     assert len(out) == 2
     for text, reason in out:
         assert (text and not reason) or (text is None and reason)
