@@ -220,6 +220,7 @@ class OpenAIJudge(Judge):
         self.constrained = constrained
         self.logprobs = logprobs
         self._check_prompt(self.prompt)
+        self.base_url = base_url
         self.cache = self.client.cache
         self.ledger = self.client.ledger
         self.stage = stage
