@@ -713,6 +713,17 @@ class ProxiedServer:
     n_threads: int
     startup_s: float | None
 
+    def client_options(self) -> dict[str, Any]:
+        """:meth:`LocalLLMServer.client_options` with the proxy's URL and no health check (the
+        proxy, not the server process, answers the connection)."""
+        return {
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key": LOCAL_API_KEY,
+            "concurrency": 1,
+            "retry": RetryPolicy(timeout=LOCAL_TIMEOUT),
+        }
+
 
 @dataclass
 class PrimerRun:
