@@ -41,7 +41,7 @@ from ragnb.judge.base import (
 )
 from ragnb.ledger import Ledger, PlannedCall
 from ragnb.llm.calls import CONSTRAINED, CallResult, LLMCall, response_format
-from ragnb.llm.client import ChatClient
+from ragnb.llm.client import ChatClient, fill_client_doc
 from ragnb.llm.prompts import LABELS, PromptTemplate, load_prompt
 from ragnb.transport import DEFAULT_RETRY, RetryPolicy
 
@@ -52,6 +52,7 @@ __all__ = ["DEFAULT_JUDGE_MODEL", "OpenAIJudge"]
 DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 
 
+@fill_client_doc
 class OpenAIJudge(Judge):
     """A judge behind any OpenAI-compatible chat completions endpoint.
 
@@ -65,35 +66,11 @@ class OpenAIJudge(Judge):
         The listwise prompt used by :meth:`rank`.
     language : str, default "en"
         Language of shipped prompts (``"en"``, ``"fr"``).
-    base_url : str, optional
-        Server root, e.g. ``http://localhost:8000/v1``; default ``$OPENAI_BASE_URL`` or OpenAI.
-    api_key : str, optional
-        Default ``$OPENAI_API_KEY``. Sent only in the request header: never stored in cache
-        keys, results, ledgers, logs or :meth:`describe`.
-    temperature : float or None, default 0.0
-        None: not sent (models that accept only their default).
-    request_params : dict, optional
-        Other chat completion parameters (``top_p``, ``seed``, ``max_completion_tokens``,
-        ``response_format``, ...): JSON values, part of the cache key.
-    concurrency : int, default 8
-        Requests in flight at most.
-    retry : RetryPolicy, default ragnb.transport.DEFAULT_RETRY
-        HTTP requests per message at most (first try + retries after faults; the reminder is a
-        new message with its own attempts), seconds per request, the exponential backoff when
-        the server gives no ``Retry-After``, and the longest ``Retry-After`` accepted (an item
-        whose server asks for a longer wait fails instead of waiting).
-    reminder : bool, default True
-        Send one reminder of the answer format after an invalid answer.
-    retry_invalid : bool, default False
-        Re-send items whose cached answer is invalid (default: an invalid answer is final).
-    cache : Cache, optional
-        Default: a :class:`~ragnb.cache.Cache` in ``cache_dir`` (default location if None).
-    ledger : Ledger, optional
-        Default: an in-memory ledger with the shipped price table.
+    {{base_url, api_key, temperature, request_params, concurrency, retry, reminder}}
+    {{retry_invalid, cache, ledger}}
     stage : str, default "judge"
         Ledger label when a call gives none.
-    progress : bool, default True
-        A tqdm progress bar while requests are in flight.
+    {{progress}}
     max_connection_failures : int, default 5
         Connection failures or timeouts in a row after which the whole job stops (a circuit
         breaker: the URL is wrong or the server is down); one 401, 403 or 404 stops it at once.

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragnb.cache import Cache
+from ragnb.docstrings import doc_filler
 from ragnb.errors import InputError
 from ragnb.ledger import Ledger, PlannedCall
 from ragnb.llm.calls import (
@@ -36,9 +37,63 @@ from ragnb.llm.sender import CallSender
 from ragnb.provenance import safe_url
 from ragnb.transport import DEFAULT_RETRY, RetryPolicy, check_request_params, check_retry_settings
 
-__all__ = ["ChatClient"]
+__all__ = ["CLIENT_ENTRIES", "ChatClient", "fill_client_doc"]
+
+#: numpydoc entries of the client settings that :class:`ChatClient` and the classes built on it
+#: (:class:`ragnb.judge.OpenAIJudge`) share; :data:`fill_client_doc` substitutes them.
+CLIENT_ENTRIES: dict[str, str] = {
+    "base_url": (
+        "base_url : str, optional\n"
+        "    Server root, e.g. ``http://localhost:8000/v1``; default ``$OPENAI_BASE_URL`` or\n"
+        "    OpenAI."
+    ),
+    "api_key": (
+        "api_key : str, optional\n"
+        "    Default ``$OPENAI_API_KEY``. Sent only in the request header: never stored in cache\n"
+        "    keys, results, ledgers, logs or :meth:`describe`."
+    ),
+    "temperature": (
+        "temperature : float or None, default 0.0\n"
+        "    None: not sent (models that accept only their default)."
+    ),
+    "request_params": (
+        "request_params : dict, optional\n"
+        "    Other chat completion parameters (``top_p``, ``seed``, ``max_completion_tokens``,\n"
+        "    ``response_format``, ...): JSON values, part of the cache key."
+    ),
+    "concurrency": ("concurrency : int, default 8\n    Requests in flight at most."),
+    "retry": (
+        "retry : RetryPolicy, default ragnb.transport.DEFAULT_RETRY\n"
+        "    Per message: HTTP requests at most (first try + retries after faults; the\n"
+        "    reminder is a new message with its own attempts), seconds per request, the\n"
+        "    exponential backoff when the server gives no ``Retry-After``, and the longest\n"
+        "    ``Retry-After`` accepted (an item whose server asks for a longer wait fails instead\n"
+        "    of waiting)."
+    ),
+    "reminder": (
+        "reminder : bool, default True\n"
+        "    Send one reminder of the answer format after an invalid answer."
+    ),
+    "retry_invalid": (
+        "retry_invalid : bool, default False\n"
+        "    Re-send items whose cached answer is invalid (default: an invalid answer is final)."
+    ),
+    "cache": (
+        "cache : Cache, optional\n"
+        "    Default: a :class:`~ragnb.cache.Cache` in ``cache_dir`` (default location if None)."
+    ),
+    "ledger": (
+        "ledger : Ledger, optional\n    Default: an in-memory ledger with the shipped price table."
+    ),
+    "progress": (
+        "progress : bool, default True\n    A tqdm progress bar while requests are in flight."
+    ),
+}
+#: Decorator expanding :data:`CLIENT_ENTRIES`.
+fill_client_doc = doc_filler(CLIENT_ENTRIES)
 
 
+@fill_client_doc
 class ChatClient:
     """Chat calls to an OpenAI-compatible endpoint through the cache, the ledger and retries.
 
@@ -46,23 +101,7 @@ class ChatClient:
     ----------
     model : str
         The chat model's name, as the server knows it.
-    base_url : str, optional
-        Server root, e.g. ``http://localhost:8000/v1``; default ``$OPENAI_BASE_URL`` or OpenAI.
-    api_key : str, optional
-        Default ``$OPENAI_API_KEY``. Sent only in the request header: never stored in cache
-        keys, results, ledgers, logs or :meth:`describe`.
-    temperature : float or None, default 0.0
-        None: not sent (models that accept only their default).
-    request_params : dict, optional
-        Other chat completion parameters (``top_p``, ``seed``, ``max_completion_tokens``,
-        ``response_format``, ...): JSON values, part of the cache key.
-    concurrency : int, default 8
-        Requests in flight at most.
-    retry : RetryPolicy, default ragnb.transport.DEFAULT_RETRY
-        Per message: HTTP requests at most (first try + retries after faults; the reminder is a
-        new message with its own attempts), seconds per request, the exponential backoff when
-        the server gives no ``Retry-After``, and the longest ``Retry-After`` accepted (an item
-        whose server asks for a longer wait fails instead of waiting).
+    {{base_url, api_key, temperature, request_params, concurrency, retry}}
     max_connection_failures : int, default 5
         Connection failures or timeouts in a row after which the whole job stops (a circuit
         breaker: the URL is wrong or the server is down); one 401, 403 or 404 stops it at once.
@@ -75,18 +114,10 @@ class ChatClient:
         :meth:`~ragnb.llm.server.LocalLLMServer.client_options`), so a server that crashed is
         called a crash (with its signal and the end of its log), not a run of connection
         failures.
-    reminder : bool, default True
-        Send one reminder of the answer format after an invalid answer.
-    retry_invalid : bool, default False
-        Re-send items whose cached answer is invalid (default: an invalid answer is final).
-    cache : Cache, optional
-        Default: a :class:`~ragnb.cache.Cache` in ``cache_dir`` (default location if None).
-    ledger : Ledger, optional
-        Default: an in-memory ledger with the shipped price table.
+    {{reminder, retry_invalid, cache, ledger}}
     stage : str, default "llm"
         Ledger label when a call gives none.
-    progress : bool, default True
-        A tqdm progress bar while requests are in flight.
+    {{progress}}
     client_id : str, optional
         Written on every ledger line (column ``judge_id``); default ``"chat:<model>"``.
     options : dict, optional
