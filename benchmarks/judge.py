@@ -13,7 +13,7 @@ with the judge for the interpreter lock; a real endpoint is remote too.
 
 A second part grades real SciFact pairs (``../shared/datasets/scifact``, else the embedded
 ``data/pydocs``) with a real model: SmolLM2-135M-Instruct served by llama.cpp
-(:class:`ragnb.judge.server.LocalLLMServer`), a tiny local stand-in, not a judge to trust. It
+(:class:`ragnb.llm.server.LocalLLMServer`), a tiny local stand-in, not a judge to trust. It
 reports judgements per second on this machine, the share of answers that parse and the share
 of grades with an expected grade, three times through OpenAIJudge (the utility rubric):
 unconstrained (one reminder after an invalid answer), constrained
@@ -196,8 +196,8 @@ def run_local(
 
     from ragnb.cache import Cache
     from ragnb.judge import OpenAIJudge
-    from ragnb.judge.server import LocalLLMServer
     from ragnb.ledger import Ledger
+    from ragnb.llm.server import LocalLLMServer
 
     name, items = _pairs(n, dataset)
     out: dict[str, Any] = {"dataset": name, "n": len(items), "load": os.getloadavg()[0]}
@@ -210,12 +210,8 @@ def run_local(
         )
         for key, (_, options) in LOCAL_ROWS.items():
             judge = OpenAIJudge(
-                server.model,
-                base_url=server.base_url,
-                api_key="local",
+                **server.client_options(),  # one request at a time, 300 s each
                 request_params={"max_tokens": 16},
-                concurrency=1,  # the server answers one request at a time
-                timeout=300.0,
                 cache=Cache(Path(tmp) / key),
                 ledger=Ledger(Path(tmp) / f"{key}.jsonl"),
                 progress=False,
@@ -289,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         status = 0 if out["ratio"] <= args.max_ratio else 1
     if not args.no_local:
-        from ragnb.judge.server import local_llm_unavailable
+        from ragnb.llm.server import local_llm_unavailable
 
         reason = local_llm_unavailable()
         if reason is not None:

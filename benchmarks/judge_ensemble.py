@@ -6,7 +6,7 @@ certainly an option, to use majority voting for example". This benchmark builds 
 with :class:`ragnb.judge.EnsembleJudge` and prints :func:`ragnb.golden.ensemble_agreement`'s two
 tables for each (against human labels: each member and the ensemble; between members):
 
-A. SmolLM2-135M-Instruct (llama.cpp through :class:`ragnb.judge.server.LocalLLMServer`) with the
+A. SmolLM2-135M-Instruct (llama.cpp through :class:`ragnb.llm.server.LocalLLMServer`) with the
    ``utility-rubric`` prompt in English and the same rubric in French (both 1-5, ``{"grade":
    n}``), constrained output and ``logprobs=10`` as ``benchmarks/local_judge_agreement.py``;
 B. the English-prompt member of A with a simulated judge, :class:`ragnb.judge.NoisyJudge` (the
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragnb.cache import Cache
     from ragnb.io import read_beir
     from ragnb.judge import NoisyJudge
-    from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer
+    from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
     from ragnb.measures import map_grades
     from ragnb.retrieve import doc_texts
 

@@ -1,7 +1,7 @@
 """How far does the local model agree with human assessors? SmolLM2-135M against TREC DL labels.
 
 The judge ragnb starts with ``judge="local"`` (SmolLM2-135M-Instruct, Q4_1 GGUF, served by
-llama.cpp through :class:`ragnb.judge.server.LocalLLMServer`; a tiny stand-in, not a judge to
+llama.cpp through :class:`ragnb.llm.server.LocalLLMServer`; a tiny stand-in, not a judge to
 trust) grades (query, passage) pairs of the graded MS MARCO subset
 (``../shared/datasets/msmarco-dl-subset``, TREC DL labels 1 related, 2 highly relevant, 3
 perfectly relevant; the subset holds no labelled 0) with the ``utility-rubric`` prompt (1-5),
@@ -107,7 +107,7 @@ def choose_pairs(qrels: pd.DataFrame, runs: dict[str, pd.DataFrame], n: int, see
 
 def local_model_missing() -> bool:
     """Whether the local model cannot run here (then the reason is printed on stderr)."""
-    from ragnb.judge.server import local_llm_unavailable
+    from ragnb.llm.server import local_llm_unavailable
 
     reason = local_llm_unavailable()
     if reason is not None:
@@ -125,8 +125,8 @@ def pair_items(chosen: pd.DataFrame, queries: pd.DataFrame, text: pd.Series) -> 
 def local_ledger(out: Path | None, prefix: str) -> tuple[Path, Any]:
     """The output folder (``out``, else a new temporary one named ``prefix...``) and a ledger in
     it that prices the local model at zero."""
-    from ragnb.judge.server import DEFAULT_MODEL
     from ragnb.ledger import Ledger
+    from ragnb.llm.server import DEFAULT_MODEL
     from ragnb.prices import ModelPrice
 
     folder = Path(out) if out else Path(tempfile.mkdtemp(prefix=prefix))
@@ -148,11 +148,7 @@ def make_judge(server: Any, cache: Any, ledger: Any, *, constrained: bool) -> An
         else {"request_params": {"max_tokens": 16}}
     )
     return OpenAIJudge(
-        server.model,
-        base_url=server.base_url,
-        api_key="local",
-        concurrency=1,  # llama.cpp's server answers one request at a time
-        timeout=300.0,
+        **server.client_options(),  # llama.cpp's server answers one request at a time
         cache=cache,
         ledger=ledger,
         progress=False,
@@ -249,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragnb.golden.calibration import calibrate
     from ragnb.golden.judging import LOCAL_MODEL_NAME
     from ragnb.io import read_beir
-    from ragnb.judge.server import DEFAULT_MODEL, LocalLLMServer
+    from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
     from ragnb.measures import map_grades
 
     if local_model_missing():

@@ -1,9 +1,9 @@
 """Do synthetic queries rank systems as real ones do? SciFact with its queries hidden.
 
 SciFact's corpus (``../shared/datasets/scifact``, 5,183 abstracts) is given to the synthetic
-query pipeline of :mod:`ragnb.judge.querygen` as if it had no queries: ``--n`` passages are
+query pipeline of :mod:`ragnb.llm.querygen` as if it had no queries: ``--n`` passages are
 sampled (seed ``--seed``), the local model (SmolLM2-135M-Instruct, Q4_1 GGUF, served by
-llama.cpp through :class:`ragnb.judge.server.LocalLLMServer`; a tiny stand-in) writes one
+llama.cpp through :class:`ragnb.llm.server.LocalLLMServer`; a tiny stand-in) writes one
 query per passage, the styles keyword, question and conversational in turn, each answer held
 to its style's shape by a llama.cpp grammar. Generation stops when ``--budget`` seconds are
 spent (the passages not reached get no query; a rerun finds the answers so far in the cache).
@@ -70,23 +70,22 @@ def scores(retrievers: dict[str, Any], queries: pd.DataFrame, qrels: pd.DataFram
 def generate(args: argparse.Namespace, corpus: pd.DataFrame, out: Path) -> Any:
     """The synthetic queries, through the local model (cache, ledger in ``out``)."""
     from ragnb.cache import Cache
-    from ragnb.judge import OpenAIJudge
-    from ragnb.judge.querygen import QueryGenerator, synthesize_queries
-    from ragnb.judge.server import LocalLLMServer
     from ragnb.ledger import Ledger
+    from ragnb.llm import ChatClient
+    from ragnb.llm.querygen import QueryGenerator, synthesize_queries
+    from ragnb.llm.server import LocalLLMServer
+    from ragnb.transport import RetryPolicy
 
     with LocalLLMServer(n_threads=args.threads) as server:
-        judge = OpenAIJudge(
-            server.model,
-            base_url=server.base_url,
-            api_key="local",
-            concurrency=1,
-            timeout=600.0,
+        options = server.client_options()
+        options["retry"] = RetryPolicy(timeout=600.0)  # 64-token answers on a busy CPU
+        client = ChatClient(
+            **options,
             cache=Cache(args.cache_dir or None),
             ledger=Ledger(out / "ledger.jsonl"),
             progress=False,
         )
-        gen = QueryGenerator(judge, grammar=True, max_tokens=64)
+        gen = QueryGenerator(client, grammar=True, max_tokens=64)
         start = time.monotonic()
         result = synthesize_queries(
             gen,
@@ -98,7 +97,7 @@ def generate(args: argparse.Namespace, corpus: pd.DataFrame, out: Path) -> Any:
             chunk=5,
         )
         took = time.monotonic() - start
-        ledger = judge.ledger.frame()
+        ledger = client.ledger.frame()
     return result, took, ledger
 
 
@@ -115,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ragnb.cache import Cache
     from ragnb.io import read_beir
-    from ragnb.judge.querygen import is_synthetic, synthetic_notice, write_synthetic
+    from ragnb.llm.querygen import is_synthetic, synthetic_notice, write_synthetic
     from ragnb.stats.agreement import kendall_tau
 
     real = read_beir(DATASET, split="test")

@@ -18,9 +18,9 @@ name shadows it as an attribute of the package, so it is not repeated here):
 
 Layers (each imports only from the ones above it; no study imports another):
 foundations (errors, validation, provenance, io, frames, cache, transport, prices, ledger,
-params, tables, charts) -> measures, evaluate, stats -> backends (embed, retrieve, rerank, judge,
-context) -> studies (retrieval, golden, diagnostics, clq, correlation, whatif) -> delivery
-(report, cli).
+params, tables, charts) -> measures, evaluate, stats -> backends (llm, embed, retrieve, rerank,
+judge, context, rewrite) -> studies (retrieval, golden, diagnostics, clq, correlation, whatif) ->
+delivery (report, cli).
 """
 
 from __future__ import annotations

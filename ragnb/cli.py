@@ -286,7 +286,7 @@ def _cmd_llm_serve(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from ragnb.judge.server import LocalLLMServer
+    from ragnb.llm.server import LocalLLMServer
 
     server = LocalLLMServer(
         args.model, port=args.port, n_ctx=args.n_ctx, n_threads=args.threads or None
@@ -734,7 +734,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--model",
         default="smollm2-135m-instruct",
-        help="packaged model name (ragnb.judge.server.local_models) or a .gguf path",
+        help="packaged model name (ragnb.llm.server.local_models) or a .gguf path",
     )
     s.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: free)")
     s.add_argument("--n-ctx", type=int, default=2048, help="context size, tokens (default 2048)")

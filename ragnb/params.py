@@ -263,7 +263,7 @@ def parameter_docs(cls: type) -> dict[str, str]:
     A config's numpydoc ``Attributes`` section is where a parameter is documented; the fields
     every notebook shares are documented once on :class:`NotebookParams`. Sphinx roles are
     reduced to their target (``:func:`ragnb.embed.make_embedder``` -> ``ragnb.embed.make_embedder``)
-    so the text reads as a comment in the notebook.
+    and double backquotes dropped, so the text reads as a comment in the notebook.
 
     Parameters
     ----------
@@ -288,7 +288,7 @@ def parameter_docs(cls: type) -> dict[str, str]:
     for f in fields(cls):  # type: ignore[arg-type]
         if not found.get(f.name):
             raise TypeError(f"{cls.__name__}.{f.name} has no entry in its Attributes section")
-        text = _ROLE.sub(r"\1", found[f.name])
+        text = _ROLE.sub(r"\1", found[f.name]).replace("``", "")
         if "=" in text:
             raise TypeError(
                 f"{cls.__name__}.{f.name}: its description holds '=', which papermill cannot "

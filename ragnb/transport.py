@@ -379,7 +379,7 @@ class CircuitBreaker:
     health_check : callable, optional
         Called with no argument after each connection failure or timeout; returns why the
         server cannot answer (a process that died, for example
-        :meth:`ragnb.judge.server.LocalLLMServer.failure`) or None. A reason trips the breaker
+        :meth:`ragnb.llm.server.LocalLLMServer.failure`) or None. A reason trips the breaker
         at once, with that reason as its cause, instead of counting failures.
 
     Attributes

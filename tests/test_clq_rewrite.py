@@ -15,7 +15,7 @@ from ragnb.clq.grid import SweepGrid
 from ragnb.clq.sweep import cap_dataset, run_sweep
 from ragnb.errors import InputError
 from ragnb.io import read_beir
-from ragnb.judge.denoise import denoise_query
+from ragnb.rewrite import denoise_query
 
 PYDOCS = Path(__file__).resolve().parents[1] / "data" / "pydocs"
 BASE = dict(
@@ -93,7 +93,7 @@ def _rewrite_answer(request):
 
 def test_llm_rewrite_latency_and_cost_join_the_totals(small, tmp_path, openai_server):
     from ragnb.clq.cost import CostModel, load_prices
-    from ragnb.judge import OpenAIJudge
+    from ragnb.llm import ChatClient
 
     prices, _ = load_prices(None)
     price = prices.price("gpt-5-nano")
@@ -101,7 +101,7 @@ def test_llm_rewrite_latency_and_cost_join_the_totals(small, tmp_path, openai_se
     cache = tmp_path / "judge-cache"
 
     def judge():
-        return OpenAIJudge(
+        return ChatClient(
             "gpt-5-nano",
             base_url=openai_server.base_url,
             api_key="test",

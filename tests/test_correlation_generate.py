@@ -22,6 +22,7 @@ from ragnb.correlation.data import graded_labels
 from ragnb.errors import InputError
 from ragnb.judge import OpenAIJudge
 from ragnb.ledger import Ledger, PriceTable
+from ragnb.transport import RetryPolicy
 
 CHAT = "/v1/chat/completions"
 KEY = "sk-correlation-secret-0123"
@@ -89,7 +90,7 @@ def make_judge(server, tmp_path) -> OpenAIJudge:
         cache=Cache(tmp_path / "cache"),
         ledger=Ledger(tmp_path / "ledger.jsonl", prices=PRICES),
         progress=False,
-        backoff_base=0.01,
+        retry=RetryPolicy(backoff_base=0.01),
     )
 
 

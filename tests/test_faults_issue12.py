@@ -27,8 +27,8 @@ from ragnb.errors import JudgeFailures, JudgeUnavailable
 from ragnb.golden import build_pipeline
 from ragnb.judge import OpenAIJudge
 from ragnb.judge.base import grade_requests as to_requests
-from ragnb.judge.calls import NAMESPACE
 from ragnb.ledger import Ledger, PriceTable, count_message_tokens
+from ragnb.llm.calls import NAMESPACE
 
 PRICES = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output": 4.0}}})
 

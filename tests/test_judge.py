@@ -22,24 +22,21 @@ from ragnb.cache import Cache
 from ragnb.errors import InputError
 from ragnb.judge import (
     GRADE_COLUMNS,
-    INFLIGHT_NAMESPACE,
-    KEY_PARTS,
-    NAMESPACE,
     RANK_COLUMNS,
     NoisyJudge,
     OpenAIJudge,
-    PromptTemplate,
     QrelsJudge,
-    available_prompts,
-    load_prompt,
 )
-from ragnb.judge.prompts import (
+from ragnb.ledger import Ledger, PriceTable
+from ragnb.llm import PromptTemplate, available_prompts, load_prompt
+from ragnb.llm.calls import INFLIGHT_NAMESPACE, KEY_PARTS, NAMESPACE
+from ragnb.llm.prompts import (
     parse_integer,
     parse_json_grade,
     parse_json_order,
     parse_numbered_list,
 )
-from ragnb.ledger import Ledger, PriceTable
+from ragnb.transport import RetryPolicy
 
 CHAT = "/v1/chat/completions"
 DOC = re.compile(r"passage number (\d+)")
@@ -469,8 +466,7 @@ def test_judge_parameters_are_validated(tmp_path):
     cache = Cache(tmp_path)
     for kw, match in [
         ({"concurrency": 0}, "concurrency"),
-        ({"max_attempts": 0}, "max_attempts"),
-        ({"timeout": -1}, "timeout"),
+        ({"retry": {"max_attempts": 3}}, "retry must be a ragnb.transport.RetryPolicy"),
         ({"request_params": {"messages": []}}, "may not set 'messages'"),
         ({"request_params": {"x": object()}}, "JSON values"),
         ({"prompt": "listwise"}, "not grade"),
@@ -478,6 +474,9 @@ def test_judge_parameters_are_validated(tmp_path):
     ]:
         with pytest.raises(InputError, match=match):
             OpenAIJudge("m", cache=cache, **kw)
+    for kw, match in [({"max_attempts": 0}, "max_attempts"), ({"timeout": -1}, "timeout")]:
+        with pytest.raises(InputError, match=match):
+            RetryPolicy(**kw)
 
 
 # ----------------------------------------------------------------------------- QrelsJudge
@@ -704,7 +703,7 @@ def test_logprobs_give_the_expected_grade_beside_the_sampled_grade(openai_server
 
 def test_a_server_without_logprobs_gives_nan_and_a_warning(openai_server, tmp_path, caplog):
     openai_server.chat.handler = rubric_handler  # answers carry "logprobs": null
-    with caplog.at_level("WARNING", logger="ragnb.judge"):
+    with caplog.at_level("WARNING", logger="ragnb.llm"):
         df = make_judge(openai_server, tmp_path, logprobs=True).grade_many(items(3))
     assert df["valid"].all() and df["expected_grade"].isna().all()
     assert "3 grade answers came without token log-probabilities" in caplog.text

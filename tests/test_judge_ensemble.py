@@ -30,6 +30,7 @@ from ragnb.judge import (
 )
 from ragnb.ledger import Ledger
 from ragnb.stats.agreement import kendall_tau, krippendorff_alpha, weighted_kappa
+from ragnb.transport import RetryPolicy
 
 CHAT = "/v1/chat/completions"
 # the grade each prompt gives passage number n
@@ -62,8 +63,7 @@ def two_prompts(server, tmp_path, **kwargs) -> EnsembleJudge:
                 ledger=Ledger(tmp_path / f"ledger-{lang}.jsonl"),
                 progress=False,
                 concurrency=1,
-                max_attempts=1,
-                timeout=5.0,
+                retry=RetryPolicy(max_attempts=1, timeout=5.0),
                 reminder=False,
             )
         )
@@ -275,7 +275,7 @@ def test_agreement_tables_on_msmarco_with_a_simulated_member(
         api_key="sk-test",
         cache=Cache(tmp_path / "cache"),
         progress=False,
-        max_attempts=1,
+        retry=RetryPolicy(max_attempts=1),
     )
     noisy = NoisyJudge(human, sd=0.8, seed=3, scale=(1, 5))
     exact = NoisyJudge(human, sd=0.0, scale=(1, 5))

@@ -13,6 +13,7 @@ import json
 import logging
 import secrets
 import threading
+from dataclasses import replace
 
 import pytest
 from openai_server import ChatAnswer, Reply, disconnect, error, malformed
@@ -23,10 +24,11 @@ from ragnb.errors import JudgeUnavailable
 from ragnb.io import write_json
 from ragnb.judge import OpenAIJudge
 from ragnb.ledger import Ledger, PriceTable, estimate
+from ragnb.transport import RetryPolicy
 
 CHAT = "/v1/chat/completions"
 PRICES = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output": 4.0}}})
-FAST = {"backoff_base": 0.01, "backoff_max": 0.05, "timeout": 5.0}
+FAST = RetryPolicy(backoff_base=0.01, backoff_max=0.05, timeout=5.0)
 
 
 def grade_of(n: int) -> int:
@@ -38,8 +40,7 @@ def rubric(request):
 
 
 def make_judge(server, tmp_path, **kwargs) -> OpenAIJudge:
-    for k, v in FAST.items():
-        kwargs.setdefault(k, v)
+    kwargs.setdefault("retry", FAST)
     kwargs.setdefault("cache", Cache(tmp_path / "cache"))
     kwargs.setdefault("ledger", Ledger(tmp_path / "ledger.jsonl", prices=PRICES))
     kwargs.setdefault("progress", False)
@@ -175,7 +176,9 @@ def test_a_429_pauses_every_worker(openai_server, tmp_path):
 def test_5xx_is_retried_with_backoff(openai_server, tmp_path):
     openai_server.chat.handler = rubric
     openai_server.chat.fail(500, times=2)
-    judge = make_judge(openai_server, tmp_path, backoff_base=0.1, backoff_max=1.0)
+    judge = make_judge(
+        openai_server, tmp_path, retry=replace(FAST, backoff_base=0.1, backoff_max=1.0)
+    )
     (res,) = judge.grade("q", ["passage number 4"])
     assert res.valid and res.grade == 5 and res.attempts == 3
     t = chat_times(openai_server)
@@ -213,7 +216,7 @@ def test_each_outcome_names_its_request_as_its_pending_line_does(openai_server, 
 def test_attempts_are_capped_and_the_failure_is_reported(openai_server, tmp_path):
     openai_server.chat.handler = rubric
     openai_server.chat.fail(500, times=3)
-    judge = make_judge(openai_server, tmp_path, max_attempts=3)
+    judge = make_judge(openai_server, tmp_path, retry=replace(FAST, max_attempts=3))
     df = judge.grade_many(items(2))
     assert df["status"].tolist() == ["failed", "ok"]
     failed = df.iloc[0]
@@ -242,7 +245,7 @@ def test_no_retry_when_the_server_says_so(openai_server, tmp_path):
 
 def test_retry_after_beyond_the_limit_fails_without_waiting(openai_server, tmp_path):
     openai_server.chat.fail(429, retry_after=30)
-    judge = make_judge(openai_server, tmp_path, max_retry_wait=1.0)
+    judge = make_judge(openai_server, tmp_path, retry=replace(FAST, max_retry_wait=1.0))
     (res,) = judge.grade("q", ["passage number 1"])
     assert res.status == "failed" and res.attempts == 1
     assert "asked to wait 30 s, more than max_retry_wait=1 s" in res.reason
@@ -261,13 +264,13 @@ def test_truncated_body_and_dropped_connection_are_retried(openai_server, tmp_pa
 def test_slow_answers_time_out_and_are_retried(openai_server, tmp_path):
     openai_server.chat.handler = rubric
     openai_server.chat.push(Reply(delay=2.0))
-    judge = make_judge(openai_server, tmp_path, timeout=0.3)
+    judge = make_judge(openai_server, tmp_path, retry=replace(FAST, timeout=0.3))
     (res,) = judge.grade("q", ["passage number 1"])
     assert res.valid and res.grade == 2 and res.attempts == 2
     assert judge.ledger.frame()["status"].tolist() == ["timeout", "ok"]
     # always too slow: failed, with the reason
     openai_server.chat.push(Reply(delay=2.0), times=2)
-    judge = make_judge(openai_server, tmp_path, timeout=0.3, max_attempts=2)
+    judge = make_judge(openai_server, tmp_path, retry=replace(FAST, timeout=0.3, max_attempts=2))
     (res,) = judge.grade("q", ["passage number 2"])
     assert (
         res.status == "failed" and res.reason == "no answer within 0.3 s (request 2 of at most 2)"
@@ -314,7 +317,9 @@ def test_no_item_is_lost_in_a_storm_of_faults(openai_server, tmp_path):
         return faults[(k // 3) % len(faults)] if fault else rubric(request)
 
     openai_server.chat.handler = handler
-    judge = make_judge(openai_server, tmp_path, concurrency=4, timeout=0.5, max_attempts=6)
+    judge = make_judge(
+        openai_server, tmp_path, concurrency=4, retry=replace(FAST, timeout=0.5, max_attempts=6)
+    )
     df = judge.grade_many(items(40))
     assert len(df) == 40 and df["doc_id"].tolist() == [f"d{i}" for i in range(40)]
     assert set(df["status"]) <= {"ok", "invalid", "failed"}
@@ -352,7 +357,11 @@ def test_canary_api_key_appears_in_no_file_log_or_frame(openai_server, tmp_path,
     try:
         ledger = Ledger(tmp_path / "run" / "ledger.jsonl", prices=PRICES)
         judge = make_judge(
-            openai_server, tmp_path / "run", api_key=canary, ledger=ledger, max_attempts=2
+            openai_server,
+            tmp_path / "run",
+            api_key=canary,
+            ledger=ledger,
+            retry=replace(FAST, max_attempts=2),
         )
         est = estimate(judge, items(6))
         grades = judge.grade_many(items(6))

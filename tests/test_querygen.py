@@ -1,4 +1,4 @@
-"""Synthetic queries (ragnb.judge.querygen): generation through the judge's LLM path, the
+"""Synthetic queries (ragnb.llm.querygen): generation through the chat client, the
 round-trip filter, near-duplicate removal, the written BEIR folder, cache and ledger."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import pytest
 from ragnb.cache import Cache
 from ragnb.errors import InputError
 from ragnb.io import read_beir
-from ragnb.judge import OpenAIJudge
-from ragnb.judge.querygen import (
+from ragnb.ledger import Ledger
+from ragnb.llm import ChatClient
+from ragnb.llm.querygen import (
     QUERYGEN_STAGE,
     QueryGenerator,
     dedupe,
@@ -26,7 +27,7 @@ from ragnb.judge.querygen import (
     synthetic_notice,
     write_synthetic,
 )
-from ragnb.ledger import Ledger
+from ragnb.transport import RetryPolicy
 
 CORPUS = pd.DataFrame(
     {
@@ -75,7 +76,7 @@ def scripted(answers: dict[str, str]):
 
 
 def make_generator(server, tmp_path: Path, concurrency: int = 8, **kwargs) -> QueryGenerator:
-    judge = OpenAIJudge(
+    client = ChatClient(
         "test-gen",
         base_url=server.base_url,
         api_key="sk-test",
@@ -83,11 +84,9 @@ def make_generator(server, tmp_path: Path, concurrency: int = 8, **kwargs) -> Qu
         ledger=Ledger(tmp_path / "ledger.jsonl"),
         progress=False,
         concurrency=concurrency,
-        max_attempts=2,
-        backoff_base=0.01,
-        backoff_max=0.02,
+        retry=RetryPolicy(max_attempts=2, backoff_base=0.01, backoff_max=0.02),
     )
-    return QueryGenerator(judge, **kwargs)
+    return QueryGenerator(client, **kwargs)
 
 
 # ----------------------------------------------------------------------------- generation
@@ -303,7 +302,7 @@ def test_second_run_makes_no_calls_and_the_ledger_says_cached(openai_server, tmp
         first.candidates.drop(columns=["cached", "attempts"]),
         second.candidates.drop(columns=["cached", "attempts"]),
     )
-    ledger = gen.judge.ledger.frame()
+    ledger = gen.client.ledger.frame()
     assert set(ledger["stage"]) == {QUERYGEN_STAGE}
     assert (ledger["status"] == "ok").sum() == 4 and (ledger["status"] == "cached").sum() == 4
 
@@ -346,7 +345,7 @@ def local_server():
     """A real llama.cpp server with SmolLM2-135M-Instruct, once for this module."""
     from test_local_llm import require_local_llm
 
-    from ragnb.judge.server import LocalLLMServer
+    from ragnb.llm.server import LocalLLMServer
 
     require_local_llm()
     with LocalLLMServer() as server:
@@ -359,21 +358,17 @@ def test_real_model_writes_one_query_per_passage_in_each_style(
     import re
 
     from ragnb.io import read_corpus
-    from ragnb.judge.querygen import STYLES, sample_passages
+    from ragnb.llm.querygen import STYLES, sample_passages
 
     passages = sample_passages(read_corpus(scifact_path / "corpus.jsonl"), 3, seed=0)
-    judge = OpenAIJudge(
-        local_server.model,
-        base_url=local_server.base_url,
-        api_key="local",
-        concurrency=1,
-        timeout=300.0,
+    client = ChatClient(
+        **local_server.client_options(),
         cache=Cache(tmp_path / "cache"),
         ledger=Ledger(tmp_path / "ledger.jsonl"),
         progress=False,
     )
     # short prompts and answers: three calls must fit in the suite's time on two cores
-    gen = QueryGenerator(judge, grammar=True, max_tokens=40, max_passage_chars=400)
+    gen = QueryGenerator(client, grammar=True, max_tokens=40, max_passage_chars=400)
     out = gen.generate(passages, list(STYLES))
     assert out["style"].tolist() == list(STYLES)
     assert set(out["status"]) <= {"ok", "invalid"}, out[["status", "reason"]]
@@ -382,7 +377,7 @@ def test_real_model_writes_one_query_per_passage_in_each_style(
         assert re.fullmatch(SHAPES[style], raw) or n_out >= 40, (style, raw)
     for text, reason in zip(out["text"], out["reason"], strict=True):
         assert (isinstance(text, str) and len(text.split()) >= 2) or reason
-    ledger = judge.ledger.frame()
+    ledger = client.ledger.frame()
     assert (ledger["status"] == "ok").sum() == 3 and ledger["input_tokens"].gt(0).all()
     again = gen.generate(passages, list(STYLES))
     assert again["cached"].all()

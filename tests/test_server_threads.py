@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ragnb.judge.server import _busy_cores, _thread_count
+from ragnb.llm.server import _busy_cores, _thread_count
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads /proc/stat")
 

@@ -11,7 +11,7 @@ from ragnb.charts import line_chart
 from ragnb.diagnostics import ABLATIONS, add_noise, denoise, make_bundles
 from ragnb.diagnostics.ablations import ablated_runs
 from ragnb.errors import InputError
-from ragnb.judge.denoise import RULES, denoise_query
+from ragnb.rewrite import RULES, denoise_query
 
 NOISY = "Hi! Quick question: Can forests regulate the climate? Thanks! 🙏"
 

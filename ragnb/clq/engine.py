@@ -144,8 +144,8 @@ class Rewrites:
 
 
 def _denoise_rewrites(texts: list[str], warmup: int) -> tuple[list[str], np.ndarray]:
-    """:func:`ragnb.judge.denoise.denoise_query` of each text, timed one at a time."""
-    from ragnb.judge.denoise import denoise_query
+    """:func:`ragnb.rewrite.denoise_query` of each text, timed one at a time."""
+    from ragnb.rewrite import denoise_query
 
     for text in texts[:warmup]:
         denoise_query(text)
@@ -157,19 +157,19 @@ def _denoise_rewrites(texts: list[str], warmup: int) -> tuple[list[str], np.ndar
     return out, np.asarray(ms)
 
 
-def _llm_rewrites(judge: Any, qids: list[str], texts: list[str]) -> pd.DataFrame:
-    """:class:`ragnb.judge.LLMRewriter` calls through ``judge`` (cache, ledger, retries), one
+def _llm_rewrites(client: Any, qids: list[str], texts: list[str]) -> pd.DataFrame:
+    """:class:`ragnb.rewrite.LLMRewriter` calls through ``client`` (cache, ledger, retries), one
     query at a time so each call's wall time is that query's rewrite latency. Returns
     ``query_id``, ``text``, ``rewrite_ms``, ``input_tokens``, ``output_tokens``, ``cached``,
     ``valid``, ``reason``."""
-    from ragnb.judge.rewriter import REWRITE_STAGE, LLMRewriter
+    from ragnb.rewrite import REWRITE_STAGE, LLMRewriter
 
-    rewriter = LLMRewriter(judge)
+    rewriter = LLMRewriter(client)
     rows = []
     for qid, text in zip(qids, texts, strict=True):
-        call = judge.make_call(rewriter.template, {"query": text}, item=qid, query_id=qid)
+        call = rewriter.call(text, qid)
         t0 = time.perf_counter()
-        (r,) = judge.run([call], stage=REWRITE_STAGE, kind="extract")
+        (r,) = client.run([call], stage=REWRITE_STAGE, kind="extract")
         ms = (time.perf_counter() - t0) * 1000
         new = " ".join(r.value).strip() if r.valid else ""
         rows.append(
@@ -295,18 +295,18 @@ class _Sweep:
         """Offline token counts of :meth:`texts`."""
         return self.rewrites[rewriter].tokens if rewriter else self.query_tokens
 
-    def prepare_rewrites(self, names: Iterable[str], judge: Any = None) -> None:
+    def prepare_rewrites(self, names: Iterable[str], client: Any = None) -> None:
         """Rewrite the queries once per rewriter (``"denoise"``, ``"llm"``, ``"llm:<model>"``).
 
         An LLM's rewrites are stored in ``<out_dir>/rewrites/<key>.parquet`` (texts, per-query
         milliseconds, tokens) and read back by a later call, which then makes no request; a
-        first call whose answers come from the judge's cache records the cache's time, with a
+        first call whose answers come from the client's cache records the cache's time, with a
         note.
 
         Raises
         ------
         InputError
-            An LLM rewriter without ``judge``, or ``"llm:<model>"`` with a judge of another
+            An LLM rewriter without a ``client``, or ``"llm:<model>"`` with a client of another
             model.
         """
         n = len(self.qtexts)
@@ -318,7 +318,7 @@ class _Sweep:
                 zero = np.zeros(n)
                 self.rewrites[name] = Rewrites(texts, ms, zero, zero.copy(), count_texts(texts))
                 continue
-            frame = self._llm_frame(name, judge)
+            frame = self._llm_frame(name, client)
             texts = frame["text"].astype(str).tolist()
             self.rewrites[name] = Rewrites(
                 texts,
@@ -326,30 +326,32 @@ class _Sweep:
                 frame["input_tokens"].to_numpy(float),
                 frame["output_tokens"].to_numpy(float),
                 count_texts(texts),
-                model=str(judge.model),
+                model=str(client.model),
             )
 
-    def _llm_frame(self, name: str, judge: Any) -> pd.DataFrame:
+    def _llm_frame(self, name: str, client: Any) -> pd.DataFrame:
         """The LLM rewrites of ``name``: stored in the sweep folder, else made and stored."""
-        if judge is None or not hasattr(judge, "make_call"):
+        from ragnb.llm import ChatClient
+        from ragnb.rewrite import LLMRewriter
+
+        if not isinstance(client, ChatClient):
             raise InputError(
-                f"rewriter {name!r} needs an LLM: pass rewrite_judge (an OpenAIJudge) to run_sweep",
+                f"rewriter {name!r} needs an LLM: pass rewrite_judge (a ragnb.llm.ChatClient) "
+                "to run_sweep",
                 column="rewriters",
             )
-        model = str(judge.model)
+        model = client.model
         if name.startswith("llm:") and name.removeprefix("llm:") != model:
             raise InputError(
-                f"rewriter {name!r} names another model than the rewrite judge's {model!r}",
+                f"rewriter {name!r} names another model than the rewrite client's {model!r}",
                 column="rewriters",
             )
-        from ragnb.judge.rewriter import LLMRewriter
-
-        rewriter_id = LLMRewriter(judge).rewriter_id
+        rewriter_id = LLMRewriter(client).rewriter_id
         path = self.out_dir / "rewrites" / f"{_fingerprint(rewriter_id, self.dataset_key)}.parquet"
         stored = read_parquet(path)  # empty when the file does not exist
         if len(stored) and stored["query_id"].astype(str).tolist() == self.qids:
             return stored
-        frame = _llm_rewrites(judge, self.qids, self.qtexts)
+        frame = _llm_rewrites(client, self.qids, self.qtexts)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_parquet(frame, path)
         cached, failed = int(frame["cached"].sum()), int((~frame["valid"]).sum())

@@ -52,7 +52,7 @@ MODES = ("dense", "bm25", "hybrid")
 INDEX_KINDS = ("flat", "hnsw", "flat-sq8", "hnsw-sq8")
 BACKENDS = ("faiss", "hnswlib")
 #: Query rewriters of the ``rewriters`` axis: none, the rule-based denoiser
-#: (:func:`ragnb.judge.denoise.denoise_query`) and an LLM (:class:`ragnb.judge.LLMRewriter`;
+#: (:func:`ragnb.rewrite.denoise_query`) and an LLM (:class:`ragnb.rewrite.LLMRewriter`;
 #: ``"llm:<model>"`` names the model in the configuration's id).
 REWRITERS = ("none", "denoise", "llm")
 #: The axes added after the first sweeps: grid attribute -> (:class:`SweepConfig` field, axis

@@ -69,8 +69,8 @@ class ClqTradeoffsConfig(NotebookParams):
         ``"rrf"``, ``"wrrf(0.3,0.7)"``, ``"combmnz/z-score"``; weights in the order BM25, dense).
     rewriters : list of str
         Query rewriters, a grid axis (Dallaire section 4.1, with and without rewriting):
-        ``"none"``, ``"denoise"`` (:func:`ragnb.judge.denoise.denoise_query`), ``"llm"``
-        (:class:`ragnb.judge.LLMRewriter`; left out, with a note, when no LLM is configured).
+        ``"none"``, ``"denoise"`` (:func:`ragnb.rewrite.denoise_query`), ``"llm"``
+        (:class:`ragnb.rewrite.LLMRewriter`; left out, with a note, when no LLM is configured).
     rewrite_scope : dict
         Where the rewriters other than none apply (:attr:`ragnb.clq.grid.SweepGrid.rewrite_scope`):
         a config field to its allowed values, or to ``"first"`` for the first value of that
@@ -78,7 +78,7 @@ class ClqTradeoffsConfig(NotebookParams):
         (every mode, reranker and K), so the axis adds a few configurations, not a multiple.
     rewrite_model : str
         The LLM rewriter's model: ``"local"`` for the packaged SmolLM2-135M-Instruct behind
-        :class:`ragnb.judge.server.LocalLLMServer`, a model name for ``rewrite_base_url`` (or
+        :class:`ragnb.llm.server.LocalLLMServer`, a model name for ``rewrite_base_url`` (or
         OpenAI), empty for none.
     rewrite_base_url : str
         OpenAI-compatible endpoint of the LLM rewriter (``$OPENAI_API_KEY`` is its key);
@@ -679,9 +679,9 @@ def _local_price(prices: Any, model: str) -> Any:
 def _rewrite_judge(
     config: ClqTradeoffsConfig, out_dir: Path, cost: CostModel, notes: list[str]
 ) -> Any:
-    """The :class:`~ragnb.judge.OpenAIJudge` of the LLM rewriter ``config`` describes, or None.
+    """The :class:`~ragnb.llm.ChatClient` of the LLM rewriter ``config`` describes, or None.
 
-    ``rewrite_model="local"`` starts a :class:`~ragnb.judge.server.LocalLLMServer` (the judge
+    ``rewrite_model="local"`` starts a :class:`~ragnb.llm.server.LocalLLMServer` (the client
     holds it as ``local_server``; the caller stops it) and prices its model at 0 per token
     (its time is priced as local compute). Calls go through the project cache and a ledger in
     ``<out_dir>/ledger.jsonl``.
@@ -691,8 +691,9 @@ def _rewrite_judge(
     InputError
         ``rewrite_model="local"`` without the local model installed.
     """
-    from ragnb.judge import DEFAULT_JUDGE_MODEL, OpenAIJudge
+    from ragnb.judge import DEFAULT_JUDGE_MODEL
     from ragnb.ledger import LEDGER_FILE, Ledger
+    from ragnb.llm import ChatClient
 
     if not config.llm_configured:
         if any(r == "llm" or str(r).startswith("llm:") for r in config.rewriters):
@@ -709,12 +710,7 @@ def _rewrite_judge(
         "request_params": {"max_tokens": 64},
     }
     if config.rewrite_model == "local":
-        from ragnb.judge.server import (
-            DEFAULT_MODEL,
-            LOCAL_API_KEY,
-            LocalLLMServer,
-            local_llm_unavailable,
-        )
+        from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer, local_llm_unavailable
 
         why = local_llm_unavailable(DEFAULT_MODEL)
         if why:
@@ -722,14 +718,9 @@ def _rewrite_judge(
         cost.prices = _local_price(cost.prices, DEFAULT_MODEL)
         server = LocalLLMServer(DEFAULT_MODEL, n_threads=1).start()
         try:
-            judge = OpenAIJudge(
-                server.model,
-                base_url=server.base_url,
-                api_key=LOCAL_API_KEY,
-                timeout=300.0,
-                health_check=server.failure,
+            judge = ChatClient(
+                **{**options, **server.client_options()},
                 ledger=Ledger(out_dir / LEDGER_FILE, prices=cost.prices),
-                **options,
             )
         except BaseException:
             server.stop()
@@ -742,7 +733,7 @@ def _rewrite_judge(
         )
         return judge
     model = config.rewrite_model or DEFAULT_JUDGE_MODEL
-    judge = OpenAIJudge(
+    judge = ChatClient(
         model,
         base_url=config.rewrite_base_url or None,
         ledger=Ledger(out_dir / LEDGER_FILE, prices=cost.prices),
@@ -777,7 +768,7 @@ def run(
     ----------
     config : ClqTradeoffsConfig
     {{dataset}}
-    rewrite_judge : OpenAIJudge, optional
+    rewrite_judge : ChatClient, optional
         The LLM of the ``"llm"`` rewriter (default: the one ``rewrite_model`` and
         ``rewrite_base_url`` describe, if any).
 

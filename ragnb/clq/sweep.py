@@ -251,8 +251,8 @@ def run_sweep(
         an evidence sentence of a relevant pair; pairs without marked evidence fall back to
         document level (:func:`ragnb.clq.evidence.chunk_qrels`).
     seed : int
-    rewrite_judge : OpenAIJudge, optional
-        The LLM of the grid's ``"llm"`` rewriters (see ``_Sweep.prepare_rewrites``).
+    rewrite_judge : ChatClient, optional
+        The LLM client of the grid's ``"llm"`` rewriters (see ``_Sweep.prepare_rewrites``).
 
     Returns
     -------

@@ -1,7 +1,9 @@
 """LLM-judged context precision and context recall of RAG samples ("RAG Evaluation Part 1").
 
-The measures run on the same client, cache, retries and ledger as :class:`ragnb.judge.OpenAIJudge`
-(pass the judge), with that post's prompts as editable templates in ``ragnb/prompts/``.
+The measures run on an :class:`ragnb.judge.OpenAIJudge` (pass the judge): its grading for the
+relevance and attribution verdicts, its :class:`~ragnb.llm.ChatClient` (``judge.client``: cache,
+retries, ledger) for claim extraction, with that post's prompts as editable templates in
+``ragnb/prompts/``.
 
 Samples use ragas' field names, one row per sample (a DataFrame, a list of dicts, or anything
 with ``to_pandas()`` such as a ragas ``EvaluationDataset``):
@@ -55,9 +57,11 @@ import pandas as pd
 from ragnb.context.nonllm import samples_frame
 from ragnb.docstrings import doc_filler
 from ragnb.errors import InputError
-from ragnb.judge.llm import CallResult, LLMCall, OpenAIJudge
-from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
+from ragnb.judge.llm import OpenAIJudge
 from ragnb.ledger import CostEstimate, PlannedCall, estimate_calls
+from ragnb.llm.calls import CallResult, LLMCall
+from ragnb.llm.client import ChatClient
+from ragnb.llm.prompts import PromptTemplate, available_prompts, load_prompt
 from ragnb.measures.context import context_precision_from_verdicts
 from ragnb.validation import check_positive_int
 
@@ -312,9 +316,9 @@ def _numbered(contexts: Sequence[str]) -> str:
     return "\n\n".join(f"{i}. {c}" for i, c in enumerate(contexts, start=1))
 
 
-def _extraction_call(judge: OpenAIJudge, ext: PromptTemplate, i: int, reference: str) -> LLMCall:
+def _extraction_call(client: ChatClient, ext: PromptTemplate, i: int, reference: str) -> LLMCall:
     """Sample ``i``'s claim extraction call (the same key in a run and in its estimate)."""
-    return judge.make_call(ext, {"reference": reference}, item=f"s{i}/claims", query_id=f"s{i}")
+    return client.make_call(ext, {"reference": reference}, item=f"s{i}/claims", query_id=f"s{i}")
 
 
 def _attribution_calls(
@@ -378,8 +382,8 @@ def llm_context_recall(
     att = _template(attribution_prompt, judge, "grade")
     refs = [_text(frame, i, "reference") for i in range(len(frame))]
     contexts = [_contexts(frame, i, k) for i in range(len(frame))]
-    ext_calls = [_extraction_call(judge, ext, i, r) for i, r in enumerate(refs)]
-    extracted = judge.run(ext_calls, stage=f"{stage}/claims", kind="extract")
+    ext_calls = [_extraction_call(judge.client, ext, i, r) for i, r in enumerate(refs)]
+    extracted = judge.client.run(ext_calls, stage=f"{stage}/claims", kind="extract")
     att_calls: list[list[LLMCall]] = []
     for i, res in enumerate(extracted):
         claims = res.value if res.valid else ()
@@ -448,10 +452,10 @@ def estimate_llm_measure(
         for i in range(len(frame)):
             ref = _text(frame, i, "reference")
             block = _numbered(_contexts(frame, i, k))
-            call = _extraction_call(judge, ext, i, ref)
-            (p,) = judge.plan_calls([call], f"{measure}/claims")
+            call = _extraction_call(judge.client, ext, i, ref)
+            (p,) = judge.client.plan_calls([call], f"{measure}/claims")
             planned.append(p)
-            cached = judge.cached([call]).get(call.key)
+            cached = judge.client.cached([call]).get(call.key)
             if cached is not None and cached.valid:
                 claims = list(cached.value)
             else:  # placeholders as long as the reference, distinct so none is deduplicated

@@ -1,4 +1,4 @@
-"""Graded samples from ranked samples: answers and grades through the LLM judge's engine.
+"""Graded samples from ranked samples: answers from the chat client, grades from the judge.
 
 For each ranked sample and each of its K (Primer Appendix A.1.3):
 
@@ -9,10 +9,11 @@ For each ranked sample and each of its K (Primer Appendix A.1.3):
 3. ``grade``: the LLM compares the top-K answer with the ideal one, 1-5 (prompt of Appendix
    A.3, the shipped ``primer-response`` template).
 
-Calls go through :class:`ragnb.judge.OpenAIJudge` (``make_call`` / ``run``): the same client,
-retries, cache (a repeated run sends nothing) and ledger, with one ledger stage per step
-(``answer_ideal``, ``answer_topK``, ``grade``). Identical prompts (the same top K reached by two
-embedders) are sent once.
+The answers are sent by the judge's :class:`~ragnb.llm.ChatClient` (``judge.client``), the
+grades by the :class:`ragnb.judge.OpenAIJudge` itself (its grading options: constrained output,
+log-probabilities): one client, retries, cache (a repeated run sends nothing) and ledger, with
+one ledger stage per step (``answer_ideal``, ``answer_topK``, ``grade``). Identical prompts (the
+same top K reached by two embedders) are sent once.
 
 References
 ----------
@@ -33,8 +34,10 @@ import pandas as pd
 
 from ragnb.correlation.data import graded_labels, ranked_texts
 from ragnb.errors import InputError
-from ragnb.judge.llm import CallResult, LLMCall, OpenAIJudge
-from ragnb.judge.prompts import PromptTemplate, load_prompt
+from ragnb.judge.llm import OpenAIJudge
+from ragnb.llm.calls import CallResult, LLMCall
+from ragnb.llm.client import ChatClient
+from ragnb.llm.prompts import PromptTemplate, load_prompt
 
 __all__ = ["AnswerTemplate", "generate_graded", "load_answer_prompt"]
 
@@ -45,7 +48,7 @@ STAGES = ("answer_ideal", "answer_topK", "grade")
 class AnswerTemplate(PromptTemplate):
     """A free-text generation prompt (``kind: generate``, ``answer: text``).
 
-    The YAML format of :class:`ragnb.judge.PromptTemplate`; any non-empty answer is valid (an
+    The YAML format of :class:`ragnb.llm.PromptTemplate`; any non-empty answer is valid (an
     empty one gets the reminder once). ``passage_format`` writes each reference with its
     1-based number as ``{label}``.
     """
@@ -99,7 +102,7 @@ def _check(judge: Any) -> OpenAIJudge:
 def _calls(
     ranked: pd.DataFrame,
     query_texts: pd.DataFrame,
-    judge: OpenAIJudge,
+    client: ChatClient,
     answer: AnswerTemplate,
     ideal: str,
 ) -> tuple[pd.DataFrame, dict[str, LLMCall], list[LLMCall]]:
@@ -118,13 +121,13 @@ def _calls(
         if ideal_key not in ideal_calls:
             positives = list(sq["p"]) if ideal == "all" else list(sq["p"])[: g.Np]
             values = {"query": sq["q"], "references": answer.references(positives)}
-            ideal_calls[ideal_key] = judge.make_call(
+            ideal_calls[ideal_key] = client.make_call(
                 answer, values, item=f"{ideal_key}/ideal", query_id=g.id
             )
         texts = ranked_texts(by_key[(g.id, g.E, g.Nc, g.Np)], sq)[: g.K]
         values = {"query": sq["q"], "references": answer.references(texts)}
         item = f"{g.id}/{g.E}/Nc={g.Nc}/Np={g.Np}/K={g.K}"
-        topk_calls.append(judge.make_call(answer, values, item=item, query_id=g.id))
+        topk_calls.append(client.make_call(answer, values, item=item, query_id=g.id))
     skeleton["_ideal"] = [
         g.id if ideal == "all" else f"{g.id}/Np={g.Np}" for g in skeleton.itertuples(index=False)
     ]
@@ -155,7 +158,8 @@ def generate_graded(
     query_texts : DataFrame
         Their query-texts samples (``id``, ``q``, ``p``, ``n``).
     judge : OpenAIJudge
-        Model, endpoint, cache, ledger and retry settings (its own prompts are not used).
+        Grades with ``grade_prompt`` and its options; its client (model, endpoint, cache, ledger,
+        retries) writes the answers. Its own prompts are not used.
     answer_prompt : str, PathLike or AnswerTemplate, optional
         Default ``ragnb/prompts/primer_answer.yaml`` (A.2).
     grade_prompt : str, PathLike or PromptTemplate, default "primer-response"
@@ -192,16 +196,17 @@ def generate_graded(
             f"grade_prompt {grader.id} must be a grade prompt with {{query}}, {{reference}} and "
             f"its item field"
         )
-    skeleton, ideal_calls, topk_calls = _calls(ranked, query_texts, judge, answer, ideal)
+    client = judge.client
+    skeleton, ideal_calls, topk_calls = _calls(ranked, query_texts, client, answer, ideal)
     keys = list(ideal_calls)
     ideal_res = dict(
         zip(
             keys,
-            judge.run([ideal_calls[k] for k in keys], stage="answer_ideal", kind="generate"),
+            client.run([ideal_calls[k] for k in keys], stage="answer_ideal", kind="generate"),
             strict=True,
         )
     )
-    topk_res = judge.run(topk_calls, stage="answer_topK", kind="generate")
+    topk_res = client.run(topk_calls, stage="answer_topK", kind="generate")
     qt = dict(zip(query_texts["id"], query_texts["q"], strict=True))
     grade_calls: list[LLMCall] = []
     grade_pos: list[int] = []

@@ -179,7 +179,7 @@ class DiagnosticsConfig(NotebookParams):
         Bootstrap resamples.
     rewrite : str
         Mitigation: ``"rules"`` (:func:`denoise`), ``"llm"`` (an OpenAI-compatible model through
-        the judge's client and cache; key from ``$OPENAI_API_KEY``) or ``"none"``.
+        the chat client and its cache; key from ``$OPENAI_API_KEY``) or ``"none"``.
     base_url : str
         OpenAI-compatible endpoint of the LLM rewrite; empty for OpenAI's.
     llm_model : str

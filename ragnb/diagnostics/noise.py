@@ -28,7 +28,7 @@ Mitigation
 :func:`denoise` strips greetings, filler lead-ins, apologies, first-person asides that end in an
 ellipsis, closings and emoji with regular expressions that describe the *kind* of phrase (not a
 lookup of :data:`PHRASES`). Any ``rewrite`` callable (``text -> str or None``, e.g.
-``functools.partial(denoise, language="fr")``, or :class:`ragnb.judge.LLMRewriter`, whose
+``functools.partial(denoise, language="fr")``, or :class:`ragnb.rewrite.LLMRewriter`, whose
 ``many`` method is used when present) can be passed to :func:`noise_similarity` and
 :func:`noise_retrieval_impact`; the share of the drop it recovers is
 ``(score_denoised - score_noisy) / (score_clean - score_noisy)`` (:func:`recovered_share`).
@@ -53,7 +53,7 @@ import pandas as pd
 
 from ragnb.diagnostics.names import _check_language, _Embedder
 from ragnb.errors import InputError
-from ragnb.judge.denoise import denoise_query
+from ragnb.rewrite import denoise_query
 from ragnb.validation import l2_normalise, require_columns
 
 __all__ = [
@@ -199,7 +199,7 @@ def add_noise(query: str, level: int, language: str = "en", seed: int = 0) -> st
 def denoise(query: str, language: str = "en") -> str:
     """Strip conversational noise with regular expressions.
 
-    :func:`ragnb.judge.denoise.denoise_query` with ``rules="trim"`` (the rules are described
+    :func:`ragnb.rewrite.denoise_query` with ``rules="trim"`` (the rules are described
     there): removes emoji anywhere; then, repeatedly from the start, greetings, filler lead-ins
     closed by a comma or colon, apologies (to the end of their sentence) and first-person asides
     that end in an ellipsis; then, repeatedly from the end, closings ("Thanks!", "Merci d'avance
@@ -261,8 +261,9 @@ def prompt_rewriter(
     """A rewrite hook from any ``prompt -> answer`` function (an LLM client's completion).
 
     The answer's first non-empty line, stripped of a leading "1." and quotes, is the rewrite;
-    an empty answer gives None (the caller keeps the noisy text). For the project's judge
-    client with cache and ledger, use :class:`ragnb.judge.LLMRewriter` directly.
+    an empty answer gives None (the caller keeps the noisy text). For the project's chat
+    client (:class:`ragnb.llm.ChatClient`, with cache and ledger), use
+    :class:`ragnb.rewrite.LLMRewriter` directly.
 
     Examples
     --------

@@ -547,12 +547,13 @@ def _rewriter(config: Any, cache: Any) -> Any:
         return lambda language: None
     if config.rewrite == "rules":
         return lambda language: partial(denoise, language=language)
-    from ragnb.judge import LLMRewriter, OpenAIJudge
+    from ragnb.llm import ChatClient
+    from ragnb.rewrite import LLMRewriter
 
-    judge = OpenAIJudge(
+    client = ChatClient(
         config.llm_model, base_url=config.base_url or None, cache=cache, progress=False
     )
-    llm = LLMRewriter(judge)
+    llm = LLMRewriter(client)
     return lambda language: llm
 
 

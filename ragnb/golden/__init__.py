@@ -26,7 +26,7 @@
   view) and folded back as human labels.
 - :mod:`ragnb.golden.simulation`: refinement against one-shot judging at equal budget.
 
-Query rewriting (S1) is :class:`ragnb.judge.LLMRewriter` (also importable from here).
+Query rewriting (S1) is :class:`ragnb.rewrite.LLMRewriter` (also importable from here).
 """
 
 from ragnb.golden.analysis import grade_distribution, judged_table, pool_overlap
@@ -87,7 +87,7 @@ from ragnb.golden.study import (
     run,
     simulation_table,
 )
-from ragnb.judge.rewriter import LLMRewriter
+from ragnb.rewrite import LLMRewriter
 
 __all__ = [
     "BuildRecord",

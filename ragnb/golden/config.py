@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL
-from ragnb.judge.rewriter import REWRITE_STAGE
 from ragnb.params import SAMPLE_DATASET, NotebookParams
 from ragnb.provenance import has_credentials
+from ragnb.rewrite import REWRITE_STAGE
 from ragnb.validation import (
     check_among,
     check_choice,
@@ -58,16 +58,17 @@ _JUDGE_CODE = (
     "ragnb.judge.base",
     "ragnb.judge.offline",
     "ragnb.judge.llm",
-    "ragnb.judge.calls",
-    "ragnb.judge.sender",
-    "ragnb.judge.prompts",
+    "ragnb.llm.calls",
+    "ragnb.llm.sender",
+    "ragnb.llm.client",
+    "ragnb.llm.prompts",
     "ragnb.transport",
 )
 #: The modules that compute every stage: the stage functions and the pipeline that calls them.
 _GOLDEN_CODE = ("ragnb.golden.stages", "ragnb.golden.pipeline")
 #: The modules whose source is part of each stage's input hash (a code change reruns the stage).
 STAGE_CODE: dict[str, tuple[str, ...]] = {
-    "s1": (*_GOLDEN_CODE, "ragnb.judge.rewriter"),
+    "s1": (*_GOLDEN_CODE, "ragnb.rewrite.llm"),
     "s2": (
         *_GOLDEN_CODE,
         "ragnb.retrieve",
@@ -148,7 +149,7 @@ class GoldenSetConfig(NotebookParams):
         ``"openai"`` (:class:`~ragnb.judge.OpenAIJudge`; the key comes from ``$OPENAI_API_KEY``)
         or ``"local"``: SmolLM2-135M-Instruct (Q4_1 GGUF, a 135M-parameter local stand-in, not a
         judge to trust) served on this machine by llama.cpp
-        (:class:`~ragnb.judge.server.LocalLLMServer`, started once per pipeline, needs
+        (:class:`~ragnb.llm.server.LocalLLMServer`, started once per pipeline, needs
         ``pip install "ragnb[local-llm]"``), judging through :class:`~ragnb.judge.OpenAIJudge`
         with constrained output and token log-probabilities (``expected_grade``); ``model``
         and ``base_url`` are not used, ``prompt`` is.

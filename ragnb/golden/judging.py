@@ -7,7 +7,7 @@ dataset's labels mapped onto the judge's scale; an LLM judge
 written about a judge names its ``base_url`` only when it holds no credentials, and every string
 is scrubbed of the keys in the environment (:func:`ragnb.provenance.scrub`).
 
-``judge="local"`` starts a local model server (:class:`~ragnb.judge.server.LocalLLMServer`,
+``judge="local"`` starts a local model server (:class:`~ragnb.llm.server.LocalLLMServer`,
 SmolLM2-135M-Instruct) once per pipeline, and an :class:`~ragnb.judge.OpenAIJudge` on it with
 constrained output (llama-cpp-python's form) and token log-probabilities (the server returns
 them: each grade gets its ``expected_grade``). The server stops when the judge is garbage
@@ -28,7 +28,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.golden.config import GoldenSetConfig
 from ragnb.judge.base import Judge
-from ragnb.judge.server import INSTALL_HINT
+from ragnb.llm.server import INSTALL_HINT
 from ragnb.provenance import public_url, scrub, utc_now, versions
 
 __all__ = [
@@ -152,7 +152,7 @@ def make_judge(
 
 
 def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
-    """An :class:`~ragnb.judge.OpenAIJudge` on a :class:`~ragnb.judge.server.LocalLLMServer` it
+    """An :class:`~ragnb.judge.OpenAIJudge` on a :class:`~ragnb.llm.server.LocalLLMServer` it
     owns (``judge.local_server``): constrained output, ``logprobs=10``, ``config.prompt``.
 
     The ledger (when none is given: ``ledger.jsonl`` of the run folder, or in memory) prices
@@ -160,8 +160,8 @@ def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
     passes (the machine's time is not priced here).
     """
     from ragnb.judge import OpenAIJudge
-    from ragnb.judge.server import DEFAULT_MODEL, LOCAL_API_KEY, LocalLLMServer
     from ragnb.ledger import LEDGER_FILE, Ledger
+    from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
     from ragnb.params import resolve_path
     from ragnb.prices import ModelPrice
 
@@ -176,23 +176,18 @@ def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
             ledger.prices.as_of,
             "a local model run on this machine by ragnb: no per-token charge",
         )
-    # threads: one per core, or 1 on a busy machine (ragnb.judge.server._thread_count)
+    # threads: one per core, or 1 on a busy machine (ragnb.llm.server._thread_count)
     server = LocalLLMServer(DEFAULT_MODEL).start()
     try:
         judge = OpenAIJudge(
-            server.model,
+            **server.client_options(),
             prompt=config.prompt,
-            base_url=server.base_url,
-            api_key=LOCAL_API_KEY,
             constrained="json_object_schema",
             logprobs=LOCAL_TOP_LOGPROBS,
             request_params={"max_tokens": 64},
-            concurrency=1,
-            timeout=300.0,
             cache=cache,
             ledger=ledger,
             progress=False,
-            health_check=server.failure,
         )
     except BaseException:
         server.stop()

@@ -836,8 +836,8 @@ def build_pipeline(
     """
     from ragnb.cache import Cache
     from ragnb.io import read_beir
-    from ragnb.judge import LLMRewriter
     from ragnb.ledger import LEDGER_FILE, Ledger
+    from ragnb.rewrite import LLMRewriter
 
     data = dataset
     if data is None:
@@ -865,7 +865,7 @@ def build_pipeline(
 
     pool = {name: system(name) for name in config.retrievers}
     new = {name: system(name) for name in config.new_systems if name not in pool}
-    rewrite = LLMRewriter(judge) if config.rewrite else None
+    rewrite = LLMRewriter(judge.client) if config.rewrite else None
     pipeline = GoldenPipeline(
         data.corpus,
         queries,

@@ -10,7 +10,7 @@ stage output (``stages/``)   what it does
 ===== ====================== =====================================================================
 S1    ``s1_queries``         Unicode NFC normalisation of each query; optionally a rewrite
                              ("extract and restate the core information need") by a pluggable
-                             callable such as :class:`ragnb.judge.LLMRewriter`; the original
+                             callable such as :class:`ragnb.rewrite.LLMRewriter`; the original
                              text is kept
 S2    ``s2_pools``           each pool system's top ``depth`` for the S1 text, with provenance:
                              which system returned each candidate, at which rank, with which score
@@ -105,7 +105,7 @@ def normalise_queries(
     rewrite : callable, optional
         ``rewrite(text) -> str or None`` (None or an empty string keeps the normalised text); an
         object with ``many(texts) -> [(text or None, reason), ...]`` is called once for all
-        queries (:class:`ragnb.judge.LLMRewriter`).
+        queries (:class:`ragnb.rewrite.LLMRewriter`).
 
     Returns
     -------

@@ -11,9 +11,10 @@ invalid, the attempts, the usage tokens and whether it came from the cache.
 Judges
 ------
 :class:`OpenAIJudge`
-    Any OpenAI-compatible chat endpoint (``base_url``); editable prompt templates
-    (:mod:`ragnb.judge.prompts`), strict parsing with one reminder, bounded concurrency,
-    retries honouring ``Retry-After``, the project cache, a cost ledger (:mod:`ragnb.ledger`).
+    Any OpenAI-compatible chat endpoint (``base_url``) through a :class:`ragnb.llm.ChatClient`;
+    editable prompt templates (:mod:`ragnb.llm.prompts`), strict parsing with one reminder,
+    bounded concurrency, retries honouring ``Retry-After``, the project cache, a cost ledger
+    (:mod:`ragnb.ledger`).
 :class:`QrelsJudge`, :class:`NoisyJudge`
     Offline: existing labels, labels plus noise (:mod:`ragnb.judge.offline`).
 
@@ -38,27 +39,13 @@ from ragnb.judge.base import (
     RankResult,
 )
 from ragnb.judge.ensemble import EnsembleGrades, EnsembleJudge, combine_grades
-from ragnb.judge.llm import (
-    DEFAULT_JUDGE_MODEL,
-    INFLIGHT_NAMESPACE,
-    KEY_PARTS,
-    NAMESPACE,
-    CallResult,
-    OpenAIJudge,
-)
+from ragnb.judge.llm import DEFAULT_JUDGE_MODEL, OpenAIJudge
 from ragnb.judge.offline import NoisyJudge, QrelsJudge
-from ragnb.judge.prompts import PromptTemplate, available_prompts, load_prompt
-from ragnb.judge.rewriter import LLMRewriter
 
 __all__ = [
     "DEFAULT_JUDGE_MODEL",
     "GRADE_COLUMNS",
-    "INFLIGHT_NAMESPACE",
-    "KEY_PARTS",
-    "LLMRewriter",
-    "NAMESPACE",
     "RANK_COLUMNS",
-    "CallResult",
     "EnsembleGrades",
     "EnsembleJudge",
     "GradeRequest",
@@ -66,11 +53,8 @@ __all__ = [
     "Judge",
     "NoisyJudge",
     "OpenAIJudge",
-    "PromptTemplate",
     "QrelsJudge",
     "RankRequest",
     "RankResult",
-    "available_prompts",
     "combine_grades",
-    "load_prompt",
 ]

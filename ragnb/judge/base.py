@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.llm.calls import AUDIT_FIELDS, Audit
 
 __all__ = [
-    "AUDIT_FIELDS",
     "GRADE_COLUMNS",
     "RANK_COLUMNS",
-    "Audit",
     "GradeRequest",
     "GradeResult",
     "Judge",
@@ -72,70 +69,6 @@ class RankRequest:
         return f"{self.query_id}/{self.batch_id}"
 
 
-@dataclass(frozen=True, kw_only=True)
-class Audit:
-    """The audit trail of one judgement: whether it is valid, why not, and what it cost.
-
-    The fields shared by :class:`GradeResult`, :class:`RankResult` and
-    :class:`ragnb.judge.calls.CallResult`, always passed by keyword.
-
-    Attributes
-    ----------
-    valid : bool
-    status : {"ok", "invalid", "failed"}
-        ``invalid``: an answer arrived but does not parse (even after the reminder);
-        ``failed``: no answer (API errors after every attempt, timeouts, job aborted).
-    reason : str
-        Why it is not valid ("" when valid).
-    raw : str or None
-        The judge's last answer, verbatim (None when no answer arrived). Offline judges put a
-        description of how the grade was made.
-    first_raw : str or None
-        The first answer, when it was invalid and a reminder was sent.
-    attempts : int
-        HTTP requests made for this item in this run (retries and reminder included; 0 when
-        cached or offline).
-    reminded : bool
-        A reminder of the answer format was sent.
-    input_tokens, output_tokens : int
-        Summed API usage over the attempts (those of the original answer when cached).
-    cached : bool
-        Served from the cache.
-    repeated : bool
-        Sent again although an earlier run had sent it (that run lost the answer).
-    """
-
-    valid: bool
-    status: str
-    reason: str = ""
-    raw: str | None = None
-    first_raw: str | None = None
-    attempts: int = 0
-    reminded: bool = False
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached: bool = False
-    repeated: bool = False
-
-    @property
-    def total_tokens(self) -> int:
-        """``input_tokens + output_tokens`` (read by :mod:`ragnb.golden.refine` to cap budgets)."""
-        return self.input_tokens + self.output_tokens
-
-    def audit(self) -> dict[str, Any]:
-        """The audit fields by name, to pass on to another result."""
-        return {name: getattr(self, name) for name in AUDIT_FIELDS}
-
-    def __repr__(self) -> str:
-        # what was judged first, then the audit trail (dataclasses put base fields first)
-        names = [f.name for f in fields(self) if f.name not in AUDIT_FIELDS] + list(AUDIT_FIELDS)
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
-        return f"{type(self).__name__}({inner})"
-
-
-AUDIT_FIELDS = tuple(f.name for f in fields(Audit))
-
-
 @dataclass(frozen=True, repr=False)
 class GradeResult(Audit):
     """The judgement of one (query, passage) pair, with everything needed to audit it.
@@ -148,7 +81,7 @@ class GradeResult(Audit):
     expected_grade : float
         The probability-weighted grade, in the scale's range, of an LLM judge asked for token
         log-probabilities (``OpenAIJudge(logprobs=k)``, see
-        :func:`ragnb.judge.calls.expected_grade`); NaN otherwise (offline judges, invalid
+        :func:`ragnb.llm.calls.expected_grade`); NaN otherwise (offline judges, invalid
         answers, servers that return no log-probabilities).
     valid, status, reason, raw, first_raw, attempts, reminded, input_tokens, output_tokens,
     cached, repeated
@@ -353,20 +286,6 @@ def rank_requests(items: Any) -> list[RankRequest]:
             )
         )
     return out
-
-
-# ----------------------------------------------------------------------------- running async
-
-
-def run_sync(make: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine to completion from synchronous code, also inside Jupyter (whose event
-    loop already runs in this thread: the coroutine then runs in a worker thread)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make())  # type: ignore[arg-type]
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragnb-judge") as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- the interface

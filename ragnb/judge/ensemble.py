@@ -26,7 +26,6 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.judge.base import (
-    Audit,
     GradeRequest,
     GradeResult,
     Judge,
@@ -35,7 +34,8 @@ from ragnb.judge.base import (
     grade_requests,
     grades_frame,
 )
-from ragnb.judge.prompts import PromptTemplate
+from ragnb.llm.calls import Audit
+from ragnb.llm.prompts import PromptTemplate
 
 __all__ = ["COMBINES", "TIES", "EnsembleGrades", "EnsembleJudge", "combine_grades"]
 

@@ -1,24 +1,23 @@
 """The LLM judge: :class:`OpenAIJudge`, any OpenAI-compatible chat endpoint as a judge.
 
-The judge is three pieces, each in its module:
+The judge grades and ranks on a :class:`~ragnb.llm.ChatClient` (``judge.client``), which owns
+the rest:
 
-- **building calls** (here and :mod:`ragnb.judge.calls`): a prompt template
-  (:mod:`ragnb.judge.prompts`) is rendered into an :class:`~ragnb.judge.calls.LLMCall` whose
-  cache key is the SHA-256 of (model, template hash, rendered prompt hash, parameters:
-  temperature, extra request parameters, whether reminders are sent); neither the API key nor
-  the base URL is part of it;
-- **sending them** (:class:`~ragnb.judge.sender.CallSender`): the cache first, then bounded
-  concurrency through the one HTTP transport (:mod:`ragnb.transport`: retries, Retry-After,
-  backoff, redaction), one reminder of the answer format after an invalid answer, every HTTP
-  request in the cost ledger (:class:`~ragnb.ledger.Ledger`), every final answer cached at
-  once (a crash loses only the calls in flight);
-- **reading answers**: strict parsing by the template (an invalid answer is never coerced)
-  into :class:`~ragnb.judge.GradeResult` and :class:`~ragnb.judge.RankResult` rows.
+- **building calls**: a grading prompt template (:mod:`ragnb.llm.prompts`) is rendered into an
+  :class:`~ragnb.llm.calls.LLMCall` whose cache key is the SHA-256 of (model, template hash,
+  rendered prompt hash, parameters: temperature, extra request parameters, whether reminders
+  are sent, and the judge options the call carries); neither the API key nor the base URL is
+  part of it;
+- **sending them** (the client): the cache first, then bounded concurrency through the one HTTP
+  transport (:mod:`ragnb.transport`), one reminder of the answer format after an invalid
+  answer, every HTTP request in the cost ledger (:class:`~ragnb.ledger.Ledger`);
+- **reading answers** (here): strict parsing by the template (an invalid answer is never
+  coerced) into :class:`~ragnb.judge.GradeResult` and :class:`~ragnb.judge.RankResult` rows.
 
 Two options get more out of a small model, both off by default (servers lack them):
 ``constrained`` sends a JSON schema admitting only the template's answers (grade and rank
 calls), and ``logprobs`` asks grade calls for token log-probabilities, from which each result
-gets an ``expected_grade`` beside the sampled ``grade`` (:func:`ragnb.judge.calls.expected_grade`).
+gets an ``expected_grade`` beside the sampled ``grade`` (:func:`ragnb.llm.calls.expected_grade`).
 """
 
 from __future__ import annotations
@@ -40,42 +39,20 @@ from ragnb.judge.base import (
     grade_requests,
     rank_requests,
 )
-from ragnb.judge.calls import (
-    CONSTRAINED,
-    INFLIGHT_NAMESPACE,
-    KEY_PARTS,
-    NAMESPACE,
-    CallResult,
-    LLMCall,
-    build_call,
-    response_format,
-)
-from ragnb.judge.prompts import LABELS, PromptTemplate, load_prompt
-from ragnb.judge.sender import CallSender
 from ragnb.ledger import Ledger, PlannedCall
-from ragnb.provenance import safe_url
-from ragnb.transport import (
-    DEFAULT_RETRY,
-    RetryPolicy,
-    check_request_params,
-    check_retry_settings,
-)
+from ragnb.llm.calls import CONSTRAINED, CallResult, LLMCall, response_format
+from ragnb.llm.client import ChatClient, fill_client_doc
+from ragnb.llm.prompts import LABELS, PromptTemplate, load_prompt
+from ragnb.transport import DEFAULT_RETRY, RetryPolicy
 
-__all__ = [
-    "DEFAULT_JUDGE_MODEL",
-    "INFLIGHT_NAMESPACE",
-    "KEY_PARTS",
-    "NAMESPACE",
-    "CallResult",
-    "LLMCall",
-    "OpenAIJudge",
-]
+__all__ = ["DEFAULT_JUDGE_MODEL", "OpenAIJudge"]
 
 #: The hosted chat model of an :class:`OpenAIJudge` (and of the studies' ``openai`` judges and
 #: LLM rewriters) unless one is named.
 DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 
 
+@fill_client_doc
 class OpenAIJudge(Judge):
     """A judge behind any OpenAI-compatible chat completions endpoint.
 
@@ -83,45 +60,17 @@ class OpenAIJudge(Judge):
     ----------
     model : str, default "gpt-4o-mini"
     prompt : str, PathLike or PromptTemplate, default "utility-rubric"
-        The grading prompt: a shipped name (see :func:`ragnb.judge.available_prompts`) or the
+        The grading prompt: a shipped name (see :func:`ragnb.llm.available_prompts`) or the
         path of a YAML template file.
     rank_prompt : str, PathLike or PromptTemplate, default "listwise"
         The listwise prompt used by :meth:`rank`.
     language : str, default "en"
         Language of shipped prompts (``"en"``, ``"fr"``).
-    base_url : str, optional
-        Server root, e.g. ``http://localhost:8000/v1``; default ``$OPENAI_BASE_URL`` or OpenAI.
-    api_key : str, optional
-        Default ``$OPENAI_API_KEY``. Sent only in the request header: never stored in cache
-        keys, results, ledgers, logs or :meth:`describe`.
-    temperature : float or None, default 0.0
-        None: not sent (models that accept only their default).
-    request_params : dict, optional
-        Other chat completion parameters (``top_p``, ``seed``, ``max_completion_tokens``,
-        ``response_format``, ...): JSON values, part of the cache key.
-    concurrency : int, default 8
-        Requests in flight at most.
-    timeout : float, default 60.0
-        Seconds per HTTP request.
-    max_attempts : int, default 5
-        HTTP requests per message at most (first try + retries after faults). The reminder is a
-        new message with its own attempts.
-    backoff_base, backoff_max : float, seconds
-        Exponential backoff when the server gives no ``Retry-After``.
-    max_retry_wait : float, default 120.0
-        Seconds: an item whose server asks for a longer wait fails instead of waiting.
-    reminder : bool, default True
-        Send one reminder of the answer format after an invalid answer.
-    retry_invalid : bool, default False
-        Re-send items whose cached answer is invalid (default: an invalid answer is final).
-    cache : Cache, optional
-        Default: a :class:`~ragnb.cache.Cache` in ``cache_dir`` (default location if None).
-    ledger : Ledger, optional
-        Default: an in-memory ledger with the shipped price table.
+    {{base_url, api_key, temperature, request_params, concurrency, retry, reminder}}
+    {{retry_invalid, cache, ledger}}
     stage : str, default "judge"
         Ledger label when a call gives none.
-    progress : bool, default True
-        A tqdm progress bar while requests are in flight.
+    {{progress}}
     max_connection_failures : int, default 5
         Connection failures or timeouts in a row after which the whole job stops (a circuit
         breaker: the URL is wrong or the server is down); one 401, 403 or 404 stops it at once.
@@ -131,12 +80,13 @@ class OpenAIJudge(Judge):
     health_check : callable, optional
         Called after a connection failure; returns why the server cannot answer, or None. A
         reason stops the job at once with that reason in the error: the judge of a local model
-        passes :meth:`ragnb.judge.server.LocalLLMServer.failure`, so a server that crashed is
+        passes :meth:`ragnb.llm.server.LocalLLMServer.failure` (see
+        :meth:`~ragnb.llm.server.LocalLLMServer.client_options`), so a server that crashed is
         called a crash (with its signal and the end of its log), not a run of connection
         failures.
     constrained : {None, "json_schema", "json_object_schema"}, default None
         Constrained output: each grade and rank call sends a JSON schema admitting only its
-        template's answers (:meth:`~ragnb.judge.PromptTemplate.response_schema`: the grade
+        template's answers (:meth:`~ragnb.llm.PromptTemplate.response_schema`: the grade
         scale, or the batch's labels), as ``response_format``. ``"json_schema"`` is OpenAI's
         Structured Outputs form (its root must be an object: not for ``integer`` prompts);
         ``"json_object_schema"`` is llama-cpp-python's (``{"type": "json_object", "schema":
@@ -164,6 +114,9 @@ class OpenAIJudge(Judge):
     ----------
     judge_id : str
         ``"openai-judge:<model>"``.
+    client : ChatClient
+        Sends the calls (its ``client_id`` is the ``judge_id``); the query rewriter, the query
+        generator and the other LLM uses of a study may share it (the same cache and ledger).
     prompt, rank_prompt : PromptTemplate
     scale : (int, int)
         The grading prompt's scale.
@@ -198,11 +151,7 @@ class OpenAIJudge(Judge):
         temperature: float | None = 0.0,
         request_params: Mapping[str, Any] | None = None,
         concurrency: int = 8,
-        timeout: float = DEFAULT_RETRY.timeout,
-        max_attempts: int = DEFAULT_RETRY.max_attempts,
-        backoff_base: float = DEFAULT_RETRY.backoff_base,
-        backoff_max: float = DEFAULT_RETRY.backoff_max,
-        max_retry_wait: float = DEFAULT_RETRY.max_retry_wait,
+        retry: RetryPolicy = DEFAULT_RETRY,
         reminder: bool = True,
         retry_invalid: bool = False,
         cache: Cache | None = None,
@@ -215,12 +164,27 @@ class OpenAIJudge(Judge):
         logprobs: int = 0,
         health_check: Callable[[], str | None] | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise InputError(f"model must be a non-empty string, got {model!r}")
         constrained, logprobs = _check_options(constrained, logprobs, request_params)
-        check_retry_settings({"concurrency": concurrency}, {})
-        policy = RetryPolicy(max_attempts, timeout, backoff_base, backoff_max, max_retry_wait)
-        params = check_request_params(request_params, ("model", "messages", "stream", "n"))
+        self.client = ChatClient(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            temperature=temperature,
+            request_params=request_params,
+            concurrency=concurrency,
+            retry=retry,
+            max_connection_failures=max_connection_failures,
+            health_check=health_check,
+            reminder=reminder,
+            retry_invalid=retry_invalid,
+            cache=cache,
+            cache_dir=cache_dir,
+            ledger=ledger,
+            stage=stage,
+            progress=progress,
+            client_id=f"openai-judge:{model}",
+            options={"constrained": constrained, "logprobs": logprobs},
+        )
         self.model = model
         self.language = language
         self.prompt = load_prompt(prompt, language)
@@ -234,44 +198,10 @@ class OpenAIJudge(Judge):
         self.logprobs = logprobs
         self._check_prompt(self.prompt)
         self.base_url = base_url
-        self.temperature = temperature
-        self.request_params = params
-        self.concurrency = concurrency
-        self.timeout = float(timeout)
-        self.max_attempts = max_attempts
-        self.backoff_base = float(backoff_base)
-        self.backoff_max = float(backoff_max)
-        self.max_retry_wait = float(max_retry_wait)
-        self.reminder = reminder
-        self.retry_invalid = retry_invalid
-        self.cache = cache if cache is not None else Cache(cache_dir)
-        self.cache.register_schema(NAMESPACE, KEY_PARTS)
-        self.cache.register_schema(INFLIGHT_NAMESPACE, KEY_PARTS)
-        self.ledger = ledger if ledger is not None else Ledger()
+        self.cache = self.client.cache
+        self.ledger = self.client.ledger
         self.stage = stage
-        self.progress = progress
-        self.judge_id = f"openai-judge:{model}"
-        body = dict(params)
-        if temperature is not None:
-            body["temperature"] = temperature
-        self.sender = CallSender(
-            model=model,
-            judge_id=self.judge_id,
-            base_url=base_url,
-            api_key=api_key,
-            body=body,
-            policy=policy,
-            concurrency=concurrency,
-            reminder=reminder,
-            retry_invalid=retry_invalid,
-            cache=self.cache,
-            ledger=self.ledger,
-            stage=stage,
-            progress=progress,
-            max_connection_failures=max_connection_failures,
-            options={"constrained": constrained, "logprobs": logprobs},
-            health_check=health_check,
-        )
+        self.judge_id = self.client.client_id
 
     # -- identity
 
@@ -280,11 +210,7 @@ class OpenAIJudge(Judge):
         """What besides model and prompt changes an answer (part of cache keys): the options
         ``constrained`` and ``logprobs`` only when on (and in a call's key only when the call
         carries them), so answers cached without them stay valid."""
-        out: dict[str, Any] = {
-            "temperature": self.temperature,
-            "request_params": self.request_params,
-            "reminder": self.reminder,
-        }
+        out = self.client.params
         if self.constrained is not None:
             out["constrained"] = self.constrained
         if self.logprobs:
@@ -292,22 +218,23 @@ class OpenAIJudge(Judge):
         return out
 
     def describe(self) -> dict[str, Any]:
+        client = self.client.describe()
         return {
             "judge_id": self.judge_id,
             "class": type(self).__name__,
             "model": self.model,
-            "base_url": safe_url(self.base_url),
+            "base_url": client["base_url"],
             "scale": list(self.scale) if self.scale else None,
             "prompt": self.prompt.describe(),
             "rank_prompt": self.rank_prompt.describe(),
             "params": self.params,
             "constrained": self.constrained,
             "logprobs": self.logprobs,
-            "concurrency": self.concurrency,
-            "timeout_s": self.timeout,
-            "max_attempts": self.max_attempts,
-            "cache": str(self.cache.path),
-            "ledger": None if self.ledger.path is None else str(self.ledger.path),
+            "concurrency": client["concurrency"],
+            "timeout_s": client["timeout_s"],
+            "max_attempts": client["max_attempts"],
+            "cache": client["cache"],
+            "ledger": client["ledger"],
         }
 
     def with_prompt(
@@ -350,7 +277,7 @@ class OpenAIJudge(Judge):
 
         The call carries the judge's options that apply to it: ``response_format`` when
         ``constrained`` is on and the template's answer has a schema
-        (:meth:`~ragnb.judge.PromptTemplate.response_schema`), ``logprobs`` for grade templates;
+        (:meth:`~ragnb.llm.PromptTemplate.response_schema`), ``logprobs`` for grade templates;
         its key holds exactly those.
 
         Raises
@@ -359,7 +286,7 @@ class OpenAIJudge(Judge):
             When a field of the template is missing from ``values`` (naming ``item``), or
             ``constrained="json_schema"`` meets an ``integer`` answer.
         """
-        params = {k: v for k, v in self.params.items() if k not in ("constrained", "logprobs")}
+        params: dict[str, Any] = {}
         body: dict[str, Any] = {}
         schema = template.response_schema(labels) if self.constrained else None
         if schema is not None and self.constrained is not None:
@@ -371,15 +298,8 @@ class OpenAIJudge(Judge):
         if self.logprobs and template.kind == "grade":
             params["logprobs"] = self.logprobs
             body.update(logprobs=True, top_logprobs=self.logprobs)
-        return build_call(
-            self.model,
-            params,
-            template,
-            values,
-            item=item,
-            query_id=query_id,
-            labels=labels,
-            body=body,
+        return self.client.make_call(
+            template, values, item=item, query_id=query_id, labels=labels, params=params, body=body
         )
 
     def _check_prompt(self, template: PromptTemplate) -> None:
@@ -438,24 +358,9 @@ class OpenAIJudge(Judge):
         return self.plan_calls(calls, stage)
 
     def plan_calls(self, calls: Sequence[LLMCall], stage: str | None = None) -> list[PlannedCall]:
-        """:class:`~ragnb.ledger.PlannedCall` rows for ``calls``: one per distinct prompt (a
-        prompt repeated in a job is sent once), flagged when its answer is cached."""
-        unique: dict[str, LLMCall] = {}
-        for c in calls:
-            unique.setdefault(c.key, c)
-        found = self.sender.cached(list(unique.values()))
-        return [
-            PlannedCall(
-                c.item,
-                c.query_id,
-                self.model,
-                stage or self.stage,
-                c.messages,
-                c.template.expected_output_tokens,
-                c.key in found,
-            )
-            for c in unique.values()
-        ]
+        """:class:`~ragnb.ledger.PlannedCall` rows for ``calls``
+        (:meth:`ragnb.llm.ChatClient.plan_calls`)."""
+        return self.client.plan_calls(calls, stage)
 
     # -- the verbs
 
@@ -483,37 +388,13 @@ class OpenAIJudge(Judge):
             for r, c in zip(requests, results, strict=True)
         ]
 
-    # -- sending (the engine is the CallSender)
-
-    def cached(self, calls: Sequence[LLMCall]) -> dict[str, CallResult]:
-        """The results of ``calls`` already in the cache, by call key; nothing is sent.
-
-        Parameters
-        ----------
-        calls : sequence of LLMCall
-
-        Returns
-        -------
-        dict of str to CallResult
-            Only the calls whose answer is cached; an invalid answer counts unless the judge
-            re-sends invalid answers (``retry_invalid``). A call never answered is absent.
-        """
-        return self.sender.cached(calls)
+    # -- sending (the engine is the client)
 
     def run(
         self, calls: Sequence[LLMCall], *, stage: str | None = None, kind: str = "grade"
     ) -> list[CallResult]:
-        """Send ``calls`` (from the cache where possible); one result per call, same order.
-
-        Calls with the same key are sent once and share the result. A failed call has
-        ``status="failed"`` and the reason (see :meth:`ragnb.judge.sender.CallSender.run`).
-
-        Raises
-        ------
-        JudgeUnavailable
-            When the circuit breaker stopped the job (see ``max_connection_failures``).
-        """
-        return self.sender.run(calls, stage=stage, kind=kind)
+        """Send ``calls`` through the judge's client (:meth:`ragnb.llm.ChatClient.run`)."""
+        return self.client.run(calls, stage=stage, kind=kind)
 
 
 def _check_options(

@@ -140,7 +140,7 @@ class LLMListwiseReranker(Reranker):
         **judge_kwargs: Any,
     ) -> None:
         super().__init__()
-        from ragnb.judge.prompts import LABELS
+        from ragnb.llm.prompts import LABELS
 
         sliding_windows(0, window, overlap)  # validates window and overlap
         if window > len(LABELS):

@@ -20,8 +20,8 @@ from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.fusion import Fusion, parse_fusion
 from ragnb.io import BeirDataset
-from ragnb.judge.querygen import synthetic_notice
 from ragnb.lazylibs import MissingExtra
+from ragnb.llm.querygen import synthetic_notice
 from ragnb.measures import (
     GRADED_FAMILIES,
     Measure,
@@ -551,8 +551,8 @@ class Comparison:
     def synthetic_notice(self) -> str | None:
         """The first-screen sentence saying the dataset's queries are synthetic, or None.
 
-        See :func:`ragnb.judge.querygen.synthetic_notice` (queries written by
-        :func:`ragnb.judge.querygen.write_synthetic`)."""
+        See :func:`ragnb.llm.querygen.synthetic_notice` (queries written by
+        :func:`ragnb.llm.querygen.write_synthetic`)."""
         return synthetic_notice(self.dataset)
 
     def provenance(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ Two options of :class:`~ragnb.judge.OpenAIJudge` add fields to a call's request 
 key's parameters, only for the calls that carry them):
 
 - **constrained output** (:func:`response_format`): a JSON schema admitting only the template's
-  answers (:meth:`~ragnb.judge.PromptTemplate.response_schema`), in OpenAI's form
+  answers (:meth:`~ragnb.llm.PromptTemplate.response_schema`), in OpenAI's form
   (``"json_schema"``) or llama-cpp-python's (``"json_object_schema"``);
 - **token log-probabilities** (grade calls): ``logprobs=true, top_logprobs=k``, read back by
   :func:`read_logprobs` into the expected grade (:func:`expected_grade`).
@@ -30,18 +30,19 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ragnb.cache import make_key
-from ragnb.judge.base import Audit
-from ragnb.judge.prompts import PromptTemplate
+from ragnb.llm.prompts import PromptTemplate
 
 __all__ = [
+    "AUDIT_FIELDS",
     "INFLIGHT_NAMESPACE",
     "KEY_PARTS",
     "NAMESPACE",
     "CONSTRAINED",
+    "Audit",
     "CallResult",
     "LLMCall",
     "build_call",
@@ -59,6 +60,71 @@ KEY_PARTS = ("model", "template_sha256", "prompt_sha256", "params")
 #: The forms of constrained output: off, OpenAI's ``json_schema``, llama-cpp-python's
 #: ``json_object`` with a ``schema``.
 CONSTRAINED = (None, "json_schema", "json_object_schema")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Audit:
+    """The audit trail of one judgement: whether it is valid, why not, and what it cost.
+
+    The fields shared by :class:`CallResult` and the judges' results
+    (:class:`ragnb.judge.GradeResult`, :class:`ragnb.judge.RankResult`),
+    :class:`CallResult`, always passed by keyword.
+
+    Attributes
+    ----------
+    valid : bool
+    status : {"ok", "invalid", "failed"}
+        ``invalid``: an answer arrived but does not parse (even after the reminder);
+        ``failed``: no answer (API errors after every attempt, timeouts, job aborted).
+    reason : str
+        Why it is not valid ("" when valid).
+    raw : str or None
+        The judge's last answer, verbatim (None when no answer arrived). Offline judges put a
+        description of how the grade was made.
+    first_raw : str or None
+        The first answer, when it was invalid and a reminder was sent.
+    attempts : int
+        HTTP requests made for this item in this run (retries and reminder included; 0 when
+        cached or offline).
+    reminded : bool
+        A reminder of the answer format was sent.
+    input_tokens, output_tokens : int
+        Summed API usage over the attempts (those of the original answer when cached).
+    cached : bool
+        Served from the cache.
+    repeated : bool
+        Sent again although an earlier run had sent it (that run lost the answer).
+    """
+
+    valid: bool
+    status: str
+    reason: str = ""
+    raw: str | None = None
+    first_raw: str | None = None
+    attempts: int = 0
+    reminded: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached: bool = False
+    repeated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        """``input_tokens + output_tokens`` (read by :mod:`ragnb.golden.refine` to cap budgets)."""
+        return self.input_tokens + self.output_tokens
+
+    def audit(self) -> dict[str, Any]:
+        """The audit fields by name, to pass on to another result."""
+        return {name: getattr(self, name) for name in AUDIT_FIELDS}
+
+    def __repr__(self) -> str:
+        # what was judged first, then the audit trail (dataclasses put base fields first)
+        names = [f.name for f in fields(self) if f.name not in AUDIT_FIELDS] + list(AUDIT_FIELDS)
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__name__}({inner})"
+
+
+AUDIT_FIELDS = tuple(f.name for f in fields(Audit))
 
 
 @dataclass(frozen=True)
@@ -194,7 +260,7 @@ def response_format(mode: str, schema: Mapping[str, Any], name: str) -> dict[str
         llama-cpp-python's server form (its server answers OpenAI's form with HTTP 500), which
         it compiles to a grammar.
     schema : mapping
-        A JSON schema (:meth:`~ragnb.judge.PromptTemplate.response_schema`).
+        A JSON schema (:meth:`~ragnb.llm.PromptTemplate.response_schema`).
     name : str
         The schema's name (OpenAI's form only).
 
@@ -294,7 +360,7 @@ def expected_grade(
 
     Examples
     --------
-    >>> from ragnb.judge.prompts import load_prompt
+    >>> from ragnb.llm.prompts import load_prompt
     >>> toks = [('{"', -0.1, {}), ("grade", -0.1, {}), ('":', -0.1, {}),
     ...         (" 4", math.log(0.6), {" 4": math.log(0.6), " 5": math.log(0.3), "5": math.log(0.1),
     ...                                  " the": -1.0}), ("}", 0.0, {})]

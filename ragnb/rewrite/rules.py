@@ -4,7 +4,7 @@ Dallaire compares retrieval stacks with and without query rewriting/denoising (s
 "End-to-end retrieval ... with/without query rewriting"; section 4.4.1: conversational noise,
 greetings, fillers and social padding, carries no task semantics but moves the query vector;
 section 6: "make rewrite/denoise the default and enforce Unicode hygiene"). This is the cheap
-end of that comparison, next to the LLM rewriter (:class:`ragnb.judge.LLMRewriter`): no model,
+end of that comparison, next to the LLM rewriter (:class:`ragnb.rewrite.LLMRewriter`): no model,
 microseconds per query.
 
 :func:`denoise_query` has two rule sets (``rules``):

@@ -14,7 +14,7 @@ How one call is sent
    calls not yet answered are reported ``failed`` with that reason at once, and
    :meth:`CallSender.run` raises :class:`~ragnb.errors.JudgeUnavailable` naming the URL and the
    cause, after every answer that arrived was cached and written to the ledger.
-3. The answer is parsed strictly (the template's :meth:`~ragnb.judge.PromptTemplate.parse`). If
+3. The answer is parsed strictly (the template's :meth:`~ragnb.llm.PromptTemplate.parse`). If
    it is invalid, the conversation is sent once more with the answer and the template's
    reminder of the required format; the second answer is parsed the same way, and is final.
 4. The result (valid or invalid, with every answer's text) is written to the cache as soon as
@@ -26,12 +26,12 @@ How one call is sent
 
 Request options
 ---------------
-A call may carry fields of its own (:attr:`~ragnb.judge.calls.LLMCall.body`: the
+A call may carry fields of its own (:attr:`~ragnb.llm.calls.LLMCall.body`: the
 ``response_format`` of constrained output, ``logprobs`` and ``top_logprobs``), sent with the
 reminder too. A server that lacks an option answers with an error, often 400 or 500: when an
 error answer to such a request names one of those fields (``response_format``, ``logprobs``,
 ...), it is not retried and the whole job stops (:class:`~ragnb.errors.JudgeUnavailable`) with a
-message naming the judge option to turn off; there is no silent fallback to other requests, which
+message naming the option to turn off; there is no silent fallback to other requests, which
 would give other answers. A grade answer sent with ``logprobs`` that carries none gets no
 expected grade (NaN), and the run logs a warning with the count.
 
@@ -46,18 +46,20 @@ reconciled (:meth:`ragnb.ledger.Ledger.reconcile`) when this run sends their pro
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ragnb.cache import Cache
 from ragnb.errors import JudgeUnavailable
-from ragnb.judge.base import run_sync
-from ragnb.judge.calls import (
+from ragnb.lazylibs import require
+from ragnb.ledger import Ledger, count_message_tokens, count_tokens
+from ragnb.llm.calls import (
     INFLIGHT_NAMESPACE,
     NAMESPACE,
     CallResult,
@@ -67,14 +69,25 @@ from ragnb.judge.calls import (
     read_completion,
     read_logprobs,
 )
-from ragnb.lazylibs import require
-from ragnb.ledger import Ledger, count_message_tokens, count_tokens
 from ragnb.provenance import safe_url
 from ragnb.transport import CircuitBreaker, Fault, GaveUp, RetryPolicy, acall, classify, redact
 
-__all__ = ["CallSender"]
+__all__ = ["CallSender", "run_sync"]
 
-log = logging.getLogger("ragnb.judge")
+T = TypeVar("T")
+
+log = logging.getLogger("ragnb.llm")
+
+
+def run_sync(make: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to completion from synchronous code, also inside Jupyter (whose event
+    loop already runs in this thread: the coroutine then runs in a worker thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())  # type: ignore[arg-type]
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragnb-llm") as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]
 
 
 class _Failed(Exception):
@@ -92,7 +105,7 @@ class _Counts:
     output_tokens: int = 0
 
 
-#: Request fields of each judge option, and how a message naming them reads.
+#: Request fields of each request option, and how a message naming them reads.
 _OPTION_FIELDS = {
     "constrained": ("response_format", "json_schema", "json_object"),
     "logprobs": ("logprobs", "top_logprobs"),
@@ -127,16 +140,16 @@ class _Job:
 
 
 class CallSender:
-    """Sends :class:`~ragnb.judge.calls.LLMCall` objects to an OpenAI-compatible chat endpoint.
+    """Sends :class:`~ragnb.llm.calls.LLMCall` objects to an OpenAI-compatible chat endpoint.
 
-    The engine of :class:`ragnb.judge.OpenAIJudge` (which builds the calls); see the module
+    The engine of :class:`ragnb.llm.ChatClient` (which builds the calls); see the module
     docstring for what happens to one call.
 
     Parameters
     ----------
     model : str
-    judge_id : str
-        Written on every ledger line.
+    client_id : str
+        Written on every ledger line (column ``judge_id``).
     base_url, api_key : str, optional
         The server root and key (default ``$OPENAI_API_KEY``); the key is sent only in the
         request header and redacted from every reason.
@@ -157,7 +170,7 @@ class CallSender:
     max_connection_failures : int, default 5
         Connection failures (or timeouts) in a row that stop the whole job.
     options : dict, optional
-        The judge options behind the calls' own request fields (``{"constrained":
+        The caller's options behind the calls' own request fields (``{"constrained":
         "json_schema", "logprobs": 5}``), named in the error when a server rejects them.
     health_check : callable, optional
         Says why the server cannot answer (a crashed local server) after a connection
@@ -168,7 +181,7 @@ class CallSender:
         self,
         *,
         model: str,
-        judge_id: str,
+        client_id: str,
         base_url: str | None,
         api_key: str | None,
         body: Mapping[str, Any],
@@ -189,7 +202,7 @@ class CallSender:
         self.max_connection_failures = max_connection_failures
         self._corrupt_seen: set[str] = set()
         self.model = model
-        self.judge_id = judge_id
+        self.client_id = client_id
         self.base_url = base_url
         self._api_key = api_key
         self.body = dict(body)
@@ -275,7 +288,7 @@ class CallSender:
                     "%s: %d grade answers came without token log-probabilities although "
                     "logprobs=%s asked for them: their expected_grade is NaN (the server "
                     "does not return them; set logprobs=0 to stop asking)",
-                    self.judge_id,
+                    self.client_id,
                     state.no_logprobs,
                     self.options.get("logprobs"),
                 )
@@ -284,7 +297,7 @@ class CallSender:
                 n_failed = sum(r.status == "failed" for r in bad)
                 log.warning(
                     "%s: %d of %d calls invalid, %d failed (see the reason column)",
-                    self.judge_id,
+                    self.client_id,
                     len(bad) - n_failed,
                     len(todo),
                     n_failed,
@@ -310,7 +323,7 @@ class CallSender:
             check = "Check the key ($OPENAI_API_KEY), the base_url and the model"
         how = f"the job stopped: {cause}\n" if crashed else f"the job stopped after {cause}. "
         message = self._redact(
-            f"{stage}: the judge {self.judge_id} at {where} cannot answer: {how}"
+            f"{stage}: the model {self.client_id} at {where} cannot answer: {how}"
             f"{len(results) - failed} of {len(results)} calls have an answer "
             f"(kept in the cache and the ledger), {failed} failed. {check}, then run the same "
             f"notebook or command again: only the {failed} failed calls are sent."
@@ -353,7 +366,7 @@ class CallSender:
                 except (asyncio.CancelledError, KeyboardInterrupt):
                     raise
                 except Exception as e:  # a bug must not lose the other items
-                    log.exception("%s: unexpected error on %s", self.judge_id, call.item)
+                    log.exception("%s: unexpected error on %s", self.client_id, call.item)
                     reason = self._redact(f"internal error: {e!r}")
                     out[call.key] = CallResult(
                         value=None, valid=False, status="failed", reason=reason
@@ -499,13 +512,13 @@ class CallSender:
 
         def on_fault(fault: Fault, attempt: int) -> None:
             if breaker.failure(fault):
-                log.warning("%s: the job stops: %s", self.judge_id, breaker.cause)
+                log.warning("%s: the job stops: %s", self.client_id, breaker.cause)
             if fault.code == 429 and fault.wait is not None:
                 if fault.wait <= self.policy.max_retry_wait:
                     state.pause_until = max(state.pause_until, loop.time() + fault.wait)
             self.ledger.record(**sent, status=fault.status)
             log.info(
-                "%s: %s attempt %d: %s", self.judge_id, call.item, counts.attempts, fault.reason
+                "%s: %s attempt %d: %s", self.client_id, call.item, counts.attempts, fault.reason
             )
 
         try:
@@ -573,7 +586,7 @@ class CallSender:
             "item": call.item,
             "key": call.key,
             "attempt": attempt,
-            "judge_id": self.judge_id,
+            "judge_id": self.client_id,
             "kind": kind,
             "repeated": repeated,
         }

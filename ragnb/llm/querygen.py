@@ -12,8 +12,8 @@ in the style their users write (:data:`STYLES`):
 
 Then three steps keep the usable ones:
 
-1. **generation** (:class:`QueryGenerator`) through an :class:`~ragnb.judge.OpenAIJudge`'s
-   client, retries, cache and cost ledger (stage :data:`QUERYGEN_STAGE`), with a shipped prompt
+1. **generation** (:class:`QueryGenerator`) through a :class:`~ragnb.llm.ChatClient`, its
+   retries, cache and cost ledger (stage :data:`QUERYGEN_STAGE`), with a shipped prompt
    per style (``ragnb/prompts/querygen-<style>.en.yaml``, editable: pass a path) whose answer is
    the one line ``1. <query>`` (the strict ``numbered_list`` parser). With ``grammar=True``
    each call also carries a llama.cpp GBNF grammar (llama-cpp-python's ``grammar`` request
@@ -65,8 +65,8 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.io import read_json, read_records, write_json, write_jsonl
-from ragnb.judge.calls import build_call
-from ragnb.judge.prompts import PromptTemplate, load_prompt
+from ragnb.llm.client import ChatClient
+from ragnb.llm.prompts import PromptTemplate, load_prompt
 from ragnb.validation import check_positive_int
 
 if TYPE_CHECKING:
@@ -160,15 +160,16 @@ def _clean(text: str) -> str:
 
 
 class QueryGenerator:
-    """One query per passage from an LLM, through an :class:`~ragnb.judge.OpenAIJudge`.
+    """One query per passage from an LLM, through a :class:`~ragnb.llm.ChatClient`.
 
-    Uses the judge's client, retries, cache and ledger (stage :data:`QUERYGEN_STAGE`), like
-    :class:`~ragnb.judge.LLMRewriter`; each call's cache key holds the model, the prompt, the
-    judge's parameters and this generator's (``max_tokens``, the grammar).
+    Uses the client's retries, cache and ledger (stage :data:`QUERYGEN_STAGE`), like
+    :class:`~ragnb.rewrite.LLMRewriter`; each call's cache key holds the model, the prompt, the
+    client's parameters and this generator's (``max_tokens``, the grammar).
 
     Parameters
     ----------
-    judge : OpenAIJudge
+    client : ChatClient
+        Its ``model`` writes the queries (a judge's client, ``OpenAIJudge.client``, will do).
     prompts : mapping of style to str, PathLike or PromptTemplate, optional
         Override the shipped ``querygen-<style>`` prompt of a style (an ``extract`` template
         with a ``{passage}`` field and a ``numbered_list`` answer).
@@ -189,20 +190,20 @@ class QueryGenerator:
 
     def __init__(
         self,
-        judge: Any,
+        client: ChatClient,
         *,
         prompts: dict[str, Any] | None = None,
         grammar: bool = False,
         max_tokens: int | None = 64,
         max_passage_chars: int = 1200,
     ) -> None:
-        if not hasattr(judge, "run") or not hasattr(judge, "params"):
-            raise InputError("QueryGenerator needs an OpenAIJudge (run, params, model)")
+        if not isinstance(client, ChatClient):
+            raise InputError(f"QueryGenerator needs a ragnb.llm.ChatClient, got {client!r}")
         max_tokens = check_positive_int(max_tokens, "max_tokens", allow_none=True)
         if type(max_passage_chars) is not int or max_passage_chars < 50:
             raise InputError(f"max_passage_chars must be an integer >= 50: {max_passage_chars!r}")
-        self.judge = judge
-        self.model = str(judge.model)
+        self.client = client
+        self.model = client.model
         self.grammar = bool(grammar)
         self.max_tokens = max_tokens
         self.max_passage_chars = max_passage_chars
@@ -233,25 +234,22 @@ class QueryGenerator:
             "grammar": self.grammar,
             "max_tokens": self.max_tokens,
             "max_passage_chars": self.max_passage_chars,
-            "judge_params": self.judge.params,
+            "client_params": self.client.params,
         }
 
     def _call(self, style: str, passage: str, item: str) -> Any:
-        params = {
-            k: v for k, v in self.judge.params.items() if k not in ("constrained", "logprobs")
-        }
+        params: dict[str, Any] = {}
         body: dict[str, Any] = {}
         if self.max_tokens is not None:
             params["max_tokens"] = body["max_tokens"] = self.max_tokens
         if self.grammar:
             params["grammar"] = body["grammar"] = style_grammar(style)
-        return build_call(
-            self.model,
-            params,
+        return self.client.make_call(
             self.templates[style],
             {"passage": passage},
             item=item,
             query_id=item,
+            params=params,
             body=body,
         )
 
@@ -283,7 +281,7 @@ class QueryGenerator:
         InputError
             On missing columns, a passage given twice, or an unknown style.
         JudgeUnavailable
-            When the judge's circuit breaker stopped the job (every answer received is cached).
+            When the client's circuit breaker stopped the job (every answer received is cached).
         """
         styles = [style] if isinstance(style, str) else list(style)
         if not styles:
@@ -307,7 +305,7 @@ class QueryGenerator:
             qid = f"syn-{s}-{doc}"
             calls.append(self._call(s, passage[: self.max_passage_chars], qid))
             rows.append({"query_id": qid, "doc_id": str(doc), "style": s, "passage": passage})
-        results = self.judge.run(calls, stage=QUERYGEN_STAGE, kind="extract") if calls else []
+        results = self.client.run(calls, stage=QUERYGEN_STAGE, kind="extract") if calls else []
         out = []
         for row, c, r in zip(rows, calls, results, strict=True):
             text, valid, status, reason = None, bool(r.valid), r.status, r.reason or ""
@@ -706,7 +704,7 @@ def write_synthetic(
     stats = result.stats()
     recipe = {
         "synthetic": True,
-        "built_by": "ragnb.judge.querygen",
+        "built_by": "ragnb.llm.querygen",
         "split": SYNTHETIC_SPLIT,
         "generator": result.generator,
         "filter": result.filter,

@@ -1,0 +1,350 @@
+"""The chat client: any OpenAI-compatible chat endpoint, with the cache, the ledger and retries.
+
+A :class:`ChatClient` renders prompt templates (:mod:`ragnb.llm.prompts`) into
+:class:`~ragnb.llm.calls.LLMCall` objects with their cache keys and sends them
+(:class:`~ragnb.llm.sender.CallSender`): the cache first, then bounded concurrency through the one
+HTTP transport (:mod:`ragnb.transport`: retries, Retry-After, backoff, circuit breaker,
+redaction), one reminder of the answer format after an invalid answer, every HTTP request in the
+cost ledger (:class:`~ragnb.ledger.Ledger`), every final answer cached at once.
+
+Every LLM use of ragnb goes through it: the judge (:class:`ragnb.judge.OpenAIJudge`, which adds
+grading), query rewriting (:class:`ragnb.rewrite.LLMRewriter`), synthetic queries
+(:class:`ragnb.llm.querygen.QueryGenerator`), the Primer answers
+(:func:`ragnb.correlation.generate.generate_graded`) and claim extraction
+(:func:`ragnb.context.llm_context_recall`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ragnb.cache import Cache
+from ragnb.docstrings import doc_filler
+from ragnb.errors import InputError
+from ragnb.ledger import Ledger, PlannedCall
+from ragnb.llm.calls import (
+    INFLIGHT_NAMESPACE,
+    KEY_PARTS,
+    NAMESPACE,
+    CallResult,
+    LLMCall,
+    build_call,
+)
+from ragnb.llm.prompts import PromptTemplate
+from ragnb.llm.sender import CallSender
+from ragnb.provenance import safe_url
+from ragnb.transport import DEFAULT_RETRY, RetryPolicy, check_request_params, check_retry_settings
+
+__all__ = ["CLIENT_ENTRIES", "ChatClient", "fill_client_doc"]
+
+#: numpydoc entries of the client settings that :class:`ChatClient` and the classes built on it
+#: (:class:`ragnb.judge.OpenAIJudge`) share; :data:`fill_client_doc` substitutes them.
+CLIENT_ENTRIES: dict[str, str] = {
+    "base_url": (
+        "base_url : str, optional\n"
+        "    Server root, e.g. ``http://localhost:8000/v1``; default ``$OPENAI_BASE_URL`` or\n"
+        "    OpenAI."
+    ),
+    "api_key": (
+        "api_key : str, optional\n"
+        "    Default ``$OPENAI_API_KEY``. Sent only in the request header: never stored in cache\n"
+        "    keys, results, ledgers, logs or :meth:`describe`."
+    ),
+    "temperature": (
+        "temperature : float or None, default 0.0\n"
+        "    None: not sent (models that accept only their default)."
+    ),
+    "request_params": (
+        "request_params : dict, optional\n"
+        "    Other chat completion parameters (``top_p``, ``seed``, ``max_completion_tokens``,\n"
+        "    ``response_format``, ...): JSON values, part of the cache key."
+    ),
+    "concurrency": ("concurrency : int, default 8\n    Requests in flight at most."),
+    "retry": (
+        "retry : RetryPolicy, default ragnb.transport.DEFAULT_RETRY\n"
+        "    Per message: HTTP requests at most (first try + retries after faults; the\n"
+        "    reminder is a new message with its own attempts), seconds per request, the\n"
+        "    exponential backoff when the server gives no ``Retry-After``, and the longest\n"
+        "    ``Retry-After`` accepted (an item whose server asks for a longer wait fails instead\n"
+        "    of waiting)."
+    ),
+    "reminder": (
+        "reminder : bool, default True\n"
+        "    Send one reminder of the answer format after an invalid answer."
+    ),
+    "retry_invalid": (
+        "retry_invalid : bool, default False\n"
+        "    Re-send items whose cached answer is invalid (default: an invalid answer is final)."
+    ),
+    "cache": (
+        "cache : Cache, optional\n"
+        "    Default: a :class:`~ragnb.cache.Cache` in ``cache_dir`` (default location if None)."
+    ),
+    "ledger": (
+        "ledger : Ledger, optional\n    Default: an in-memory ledger with the shipped price table."
+    ),
+    "progress": (
+        "progress : bool, default True\n    A tqdm progress bar while requests are in flight."
+    ),
+}
+#: Decorator expanding :data:`CLIENT_ENTRIES`.
+fill_client_doc = doc_filler(CLIENT_ENTRIES)
+
+
+@fill_client_doc
+class ChatClient:
+    """Chat calls to an OpenAI-compatible endpoint through the cache, the ledger and retries.
+
+    Parameters
+    ----------
+    model : str
+        The chat model's name, as the server knows it.
+    {{base_url, api_key, temperature, request_params, concurrency, retry}}
+    max_connection_failures : int, default 5
+        Connection failures or timeouts in a row after which the whole job stops (a circuit
+        breaker: the URL is wrong or the server is down); one 401, 403 or 404 stops it at once.
+        :meth:`run` then raises :class:`~ragnb.errors.JudgeUnavailable` naming the URL and the
+        cause; every answer received before is cached and in the ledger.
+    health_check : callable, optional
+        Called after a connection failure; returns why the server cannot answer, or None. A
+        reason stops the job at once with that reason in the error: a client of a local model
+        passes :meth:`ragnb.llm.server.LocalLLMServer.failure` (see
+        :meth:`~ragnb.llm.server.LocalLLMServer.client_options`), so a server that crashed is
+        called a crash (with its signal and the end of its log), not a run of connection
+        failures.
+    {{reminder, retry_invalid, cache, ledger}}
+    stage : str, default "llm"
+        Ledger label when a call gives none.
+    {{progress}}
+    client_id : str, optional
+        Written on every ledger line (column ``judge_id``); default ``"chat:<model>"``.
+    options : dict, optional
+        Options of the caller behind the request fields its calls carry (``{"constrained":
+        "json_schema", "logprobs": 5}``), named in the error when a server rejects them.
+
+    Raises
+    ------
+    InputError
+        On an empty model, a concurrency below 1, a reserved or non-JSON request parameter.
+
+    Attributes
+    ----------
+    params : dict
+        What besides model and prompt changes an answer (part of every call's cache key).
+
+    Examples
+    --------
+    >>> from ragnb.llm import ChatClient, load_prompt
+    >>> client = ChatClient("gpt-4o-mini", base_url="http://127.0.0.1:8000/v1")  # doctest: +SKIP
+    >>> call = client.make_call(load_prompt("query-rewrite"), {"query": "hi! bm25?"}, item="q0")
+    ... # doctest: +SKIP
+    >>> client.run([call], stage="s1_rewrite", kind="extract")[0].value  # doctest: +SKIP
+    ('what is BM25',)
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float | None = 0.0,
+        request_params: Mapping[str, Any] | None = None,
+        concurrency: int = 8,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        max_connection_failures: int = 5,
+        health_check: Callable[[], str | None] | None = None,
+        reminder: bool = True,
+        retry_invalid: bool = False,
+        cache: Cache | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        ledger: Ledger | None = None,
+        stage: str = "llm",
+        progress: bool = True,
+        client_id: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise InputError(f"model must be a non-empty string, got {model!r}")
+        if not isinstance(retry, RetryPolicy):
+            raise InputError(f"retry must be a ragnb.transport.RetryPolicy, got {retry!r}")
+        check_retry_settings({"concurrency": concurrency}, {})
+        params = check_request_params(request_params, ("model", "messages", "stream", "n"))
+        self.model = model
+        self.client_id = client_id or f"chat:{model}"
+        self.base_url = base_url
+        self.temperature = temperature
+        self.request_params = params
+        self.concurrency = concurrency
+        self.retry = retry
+        self.reminder = reminder
+        self.retry_invalid = retry_invalid
+        self.cache = cache if cache is not None else Cache(cache_dir)
+        self.cache.register_schema(NAMESPACE, KEY_PARTS)
+        self.cache.register_schema(INFLIGHT_NAMESPACE, KEY_PARTS)
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.stage = stage
+        self.progress = progress
+        body = dict(params)
+        if temperature is not None:
+            body["temperature"] = temperature
+        self.sender = CallSender(
+            model=model,
+            client_id=self.client_id,
+            base_url=base_url,
+            api_key=api_key,
+            body=body,
+            policy=retry,
+            concurrency=concurrency,
+            reminder=reminder,
+            retry_invalid=retry_invalid,
+            cache=self.cache,
+            ledger=self.ledger,
+            stage=stage,
+            progress=progress,
+            max_connection_failures=max_connection_failures,
+            options=options,
+            health_check=health_check,
+        )
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """What besides model and prompt changes an answer: ``temperature``,
+        ``request_params`` and ``reminder`` (part of every call's cache key)."""
+        return {
+            "temperature": self.temperature,
+            "request_params": self.request_params,
+            "reminder": self.reminder,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """The client's settings for manifests: no API key, the base URL without credentials.
+
+        Returns
+        -------
+        dict
+            ``model``, ``base_url``, ``params``, ``concurrency``, ``timeout_s`` (seconds),
+            ``max_attempts``, ``cache`` (its folder), ``ledger`` (its file or None).
+        """
+        return {
+            "model": self.model,
+            "base_url": safe_url(self.base_url),
+            "params": self.params,
+            "concurrency": self.concurrency,
+            "timeout_s": float(self.retry.timeout),
+            "max_attempts": self.retry.max_attempts,
+            "cache": str(self.cache.path),
+            "ledger": None if self.ledger.path is None else str(self.ledger.path),
+        }
+
+    def make_call(
+        self,
+        template: PromptTemplate,
+        values: Mapping[str, str],
+        *,
+        item: str,
+        query_id: str = "",
+        labels: Sequence[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | None = None,
+    ) -> LLMCall:
+        """Render ``template`` with ``values`` into a call with its cache key.
+
+        Parameters
+        ----------
+        template : PromptTemplate
+        values : mapping of str to str
+            The template's fields.
+        item : str
+            What the call is about (``"q1/d7"``), named in errors and ledger lines.
+        query_id : str, default ""
+        labels : sequence of str, optional
+            The labels of a listwise answer (``A``, ``B``, ...).
+        params : mapping, optional
+            Parameters of this call besides the client's :attr:`params` (JSON values), added
+            to its cache key; they must name every option that ``body`` carries.
+        body : mapping, optional
+            Fields this call adds to the request body (``response_format``, ``logprobs``, ...).
+
+        Returns
+        -------
+        LLMCall
+            Its key is the SHA-256 of (model, template hash, rendered prompt hash, the client's
+            parameters updated with ``params``) (:func:`ragnb.llm.calls.build_call`).
+
+        Raises
+        ------
+        InputError
+            When a field of the template is missing from ``values`` (naming ``item``).
+        """
+        return build_call(
+            self.model,
+            {**self.params, **(params or {})},
+            template,
+            values,
+            item=item,
+            query_id=query_id,
+            labels=labels,
+            body=body,
+        )
+
+    def plan_calls(self, calls: Sequence[LLMCall], stage: str | None = None) -> list[PlannedCall]:
+        """:class:`~ragnb.ledger.PlannedCall` rows for ``calls`` (what :func:`ragnb.ledger.estimate`
+        prices): one per distinct prompt (a prompt repeated in a job is sent once), flagged when
+        its answer is cached."""
+        unique: dict[str, LLMCall] = {}
+        for c in calls:
+            unique.setdefault(c.key, c)
+        found = self.sender.cached(list(unique.values()))
+        return [
+            PlannedCall(
+                c.item,
+                c.query_id,
+                self.model,
+                stage or self.stage,
+                c.messages,
+                c.template.expected_output_tokens,
+                c.key in found,
+            )
+            for c in unique.values()
+        ]
+
+    def cached(self, calls: Sequence[LLMCall]) -> dict[str, CallResult]:
+        """The results of ``calls`` already in the cache, by call key; nothing is sent.
+
+        Parameters
+        ----------
+        calls : sequence of LLMCall
+
+        Returns
+        -------
+        dict of str to CallResult
+            Only the calls whose answer is cached; an invalid answer counts unless the client
+            re-sends invalid answers (``retry_invalid``). A call never answered is absent.
+        """
+        return self.sender.cached(calls)
+
+    def run(
+        self, calls: Sequence[LLMCall], *, stage: str | None = None, kind: str = "grade"
+    ) -> list[CallResult]:
+        """Send ``calls`` (from the cache where possible); one result per call, same order.
+
+        Calls with the same key are sent once and share the result. A failed call has
+        ``status="failed"`` and the reason (see :meth:`ragnb.llm.sender.CallSender.run`).
+
+        Parameters
+        ----------
+        calls : sequence of LLMCall
+        stage : str, optional
+            Ledger label (default the client's ``stage``).
+        kind : {"grade", "rank", "extract", "generate"}, default "grade"
+            Written on the ledger lines.
+
+        Raises
+        ------
+        JudgeUnavailable
+            When the circuit breaker stopped the job (see ``max_connection_failures``).
+        """
+        return self.sender.run(calls, stage=stage, kind=kind)
