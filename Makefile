@@ -97,8 +97,10 @@ docs: $(TEST_STAMP)
 	DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict
 
 # lint first (ruff, mypy): a style or type error fails CI before the test run
+# two workers (the machines here have two cores), each taking whole test files so a file's
+# module fixtures are built once
 test: $(TEST_STAMP) browser lint core-check docs
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check ragnb tests benchmarks scripts docs
