@@ -42,7 +42,7 @@ __all__ = [
 SAMPLE_DATASET = "data/pydocs"
 
 #: numpydoc entries shared by the studies' runners, which take a :class:`NotebookParams`
-#: config (the ``run`` of :mod:`ragnb.retrieval` and :mod:`ragnb.whatif`, ``clq_tradeoffs``).
+#: config (the ``run`` of :mod:`ragnb.retrieval`, :mod:`ragnb.whatif` and :mod:`ragnb.clq`).
 RUNNER_ENTRIES: dict[str, str] = {
     "dataset": "dataset : BeirDataset, optional\n"
     "    Already loaded data (default: read ``config.dataset``).",
