@@ -40,9 +40,9 @@ from ragnb.measures import (
     parse_measures,
     prepare,
 )
-from ragnb.measures._kernel import as_qrels_frame
-from ragnb.measures._public import aggregate_values
 from ragnb.measures.diversity import document_qrels, prepare_subtopics
+from ragnb.measures.functions import aggregate_values
+from ragnb.measures.kernel import as_qrels_frame
 from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, prepare_sources
 
 __all__ = ["ON_RUBRIC", "EvaluationResult", "aggregate_means", "evaluate", "wide_values"]

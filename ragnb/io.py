@@ -381,7 +381,7 @@ def write_run(run: pd.DataFrame, path: str | os.PathLike[str], tag: str | None =
     A name ending in ``.json``, ``.json.gz`` or ``.lz4`` writes ranx's form instead
     (:func:`write_ranx_run`; ``tag`` is then not written).
     """
-    from ragnb.frames import sort_run
+    from ragnb.engine import sort_run
 
     if ranx_file_kind(path) != "trec":
         write_ranx_run(run, path)
@@ -488,7 +488,7 @@ def write_ranx_run(run: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write a run as ranx does (``Run.save``): ``{query_id: {doc_id: score}}``, atomically.
 
     Documents are written in trec_eval's order (score descending, ties by ``doc_id``
-    descending, :func:`ragnb.frames.sort_run`); scores as Python's shortest round-trip
+    descending, :func:`ragnb.engine.sort_run`); scores as Python's shortest round-trip
     ``repr``, so ranx's ``Run.from_file`` and :func:`read_run` give the same float64 values.
     The run's ``tag`` is not kept (ranx's JSON has no name).
 
@@ -510,7 +510,7 @@ def write_ranx_run(run: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     ----------
     Bassani (2022), ranx, ``Run.save`` (ranx 0.3.21, ``ranx/io.py``).
     """
-    from ragnb.frames import sort_run
+    from ragnb.engine import sort_run
 
     check_run(run)
     _check_ids(run, r"\s", "ranx run")

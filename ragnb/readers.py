@@ -396,7 +396,7 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     -------
     DataFrame
         Columns ``query_id``, ``doc_id``, ``score`` (float64), ``rank`` (int64), ``tag``; file
-        order. Evaluation orders by score (see :func:`ragnb.frames.sort_run`).
+        order. Evaluation orders by score (see :func:`ragnb.engine.sort_run`).
 
     Raises
     ------

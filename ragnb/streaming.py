@@ -36,8 +36,8 @@ from ragnb.frames import RunOrder
 from ragnb.io import PARQUET_SUFFIXES
 from ragnb.lazylibs import MissingExtra, require
 from ragnb.measures import Measure, parse_measures
-from ragnb.measures._kernel import as_qrels_frame
 from ragnb.measures.diversity import document_qrels
+from ragnb.measures.kernel import as_qrels_frame
 from ragnb.measures.novelty import SourceOf
 from ragnb.validation import check_int_at_least
 

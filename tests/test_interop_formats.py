@@ -20,8 +20,9 @@ import pandas as pd
 import pytest
 
 from ragnb import interop
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import qrels_to_dict, run_to_dict, sort_run
+from ragnb.frames import qrels_to_dict, run_to_dict
 from ragnb.io import (
     read_beir,
     read_qrels,

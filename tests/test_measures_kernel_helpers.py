@@ -1,4 +1,4 @@
-"""The shared kernel helpers of ragnb.measures._kernel: the cells of a run that arrays hold, arrays
+"""The shared kernel helpers of ragnb.measures.kernel: the cells of a run that arrays hold, arrays
 extended with more per-cell fields, and the nDCG ratio (hand-computed values)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from ragnb.measures import RankingArrays, prepare
-from ragnb.measures._kernel import _extend, _ndcg_of, _ranked_cells
+from ragnb.measures.kernel import _extend, _ndcg_of, _ranked_cells
 
 QRELS = {"q1": {"a": 2, "b": 0}, "q2": {"c": 1}}
 # q3 has no qrels; within q1 the score order is b, x, a (ties by doc_id descending: x before a)

@@ -52,8 +52,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import check_run, sort_run
+from ragnb.frames import check_run
 from ragnb.validation import require_columns
 
 __all__ = [
@@ -539,7 +540,7 @@ def collapse_to_documents(run: pd.DataFrame, chunks: pd.DataFrame) -> pd.DataFra
     Returns
     -------
     DataFrame
-        A run frame in trec_eval order (:func:`ragnb.frames.sort_run`): ``query_id``, ``doc_id``
+        A run frame in trec_eval order (:func:`ragnb.engine.sort_run`): ``query_id``, ``doc_id``
         (the document), ``score`` (float, its best chunk's score), ``best_chunk_id`` (str; ties
         between chunks go to the earlier chunk) and ``rank`` (int, 1-based). A run of the top
         ``k`` chunks gives at most ``k`` documents; retrieve more chunks to fill ``k`` documents.

@@ -32,7 +32,7 @@ from scipy import stats
 
 from ragnb.correlation.data import RANKED_KEY, subset_of
 from ragnb.errors import InputError
-from ragnb.measures._kernel import RankingArrays
+from ragnb.measures.kernel import RankingArrays
 from ragnb.measures.primer import _f, _f_e, _ndcg_in_k, _t, _t_u
 from ragnb.validation import check_int_at_least
 

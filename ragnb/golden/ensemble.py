@@ -37,7 +37,7 @@ from ragnb.golden.agreement import kendall_tau, krippendorff_alpha, weighted_kap
 from ragnb.golden.calibration import agreement_pairs
 from ragnb.golden.degenerate import JudgeFinding, check_grades
 from ragnb.judge.ensemble import EnsembleGrades
-from ragnb.measures._kernel import as_qrels_frame
+from ragnb.measures.kernel import as_qrels_frame
 from ragnb.validation import require_columns
 
 __all__ = ["AGREEMENT_COLUMNS", "EnsembleAgreement", "ensemble_agreement"]

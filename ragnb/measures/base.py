@@ -39,7 +39,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ragnb.errors import InputError
-from ragnb.measures._kernel import RankingArrays, _check_arrays
+from ragnb.measures.kernel import RankingArrays, _check_arrays
 
 __all__ = [
     "Measure",

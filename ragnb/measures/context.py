@@ -49,9 +49,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder, sort_run
-from ragnb.measures._kernel import (
+from ragnb.frames import RunOrder
+from ragnb.measures.base import REL, Measure, MeasureFamily, register_alias, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import (
     RankingArrays,
     _safe_div,
     _top,
@@ -59,8 +62,6 @@ from ragnb.measures._kernel import (
     as_run_frame,
     prepare,
 )
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.base import REL, Measure, MeasureFamily, register_alias, register_family
 
 __all__ = [
     "context_precision_at_k",

@@ -37,9 +37,9 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder, require_columns
-from ragnb.measures._kernel import RankingArrays, _dcg, _extend, _ranked_cells, _safe_div, prepare
-from ragnb.measures._public import Run, fill_doc
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
+from ragnb.measures.functions import Run, fill_doc
+from ragnb.measures.kernel import RankingArrays, _dcg, _extend, _ranked_cells, _safe_div, prepare
 
 __all__ = [
     "SUBTOPIC_COLUMNS",

@@ -55,9 +55,9 @@ from numpy.typing import ArrayLike
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder, check_qrels
-from ragnb.measures._kernel import RankingArrays, as_qrels_frame
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, as_qrels_frame
 
 __all__ = [
     "BASE_UTILITY",

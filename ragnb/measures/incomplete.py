@@ -44,8 +44,6 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _ndcg_of, _safe_div, _top
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import (
     REL,
     Measure,
@@ -54,6 +52,8 @@ from ragnb.measures.base import (
     register_family,
     register_trec_alias,
 )
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, _ndcg_of, _safe_div, _top
 
 __all__ = ["bpref", "condensed_ndcg", "condensed_precision", "judged_gap_warning"]
 

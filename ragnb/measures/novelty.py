@@ -34,9 +34,8 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _extend, _ranked_cells, prepare
-from ragnb.measures._public import Qrels, Run, aggregate_values
 from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
+from ragnb.measures.functions import Qrels, Run, aggregate_values
 from ragnb.measures.graded import (
     CAP3,
     CAP4,
@@ -46,6 +45,7 @@ from ragnb.measures.graded import (
     _over_ideal,
     _weights_of,
 )
+from ragnb.measures.kernel import RankingArrays, _extend, _ranked_cells, prepare
 
 __all__ = [
     "SOURCE_COLUMN",

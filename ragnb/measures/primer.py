@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _dcg, _safe_div
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import ALPHA, REL, Measure, MeasureFamily, register_alias, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, _dcg, _safe_div
 
 __all__ = ["f_measure", "f_estimated", "t_measure", "t_unnormalised", "ndcg_in_k"]
 

@@ -36,8 +36,6 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _safe_div, _top
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import (
     REL,
     Measure,
@@ -45,6 +43,8 @@ from ragnb.measures.base import (
     ParamSpec,
     register_family,
 )
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, _safe_div, _top
 
 __all__ = ["inferred_ap", "interpolated_precision", "r_precision"]
 

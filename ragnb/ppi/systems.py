@@ -23,9 +23,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
-from ragnb.frames import RunOrder, check_qrels, sort_run
+from ragnb.frames import RunOrder, check_qrels
 from ragnb.measures import Measure, parse_measures
 from ragnb.ppi.means import _check_alpha, _estimate, _make_design
 from ragnb.validation import require_columns

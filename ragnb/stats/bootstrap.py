@@ -10,7 +10,7 @@ from scipy.special import ndtr, ndtri
 
 from ragnb.errors import InputError
 from ragnb.measures import Measure
-from ragnb.stats._paired import (
+from ragnb.stats.paired import (
     _BLOCK,
     PerQueryValues,
     _check_fraction,

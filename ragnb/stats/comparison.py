@@ -13,15 +13,15 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.evaluate import EvaluationResult, evaluate
 from ragnb.measures import Measure
-from ragnb.stats._paired import (
+from ragnb.stats.bootstrap import CIMethod, _bootstrap_result
+from ragnb.stats.corrections import Correction, adjust_p_values
+from ragnb.stats.paired import (
     _align,
     _check_fraction,
     _check_resamples,
     _per_query_series,
     pick_measure,
 )
-from ragnb.stats.bootstrap import CIMethod, _bootstrap_result
-from ragnb.stats.corrections import Correction, adjust_p_values
 from ragnb.stats.randomization import _randomization_result
 
 if TYPE_CHECKING:

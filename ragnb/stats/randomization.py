@@ -8,7 +8,7 @@ import numpy as np
 
 from ragnb.errors import InputError
 from ragnb.measures import Measure
-from ragnb.stats._paired import _BLOCK, PerQueryValues, _check_resamples, _Paired, _paired
+from ragnb.stats.paired import _BLOCK, PerQueryValues, _check_resamples, _Paired, _paired
 
 _MAX_EXACT_N = 24  # 2**24 sign vectors: about 17 million, a few seconds
 # statistics this close (relative to sum |d_i|) to the observed one count as ties

@@ -8,7 +8,7 @@ Layout
 ------
 Rows are the queries of the qrels, sorted by ``query_id`` (string order). Columns of the ranked
 arrays are rank positions 0, 1, ..., ``depth - 1`` of the run in evaluation order (see
-:func:`ragnb.frames.sort_run`). A position the run does not fill holds grade 0, ``judged=False``
+:func:`ragnb.engine.sort_run`). A position the run does not fill holds grade 0, ``judged=False``
 and ``filled=False``; a retrieved document without a judgement holds grade 0, ``judged=False``,
 ``filled=True``.
 """
@@ -23,21 +23,19 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ragnb._dictjoin import JoinedRanks, joined_ranks
-from ragnb.errors import InputError
-from ragnb.frames import (
-    RunOrder,
-    _common_skip,
-    _groupsort,
-    _index_qrels,
-    _index_run,
-    _QrelsIndex,
-    _RunIndex,
-    check_qrels,
-    qrels_from_dict,
-    run_from_dict,
+from ragnb.engine import (
+    JoinedRanks,
+    QrelsIndex,
+    RunIndex,
+    common_skip,
+    index_qrels,
+    index_run,
+    joined_ranks,
+    kernels,
     sort_run,
 )
+from ragnb.errors import InputError
+from ragnb.frames import RunOrder, check_qrels, qrels_from_dict, run_from_dict
 from ragnb.validation import check_positive_int
 
 __all__ = ["RankingArrays", "prepare"]
@@ -231,7 +229,7 @@ def _ranked_cells(
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """The rows of ``run`` that fill a cell of ``arrays``, for arrays that carry more per cell.
 
-    The run is put in evaluation order (:func:`ragnb.frames.sort_run`, without its warning); a
+    The run is put in evaluation order (:func:`ragnb.engine.sort_run`, without its warning); a
     row is kept when its query is one of ``arrays.query_ids`` and its rank is within
     ``arrays.depth``.
 
@@ -274,7 +272,7 @@ def prepare(
     run : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
     order : {"score", "file"}, default "score"
-        Ordering policy, see :func:`ragnb.frames.sort_run` (``"score"`` is trec_eval's: score
+        Ordering policy, see :func:`ragnb.engine.sort_run` (``"score"`` is trec_eval's: score
         descending, ties by ``doc_id`` descending).
     depth : int, optional
         Keep only the top ``depth`` ranks (the largest cutoff the measures need); default the whole
@@ -294,9 +292,9 @@ def prepare(
     Notes
     -----
     No frame is sorted and no string column is hashed or sorted as a whole: both inputs are
-    grouped by query as row numbers (:func:`ragnb.frames._index_run`, ``_index_qrels``), and each
+    grouped by query as row numbers (:func:`ragnb.engine.index_run`, ``index_qrels``), and each
     query's ranked documents are matched with its judgements by merging the two lists sorted by
-    ``doc_id``, in compiled code (:mod:`ragnb._groupsort`). Dicts of dicts are read directly,
+    ``doc_id``, in compiled code (:mod:`ragnb.groupsort`). Dicts of dicts are read directly,
     without building frames.
 
     Examples
@@ -310,17 +308,17 @@ def prepare(
     ([[2, 1, 0]], [2], 1)
     """
     depth = check_positive_int(depth, "depth", allow_none=True)
-    qrels_index = _index_qrels(qrels)
+    qrels_index = index_qrels(qrels)
     if order == "score" and isinstance(run, Mapping):  # a dict run: its judgements looked up
         ranks = joined_ranks(run, qrels_index)
         if ranks is not None:
             return _arrays_from_ranks(qrels_index, ranks, depth=depth)
-    run_index = _index_run(run, order)
+    run_index = index_run(run, order)
     return _prepare_arrays(qrels_index, run_index, order=order, depth=depth)
 
 
 def _arrays_from_ranks(
-    qrels: _QrelsIndex, ranks: JoinedRanks, *, depth: int | None
+    qrels: QrelsIndex, ranks: JoinedRanks, *, depth: int | None
 ) -> RankingArrays:
     """The padded arrays from the rank of each judgement in a dict run (no join needed)."""
     groups = qrels.queries
@@ -342,8 +340,8 @@ def _arrays_from_ranks(
 
 
 def _prepare_arrays(
-    qrels: _QrelsIndex,
-    run: _RunIndex,
+    qrels: QrelsIndex,
+    run: RunIndex,
     *,
     order: RunOrder,
     depth: int | None,
@@ -363,13 +361,13 @@ def _prepare_arrays(
     width = full_depth if depth is None else min(depth, full_depth)
 
     # Each query's top `width` ranks, joined with its judgements (a merge by doc_id).
-    run_docs, qrels_docs = _common_skip(run.docs, qrels.docs)
+    run_docs, qrels_docs = common_skip(run.docs, qrels.docs)
     grades = np.zeros((n_q, width), dtype=np.int64)
     judged = np.zeros((n_q, width), dtype=bool)
     filled = np.zeros((n_q, width), dtype=bool)
-    kernels = _groupsort()
-    kernels.run_chunks(
-        kernels.join_grades,
+    compiled = kernels()
+    compiled.run_chunks(
+        compiled.join_grades,
         len(run_groups.ids),
         run.by_doc,
         run.order,
@@ -396,7 +394,7 @@ def _prepare_arrays(
 
 
 def _finish(
-    qrels: _QrelsIndex,
+    qrels: QrelsIndex,
     grades: np.ndarray,
     judged: np.ndarray,
     filled: np.ndarray,
