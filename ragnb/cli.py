@@ -155,7 +155,7 @@ STREAM_ABOVE_BYTES = 1 << 30
 def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
     """``QRELS RUN``: the evaluation, and the baseline run's (or None)."""
     from ragnb.evaluate import evaluate
-    from ragnb.io import read_qrels, read_run
+    from ragnb.readers import read_qrels, read_run
 
     grade_map = _grade_map(args.grade_map)
     qrels = read_qrels(args.qrels)

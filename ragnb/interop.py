@@ -537,7 +537,7 @@ def to_pyterrier_run(
     run : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
     queries : DataFrame, optional
-        Columns ``query_id``, ``text`` (:func:`ragnb.io.read_queries`): adds pyterrier's
+        Columns ``query_id``, ``text`` (:func:`ragnb.readers.read_queries`): adds pyterrier's
         ``query`` column (empty string for a query not listed).
 
     Returns

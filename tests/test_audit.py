@@ -26,8 +26,9 @@ from ragnb.golden import (
     read_human_labels,
 )
 from ragnb.golden.audit import AUDIT_COLUMNS
-from ragnb.io import read_beir, read_qrels, read_records
+from ragnb.io import read_beir, read_records
 from ragnb.judge import NoisyJudge
+from ragnb.readers import read_qrels
 from ragnb.retrieve import BM25Retriever
 
 TOP_N = 5

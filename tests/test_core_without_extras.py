@@ -42,7 +42,7 @@ for name in {blocked!r}:
     sys.modules[name] = None
 from ragnb import groupsort
 from ragnb.evaluate import evaluate
-from ragnb.io import read_qrels, read_run
+from ragnb.readers import read_qrels, read_run
 result = evaluate(read_qrels(sys.argv[1]), read_run(sys.argv[2]), {measures!r})
 print(json.dumps({{"compiled": groupsort.COMPILED,
                    "per_query": result.per_query.to_dict(orient="records")}}))
@@ -74,7 +74,7 @@ def _write_random_case(folder: Path, seed: int) -> tuple[Path, Path]:
 @pytest.mark.filterwarnings("ignore:.*rank column that disagrees")  # ties ranked by position
 def test_plain_python_kernels_give_the_compiled_values(tmp_path: Path):
     from ragnb import groupsort
-    from ragnb.io import read_qrels, read_run
+    from ragnb.readers import read_qrels, read_run
 
     assert groupsort.COMPILED  # this process has the fast extra (make test installs it)
     for seed in range(2):

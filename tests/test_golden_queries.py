@@ -15,8 +15,8 @@ from test_golden_notebook import visible_text
 from ragnb.cli import main
 from ragnb.errors import InputError
 from ragnb.golden import GoldenSetConfig, LabelStore, calibration_sample, open_pipeline
-from ragnb.io import read_beir, read_qrels, read_query_file, write_jsonl
-from ragnb.readers import query_id_of
+from ragnb.io import read_beir, write_jsonl
+from ragnb.readers import query_id_of, read_qrels, read_query_file
 from ragnb.report import render_report
 
 # ----------------------------------------------------------------------------- query files

@@ -21,7 +21,8 @@ from browser import CHROMEDRIVER, CHROMIUM, open_chromium
 
 from ragnb.errors import InputError
 from ragnb.golden.labelling import LabellingWidget, LabelStore, calibration_sample, label_pairs
-from ragnb.io import read_beir, read_qrels, read_records
+from ragnb.io import read_beir, read_records
+from ragnb.readers import read_qrels
 
 REPO = Path(__file__).resolve().parents[1]
 

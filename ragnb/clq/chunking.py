@@ -517,7 +517,7 @@ def _chunk_document(
 # runs over chunks
 
 
-def _chunk_index(chunks: pd.DataFrame) -> pd.DataFrame:
+def chunk_index(chunks: pd.DataFrame) -> pd.DataFrame:
     """``chunks`` when it holds the columns that locate a chunk, else InputError."""
     require_columns(
         chunks,
@@ -566,7 +566,7 @@ def collapse_to_documents(run: pd.DataFrame, chunks: pd.DataFrame) -> pd.DataFra
     [['a', 0.9, 'a#1'], ['b', 0.5, 'b#0']]
     """
     check_run(run)
-    _chunk_index(chunks)
+    chunk_index(chunks)
     doc_of = pd.Series(chunks["doc_id"].astype(str).values, index=chunks["chunk_id"].astype(str))
     if doc_of.index.has_duplicates:
         dup = doc_of.index[doc_of.index.duplicated()][0]

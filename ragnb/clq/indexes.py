@@ -69,7 +69,7 @@ SUPPORTED: tuple[tuple[str, str], ...] = (
 # validation
 
 
-def _check_matrix(x: Any, what: str, dim: int | None = None) -> np.ndarray:
+def check_matrix(x: Any, what: str, dim: int | None = None) -> np.ndarray:
     """A C-contiguous float32 matrix, or InputError naming ``what``."""
     if not isinstance(x, np.ndarray):
         raise InputError(f"{what} must be a numpy array, got {type(x).__name__}")
@@ -155,7 +155,7 @@ class VectorIndex(ABC):
         InputError
             Not a 2-D float array, wrong dimension, no rows, or a NaN/infinite value.
         """
-        x = _check_matrix(vectors, "vectors", self.dim)
+        x = check_matrix(vectors, "vectors", self.dim)
         if x.shape[0] == 0:
             raise InputError("vectors has no rows; an index needs at least one vector")
         t0 = time.perf_counter()
@@ -187,7 +187,7 @@ class VectorIndex(ABC):
         """
         check_positive_int(k)
         k = int(k)
-        q = _check_matrix(queries, "queries", self.dim)
+        q = check_matrix(queries, "queries", self.dim)
         if self.n == 0:
             raise InputError("the index is empty: call build(vectors) before search")
         nq = q.shape[0]

@@ -76,7 +76,8 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.golden.human import AUDIT_DESIGN, AUDIT_NOTE, HumanLabels
 from ragnb.golden.labelling import LabellingWidget, LabelStore, label_pairs, pair_items
-from ragnb.io import read_qrels, write_table_csv
+from ragnb.io import write_table_csv
+from ragnb.readers import read_qrels
 from ragnb.validation import check_positive_int, require_columns
 
 if TYPE_CHECKING:

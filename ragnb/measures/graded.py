@@ -281,7 +281,7 @@ def _ratio_or_na(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def _weights_of(
+def weights_of(
     arrays: RankingArrays, a: float, cap3: float, cap4: float, fb3: float, fb4: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Grade counts and weights of each query's pool, both (n_queries, 5)."""
@@ -289,11 +289,11 @@ def _weights_of(
     return counts, rarity_weights(counts, a=a, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)
 
 
-def _over_ideal(obs: np.ndarray, w: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
+def over_ideal(obs: np.ndarray, w: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
     """An observed gain over the pool's ideal ``G_ideal(K)``, NaN when that is 0, at most 1.
 
     ``obs`` is (n_queries,); ``w`` and ``counts`` the (n_queries, 5) weights and grade counts of
-    each pool (:func:`_weights_of`). RA-nWG and RA-nWG-nov share this normaliser.
+    each pool (:func:`weights_of`). RA-nWG and RA-nWG-nov share this normaliser.
     """
     ideal = (_ideal_take(w, counts, k) * w).sum(axis=1)
     # Both sums run over the grades in the same order, so an ideal top K gives exactly 1; the
@@ -305,8 +305,8 @@ def _ra_nwg(
     arrays: RankingArrays, k: int, *, a: float, cap3: float, cap4: float, fb3: float, fb4: float
 ) -> np.ndarray:
     """G_obs(K) / G_ideal(K), NaN when G_ideal(K) = 0; shape (n_queries,)."""
-    counts, w = _weights_of(arrays, a, cap3, cap4, fb3, fb4)
-    return _over_ideal((_top_scale_counts(arrays, k) * w).sum(axis=1), w, counts, k)
+    counts, w = weights_of(arrays, a, cap3, cap4, fb3, fb4)
+    return over_ideal((_top_scale_counts(arrays, k) * w).sum(axis=1), w, counts, k)
 
 
 def _n_recall(threshold: int) -> Callable[..., np.ndarray]:

@@ -126,7 +126,7 @@ class RankingArrays:
         -------
         ndarray of bool, shape (n_queries, min(k, depth))
         """
-        return _top(self.judged, k) & (_top(self.grades, k) >= rel)
+        return top_k(self.judged, k) & (top_k(self.grades, k) >= rel)
 
     def n_relevant(self, rel: int) -> np.ndarray:
         """N_p: judged documents with grade >= ``rel``, per query.
@@ -141,7 +141,7 @@ class RankingArrays:
 # ----------------------------------------------------------------------------- kernel helpers
 
 
-def _top(a: np.ndarray, k: int | None) -> np.ndarray:
+def top_k(a: np.ndarray, k: int | None) -> np.ndarray:
     """The first ``k`` columns of a (n_queries, depth) array (all when ``k`` is None)."""
     return a if k is None else a[:, :k]
 
@@ -151,27 +151,27 @@ def _discount(n: int) -> np.ndarray:
     return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
 
 
-def _dcg(gains: np.ndarray) -> np.ndarray:
+def dcg(gains: np.ndarray) -> np.ndarray:
     """Discounted cumulative gain of each row of a (n_queries, width) gain array."""
     return gains @ _discount(gains.shape[1]) if gains.shape[1] else np.zeros(gains.shape[0])
 
 
-def _ndcg_of(
+def ndcg_of(
     grades: np.ndarray, ideal: np.ndarray, k: int | None, *, exp: bool = False
 ) -> np.ndarray:
     """nDCG of each row: DCG of the top ``k`` of ``grades`` over DCG of the top ``k`` of ``ideal``.
 
     Both are (n_queries, width) grade arrays; a grade gains ``max(grade, 0)`` (trec_eval's linear
     gain) or, with ``exp``, ``2^max(grade, 0) - 1`` (Burges et al. 2005). 0 where the ideal DCG
-    is 0 (:func:`_safe_div`). Returns shape (n_queries,).
+    is 0 (:func:`safe_div`). Returns shape (n_queries,).
     """
-    gains, best = (np.maximum(_top(a, k), 0) for a in (grades, ideal))
+    gains, best = (np.maximum(top_k(a, k), 0) for a in (grades, ideal))
     if exp:
         gains, best = np.exp2(gains) - 1.0, np.exp2(best) - 1.0
-    return _safe_div(_dcg(gains), _dcg(best))
+    return safe_div(dcg(gains), dcg(best))
 
 
-def _safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:
+def safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:
     """``num / den`` as float64, 0 where ``den == 0`` (trec_eval's convention)."""
     num_a = np.asarray(num, dtype=np.float64)
     den_a = np.asarray(den, dtype=np.float64)
@@ -180,7 +180,7 @@ def _safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:
     return out
 
 
-def _first_true(mask: np.ndarray) -> np.ndarray:
+def first_true(mask: np.ndarray) -> np.ndarray:
     """1-based position of the first True of each row, 0 when the row has none."""
     if mask.shape[1] == 0:
         return np.zeros(mask.shape[0], dtype=np.int64)
@@ -222,7 +222,7 @@ def as_run_frame(run: pd.DataFrame | Mapping[str, Mapping[str, float]]) -> pd.Da
     raise InputError(f"run must be a DataFrame or a dict of dicts, got {type(run).__name__}")
 
 
-def _ranked_cells(
+def ranked_cells(
     arrays: RankingArrays,
     run: pd.DataFrame | Mapping[str, Mapping[str, float]],
     order: RunOrder,
@@ -247,7 +247,7 @@ def _ranked_cells(
     return ranked.iloc[keep], rows[keep], ranks[keep] - 1
 
 
-def _extend(arrays: RankingArrays, cls: type[_Extended], **extra: np.ndarray) -> _Extended:
+def extend_arrays(arrays: RankingArrays, cls: type[_Extended], **extra: np.ndarray) -> _Extended:
     """``arrays`` as the subclass ``cls`` of RankingArrays, with the ``extra`` arrays (made
     read-only) as its further fields."""
     for a in extra.values():
@@ -475,7 +475,7 @@ def _descending_within(group: np.ndarray, values: np.ndarray) -> np.ndarray:
     return values[np.lexsort((-values, group))]
 
 
-def _check_arrays(arrays: Any) -> RankingArrays:
+def check_arrays(arrays: Any) -> RankingArrays:
     if not isinstance(arrays, RankingArrays):
         raise InputError(
             f"expected RankingArrays from ragnb.measures.prepare, got {type(arrays).__name__}"

@@ -19,7 +19,7 @@ import numpy as np
 from ragnb.frames import RunOrder
 from ragnb.measures.base import ALPHA, REL, Measure, MeasureFamily, register_alias, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.kernel import RankingArrays, _dcg, _safe_div
+from ragnb.measures.kernel import RankingArrays, dcg, safe_div
 
 __all__ = ["f_measure", "f_estimated", "t_measure", "t_unnormalised", "ndcg_in_k"]
 
@@ -31,15 +31,15 @@ def _n_p(arrays: RankingArrays, k: int, rel: int) -> np.ndarray:
     return arrays.relevant(rel, k).sum(axis=1).astype(np.float64)
 
 
-def _f(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
+def f_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
     """Eq. 2: n_p / (alpha K + (1 - alpha) N_p); 0 when the denominator is 0."""
-    return _safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * arrays.n_relevant(rel))
+    return safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * arrays.n_relevant(rel))
 
 
-def _f_e(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
+def f_e_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
     """F with N_p replaced by the relevant documents in the top 2K of the run."""
     n_p_2k = _n_p(arrays, 2 * k, rel)
-    return _safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * n_p_2k)
+    return safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * n_p_2k)
 
 
 def _f_e_flags(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> dict[str, np.ndarray]:
@@ -47,33 +47,35 @@ def _f_e_flags(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> dict
     return {"short_run": (arrays.n_retrieved > 0) & (arrays.n_retrieved < 2 * k)}
 
 
-def _t(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
+def t_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
     """Eq. 3: (1 - alpha) n_p - alpha n_n / K."""
     n_p = _n_p(arrays, k, rel)
     return (1 - alpha) * n_p - alpha * (k - n_p) / k
 
 
-def _t_u(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
+def t_u_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
     """Eq. 4: (1 - alpha) n_p - alpha n_n."""
     n_p = _n_p(arrays, k, rel)
     return (1 - alpha) * n_p - alpha * (k - n_p)
 
 
-def _ndcg_in_k(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
+def ndcg_in_k_per_query(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
     """DCG@K over the DCG of the same top-K gains sorted descending; 0 if no gain."""
     gains = np.where(arrays.relevant(rel, k), np.maximum(arrays.grades[:, :k], 0), 0)
     best = -np.sort(-gains, axis=1)
-    return _safe_div(_dcg(gains), _dcg(best))
+    return safe_div(dcg(gains), dcg(best))
 
 
 _BINARY = (ALPHA, REL)
 register_family(
-    MeasureFamily("F", _f, params=_BINARY, summary="F(alpha)@K = n_p / (alpha K + (1 - alpha) N_p)")
+    MeasureFamily(
+        "F", f_per_query, params=_BINARY, summary="F(alpha)@K = n_p / (alpha K + (1 - alpha) N_p)"
+    )
 )
 register_family(
     MeasureFamily(
         "F_e",
-        _f_e,
+        f_e_per_query,
         params=_BINARY,
         depth=lambda k: None if k is None else 2 * k,
         flags=_f_e_flags,
@@ -81,15 +83,19 @@ register_family(
     )
 )
 register_family(
-    MeasureFamily("T", _t, params=_BINARY, summary="T(alpha)@K = (1 - alpha) n_p - alpha n_n / K")
+    MeasureFamily(
+        "T", t_per_query, params=_BINARY, summary="T(alpha)@K = (1 - alpha) n_p - alpha n_n / K"
+    )
 )
 register_family(
-    MeasureFamily("T_u", _t_u, params=_BINARY, summary="T_u(alpha)@K = (1 - alpha) n_p - alpha n_n")
+    MeasureFamily(
+        "T_u", t_u_per_query, params=_BINARY, summary="T_u(alpha)@K = (1 - alpha) n_p - alpha n_n"
+    )
 )
 register_family(
     MeasureFamily(
         "nDCG_inK",
-        _ndcg_in_k,
+        ndcg_in_k_per_query,
         params=(REL,),
         summary="nDCG_inK@K = DCG@K / DCG of the same top-K gains sorted (recall-free)",
     )

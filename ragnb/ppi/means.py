@@ -153,7 +153,7 @@ class _Design:
         return int(self.group.size)
 
 
-def _srs_design(n: int, n_pop: int | None) -> _Design:
+def srs_design(n: int, n_pop: int | None) -> _Design:
     """Simple random sample of ``n`` units; ``n_pop`` for a finite population, else None."""
     q = np.full(n, 1.0 / (n * (n - 1)))
     f = np.zeros(n)
@@ -171,7 +171,7 @@ def _weighted_design(w: np.ndarray) -> _Design:
     return _Design(np.zeros(n, dtype=np.intp), v, np.ones(1), q, np.zeros(n))
 
 
-def _stratified_design(strata: np.ndarray, w: np.ndarray, n_pop: float | None) -> _Design:
+def stratified_design(strata: np.ndarray, w: np.ndarray, n_pop: float | None) -> _Design:
     """Stratified simple random samples; stratum sizes ``N_h = n_h w_h``."""
     labels, group = np.unique(strata, return_inverse=True)
     n_h = np.bincount(group, minlength=labels.size).astype(float)
@@ -214,7 +214,7 @@ def _stratified_design(strata: np.ndarray, w: np.ndarray, n_pop: float | None) -
     return _Design(group, v, W, q, f)
 
 
-def _make_design(
+def make_design(
     n: int,
     n_unlabelled: int,
     weights: ArrayLike | None,
@@ -228,7 +228,7 @@ def _make_design(
     if weights is None:
         if strata is not None:
             raise InputError("strata need weights (1 / inclusion probability)", column="strata")
-        return _srs_design(n, n_pop)
+        return srs_design(n, n_pop)
     w = np.asarray(weights, dtype=float)
     if w.shape != (n,):
         raise InputError(f"weights must have shape ({n},), got {w.shape}", column="weights")
@@ -241,7 +241,7 @@ def _make_design(
         raise InputError(f"strata must have shape ({n},), got {s.shape}", column="strata")
     if not finite:
         raise InputError("strata need population='finite'", column="strata")
-    return _stratified_design(s, w, n_pop)
+    return stratified_design(s, w, n_pop)
 
 
 # ----------------------------------------------------------------------------- kernel
@@ -307,7 +307,7 @@ def _folds(design: _Design) -> np.ndarray:
     return fold
 
 
-def _estimate(
+def ppi_estimate(
     y: np.ndarray,
     yhat: np.ndarray,
     imputed: np.ndarray,
@@ -361,7 +361,7 @@ def _estimate(
     return _Moments(point, np.sqrt(var), lam_bar, more, df)
 
 
-def _check_alpha(alpha: float) -> float:
+def check_alpha(alpha: float) -> float:
     if not 0 < alpha < 1:
         raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
     return float(alpha)
@@ -493,7 +493,7 @@ def ppi_mean(
     0.75
     """
     _check_population(population)
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     y = _vector(y_labelled, "y_labelled")
     yh = _vector(yhat_labelled, "yhat_labelled")
     yu = _vector(yhat_unlabelled, "yhat_unlabelled")
@@ -501,7 +501,7 @@ def ppi_mean(
         raise InputError(
             f"y_labelled has {y.size} values but yhat_labelled {yh.size}", column="yhat_labelled"
         )
-    design = _make_design(y.size, yu.size, weights, strata, population)
+    design = make_design(y.size, yu.size, weights, strata, population)
     if population == "finite":
         imputed = np.concatenate([yh, yu]).mean()
         d_unl = 0.0
@@ -512,7 +512,7 @@ def ppi_mean(
         d_unl = yu.var(ddof=1) / yu.size
     if lam is None and not power_tuning:
         lam = 1.0
-    mo = _estimate(
+    mo = ppi_estimate(
         y[None], yh[None], np.array([imputed]), np.array([d_unl]), design, lam, crossfit=crossfit
     )
     method = "ppi++" if lam is None else ("human" if lam == 0 else "ppi")
@@ -559,14 +559,14 @@ def classical_mean(
     (0.5, 0.28868)
     """
     _check_population(population)
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     y = _vector(y_labelled, "y_labelled")
     n_unl = int(n_unlabelled)
     if n_unl < 0:
         raise InputError(f"n_unlabelled must be >= 0, got {n_unlabelled!r}")
-    design = _make_design(y.size, n_unl, weights, strata, population)
+    design = make_design(y.size, n_unl, weights, strata, population)
     zero = np.zeros((1, y.size))
-    mo = _estimate(y[None], zero, np.zeros(1), np.zeros(1), design, 0.0)
+    mo = ppi_estimate(y[None], zero, np.zeros(1), np.zeros(1), design, 0.0)
     return _as_estimate(mo, 0, y.size, n_unl, "human", alpha)
 
 

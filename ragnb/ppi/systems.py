@@ -28,7 +28,7 @@ from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.frames import RunOrder, check_qrels
 from ragnb.measures import Measure, parse_measures
-from ragnb.ppi.means import _check_alpha, _estimate, _make_design
+from ragnb.ppi.means import check_alpha, make_design, ppi_estimate
 from ragnb.validation import require_columns
 
 Unit = Literal["query", "pair"]
@@ -38,7 +38,7 @@ Unit = Literal["query", "pair"]
 LINEAR_FAMILIES = ("P", "Precision4+", "nDCG")
 
 
-def _system_runs(runs: Mapping[str, pd.DataFrame] | pd.DataFrame) -> dict[str, pd.DataFrame]:
+def system_runs(runs: Mapping[str, pd.DataFrame] | pd.DataFrame) -> dict[str, pd.DataFrame]:
     if isinstance(runs, pd.DataFrame):
         if "tag" in runs.columns:
             return {str(t): g.drop(columns=["tag"]) for t, g in runs.groupby("tag", sort=True)}
@@ -163,7 +163,7 @@ def pair_contributions(
     >>> pair_contributions(qrels, {"s": run}, "P@2")["weight"].tolist()   # 1 / (K Q) = 1/2
     [0.5, 0.5]
     """
-    pop = _pair_population(judge_qrels, runs, parse_measures(measures), ndcg_ideal, order)
+    pop = pair_population(judge_qrels, runs, parse_measures(measures), ndcg_ideal, order)
     out = []
     for r, (system, name) in enumerate(pop.rows):
         nz = np.flatnonzero(pop.weights[r])
@@ -176,7 +176,7 @@ def pair_contributions(
     return pd.concat(out, ignore_index=True)
 
 
-def _pair_population(
+def pair_population(
     judge_qrels: pd.DataFrame,
     runs: Mapping[str, pd.DataFrame] | pd.DataFrame,
     measures: list[Measure],
@@ -185,7 +185,7 @@ def _pair_population(
 ) -> _PairPopulation:
     _check_linear(measures, ndcg_ideal)
     check_qrels(judge_qrels)
-    systems = _system_runs(runs)
+    systems = system_runs(runs)
     queries = pd.Index(sorted(judge_qrels["query_id"].astype(str).unique()))
     n_q = len(queries)
     k_max = max(int(m.cutoff or 0) for m in measures)
@@ -230,7 +230,7 @@ def _pair_population(
     return _PairPopulation(pairs, rows, weights, threshold)
 
 
-def _grades_of(pairs: pd.DataFrame, qrels: pd.DataFrame, missing: float) -> np.ndarray:
+def grades_of(pairs: pd.DataFrame, qrels: pd.DataFrame, missing: float) -> np.ndarray:
     """The grade of each pair in ``qrels`` (``missing`` where absent)."""
     q = qrels.astype({"query_id": str, "doc_id": str})
     idx = pd.MultiIndex.from_frame(q[["query_id", "doc_id"]])
@@ -239,7 +239,7 @@ def _grades_of(pairs: pd.DataFrame, qrels: pd.DataFrame, missing: float) -> np.n
     return np.where(pos >= 0, rel[np.maximum(pos, 0)], missing)
 
 
-def _query_values(
+def query_values(
     qrels: pd.DataFrame,
     systems: Mapping[str, pd.DataFrame],
     measures: list[Measure],
@@ -363,11 +363,11 @@ def ppi_system_estimates(
     """
     if unit not in ("query", "pair"):
         raise InputError(f"unit must be 'query' or 'pair', got {unit!r}")
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     parsed = parse_measures(measures)
     check_qrels(judge_qrels)
     check_qrels(human_qrels)
-    systems = _system_runs(runs)
+    systems = system_runs(runs)
     keys, rows, judge_v, human_v, lab = _unit_values(
         judge_qrels, human_qrels, systems, parsed, unit, ndcg_ideal, order
     )
@@ -407,17 +407,17 @@ def _unit_values(
     (n_rows, n) on the labelled units, and ``lab`` (n,), the labelled units' positions.
     """
     if unit == "pair":
-        pop = _pair_population(judge_qrels, systems, parsed, ndcg_ideal, order)
+        pop = pair_population(judge_qrels, systems, parsed, ndcg_ideal, order)
         keys = pop.pairs
-        judge_v = pop.values(_grades_of(keys, judge_qrels, 0.0))
-        human_g = _grades_of(keys, human_qrels, np.nan)
+        judge_v = pop.values(grades_of(keys, judge_qrels, 0.0))
+        human_g = grades_of(keys, human_qrels, np.nan)
         lab = np.flatnonzero(~np.isnan(human_g))
         human_v = pop.values(human_g[lab], lab)
         rows = pop.rows
     else:
         queries = pd.Index(sorted(judge_qrels["query_id"].astype(str).unique()))
         keys = pd.DataFrame({"query_id": queries})
-        rows, judge_v = _query_values(judge_qrels, systems, parsed, queries, order)
+        rows, judge_v = query_values(judge_qrels, systems, parsed, queries, order)
         hq = pd.Index(sorted(human_qrels["query_id"].astype(str).unique()))
         outside = hq.difference(queries)
         if len(outside):
@@ -427,7 +427,7 @@ def _unit_values(
                 query_id=str(outside[0]),
             )
         lab = queries.get_indexer(hq)
-        _, human_v = _query_values(human_qrels, systems, parsed, hq, order)
+        _, human_v = query_values(human_qrels, systems, parsed, hq, order)
     return keys, rows, judge_v, human_v, lab
 
 
@@ -459,13 +459,13 @@ def _system_row(
     w_r = None if weights is None else weights[keep_lab]
     s_r = None if strata is None else strata[keep_lab]
     n_pop = int(keep_pop.sum())
-    design = _make_design(lab_r.size, n_pop - lab_r.size, w_r, s_r, "finite")
+    design = make_design(lab_r.size, n_pop - lab_r.size, w_r, s_r, "finite")
     y_r, yh_r = y[keep_lab][None], yhat_all[lab_r][None]
     imputed = np.array([yhat_all[keep_pop].mean()])
     zero = np.zeros(1)
     lam = None if power_tuning else 1.0
-    ppi = _estimate(y_r, yh_r, imputed, zero, design, lam, crossfit=crossfit)
-    hum = _estimate(y_r, np.zeros_like(y_r), zero, zero, design, 0.0)
+    ppi = ppi_estimate(y_r, yh_r, imputed, zero, design, lam, crossfit=crossfit)
+    hum = ppi_estimate(y_r, np.zeros_like(y_r), zero, zero, design, 0.0)
     hw = 2 * float(hum.half_width(alpha)[0])
     pw = float(ppi.half_width(alpha)[0])
     return {

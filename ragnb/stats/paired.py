@@ -17,7 +17,7 @@ from ragnb.validation import check_positive_int
 
 PerQueryValues: TypeAlias = pd.Series | pd.DataFrame | EvaluationResult | Mapping[str, float]
 
-_BLOCK = 1 << 21  # entries of a resampling block: 2M float64 = 16 MB
+RESAMPLE_BLOCK = 1 << 21  # entries of a resampling block: 2M float64 = 16 MB
 
 
 # --------------------------------------------------------------------------------------------
@@ -75,9 +75,7 @@ def pick_measure(names: list[str], measure: str | Measure | None, what: str) -> 
     raise InputError(f"{what} has no measure {name!r}; it has {names}", column=name)
 
 
-def _per_query_series(
-    values: PerQueryValues, measure: str | Measure | None, what: str
-) -> pd.Series:
+def per_query_series(values: PerQueryValues, measure: str | Measure | None, what: str) -> pd.Series:
     """One system's values on one measure: float Series indexed by str query_id."""
     if isinstance(values, EvaluationResult):
         values = values.per_query
@@ -118,7 +116,7 @@ def _per_query_series(
 
 
 @dataclass(frozen=True)
-class _Paired:
+class PairedValues:
     query_ids: np.ndarray  # (n,) the queries kept
     a: np.ndarray  # (n,)
     b: np.ndarray  # (n,)
@@ -134,7 +132,7 @@ class _Paired:
         }
 
 
-def _align(a: pd.Series, b: pd.Series, name_a: str, name_b: str) -> _Paired:
+def align_pair(a: pd.Series, b: pd.Series, name_a: str, name_b: str) -> PairedValues:
     ia, ib = set(a.index), set(b.index)
     if ia != ib:
         only_a, only_b = sorted(ia - ib), sorted(ib - ia)
@@ -156,20 +154,22 @@ def _align(a: pd.Series, b: pd.Series, name_a: str, name_b: str) -> _Paired:
             f"no query has a defined (non-NaN) value for both {name_a} and {name_b} "
             f"({len(ids)} queries)"
         )
-    return _Paired(ids[keep], va[keep], vb[keep], int((~keep).sum()))
+    return PairedValues(ids[keep], va[keep], vb[keep], int((~keep).sum()))
 
 
-def _paired(a: PerQueryValues, b: PerQueryValues, measure: str | Measure | None) -> _Paired:
-    sa = _per_query_series(a, measure, "system a")
-    sb = _per_query_series(b, measure, "system b")
-    return _align(sa, sb, "system a", "system b")
+def pair_values(
+    a: PerQueryValues, b: PerQueryValues, measure: str | Measure | None
+) -> PairedValues:
+    sa = per_query_series(a, measure, "system a")
+    sb = per_query_series(b, measure, "system b")
+    return align_pair(sa, sb, "system a", "system b")
 
 
-def _check_resamples(n_resamples: int) -> int:
+def check_resamples(n_resamples: int) -> int:
     return int(check_positive_int(n_resamples, "n_resamples"))  # type: ignore[arg-type]
 
 
-def _check_fraction(value: float, name: str) -> float:
+def check_fraction(value: float, name: str) -> float:
     if not 0.0 < float(value) < 1.0:
         raise InputError(f"{name} must lie strictly between 0 and 1, got {value!r}")
     return float(value)

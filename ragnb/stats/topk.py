@@ -12,7 +12,7 @@ import pandas as pd
 from ragnb.engine import sort_run
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder
-from ragnb.stats.paired import _BLOCK
+from ragnb.stats.paired import RESAMPLE_BLOCK
 from ragnb.validation import check_positive_int
 
 
@@ -48,7 +48,7 @@ def _kendall_kp(pos_a: np.ndarray, pos_b: np.ndarray, valid: np.ndarray, p: floa
     out = np.zeros(q)
     if m == 0:
         return out
-    rows = max(1, _BLOCK // (m * m))
+    rows = max(1, RESAMPLE_BLOCK // (m * m))
     for start in range(0, q, rows):
         stop = min(q, start + rows)
         a, b, v = pos_a[start:stop], pos_b[start:stop], valid[start:stop]

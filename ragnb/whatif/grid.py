@@ -62,7 +62,7 @@ DEFAULT_ALPHAS = tuple(round(0.05 * i, 2) for i in range(21))
 MAX_CHART_ROWS = 5000
 
 
-def _alpha_grid(alphas: Iterable[float]) -> tuple[float, ...]:
+def alpha_grid(alphas: Iterable[float]) -> tuple[float, ...]:
     """Sorted, de-duplicated alphas rounded to 6 decimals (so 0.1 + 0.2 reads 0.3)."""
     return tuple(sorted({round(float(a), 6) for a in alphas}))
 
@@ -78,7 +78,7 @@ def chart_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int) -> 
     return n_retrievers * n_ks * n_alphas * n_families
 
 
-def _check_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int, limit: int) -> None:
+def check_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int, limit: int) -> None:
     rows = chart_rows(n_retrievers, n_ks, n_alphas, n_families)
     if rows > limit:
         raise InputError(
@@ -89,7 +89,7 @@ def _check_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int, li
         )
 
 
-def _check_grid(ks: Iterable[int], alphas: Sequence[float], fams: Sequence[str]) -> list[int]:
+def check_grid(ks: Iterable[int], alphas: Sequence[float], fams: Sequence[str]) -> list[int]:
     """The cutoffs as ints, once ``ks``, ``alphas`` and ``fams`` are checked."""
     cutoffs = check_positive_ints(ks, "ks")
     if not alphas or any(not 0.0 <= float(a) <= 1.0 for a in alphas):
@@ -128,8 +128,8 @@ def grid_measures(
     >>> [m.name for m in grid_measures([5], [0, 0.5], ["F", "P"])]
     ['F(alpha=0)@5', 'F(alpha=0.5)@5', 'P@5']
     """
-    grid, fams = _alpha_grid(alphas), list(dict.fromkeys(fams))
-    cutoffs = _check_grid(ks, grid, fams)  # 2.5 is refused, not cut to 2
+    grid, fams = alpha_grid(alphas), list(dict.fromkeys(fams))
+    cutoffs = check_grid(ks, grid, fams)  # 2.5 is refused, not cut to 2
     out: list[Measure] = []
     for k in sorted(set(cutoffs)):
         for fam in fams:
@@ -341,7 +341,7 @@ def precompute(
     """
     if not runs:
         raise InputError("no runs to evaluate", column="retrievers")
-    grid = _alpha_grid(alphas)
+    grid = alpha_grid(alphas)
     fams = tuple(dict.fromkeys(families))
     measures = grid_measures(ks, grid, fams, rel)
     graded = [m for m in measures if m.family in GRADED_FAMILIES]
@@ -406,7 +406,7 @@ def slider_table(
     if dataset not in frames.datasets:
         raise InputError(f"dataset {dataset!r} is not among {frames.datasets}", column="dataset")
     n_ret = len(frames.retrievers(dataset))
-    _check_rows(n_ret, len(frames.ks), len(frames.alphas), len(frames.families), max_rows)
+    check_rows(n_ret, len(frames.ks), len(frames.alphas), len(frames.families), max_rows)
     g = frames.grid
     rows = g[g["dataset"] == dataset].copy()
     rows["order"] = rows["family"].map({f: i for i, f in enumerate(frames.families)})

@@ -44,10 +44,11 @@ import pandas as pd
 
 from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
-from ragnb.io import BeirDataset, read_run
+from ragnb.io import BeirDataset
 from ragnb.measures import GRADED_FAMILIES, grade_map_record, map_grades, resolve_grade_map
 from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc, resolve_path
 from ragnb.provenance import versions
+from ragnb.readers import read_run
 from ragnb.retrieve import RETRIEVERS, compute_runs
 from ragnb.validation import check_among, check_choice
 from ragnb.whatif.grid import (
@@ -56,9 +57,9 @@ from ragnb.whatif.grid import (
     DEFAULT_KS,
     MAX_CHART_ROWS,
     WhatIfFrames,
-    _alpha_grid,
-    _check_grid,
-    _check_rows,
+    alpha_grid,
+    check_grid,
+    check_rows,
     precompute,
     rank_table,
     slider_table,
@@ -142,7 +143,7 @@ class WhatIfConfig(NotebookParams):
         check_choice(self.widgets, "widgets", ("auto", "on", "off"))
         if not self.runs_dir:  # else the names of run files
             check_among(self.retrievers, "retrievers", RETRIEVERS)
-        _check_grid(self.ks, self.alphas, self.families)
+        check_grid(self.ks, self.alphas, self.families)
         bad = [f for f in self.rank_families if f not in self.families]
         if bad:
             raise InputError(
@@ -152,7 +153,7 @@ class WhatIfConfig(NotebookParams):
             raise InputError(
                 f"headline_k={self.headline_k} is not in ks {self.ks}", column="headline_k"
             )
-        if round(float(self.headline_alpha), 6) not in _alpha_grid(self.alphas):
+        if round(float(self.headline_alpha), 6) not in alpha_grid(self.alphas):
             raise InputError(
                 f"headline_alpha={self.headline_alpha} is not in alphas", column="headline_alpha"
             )
@@ -161,10 +162,10 @@ class WhatIfConfig(NotebookParams):
                 f"the largest K ({max(self.ks)}) exceeds depth ({self.depth})", column="ks"
             )
         if self.retrievers:
-            _check_rows(
+            check_rows(
                 len(self.retrievers),
                 len(set(self.ks)),
-                len(_alpha_grid(self.alphas)),
+                len(alpha_grid(self.alphas)),
                 len(set(self.families)),
                 self.max_chart_rows,
             )
@@ -186,7 +187,7 @@ def load_runs(runs_dir: str | Path, retrievers: Sequence[str] = ()) -> dict[str,
     Returns
     -------
     dict of str to DataFrame
-        Name -> run frame (:func:`ragnb.io.read_run`).
+        Name -> run frame (:func:`ragnb.readers.read_run`).
 
     Raises
     ------
@@ -330,10 +331,10 @@ def run_what_if(
         )
         source = {"retrievers": described}
     t_runs = time.perf_counter() - start
-    _check_rows(
+    check_rows(
         len(runs),
         len(set(config.ks)),
-        len(_alpha_grid(config.alphas)),
+        len(alpha_grid(config.alphas)),
         len(set(config.families)),
         config.max_chart_rows,
     )
