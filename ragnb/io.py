@@ -580,10 +580,10 @@ class BeirDataset:
     def summary(self) -> dict[str, Any]:
         """Counts for a report: documents, queries, judged queries, pairs, grades.
 
-        The path is shown as :func:`ragnb.params.display_path` does (relative to the project,
+        The path is shown as :func:`ragnb.paths.display_path` does (relative to the project,
         ``~/...``, or the folder's name): reports and manifests name no absolute local path.
         """
-        from ragnb.params import display_path
+        from ragnb.paths import display_path
 
         grades = self.qrels["relevance"].value_counts().sort_index()
         return {

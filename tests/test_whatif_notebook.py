@@ -13,8 +13,9 @@ import pytest
 from browser import check_offline_render, open_offline
 
 from ragnb.io import read_beir
+from ragnb.paths import project_root
 from ragnb.readers import read_run
-from ragnb.report import notebook_parameters, project_root, render_report, resolve_notebook
+from ragnb.report import notebook_parameters, render_report, resolve_notebook
 from ragnb.whatif.grid import precompute
 from ragnb.whatif.study import WhatIfConfig
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from ragnb.diagnostics.names import assign_authors, installed_author_names, name_pool_summary
-from ragnb.params import display_path
+from ragnb.paths import display_path
 
 __all__ = ["DATASETS_ENV", "datasets_root", "default_author_table", "scifact_author_table"]
 
@@ -65,7 +65,7 @@ def _title_sentence(text: str, min_words: int = 4, max_words: int = 16) -> str |
 
 
 def _project_root() -> Path:
-    from ragnb.params import project_root
+    from ragnb.paths import project_root
 
     return project_root()
 

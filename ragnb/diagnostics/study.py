@@ -62,7 +62,7 @@ from ragnb.diagnostics.noise import (
 from ragnb.diagnostics.retrieval_impact import ablation_retrieval
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
-from ragnb.params import public_paths
+from ragnb.paths import public_paths
 
 __all__ = [
     "DiagnosticsResult",

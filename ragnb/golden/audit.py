@@ -638,7 +638,7 @@ def _override(golden: GoldenSet, recorded: pd.DataFrame) -> int:
 def audit_markdown(golden: GoldenSet, path: str | os.PathLike[str] | None) -> str:
     """Markdown for notebook 02: where the audit file is (a path a report may show), how
     much of it is audited, how to fill it and fold it back; ``path`` None: no run folder."""
-    from ragnb.params import display_path
+    from ragnb.paths import display_path
 
     if path is None:
         return (

@@ -613,7 +613,7 @@ class GoldenSet:
         Path
         """
         from ragnb.io import atomic_write, write_json, write_qrels, write_run
-        from ragnb.params import public_paths
+        from ragnb.paths import public_paths
 
         out = Path(folder) if folder is not None else self.run_dir
         if out is None:
@@ -701,7 +701,7 @@ class GoldenSet:
             return None
         scale = self.judge.scale
         if cfg.human_labels:
-            from ragnb.params import resolve_path
+            from ragnb.paths import resolve_path
 
             return read_human_labels(resolve_path(cfg.human_labels), scale, cfg.grade_map)
         data = p.dataset

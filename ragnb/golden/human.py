@@ -200,7 +200,7 @@ def read_human_labels(
     from pathlib import Path
 
     from ragnb.io import read_records
-    from ragnb.params import display_path
+    from ragnb.paths import display_path
     from ragnb.readers import read_qrels
 
     path = Path(path)

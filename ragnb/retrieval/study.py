@@ -31,13 +31,8 @@ from ragnb.measures import (
     resolve_grade_map,
 )
 from ragnb.measures.proc import proc_table
-from ragnb.params import (
-    SAMPLE_DATASET,
-    NotebookParams,
-    fill_runner_doc,
-    public_paths,
-    resolve_path,
-)
+from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc
+from ragnb.paths import public_paths, resolve_path
 from ragnb.provenance import versions
 from ragnb.retrieval.contexts import CONTEXT_SIMILARITIES, context_scores, context_table
 from ragnb.retrieval.fusions import FusionComparison, compare_fusions

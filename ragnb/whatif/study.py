@@ -46,7 +46,8 @@ from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset
 from ragnb.measures import GRADED_FAMILIES, grade_map_record, map_grades, resolve_grade_map
-from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc, resolve_path
+from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc
+from ragnb.paths import resolve_path
 from ragnb.provenance import versions
 from ragnb.readers import read_run
 from ragnb.retrieve import RETRIEVERS, compute_runs
