@@ -178,7 +178,18 @@ class Strings:
 
 
 def common_skip(a: Strings, b: Strings) -> tuple[Strings, Strings]:
-    """Both columns with prefixes from the same byte, so that the kernels can compare them."""
+    """Both columns with prefixes from the same byte, so that the kernels can compare them.
+
+    Parameters
+    ----------
+    a, b : Strings
+        Two id columns (a run's and its qrels' documents).
+
+    Returns
+    -------
+    (Strings, Strings)
+        ``a`` and ``b``, each rebuilt only when its ``skip`` differs from the shared one.
+    """
     x = a.raw(0) if len(a.offsets) > 1 else b""
     y = b.raw(0) if len(b.offsets) > 1 else b""
     shared = 0
@@ -274,7 +285,14 @@ PLAIN_PYTHON_ROWS = 200_000
 
 
 def kernels() -> ModuleType:
-    """The compiled kernels, :mod:`ragnb.groupsort` (numba is imported on first use)."""
+    """The compiled kernels, :mod:`ragnb.groupsort` (numba is imported on first use).
+
+    Returns
+    -------
+    module
+        :mod:`ragnb.groupsort`; its ``COMPILED`` is False when numba is not installed (the
+        kernels then run as plain Python, with the same results).
+    """
     from ragnb import groupsort
 
     return groupsort
@@ -288,6 +306,22 @@ def index_run(
 
     Same policy, validation and error messages as :func:`sort_run` (run_from_dict's for a
     dict), without building the sorted frame.
+
+    Parameters
+    ----------
+    run : DataFrame or dict
+        A run frame, or ``{query_id: {doc_id: score}}``.
+    order : {"score", "file"}
+        As :func:`sort_run`.
+
+    Returns
+    -------
+    RunIndex
+
+    Warns
+    -----
+    RuntimeWarning
+        When more than :data:`PLAIN_PYTHON_ROWS` rows are ordered without numba.
 
     Raises
     ------
@@ -343,6 +377,15 @@ def index_run(
 
 def index_qrels(qrels: pd.DataFrame | Mapping[str, Mapping[str, int]]) -> QrelsIndex:
     """Validate qrels (frame or dict of dicts) and group them by query, documents sorted.
+
+    Parameters
+    ----------
+    qrels : DataFrame or dict
+        A qrels frame, or ``{query_id: {doc_id: grade}}``.
+
+    Returns
+    -------
+    QrelsIndex
 
     Raises
     ------

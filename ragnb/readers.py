@@ -69,7 +69,22 @@ ENCODING = "utf-8-sig"
 
 
 def open_text(path: Path) -> IO[str]:
-    """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``."""
+    """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``.
+
+    Parameters
+    ----------
+    path : Path
+
+    Returns
+    -------
+    file object
+        A text file; the caller closes it (``with open_text(path) as f``).
+
+    Raises
+    ------
+    OSError
+        When the file cannot be opened.
+    """
     if path.suffix == ".gz":
         import gzip
 
@@ -112,6 +127,23 @@ def iter_json_lines(
 
 
 def iter_json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSONL file, one a line (blank lines skipped).
+
+    Parameters
+    ----------
+    path : Path
+        A ``.jsonl`` file, optionally gzipped (``.gz``).
+
+    Yields
+    ------
+    (int, dict)
+        The 1-based line number and the object.
+
+    Raises
+    ------
+    InputError
+        On a line that is not JSON or not an object, naming ``path`` and the line.
+    """
     with open_text(path) as f:
         for lineno, obj in iter_json_lines(f, path):
             if not isinstance(obj, dict):

@@ -518,7 +518,23 @@ def _chunk_document(
 
 
 def chunk_index(chunks: pd.DataFrame) -> pd.DataFrame:
-    """``chunks`` when it holds the columns that locate a chunk, else InputError."""
+    """``chunks`` itself, once checked to hold the columns that locate a chunk.
+
+    Parameters
+    ----------
+    chunks : DataFrame
+        The chunks of :func:`chunk_corpus`: ``chunk_id``, ``doc_id``, ``first_sentence``,
+        ``last_sentence`` (0-based sentence numbers in the document).
+
+    Returns
+    -------
+    DataFrame
+
+    Raises
+    ------
+    InputError
+        Naming a missing column.
+    """
     require_columns(
         chunks,
         ("chunk_id", "doc_id", "first_sentence", "last_sentence"),

@@ -83,9 +83,22 @@ class ThreadExecutor:
 
 
 def fingerprint(*parts: Any) -> str:
-    """A 16-hex-digit key of ``parts`` (JSON, sorted keys): names the dataset, the embedding and
-    index files of a sweep folder. Not :func:`ragnb.provenance.sha256_json` (compact JSON): the
-    keys stored in existing sweep folders must still match for a sweep to resume."""
+    """A 16-hex-digit key of ``parts``: names the dataset, the embedding and index files of a
+    sweep folder.
+
+    Not :func:`ragnb.provenance.sha256_json` (compact JSON): the keys stored in existing sweep
+    folders must still match for a sweep to resume.
+
+    Parameters
+    ----------
+    *parts : object
+        JSON-serialisable values (others as ``str``), serialised with sorted keys.
+
+    Returns
+    -------
+    str
+        The first 16 hex digits of the SHA-256 of the JSON.
+    """
     blob = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

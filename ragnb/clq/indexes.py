@@ -70,7 +70,27 @@ SUPPORTED: tuple[tuple[str, str], ...] = (
 
 
 def check_matrix(x: Any, what: str, dim: int | None = None) -> np.ndarray:
-    """A C-contiguous float32 matrix, or InputError naming ``what``."""
+    """``x`` as a C-contiguous float32 matrix of finite values.
+
+    Parameters
+    ----------
+    x : object
+        Vectors, one a row.
+    what : str
+        What they are (``"vectors"``, ``"queries"``), named in errors.
+    dim : int, optional
+        The dimension they must have (the index's).
+
+    Returns
+    -------
+    ndarray of float32, shape (n, dim)
+
+    Raises
+    ------
+    InputError
+        When ``x`` is not a 2-D numpy array of floats, has another dimension than ``dim``, or
+        holds a NaN or infinite value (naming the row).
+    """
     if not isinstance(x, np.ndarray):
         raise InputError(f"{what} must be a numpy array, got {type(x).__name__}")
     if x.ndim != 2:

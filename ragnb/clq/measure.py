@@ -322,8 +322,23 @@ def _quality(
 
 
 def recall_rows(sw: SweepState, key: tuple[Any, ...], ks: list[int]) -> pd.DataFrame:
-    """Recall of the exact top K against efSearch for one index (none for flat), with the
-    index's identity (columns in :attr:`ragnb.clq.sweep.SweepResult.recall`)."""
+    """Recall of the exact top K against efSearch for one index (none for flat).
+
+    Parameters
+    ----------
+    sw : SweepState
+        The sweep's state (its vectors, indexes and grid).
+    key : tuple
+        The index: (embedder, dim, chunker, kind, backend, M, efConstruction).
+    ks : list of int
+        The cutoffs K.
+
+    Returns
+    -------
+    DataFrame
+        The rows of :func:`ragnb.clq.index_measures.recall_vs_ef` with the index's identity
+        (columns in :attr:`ragnb.clq.sweep.SweepResult.recall`); empty for a flat index.
+    """
     from ragnb.clq.index_measures import exact_top_k, recall_vs_ef
 
     name, dim, chunker, kind, backend, m, efc = key
@@ -357,7 +372,21 @@ def recall_rows(sw: SweepState, key: tuple[Any, ...], ks: list[int]) -> pd.DataF
 
 
 def memory_rows(sw: SweepState, key: tuple[Any, ...]) -> pd.DataFrame:
-    """One index's :func:`ragnb.clq.index_measures.memory_table` with its identity."""
+    """One index's :func:`ragnb.clq.index_measures.memory_table` with its identity.
+
+    Parameters
+    ----------
+    sw : SweepState
+        The sweep's state.
+    key : tuple
+        The index: (embedder, dim, chunker, kind, backend, M, efConstruction).
+
+    Returns
+    -------
+    DataFrame
+        The memory table with ``index_label``, ``index_id``, ``dataset_key``, ``index`` and
+        ``backend``.
+    """
     from ragnb.clq.index_measures import memory_table
 
     name, dim, chunker, kind, backend, m, efc = key

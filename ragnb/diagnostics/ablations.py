@@ -104,6 +104,7 @@ _DRAW_ENTRIES: dict[str, str] = {
     "    False uses the paper's canonical templates everywhere (see ``make_bundles``).",
 }
 fill_draw_doc = doc_filler(_DRAW_ENTRIES)
+"""Expands the ``{{name}}`` lines of a docstring from the draw parameters' entries."""
 
 
 def _digest(*parts: str) -> str:
@@ -547,7 +548,18 @@ def ablated_runs(
 
 
 def changed_bundles(bundles: Sequence[Bundle], base: Sequence[Bundle]) -> list[bool]:
-    """Per bundle of one condition: does some text differ from the same row's base bundle?"""
+    """Per bundle of one condition: does some text differ from the same row's base bundle?
+
+    Parameters
+    ----------
+    bundles, base : sequence of Bundle
+        The bundles of one ablation and the unablated ones, row by row (same length).
+
+    Returns
+    -------
+    list of bool
+        One per bundle.
+    """
     return [b.texts != o.texts for b, o in zip(bundles, base, strict=True)]
 
 

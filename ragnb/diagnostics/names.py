@@ -87,6 +87,8 @@ TABLE_COLUMNS = ("author", "title", "topic")
 
 
 class Embedder(Protocol):
+    """What the margins need of an embedder: ``embed(texts, kind) -> (n, dim)`` vectors."""
+
     def embed(self, texts: Sequence[str], kind: Any = ...) -> np.ndarray: ...
 
 
@@ -125,6 +127,21 @@ LABELS: dict[str, str] = {"en": "Author: ", "fr": "Auteur : "}
 
 
 def check_language(language: str) -> str:
+    """``language`` when it is one of :data:`LANGUAGES`.
+
+    Parameters
+    ----------
+    language : str
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    InputError
+        Naming the languages known.
+    """
     if language not in LANGUAGES:
         raise InputError(f"language must be one of {list(LANGUAGES)}, got {language!r}")
     return language
@@ -406,6 +423,21 @@ METADATA_FIELDS = ("Author", "Author-email", "Maintainer", "Maintainer-email")
 
 
 def name_key(name: str) -> str:
+    """The key under which two spellings of a name are the same: diacritics stripped, casefolded.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> name_key("Zoë Müller") == name_key("zoe muller")
+    True
+    """
     return strip_marks(name).casefold()
 
 
@@ -465,6 +497,34 @@ def _sha_order(names: Sequence[str]) -> list[str]:
 
 
 def assign_authors(n_rows: int, names: Sequence[str], min_diacritics: int) -> list[str]:
+    """The author of each of ``n_rows`` bundles, cycling through ``names`` in a fixed order.
+
+    Parameters
+    ----------
+    n_rows : int
+        Bundles to give an author.
+    names : sequence of str
+        The name pool, at least 4 (an author, two impostors and C4's author).
+    min_diacritics : int
+        Names with diacritics below which a warning says that ``strip_diacritics`` will change
+        few bundles.
+
+    Returns
+    -------
+    list of str
+        Length ``n_rows``; the order is the names' SHA-256 order, so it does not depend on the
+        pool's order.
+
+    Raises
+    ------
+    InputError
+        When the pool holds fewer than 4 names.
+
+    Warns
+    -----
+    UserWarning
+        When fewer than ``min_diacritics`` names carry diacritics.
+    """
     if len(names) < 4:
         raise InputError(
             f"the name pool holds {len(names)} person names; bundles need at least 4 "
@@ -599,10 +659,30 @@ def make_bundles(
 
 
 def similarities(embedder: Embedder, bundles: Sequence[Bundle]) -> np.ndarray:
-    """Cosines of each query with its five candidates: shape (n_bundles, 5).
+    """Cosines of each query with its five candidates.
 
     One ``embed`` call for all queries (``kind="query"``) and one for all candidates
-    (``kind="passage"``).
+    (``kind="passage"``); vectors are L2-normalised here.
+
+    Parameters
+    ----------
+    embedder : Embedder
+        Anything with ``embed(texts, kind) -> (n, dim)``.
+    bundles : sequence of Bundle
+
+    Returns
+    -------
+    ndarray of float64, shape (n_bundles, 5)
+        Cosines in [-1, 1], candidates in the order C1, C2a, C2b, C3, C4.
+
+    Raises
+    ------
+    InputError
+        When the embedder returns vectors of the wrong shapes.
+
+    References
+    ----------
+    Dallaire (arXiv 2511.09545), section 4.2.
     """
     if not bundles:
         return np.zeros((0, 5))
@@ -646,6 +726,23 @@ MARGIN_COLUMNS = (
 
 
 def margin_frame(bundles: Sequence[Bundle], sims: np.ndarray) -> pd.DataFrame:
+    """The table of :func:`name_margins` from the bundles and their cosines.
+
+    Parameters
+    ----------
+    bundles : sequence of Bundle
+    sims : ndarray of float64, shape (n_bundles, 5)
+        Cosines of each query with C1, C2a, C2b, C3, C4 (:func:`similarities`).
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`MARGIN_COLUMNS`, one row per bundle.
+
+    References
+    ----------
+    Dallaire (arXiv 2511.09545), section 4.2, the three margin equations.
+    """
     m = _margins(sims)
     frame = pd.DataFrame(
         {

@@ -284,7 +284,25 @@ def _ratio_or_na(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 def weights_of(
     arrays: RankingArrays, a: float, cap3: float, cap4: float, fb3: float, fb4: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Grade counts and weights of each query's pool, both (n_queries, 5)."""
+    """Grade counts and rarity weights of each query's pool (Dallaire's RA-nWG).
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        Arrays of 1-5 grades (:func:`ragnb.measures.prepare` on mapped qrels).
+    a, cap3, cap4, fb3, fb4 : float
+        The rarity weights' parameters, as :func:`rarity_weights` takes them.
+
+    Returns
+    -------
+    counts, weights : ndarray of shape (n_queries, 5)
+        Judged documents of each grade 1..5 in each query's pool, and the weight of each grade.
+
+    References
+    ----------
+    Dallaire, "Practical RAG Evaluation: A Rarity-Aware Set-Based Metric and Cost-Latency-Quality
+    Trade-offs", arXiv 2511.09545, Section 2.4.
+    """
     counts = _scale_counts(arrays)
     return counts, rarity_weights(counts, a=a, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)
 
@@ -292,8 +310,25 @@ def weights_of(
 def over_ideal(obs: np.ndarray, w: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
     """An observed gain over the pool's ideal ``G_ideal(K)``, NaN when that is 0, at most 1.
 
-    ``obs`` is (n_queries,); ``w`` and ``counts`` the (n_queries, 5) weights and grade counts of
-    each pool (:func:`weights_of`). RA-nWG and RA-nWG-nov share this normaliser.
+    RA-nWG and RA-nWG-nov share this normaliser.
+
+    Parameters
+    ----------
+    obs : ndarray of float64, shape (n_queries,)
+        The observed gain ``G_obs(K)`` of each query's top K.
+    w, counts : ndarray of shape (n_queries, 5)
+        The weights and grade counts of each pool (:func:`weights_of`).
+    k : int
+        The cutoff K.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [0, 1]; NaN where ``G_ideal(K)`` is 0.
+
+    References
+    ----------
+    Dallaire, arXiv 2511.09545, Section 2.4 (RA-nWG).
     """
     ideal = (_ideal_take(w, counts, k) * w).sum(axis=1)
     # Both sums run over the grades in the same order, so an ideal top K gives exactly 1; the

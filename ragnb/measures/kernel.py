@@ -142,7 +142,20 @@ class RankingArrays:
 
 
 def top_k(a: np.ndarray, k: int | None) -> np.ndarray:
-    """The first ``k`` columns of a (n_queries, depth) array (all when ``k`` is None)."""
+    """The first ``k`` columns of a ranked array: the top ``k`` ranks of each query.
+
+    Parameters
+    ----------
+    a : ndarray of shape (n_queries, depth)
+        A ranked array of :class:`RankingArrays` (grades, judged, filled, ...).
+    k : int or None
+        The cutoff K; None for every column.
+
+    Returns
+    -------
+    ndarray of shape (n_queries, min(k, depth))
+        A view of ``a``.
+    """
     return a if k is None else a[:, :k]
 
 
@@ -152,7 +165,28 @@ def _discount(n: int) -> np.ndarray:
 
 
 def dcg(gains: np.ndarray) -> np.ndarray:
-    """Discounted cumulative gain of each row of a (n_queries, width) gain array."""
+    """Discounted cumulative gain of each row, trec_eval's discount ``1 / log2(rank + 1)``.
+
+    Parameters
+    ----------
+    gains : ndarray of shape (n_queries, width)
+        The gain at each rank, in evaluation order.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        ``sum_i gains[:, i] / log2(i + 2)``; 0 for a width of 0.
+
+    References
+    ----------
+    Jarvelin and Kekalainen, "Cumulated gain-based evaluation of IR techniques", ACM TOIS 20(4),
+    2002 (DCG); trec_eval's ``ndcg`` measures.
+
+    Examples
+    --------
+    >>> dcg(np.array([[3.0, 1.0]])).round(4)
+    array([3.6309])
+    """
     return gains @ _discount(gains.shape[1]) if gains.shape[1] else np.zeros(gains.shape[0])
 
 
@@ -161,9 +195,24 @@ def ndcg_of(
 ) -> np.ndarray:
     """nDCG of each row: DCG of the top ``k`` of ``grades`` over DCG of the top ``k`` of ``ideal``.
 
-    Both are (n_queries, width) grade arrays; a grade gains ``max(grade, 0)`` (trec_eval's linear
-    gain) or, with ``exp``, ``2^max(grade, 0) - 1`` (Burges et al. 2005). 0 where the ideal DCG
-    is 0 (:func:`safe_div`). Returns shape (n_queries,).
+    Parameters
+    ----------
+    grades : ndarray of shape (n_queries, width)
+        The grade at each rank of the run, in evaluation order.
+    ideal : ndarray of shape (n_queries, width)
+        The grades of the ideal ranking (judged grades sorted descending).
+    k : int or None
+        The cutoff K; None for the whole width.
+    exp : bool, default False
+        A grade gains ``max(grade, 0)`` (trec_eval's linear gain) or, with ``exp``,
+        ``2^max(grade, 0) - 1`` (Burges et al., "Learning to rank using gradient descent",
+        ICML 2005).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [0, 1] for an ideal ranking of the same grades; 0 where the ideal DCG is 0
+        (:func:`safe_div`).
     """
     gains, best = (np.maximum(top_k(a, k), 0) for a in (grades, ideal))
     if exp:
@@ -172,7 +221,23 @@ def ndcg_of(
 
 
 def safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:
-    """``num / den`` as float64, 0 where ``den == 0`` (trec_eval's convention)."""
+    """``num / den`` as float64, 0 where ``den == 0`` (trec_eval's convention).
+
+    Parameters
+    ----------
+    num, den : array_like
+        Broadcastable numerators and denominators.
+
+    Returns
+    -------
+    ndarray of float64
+        Of the broadcast shape.
+
+    Examples
+    --------
+    >>> safe_div([1, 2], [2, 0])
+    array([0.5, 0. ])
+    """
     num_a = np.asarray(num, dtype=np.float64)
     den_a = np.asarray(den, dtype=np.float64)
     out = np.zeros(np.broadcast(num_a, den_a).shape, dtype=np.float64)
@@ -181,7 +246,22 @@ def safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:
 
 
 def first_true(mask: np.ndarray) -> np.ndarray:
-    """1-based position of the first True of each row, 0 when the row has none."""
+    """1-based position of the first True of each row, 0 when the row has none.
+
+    Parameters
+    ----------
+    mask : ndarray of bool, shape (n_queries, width)
+
+    Returns
+    -------
+    ndarray of int64, shape (n_queries,)
+        In [0, width].
+
+    Examples
+    --------
+    >>> first_true(np.array([[False, True], [False, False]]))
+    array([2, 0])
+    """
     if mask.shape[1] == 0:
         return np.zeros(mask.shape[0], dtype=np.int64)
     first = mask.argmax(axis=1) + 1
@@ -229,6 +309,15 @@ def ranked_cells(
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """The rows of ``run`` that fill a cell of ``arrays``, for arrays that carry more per cell.
 
+    Parameters
+    ----------
+    arrays : RankingArrays
+        Arrays :func:`prepare` built from the same run.
+    run : DataFrame or dict
+        The run, as :func:`prepare` takes it.
+    order : {"score", "file"}
+        The ordering policy the arrays were built with.
+
     The run is put in evaluation order (:func:`ragnb.engine.sort_run`, without its warning); a
     row is kept when its query is one of ``arrays.query_ids`` and its rank is within
     ``arrays.depth``.
@@ -248,8 +337,22 @@ def ranked_cells(
 
 
 def extend_arrays(arrays: RankingArrays, cls: type[_Extended], **extra: np.ndarray) -> _Extended:
-    """``arrays`` as the subclass ``cls`` of RankingArrays, with the ``extra`` arrays (made
-    read-only) as its further fields."""
+    """``arrays`` as the subclass ``cls`` of RankingArrays, with further per-cell arrays.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        The arrays of :func:`prepare`.
+    cls : type
+        A dataclass subclass of :class:`RankingArrays` whose further fields are ``extra``'s.
+    **extra : ndarray
+        The further fields, usually of shape (n_queries, depth); made read-only in place.
+
+    Returns
+    -------
+    cls
+        Sharing every array of ``arrays``.
+    """
     for a in extra.values():
         a.setflags(write=False)
     values: dict[str, Any] = {f.name: getattr(arrays, f.name) for f in fields(RankingArrays)}
@@ -476,6 +579,21 @@ def _descending_within(group: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def check_arrays(arrays: Any) -> RankingArrays:
+    """``arrays`` when it is a :class:`RankingArrays`, the input of every measure kernel.
+
+    Parameters
+    ----------
+    arrays : object
+
+    Returns
+    -------
+    RankingArrays
+
+    Raises
+    ------
+    InputError
+        When ``arrays`` is anything else (the message names its type).
+    """
     if not isinstance(arrays, RankingArrays):
         raise InputError(
             f"expected RankingArrays from ragnb.measures.prepare, got {type(arrays).__name__}"

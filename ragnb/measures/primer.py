@@ -32,12 +32,57 @@ def _n_p(arrays: RankingArrays, k: int, rel: int) -> np.ndarray:
 
 
 def f_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
-    """Eq. 2: n_p / (alpha K + (1 - alpha) N_p); 0 when the denominator is 0."""
+    """F(alpha)@K, one value per query: ``n_p / (alpha K + (1 - alpha) N_p)``.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        The arrays of :func:`ragnb.measures.prepare`, depth at least K.
+    k : int
+        The cutoff K, >= 1.
+    alpha : float
+        The weight alpha in [0, 1].
+    rel : int
+        The smallest grade that counts as relevant.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [0, 1]; 0 when the denominator is 0.
+
+    References
+    ----------
+    Schwartz, Vasilyev and Sawaya, "How important is Recall for Measuring Retrieval Quality?",
+    Primer, Section 2.1, eqs. 1-2.
+    """
     return safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * arrays.n_relevant(rel))
 
 
 def f_e_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
-    """F with N_p replaced by the relevant documents in the top 2K of the run."""
+    """F_e(alpha)@K, one value per query: F with N_p replaced by the relevant documents in the
+    top 2K of the run (a recall estimate that needs no complete judgements).
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        The arrays of :func:`ragnb.measures.prepare`, depth at least 2K.
+    k : int
+        The cutoff K, >= 1.
+    alpha : float
+        The weight alpha in [0, 1].
+    rel : int
+        The smallest grade that counts as relevant.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [0, 1]; 0 when the denominator is 0.
+
+    References
+    ----------
+    Schwartz, Vasilyev and Sawaya, "How important is Recall for Measuring Retrieval Quality?",
+    Primer, Section 2.1 (F_e) and Section 3.3.
+    """
     n_p_2k = _n_p(arrays, 2 * k, rel)
     return safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * n_p_2k)
 
@@ -48,19 +93,84 @@ def _f_e_flags(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> dict
 
 
 def t_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
-    """Eq. 3: (1 - alpha) n_p - alpha n_n / K."""
+    """T(alpha)@K, one value per query: ``(1 - alpha) n_p - alpha n_n / K``.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        The arrays of :func:`ragnb.measures.prepare`, depth at least K.
+    k : int
+        The cutoff K, >= 1.
+    alpha : float
+        The weight alpha in [0, 1].
+    rel : int
+        The smallest grade that counts as relevant.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [-alpha, (1 - alpha) K].
+
+    References
+    ----------
+    Schwartz, Vasilyev and Sawaya, "How important is Recall for Measuring Retrieval Quality?",
+    Primer, Section 2.1, eq. 3.
+    """
     n_p = _n_p(arrays, k, rel)
     return (1 - alpha) * n_p - alpha * (k - n_p) / k
 
 
 def t_u_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
-    """Eq. 4: (1 - alpha) n_p - alpha n_n."""
+    """T_u(alpha)@K, one value per query: ``(1 - alpha) n_p - alpha n_n``.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        The arrays of :func:`ragnb.measures.prepare`, depth at least K.
+    k : int
+        The cutoff K, >= 1.
+    alpha : float
+        The weight alpha in [0, 1].
+    rel : int
+        The smallest grade that counts as relevant.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [-alpha K, (1 - alpha) K].
+
+    References
+    ----------
+    Schwartz, Vasilyev and Sawaya, "How important is Recall for Measuring Retrieval Quality?",
+    Primer, Section 2.1, eq. 4.
+    """
     n_p = _n_p(arrays, k, rel)
     return (1 - alpha) * n_p - alpha * (k - n_p)
 
 
 def ndcg_in_k_per_query(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
-    """DCG@K over the DCG of the same top-K gains sorted descending; 0 if no gain."""
+    """nDCG within K, one value per query: DCG@K over the DCG of the same top-K gains sorted
+    descending (no N_p, so no complete judgements needed); 0 if no gain.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        The arrays of :func:`ragnb.measures.prepare`, depth at least K.
+    k : int
+        The cutoff K, >= 1.
+    rel : int
+        The smallest grade that counts as relevant.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [0, 1].
+
+    References
+    ----------
+    Schwartz, Vasilyev and Sawaya, "How important is Recall for Measuring Retrieval Quality?",
+    Primer, Sections 1 and 2.1.
+    """
     gains = np.where(arrays.relevant(rel, k), np.maximum(arrays.grades[:, :k], 0), 0)
     best = -np.sort(-gains, axis=1)
     return safe_div(dcg(gains), dcg(best))

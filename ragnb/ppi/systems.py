@@ -39,6 +39,23 @@ LINEAR_FAMILIES = ("P", "Precision4+", "nDCG")
 
 
 def system_runs(runs: Mapping[str, pd.DataFrame] | pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The runs of the compared systems by name.
+
+    Parameters
+    ----------
+    runs : dict of str to DataFrame, or DataFrame
+        ``{system name: run frame}``, or one run frame: split by its ``tag`` column (one system
+        per tag, sorted), else one system named ``"run"``.
+
+    Returns
+    -------
+    dict of str to DataFrame
+
+    Raises
+    ------
+    InputError
+        When ``runs`` is neither a frame nor a non-empty mapping.
+    """
     if isinstance(runs, pd.DataFrame):
         if "tag" in runs.columns:
             return {str(t): g.drop(columns=["tag"]) for t, g in runs.groupby("tag", sort=True)}
@@ -183,6 +200,36 @@ def pair_population(
     ndcg_ideal: str | None,
     order: RunOrder,
 ) -> _PairPopulation:
+    """The (query, document) pairs the linear measures read and each one's weight per measure.
+
+    Each (system, measure) row is the mean over the pairs of ``weights * g(grade)``, so that a
+    PPI estimate per pair (``unit="pair"``) is one of a mean.
+
+    Parameters
+    ----------
+    judge_qrels : DataFrame
+        The judge's qrels (they fix nDCG's ideal DCG with ``ndcg_ideal="judge"``).
+    runs : dict of str to DataFrame, or DataFrame
+        As :func:`system_runs`.
+    measures : list of Measure
+        Of :data:`LINEAR_FAMILIES`, each with a cutoff.
+    ndcg_ideal : str or None
+        ``"judge"`` for nDCG (a fixed normaliser); None without nDCG.
+    order : {"score", "file"}
+        The runs' ordering policy.
+
+    Returns
+    -------
+    _PairPopulation
+        ``pairs`` (N rows), ``rows`` ((system, measure name) pairs), ``weights`` of shape
+        (n_rows, N) and ``threshold`` per row.
+
+    Raises
+    ------
+    InputError
+        On a measure that is not linear in the per-pair labels, malformed qrels, or runs that
+        rank no document of a judged query.
+    """
     _check_linear(measures, ndcg_ideal)
     check_qrels(judge_qrels)
     systems = system_runs(runs)
@@ -231,7 +278,21 @@ def pair_population(
 
 
 def grades_of(pairs: pd.DataFrame, qrels: pd.DataFrame, missing: float) -> np.ndarray:
-    """The grade of each pair in ``qrels`` (``missing`` where absent)."""
+    """The grade of each (query, document) pair in ``qrels``.
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        Columns ``query_id``, ``doc_id``; n rows.
+    qrels : DataFrame
+        A qrels frame.
+    missing : float
+        The value of a pair the qrels do not judge (e.g. NaN or 0).
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
     q = qrels.astype({"query_id": str, "doc_id": str})
     idx = pd.MultiIndex.from_frame(q[["query_id", "doc_id"]])
     pos = idx.get_indexer(pd.MultiIndex.from_frame(pairs[["query_id", "doc_id"]]))
@@ -246,7 +307,27 @@ def query_values(
     queries: pd.Index,
     order: RunOrder,
 ) -> tuple[list[tuple[str, str]], np.ndarray]:
-    """Per-query values (n_rows, len(queries)) of every (system, measure), NaN if undefined."""
+    """Per-query values of every (system, measure), by :func:`ragnb.evaluate.evaluate`.
+
+    Parameters
+    ----------
+    qrels : DataFrame
+        The qrels the measures read.
+    systems : dict of str to DataFrame
+        Runs by system name (:func:`system_runs`).
+    measures : list of Measure
+    queries : Index
+        The queries, in the columns' order.
+    order : {"score", "file"}
+        The runs' ordering policy.
+
+    Returns
+    -------
+    rows : list of (str, str)
+        (system, measure name) of each row.
+    values : ndarray of float64, shape (n_rows, len(queries))
+        NaN where a measure is undefined.
+    """
     rows, blocks = [], []
     for name, run in systems.items():
         wide = evaluate(qrels, run, measures, order=order).per_query_wide()

@@ -173,6 +173,31 @@ def paired_bootstrap(
 def bootstrap_result(
     pair: PairedValues, n_resamples: int, confidence: float, method: str, seed: int | None
 ) -> BootstrapResult:
+    """The bootstrap interval of the mean difference ``a - b`` of a checked pair.
+
+    :func:`paired_bootstrap` after its checks; :func:`ragnb.stats.compare` calls it per pair.
+
+    Parameters
+    ----------
+    pair : PairedValues
+        The two systems' per-query values.
+    n_resamples : int
+        Bootstrap resamples, >= 1.
+    confidence : float
+        Confidence level in (0, 1).
+    method : {"percentile", "bca"}
+        The interval.
+    seed : int, optional
+        Seed of the resampling.
+
+    Returns
+    -------
+    BootstrapResult
+
+    References
+    ----------
+    Efron and Tibshirani (1993), *An Introduction to the Bootstrap*, chapters 13 and 14.
+    """
     d = pair.a - pair.b
     low, high = _bootstrap_interval(d, n_resamples, confidence, method, seed)
     same = np.all(d == d[0])

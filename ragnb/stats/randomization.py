@@ -158,6 +158,31 @@ def randomization_test(
 def randomization_result(
     pair: PairedValues, n_resamples: int, exact: bool | None, seed: int | None
 ) -> RandomizationResult:
+    """The paired randomization test of the mean difference ``a - b`` of a checked pair.
+
+    :func:`randomization_test` after its checks; :func:`ragnb.stats.compare` calls it per pair.
+
+    Parameters
+    ----------
+    pair : PairedValues
+        The two systems' per-query values.
+    n_resamples : int
+        Random sign flips when the test is not exact, >= 1.
+    exact : bool, optional
+        True: all ``2**n`` sign flips; False: ``n_resamples`` random ones; None: exact when
+        ``2**n <= n_resamples``.
+    seed : int, optional
+        Seed of the sign flips.
+
+    Returns
+    -------
+    RandomizationResult
+        Two-sided p-value in (0, 1].
+
+    References
+    ----------
+    Fisher (1935), *The Design of Experiments*; Smucker, Allan and Carterette, CIKM 2007.
+    """
     d = pair.a - pair.b
     p, method, n_perm = _randomization_p(d, n_resamples, exact, seed)
     return RandomizationResult(

@@ -63,7 +63,21 @@ MAX_CHART_ROWS = 5000
 
 
 def alpha_grid(alphas: Iterable[float]) -> tuple[float, ...]:
-    """Sorted, de-duplicated alphas rounded to 6 decimals (so 0.1 + 0.2 reads 0.3)."""
+    """Sorted, de-duplicated alphas rounded to 6 decimals (so 0.1 + 0.2 reads 0.3).
+
+    Parameters
+    ----------
+    alphas : iterable of float
+
+    Returns
+    -------
+    tuple of float
+
+    Examples
+    --------
+    >>> alpha_grid([0.5, 0.1 + 0.2, 0.3])
+    (0.3, 0.5)
+    """
     return tuple(sorted({round(float(a), 6) for a in alphas}))
 
 
@@ -79,6 +93,20 @@ def chart_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int) -> 
 
 
 def check_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int, limit: int) -> None:
+    """Refuse a slider chart of more than ``limit`` inline rows (:func:`chart_rows`).
+
+    Parameters
+    ----------
+    n_retrievers, n_ks, n_alphas, n_families : int
+        The grid's sizes.
+    limit : int
+        The most rows a chart may inline (altair's default: :data:`MAX_CHART_ROWS`).
+
+    Raises
+    ------
+    InputError
+        Naming the sizes, the rows and what to coarsen.
+    """
     rows = chart_rows(n_retrievers, n_ks, n_alphas, n_families)
     if rows > limit:
         raise InputError(
@@ -90,7 +118,26 @@ def check_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int, lim
 
 
 def check_grid(ks: Iterable[int], alphas: Sequence[float], fams: Sequence[str]) -> list[int]:
-    """The cutoffs as ints, once ``ks``, ``alphas`` and ``fams`` are checked."""
+    """The cutoffs as ints, once ``ks``, ``alphas`` and ``fams`` are checked.
+
+    Parameters
+    ----------
+    ks : iterable of int
+        Cutoffs K, each >= 1.
+    alphas : sequence of float
+        Weights in [0, 1], at least one.
+    fams : sequence of str
+        Measure families, among :data:`SUPPORTED_FAMILIES`, at least one.
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    InputError
+        Naming the column (``ks``, ``alphas``, ``families``) at fault.
+    """
     cutoffs = check_positive_ints(ks, "ks")
     if not alphas or any(not 0.0 <= float(a) <= 1.0 for a in alphas):
         raise InputError(f"alphas must lie in [0, 1], got {list(alphas)}", column="alphas")
