@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ragnb.docstrings import doc_filler
 from ragnb.frames import RunOrder
 from ragnb.measures.base import ALPHA, REL, Measure, MeasureFamily, register_alias, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
@@ -26,24 +27,25 @@ __all__ = ["f_measure", "f_estimated", "t_measure", "t_unnormalised", "ndcg_in_k
 
 # ----------------------------------------------------------------------------- kernels
 
+#: numpydoc entries the kernels share (:func:`ragnb.docstrings.doc_filler`).
+_KERNEL_ENTRIES = {
+    "arrays": "arrays : RankingArrays\n    The arrays of :func:`ragnb.measures.prepare`.",
+    "k": "k : int\n    The cutoff K, >= 1.",
+    "alpha": "alpha : float\n    The weight alpha in [0, 1].",
+    "rel": "rel : int\n    The smallest grade that counts as relevant.",
+}
+_fill_kernel_doc = doc_filler(_KERNEL_ENTRIES)
+
 
 def _n_p(arrays: RankingArrays, k: int, rel: int) -> np.ndarray:
     return arrays.relevant(rel, k).sum(axis=1).astype(np.float64)
 
 
+@_fill_kernel_doc
 def f_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
     """F(alpha)@K, one value per query: ``n_p / (alpha K + (1 - alpha) N_p)``.
 
-    Parameters
-    ----------
-    arrays : RankingArrays
-        The arrays of :func:`ragnb.measures.prepare`, depth at least K.
-    k : int
-        The cutoff K, >= 1.
-    alpha : float
-        The weight alpha in [0, 1].
-    rel : int
-        The smallest grade that counts as relevant.
+    {{Parameters: arrays, k, alpha, rel}}
 
     Returns
     -------
@@ -52,26 +54,19 @@ def f_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.
 
     References
     ----------
-    Schwartz, Vasilyev and Sawaya, "How important is Recall for Measuring Retrieval Quality?",
-    Primer, Section 2.1, eqs. 1-2.
+    Schwartz, Vasilyev and Sawaya (Primer), Section 2.1, eqs. 1-2.
     """
     return safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * arrays.n_relevant(rel))
 
 
+@_fill_kernel_doc
 def f_e_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
     """F_e(alpha)@K, one value per query: F with N_p replaced by the relevant documents in the
     top 2K of the run (a recall estimate that needs no complete judgements).
 
-    Parameters
-    ----------
-    arrays : RankingArrays
-        The arrays of :func:`ragnb.measures.prepare`, depth at least 2K.
-    k : int
-        The cutoff K, >= 1.
-    alpha : float
-        The weight alpha in [0, 1].
-    rel : int
-        The smallest grade that counts as relevant.
+    The arrays must reach rank 2K.
+
+    {{Parameters: arrays, k, alpha, rel}}
 
     Returns
     -------
@@ -80,8 +75,7 @@ def f_e_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> n
 
     References
     ----------
-    Schwartz, Vasilyev and Sawaya, "How important is Recall for Measuring Retrieval Quality?",
-    Primer, Section 2.1 (F_e) and Section 3.3.
+    Schwartz, Vasilyev and Sawaya (Primer), Section 2.1 (F_e) and Section 3.3.
     """
     n_p_2k = _n_p(arrays, 2 * k, rel)
     return safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * n_p_2k)
@@ -92,19 +86,11 @@ def _f_e_flags(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> dict
     return {"short_run": (arrays.n_retrieved > 0) & (arrays.n_retrieved < 2 * k)}
 
 
+@_fill_kernel_doc
 def t_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
     """T(alpha)@K, one value per query: ``(1 - alpha) n_p - alpha n_n / K``.
 
-    Parameters
-    ----------
-    arrays : RankingArrays
-        The arrays of :func:`ragnb.measures.prepare`, depth at least K.
-    k : int
-        The cutoff K, >= 1.
-    alpha : float
-        The weight alpha in [0, 1].
-    rel : int
-        The smallest grade that counts as relevant.
+    {{Parameters: arrays, k, alpha, rel}}
 
     Returns
     -------
@@ -113,26 +99,17 @@ def t_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.
 
     References
     ----------
-    Schwartz, Vasilyev and Sawaya, "How important is Recall for Measuring Retrieval Quality?",
-    Primer, Section 2.1, eq. 3.
+    Schwartz, Vasilyev and Sawaya (Primer), Section 2.1, eq. 3.
     """
     n_p = _n_p(arrays, k, rel)
     return (1 - alpha) * n_p - alpha * (k - n_p) / k
 
 
+@_fill_kernel_doc
 def t_u_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
     """T_u(alpha)@K, one value per query: ``(1 - alpha) n_p - alpha n_n``.
 
-    Parameters
-    ----------
-    arrays : RankingArrays
-        The arrays of :func:`ragnb.measures.prepare`, depth at least K.
-    k : int
-        The cutoff K, >= 1.
-    alpha : float
-        The weight alpha in [0, 1].
-    rel : int
-        The smallest grade that counts as relevant.
+    {{Parameters: arrays, k, alpha, rel}}
 
     Returns
     -------
@@ -141,25 +118,18 @@ def t_u_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> n
 
     References
     ----------
-    Schwartz, Vasilyev and Sawaya, "How important is Recall for Measuring Retrieval Quality?",
-    Primer, Section 2.1, eq. 4.
+    Schwartz, Vasilyev and Sawaya (Primer), Section 2.1, eq. 4.
     """
     n_p = _n_p(arrays, k, rel)
     return (1 - alpha) * n_p - alpha * (k - n_p)
 
 
+@_fill_kernel_doc
 def ndcg_in_k_per_query(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
     """nDCG within K, one value per query: DCG@K over the DCG of the same top-K gains sorted
     descending (no N_p, so no complete judgements needed); 0 if no gain.
 
-    Parameters
-    ----------
-    arrays : RankingArrays
-        The arrays of :func:`ragnb.measures.prepare`, depth at least K.
-    k : int
-        The cutoff K, >= 1.
-    rel : int
-        The smallest grade that counts as relevant.
+    {{Parameters: arrays, k, rel}}
 
     Returns
     -------
@@ -168,8 +138,7 @@ def ndcg_in_k_per_query(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarra
 
     References
     ----------
-    Schwartz, Vasilyev and Sawaya, "How important is Recall for Measuring Retrieval Quality?",
-    Primer, Sections 1 and 2.1.
+    Schwartz, Vasilyev and Sawaya (Primer), Sections 1 and 2.1.
     """
     gains = np.where(arrays.relevant(rel, k), np.maximum(arrays.grades[:, :k], 0), 0)
     best = -np.sort(-gains, axis=1)
