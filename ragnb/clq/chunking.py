@@ -64,6 +64,7 @@ __all__ = [
     "chunk_corpus",
     "collapse_to_documents",
     "split_sentences",
+    "chunk_index",
 ]
 
 CHUNKER_KINDS: tuple[str, ...] = ("document", "tokens", "sentences")

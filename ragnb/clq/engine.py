@@ -45,6 +45,8 @@ __all__ = [
     "SerialExecutor",
     "ThreadExecutor",
     "quality_measures",
+    "SweepState",
+    "fingerprint",
 ]
 
 # ----------------------------------------------------------------------------- executors

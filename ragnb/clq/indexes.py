@@ -51,6 +51,7 @@ __all__ = [
     "VectorIndex",
     "load_index",
     "make_index",
+    "check_matrix",
 ]
 
 INDEX_KINDS: tuple[str, ...] = ("flat", "hnsw", "flat-sq8", "hnsw-sq8")

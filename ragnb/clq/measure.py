@@ -33,7 +33,12 @@ from ragnb.clq.engine import EVIDENCE_MEASURES, SweepState, fingerprint
 from ragnb.clq.grid import DynamicK, SweepConfig
 from ragnb.fusion import fused_scores
 
-__all__ = ["EF_VALUES", "measure_config"]
+__all__ = [
+    "EF_VALUES",
+    "measure_config",
+    "memory_rows",
+    "recall_rows",
+]
 
 #: efSearch values of the recall-vs-efSearch curves of the HNSW indexes.
 EF_VALUES = (8, 16, 32, 64, 128, 256)

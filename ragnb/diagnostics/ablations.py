@@ -85,6 +85,8 @@ __all__ = [
     "strip_diacritics",
     "summarize_ablations",
     "unicode_normalization_stress",
+    "changed_bundles",
+    "fill_draw_doc",
 ]
 
 Ablation = Callable[[Bundle], Bundle]

@@ -76,6 +76,12 @@ __all__ = [
     "name_pool_summary",
     "parse_person_names",
     "strip_marks",
+    "Embedder",
+    "assign_authors",
+    "check_language",
+    "margin_frame",
+    "name_key",
+    "similarities",
 ]
 
 Language = Literal["en", "fr"]

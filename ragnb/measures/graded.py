@@ -74,6 +74,8 @@ __all__ = [
     "grade_map_record",
     "rarity_weights",
     "resolve_grade_map",
+    "over_ideal",
+    "weights_of",
 ]
 
 #: Base (stationary) utilities b_1..b_5 of Dallaire's rubric, index ``g - 1``.

@@ -38,7 +38,20 @@ from ragnb.errors import InputError
 from ragnb.frames import RunOrder, check_qrels, qrels_from_dict, run_from_dict
 from ragnb.validation import check_positive_int
 
-__all__ = ["RankingArrays", "prepare"]
+__all__ = [
+    "RankingArrays",
+    "prepare",
+    "as_qrels_frame",
+    "as_run_frame",
+    "check_arrays",
+    "dcg",
+    "extend_arrays",
+    "first_true",
+    "ndcg_of",
+    "ranked_cells",
+    "safe_div",
+    "top_k",
+]
 
 _Extended = TypeVar("_Extended", bound="RankingArrays")
 

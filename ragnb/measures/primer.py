@@ -22,7 +22,18 @@ from ragnb.measures.base import ALPHA, REL, Measure, MeasureFamily, register_ali
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, dcg, safe_div
 
-__all__ = ["f_measure", "f_estimated", "t_measure", "t_unnormalised", "ndcg_in_k"]
+__all__ = [
+    "f_measure",
+    "f_estimated",
+    "t_measure",
+    "t_unnormalised",
+    "ndcg_in_k",
+    "f_per_query",
+    "f_e_per_query",
+    "t_per_query",
+    "t_u_per_query",
+    "ndcg_in_k_per_query",
+]
 
 
 # ----------------------------------------------------------------------------- kernels

@@ -38,6 +38,9 @@ __all__ = [
     "rank_table",
     "slider_table",
     "top_changes",
+    "alpha_grid",
+    "check_grid",
+    "check_rows",
 ]
 
 #: Families whose measures take ``alpha`` (Primer eqs. 1-4).
