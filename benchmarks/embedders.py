@@ -62,7 +62,8 @@ from ragnb.embed.offline import (
     make_offline_embedder,
 )
 from ragnb.evaluate import evaluate
-from ragnb.io import read_beir, read_corpus
+from ragnb.io import read_beir
+from ragnb.readers import read_corpus
 from ragnb.retrieve import doc_texts
 
 REPO = Path(__file__).resolve().parents[1]

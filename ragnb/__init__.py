@@ -7,7 +7,7 @@ name shadows it as an attribute of the package, so it is not repeated here):
 
 ==========================  =====================================================================
 ``read_beir``               a BEIR folder (corpus, queries, qrels) as frames (:mod:`ragnb.io`)
-``read_qrels``, ``read_run``  TREC qrels and run files as frames
+``read_qrels``, ``read_run``  TREC qrels and run files as frames (:mod:`ragnb.readers`)
 ``parse_measure``           a measure name (``"nDCG@10"``, ``"ndcg_cut_10"``) as a ``Measure``
 ``compare``                 systems compared with significance tests (:mod:`ragnb.stats`)
 ``make_retriever``          ``"bm25"``, ``"dense"`` or ``"hybrid"`` (:mod:`ragnb.retrieve`)
@@ -17,10 +17,10 @@ name shadows it as an attribute of the package, so it is not repeated here):
 ==========================  =====================================================================
 
 Layers (each imports only from the ones above it; no study imports another):
-foundations (errors, validation, provenance, io, frames, cache, transport, prices, ledger,
-params, tables, charts) -> measures, evaluate, stats -> backends (llm, embed, retrieve, rerank,
-judge, context, rewrite) -> studies (retrieval, golden, diagnostics, clq, correlation, whatif) ->
-delivery (report, cli).
+foundations (errors, validation, provenance, io, readers, frames, engine, cache, transport,
+prices, ledger, params, paths, tables, charts) -> measures, evaluate, stats -> backends (llm,
+embed, retrieve, rerank, judge, context, rewrite) -> studies (retrieval, golden, diagnostics,
+clq, correlation, whatif) -> delivery (report, cli).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ __version__ = "0.2.0"
 
 _ENTRY_POINTS = {
     "read_beir": "ragnb.io",
-    "read_qrels": "ragnb.io",
-    "read_run": "ragnb.io",
+    "read_qrels": "ragnb.readers",
+    "read_run": "ragnb.readers",
     "parse_measure": "ragnb.measures",
     "compare": "ragnb.stats",
     "make_retriever": "ragnb.retrieve",

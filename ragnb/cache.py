@@ -176,10 +176,10 @@ class Cache:
     def summary(self) -> dict[str, Any]:
         """Counters per namespace and the file's location, for reports and manifests.
 
-        The location is shown as :func:`ragnb.params.display_path` does (``~/.cache/ragnb/...``,
+        The location is shown as :func:`ragnb.paths.display_path` does (``~/.cache/ragnb/...``,
         relative to the project, or the file name): never an absolute local path.
         """
-        from ragnb.params import display_path
+        from ragnb.paths import display_path
 
         return {
             "path": display_path(self.path),

@@ -158,7 +158,7 @@ STREAM_ABOVE_BYTES = 1 << 30
 def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
     """``QRELS RUN``: the evaluation, and the baseline run's (or None)."""
     from ragnb.evaluate import evaluate
-    from ragnb.io import read_qrels, read_run
+    from ragnb.readers import read_qrels, read_run
 
     grade_map = _grade_map(args.grade_map)
     qrels = read_qrels(args.qrels)
@@ -628,7 +628,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_params(args: argparse.Namespace) -> int:
     """Compare (``--check``) or rewrite (``--write``) the notebooks' parameters cells."""
-    from ragnb.params import project_root
+    from ragnb.paths import project_root
     from ragnb.studies import sync_parameters
 
     folder = Path(args.notebooks) if args.notebooks else project_root() / "notebooks"

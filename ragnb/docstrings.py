@@ -3,7 +3,7 @@
 A docstring line ``{{Returns: qrels_frame}}`` or ``{{Parameters: qrels, run, k}}`` is replaced,
 at import time, by the entries of that name (with the section heading when one is named); a line
 ``{{order}}`` writes the entry alone, beside entries written out in the docstring. Each layer
-keeps its own table of entries (the measures' is :data:`ragnb.measures._public.DOC_ENTRIES`,
+keeps its own table of entries (the measures' is :data:`ragnb.measures.functions.DOC_ENTRIES`,
 the file readers' and frame builders' is :data:`FRAME_ENTRIES` here) and builds its decorator
 with :func:`doc_filler`, so one entry has one home and cannot drift between the functions that
 share it. This is the mechanism of numpy's and scipy's ``doccer`` and pandas' ``@doc``, reduced

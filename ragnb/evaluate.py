@@ -40,12 +40,20 @@ from ragnb.measures import (
     parse_measures,
     prepare,
 )
-from ragnb.measures._kernel import as_qrels_frame
-from ragnb.measures._public import aggregate_values
 from ragnb.measures.diversity import document_qrels, prepare_subtopics
+from ragnb.measures.functions import aggregate_values
+from ragnb.measures.kernel import as_qrels_frame
 from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, prepare_sources
 
-__all__ = ["ON_RUBRIC", "EvaluationResult", "aggregate_means", "evaluate", "wide_values"]
+__all__ = [
+    "ON_RUBRIC",
+    "EvaluationResult",
+    "aggregate_means",
+    "checked_grade_map",
+    "evaluate",
+    "result_from_values",
+    "wide_values",
+]
 
 #: ``grade_map`` value stating that the qrels already hold Dallaire's 1-5 grades.
 ON_RUBRIC = "1-5"
@@ -229,8 +237,7 @@ def evaluate(
     graded = [m.family in _GRADED for m in parsed]
     if any(graded):
         qrels = as_qrels_frame(qrels) if not isinstance(qrels, pd.DataFrame) else qrels
-        if grade_map is None:
-            _check_graded_scale(qrels, [m for m, g in zip(parsed, graded, strict=True) if g])
+        grade_map = checked_grade_map(qrels, parsed, grade_map)
     if grade_map == ON_RUBRIC:
         grade_map = None  # stated: the grades are already Dallaire's
     arrays = _prepared(qrels, run, parsed, order)
@@ -289,6 +296,41 @@ def _prepared(
     return arrays
 
 
+def checked_grade_map(
+    qrels: pd.DataFrame, measures: list[Measure], grade_map: str | Mapping[int, int] | None
+) -> str | Mapping[int, int] | None:
+    """The grade map the graded measures of ``measures`` read, once the qrels' scale is checked.
+
+    Parameters
+    ----------
+    qrels : DataFrame
+        Document qrels (``query_id``, ``doc_id``, ``relevance``): all of them, so that the scale
+        is judged on every grade (a subset could look like another scale).
+    measures : list of Measure
+        The parsed measures; the graded families (Dallaire's, Section 2.4 of arXiv 2511.09545)
+        are the ones the map applies to.
+    grade_map : str or mapping of int to int, optional
+        As :func:`evaluate`.
+
+    Returns
+    -------
+    str or mapping of int to int or None
+        ``grade_map`` when given or when no measure is graded; else :data:`ON_RUBRIC` (the qrels
+        hold 1-5 grades), which :func:`evaluate` then reads as stated.
+
+    Raises
+    ------
+    InputError
+        When graded measures meet qrels on a 0-3, 0-2 or 0-1 scale without a ``grade_map`` (the
+        message names the scale found and the maps of :data:`ragnb.measures.GRADE_MAPS`).
+    """
+    graded = [m for m in measures if m.family in _GRADED]
+    if graded and grade_map is None:
+        _check_graded_scale(qrels, graded)
+        return ON_RUBRIC
+    return grade_map
+
+
 def _check_graded_scale(qrels: pd.DataFrame, measures: list[Measure]) -> None:
     """Refuse to read a 0-3, 0-2 or 0-1 scale as Dallaire's 1-5 rubric without a map.
 
@@ -336,14 +378,36 @@ def _result(measures: list[Measure], arrays: RankingArrays, values: np.ndarray) 
         "order": arrays.order,
         "fe_short_runs": fe_short,
     }
-    return _tables(measures, arrays.query_ids, values, counts)
+    return result_from_values(measures, arrays.query_ids, values, counts)
 
 
-def _tables(
+def result_from_values(
     measures: list[Measure], query_ids: np.ndarray, values: np.ndarray, counts: dict[str, Any]
 ) -> EvaluationResult:
-    """The result of per-query ``values`` (n_queries, n_measures), rows in ``query_ids`` order
-    (also used by :func:`ragnb.streaming.evaluate_file` on values gathered block by block)."""
+    """The :class:`EvaluationResult` of per-query values: aggregate and per-query tables.
+
+    :func:`evaluate` builds its result here, and :func:`ragnb.streaming.evaluate_file` on the
+    values it gathers block by block, so both aggregate alike.
+
+    Parameters
+    ----------
+    measures : list of Measure
+        The measures, one per column of ``values``.
+    query_ids : ndarray of str (object), shape (n_queries,)
+        The query of each row of ``values``; the tables keep this order.
+    values : ndarray of float64, shape (n_queries, n_measures)
+        Per-query values; NaN is "undefined" and left out of the aggregate.
+    counts : dict
+        :attr:`EvaluationResult.counts`, kept as given.
+
+    Returns
+    -------
+    EvaluationResult
+        ``aggregate``: one row per measure (``measure``, ``value``: the macro mean, or the sum
+        for the counts, see :func:`ragnb.measures.functions.aggregate_values`; ``n_valid``,
+        ``n_queries``); ``per_query``: ``query_id``, ``measure``, ``value``, measure after
+        measure.
+    """
     n_q, n_m = values.shape
     names = [m.name for m in measures]
     valid = ~np.isnan(values)

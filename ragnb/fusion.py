@@ -76,9 +76,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
-from ragnb.frames import sort_run
 from ragnb.lazylibs import require
 from ragnb.validation import check_choice, check_positive_int
 

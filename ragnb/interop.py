@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.docstrings import fill_frame_doc
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
 from ragnb.frames import (
     QRELS_COLUMNS,
@@ -64,7 +65,6 @@ from ragnb.frames import (
     qrels_to_dict,
     run_from_dict,
     run_to_dict,
-    sort_run,
 )
 from ragnb.measures.diversity import SUBTOPIC_COLUMNS, document_qrels
 from ragnb.validation import convert_entry
@@ -153,7 +153,7 @@ def to_ranx_run(
 ) -> ranx.Run:
     """A run frame (or dict) as a ``ranx.Run``.
 
-    Documents are handed to ranx in ragnb's evaluation order (:func:`ragnb.frames.sort_run`);
+    Documents are handed to ranx in ragnb's evaluation order (:func:`ragnb.engine.sort_run`);
     ranx re-sorts them by score with an unstable sort, so its order of tied scores is its own
     (module docstring).
 
@@ -537,7 +537,7 @@ def to_pyterrier_run(
     run : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
     queries : DataFrame, optional
-        Columns ``query_id``, ``text`` (:func:`ragnb.io.read_queries`): adds pyterrier's
+        Columns ``query_id``, ``text`` (:func:`ragnb.readers.read_queries`): adds pyterrier's
         ``query`` column (empty string for a query not listed).
 
     Returns

@@ -1,7 +1,7 @@
-"""Reading and writing files: BEIR folders, TREC qrels and runs, JSON, atomically.
+"""Reading and writing files: BEIR folders, TREC qrels and runs, JSON, parquet, atomically.
 
-This module and :mod:`ragnb.readers` (the readers of corpus, queries, qrels and runs, re-exported
-here) are the only ones of ragnb that touch files holding user data. Readers return the frames
+This module and :mod:`ragnb.readers` (the readers of corpus, queries, qrels, runs and query
+lists) are the only ones of ragnb that touch files holding user data. Readers return the frames
 documented in :mod:`ragnb.frames`; every malformed input raises :class:`ragnb.errors.InputError`
 naming the file and the 1-based line. Writers write to a temporary file in the target folder and
 rename it over the target, so a crash never leaves a half-written file and never loses the old one.
@@ -19,7 +19,7 @@ TREC run
 ranx JSON / LZ4
     ``{query_id: {doc_id: value}}`` as ranx's ``Run.save`` / ``Qrels.save`` write it
     (``.json``, ``.json.gz``, ``.lz4``): :func:`write_run` and :func:`write_qrels` choose it by
-    the file name, as :func:`read_run` and :func:`read_qrels` do.
+    the file name, as :func:`ragnb.readers.read_run` and :func:`ragnb.readers.read_qrels` do.
 """
 
 from __future__ import annotations
@@ -43,18 +43,12 @@ from ragnb.frames import RUN_COLUMNS, check_run
 from ragnb.lazylibs import require
 from ragnb.readers import (
     ENCODING,
-    _iter_jsonl,
-    _open_text,
-    iter_json_lines,
-    iter_run_lines,
+    iter_json_objects,
+    open_text,
     ranx_file_kind,
     read_corpus,
     read_qrels,
     read_queries,
-    read_query_file,
-    read_ranx_qrels,
-    read_ranx_run,
-    read_run,
 )
 
 __all__ = [
@@ -67,15 +61,6 @@ __all__ = [
     "read_parquet",
     "write_parquet",
     "read_beir",
-    "read_corpus",
-    "read_queries",
-    "read_query_file",
-    "read_qrels",
-    "read_run",
-    "iter_json_lines",
-    "iter_run_lines",
-    "read_ranx_qrels",
-    "read_ranx_run",
     "write_ranx_qrels",
     "write_ranx_run",
     "read_json",
@@ -381,7 +366,7 @@ def write_run(run: pd.DataFrame, path: str | os.PathLike[str], tag: str | None =
     A name ending in ``.json``, ``.json.gz`` or ``.lz4`` writes ranx's form instead
     (:func:`write_ranx_run`; ``tag`` is then not written).
     """
-    from ragnb.frames import sort_run
+    from ragnb.engine import sort_run
 
     if ranx_file_kind(path) != "trec":
         write_ranx_run(run, path)
@@ -488,7 +473,7 @@ def write_ranx_run(run: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write a run as ranx does (``Run.save``): ``{query_id: {doc_id: score}}``, atomically.
 
     Documents are written in trec_eval's order (score descending, ties by ``doc_id``
-    descending, :func:`ragnb.frames.sort_run`); scores as Python's shortest round-trip
+    descending, :func:`ragnb.engine.sort_run`); scores as Python's shortest round-trip
     ``repr``, so ranx's ``Run.from_file`` and :func:`read_run` give the same float64 values.
     The run's ``tag`` is not kept (ranx's JSON has no name).
 
@@ -510,7 +495,7 @@ def write_ranx_run(run: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     ----------
     Bassani (2022), ranx, ``Run.save`` (ranx 0.3.21, ``ranx/io.py``).
     """
-    from ragnb.frames import sort_run
+    from ragnb.engine import sort_run
 
     check_run(run)
     _check_ids(run, r"\s", "ranx run")
@@ -595,10 +580,10 @@ class BeirDataset:
     def summary(self) -> dict[str, Any]:
         """Counts for a report: documents, queries, judged queries, pairs, grades.
 
-        The path is shown as :func:`ragnb.params.display_path` does (relative to the project,
+        The path is shown as :func:`ragnb.paths.display_path` does (relative to the project,
         ``~/...``, or the folder's name): reports and manifests name no absolute local path.
         """
-        from ragnb.params import display_path
+        from ragnb.paths import display_path
 
         grades = self.qrels["relevance"].value_counts().sort_index()
         return {
@@ -769,13 +754,13 @@ def read_records(path: str | os.PathLike[str], *, json_columns: Iterable[str] = 
         raise FileNotFoundError(f"{path} not found")
     suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
     if suffix in (".json", ".json.gz"):
-        with _open_text(path) as f:
+        with open_text(path) as f:
             if f.read(1) == "{":
                 suffix = ".jsonl"
     if suffix in (".jsonl", ".jsonl.gz"):
-        frame = pd.DataFrame([obj for _, obj in _iter_jsonl(path)])
+        frame = pd.DataFrame([obj for _, obj in iter_json_objects(path)])
     elif suffix in (".json", ".json.gz"):
-        with _open_text(path) as f:
+        with open_text(path) as f:
             try:
                 data = json.load(f)
             except json.JSONDecodeError as e:

@@ -83,7 +83,7 @@ def export_tables(
 
     Each file is written atomically (:func:`ragnb.io.write_table_csv`,
     :func:`ragnb.io.write_json`); local paths in the provenance are made public
-    (:func:`ragnb.params.public_paths`).
+    (:func:`ragnb.paths.public_paths`).
 
     Parameters
     ----------
@@ -105,7 +105,7 @@ def export_tables(
         When a table name contains a path separator.
     """
     from ragnb.io import write_json, write_table_csv
-    from ragnb.params import public_paths, resolve_path
+    from ragnb.paths import public_paths, resolve_path
 
     out = resolve_path(folder)
     written = []

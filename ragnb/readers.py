@@ -1,8 +1,8 @@
 """Readers of the text files a user brings: BEIR corpus and queries, TREC qrels and runs, and
 query lists as plain text or CSV (:func:`read_query_file`).
 
-Split from :mod:`ragnb.io`, which re-exports every public name here: import them from either.
-Readers return the frames documented in :mod:`ragnb.frames`; every malformed input raises
+The writers, BEIR folders, JSON, YAML and parquet files are :mod:`ragnb.io`'s. Readers return
+the frames documented in :mod:`ragnb.frames`; every malformed input raises
 :class:`ragnb.errors.InputError` naming the file and the 1-based line.
 
 Formats
@@ -49,7 +49,9 @@ __all__ = [
     "JSON_SUFFIXES",
     "QUERY_FILE_SUFFIXES",
     "iter_json_lines",
+    "iter_json_objects",
     "iter_run_lines",
+    "open_text",
     "query_id_of",
     "ranx_file_kind",
     "read_corpus",
@@ -66,8 +68,23 @@ __all__ = [
 ENCODING = "utf-8-sig"
 
 
-def _open_text(path: Path) -> IO[str]:
-    """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``."""
+def open_text(path: Path) -> IO[str]:
+    """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``.
+
+    Parameters
+    ----------
+    path : Path
+
+    Returns
+    -------
+    file object
+        A text file; the caller closes it (``with open_text(path) as f``).
+
+    Raises
+    ------
+    OSError
+        When the file cannot be opened.
+    """
     if path.suffix == ".gz":
         import gzip
 
@@ -109,8 +126,25 @@ def iter_json_lines(
         yield lineno, obj
 
 
-def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with _open_text(path) as f:
+def iter_json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSONL file, one a line (blank lines skipped).
+
+    Parameters
+    ----------
+    path : Path
+        A ``.jsonl`` file, optionally gzipped (``.gz``).
+
+    Yields
+    ------
+    (int, dict)
+        The 1-based line number and the object.
+
+    Raises
+    ------
+    InputError
+        On a line that is not JSON or not an object, naming ``path`` and the line.
+    """
+    with open_text(path) as f:
         for lineno, obj in iter_json_lines(f, path):
             if not isinstance(obj, dict):
                 raise InputError("expected a JSON object", path=path, line=lineno)
@@ -152,7 +186,7 @@ def _beir_rows(path: Path, fields: dict[str, str | None]) -> list[tuple[str, ...
     """
     rows = []
     seen: dict[str, int] = {}
-    for lineno, obj in _iter_jsonl(path):
+    for lineno, obj in iter_json_objects(path):
         key = _field(obj, "_id", path, lineno)
         if key in seen:
             raise InputError(
@@ -311,7 +345,7 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     rows: list[tuple[str, str, int]] = []
     seen: dict[tuple[str, str], int] = {}
     ncols = None
-    with _open_text(path) as f:
+    with open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             parts = line.split("\t") if "\t" in line else line.split()
             parts = [p.strip() for p in parts]
@@ -369,7 +403,7 @@ def iter_run_lines(
         document) pairs are not checked here (:func:`read_run` does).
     """
     path = Path(path)
-    with _open_text(path) as f:
+    with open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             parts = line.split()
             if not parts:
@@ -396,7 +430,7 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     -------
     DataFrame
         Columns ``query_id``, ``doc_id``, ``score`` (float64), ``rank`` (int64), ``tag``; file
-        order. Evaluation orders by score (see :func:`ragnb.frames.sort_run`).
+        order. Evaluation orders by score (see :func:`ragnb.engine.sort_run`).
 
     Raises
     ------
@@ -488,7 +522,7 @@ def _load_ranx(path: Path) -> Any:
                 return cbor2.loads(lz4.frame.decompress(f.read()))
         except (RuntimeError, ValueError, EOFError, cbor2.CBORDecodeError) as e:
             raise InputError(f"not a ranx LZ4 file: {e}", path=path) from None
-    with _open_text(path) as f:
+    with open_text(path) as f:
         text = f.read()
     try:
         return json.loads(text, object_pairs_hook=_unique_pairs)
@@ -675,7 +709,7 @@ def _check_query_rows(rows: list[tuple[str, str, int]], path: Path) -> pd.DataFr
 
 def _text_queries(path: Path) -> list[tuple[str, str, int]]:
     rows = []
-    with _open_text(path) as f:
+    with open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             text = line.strip()
             if text:
@@ -685,7 +719,7 @@ def _text_queries(path: Path) -> list[tuple[str, str, int]]:
 
 def _csv_queries(path: Path) -> list[tuple[str, str, int]]:
     rows: list[tuple[str, str, int]] = []
-    with _open_text(path) as f:
+    with open_text(path) as f:
         reader = csv.reader(f)
         header = next(reader, None)
         if header is None:

@@ -23,7 +23,7 @@ from typing import Any
 from ragnb.errors import InputError
 from ragnb.io import atomic_write
 from ragnb.lazylibs import require
-from ragnb.params import display_path, local_path_prefixes, project_root
+from ragnb.paths import display_path, local_path_prefixes, project_root
 
 __all__ = [
     "ReportResult",
@@ -32,7 +32,6 @@ __all__ = [
     "export_html",
     "list_notebooks",
     "notebook_parameters",
-    "project_root",
     "render_report",
     "resolve_notebook",
 ]
@@ -231,16 +230,16 @@ def redact_local_paths(
 
     The last guard of every report (issue: a report shared with a colleague must not show the
     author's file system or user name); the studies already name paths with
-    :func:`ragnb.params.display_path`.
+    :func:`ragnb.paths.display_path`.
 
     Parameters
     ----------
     text : str
     root : Path, optional
-        The project root; default :func:`ragnb.params.project_root`.
+        The project root; default :func:`ragnb.paths.project_root`.
     paths : sequence of str
         Absolute paths given to the notebook (e.g. a ``dataset`` folder outside the project and
-        the home folder): each is replaced by its :func:`ragnb.params.display_path` first.
+        the home folder): each is replaced by its :func:`ragnb.paths.display_path` first.
     """
     given = [(p.rstrip("/") or p, display_path(p, root)) for p in paths if os.path.isabs(p)]
     given.sort(key=lambda kv: len(kv[0]), reverse=True)

@@ -28,8 +28,8 @@ import pandas as pd
 
 from ragnb.cache import Cache
 from ragnb.embed import DEFAULT_MODEL, CachedEmbedder, make_embedder
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import sort_run
 from ragnb.fusion import Fusion, fuse, parse_fusion, rrf
 from ragnb.lazylibs import require
 from ragnb.validation import check_positive_int, l2_normalise

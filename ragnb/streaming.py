@@ -24,20 +24,18 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.evaluate import (
-    _GRADED,
-    ON_RUBRIC,
     SUBTOPIC_COLUMN,
     EvaluationResult,
-    _check_graded_scale,
-    _tables,
+    checked_grade_map,
     evaluate,
+    result_from_values,
 )
 from ragnb.frames import RunOrder
 from ragnb.io import PARQUET_SUFFIXES
 from ragnb.lazylibs import MissingExtra, require
 from ragnb.measures import Measure, parse_measures
-from ragnb.measures._kernel import as_qrels_frame
 from ragnb.measures.diversity import document_qrels
+from ragnb.measures.kernel import as_qrels_frame
 from ragnb.measures.novelty import SourceOf
 from ragnb.validation import check_int_at_least
 
@@ -171,7 +169,7 @@ def evaluate_file(
         "order": order,
         "fe_short_runs": counts["fe_short_runs"],
     }
-    return _tables(parsed, qids[by_id], values[by_id], counts)
+    return result_from_values(parsed, qids[by_id], values[by_id], counts)
 
 
 class _NotGrouped(InputError):
@@ -216,12 +214,10 @@ def _checked_qrels(
     """The qrels as a frame, and the grade map each block gets: the graded-scale check is done
     once on all qrels (a block's subset could look like another scale), then stated as done."""
     frame = qrels if isinstance(qrels, pd.DataFrame) else as_qrels_frame(qrels)
-    graded = [m for m in parsed if m.family in _GRADED]
-    if graded and grade_map is None:
-        plain = document_qrels(frame) if SUBTOPIC_COLUMN in frame.columns else frame
-        _check_graded_scale(plain, graded)
-        grade_map = ON_RUBRIC
-    return frame, grade_map
+    if grade_map is not None:
+        return frame, grade_map
+    plain = document_qrels(frame) if SUBTOPIC_COLUMN in frame.columns else frame
+    return frame, checked_grade_map(plain, parsed, grade_map)
 
 
 def _add_block(
@@ -404,10 +400,10 @@ def _raise_trec_line(path: Path, query_id: str) -> None:
 
 def _raise_trec_duplicate(path: Path, query_id: str, doc_id: str) -> None:
     """Rescan a TREC run (error path only) for the two lines of a duplicate pair."""
-    from ragnb.readers import _open_text
+    from ragnb.readers import open_text
 
     first = None
-    with _open_text(path) as f:
+    with open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             parts = line.split()
             if len(parts) == 6 and parts[0] == query_id and parts[2] == doc_id:

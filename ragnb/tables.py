@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragnb.params import display_path
+from ragnb.paths import display_path
 
 __all__ = ["provenance_markdown", "style_scores"]
 

@@ -25,8 +25,9 @@ from ragnb.golden import (
 )
 from ragnb.golden.audit import AUDIT_COLUMNS
 from ragnb.golden.evaluation import ppi_for
-from ragnb.io import read_beir, read_qrels, read_records
+from ragnb.io import read_beir, read_records
 from ragnb.judge import NoisyJudge
+from ragnb.readers import read_qrels
 from ragnb.retrieve import BM25Retriever
 from ragnb.widgets import audit_view, label_pairs
 

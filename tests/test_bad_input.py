@@ -16,7 +16,8 @@ import pytest
 
 from ragnb.cli import main
 from ragnb.errors import InputError
-from ragnb.io import atomic_write, read_corpus, read_qrels, read_queries, read_run, write_run
+from ragnb.io import atomic_write, write_run
+from ragnb.readers import read_corpus, read_qrels, read_queries, read_run
 
 RUN_OK = "q1 Q0 d1 1 3.0 t\n"
 

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from ragnb.cache import Cache, default_cache_dir, make_key, text_hash
-from ragnb.params import display_path
+from ragnb.paths import display_path
 
 
 @pytest.fixture

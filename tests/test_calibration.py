@@ -571,7 +571,7 @@ def test_calibrate_without_bootstrap_and_old_constructions():
 def _msmarco_qrels(request, source: str):
     """TREC DL graded labels (1-3): the MS MARCO subset's (``shared``, 43 queries) or those of the
     DL-like case the repository carries (``carried``, 30 queries)."""
-    from ragnb.io import read_qrels
+    from ragnb.readers import read_qrels
 
     if source == "carried":
         return oracle_data.qrels("dl-like")

@@ -13,7 +13,7 @@ import pytest
 
 from ragnb.cli import main
 from ragnb.evaluate import evaluate
-from ragnb.io import read_qrels, read_run
+from ragnb.readers import read_qrels, read_run
 
 RAGNB = Path(sys.executable).parent / "ragnb"
 

@@ -11,7 +11,8 @@ import pytest
 
 from ragnb.cli import main
 from ragnb.evaluate import evaluate
-from ragnb.params import SAMPLE_DATASET, resolve_path
+from ragnb.params import SAMPLE_DATASET
+from ragnb.paths import resolve_path
 from ragnb.retrieve import compute_runs
 from ragnb.studies import STUDIES, study
 

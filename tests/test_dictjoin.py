@@ -1,4 +1,4 @@
-"""The dict-run join by look-ups (ragnb._dictjoin) gives the arrays of the general path.
+"""The dict-run join by look-ups (ragnb.engine) gives the arrays of the general path.
 
 ``prepare(qrels_dict, run_dict)`` takes the look-up path; the same dicts as frames take the
 general one (ids converted, sorted and merged). Random runs with many tied scores, unicode ids
@@ -15,9 +15,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ragnb._dictjoin import joined_ranks
+from ragnb.engine import index_qrels, joined_ranks
 from ragnb.errors import InputError
-from ragnb.frames import _index_qrels, qrels_from_dict, run_from_dict
+from ragnb.frames import qrels_from_dict, run_from_dict
 from ragnb.measures import prepare
 
 ALPHABETS = [
@@ -64,7 +64,7 @@ def _assert_same(got, want) -> None:
 def test_lookup_join_equals_the_general_path(seed, depth):
     rng = np.random.default_rng(seed)
     qrels, run = _random_dicts(rng, ALPHABETS[seed % 3], n_queries=60)
-    q_index = _index_qrels(qrels)
+    q_index = index_qrels(qrels)
     ranks = joined_ranks(run, q_index)
     # the look-up path applies: one rank per judged document the run retrieved
     assert ranks is not None

@@ -205,7 +205,7 @@ def test_int8_graph_is_cached_keyed_and_written_atomically(int8_graph):
 
 def test_int8_embedder_close_to_float_and_batch_independent(int8_graph, scifact_path):
     from ragnb.embed.offline import make_offline_embedder
-    from ragnb.io import read_corpus, read_queries
+    from ragnb.readers import read_corpus, read_queries
     from ragnb.retrieve import doc_texts
 
     claims = read_queries(scifact_path / "queries.jsonl")["text"].head(24).tolist()

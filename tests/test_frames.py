@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
 from ragnb.frames import (
     check_qrels,
@@ -18,7 +19,6 @@ from ragnb.frames import (
     qrels_to_dict,
     run_from_dict,
     run_to_dict,
-    sort_run,
 )
 
 

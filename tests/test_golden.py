@@ -28,10 +28,11 @@ from ragnb.golden import (
     prune_pool,
     public_judge_info,
 )
-from ragnb.io import read_beir, read_json, read_qrels, write_jsonl, write_qrels
+from ragnb.io import read_beir, read_json, write_jsonl, write_qrels
 from ragnb.judge import NoisyJudge, OpenAIJudge, QrelsJudge
 from ragnb.judge.base import Judge
 from ragnb.ledger import BudgetExceededError, Ledger
+from ragnb.readers import read_qrels
 from ragnb.retrieve import BM25Retriever, doc_texts
 
 REPO = Path(__file__).resolve().parents[1]

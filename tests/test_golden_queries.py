@@ -17,8 +17,8 @@ from ragnb.cli import main
 from ragnb.errors import InputError
 from ragnb.golden import GoldenSetConfig, LabelStore, build_pipeline, calibration_sample
 from ragnb.golden.evaluation import calibrate_judge, human_labels_for, ppi_for, ppi_labels_for
-from ragnb.io import read_beir, read_qrels, read_query_file, write_jsonl
-from ragnb.readers import query_id_of
+from ragnb.io import read_beir, write_jsonl
+from ragnb.readers import query_id_of, read_qrels, read_query_file
 from ragnb.report import render_report
 
 # ----------------------------------------------------------------------------- query files

@@ -11,7 +11,8 @@ from ragnb import interop
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.frames import run_to_dict
-from ragnb.io import read_qrels, read_run, write_qrels, write_run
+from ragnb.io import write_qrels, write_run
+from ragnb.readers import read_qrels, read_run
 
 ranx = pytest.importorskip("ranx")
 

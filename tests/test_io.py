@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragnb import io
+from ragnb import io, readers
 from ragnb.errors import InputError
 
 
@@ -53,7 +53,7 @@ GOOD_DOC = '{"_id": "d1", "title": "T", "text": "first"}\n'
 GOOD_QUERY = '{"_id": "q1", "text": "what"}\n'
 
 
-@pytest.mark.parametrize("reader", [io.read_corpus, io.read_queries])
+@pytest.mark.parametrize("reader", [readers.read_corpus, readers.read_queries])
 @pytest.mark.parametrize(
     ("bad_line", "words"),
     [
@@ -71,13 +71,13 @@ GOOD_QUERY = '{"_id": "q1", "text": "what"}\n'
     ],
 )
 def test_jsonl_bad_line_names_file_and_line(tmp_path, reader, bad_line, words):
-    good = GOOD_DOC if reader is io.read_corpus else GOOD_QUERY
+    good = GOOD_DOC if reader is readers.read_corpus else GOOD_QUERY
     # line 1 good, line 2 blank (skipped, but counted), line 3 bad
     path = write(tmp_path / "data.jsonl", good + "\n" + bad_line + "\n")
     raises_at(reader, path, 3, *words)
 
 
-@pytest.mark.parametrize("reader", [io.read_corpus, io.read_queries])
+@pytest.mark.parametrize("reader", [readers.read_corpus, readers.read_queries])
 def test_jsonl_duplicate_id_names_both_lines(tmp_path, reader):
     path = write(
         tmp_path / "data.jsonl",
@@ -92,7 +92,7 @@ def test_corpus_title_optional_and_file_order(tmp_path):
         '{"_id": "z", "text": "last letter"}\n'
         '{"_id": "a", "title": "Alpha", "text": "first letter"}\n',
     )
-    corpus = io.read_corpus(path)
+    corpus = readers.read_corpus(path)
     assert corpus.to_dict("list") == {
         "doc_id": ["z", "a"],
         "title": ["", "Alpha"],
@@ -123,18 +123,18 @@ def test_corpus_title_optional_and_file_order(tmp_path):
 )
 def test_qrels_bad_input_names_file_and_line(tmp_path, text, line, words):
     path = write(tmp_path / "qrels.tsv", text)
-    raises_at(io.read_qrels, path, line, *words)
+    raises_at(readers.read_qrels, path, line, *words)
 
 
 def test_qrels_duplicate_names_query(tmp_path):
     path = write(tmp_path / "qrels.txt", "q1 0 d1 1\nq1 0 d1 2\n")
-    e = raises_at(io.read_qrels, path, 2)
+    e = raises_at(readers.read_qrels, path, 2)
     assert e.query_id == "q1"
 
 
 def test_qrels_blank_lines_skipped_but_counted(tmp_path):
     path = write(tmp_path / "qrels.tsv", "\n\nq1\td1\t1\n\nq1\td1\t1\n")
-    raises_at(io.read_qrels, path, 5, "first on line 3")
+    raises_at(readers.read_qrels, path, 5, "first on line 3")
 
 
 EXPECTED_QRELS = pd.DataFrame(
@@ -158,12 +158,12 @@ EXPECTED_QRELS = pd.DataFrame(
     ids=["beir-header", "beir-no-header", "crlf", "trec-space", "trec-tab"],
 )
 def test_qrels_forms_give_identical_frames(tmp_path, text):
-    got = io.read_qrels(write(tmp_path / "qrels", text))
+    got = readers.read_qrels(write(tmp_path / "qrels", text))
     pd.testing.assert_frame_equal(got, EXPECTED_QRELS)
 
 
 def test_qrels_empty_file_gives_typed_empty_frame(tmp_path):
-    got = io.read_qrels(write(tmp_path / "qrels.tsv", ""))
+    got = readers.read_qrels(write(tmp_path / "qrels.tsv", ""))
     assert list(got.columns) == ["query_id", "doc_id", "relevance"]
     assert len(got) == 0
     assert got["relevance"].dtype == np.int64
@@ -193,12 +193,12 @@ def test_qrels_empty_file_gives_typed_empty_frame(tmp_path):
 )
 def test_run_bad_input_names_file_and_line(tmp_path, text, line, words):
     path = write(tmp_path / "run.trec", text)
-    raises_at(io.read_run, path, line, *words)
+    raises_at(readers.read_run, path, line, *words)
 
 
 def test_run_duplicate_names_query(tmp_path):
     path = write(tmp_path / "run.trec", "q7 Q0 d1 1 0.5 r\nq7 Q0 d1 2 0.4 r\n")
-    assert raises_at(io.read_run, path, 2).query_id == "q7"
+    assert raises_at(readers.read_run, path, 2).query_id == "q7"
 
 
 def test_read_run_keeps_file_order_and_columns(tmp_path):
@@ -206,7 +206,7 @@ def test_read_run_keeps_file_order_and_columns(tmp_path):
         tmp_path / "run.trec",
         "q2 Q0 b 1 3.5 sys\n\nq1 Q0 a 2 -1 sys\nq1 Q0 c 1 1e308 sys\n",
     )
-    run = io.read_run(path)
+    run = readers.read_run(path)
     assert run.to_dict("list") == {
         "query_id": ["q2", "q1", "q1"],
         "doc_id": ["b", "a", "c"],
@@ -240,7 +240,7 @@ def test_write_read_run_is_bit_identical_on_awkward_floats(tmp_path):
     run = pd.DataFrame({"query_id": "q1", "doc_id": ids, "score": AWKWARD})
     path = tmp_path / "run.trec"
     io.write_run(run, path, tag="awk")
-    back = io.read_run(path)
+    back = readers.read_run(path)
     got = dict(zip(back["doc_id"], back["score"], strict=True))
     assert sorted(got) == ids
     for did, x in zip(ids, AWKWARD, strict=True):
@@ -277,7 +277,7 @@ def test_write_read_run_round_trips_random_floats(scores):
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "run.trec"
         io.write_run(run, path)
-        back = io.read_run(path)
+        back = readers.read_run(path)
     got = dict(zip(back["doc_id"], back["score"], strict=True))
     assert [bits(got[i]) for i in ids] == [bits(x) for x in scores]
 
@@ -288,7 +288,7 @@ def test_write_read_qrels_round_trip(tmp_path, form):
     io.write_qrels(EXPECTED_QRELS, path, form=form)
     first = path.read_text().splitlines()[0]
     assert first == ("query-id\tcorpus-id\tscore" if form == "beir" else "q1 0 d1 2")
-    pd.testing.assert_frame_equal(io.read_qrels(path), EXPECTED_QRELS)
+    pd.testing.assert_frame_equal(readers.read_qrels(path), EXPECTED_QRELS)
 
 
 @pytest.mark.parametrize(
@@ -313,7 +313,7 @@ def test_writers_refuse_ids_that_would_not_read_back(tmp_path, writer, frame):
 def test_beir_qrels_keep_inner_spaces_but_refuse_tabs(tmp_path):
     ok = pd.DataFrame({"query_id": ["q 1"], "doc_id": ["Some Title"], "relevance": [1]})
     io.write_qrels(ok, tmp_path / "ok.tsv", form="beir")
-    back = io.read_qrels(tmp_path / "ok.tsv")
+    back = readers.read_qrels(tmp_path / "ok.tsv")
     assert back.to_dict("records") == [{"query_id": "q 1", "doc_id": "Some Title", "relevance": 1}]
     bad = pd.DataFrame({"query_id": ["q1"], "doc_id": ["a\tb"], "relevance": [1]})
     with pytest.raises(InputError, match="cannot be written"):
@@ -353,7 +353,7 @@ def test_read_yaml_names_file_and_line_and_a_shipped_name(tmp_path):
 def test_write_jsonl_reads_back_as_corpus(tmp_path):
     recs = [{"_id": "d1", "title": "", "text": "a\nb"}, {"_id": "d2", "title": "T", "text": "c"}]
     io.write_jsonl(recs, tmp_path / "corpus.jsonl")
-    corpus = io.read_corpus(tmp_path / "corpus.jsonl")
+    corpus = readers.read_corpus(tmp_path / "corpus.jsonl")
     assert corpus.to_dict("records") == [
         {"doc_id": "d1", "title": "", "text": "a\nb"},
         {"doc_id": "d2", "title": "T", "text": "c"},

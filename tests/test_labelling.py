@@ -21,7 +21,8 @@ from browser import CHROMEDRIVER, CHROMIUM, open_chromium
 
 from ragnb.errors import InputError
 from ragnb.golden.labelling import LabelStore, calibration_sample
-from ragnb.io import read_beir, read_qrels, read_records
+from ragnb.io import read_beir, read_records
+from ragnb.readers import read_qrels
 from ragnb.widgets import LabellingWidget, label_pairs
 
 REPO = Path(__file__).resolve().parents[1]

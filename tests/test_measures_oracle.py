@@ -23,8 +23,8 @@ import oracle_data
 import pandas as pd
 import pytest
 
+from ragnb.engine import sort_run
 from ragnb.evaluate import evaluate
-from ragnb.frames import sort_run
 from ragnb.io import read_beir
 
 TOL = 1e-9

@@ -357,8 +357,8 @@ def test_real_model_writes_one_query_per_passage_in_each_style(
 ):
     import re
 
-    from ragnb.io import read_corpus
     from ragnb.llm.querygen import STYLES, sample_passages
+    from ragnb.readers import read_corpus
 
     passages = sample_passages(read_corpus(scifact_path / "corpus.jsonl"), 3, seed=0)
     client = ChatClient(

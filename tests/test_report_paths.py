@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ragnb.params import display_path
+from ragnb.paths import display_path
 from ragnb.report import build_index, redact_local_paths, render_report
 
 REPO = Path(__file__).resolve().parents[1]

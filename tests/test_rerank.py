@@ -18,8 +18,8 @@ import pytest
 from openai_server import ChatAnswer, error, malformed, rerank_answer, rerank_score
 
 from ragnb.cache import Cache
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import sort_run
 from ragnb.judge import OpenAIJudge
 from ragnb.ledger import Ledger, PriceTable
 from ragnb.rerank import (

@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import check_qrels, check_run, qrels_from_dict, run_from_dict, sort_run
+from ragnb.frames import check_qrels, check_run, qrels_from_dict, run_from_dict
 from ragnb.measures import prepare
 
 ARRAY_FIELDS = (

@@ -12,7 +12,7 @@ import pytest
 from ragnb.cli import main
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
-from ragnb.io import read_qrels, read_run
+from ragnb.readers import read_qrels, read_run
 from ragnb.streaming import evaluate_file, iter_query_blocks
 
 MEASURES = ["nDCG@10", "P@10", "R@100", "MAP", "MRR", "NumRet", "NumRelRet"]

@@ -11,8 +11,10 @@ import nbformat
 import pytest
 from browser import check_offline_render, open_offline
 
-from ragnb.io import read_beir, read_run
-from ragnb.report import project_root, render_report, resolve_notebook
+from ragnb.io import read_beir
+from ragnb.paths import project_root
+from ragnb.readers import read_run
+from ragnb.report import render_report, resolve_notebook
 from ragnb.whatif.grid import precompute
 
 NOTEBOOK = "06_what_if"

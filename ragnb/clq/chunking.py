@@ -52,8 +52,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import check_run, sort_run
+from ragnb.frames import check_run
 from ragnb.validation import require_columns
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "chunk_corpus",
     "collapse_to_documents",
     "split_sentences",
+    "chunk_index",
 ]
 
 CHUNKER_KINDS: tuple[str, ...] = ("document", "tokens", "sentences")
@@ -516,8 +518,24 @@ def _chunk_document(
 # runs over chunks
 
 
-def _chunk_index(chunks: pd.DataFrame) -> pd.DataFrame:
-    """``chunks`` when it holds the columns that locate a chunk, else InputError."""
+def chunk_index(chunks: pd.DataFrame) -> pd.DataFrame:
+    """``chunks`` itself, once checked to hold the columns that locate a chunk.
+
+    Parameters
+    ----------
+    chunks : DataFrame
+        The chunks of :func:`chunk_corpus`: ``chunk_id``, ``doc_id``, ``first_sentence``,
+        ``last_sentence`` (0-based sentence numbers in the document).
+
+    Returns
+    -------
+    DataFrame
+
+    Raises
+    ------
+    InputError
+        Naming a missing column.
+    """
     require_columns(
         chunks,
         ("chunk_id", "doc_id", "first_sentence", "last_sentence"),
@@ -539,7 +557,7 @@ def collapse_to_documents(run: pd.DataFrame, chunks: pd.DataFrame) -> pd.DataFra
     Returns
     -------
     DataFrame
-        A run frame in trec_eval order (:func:`ragnb.frames.sort_run`): ``query_id``, ``doc_id``
+        A run frame in trec_eval order (:func:`ragnb.engine.sort_run`): ``query_id``, ``doc_id``
         (the document), ``score`` (float, its best chunk's score), ``best_chunk_id`` (str; ties
         between chunks go to the earlier chunk) and ``rank`` (int, 1-based). A run of the top
         ``k`` chunks gives at most ``k`` documents; retrieve more chunks to fill ``k`` documents.
@@ -565,7 +583,7 @@ def collapse_to_documents(run: pd.DataFrame, chunks: pd.DataFrame) -> pd.DataFra
     [['a', 0.9, 'a#1'], ['b', 0.5, 'b#0']]
     """
     check_run(run)
-    _chunk_index(chunks)
+    chunk_index(chunks)
     doc_of = pd.Series(chunks["doc_id"].astype(str).values, index=chunks["chunk_id"].astype(str))
     if doc_of.index.has_duplicates:
         dup = doc_of.index[doc_of.index.duplicated()][0]

@@ -1,6 +1,6 @@
 """The machinery of a CLQ sweep: build executors and the state one sweep call shares.
 
-:class:`_Sweep` holds what every configuration of one :func:`ragnb.clq.sweep.run_sweep`
+:class:`SweepState` holds what every configuration of one :func:`ragnb.clq.sweep.run_sweep`
 call reuses, each built once: the chunks per chunker (and their chunk-level qrels when evidence
 sentences are given), the embeddings per (embedder, dim, chunker), the query vectors and their
 per-query embedding times, the indexes, the BM25 runs, the rerankers and the rewritten queries
@@ -45,6 +45,8 @@ __all__ = [
     "SerialExecutor",
     "ThreadExecutor",
     "quality_measures",
+    "SweepState",
+    "fingerprint",
 ]
 
 # ----------------------------------------------------------------------------- executors
@@ -82,10 +84,23 @@ class ThreadExecutor:
 # ----------------------------------------------------------------------------- keys and measures
 
 
-def _fingerprint(*parts: Any) -> str:
-    """A 16-hex-digit key of ``parts`` (JSON, sorted keys): names the dataset, the embedding and
-    index files of a sweep folder. Not :func:`ragnb.provenance.sha256_json` (compact JSON): the
-    keys stored in existing sweep folders must still match for a sweep to resume."""
+def fingerprint(*parts: Any) -> str:
+    """A 16-hex-digit key of ``parts``: names the dataset, the embedding and index files of a
+    sweep folder.
+
+    Not :func:`ragnb.provenance.sha256_json` (compact JSON): the keys stored in existing sweep
+    folders must still match for a sweep to resume.
+
+    Parameters
+    ----------
+    *parts : object
+        JSON-serialisable values (others as ``str``), serialised with sorted keys.
+
+    Returns
+    -------
+    str
+        The first 16 hex digits of the SHA-256 of the JSON.
+    """
     blob = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -190,7 +205,7 @@ def _llm_rewrites(client: Any, qids: list[str], texts: list[str]) -> pd.DataFram
 # ----------------------------------------------------------------------------- context
 
 
-class _Sweep:
+class SweepState:
     """State shared by the configurations of one sweep call (chunks, vectors, indexes)."""
 
     def __init__(
@@ -258,7 +273,7 @@ class _Sweep:
         self.rewrites: dict[str, Rewrites] = {}
         self.n_index_builds = 0
         self.n_embedded = 0
-        self.dataset_key = _fingerprint(
+        self.dataset_key = fingerprint(
             dataset.name,
             dataset.split,
             len(dataset.corpus),
@@ -347,7 +362,7 @@ class _Sweep:
                 column="rewriters",
             )
         rewriter_id = LLMRewriter(client).rewriter_id
-        path = self.out_dir / "rewrites" / f"{_fingerprint(rewriter_id, self.dataset_key)}.parquet"
+        path = self.out_dir / "rewrites" / f"{fingerprint(rewriter_id, self.dataset_key)}.parquet"
         stored = read_parquet(path)  # empty when the file does not exist
         if len(stored) and stored["query_id"].astype(str).tolist() == self.qids:
             return stored
@@ -399,7 +414,7 @@ class _Sweep:
 
     def _embed_chunks(self, key: tuple[str, int, str]) -> tuple[np.ndarray, int]:
         name, dim, chunker = key
-        path = self.out_dir / "embeddings" / f"{_fingerprint(key, self.dataset_key)}.npy"
+        path = self.out_dir / "embeddings" / f"{fingerprint(key, self.dataset_key)}.npy"
         chunks = self.chunk(chunker)
         if path.exists():
             vecs = np.load(path)
@@ -469,7 +484,7 @@ class _Sweep:
 
         name, dim, chunker, kind, backend, m, efc = key
         vecs = self.vectors[(name, dim, chunker)]
-        path = self.out_dir / "indexes" / f"{_fingerprint(key, self.dataset_key)}.{backend}"
+        path = self.out_dir / "indexes" / f"{fingerprint(key, self.dataset_key)}.{backend}"
         if path.is_file():
             try:
                 index = load_index(path)

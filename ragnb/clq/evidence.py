@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ragnb.clq.chunking import _chunk_index
+from ragnb.clq.chunking import chunk_index
 from ragnb.errors import InputError
-from ragnb.io import iter_json_lines
+from ragnb.readers import iter_json_lines
 from ragnb.validation import require_columns
 
 __all__ = ["chunk_qrels", "scifact_evidence"]
@@ -91,7 +91,7 @@ def chunk_qrels(
     [['q', 'a#0', 0], ['q', 'a#1', 1], ['q', 'b#0', 1]]
     """
     require_columns(qrels, ("query_id", "doc_id", "relevance"), "qrels frame")
-    _chunk_index(chunks)
+    chunk_index(chunks)
     evidence = evidence or {}
     by_doc: dict[str, list[tuple[str, int, int]]] = {}
     for cid, did, first, last in zip(

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ragnb.clq.indexes import INDEX_KINDS, VectorIndex, _check_matrix
+from ragnb.clq.indexes import INDEX_KINDS, VectorIndex, check_matrix
 from ragnb.errors import InputError
 from ragnb.validation import check_positive_int
 
@@ -69,8 +69,8 @@ def exact_top_k(
     """
     check_positive_int(k)
     k = int(k)
-    x = _check_matrix(vectors, "vectors")
-    q = _check_matrix(queries, "queries", x.shape[1])
+    x = check_matrix(vectors, "vectors")
+    q = check_matrix(queries, "queries", x.shape[1])
     n, nq = x.shape[0], q.shape[0]
     scores = np.full((nq, k), -np.inf, dtype=np.float32)
     ids = np.full((nq, k), -1, dtype=np.int64)
@@ -138,7 +138,7 @@ def recall_vs_ef(
     """
     check_positive_int(k)
     k = int(k)
-    q = _check_matrix(queries, "queries", index.dim)
+    q = check_matrix(queries, "queries", index.dim)
     exact = np.asarray(exact_ids)
     if exact.ndim != 2 or exact.shape[0] != q.shape[0] or exact.shape[1] < k:
         raise InputError(

@@ -51,6 +51,7 @@ __all__ = [
     "VectorIndex",
     "load_index",
     "make_index",
+    "check_matrix",
 ]
 
 INDEX_KINDS: tuple[str, ...] = ("flat", "hnsw", "flat-sq8", "hnsw-sq8")
@@ -69,8 +70,28 @@ SUPPORTED: tuple[tuple[str, str], ...] = (
 # validation
 
 
-def _check_matrix(x: Any, what: str, dim: int | None = None) -> np.ndarray:
-    """A C-contiguous float32 matrix, or InputError naming ``what``."""
+def check_matrix(x: Any, what: str, dim: int | None = None) -> np.ndarray:
+    """``x`` as a C-contiguous float32 matrix of finite values.
+
+    Parameters
+    ----------
+    x : object
+        Vectors, one a row.
+    what : str
+        What they are (``"vectors"``, ``"queries"``), named in errors.
+    dim : int, optional
+        The dimension they must have (the index's).
+
+    Returns
+    -------
+    ndarray of float32, shape (n, dim)
+
+    Raises
+    ------
+    InputError
+        When ``x`` is not a 2-D numpy array of floats, has another dimension than ``dim``, or
+        holds a NaN or infinite value (naming the row).
+    """
     if not isinstance(x, np.ndarray):
         raise InputError(f"{what} must be a numpy array, got {type(x).__name__}")
     if x.ndim != 2:
@@ -155,7 +176,7 @@ class VectorIndex(ABC):
         InputError
             Not a 2-D float array, wrong dimension, no rows, or a NaN/infinite value.
         """
-        x = _check_matrix(vectors, "vectors", self.dim)
+        x = check_matrix(vectors, "vectors", self.dim)
         if x.shape[0] == 0:
             raise InputError("vectors has no rows; an index needs at least one vector")
         t0 = time.perf_counter()
@@ -187,7 +208,7 @@ class VectorIndex(ABC):
         """
         check_positive_int(k)
         k = int(k)
-        q = _check_matrix(queries, "queries", self.dim)
+        q = check_matrix(queries, "queries", self.dim)
         if self.n == 0:
             raise InputError("the index is empty: call build(vectors) before search")
         nq = q.shape[0]

@@ -1,14 +1,14 @@
 """Measure one configuration of a CLQ sweep against the shared state of :mod:`ragnb.clq.engine`.
 
 :func:`measure_config` runs the stages in order, each a named step below: the query rewrite
-(prepared once per rewriter by :meth:`ragnb.clq.engine._Sweep.prepare_rewrites`; its per-query
+(prepared once per rewriter by :meth:`ragnb.clq.engine.SweepState.prepare_rewrites`; its per-query
 time and LLM tokens join the configuration's latency and cost), embed and search
 (:func:`_retrieve`: dense search of the configuration's index, BM25, or both fused by reciprocal
 rank fusion, with dynamic K), deduplicate and rerank (:func:`_rerank`), then measure the final
 run at document level (:func:`_quality`), and derive the latency (:func:`_latency_columns`),
 index (:func:`_index_columns`) and cost (:func:`_cost_columns`) columns. Latency is measured
 serially, one configuration at a time, after warm-up queries, with :func:`time.perf_counter`.
-:func:`_recall_rows` and :func:`_memory_rows` measure each index once per sweep.
+:func:`recall_rows` and :func:`memory_rows` measure each index once per sweep.
 
 References
 ----------
@@ -29,11 +29,16 @@ import numpy as np
 import pandas as pd
 
 from ragnb.clq.cost import api_model
-from ragnb.clq.engine import EVIDENCE_MEASURES, _fingerprint, _Sweep
+from ragnb.clq.engine import EVIDENCE_MEASURES, SweepState, fingerprint
 from ragnb.clq.grid import DynamicK, SweepConfig
 from ragnb.fusion import fused_scores
 
-__all__ = ["EF_VALUES", "measure_config"]
+__all__ = [
+    "EF_VALUES",
+    "measure_config",
+    "memory_rows",
+    "recall_rows",
+]
 
 #: efSearch values of the recall-vs-efSearch curves of the HNSW indexes.
 EF_VALUES = (8, 16, 32, 64, 128, 256)
@@ -118,13 +123,13 @@ def _dense_pool(
     return dense[:k], escalated
 
 
-def _retrieve(sw: _Sweep, cfg: SweepConfig) -> _Pools:
+def _retrieve(sw: SweepState, cfg: SweepConfig) -> _Pools:
     """Embed, search and fuse: every query's timed candidate pool.
 
     Dense modes search the configuration's index at its efSearch after untimed warm-up
     queries; the embedding time is the embedder's uncached per-query time
-    (:meth:`_Sweep.query_vectors`). BM25 times come from :meth:`_Sweep.bm25_runs`; hybrid adds
-    them to the dense search and fusion time.
+    (:meth:`SweepState.query_vectors`). BM25 times come from :meth:`SweepState.bm25_runs`;
+    hybrid adds them to the dense search and fusion time.
     """
     n_q = len(sw.qids)
     dyn = sw.grid.dynamic_policy(cfg.dynamic) if cfg.dynamic else None
@@ -185,7 +190,7 @@ class _Reranked:
     used_tokens: dict[str, float]
 
 
-def _warm_reranker(sw: _Sweep, cfg: SweepConfig, reranker: Any, pools: list[Ranked]) -> None:
+def _warm_reranker(sw: SweepState, cfg: SweepConfig, reranker: Any, pools: list[Ranked]) -> None:
     """Untimed: fill a rescoring embedder's cache with every candidate (its vectors are
     precomputed at indexing time; its query embedding time is added by :func:`_rerank`);
     other rerankers warm up on a few queries."""
@@ -203,7 +208,7 @@ def _warm_reranker(sw: _Sweep, cfg: SweepConfig, reranker: Any, pools: list[Rank
         reranker.rerank(queries[i], cands, top_n=len(cands))
 
 
-def _rerank(sw: _Sweep, cfg: SweepConfig, pools: _Pools) -> _Reranked:
+def _rerank(sw: SweepState, cfg: SweepConfig, pools: _Pools) -> _Reranked:
     """Near-duplicate suppression and reranking, per query, timed."""
     chunks = sw.chunk(cfg.chunker)
     chunk_ids = chunks["chunk_id"].astype(str).to_numpy()
@@ -262,7 +267,7 @@ def _dedup(pool: Ranked, vecs: np.ndarray, threshold: float) -> Ranked:
     return [(r, s) for r, s in pool if str(r) in keep]
 
 
-def _chunk_run(sw: _Sweep, lists: list[Ranked], chunk_ids: np.ndarray) -> pd.DataFrame:
+def _chunk_run(sw: SweepState, lists: list[Ranked], chunk_ids: np.ndarray) -> pd.DataFrame:
     """The chunk-level run of per-query ranked lists (scores from the order)."""
     qs, ds, ss = [], [], []
     for qid, ranked in zip(sw.qids, lists, strict=True):
@@ -275,7 +280,7 @@ def _chunk_run(sw: _Sweep, lists: list[Ranked], chunk_ids: np.ndarray) -> pd.Dat
 
 
 def _quality(
-    sw: _Sweep,
+    sw: SweepState,
     cfg: SweepConfig,
     chunks: pd.DataFrame,
     pools: list[Ranked],
@@ -321,9 +326,24 @@ def _quality(
 # ----------------------------------------------------------------------------- recall vs ef
 
 
-def _recall_rows(sw: _Sweep, key: tuple[Any, ...], ks: list[int]) -> pd.DataFrame:
-    """Recall of the exact top K against efSearch for one index (none for flat), with the
-    index's identity (columns in :attr:`ragnb.clq.sweep.SweepResult.recall`)."""
+def recall_rows(sw: SweepState, key: tuple[Any, ...], ks: list[int]) -> pd.DataFrame:
+    """Recall of the exact top K against efSearch for one index (none for flat).
+
+    Parameters
+    ----------
+    sw : SweepState
+        The sweep's state (its vectors, indexes and grid).
+    key : tuple
+        The index: (embedder, dim, chunker, kind, backend, M, efConstruction).
+    ks : list of int
+        The cutoffs K.
+
+    Returns
+    -------
+    DataFrame
+        The rows of :func:`ragnb.clq.index_measures.recall_vs_ef` with the index's identity
+        (columns in :attr:`ragnb.clq.sweep.SweepResult.recall`); empty for a flat index.
+    """
     from ragnb.clq.index_measures import exact_top_k, recall_vs_ef
 
     name, dim, chunker, kind, backend, m, efc = key
@@ -349,22 +369,36 @@ def _recall_rows(sw: _Sweep, key: tuple[Any, ...], ks: list[int]) -> pd.DataFram
         ("dim", dim),
         ("chunker", chunker),
         ("dataset_key", sw.dataset_key),
-        ("index_id", _fingerprint(key, sw.dataset_key)),
+        ("index_id", fingerprint(key, sw.dataset_key)),
     ):
         out[col] = val
     index.set_ef_search(sw.grid.ef_search)
     return out
 
 
-def _memory_rows(sw: _Sweep, key: tuple[Any, ...]) -> pd.DataFrame:
-    """One index's :func:`ragnb.clq.index_measures.memory_table` with its identity."""
+def memory_rows(sw: SweepState, key: tuple[Any, ...]) -> pd.DataFrame:
+    """One index's :func:`ragnb.clq.index_measures.memory_table` with its identity.
+
+    Parameters
+    ----------
+    sw : SweepState
+        The sweep's state.
+    key : tuple
+        The index: (embedder, dim, chunker, kind, backend, M, efConstruction).
+
+    Returns
+    -------
+    DataFrame
+        The memory table with ``index_label``, ``index_id``, ``dataset_key``, ``index`` and
+        ``backend``.
+    """
     from ragnb.clq.index_measures import memory_table
 
     name, dim, chunker, kind, backend, m, efc = key
     index = sw.indexes[key]
     table = memory_table(index.dim, kind, measured=index, M=m or 16)
     table.insert(0, "index_label", f"{name}/{dim or 'full'} {kind} {chunker}")
-    table["index_id"] = _fingerprint(key, sw.dataset_key)
+    table["index_id"] = fingerprint(key, sw.dataset_key)
     table["dataset_key"] = sw.dataset_key
     table["index"] = kind
     table["backend"] = backend
@@ -414,7 +448,7 @@ def _index_columns(cfg: SweepConfig, index: Any, vecs: np.ndarray) -> dict[str, 
 
 
 def _cost_columns(
-    sw: _Sweep, cfg: SweepConfig, pools: _Pools, reranked: _Reranked, latency_mean_ms: float
+    sw: SweepState, cfg: SweepConfig, pools: _Pools, reranked: _Reranked, latency_mean_ms: float
 ) -> dict[str, Any]:
     """Token means and the cost per 1,000 queries (:meth:`ragnb.clq.cost.CostModel.per_1k`).
 
@@ -470,15 +504,15 @@ def _cost_columns(
 # ----------------------------------------------------------------------------- one configuration
 
 
-def measure_config(sw: _Sweep, cfg: SweepConfig) -> tuple[dict[str, Any], pd.DataFrame]:
+def measure_config(sw: SweepState, cfg: SweepConfig) -> tuple[dict[str, Any], pd.DataFrame]:
     """Measure one configuration: timed retrieval and reranking, then quality, PROC, cost.
 
     Parameters
     ----------
-    sw : _Sweep
+    sw : SweepState
         The sweep's shared state; the configuration's embeddings, index and rewrites must be
-        prepared (:meth:`_Sweep.prepare_embeddings`, :meth:`_Sweep.prepare_indexes`,
-        :meth:`_Sweep.prepare_rewrites`).
+        prepared (:meth:`SweepState.prepare_embeddings`, :meth:`SweepState.prepare_indexes`,
+        :meth:`SweepState.prepare_rewrites`).
     cfg : SweepConfig
 
     Returns

@@ -39,7 +39,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragnb.clq.engine import Executor, SerialExecutor, ThreadExecutor, _fingerprint, _Sweep
+from ragnb.clq.engine import Executor, SerialExecutor, SweepState, ThreadExecutor, fingerprint
 from ragnb.clq.grid import SweepConfig
 from ragnb.embed.distributed import connect_ray, embed_corpus_ray
 from ragnb.errors import InputError
@@ -122,7 +122,7 @@ class RayExecutor:
 
     # ------------------------------------------------------------------ embeddings
 
-    def embed_corpora(self, sw: _Sweep, configs: list[SweepConfig]) -> None:
+    def embed_corpora(self, sw: SweepState, configs: list[SweepConfig]) -> None:
         """Embed, on the cluster, the chunks of each dense (embedder, chunker) of ``configs``
         whose vectors are not yet in the sweep folder, into the embedding cache.
 
@@ -133,7 +133,7 @@ class RayExecutor:
         pairs = dict.fromkeys((c.embedder, c.chunker) for c in configs if c.dense)
         for name, chunker in pairs:
             key = (name, 0, chunker)
-            stored = sw.out_dir / "embeddings" / f"{_fingerprint(key, sw.dataset_key)}.npy"
+            stored = sw.out_dir / "embeddings" / f"{fingerprint(key, sw.dataset_key)}.npy"
             if stored.exists():
                 continue
             self.connect()
@@ -150,7 +150,7 @@ class RayExecutor:
 
     # ------------------------------------------------------------------ configurations
 
-    def measure_all(self, sw: _Sweep, todo: list[SweepConfig], save: Save) -> list[str]:
+    def measure_all(self, sw: SweepState, todo: list[SweepConfig], save: Save) -> list[str]:
         """Measure ``todo`` as Ray tasks; ``save`` each row as it arrives, in the driver.
 
         Returns
@@ -218,7 +218,7 @@ def make_executor(executor: Executor | str | None) -> Executor:
 # ----------------------------------------------------------------------------- the tasks
 
 
-def _prewarm(sw: _Sweep, todo: list[SweepConfig]) -> None:
+def _prewarm(sw: SweepState, todo: list[SweepConfig]) -> None:
     """In the driver, before the tasks start: query vectors and per-query embedding times of
     every dense embedder and rescoring reranker (measured once per sweep, as the serial path
     does), and the rescoring embedders' chunk vectors in the cache (the tasks only read it)."""
@@ -236,7 +236,7 @@ def _prewarm(sw: _Sweep, todo: list[SweepConfig]) -> None:
                 sw.prewarmed.add(key)
 
 
-def _portable(sw: _Sweep) -> _Sweep:
+def _portable(sw: SweepState) -> SweepState:
     """A copy of the sweep state to ship to the tasks: without indexes, chunk vectors (loaded
     from the sweep folder on the node), rerankers (built on the node) and BM25 runs."""
     out = copy.copy(sw)
@@ -250,11 +250,11 @@ def _portable(sw: _Sweep) -> _Sweep:
 
 
 #: Per worker process: the last sweep state it measured with (reused by the next task).
-_STATE: dict[str, _Sweep] = {}
+_STATE: dict[str, SweepState] = {}
 
 
 def _measure_task(
-    shared: _Sweep, token: str, cfg: SweepConfig
+    shared: SweepState, token: str, cfg: SweepConfig
 ) -> tuple[dict[str, Any], pd.DataFrame, str]:
     """One configuration on a Ray worker: its vectors and index from the sweep folder, then
     :func:`ragnb.clq.measure.measure_config`. The state of ``token`` (one sweep call) is kept

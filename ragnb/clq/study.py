@@ -29,7 +29,8 @@ from ragnb.clq.ray_executor import RayExecutor, make_executor
 from ragnb.clq.sweep import SweepResult, cap_dataset, run_sweep
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset
-from ragnb.params import SAMPLE_DATASET, NotebookParams, display_path, fill_runner_doc, resolve_path
+from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc
+from ragnb.paths import display_path, resolve_path
 from ragnb.validation import check_choice, check_number_in
 
 __all__ = ["ClqReport", "ClqTradeoffsConfig", "run"]

@@ -42,13 +42,13 @@ from ragnb.clq.cost import CostModel
 from ragnb.clq.engine import (
     Executor,
     SerialExecutor,
+    SweepState,
     ThreadExecutor,
-    _fingerprint,
-    _Sweep,
+    fingerprint,
     quality_measures,
 )
 from ragnb.clq.grid import DEFAULTED_AXES, SweepConfig, SweepGrid
-from ragnb.clq.measure import _memory_rows, _recall_rows, measure_config
+from ragnb.clq.measure import measure_config, memory_rows, recall_rows
 from ragnb.clq.ray_executor import RayExecutor, make_executor
 from ragnb.io import BeirDataset, append_parquet, read_parquet
 
@@ -252,7 +252,7 @@ def run_sweep(
         document level (:func:`ragnb.clq.evidence.chunk_qrels`).
     seed : int
     rewrite_judge : ChatClient, optional
-        The LLM client of the grid's ``"llm"`` rewriters (see ``_Sweep.prepare_rewrites``).
+        The LLM client of the grid's ``"llm"`` rewriters (see ``SweepState.prepare_rewrites``).
 
     Returns
     -------
@@ -267,7 +267,7 @@ def run_sweep(
     out.mkdir(parents=True, exist_ok=True)
     if cost is None:
         cost = CostModel()
-    sw = _Sweep(
+    sw = SweepState(
         grid,
         dataset,
         out,
@@ -311,7 +311,7 @@ def run_sweep(
 
 
 def _prepare(
-    sw: _Sweep, configs: list[SweepConfig], resume: bool
+    sw: SweepState, configs: list[SweepConfig], resume: bool
 ) -> tuple[list[SweepConfig], set[tuple[Any, ...]]]:
     """The configurations still to measure, with their embeddings and indexes built.
 
@@ -334,7 +334,7 @@ def _prepare(
     return todo, bad_dims
 
 
-def _measure_indexes(sw: _Sweep, ks: list[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _measure_indexes(sw: SweepState, ks: list[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Recall vs efSearch and memory, once per index and dataset (appended to
     ``recall.parquet`` and ``memory.parquet``). Returns both tables as stored."""
     recall = read_parquet(sw.out_dir / RECALL)
@@ -342,18 +342,18 @@ def _measure_indexes(sw: _Sweep, ks: list[int]) -> tuple[pd.DataFrame, pd.DataFr
     have_r = set(recall["index_id"]) if len(recall) else set()
     have_m = set(memory["index_id"]) if len(memory) else set()
     for key in sw.indexes:
-        iid = _fingerprint(key, sw.dataset_key)
+        iid = fingerprint(key, sw.dataset_key)
         if iid not in have_r:
-            rows = _recall_rows(sw, key, ks)
+            rows = recall_rows(sw, key, ks)
             if len(rows):
                 recall = append_parquet(rows, sw.out_dir / RECALL)
         if iid not in have_m:
-            memory = append_parquet(_memory_rows(sw, key), sw.out_dir / MEMORY)
+            memory = append_parquet(memory_rows(sw, key), sw.out_dir / MEMORY)
     return recall, memory
 
 
 def _saver(
-    sw: _Sweep, on_config_done: Callable[[SweepConfig, dict[str, Any]], None] | None
+    sw: SweepState, on_config_done: Callable[[SweepConfig, dict[str, Any]], None] | None
 ) -> Callable[[SweepConfig, dict[str, Any], pd.DataFrame], None]:
     """Appends one configuration's rows to the sweep folder, then reports it."""
 
@@ -367,7 +367,7 @@ def _saver(
 
 
 def _measure_all(
-    sw: _Sweep,
+    sw: SweepState,
     todo: list[SweepConfig],
     save: Callable[[SweepConfig, dict[str, Any], pd.DataFrame], None],
 ) -> list[str]:
@@ -384,7 +384,7 @@ def _measure_all(
     return evaluated
 
 
-def _provenance(sw: _Sweep) -> dict[str, Any]:
+def _provenance(sw: SweepState) -> dict[str, Any]:
     """What the sweep measured: dataset summary, grade map, prices, grid, dataset key."""
     return {
         "dataset": sw.dataset.summary(),
@@ -401,7 +401,7 @@ def _this_dataset(frame: pd.DataFrame, dataset_key: str) -> pd.DataFrame:
     return frame[frame["dataset_key"] == dataset_key] if len(frame) else frame
 
 
-def _finished_rows(sw: _Sweep, configs: list[SweepConfig]) -> pd.DataFrame:
+def _finished_rows(sw: SweepState, configs: list[SweepConfig]) -> pd.DataFrame:
     """The grid's rows of ``results.parquet`` on this dataset, the last of each configuration."""
     results = read_parquet(sw.out_dir / RESULTS)
     ids = {c.config_id for c in configs}

@@ -67,7 +67,7 @@ from ragnb.context.nonllm import (
 )
 from ragnb.errors import InputError
 from ragnb.evaluate import aggregate_means, wide_values
-from ragnb.io import ENCODING, iter_json_lines
+from ragnb.readers import ENCODING, iter_json_lines
 
 __all__ = [
     "CONTEXT_MEASURES",

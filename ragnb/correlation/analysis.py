@@ -32,8 +32,14 @@ from scipy import stats
 
 from ragnb.correlation.data import RANKED_KEY, subset_of
 from ragnb.errors import InputError
-from ragnb.measures._kernel import RankingArrays
-from ragnb.measures.primer import _f, _f_e, _ndcg_in_k, _t, _t_u
+from ragnb.measures.kernel import RankingArrays
+from ragnb.measures.primer import (
+    f_e_per_query,
+    f_per_query,
+    ndcg_in_k_per_query,
+    t_per_query,
+    t_u_per_query,
+)
 from ragnb.validation import check_int_at_least
 
 __all__ = [
@@ -58,7 +64,7 @@ __all__ = [
 ALPHA_MEASURES = ("F", "F_e", "T", "T_u")
 MEASURES = ("F", "F_e", "T", "T_u", "nDCG_inK", "P", "R")
 METHODS = ("spearman", "pearson", "kendall_b", "kendall_c")
-_KERNELS = {"F": _f, "F_e": _f_e, "T": _t, "T_u": _t_u}
+_KERNELS = {"F": f_per_query, "F_e": f_e_per_query, "T": t_per_query, "T_u": t_u_per_query}
 
 
 def alpha_grid(steps: int = 350, base: float = 0.95) -> np.ndarray:
@@ -270,7 +276,7 @@ def measure_matrix(ss: SampleSet, measure: str, alphas: np.ndarray | None = None
         if measure in ALPHA_MEASURES:
             out[:, idx] = _KERNELS[measure](arrays, int(k), alpha=cast(Any, a), rel=1)
         else:
-            out[:, idx] = _ndcg_in_k(arrays, int(k), rel=1)
+            out[:, idx] = ndcg_in_k_per_query(arrays, int(k), rel=1)
     if measure == "F_e":
         out[:, ~ss.frame["has_2k"].to_numpy()] = np.nan
     return out

@@ -43,7 +43,8 @@ from ragnb.correlation import analysis, data
 from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL
-from ragnb.params import SAMPLE_DATASET, NotebookParams, resolve_path
+from ragnb.params import SAMPLE_DATASET, NotebookParams
+from ragnb.paths import resolve_path
 from ragnb.validation import check_among, check_choice, check_number_in, check_positive_ints
 
 __all__ = ["CorrelationConfig", "CorrelationStudy", "run"]

@@ -50,11 +50,11 @@ import pandas as pd
 from ragnb.diagnostics.names import (
     PARTICLES,
     Bundle,
-    _Embedder,
-    _margin_frame,
-    _similarities,
+    Embedder,
     installed_author_names,
     make_bundles,
+    margin_frame,
+    similarities,
     strip_marks,
 )
 from ragnb.docstrings import doc_filler
@@ -85,12 +85,14 @@ __all__ = [
     "strip_diacritics",
     "summarize_ablations",
     "unicode_normalization_stress",
+    "changed_bundles",
+    "fill_draw_doc",
 ]
 
 Ablation = Callable[[Bundle], Bundle]
 
 #: numpydoc entries of the draw parameters (:func:`ablated_runs`) that the public functions of
-#: the ablations share; :data:`_fill_draw_doc` expands them (:func:`ragnb.docstrings.doc_filler`).
+#: the ablations share; :data:`fill_draw_doc` expands them (:func:`ragnb.docstrings.doc_filler`).
 _DRAW_ENTRIES: dict[str, str] = {
     "table": "table : DataFrame\n    Author table (``author``, ``title``, ``topic``).",
     "ablations": "ablations : names, callables or {name: callable}, optional\n"
@@ -103,7 +105,8 @@ _DRAW_ENTRIES: dict[str, str] = {
     "jitter": "jitter : bool, default True\n"
     "    False uses the paper's canonical templates everywhere (see ``make_bundles``).",
 }
-_fill_draw_doc = doc_filler(_DRAW_ENTRIES)
+fill_draw_doc = doc_filler(_DRAW_ENTRIES)
+"""Expands the ``{{name}}`` lines of a docstring from the draw parameters' entries."""
 
 
 def _digest(*parts: str) -> str:
@@ -546,14 +549,25 @@ def ablated_runs(
         yield conditions
 
 
-def _changed(bundles: Sequence[Bundle], base: Sequence[Bundle]) -> list[bool]:
-    """Per bundle of one condition: does some text differ from the same row's base bundle?"""
+def changed_bundles(bundles: Sequence[Bundle], base: Sequence[Bundle]) -> list[bool]:
+    """Per bundle of one condition: does some text differ from the same row's base bundle?
+
+    Parameters
+    ----------
+    bundles, base : sequence of Bundle
+        The bundles of one ablation and the unablated ones, row by row (same length).
+
+    Returns
+    -------
+    list of bool
+        One per bundle.
+    """
     return [b.texts != o.texts for b, o in zip(bundles, base, strict=True)]
 
 
-@_fill_draw_doc
+@fill_draw_doc
 def ablation_margins(
-    embedder: _Embedder,
+    embedder: Embedder,
     table: pd.DataFrame,
     ablations: Sequence[str | Ablation] | Mapping[str, Ablation] | None = None,
     *,
@@ -594,9 +608,9 @@ def ablation_margins(
     for conditions in drawn:
         base = conditions["base"]
         flat = [b for bs in conditions.values() for b in bs]
-        sims = _similarities(embedder, flat)
-        frame = _margin_frame(flat, sims)
-        frame["changed"] = [c for bs in conditions.values() for c in _changed(bs, base)]
+        sims = similarities(embedder, flat)
+        frame = margin_frame(flat, sims)
+        frame["changed"] = [c for bs in conditions.values() for c in changed_bundles(bs, base)]
         base_margin = frame["delta_name"].to_numpy()[: len(base)]
         frame["base_delta_name"] = np.tile(base_margin, len(conditions))
         frames.append(frame)
@@ -713,7 +727,7 @@ def summarize_ablations(margins: pd.DataFrame, *, min_base_margin: float = 0.02)
 
 
 def ablation_table(
-    embedder: _Embedder,
+    embedder: Embedder,
     table: pd.DataFrame,
     ablations: Sequence[str | Ablation] | Mapping[str, Ablation] | None = None,
     runs: int = 15,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ragnb.diagnostics.names import _assign_authors, installed_author_names, name_pool_summary
-from ragnb.params import display_path
+from ragnb.diagnostics.names import assign_authors, installed_author_names, name_pool_summary
+from ragnb.paths import display_path
 
 __all__ = ["DATASETS_ENV", "datasets_root", "default_author_table", "scifact_author_table"]
 
@@ -65,7 +65,7 @@ def _title_sentence(text: str, min_words: int = 4, max_words: int = 16) -> str |
 
 
 def _project_root() -> Path:
-    from ragnb.params import project_root
+    from ragnb.paths import project_root
 
     return project_root()
 
@@ -146,7 +146,7 @@ def default_author_table(
                 break
             title = None
         rows.append((topic, title or topic, qid))
-    authors = _assign_authors(len(rows), pool, min_diacritics)
+    authors = assign_authors(len(rows), pool, min_diacritics)
     table = pd.DataFrame(
         [(a, t, p, q) for a, (p, t, q) in zip(authors, rows, strict=True)],
         columns=["author", "title", "topic", "query_id"],
@@ -216,7 +216,7 @@ def scifact_author_table(
         rows.append((title, _topic_phrase(claim), qid, did))
         if n is not None and len(rows) >= n:
             break
-    authors = _assign_authors(len(rows), pool, min_diacritics)
+    authors = assign_authors(len(rows), pool, min_diacritics)
     table = pd.DataFrame(
         [(a, *r) for a, r in zip(authors, rows, strict=True)],
         columns=["author", "title", "topic", "query_id", "doc_id"],

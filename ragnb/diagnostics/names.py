@@ -76,6 +76,12 @@ __all__ = [
     "name_pool_summary",
     "parse_person_names",
     "strip_marks",
+    "Embedder",
+    "assign_authors",
+    "check_language",
+    "margin_frame",
+    "name_key",
+    "similarities",
 ]
 
 Language = Literal["en", "fr"]
@@ -86,7 +92,9 @@ _TITLE_OF = (0, 0, 0, 1, 2)
 TABLE_COLUMNS = ("author", "title", "topic")
 
 
-class _Embedder(Protocol):
+class Embedder(Protocol):
+    """What the margins need of an embedder: ``embed(texts, kind) -> (n, dim)`` vectors."""
+
     def embed(self, texts: Sequence[str], kind: Any = ...) -> np.ndarray: ...
 
 
@@ -124,7 +132,22 @@ WORK_TEMPLATES: dict[str, tuple[str, ...]] = {
 LABELS: dict[str, str] = {"en": "Author: ", "fr": "Auteur : "}
 
 
-def _check_language(language: str) -> str:
+def check_language(language: str) -> str:
+    """``language`` when it is one of :data:`LANGUAGES`.
+
+    Parameters
+    ----------
+    language : str
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    InputError
+        Naming the languages known.
+    """
     if language not in LANGUAGES:
         raise InputError(f"language must be one of {list(LANGUAGES)}, got {language!r}")
     return language
@@ -214,7 +237,7 @@ class Bundle:
         run: int = 0,
     ) -> Bundle:
         """A base bundle from names, topic and titles with the given phrasing variants."""
-        _check_language(language)
+        check_language(language)
         if len(impostors) != 2 or len(titles) != 3:
             raise InputError("a bundle needs two impostors and three titles")
         names = (author, impostors[0], impostors[1], author, other_author)
@@ -405,7 +428,22 @@ def parse_person_names(value: str) -> list[str]:
 METADATA_FIELDS = ("Author", "Author-email", "Maintainer", "Maintainer-email")
 
 
-def _name_key(name: str) -> str:
+def name_key(name: str) -> str:
+    """The key under which two spellings of a name are the same: diacritics stripped, casefolded.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> name_key("Zoë Müller") == name_key("zoe muller")
+    True
+    """
     return strip_marks(name).casefold()
 
 
@@ -438,10 +476,10 @@ def installed_author_names(
             values.extend(meta.get_all(field) or [])
     for value in sorted(set(values)):
         for name in parse_person_names(value):
-            key = _name_key(name)
+            key = name_key(name)
             if key not in found or name < found[key]:
                 found[key] = name
-    return sorted(found.values(), key=lambda n: (_name_key(n), n))
+    return sorted(found.values(), key=lambda n: (name_key(n), n))
 
 
 def name_pool_summary(names: Sequence[str]) -> dict[str, Any]:
@@ -464,7 +502,35 @@ def _sha_order(names: Sequence[str]) -> list[str]:
     return sorted(names, key=key)
 
 
-def _assign_authors(n_rows: int, names: Sequence[str], min_diacritics: int) -> list[str]:
+def assign_authors(n_rows: int, names: Sequence[str], min_diacritics: int) -> list[str]:
+    """The author of each of ``n_rows`` bundles, cycling through ``names`` in a fixed order.
+
+    Parameters
+    ----------
+    n_rows : int
+        Bundles to give an author.
+    names : sequence of str
+        The name pool, at least 4 (an author, two impostors and C4's author).
+    min_diacritics : int
+        Names with diacritics below which a warning says that ``strip_diacritics`` will change
+        few bundles.
+
+    Returns
+    -------
+    list of str
+        Length ``n_rows``; the order is the names' SHA-256 order, so it does not depend on the
+        pool's order.
+
+    Raises
+    ------
+    InputError
+        When the pool holds fewer than 4 names.
+
+    Warns
+    -----
+    UserWarning
+        When fewer than ``min_diacritics`` names carry diacritics.
+    """
     if len(names) < 4:
         raise InputError(
             f"the name pool holds {len(names)} person names; bundles need at least 4 "
@@ -505,8 +571,8 @@ def _check_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _draw_names(rng: np.random.Generator, author: str, pool: Sequence[str], k: int) -> list[str]:
-    key = _name_key(author)
-    choices = [n for n in pool if _name_key(n) != key]
+    key = name_key(author)
+    choices = [n for n in pool if name_key(n) != key]
     if len(choices) < k:
         raise InputError(f"the name pool holds too few names besides {author!r} to draw {k}")
     picked = rng.choice(len(choices), size=k, replace=False)
@@ -553,7 +619,7 @@ def make_bundles(
     InputError
         On a malformed table, an unknown language, or a pool of fewer than 4 names.
     """
-    _check_language(language)
+    check_language(language)
     table = _check_table(table)
     authors = table["author"].astype(str).tolist()
     titles = table["title"].astype(str).tolist()
@@ -563,13 +629,13 @@ def make_bundles(
         raise InputError(f"the name pool holds {len(pool)} names; bundles need at least 4")
     by_author: dict[str, list[int]] = {}
     for i, a in enumerate(authors):
-        by_author.setdefault(_name_key(a), []).append(i)
+        by_author.setdefault(name_key(a), []).append(i)
     n_q, n_w = len(QUERY_TEMPLATES[language]), len(WORK_TEMPLATES[language])
     out = []
     for i, (author, title, topic) in enumerate(zip(authors, titles, topics, strict=True)):
         rng = np.random.default_rng([int(seed), int(run), i])
         imp_a, imp_b, other = _draw_names(rng, author, pool, 3)
-        own = [j for j in by_author[_name_key(author)] if topics[j] != topic]
+        own = [j for j in by_author[name_key(author)] if topics[j] != topic]
         elsewhere = [j for j in range(len(topics)) if topics[j] != topic]
         c3 = own or elsewhere
         j3 = c3[int(rng.integers(len(c3)))]
@@ -598,11 +664,31 @@ def make_bundles(
 # ----------------------------------------------------------------------------- margins
 
 
-def _similarities(embedder: _Embedder, bundles: Sequence[Bundle]) -> np.ndarray:
-    """Cosines of each query with its five candidates: shape (n_bundles, 5).
+def similarities(embedder: Embedder, bundles: Sequence[Bundle]) -> np.ndarray:
+    """Cosines of each query with its five candidates.
 
     One ``embed`` call for all queries (``kind="query"``) and one for all candidates
-    (``kind="passage"``).
+    (``kind="passage"``); vectors are L2-normalised here.
+
+    Parameters
+    ----------
+    embedder : Embedder
+        Anything with ``embed(texts, kind) -> (n, dim)``.
+    bundles : sequence of Bundle
+
+    Returns
+    -------
+    ndarray of float64, shape (n_bundles, 5)
+        Cosines in [-1, 1], candidates in the order C1, C2a, C2b, C3, C4.
+
+    Raises
+    ------
+    InputError
+        When the embedder returns vectors of the wrong shapes.
+
+    References
+    ----------
+    Dallaire (arXiv 2511.09545), section 4.2.
     """
     if not bundles:
         return np.zeros((0, 5))
@@ -645,7 +731,24 @@ MARGIN_COLUMNS = (
 )
 
 
-def _margin_frame(bundles: Sequence[Bundle], sims: np.ndarray) -> pd.DataFrame:
+def margin_frame(bundles: Sequence[Bundle], sims: np.ndarray) -> pd.DataFrame:
+    """The table of :func:`name_margins` from the bundles and their cosines.
+
+    Parameters
+    ----------
+    bundles : sequence of Bundle
+    sims : ndarray of float64, shape (n_bundles, 5)
+        Cosines of each query with C1, C2a, C2b, C3, C4 (:func:`similarities`).
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`MARGIN_COLUMNS`, one row per bundle.
+
+    References
+    ----------
+    Dallaire (arXiv 2511.09545), section 4.2, the three margin equations.
+    """
     m = _margins(sims)
     frame = pd.DataFrame(
         {
@@ -662,7 +765,7 @@ def _margin_frame(bundles: Sequence[Bundle], sims: np.ndarray) -> pd.DataFrame:
     return frame[list(MARGIN_COLUMNS)]
 
 
-def name_margins(embedder: _Embedder, bundles: Sequence[Bundle]) -> pd.DataFrame:
+def name_margins(embedder: Embedder, bundles: Sequence[Bundle]) -> pd.DataFrame:
     """Per-bundle cosines and Delta margins (Dallaire section 4.2).
 
     Parameters
@@ -686,4 +789,4 @@ def name_margins(embedder: _Embedder, bundles: Sequence[Bundle]) -> pd.DataFrame
     Dallaire (arXiv 2511.09545), section 4.2, the three margin equations.
     """
     bundles = list(bundles)
-    return _margin_frame(bundles, _similarities(embedder, bundles))
+    return margin_frame(bundles, similarities(embedder, bundles))

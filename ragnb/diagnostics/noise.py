@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragnb.diagnostics.names import _check_language, _Embedder
+from ragnb.diagnostics.names import Embedder, check_language
 from ragnb.errors import InputError
 from ragnb.rewrite import denoise_query
 from ragnb.validation import l2_normalise, require_columns
@@ -172,7 +172,7 @@ def add_noise(query: str, level: int, language: str = "en", seed: int = 0) -> st
     >>> lengths == sorted(set(lengths)), q in add_noise(q, 4, seed=1)
     (True, True)
     """
-    _check_language(language)
+    check_language(language)
     level = _check_level(level)
     core = str(query).strip()
     if level == 0:
@@ -226,7 +226,7 @@ def denoise(query: str, language: str = "en") -> str:
     ...         "Can forests regulate the climate? Thanks! 🙏")
     'Can forests regulate the climate?'
     """
-    _check_language(language)
+    check_language(language)
     return denoise_query(str(query), language, rules="trim")
 
 
@@ -332,7 +332,7 @@ def _levels(levels: Sequence[int]) -> list[int]:
 
 
 def noise_similarity(
-    embedder: _Embedder,
+    embedder: Embedder,
     queries: pd.DataFrame | Sequence[str],
     references: Sequence[str] | Mapping[str, str] | pd.Series,
     levels: Sequence[int] = LEVELS,
@@ -369,7 +369,7 @@ def noise_similarity(
         ``rewritten`` (text), ``restored`` (bool, rewritten == clean), ``cos_reference_rewritten``.
         Aggregate with :func:`noise_summary`.
     """
-    _check_language(language)
+    check_language(language)
     lv = _levels(levels)
     q = _query_frame(queries)
     refs = _reference_list(references, q)
@@ -596,7 +596,7 @@ def noise_retrieval_impact(
     from ragnb.evaluate import evaluate
     from ragnb.measures import parse_measure
 
-    _check_language(language)
+    check_language(language)
     lv = sorted(set(_levels(levels)) | {0})
     if isinstance(retriever, type) or (not hasattr(retriever, "retrieve") and callable(retriever)):
         retriever = retriever()  # a class or a factory

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ragnb.diagnostics.ablations import Ablation, _changed, _fill_draw_doc, ablated_runs
-from ragnb.diagnostics.names import CANDIDATE_IDS, Bundle, _name_key
+from ragnb.diagnostics.ablations import Ablation, ablated_runs, changed_bundles, fill_draw_doc
+from ragnb.diagnostics.names import CANDIDATE_IDS, Bundle, name_key
 from ragnb.validation import check_positive_int
 
 if TYPE_CHECKING:
@@ -101,10 +101,10 @@ def bundle_task(base: Sequence[Bundle]) -> pd.DataFrame:
     for b in base:
         topics = (b.topic, b.topic, b.topic, *b.other_topics)
         for cid, name, topic in zip(CANDIDATE_IDS, b.candidate_names, topics, strict=True):
-            docs.append((f"{b.bundle_id}:{cid}", _name_key(name), topic))
+            docs.append((f"{b.bundle_id}:{cid}", name_key(name), topic))
     rows = []
     for q in base:
-        author = _name_key(q.author)
+        author = name_key(q.author)
         for doc_id, doc_author, topic in docs:
             grade = 0 if doc_author != author else (2 if topic == q.topic else 1)
             rows.append((q.bundle_id, doc_id, grade))
@@ -126,7 +126,7 @@ def _frames(bundles: Sequence[Bundle]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return corpus, queries
 
 
-@_fill_draw_doc
+@fill_draw_doc
 def ablation_retrieval(
     embedder: CachedEmbedder,
     table: pd.DataFrame,
@@ -187,7 +187,7 @@ def ablation_retrieval(
         qrels.append(bundle_task(base))
         for name, bundles in conditions.items():
             per_condition.setdefault(name, []).extend(bundles)
-            changed[name] = changed.get(name, 0) + sum(_changed(bundles, base))
+            changed[name] = changed.get(name, 0) + sum(changed_bundles(bundles, base))
     all_qrels = pd.concat(qrels, ignore_index=True)
     per_query = []
     for name, bundles in per_condition.items():

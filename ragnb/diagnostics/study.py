@@ -64,7 +64,7 @@ from ragnb.diagnostics.retrieval_impact import ablation_retrieval
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.lazylibs import MissingExtra
-from ragnb.params import display_path, resolve_path
+from ragnb.paths import display_path, resolve_path
 from ragnb.protocol import export_tables
 
 __all__ = [

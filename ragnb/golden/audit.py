@@ -77,7 +77,8 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.golden.human import AUDIT_DESIGN, AUDIT_NOTE, HumanLabels
 from ragnb.golden.labelling import LabelStore, pair_items
-from ragnb.io import read_qrels, write_table_csv
+from ragnb.io import write_table_csv
+from ragnb.readers import read_qrels
 from ragnb.validation import check_positive_int, require_columns
 
 if TYPE_CHECKING:
@@ -667,7 +668,7 @@ def audit_markdown(
     much of it is audited, how to fill it and fold it back; ``path`` None: no run folder.
     ``rows``: the file's rows (:func:`audit_rows`) when it is yet to be written; default: read
     from ``path``."""
-    from ragnb.params import display_path
+    from ragnb.paths import display_path
 
     if path is None:
         return (

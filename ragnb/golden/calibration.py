@@ -48,13 +48,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
-from ragnb.frames import sort_run
 from ragnb.golden.stages import provenance_rows
 from ragnb.measures import parse_measure
-from ragnb.measures._kernel import as_qrels_frame, as_run_frame
 from ragnb.measures.context import pooled_qrels, pr_curve
+from ragnb.measures.kernel import as_qrels_frame, as_run_frame
 from ragnb.stats.agreement import (
     STATISTICS,
     KendallTau,

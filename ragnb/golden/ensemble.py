@@ -36,7 +36,7 @@ from ragnb.errors import InputError
 from ragnb.golden.calibration import agreement_pairs
 from ragnb.golden.degenerate import JudgeFinding, check_grades
 from ragnb.judge.ensemble import EnsembleGrades
-from ragnb.measures._kernel import as_qrels_frame
+from ragnb.measures.kernel import as_qrels_frame
 from ragnb.stats.agreement import kendall_tau, krippendorff_alpha, weighted_kappa
 from ragnb.validation import require_columns
 

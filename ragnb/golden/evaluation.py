@@ -70,7 +70,7 @@ def human_labels_for(golden: GoldenSet) -> HumanLabels | None:
         return None
     scale = golden.judge.scale
     if cfg.human_labels:
-        from ragnb.params import resolve_path
+        from ragnb.paths import resolve_path
 
         return read_human_labels(resolve_path(cfg.human_labels), scale, cfg.grade_map)
     qrels = golden.build.labels

@@ -569,7 +569,7 @@ class GoldenSet:
             With no folder and no run folder.
         """
         from ragnb.io import atomic_write, write_json, write_qrels, write_run
-        from ragnb.params import public_paths
+        from ragnb.paths import public_paths
 
         out = Path(folder) if folder is not None else self.run_dir
         if out is None:

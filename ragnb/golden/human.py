@@ -199,8 +199,9 @@ def read_human_labels(
     """
     from pathlib import Path
 
-    from ragnb.io import read_qrels, read_records
-    from ragnb.params import display_path
+    from ragnb.io import read_records
+    from ragnb.paths import display_path
+    from ragnb.readers import read_qrels
 
     path = Path(path)
     if not path.is_file():

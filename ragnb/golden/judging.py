@@ -162,7 +162,7 @@ def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
     from ragnb.judge import OpenAIJudge
     from ragnb.ledger import LEDGER_FILE, Ledger
     from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
-    from ragnb.params import resolve_path
+    from ragnb.paths import resolve_path
     from ragnb.prices import ModelPrice
 
     if ledger is None:
@@ -265,7 +265,7 @@ def qrels_note(
     so the note is a plain-text file of its own; ``manifest.json`` holds the full provenance.
     Scrubbed of the API keys in the environment (:func:`ragnb.provenance.scrub`).
     """
-    from ragnb.params import display_path
+    from ragnb.paths import display_path
 
     info = public_judge_info(judge)
     lines = [

@@ -17,7 +17,7 @@ Beside the labels file ``<labels>`` (``labels.qrels`` say):
 
 ============================== ================================================================
 ``<labels>``                   TREC qrels ``qid 0 docid grade``, one line per labelled pair,
-                               readable by :func:`ragnb.io.read_qrels` at any moment
+                               readable by :func:`ragnb.readers.read_qrels` at any moment
 ``<labels>.skipped.jsonl``     pairs skipped (``{"query_id": ..., "doc_id": ...}`` a line)
 ``<labels>.sample.jsonl``      the sample: ``query_id, doc_id, stratum, inclusion_probability,
                                grade, systems`` (written once; reused when reopening)
@@ -266,7 +266,7 @@ class LabelStore:
 
     def labelled(self) -> pd.DataFrame:
         """The saved labels in the order given: ``query_id``, ``doc_id``, ``relevance``
-        (int64), as :func:`ragnb.io.read_qrels` returns them."""
+        (int64), as :func:`ragnb.readers.read_qrels` returns them."""
         rows = [(q, d, g) for (q, d), g in self._labels.items()]
         frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"])
         return frame.astype({"query_id": object, "doc_id": object, "relevance": np.int64})

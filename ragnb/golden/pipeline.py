@@ -88,7 +88,7 @@ from ragnb.golden.stages import (
 from ragnb.golden.store import StageRecord
 from ragnb.io import read_json, write_json, write_parquet
 from ragnb.judge.base import Judge
-from ragnb.params import resolve_path
+from ragnb.paths import resolve_path
 from ragnb.provenance import sha256_json, utc_now
 from ragnb.retrieve import Retriever
 from ragnb.validation import check_int_at_least, check_positive_int, check_positive_ints
@@ -111,7 +111,7 @@ def select_queries(config: GoldenSetConfig, data: Any) -> tuple[pd.DataFrame, st
     InputError
         A malformed query file (named, with the line); no query left.
     """
-    from ragnb.params import display_path
+    from ragnb.paths import display_path
     from ragnb.readers import read_query_file
 
     if config.queries:

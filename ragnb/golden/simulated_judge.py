@@ -84,7 +84,7 @@ def estimate_passage_tokens(corpus: pd.DataFrame, chars_per_token: float = 4.0) 
     Parameters
     ----------
     corpus : DataFrame
-        Columns ``text`` and optionally ``title`` (:func:`ragnb.io.read_corpus`).
+        Columns ``text`` and optionally ``title`` (:func:`ragnb.readers.read_corpus`).
     chars_per_token : float > 0, default 4
         About 4 for English with GPT-style tokenisers.
 

@@ -104,8 +104,8 @@ from ragnb.golden.simulated_judge import (
     sliding_window_rank,
     window_starts,
 )
-from ragnb.measures._kernel import as_qrels_frame
 from ragnb.measures.graded import map_grades
+from ragnb.measures.kernel import as_qrels_frame
 from ragnb.stats import kendall_top_k, paired_bootstrap, randomization_test
 from ragnb.validation import require_columns
 

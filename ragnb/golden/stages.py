@@ -64,8 +64,8 @@ import numpy as np
 import pandas as pd
 
 from ragnb.embed import DEFAULT_MODEL
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import sort_run
 from ragnb.fusion import rrf
 from ragnb.golden.config import LEDGER_STAGES, POOL_RETRIEVERS
 from ragnb.golden.fingerprints import query_seed

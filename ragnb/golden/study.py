@@ -345,7 +345,7 @@ class GoldenSetResult:
         return "" if self.config.simulate else skipped("Simulation", "`simulate=False`")
 
     def _folder(self) -> Path:
-        from ragnb.params import resolve_path
+        from ragnb.paths import resolve_path
 
         return resolve_path(self.config.export_dir)
 
@@ -456,7 +456,7 @@ class GoldenSetResult:
             The files written.
         """
         from ragnb.golden.audit import export_audit
-        from ragnb.params import resolve_path
+        from ragnb.paths import resolve_path
 
         out = resolve_path(folder)
         written: list[Path] = []

@@ -374,7 +374,7 @@ def sample_passages(
     Parameters
     ----------
     corpus : DataFrame
-        ``doc_id``, ``title``, ``text`` (:func:`ragnb.io.read_corpus`).
+        ``doc_id``, ``title``, ``text`` (:func:`ragnb.readers.read_corpus`).
     n : int
         Passages wanted; fewer when the corpus has fewer eligible documents.
     seed : int, default 0

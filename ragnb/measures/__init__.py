@@ -55,7 +55,6 @@ from ragnb.measures import (  # noqa: F401
     success,
     trec,
 )
-from ragnb.measures._kernel import RankingArrays, prepare
 from ragnb.measures.base import (
     Measure,
     MeasureFamily,
@@ -92,6 +91,7 @@ from ragnb.measures.incomplete import (
     judged_gap_warning,
 )
 from ragnb.measures.judged import judged_at_k
+from ragnb.measures.kernel import RankingArrays, prepare
 from ragnb.measures.ndcg import ndcg_at_k, ndcg_exp_at_k
 from ragnb.measures.novelty import prepare_sources, ra_nwg_novelty
 from ragnb.measures.precision import precision_at_k

@@ -39,7 +39,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ragnb.errors import InputError
-from ragnb.measures._kernel import RankingArrays, _check_arrays
+from ragnb.measures.kernel import RankingArrays, check_arrays
 
 __all__ = [
     "Measure",
@@ -349,7 +349,7 @@ class Measure:
         -------
         ndarray of float64, shape (n_queries,)
         """
-        arrays = _check_arrays(arrays)
+        arrays = check_arrays(arrays)
         need = self.depth
         if arrays.depth_cap is not None and (need is None or need > arrays.depth_cap):
             raise InputError(
@@ -369,7 +369,7 @@ class Measure:
         spec = self.spec
         if spec.flags is None:
             return {}
-        return spec.flags(_check_arrays(arrays), self.cutoff, **self.params)
+        return spec.flags(check_arrays(arrays), self.cutoff, **self.params)
 
 
 _NAME_RE = re.compile(

@@ -32,8 +32,6 @@ import numpy as np
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _top
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import (
     REL,
     Measure,
@@ -42,6 +40,8 @@ from ragnb.measures.base import (
     register_family,
     register_trec_alias,
 )
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, top_k
 
 __all__ = ["expected_reciprocal_rank", "rank_biased_precision", "rbp_residual"]
 
@@ -61,7 +61,7 @@ def _err(arrays: RankingArrays, k: int, *, gmax: int) -> np.ndarray:
             f"grade, e.g. ERR(gmax={high})@{k}",
             column="relevance",
         )
-    grades = np.maximum(_top(arrays.grades, k), 0).astype(np.float64)
+    grades = np.maximum(top_k(arrays.grades, k), 0).astype(np.float64)
     stop = (np.exp2(grades) - 1.0) / 2.0**gmax
     reach = np.cumprod(1.0 - stop, axis=1)
     reach = np.hstack([np.ones((stop.shape[0], 1)), reach[:, :-1]])
@@ -85,7 +85,7 @@ def _rbp_residual(arrays: RankingArrays, k: int | None, *, p: float, rel: int) -
     seen = np.minimum(depth, width)
     positions = np.arange(width)
     open_ = (positions < seen[:, None]) & ~(
-        _top(arrays.judged, width) & (_top(arrays.grades, width) >= 0)
+        top_k(arrays.judged, width) & (top_k(arrays.grades, width) >= 0)
     )
     weights = p ** positions.astype(np.float64)
     return (1.0 - p) * (open_ @ weights) + p ** seen.astype(np.float64)

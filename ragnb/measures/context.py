@@ -49,18 +49,19 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder, sort_run
-from ragnb.measures._kernel import (
+from ragnb.frames import RunOrder
+from ragnb.measures.base import REL, Measure, MeasureFamily, register_alias, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import (
     RankingArrays,
-    _safe_div,
-    _top,
     as_qrels_frame,
     as_run_frame,
     prepare,
+    safe_div,
+    top_k,
 )
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.base import REL, Measure, MeasureFamily, register_alias, register_family
 
 __all__ = [
     "context_precision_at_k",
@@ -86,13 +87,13 @@ def _precision_sums(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _context_precision(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     """sum_k P@k v_k / sum_k v_k over the top k; 0 without a relevant document; (n_queries,)."""
-    return _safe_div(*_precision_sums(arrays.relevant(rel, k)))
+    return safe_div(*_precision_sums(arrays.relevant(rel, k)))
 
 
 def _pr_auc(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     """sum_k P@k v_k / N_p over the top k (step-wise PR area = AP); 0 when N_p = 0."""
     num, _ = _precision_sums(arrays.relevant(rel, k))
-    return _safe_div(num, arrays.n_relevant(rel))
+    return safe_div(num, arrays.n_relevant(rel))
 
 
 register_family(
@@ -214,7 +215,7 @@ def context_precision_from_verdicts(v: Sequence[int] | np.ndarray) -> float:
             bad = a.tolist()[off[0]]
             raise InputError(f"verdict at rank {off[0] + 1} is {bad!r}; expected 0 or 1")
     num, n_relevant = _precision_sums(a.astype(bool)[None, :])
-    return float(_safe_div(num, n_relevant)[0])
+    return float(safe_div(num, n_relevant)[0])
 
 
 @fill_doc
@@ -303,7 +304,7 @@ def pr_curve(
     measure = Measure("PR-AUC", k, rel=rel)  # validates k and rel
     arrays = prepare(qrels, run, order=order, depth=measure.cutoff)
     v = arrays.relevant(rel, k)
-    filled = _top(arrays.filled, k)
+    filled = top_k(arrays.filled, k)
     hits = np.cumsum(v, axis=1)
     precision = hits / np.arange(1, v.shape[1] + 1)
     n_rel = arrays.n_relevant(rel).astype(np.float64)

@@ -37,9 +37,9 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder, require_columns
-from ragnb.measures._kernel import RankingArrays, _dcg, _extend, _ranked_cells, _safe_div, prepare
-from ragnb.measures._public import Run, fill_doc
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
+from ragnb.measures.functions import Run, fill_doc
+from ragnb.measures.kernel import RankingArrays, dcg, extend_arrays, prepare, ranked_cells, safe_div
 
 __all__ = [
     "SUBTOPIC_COLUMNS",
@@ -170,7 +170,7 @@ def prepare_subtopics(
     at = pool_index.get_indexer(pd.MultiIndex.from_frame(frame[["query_id", "doc_id"]]))
     pool[row_of, pool_pos[at], sub_code] = frame["relevance"].to_numpy(dtype=np.int64)
 
-    ranked, rows, cols = _ranked_cells(arrays, run, order)
+    ranked, rows, cols = ranked_cells(arrays, run, order)
     ranked_pairs = pd.MultiIndex.from_arrays(
         [ranked[c].astype(str).to_numpy() for c in ("query_id", "doc_id")]
     )
@@ -178,7 +178,7 @@ def prepare_subtopics(
     grades = np.zeros((n_q, arrays.depth, n_sub), dtype=np.int64)
     hit = in_pool >= 0
     grades[rows[hit], cols[hit]] = pool[rows[hit], pool_pos[in_pool[hit]]]
-    return _extend(arrays, SubtopicArrays, subtopic_grades=grades, pool_grades=pool)
+    return extend_arrays(arrays, SubtopicArrays, subtopic_grades=grades, pool_grades=pool)
 
 
 # ----------------------------------------------------------------------------- kernel
@@ -216,7 +216,7 @@ def _alpha_ndcg(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.
     before: np.ndarray = np.cumsum(judged, axis=1) - judged
     gains = (judged * (1.0 - alpha) ** before).sum(axis=2)
     ideal = _greedy_ideal_gains(arrays.pool_grades >= rel, k, alpha)
-    return _safe_div(_dcg(gains), _dcg(ideal))
+    return safe_div(dcg(gains), dcg(ideal))
 
 
 ALPHA_D = ParamSpec("alpha", float, 0.5, 0.0, 1.0, doc="redundancy penalty per repeat")

@@ -55,9 +55,9 @@ from numpy.typing import ArrayLike
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder, check_qrels
-from ragnb.measures._kernel import RankingArrays, as_qrels_frame
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, as_qrels_frame
 
 __all__ = [
     "BASE_UTILITY",
@@ -74,6 +74,8 @@ __all__ = [
     "grade_map_record",
     "rarity_weights",
     "resolve_grade_map",
+    "over_ideal",
+    "weights_of",
 ]
 
 #: Base (stationary) utilities b_1..b_5 of Dallaire's rubric, index ``g - 1``.
@@ -281,19 +283,54 @@ def _ratio_or_na(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def _weights_of(
+def weights_of(
     arrays: RankingArrays, a: float, cap3: float, cap4: float, fb3: float, fb4: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Grade counts and weights of each query's pool, both (n_queries, 5)."""
+    """Grade counts and rarity weights of each query's pool (Dallaire's RA-nWG).
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        Arrays of 1-5 grades (:func:`ragnb.measures.prepare` on mapped qrels).
+    a, cap3, cap4, fb3, fb4 : float
+        The rarity weights' parameters, as :func:`rarity_weights` takes them.
+
+    Returns
+    -------
+    counts, weights : ndarray of shape (n_queries, 5)
+        Judged documents of each grade 1..5 in each query's pool, and the weight of each grade.
+
+    References
+    ----------
+    Dallaire, "Practical RAG Evaluation: A Rarity-Aware Set-Based Metric and Cost-Latency-Quality
+    Trade-offs", arXiv 2511.09545, Section 2.4.
+    """
     counts = _scale_counts(arrays)
     return counts, rarity_weights(counts, a=a, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)
 
 
-def _over_ideal(obs: np.ndarray, w: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
+def over_ideal(obs: np.ndarray, w: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
     """An observed gain over the pool's ideal ``G_ideal(K)``, NaN when that is 0, at most 1.
 
-    ``obs`` is (n_queries,); ``w`` and ``counts`` the (n_queries, 5) weights and grade counts of
-    each pool (:func:`_weights_of`). RA-nWG and RA-nWG-nov share this normaliser.
+    RA-nWG and RA-nWG-nov share this normaliser.
+
+    Parameters
+    ----------
+    obs : ndarray of float64, shape (n_queries,)
+        The observed gain ``G_obs(K)`` of each query's top K.
+    w, counts : ndarray of shape (n_queries, 5)
+        The weights and grade counts of each pool (:func:`weights_of`).
+    k : int
+        The cutoff K.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [0, 1]; NaN where ``G_ideal(K)`` is 0.
+
+    References
+    ----------
+    Dallaire, arXiv 2511.09545, Section 2.4 (RA-nWG).
     """
     ideal = (_ideal_take(w, counts, k) * w).sum(axis=1)
     # Both sums run over the grades in the same order, so an ideal top K gives exactly 1; the
@@ -305,8 +342,8 @@ def _ra_nwg(
     arrays: RankingArrays, k: int, *, a: float, cap3: float, cap4: float, fb3: float, fb4: float
 ) -> np.ndarray:
     """G_obs(K) / G_ideal(K), NaN when G_ideal(K) = 0; shape (n_queries,)."""
-    counts, w = _weights_of(arrays, a, cap3, cap4, fb3, fb4)
-    return _over_ideal((_top_scale_counts(arrays, k) * w).sum(axis=1), w, counts, k)
+    counts, w = weights_of(arrays, a, cap3, cap4, fb3, fb4)
+    return over_ideal((_top_scale_counts(arrays, k) * w).sum(axis=1), w, counts, k)
 
 
 def _n_recall(threshold: int) -> Callable[..., np.ndarray]:

@@ -44,8 +44,6 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _ndcg_of, _safe_div, _top
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import (
     REL,
     Measure,
@@ -54,6 +52,8 @@ from ragnb.measures.base import (
     register_family,
     register_trec_alias,
 )
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, ndcg_of, safe_div, top_k
 
 __all__ = ["bpref", "condensed_ndcg", "condensed_precision", "judged_gap_warning"]
 
@@ -63,7 +63,7 @@ __all__ = ["bpref", "condensed_ndcg", "condensed_precision", "judged_gap_warning
 
 def _trec_judged(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """Positions whose document has a grade >= 0 (trec_eval's "judged"); shape (n_queries, k)."""
-    return _top(arrays.judged, k) & (_top(arrays.grades, k) >= 0)
+    return top_k(arrays.judged, k) & (top_k(arrays.grades, k) >= 0)
 
 
 def _level_total(arrays: RankingArrays, keep: np.ndarray) -> np.ndarray:
@@ -79,15 +79,15 @@ def _bpref(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     of the query; a relevant document with none above scores 1, a query with R = 0 scores 0.
     """
     judged = _trec_judged(arrays, k)
-    grades = _top(arrays.grades, k)
+    grades = top_k(arrays.grades, k)
     is_rel = judged & (grades >= rel)
     is_non = judged & (grades < rel)
     levels = arrays.grade_levels
     n_rel = _level_total(arrays, (levels >= 0) & (levels >= rel))
     n_non = _level_total(arrays, (levels >= 0) & (levels < rel))
     above = np.cumsum(is_non, axis=1)  # at a relevant position: non-relevant ranked above it
-    penalty = _safe_div(np.minimum(above, n_rel[:, None]), np.minimum(n_non, n_rel)[:, None])
-    return _safe_div(np.where(is_rel, 1.0 - penalty, 0.0).sum(axis=1), n_rel)
+    penalty = safe_div(np.minimum(above, n_rel[:, None]), np.minimum(n_non, n_rel)[:, None])
+    return safe_div(np.where(is_rel, 1.0 - penalty, 0.0).sum(axis=1), n_rel)
 
 
 def _condensed_grades(arrays: RankingArrays, k: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -111,7 +111,7 @@ def _condensed_grades(arrays: RankingArrays, k: int | None) -> tuple[np.ndarray,
 def _condensed_ndcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """nDCG@k of the condensed list; ideal from all judged grades; shape (n_queries,)."""
     grades, _ = _condensed_grades(arrays, k)  # already cut at k
-    return _ndcg_of(grades, arrays.ideal, k)
+    return ndcg_of(grades, arrays.ideal, k)
 
 
 def _condensed_precision(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _safe_div, _top
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import Measure, MeasureFamily, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, safe_div, top_k
 
 __all__ = ["judged_at_k"]
 
@@ -15,7 +15,7 @@ __all__ = ["judged_at_k"]
 def _judged(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """Judged documents in the top ``k`` over min(k, run length); shape (n_queries,)."""
     retrieved = arrays.n_retrieved if k is None else np.minimum(arrays.n_retrieved, k)
-    return _safe_div(_top(arrays.judged, k).sum(axis=1), retrieved)
+    return safe_div(top_k(arrays.judged, k).sum(axis=1), retrieved)
 
 
 register_family(

@@ -18,16 +18,16 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _ndcg_of
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import Measure, MeasureFamily, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, ndcg_of
 
 __all__ = ["ndcg_at_k", "ndcg_exp_at_k"]
 
 
 def _ndcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """DCG@k of the run over DCG@k of all judged grades sorted; shape (n_queries,)."""
-    return _ndcg_of(arrays.grades, arrays.ideal, k)
+    return ndcg_of(arrays.grades, arrays.ideal, k)
 
 
 register_family(
@@ -45,7 +45,7 @@ register_family(
 
 def _ndcg_exp(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """nDCG with gain 2^grade - 1 (negative grades 0); shape (n_queries,)."""
-    return _ndcg_of(arrays.grades, arrays.ideal, k, exp=True)
+    return ndcg_of(arrays.grades, arrays.ideal, k, exp=True)
 
 
 register_family(

@@ -34,18 +34,18 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _extend, _ranked_cells, prepare
-from ragnb.measures._public import Qrels, Run, aggregate_values
 from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
+from ragnb.measures.functions import Qrels, Run, aggregate_values
 from ragnb.measures.graded import (
     CAP3,
     CAP4,
     FB3,
     FB4,
     A,
-    _over_ideal,
-    _weights_of,
+    over_ideal,
+    weights_of,
 )
+from ragnb.measures.kernel import RankingArrays, extend_arrays, prepare, ranked_cells
 
 __all__ = [
     "SOURCE_COLUMN",
@@ -145,11 +145,11 @@ def prepare_sources(
         As :func:`ragnb.measures.prepare`; a bad ``source_of``; an empty ``source`` cell.
     """
     arrays = prepare(qrels, run, order=order, depth=depth)
-    ranked, rows, cols = _ranked_cells(arrays, run, order)
+    ranked, rows, cols = ranked_cells(arrays, run, order)
     codes, _ = pd.factorize(_source_labels(ranked, source_of))
     source = np.full((arrays.n_queries, arrays.depth), -1, dtype=np.int64)
     source[rows, cols] = codes
-    return _extend(arrays, SourcedArrays, source=source)
+    return extend_arrays(arrays, SourcedArrays, source=source)
 
 
 def _first_of_source(source: np.ndarray) -> np.ndarray:
@@ -183,11 +183,11 @@ def _ra_nwg_nov(
             "arrays do not carry: give evaluate() a run frame with a 'source' column or "
             "source_of=..., or use ragnb.measures.novelty.ra_nwg_novelty(qrels, run, k, beta=...)"
         )
-    counts, w = _weights_of(arrays, a, cap3, cap4, fb3, fb4)
+    counts, w = weights_of(arrays, a, cap3, cap4, fb3, fb4)
     grades = np.clip(arrays.grades[:, :k], 1, 5) - 1
     cell_w = np.where(arrays.judged[:, :k], np.take_along_axis(w, grades, axis=1), 0.0)
     delta = np.where(_first_of_source(arrays.source[:, :k]), 1.0, beta)
-    return _over_ideal((delta * cell_w).sum(axis=1), w, counts, k)
+    return over_ideal((delta * cell_w).sum(axis=1), w, counts, k)
 
 
 BETA = ParamSpec("beta", float, None, 0.0, 1.0, doc="delta of every repeat of a source")

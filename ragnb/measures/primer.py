@@ -16,30 +16,80 @@ from __future__ import annotations
 
 import numpy as np
 
+from ragnb.docstrings import doc_filler
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _dcg, _safe_div
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import ALPHA, REL, Measure, MeasureFamily, register_alias, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, dcg, safe_div
 
-__all__ = ["f_measure", "f_estimated", "t_measure", "t_unnormalised", "ndcg_in_k"]
+__all__ = [
+    "f_measure",
+    "f_estimated",
+    "t_measure",
+    "t_unnormalised",
+    "ndcg_in_k",
+    "f_per_query",
+    "f_e_per_query",
+    "t_per_query",
+    "t_u_per_query",
+    "ndcg_in_k_per_query",
+]
 
 
 # ----------------------------------------------------------------------------- kernels
+
+#: numpydoc entries the kernels share (:func:`ragnb.docstrings.doc_filler`).
+_KERNEL_ENTRIES = {
+    "arrays": "arrays : RankingArrays\n    The arrays of :func:`ragnb.measures.prepare`.",
+    "k": "k : int\n    The cutoff K, >= 1.",
+    "alpha": "alpha : float\n    The weight alpha in [0, 1].",
+    "rel": "rel : int\n    The smallest grade that counts as relevant.",
+}
+_fill_kernel_doc = doc_filler(_KERNEL_ENTRIES)
 
 
 def _n_p(arrays: RankingArrays, k: int, rel: int) -> np.ndarray:
     return arrays.relevant(rel, k).sum(axis=1).astype(np.float64)
 
 
-def _f(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
-    """Eq. 2: n_p / (alpha K + (1 - alpha) N_p); 0 when the denominator is 0."""
-    return _safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * arrays.n_relevant(rel))
+@_fill_kernel_doc
+def f_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
+    """F(alpha)@K, one value per query: ``n_p / (alpha K + (1 - alpha) N_p)``.
+
+    {{Parameters: arrays, k, alpha, rel}}
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [0, 1]; 0 when the denominator is 0.
+
+    References
+    ----------
+    Schwartz, Vasilyev and Sawaya (Primer), Section 2.1, eqs. 1-2.
+    """
+    return safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * arrays.n_relevant(rel))
 
 
-def _f_e(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
-    """F with N_p replaced by the relevant documents in the top 2K of the run."""
+@_fill_kernel_doc
+def f_e_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
+    """F_e(alpha)@K, one value per query: F with N_p replaced by the relevant documents in the
+    top 2K of the run (a recall estimate that needs no complete judgements).
+
+    The arrays must reach rank 2K.
+
+    {{Parameters: arrays, k, alpha, rel}}
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [0, 1]; 0 when the denominator is 0.
+
+    References
+    ----------
+    Schwartz, Vasilyev and Sawaya (Primer), Section 2.1 (F_e) and Section 3.3.
+    """
     n_p_2k = _n_p(arrays, 2 * k, rel)
-    return _safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * n_p_2k)
+    return safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * n_p_2k)
 
 
 def _f_e_flags(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> dict[str, np.ndarray]:
@@ -47,33 +97,75 @@ def _f_e_flags(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> dict
     return {"short_run": (arrays.n_retrieved > 0) & (arrays.n_retrieved < 2 * k)}
 
 
-def _t(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
-    """Eq. 3: (1 - alpha) n_p - alpha n_n / K."""
+@_fill_kernel_doc
+def t_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
+    """T(alpha)@K, one value per query: ``(1 - alpha) n_p - alpha n_n / K``.
+
+    {{Parameters: arrays, k, alpha, rel}}
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [-alpha, (1 - alpha) K].
+
+    References
+    ----------
+    Schwartz, Vasilyev and Sawaya (Primer), Section 2.1, eq. 3.
+    """
     n_p = _n_p(arrays, k, rel)
     return (1 - alpha) * n_p - alpha * (k - n_p) / k
 
 
-def _t_u(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
-    """Eq. 4: (1 - alpha) n_p - alpha n_n."""
+@_fill_kernel_doc
+def t_u_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
+    """T_u(alpha)@K, one value per query: ``(1 - alpha) n_p - alpha n_n``.
+
+    {{Parameters: arrays, k, alpha, rel}}
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [-alpha K, (1 - alpha) K].
+
+    References
+    ----------
+    Schwartz, Vasilyev and Sawaya (Primer), Section 2.1, eq. 4.
+    """
     n_p = _n_p(arrays, k, rel)
     return (1 - alpha) * n_p - alpha * (k - n_p)
 
 
-def _ndcg_in_k(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
-    """DCG@K over the DCG of the same top-K gains sorted descending; 0 if no gain."""
+@_fill_kernel_doc
+def ndcg_in_k_per_query(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
+    """nDCG within K, one value per query: DCG@K over the DCG of the same top-K gains sorted
+    descending (no N_p, so no complete judgements needed); 0 if no gain.
+
+    {{Parameters: arrays, k, rel}}
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [0, 1].
+
+    References
+    ----------
+    Schwartz, Vasilyev and Sawaya (Primer), Sections 1 and 2.1.
+    """
     gains = np.where(arrays.relevant(rel, k), np.maximum(arrays.grades[:, :k], 0), 0)
     best = -np.sort(-gains, axis=1)
-    return _safe_div(_dcg(gains), _dcg(best))
+    return safe_div(dcg(gains), dcg(best))
 
 
 _BINARY = (ALPHA, REL)
 register_family(
-    MeasureFamily("F", _f, params=_BINARY, summary="F(alpha)@K = n_p / (alpha K + (1 - alpha) N_p)")
+    MeasureFamily(
+        "F", f_per_query, params=_BINARY, summary="F(alpha)@K = n_p / (alpha K + (1 - alpha) N_p)"
+    )
 )
 register_family(
     MeasureFamily(
         "F_e",
-        _f_e,
+        f_e_per_query,
         params=_BINARY,
         depth=lambda k: None if k is None else 2 * k,
         flags=_f_e_flags,
@@ -81,15 +173,19 @@ register_family(
     )
 )
 register_family(
-    MeasureFamily("T", _t, params=_BINARY, summary="T(alpha)@K = (1 - alpha) n_p - alpha n_n / K")
+    MeasureFamily(
+        "T", t_per_query, params=_BINARY, summary="T(alpha)@K = (1 - alpha) n_p - alpha n_n / K"
+    )
 )
 register_family(
-    MeasureFamily("T_u", _t_u, params=_BINARY, summary="T_u(alpha)@K = (1 - alpha) n_p - alpha n_n")
+    MeasureFamily(
+        "T_u", t_u_per_query, params=_BINARY, summary="T_u(alpha)@K = (1 - alpha) n_p - alpha n_n"
+    )
 )
 register_family(
     MeasureFamily(
         "nDCG_inK",
-        _ndcg_in_k,
+        ndcg_in_k_per_query,
         params=(REL,),
         summary="nDCG_inK@K = DCG@K / DCG of the same top-K gains sorted (recall-free)",
     )

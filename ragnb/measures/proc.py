@@ -26,12 +26,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder, sort_run
-from ragnb.measures._kernel import as_qrels_frame, as_run_frame, prepare
-from ragnb.measures._public import fill_doc
+from ragnb.frames import RunOrder
 from ragnb.measures.base import Measure, parse_measure, parse_measures
+from ragnb.measures.functions import fill_doc
 from ragnb.measures.graded import Qrels, Run, rarity_weights
+from ragnb.measures.kernel import as_qrels_frame, as_run_frame, prepare
 from ragnb.validation import check_positive_int
 
 __all__ = ["ProcResult", "ideal_reorder", "proc_table"]
@@ -89,7 +90,7 @@ def ideal_reorder(
         measure, or None, by grade.
     order : {"score", "file"}, default "score"
         How ``run`` is ordered before its top ``pool_depth`` are taken
-        (:func:`ragnb.frames.sort_run`).
+        (:func:`ragnb.engine.sort_run`).
 
     Returns
     -------

@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _safe_div
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, safe_div
 
 __all__ = ["recall_at_k"]
 
 
 def _recall(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
     """Relevant documents in the top ``k`` over N_p (0 when N_p = 0); shape (n_queries,)."""
-    return _safe_div(arrays.relevant(rel, k).sum(axis=1), arrays.n_relevant(rel))
+    return safe_div(arrays.relevant(rel, k).sum(axis=1), arrays.n_relevant(rel))
 
 
 register_family(

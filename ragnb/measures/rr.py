@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _first_true, _safe_div
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, first_true, safe_div
 
 __all__ = ["reciprocal_rank"]
 
 
 def _rr(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     """1 / rank of the first relevant document within ``k`` (0 if none); shape (n_queries,)."""
-    return _safe_div(1.0, _first_true(arrays.relevant(rel, k)))
+    return safe_div(1.0, first_true(arrays.relevant(rel, k)))
 
 
 register_family(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays
 
 __all__ = ["success_at_k"]
 

@@ -36,8 +36,6 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import RankingArrays, _safe_div, _top
-from ragnb.measures._public import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.base import (
     REL,
     Measure,
@@ -45,6 +43,8 @@ from ragnb.measures.base import (
     ParamSpec,
     register_family,
 )
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, safe_div, top_k
 
 __all__ = ["inferred_ap", "interpolated_precision", "r_precision"]
 
@@ -65,7 +65,7 @@ def _rprec(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     hits = np.cumsum(v, axis=1)
     last = np.clip(n_rel, 1, v.shape[1]) - 1
     found = np.where(n_rel > 0, hits[np.arange(arrays.n_queries), last], 0)
-    return _safe_div(found, n_rel)
+    return safe_div(found, n_rel)
 
 
 def _infap(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
@@ -76,7 +76,7 @@ def _infap(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     (x + eps)/(x + n + 2 eps)`` (1 at i = 0); the sum over N_p. Documents absent from the qrels
     (or graded below -1) are outside the pool and skipped.
     """
-    grades, judged = _top(arrays.grades, k), _top(arrays.judged, k)
+    grades, judged = top_k(arrays.grades, k), top_k(arrays.judged, k)
     relevant = judged & (grades >= rel)
     nonrel = judged & (grades >= 0) & (grades < rel)
     unjudged = judged & (grades == -1)
@@ -90,7 +90,7 @@ def _infap(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
         )
     term[:, :1] = 1.0
     total = np.where(relevant, term, 0.0).sum(axis=1)
-    return _safe_div(total, arrays.n_relevant(rel))
+    return safe_div(total, arrays.n_relevant(rel))
 
 
 def _iprec(arrays: RankingArrays, k: int | None, *, recall: float, rel: int) -> np.ndarray:

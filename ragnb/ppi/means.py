@@ -153,8 +153,25 @@ class _Design:
         return int(self.group.size)
 
 
-def _srs_design(n: int, n_pop: int | None) -> _Design:
-    """Simple random sample of ``n`` units; ``n_pop`` for a finite population, else None."""
+def srs_design(n: int, n_pop: int | None) -> _Design:
+    """The design of a simple random sample of ``n`` units.
+
+    Parameters
+    ----------
+    n : int
+        Labelled units, >= 2.
+    n_pop : int or None
+        The population's size for a finite population (with its correction), else None.
+
+    Returns
+    -------
+    _Design
+        One group, weights ``1 / n``.
+
+    References
+    ----------
+    Cochran, *Sampling Techniques*, 3rd ed., Wiley 1977, chapter 2 (simple random sampling).
+    """
     q = np.full(n, 1.0 / (n * (n - 1)))
     f = np.zeros(n)
     if n_pop is not None:
@@ -171,8 +188,32 @@ def _weighted_design(w: np.ndarray) -> _Design:
     return _Design(np.zeros(n, dtype=np.intp), v, np.ones(1), q, np.zeros(n))
 
 
-def _stratified_design(strata: np.ndarray, w: np.ndarray, n_pop: float | None) -> _Design:
-    """Stratified simple random samples; stratum sizes ``N_h = n_h w_h``."""
+def stratified_design(strata: np.ndarray, w: np.ndarray, n_pop: float | None) -> _Design:
+    """The design of stratified simple random samples; stratum sizes ``N_h = n_h w_h``.
+
+    Parameters
+    ----------
+    strata : ndarray of shape (n,)
+        The stratum of each labelled unit.
+    w : ndarray of float64, shape (n,)
+        Weights (1 / inclusion probability), equal within a stratum.
+    n_pop : float or None
+        The population's size for a finite population, else None.
+
+    Returns
+    -------
+    _Design
+
+    Raises
+    ------
+    InputError
+        On unequal weights within a stratum, a weight below 1, stratum sizes that do not add up
+        to ``n_pop``, or a stratum of one labelled unit out of several.
+
+    References
+    ----------
+    Cochran, *Sampling Techniques*, 3rd ed., Wiley 1977, chapter 5 (stratified random sampling).
+    """
     labels, group = np.unique(strata, return_inverse=True)
     n_h = np.bincount(group, minlength=labels.size).astype(float)
     w_min = np.full(labels.size, np.inf)
@@ -214,13 +255,38 @@ def _stratified_design(strata: np.ndarray, w: np.ndarray, n_pop: float | None) -
     return _Design(group, v, W, q, f)
 
 
-def _make_design(
+def make_design(
     n: int,
     n_unlabelled: int,
     weights: ArrayLike | None,
     strata: ArrayLike | None,
     population: Population,
 ) -> _Design:
+    """The design of ``n`` labelled units: simple random, weighted (Hajek) or stratified.
+
+    Parameters
+    ----------
+    n : int
+        Labelled units.
+    n_unlabelled : int
+        Unlabelled units (the population's size is ``n + n_unlabelled`` when finite).
+    weights : array_like of shape (n,), optional
+        1 / inclusion probability of each labelled unit; None for a simple random sample.
+    strata : array_like of shape (n,), optional
+        The stratum of each labelled unit (needs ``weights``).
+    population : {"infinite", "finite"}
+        Whether the finite population correction applies.
+
+    Returns
+    -------
+    _Design
+
+    Raises
+    ------
+    InputError
+        On fewer than 2 labelled units, strata without weights, weights or strata of the wrong
+        shape, weights that are not finite and positive, and as :func:`stratified_design`.
+    """
     if n < 2:
         raise InputError(f"at least 2 labelled units are needed for an interval, got {n}")
     finite = population == "finite"
@@ -228,7 +294,7 @@ def _make_design(
     if weights is None:
         if strata is not None:
             raise InputError("strata need weights (1 / inclusion probability)", column="strata")
-        return _srs_design(n, n_pop)
+        return srs_design(n, n_pop)
     w = np.asarray(weights, dtype=float)
     if w.shape != (n,):
         raise InputError(f"weights must have shape ({n},), got {w.shape}", column="weights")
@@ -241,7 +307,7 @@ def _make_design(
         raise InputError(f"strata must have shape ({n},), got {s.shape}", column="strata")
     if not finite:
         raise InputError("strata need population='finite'", column="strata")
-    return _stratified_design(s, w, n_pop)
+    return stratified_design(s, w, n_pop)
 
 
 # ----------------------------------------------------------------------------- kernel
@@ -307,7 +373,7 @@ def _folds(design: _Design) -> np.ndarray:
     return fold
 
 
-def _estimate(
+def ppi_estimate(
     y: np.ndarray,
     yhat: np.ndarray,
     imputed: np.ndarray,
@@ -317,13 +383,37 @@ def _estimate(
     *,
     crossfit: bool = True,
 ) -> _Moments:
-    """Eq. (1)-(2) for ``m`` means: ``y``, ``yhat`` of shape (m, n); ``imputed``, ``d_unl`` (m,).
+    """The PPI / PPI++ estimate and standard error of ``m`` means at once, eqs. (1)-(2).
 
-    ``imputed`` is ``mean_U(yhat)``; ``d_unl`` the unlabelled variance term ``D``; ``lam`` None
-    tunes it (PPI++): with ``crossfit`` each of two folds of the labelled units uses the
-    ``lam`` tuned on the other fold (so that a unit's residual does not choose its own weight,
-    which makes the plug-in variance optimistic in small samples), and the imputed term uses
-    their design-weighted average ``lam_bar``.
+    Parameters
+    ----------
+    y, yhat : ndarray of float64, shape (m, n)
+        Human labels and judge labels of the ``n`` labelled units, one row per mean.
+    imputed : ndarray of float64, shape (m,)
+        ``mean_U(yhat)``, the judge's mean over the unlabelled units.
+    d_unl : ndarray of float64, shape (m,)
+        The unlabelled variance term ``D``.
+    design : _Design
+        How the labelled units were drawn (:func:`make_design`).
+    lam : float or None
+        The judge's weight ``lambda`` (1: PPI, 0: human-only); None tunes it (PPI++).
+    crossfit : bool, default True
+        When tuning, each of two folds of the labelled units uses the ``lam`` tuned on the other
+        fold (so that a unit's residual does not choose its own weight, which makes the plug-in
+        variance optimistic in small samples), and the imputed term uses their
+        design-weighted average ``lam_bar``.
+
+    Returns
+    -------
+    _Moments
+        Point estimates and standard errors, shape (m,), the ``lam`` used and the degrees of
+        freedom of the interval.
+
+    References
+    ----------
+    Angelopoulos, Bates, Fannjiang, Jordan and Zrnic, "Prediction-powered inference", Science
+    382, 2023; Angelopoulos, Duchi and Zrnic, "PPI++: Efficient prediction-powered inference",
+    arXiv 2311.01453, 2023.
     """
     m, n = y.shape
     all_units = np.ones(n)
@@ -361,7 +451,22 @@ def _estimate(
     return _Moments(point, np.sqrt(var), lam_bar, more, df)
 
 
-def _check_alpha(alpha: float) -> float:
+def check_alpha(alpha: float) -> float:
+    """``alpha``, the miscoverage of an interval (0.05 for 95%), as a float in (0, 1).
+
+    Parameters
+    ----------
+    alpha : float
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    InputError
+        When ``alpha`` is not strictly between 0 and 1.
+    """
     if not 0 < alpha < 1:
         raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
     return float(alpha)
@@ -493,7 +598,7 @@ def ppi_mean(
     0.75
     """
     _check_population(population)
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     y = _vector(y_labelled, "y_labelled")
     yh = _vector(yhat_labelled, "yhat_labelled")
     yu = _vector(yhat_unlabelled, "yhat_unlabelled")
@@ -501,7 +606,7 @@ def ppi_mean(
         raise InputError(
             f"y_labelled has {y.size} values but yhat_labelled {yh.size}", column="yhat_labelled"
         )
-    design = _make_design(y.size, yu.size, weights, strata, population)
+    design = make_design(y.size, yu.size, weights, strata, population)
     if population == "finite":
         imputed = np.concatenate([yh, yu]).mean()
         d_unl = 0.0
@@ -512,7 +617,7 @@ def ppi_mean(
         d_unl = yu.var(ddof=1) / yu.size
     if lam is None and not power_tuning:
         lam = 1.0
-    mo = _estimate(
+    mo = ppi_estimate(
         y[None], yh[None], np.array([imputed]), np.array([d_unl]), design, lam, crossfit=crossfit
     )
     method = "ppi++" if lam is None else ("human" if lam == 0 else "ppi")
@@ -559,14 +664,14 @@ def classical_mean(
     (0.5, 0.28868)
     """
     _check_population(population)
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     y = _vector(y_labelled, "y_labelled")
     n_unl = int(n_unlabelled)
     if n_unl < 0:
         raise InputError(f"n_unlabelled must be >= 0, got {n_unlabelled!r}")
-    design = _make_design(y.size, n_unl, weights, strata, population)
+    design = make_design(y.size, n_unl, weights, strata, population)
     zero = np.zeros((1, y.size))
-    mo = _estimate(y[None], zero, np.zeros(1), np.zeros(1), design, 0.0)
+    mo = ppi_estimate(y[None], zero, np.zeros(1), np.zeros(1), design, 0.0)
     return _as_estimate(mo, 0, y.size, n_unl, "human", alpha)
 
 

@@ -18,13 +18,13 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder, check_qrels
 from ragnb.measures import Measure, parse_measures
-from ragnb.ppi.means import _check_alpha, _estimate, _srs_design, _stratified_design
+from ragnb.ppi.means import check_alpha, ppi_estimate, srs_design, stratified_design
 from ragnb.ppi.systems import (
     Unit,
-    _grades_of,
-    _pair_population,
-    _query_values,
-    _system_runs,
+    grades_of,
+    pair_population,
+    query_values,
+    system_runs,
 )
 from ragnb.validation import check_positive_int
 
@@ -183,10 +183,10 @@ def coverage_simulation(
     if sampling == "stratified" and unit == "query":
         raise InputError("sampling='stratified' needs unit='pair'")
     n_draws = int(check_positive_int(n_draws, "n_draws") or 1)
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     parsed = parse_measures(measures)
     check_qrels(qrels_full)
-    systems = _system_runs(runs)
+    systems = system_runs(runs)
     rows, y_all, yhat_all, judge_grades = _true_and_judged_values(
         qrels_full, systems, parsed, unit, judge, confusion, seed, ndcg_ideal, order
     )
@@ -235,26 +235,26 @@ def _true_and_judged_values(
     judge is simulated when ``judge`` is None.
     """
     if unit == "pair":
-        pop = _pair_population(qrels_full, systems, parsed, ndcg_ideal, order)
+        pop = pair_population(qrels_full, systems, parsed, ndcg_ideal, order)
         extra = pop.pairs.copy()
-        extra["relevance"] = _grades_of(extra, qrels_full, 0.0).astype(np.int64)
+        extra["relevance"] = grades_of(extra, qrels_full, 0.0).astype(np.int64)
         truth_q = pd.concat([qrels_full, extra], ignore_index=True).drop_duplicates(
             ["query_id", "doc_id"]
         )
         if judge is None:
             judge = simulate_judge(truth_q, confusion=confusion, seed=seed)
         # The normaliser of nDCG[judge ideal] comes from the judge's grades.
-        pop = _pair_population(judge, systems, parsed, ndcg_ideal, order)
-        truth_grades = _grades_of(pop.pairs, truth_q, 0.0)
-        judge_grades = _grades_of(pop.pairs, judge, 0.0)
+        pop = pair_population(judge, systems, parsed, ndcg_ideal, order)
+        truth_grades = grades_of(pop.pairs, truth_q, 0.0)
+        judge_grades = grades_of(pop.pairs, judge, 0.0)
         y_all = pop.values(truth_grades)
         yhat_all = pop.values(judge_grades)
         return pop.rows, y_all, yhat_all, judge_grades
     if judge is None:
         judge = simulate_judge(qrels_full, confusion=confusion, seed=seed)
     queries = pd.Index(sorted(qrels_full["query_id"].astype(str).unique()))
-    rows, y_all = _query_values(qrels_full, systems, parsed, queries, order)
-    _, yhat_all = _query_values(judge, systems, parsed, queries, order)
+    rows, y_all = query_values(qrels_full, systems, parsed, queries, order)
+    _, yhat_all = query_values(judge, systems, parsed, queries, order)
     ok = ~(np.isnan(y_all).any(axis=0) | np.isnan(yhat_all).any(axis=0))
     return rows, y_all[:, ok], yhat_all[:, ok], None
 
@@ -286,9 +286,9 @@ def _coverage_at(
         alloc = _allocate(n, strata_sizes)
         group = np.repeat(np.arange(len(members)), alloc)
         w = (strata_sizes / np.maximum(alloc, 1))[group]
-        design = _stratified_design(group, w.astype(float), float(n_units))
+        design = stratified_design(group, w.astype(float), float(n_units))
     else:
-        design = _srs_design(n, n_units)
+        design = srs_design(n, n_units)
     cover = {m: np.zeros(len(rows)) for m, _ in methods}
     width = {m: np.zeros(len(rows)) for m, _ in methods}
     err = {m: np.zeros(len(rows)) for m, _ in methods}
@@ -304,7 +304,7 @@ def _coverage_at(
         for method, lam in methods:
             yh_m = np.zeros_like(yh) if lam == 0.0 else yh
             imp = zero if lam == 0.0 else judge_only
-            mo = _estimate(y, yh_m, imp, zero, design, lam, crossfit=crossfit)
+            mo = ppi_estimate(y, yh_m, imp, zero, design, lam, crossfit=crossfit)
             half = mo.half_width(alpha)
             cover[method] += np.abs(mo.point - truth) <= half
             width[method] += 2 * half

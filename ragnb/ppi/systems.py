@@ -23,11 +23,12 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
-from ragnb.frames import RunOrder, check_qrels, sort_run
+from ragnb.frames import RunOrder, check_qrels
 from ragnb.measures import Measure, parse_measures
-from ragnb.ppi.means import _check_alpha, _estimate, _make_design
+from ragnb.ppi.means import check_alpha, make_design, ppi_estimate
 from ragnb.validation import require_columns
 
 Unit = Literal["query", "pair"]
@@ -37,7 +38,24 @@ Unit = Literal["query", "pair"]
 LINEAR_FAMILIES = ("P", "Precision4+", "nDCG")
 
 
-def _system_runs(runs: Mapping[str, pd.DataFrame] | pd.DataFrame) -> dict[str, pd.DataFrame]:
+def system_runs(runs: Mapping[str, pd.DataFrame] | pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The runs of the compared systems by name.
+
+    Parameters
+    ----------
+    runs : dict of str to DataFrame, or DataFrame
+        ``{system name: run frame}``, or one run frame: split by its ``tag`` column (one system
+        per tag, sorted), else one system named ``"run"``.
+
+    Returns
+    -------
+    dict of str to DataFrame
+
+    Raises
+    ------
+    InputError
+        When ``runs`` is neither a frame nor a non-empty mapping.
+    """
     if isinstance(runs, pd.DataFrame):
         if "tag" in runs.columns:
             return {str(t): g.drop(columns=["tag"]) for t, g in runs.groupby("tag", sort=True)}
@@ -162,7 +180,7 @@ def pair_contributions(
     >>> pair_contributions(qrels, {"s": run}, "P@2")["weight"].tolist()   # 1 / (K Q) = 1/2
     [0.5, 0.5]
     """
-    pop = _pair_population(judge_qrels, runs, parse_measures(measures), ndcg_ideal, order)
+    pop = pair_population(judge_qrels, runs, parse_measures(measures), ndcg_ideal, order)
     out = []
     for r, (system, name) in enumerate(pop.rows):
         nz = np.flatnonzero(pop.weights[r])
@@ -175,16 +193,46 @@ def pair_contributions(
     return pd.concat(out, ignore_index=True)
 
 
-def _pair_population(
+def pair_population(
     judge_qrels: pd.DataFrame,
     runs: Mapping[str, pd.DataFrame] | pd.DataFrame,
     measures: list[Measure],
     ndcg_ideal: str | None,
     order: RunOrder,
 ) -> _PairPopulation:
+    """The (query, document) pairs the linear measures read and each one's weight per measure.
+
+    Each (system, measure) row is the mean over the pairs of ``weights * g(grade)``, so that a
+    PPI estimate per pair (``unit="pair"``) is one of a mean.
+
+    Parameters
+    ----------
+    judge_qrels : DataFrame
+        The judge's qrels (they fix nDCG's ideal DCG with ``ndcg_ideal="judge"``).
+    runs : dict of str to DataFrame, or DataFrame
+        As :func:`system_runs`.
+    measures : list of Measure
+        Of :data:`LINEAR_FAMILIES`, each with a cutoff.
+    ndcg_ideal : str or None
+        ``"judge"`` for nDCG (a fixed normaliser); None without nDCG.
+    order : {"score", "file"}
+        The runs' ordering policy.
+
+    Returns
+    -------
+    _PairPopulation
+        ``pairs`` (N rows), ``rows`` ((system, measure name) pairs), ``weights`` of shape
+        (n_rows, N) and ``threshold`` per row.
+
+    Raises
+    ------
+    InputError
+        On a measure that is not linear in the per-pair labels, malformed qrels, or runs that
+        rank no document of a judged query.
+    """
     _check_linear(measures, ndcg_ideal)
     check_qrels(judge_qrels)
-    systems = _system_runs(runs)
+    systems = system_runs(runs)
     queries = pd.Index(sorted(judge_qrels["query_id"].astype(str).unique()))
     n_q = len(queries)
     k_max = max(int(m.cutoff or 0) for m in measures)
@@ -229,8 +277,22 @@ def _pair_population(
     return _PairPopulation(pairs, rows, weights, threshold)
 
 
-def _grades_of(pairs: pd.DataFrame, qrels: pd.DataFrame, missing: float) -> np.ndarray:
-    """The grade of each pair in ``qrels`` (``missing`` where absent)."""
+def grades_of(pairs: pd.DataFrame, qrels: pd.DataFrame, missing: float) -> np.ndarray:
+    """The grade of each (query, document) pair in ``qrels``.
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        Columns ``query_id``, ``doc_id``; n rows.
+    qrels : DataFrame
+        A qrels frame.
+    missing : float
+        The value of a pair the qrels do not judge (e.g. NaN or 0).
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
     q = qrels.astype({"query_id": str, "doc_id": str})
     idx = pd.MultiIndex.from_frame(q[["query_id", "doc_id"]])
     pos = idx.get_indexer(pd.MultiIndex.from_frame(pairs[["query_id", "doc_id"]]))
@@ -238,14 +300,34 @@ def _grades_of(pairs: pd.DataFrame, qrels: pd.DataFrame, missing: float) -> np.n
     return np.where(pos >= 0, rel[np.maximum(pos, 0)], missing)
 
 
-def _query_values(
+def query_values(
     qrels: pd.DataFrame,
     systems: Mapping[str, pd.DataFrame],
     measures: list[Measure],
     queries: pd.Index,
     order: RunOrder,
 ) -> tuple[list[tuple[str, str]], np.ndarray]:
-    """Per-query values (n_rows, len(queries)) of every (system, measure), NaN if undefined."""
+    """Per-query values of every (system, measure), by :func:`ragnb.evaluate.evaluate`.
+
+    Parameters
+    ----------
+    qrels : DataFrame
+        The qrels the measures read.
+    systems : dict of str to DataFrame
+        Runs by system name (:func:`system_runs`).
+    measures : list of Measure
+    queries : Index
+        The queries, in the columns' order.
+    order : {"score", "file"}
+        The runs' ordering policy.
+
+    Returns
+    -------
+    rows : list of (str, str)
+        (system, measure name) of each row.
+    values : ndarray of float64, shape (n_rows, len(queries))
+        NaN where a measure is undefined.
+    """
     rows, blocks = [], []
     for name, run in systems.items():
         wide = evaluate(qrels, run, measures, order=order).per_query_wide()
@@ -362,11 +444,11 @@ def ppi_system_estimates(
     """
     if unit not in ("query", "pair"):
         raise InputError(f"unit must be 'query' or 'pair', got {unit!r}")
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     parsed = parse_measures(measures)
     check_qrels(judge_qrels)
     check_qrels(human_qrels)
-    systems = _system_runs(runs)
+    systems = system_runs(runs)
     keys, rows, judge_v, human_v, lab = _unit_values(
         judge_qrels, human_qrels, systems, parsed, unit, ndcg_ideal, order
     )
@@ -406,17 +488,17 @@ def _unit_values(
     (n_rows, n) on the labelled units, and ``lab`` (n,), the labelled units' positions.
     """
     if unit == "pair":
-        pop = _pair_population(judge_qrels, systems, parsed, ndcg_ideal, order)
+        pop = pair_population(judge_qrels, systems, parsed, ndcg_ideal, order)
         keys = pop.pairs
-        judge_v = pop.values(_grades_of(keys, judge_qrels, 0.0))
-        human_g = _grades_of(keys, human_qrels, np.nan)
+        judge_v = pop.values(grades_of(keys, judge_qrels, 0.0))
+        human_g = grades_of(keys, human_qrels, np.nan)
         lab = np.flatnonzero(~np.isnan(human_g))
         human_v = pop.values(human_g[lab], lab)
         rows = pop.rows
     else:
         queries = pd.Index(sorted(judge_qrels["query_id"].astype(str).unique()))
         keys = pd.DataFrame({"query_id": queries})
-        rows, judge_v = _query_values(judge_qrels, systems, parsed, queries, order)
+        rows, judge_v = query_values(judge_qrels, systems, parsed, queries, order)
         hq = pd.Index(sorted(human_qrels["query_id"].astype(str).unique()))
         outside = hq.difference(queries)
         if len(outside):
@@ -426,7 +508,7 @@ def _unit_values(
                 query_id=str(outside[0]),
             )
         lab = queries.get_indexer(hq)
-        _, human_v = _query_values(human_qrels, systems, parsed, hq, order)
+        _, human_v = query_values(human_qrels, systems, parsed, hq, order)
     return keys, rows, judge_v, human_v, lab
 
 
@@ -458,13 +540,13 @@ def _system_row(
     w_r = None if weights is None else weights[keep_lab]
     s_r = None if strata is None else strata[keep_lab]
     n_pop = int(keep_pop.sum())
-    design = _make_design(lab_r.size, n_pop - lab_r.size, w_r, s_r, "finite")
+    design = make_design(lab_r.size, n_pop - lab_r.size, w_r, s_r, "finite")
     y_r, yh_r = y[keep_lab][None], yhat_all[lab_r][None]
     imputed = np.array([yhat_all[keep_pop].mean()])
     zero = np.zeros(1)
     lam = None if power_tuning else 1.0
-    ppi = _estimate(y_r, yh_r, imputed, zero, design, lam, crossfit=crossfit)
-    hum = _estimate(y_r, np.zeros_like(y_r), zero, zero, design, 0.0)
+    ppi = ppi_estimate(y_r, yh_r, imputed, zero, design, lam, crossfit=crossfit)
+    hum = ppi_estimate(y_r, np.zeros_like(y_r), zero, zero, design, 0.0)
     hw = 2 * float(hum.half_width(alpha)[0])
     pw = float(ppi.half_width(alpha)[0])
     return {

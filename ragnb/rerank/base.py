@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import sort_run
 from ragnb.validation import check_positive_int
 
 __all__ = ["USAGE_KEYS", "CandidateGroup", "NoReranker", "RerankError", "Reranker"]

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import sort_run
 from ragnb.validation import l2_normalise
 
 __all__ = ["suppress_near_duplicates"]

@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from ragnb.context import id_based_context_scores, non_llm_context_scores
+from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import sort_run
 from ragnb.io import BeirDataset
 from ragnb.retrieve import doc_texts
 

@@ -33,13 +33,8 @@ from ragnb.measures import (
     resolve_grade_map,
 )
 from ragnb.measures.proc import proc_table
-from ragnb.params import (
-    SAMPLE_DATASET,
-    NotebookParams,
-    display_path,
-    fill_runner_doc,
-    resolve_path,
-)
+from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc
+from ragnb.paths import display_path, resolve_path
 from ragnb.protocol import export_tables, skipped
 from ragnb.provenance import versions
 from ragnb.retrieval.contexts import CONTEXT_SIMILARITIES, context_scores, context_table

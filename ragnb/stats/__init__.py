@@ -27,10 +27,10 @@ block), so memory stays bounded and no Python loop runs over single resamples.
 one pair does not depend on which other pairs are in the table.
 """
 
-from ragnb.stats._paired import PerQueryValues, pick_measure
 from ragnb.stats.bootstrap import BootstrapResult, CIMethod, paired_bootstrap
 from ragnb.stats.comparison import ComparisonResult, compare
 from ragnb.stats.corrections import Correction, adjust_p_values, bonferroni, holm
+from ragnb.stats.paired import PerQueryValues, pick_measure
 from ragnb.stats.randomization import RandomizationResult, randomization_test
 from ragnb.stats.report import comparison_table, significance_markers
 from ragnb.stats.topk import KendallTopK, TopKAgreement, kendall_top_k, top_k_agreement

@@ -10,13 +10,13 @@ from scipy.special import ndtr, ndtri
 
 from ragnb.errors import InputError
 from ragnb.measures import Measure
-from ragnb.stats._paired import (
-    _BLOCK,
+from ragnb.stats.paired import (
+    RESAMPLE_BLOCK,
+    PairedValues,
     PerQueryValues,
-    _check_fraction,
-    _check_resamples,
-    _Paired,
-    _paired,
+    check_fraction,
+    check_resamples,
+    pair_values,
 )
 
 CIMethod = Literal["percentile", "bca"]
@@ -62,7 +62,7 @@ class BootstrapResult:
 def _bootstrap_means(d: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Means of ``n_resamples`` resamples of ``d`` (with replacement): shape (B,)."""
     n = d.size
-    rows = max(1, _BLOCK // n)
+    rows = max(1, RESAMPLE_BLOCK // n)
     out = np.empty(n_resamples)
     for start in range(0, n_resamples, rows):
         stop = min(n_resamples, start + rows)
@@ -162,17 +162,42 @@ def paired_bootstrap(
     >>> r.difference, r.low, r.high, r.n_queries
     (0.25, 0.25, 0.25, 3)
     """
-    n_resamples = _check_resamples(n_resamples)
-    confidence = _check_fraction(confidence, "confidence")
+    n_resamples = check_resamples(n_resamples)
+    confidence = check_fraction(confidence, "confidence")
     if method not in ("percentile", "bca"):
         raise InputError(f"unknown interval method {method!r}; use 'percentile' or 'bca'")
-    pair = _paired(a, b, measure)
-    return _bootstrap_result(pair, n_resamples, confidence, method, seed)
+    pair = pair_values(a, b, measure)
+    return bootstrap_result(pair, n_resamples, confidence, method, seed)
 
 
-def _bootstrap_result(
-    pair: _Paired, n_resamples: int, confidence: float, method: str, seed: int | None
+def bootstrap_result(
+    pair: PairedValues, n_resamples: int, confidence: float, method: str, seed: int | None
 ) -> BootstrapResult:
+    """The bootstrap interval of the mean difference ``a - b`` of a checked pair.
+
+    :func:`paired_bootstrap` after its checks; :func:`ragnb.stats.compare` calls it per pair.
+
+    Parameters
+    ----------
+    pair : PairedValues
+        The two systems' per-query values.
+    n_resamples : int
+        Bootstrap resamples, >= 1.
+    confidence : float
+        Confidence level in (0, 1).
+    method : {"percentile", "bca"}
+        The interval.
+    seed : int, optional
+        Seed of the resampling.
+
+    Returns
+    -------
+    BootstrapResult
+
+    References
+    ----------
+    Efron and Tibshirani (1993), *An Introduction to the Bootstrap*, chapters 13 and 14.
+    """
     d = pair.a - pair.b
     low, high = _bootstrap_interval(d, n_resamples, confidence, method, seed)
     same = np.all(d == d[0])

@@ -13,16 +13,16 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.evaluate import EvaluationResult, evaluate
 from ragnb.measures import Measure
-from ragnb.stats._paired import (
-    _align,
-    _check_fraction,
-    _check_resamples,
-    _per_query_series,
+from ragnb.stats.bootstrap import CIMethod, bootstrap_result
+from ragnb.stats.corrections import Correction, adjust_p_values
+from ragnb.stats.paired import (
+    align_pair,
+    check_fraction,
+    check_resamples,
+    per_query_series,
     pick_measure,
 )
-from ragnb.stats.bootstrap import CIMethod, _bootstrap_result
-from ragnb.stats.corrections import Correction, adjust_p_values
-from ragnb.stats.randomization import _randomization_result
+from ragnb.stats.randomization import randomization_result
 
 if TYPE_CHECKING:
     import altair as alt
@@ -258,9 +258,9 @@ def compare(
     >>> res.table()["P@1"].tolist()
     ['0.7500', '0.2500']
     """
-    n_resamples = _check_resamples(n_resamples)
-    confidence = _check_fraction(confidence, "confidence")
-    alpha = _check_fraction(alpha, "alpha")
+    n_resamples = check_resamples(n_resamples)
+    confidence = check_fraction(confidence, "confidence")
+    alpha = check_fraction(alpha, "alpha")
     if correction not in ("holm", "bonferroni", "none"):
         raise InputError(f"unknown correction {correction!r}; use 'holm', 'bonferroni' or 'none'")
     if ci_method not in ("percentile", "bca"):
@@ -274,7 +274,7 @@ def compare(
     rows = [
         _pair_row(m, sa, sb, series, n_resamples, confidence, ci_method, seed)
         for m in chosen
-        for series in [{n: _per_query_series(tables[n][m], None, f"system {n!r}") for n in names}]
+        for series in [{n: per_query_series(tables[n][m], None, f"system {n!r}") for n in names}]
         for sa, sb in _pairs_to_compare(names, baseline)
     ]
     table = _with_adjusted_p(pd.DataFrame(rows), correction, alpha)
@@ -380,11 +380,11 @@ def _pair_row(
 ) -> dict[str, Any]:
     """One row of :attr:`ComparisonResult.pairs` before the p-value adjustment."""
     try:
-        pair = _align(series[sa], series[sb], f"system {sa!r}", f"system {sb!r}")
+        pair = align_pair(series[sa], series[sb], f"system {sa!r}", f"system {sb!r}")
     except InputError as err:
         raise InputError(f"{measure}: {err.message}", query_id=err.query_id) from None
-    boot = _bootstrap_result(pair, n_resamples, confidence, ci_method, seed)
-    test = _randomization_result(pair, n_resamples, None, seed)
+    boot = bootstrap_result(pair, n_resamples, confidence, ci_method, seed)
+    test = randomization_result(pair, n_resamples, None, seed)
     return {
         "measure": measure,
         "system_a": sa,

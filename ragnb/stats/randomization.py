@@ -8,7 +8,13 @@ import numpy as np
 
 from ragnb.errors import InputError
 from ragnb.measures import Measure
-from ragnb.stats._paired import _BLOCK, PerQueryValues, _check_resamples, _Paired, _paired
+from ragnb.stats.paired import (
+    RESAMPLE_BLOCK,
+    PairedValues,
+    PerQueryValues,
+    check_resamples,
+    pair_values,
+)
 
 _MAX_EXACT_N = 24  # 2**24 sign vectors: about 17 million, a few seconds
 # statistics this close (relative to sum |d_i|) to the observed one count as ties
@@ -61,7 +67,7 @@ def _randomization_p(
             f"{_MAX_EXACT_N} queries); use exact=False for a Monte Carlo test"
         )
     threshold = abs(d.sum()) - _TIE_TOLERANCE * np.abs(d).sum()
-    rows = max(1, _BLOCK // n)
+    rows = max(1, RESAMPLE_BLOCK // n)
     count = 0
     if exact:
         total = 1 << n
@@ -142,16 +148,41 @@ def randomization_test(
     >>> r.method, r.n_permutations, r.p_value
     ('exact', 8, 0.25)
     """
-    n_resamples = _check_resamples(n_resamples)
+    n_resamples = check_resamples(n_resamples)
     if exact not in (None, True, False):
         raise InputError(f"exact must be True, False or None, got {exact!r}")
-    pair = _paired(a, b, measure)
-    return _randomization_result(pair, n_resamples, exact, seed)
+    pair = pair_values(a, b, measure)
+    return randomization_result(pair, n_resamples, exact, seed)
 
 
-def _randomization_result(
-    pair: _Paired, n_resamples: int, exact: bool | None, seed: int | None
+def randomization_result(
+    pair: PairedValues, n_resamples: int, exact: bool | None, seed: int | None
 ) -> RandomizationResult:
+    """The paired randomization test of the mean difference ``a - b`` of a checked pair.
+
+    :func:`randomization_test` after its checks; :func:`ragnb.stats.compare` calls it per pair.
+
+    Parameters
+    ----------
+    pair : PairedValues
+        The two systems' per-query values.
+    n_resamples : int
+        Random sign flips when the test is not exact, >= 1.
+    exact : bool, optional
+        True: all ``2**n`` sign flips; False: ``n_resamples`` random ones; None: exact when
+        ``2**n <= n_resamples``.
+    seed : int, optional
+        Seed of the sign flips.
+
+    Returns
+    -------
+    RandomizationResult
+        Two-sided p-value in (0, 1].
+
+    References
+    ----------
+    Fisher (1935), *The Design of Experiments*; Smucker, Allan and Carterette, CIKM 2007.
+    """
     d = pair.a - pair.b
     p, method, n_perm = _randomization_p(d, n_resamples, exact, seed)
     return RandomizationResult(

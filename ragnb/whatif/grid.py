@@ -38,6 +38,9 @@ __all__ = [
     "rank_table",
     "slider_table",
     "top_changes",
+    "alpha_grid",
+    "check_grid",
+    "check_rows",
 ]
 
 #: Families whose measures take ``alpha`` (Primer eqs. 1-4).
@@ -62,8 +65,22 @@ DEFAULT_ALPHAS = tuple(round(0.05 * i, 2) for i in range(21))
 MAX_CHART_ROWS = 5000
 
 
-def _alpha_grid(alphas: Iterable[float]) -> tuple[float, ...]:
-    """Sorted, de-duplicated alphas rounded to 6 decimals (so 0.1 + 0.2 reads 0.3)."""
+def alpha_grid(alphas: Iterable[float]) -> tuple[float, ...]:
+    """Sorted, de-duplicated alphas rounded to 6 decimals (so 0.1 + 0.2 reads 0.3).
+
+    Parameters
+    ----------
+    alphas : iterable of float
+
+    Returns
+    -------
+    tuple of float
+
+    Examples
+    --------
+    >>> alpha_grid([0.5, 0.1 + 0.2, 0.3])
+    (0.3, 0.5)
+    """
     return tuple(sorted({round(float(a), 6) for a in alphas}))
 
 
@@ -78,7 +95,21 @@ def chart_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int) -> 
     return n_retrievers * n_ks * n_alphas * n_families
 
 
-def _check_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int, limit: int) -> None:
+def check_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int, limit: int) -> None:
+    """Refuse a slider chart of more than ``limit`` inline rows (:func:`chart_rows`).
+
+    Parameters
+    ----------
+    n_retrievers, n_ks, n_alphas, n_families : int
+        The grid's sizes.
+    limit : int
+        The most rows a chart may inline (altair's default: :data:`MAX_CHART_ROWS`).
+
+    Raises
+    ------
+    InputError
+        Naming the sizes, the rows and what to coarsen.
+    """
     rows = chart_rows(n_retrievers, n_ks, n_alphas, n_families)
     if rows > limit:
         raise InputError(
@@ -89,8 +120,27 @@ def _check_rows(n_retrievers: int, n_ks: int, n_alphas: int, n_families: int, li
         )
 
 
-def _check_grid(ks: Iterable[int], alphas: Sequence[float], fams: Sequence[str]) -> list[int]:
-    """The cutoffs as ints, once ``ks``, ``alphas`` and ``fams`` are checked."""
+def check_grid(ks: Iterable[int], alphas: Sequence[float], fams: Sequence[str]) -> list[int]:
+    """The cutoffs as ints, once ``ks``, ``alphas`` and ``fams`` are checked.
+
+    Parameters
+    ----------
+    ks : iterable of int
+        Cutoffs K, each >= 1.
+    alphas : sequence of float
+        Weights in [0, 1], at least one.
+    fams : sequence of str
+        Measure families, among :data:`SUPPORTED_FAMILIES`, at least one.
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    InputError
+        Naming the column (``ks``, ``alphas``, ``families``) at fault.
+    """
     cutoffs = check_positive_ints(ks, "ks")
     if not alphas or any(not 0.0 <= float(a) <= 1.0 for a in alphas):
         raise InputError(f"alphas must lie in [0, 1], got {list(alphas)}", column="alphas")
@@ -128,8 +178,8 @@ def grid_measures(
     >>> [m.name for m in grid_measures([5], [0, 0.5], ["F", "P"])]
     ['F(alpha=0)@5', 'F(alpha=0.5)@5', 'P@5']
     """
-    grid, fams = _alpha_grid(alphas), list(dict.fromkeys(fams))
-    cutoffs = _check_grid(ks, grid, fams)  # 2.5 is refused, not cut to 2
+    grid, fams = alpha_grid(alphas), list(dict.fromkeys(fams))
+    cutoffs = check_grid(ks, grid, fams)  # 2.5 is refused, not cut to 2
     out: list[Measure] = []
     for k in sorted(set(cutoffs)):
         for fam in fams:
@@ -341,7 +391,7 @@ def precompute(
     """
     if not runs:
         raise InputError("no runs to evaluate", column="retrievers")
-    grid = _alpha_grid(alphas)
+    grid = alpha_grid(alphas)
     fams = tuple(dict.fromkeys(families))
     measures = grid_measures(ks, grid, fams, rel)
     graded = [m for m in measures if m.family in GRADED_FAMILIES]
@@ -406,7 +456,7 @@ def slider_table(
     if dataset not in frames.datasets:
         raise InputError(f"dataset {dataset!r} is not among {frames.datasets}", column="dataset")
     n_ret = len(frames.retrievers(dataset))
-    _check_rows(n_ret, len(frames.ks), len(frames.alphas), len(frames.families), max_rows)
+    check_rows(n_ret, len(frames.ks), len(frames.alphas), len(frames.families), max_rows)
     g = frames.grid
     rows = g[g["dataset"] == dataset].copy()
     rows["order"] = rows["family"].map({f: i for i, f in enumerate(frames.families)})

@@ -45,12 +45,14 @@ import pandas as pd
 
 from ragnb.embed import STUDY_MODEL
 from ragnb.errors import InputError
-from ragnb.io import BeirDataset, read_run
+from ragnb.io import BeirDataset
 from ragnb.lazylibs import MissingExtra
 from ragnb.measures import GRADED_FAMILIES, grade_map_record, map_grades, resolve_grade_map
-from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc, resolve_path
+from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc
+from ragnb.paths import resolve_path
 from ragnb.protocol import export_tables
 from ragnb.provenance import versions
+from ragnb.readers import read_run
 from ragnb.retrieve import RETRIEVERS, compute_runs
 from ragnb.tables import provenance_markdown
 from ragnb.validation import check_among, check_choice
@@ -60,9 +62,9 @@ from ragnb.whatif.grid import (
     DEFAULT_KS,
     MAX_CHART_ROWS,
     WhatIfFrames,
-    _alpha_grid,
-    _check_grid,
-    _check_rows,
+    alpha_grid,
+    check_grid,
+    check_rows,
     precompute,
     rank_table,
     slider_table,
@@ -147,7 +149,7 @@ class WhatIfConfig(NotebookParams):
         check_choice(self.widgets, "widgets", ("auto", "on", "off"))
         if not self.runs_dir:  # else the names of run files
             check_among(self.retrievers, "retrievers", RETRIEVERS)
-        _check_grid(self.ks, self.alphas, self.families)
+        check_grid(self.ks, self.alphas, self.families)
         bad = [f for f in self.rank_families if f not in self.families]
         if bad:
             raise InputError(
@@ -157,7 +159,7 @@ class WhatIfConfig(NotebookParams):
             raise InputError(
                 f"headline_k={self.headline_k} is not in ks {self.ks}", column="headline_k"
             )
-        if round(float(self.headline_alpha), 6) not in _alpha_grid(self.alphas):
+        if round(float(self.headline_alpha), 6) not in alpha_grid(self.alphas):
             raise InputError(
                 f"headline_alpha={self.headline_alpha} is not in alphas", column="headline_alpha"
             )
@@ -166,10 +168,10 @@ class WhatIfConfig(NotebookParams):
                 f"the largest K ({max(self.ks)}) exceeds depth ({self.depth})", column="ks"
             )
         if self.retrievers:
-            _check_rows(
+            check_rows(
                 len(self.retrievers),
                 len(set(self.ks)),
-                len(_alpha_grid(self.alphas)),
+                len(alpha_grid(self.alphas)),
                 len(set(self.families)),
                 self.max_chart_rows,
             )
@@ -191,7 +193,7 @@ def load_runs(runs_dir: str | Path, retrievers: Sequence[str] = ()) -> dict[str,
     Returns
     -------
     dict of str to DataFrame
-        Name -> run frame (:func:`ragnb.io.read_run`).
+        Name -> run frame (:func:`ragnb.readers.read_run`).
 
     Raises
     ------
@@ -413,10 +415,10 @@ def run(
         )
         source = {"retrievers": described}
     t_runs = time.perf_counter() - start
-    _check_rows(
+    check_rows(
         len(runs),
         len(set(config.ks)),
-        len(_alpha_grid(config.alphas)),
+        len(alpha_grid(config.alphas)),
         len(set(config.families)),
         config.max_chart_rows,
     )

@@ -240,7 +240,7 @@ def _run_folder(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame
     ``stages/s1_queries.parquet``: they may come from a query file), else the dataset's; the
     dataset needs no qrels."""
     from ragnb.io import read_beir, read_parquet
-    from ragnb.params import resolve_path
+    from ragnb.paths import resolve_path
 
     judgements = read_records(run_dir / "judgements.csv")
     manifest = read_json(run_dir / "manifest.json")

@@ -17,7 +17,9 @@ from ragnb.validation import check_positive_int
 
 PerQueryValues: TypeAlias = pd.Series | pd.DataFrame | EvaluationResult | Mapping[str, float]
 
-_BLOCK = 1 << 21  # entries of a resampling block: 2M float64 = 16 MB
+#: Entries of one block of resamples (2M float64 = 16 MB): the bootstrap, randomization and
+#: top-K tests draw their resamples block by block, so memory stays bounded.
+RESAMPLE_BLOCK = 1 << 21
 
 
 # --------------------------------------------------------------------------------------------
@@ -75,9 +77,7 @@ def pick_measure(names: list[str], measure: str | Measure | None, what: str) -> 
     raise InputError(f"{what} has no measure {name!r}; it has {names}", column=name)
 
 
-def _per_query_series(
-    values: PerQueryValues, measure: str | Measure | None, what: str
-) -> pd.Series:
+def per_query_series(values: PerQueryValues, measure: str | Measure | None, what: str) -> pd.Series:
     """One system's values on one measure: float Series indexed by str query_id."""
     if isinstance(values, EvaluationResult):
         values = values.per_query
@@ -118,7 +118,19 @@ def _per_query_series(
 
 
 @dataclass(frozen=True)
-class _Paired:
+class PairedValues:
+    """Per-query values of two systems on the same queries (:func:`pair_values`).
+
+    Attributes
+    ----------
+    query_ids : ndarray of str (object), shape (n,)
+        The queries kept, sorted.
+    a, b : ndarray of float64, shape (n,)
+        The values of system a and system b on each query.
+    n_dropped : int
+        Queries left out because one of the two values is NaN (undefined).
+    """
+
     query_ids: np.ndarray  # (n,) the queries kept
     a: np.ndarray  # (n,)
     b: np.ndarray  # (n,)
@@ -134,7 +146,26 @@ class _Paired:
         }
 
 
-def _align(a: pd.Series, b: pd.Series, name_a: str, name_b: str) -> _Paired:
+def align_pair(a: pd.Series, b: pd.Series, name_a: str, name_b: str) -> PairedValues:
+    """Two systems' per-query values aligned by query id, queries with a NaN left out.
+
+    Parameters
+    ----------
+    a, b : Series of float
+        Values indexed by ``query_id``.
+    name_a, name_b : str
+        The systems' names, for the errors.
+
+    Returns
+    -------
+    PairedValues
+
+    Raises
+    ------
+    InputError
+        When the two do not hold the same queries (naming a query only one of them holds), or
+        no query has a defined value in both.
+    """
     ia, ib = set(a.index), set(b.index)
     if ia != ib:
         only_a, only_b = sorted(ia - ib), sorted(ib - ia)
@@ -156,20 +187,75 @@ def _align(a: pd.Series, b: pd.Series, name_a: str, name_b: str) -> _Paired:
             f"no query has a defined (non-NaN) value for both {name_a} and {name_b} "
             f"({len(ids)} queries)"
         )
-    return _Paired(ids[keep], va[keep], vb[keep], int((~keep).sum()))
+    return PairedValues(ids[keep], va[keep], vb[keep], int((~keep).sum()))
 
 
-def _paired(a: PerQueryValues, b: PerQueryValues, measure: str | Measure | None) -> _Paired:
-    sa = _per_query_series(a, measure, "system a")
-    sb = _per_query_series(b, measure, "system b")
-    return _align(sa, sb, "system a", "system b")
+def pair_values(
+    a: PerQueryValues, b: PerQueryValues, measure: str | Measure | None
+) -> PairedValues:
+    """The per-query values of two systems on one measure, aligned by query id.
+
+    Parameters
+    ----------
+    a, b : Series, DataFrame, EvaluationResult or dict
+        Per-query values of system a and system b, as :func:`per_query_series` reads them.
+    measure : str or Measure, optional
+        The measure to read from a long table or a result (None when there is only one).
+
+    Returns
+    -------
+    PairedValues
+
+    Raises
+    ------
+    InputError
+        As :func:`per_query_series` and :func:`align_pair`.
+    """
+    sa = per_query_series(a, measure, "system a")
+    sb = per_query_series(b, measure, "system b")
+    return align_pair(sa, sb, "system a", "system b")
 
 
-def _check_resamples(n_resamples: int) -> int:
+def check_resamples(n_resamples: int) -> int:
+    """``n_resamples`` as an int.
+
+    Parameters
+    ----------
+    n_resamples : int
+        Resamples of a bootstrap or randomization test.
+
+    Returns
+    -------
+    int
+        >= 1.
+
+    Raises
+    ------
+    InputError
+        When ``n_resamples`` is not a positive integer.
+    """
     return int(check_positive_int(n_resamples, "n_resamples"))  # type: ignore[arg-type]
 
 
-def _check_fraction(value: float, name: str) -> float:
+def check_fraction(value: float, name: str) -> float:
+    """``value`` as a float strictly between 0 and 1 (a confidence level, a share).
+
+    Parameters
+    ----------
+    value : float
+    name : str
+        The parameter's name, for the error.
+
+    Returns
+    -------
+    float
+        In (0, 1).
+
+    Raises
+    ------
+    InputError
+        When ``value`` is not strictly between 0 and 1, naming ``name``.
+    """
     if not 0.0 < float(value) < 1.0:
         raise InputError(f"{name} must lie strictly between 0 and 1, got {value!r}")
     return float(value)

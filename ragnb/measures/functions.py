@@ -16,8 +16,8 @@ import pandas as pd
 
 from ragnb.docstrings import doc_filler
 from ragnb.frames import RunOrder
-from ragnb.measures._kernel import prepare
 from ragnb.measures.base import Measure
+from ragnb.measures.kernel import prepare
 
 __all__ = ["DOC_ENTRIES", "Qrels", "Run", "aggregate_values", "fill_doc", "mean_of"]
 
@@ -34,7 +34,7 @@ DOC_ENTRIES: dict[str, str] = {
     "k_optional": "k : int, optional\n    Cutoff K >= 1; default (None) the whole run.",
     "rel": "rel : int, default 1\n    A judged document with grade >= ``rel`` is relevant.",
     "order": 'order : {"score", "file"}, default "score"\n'
-    "    Run ordering, see :func:`ragnb.frames.sort_run`.",
+    "    Run ordering, see :func:`ragnb.engine.sort_run`.",
     "mean": "float in [0, 1]\n    Macro mean of the per-query values.",
     "bad_input": "InputError\n    On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.",
     # references cited word for word by several measures

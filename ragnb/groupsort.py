@@ -1,6 +1,6 @@
 """Compiled per-query kernels: sort ids as byte strings, order runs, join runs with qrels.
 
-Private to :mod:`ragnb.frames` and :mod:`ragnb.measures._kernel`, which import it lazily (numba
+Used by :mod:`ragnb.engine` (:func:`ragnb.engine.kernels`), which imports it on first use (numba
 costs about half a second to import; compiled code is cached on disk).
 
 Strings are held as one UTF-8 byte buffer ``data`` (uint8) and ``offsets`` (int64, shape

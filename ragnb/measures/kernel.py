@@ -8,7 +8,7 @@ Layout
 ------
 Rows are the queries of the qrels, sorted by ``query_id`` (string order). Columns of the ranked
 arrays are rank positions 0, 1, ..., ``depth - 1`` of the run in evaluation order (see
-:func:`ragnb.frames.sort_run`). A position the run does not fill holds grade 0, ``judged=False``
+:func:`ragnb.engine.sort_run`). A position the run does not fill holds grade 0, ``judged=False``
 and ``filled=False``; a retrieved document without a judgement holds grade 0, ``judged=False``,
 ``filled=True``.
 """
@@ -23,24 +23,35 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ragnb._dictjoin import JoinedRanks, joined_ranks
-from ragnb.errors import InputError
-from ragnb.frames import (
-    RunOrder,
-    _common_skip,
-    _groupsort,
-    _index_qrels,
-    _index_run,
-    _QrelsIndex,
-    _RunIndex,
-    check_qrels,
-    qrels_from_dict,
-    run_from_dict,
+from ragnb.engine import (
+    JoinedRanks,
+    QrelsIndex,
+    RunIndex,
+    common_skip,
+    index_qrels,
+    index_run,
+    joined_ranks,
+    kernels,
     sort_run,
 )
+from ragnb.errors import InputError
+from ragnb.frames import RunOrder, check_qrels, qrels_from_dict, run_from_dict
 from ragnb.validation import check_positive_int
 
-__all__ = ["RankingArrays", "prepare"]
+__all__ = [
+    "RankingArrays",
+    "prepare",
+    "as_qrels_frame",
+    "as_run_frame",
+    "check_arrays",
+    "dcg",
+    "extend_arrays",
+    "first_true",
+    "ndcg_of",
+    "ranked_cells",
+    "safe_div",
+    "top_k",
+]
 
 _Extended = TypeVar("_Extended", bound="RankingArrays")
 
@@ -128,7 +139,7 @@ class RankingArrays:
         -------
         ndarray of bool, shape (n_queries, min(k, depth))
         """
-        return _top(self.judged, k) & (_top(self.grades, k) >= rel)
+        return top_k(self.judged, k) & (top_k(self.grades, k) >= rel)
 
     def n_relevant(self, rel: int) -> np.ndarray:
         """N_p: judged documents with grade >= ``rel``, per query.
@@ -143,8 +154,21 @@ class RankingArrays:
 # ----------------------------------------------------------------------------- kernel helpers
 
 
-def _top(a: np.ndarray, k: int | None) -> np.ndarray:
-    """The first ``k`` columns of a (n_queries, depth) array (all when ``k`` is None)."""
+def top_k(a: np.ndarray, k: int | None) -> np.ndarray:
+    """The first ``k`` columns of a ranked array: the top ``k`` ranks of each query.
+
+    Parameters
+    ----------
+    a : ndarray of shape (n_queries, depth)
+        A ranked array of :class:`RankingArrays` (grades, judged, filled, ...).
+    k : int or None
+        The cutoff K; None for every column.
+
+    Returns
+    -------
+    ndarray of shape (n_queries, min(k, depth))
+        A view of ``a``.
+    """
     return a if k is None else a[:, :k]
 
 
@@ -153,28 +177,80 @@ def _discount(n: int) -> np.ndarray:
     return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
 
 
-def _dcg(gains: np.ndarray) -> np.ndarray:
-    """Discounted cumulative gain of each row of a (n_queries, width) gain array."""
+def dcg(gains: np.ndarray) -> np.ndarray:
+    """Discounted cumulative gain of each row, trec_eval's discount ``1 / log2(rank + 1)``.
+
+    Parameters
+    ----------
+    gains : ndarray of shape (n_queries, width)
+        The gain at each rank, in evaluation order.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        ``sum_i gains[:, i] / log2(i + 2)``; 0 for a width of 0.
+
+    References
+    ----------
+    Jarvelin and Kekalainen, "Cumulated gain-based evaluation of IR techniques", ACM TOIS 20(4),
+    2002 (DCG); trec_eval's ``ndcg`` measures.
+
+    Examples
+    --------
+    >>> dcg(np.array([[3.0, 1.0]])).round(4)
+    array([3.6309])
+    """
     return gains @ _discount(gains.shape[1]) if gains.shape[1] else np.zeros(gains.shape[0])
 
 
-def _ndcg_of(
+def ndcg_of(
     grades: np.ndarray, ideal: np.ndarray, k: int | None, *, exp: bool = False
 ) -> np.ndarray:
     """nDCG of each row: DCG of the top ``k`` of ``grades`` over DCG of the top ``k`` of ``ideal``.
 
-    Both are (n_queries, width) grade arrays; a grade gains ``max(grade, 0)`` (trec_eval's linear
-    gain) or, with ``exp``, ``2^max(grade, 0) - 1`` (Burges et al. 2005). 0 where the ideal DCG
-    is 0 (:func:`_safe_div`). Returns shape (n_queries,).
+    Parameters
+    ----------
+    grades : ndarray of shape (n_queries, width)
+        The grade at each rank of the run, in evaluation order.
+    ideal : ndarray of shape (n_queries, width)
+        The grades of the ideal ranking (judged grades sorted descending).
+    k : int or None
+        The cutoff K; None for the whole width.
+    exp : bool, default False
+        A grade gains ``max(grade, 0)`` (trec_eval's linear gain) or, with ``exp``,
+        ``2^max(grade, 0) - 1`` (Burges et al., "Learning to rank using gradient descent",
+        ICML 2005).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+        In [0, 1] for an ideal ranking of the same grades; 0 where the ideal DCG is 0
+        (:func:`safe_div`).
     """
-    gains, best = (np.maximum(_top(a, k), 0) for a in (grades, ideal))
+    gains, best = (np.maximum(top_k(a, k), 0) for a in (grades, ideal))
     if exp:
         gains, best = np.exp2(gains) - 1.0, np.exp2(best) - 1.0
-    return _safe_div(_dcg(gains), _dcg(best))
+    return safe_div(dcg(gains), dcg(best))
 
 
-def _safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:
-    """``num / den`` as float64, 0 where ``den == 0`` (trec_eval's convention)."""
+def safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:
+    """``num / den`` as float64, 0 where ``den == 0`` (trec_eval's convention).
+
+    Parameters
+    ----------
+    num, den : array_like
+        Broadcastable numerators and denominators.
+
+    Returns
+    -------
+    ndarray of float64
+        Of the broadcast shape.
+
+    Examples
+    --------
+    >>> safe_div([1, 2], [2, 0])
+    array([0.5, 0. ])
+    """
     num_a = np.asarray(num, dtype=np.float64)
     den_a = np.asarray(den, dtype=np.float64)
     out = np.zeros(np.broadcast(num_a, den_a).shape, dtype=np.float64)
@@ -182,8 +258,23 @@ def _safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:
     return out
 
 
-def _first_true(mask: np.ndarray) -> np.ndarray:
-    """1-based position of the first True of each row, 0 when the row has none."""
+def first_true(mask: np.ndarray) -> np.ndarray:
+    """1-based position of the first True of each row, 0 when the row has none.
+
+    Parameters
+    ----------
+    mask : ndarray of bool, shape (n_queries, width)
+
+    Returns
+    -------
+    ndarray of int64, shape (n_queries,)
+        In [0, width].
+
+    Examples
+    --------
+    >>> first_true(np.array([[False, True], [False, False]]))
+    array([2, 0])
+    """
     if mask.shape[1] == 0:
         return np.zeros(mask.shape[0], dtype=np.int64)
     first = mask.argmax(axis=1) + 1
@@ -224,14 +315,23 @@ def as_run_frame(run: pd.DataFrame | Mapping[str, Mapping[str, float]]) -> pd.Da
     raise InputError(f"run must be a DataFrame or a dict of dicts, got {type(run).__name__}")
 
 
-def _ranked_cells(
+def ranked_cells(
     arrays: RankingArrays,
     run: pd.DataFrame | Mapping[str, Mapping[str, float]],
     order: RunOrder,
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """The rows of ``run`` that fill a cell of ``arrays``, for arrays that carry more per cell.
 
-    The run is put in evaluation order (:func:`ragnb.frames.sort_run`, without its warning); a
+    Parameters
+    ----------
+    arrays : RankingArrays
+        Arrays :func:`prepare` built from the same run.
+    run : DataFrame or dict
+        The run, as :func:`prepare` takes it.
+    order : {"score", "file"}
+        The ordering policy the arrays were built with.
+
+    The run is put in evaluation order (:func:`ragnb.engine.sort_run`, without its warning); a
     row is kept when its query is one of ``arrays.query_ids`` and its rank is within
     ``arrays.depth``.
 
@@ -249,9 +349,23 @@ def _ranked_cells(
     return ranked.iloc[keep], rows[keep], ranks[keep] - 1
 
 
-def _extend(arrays: RankingArrays, cls: type[_Extended], **extra: np.ndarray) -> _Extended:
-    """``arrays`` as the subclass ``cls`` of RankingArrays, with the ``extra`` arrays (made
-    read-only) as its further fields."""
+def extend_arrays(arrays: RankingArrays, cls: type[_Extended], **extra: np.ndarray) -> _Extended:
+    """``arrays`` as the subclass ``cls`` of RankingArrays, with further per-cell arrays.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        The arrays of :func:`prepare`.
+    cls : type
+        A dataclass subclass of :class:`RankingArrays` whose further fields are ``extra``'s.
+    **extra : ndarray
+        The further fields, usually of shape (n_queries, depth); made read-only in place.
+
+    Returns
+    -------
+    cls
+        Sharing every array of ``arrays``.
+    """
     for a in extra.values():
         a.setflags(write=False)
     values: dict[str, Any] = {f.name: getattr(arrays, f.name) for f in fields(RankingArrays)}
@@ -274,7 +388,7 @@ def prepare(
     run : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
     order : {"score", "file"}, default "score"
-        Ordering policy, see :func:`ragnb.frames.sort_run` (``"score"`` is trec_eval's: score
+        Ordering policy, see :func:`ragnb.engine.sort_run` (``"score"`` is trec_eval's: score
         descending, ties by ``doc_id`` descending).
     depth : int, optional
         Keep only the top ``depth`` ranks (the largest cutoff the measures need); default the whole
@@ -294,9 +408,9 @@ def prepare(
     Notes
     -----
     No frame is sorted and no string column is hashed or sorted as a whole: both inputs are
-    grouped by query as row numbers (:func:`ragnb.frames._index_run`, ``_index_qrels``), and each
+    grouped by query as row numbers (:func:`ragnb.engine.index_run`, ``index_qrels``), and each
     query's ranked documents are matched with its judgements by merging the two lists sorted by
-    ``doc_id``, in compiled code (:mod:`ragnb._groupsort`). Dicts of dicts are read directly,
+    ``doc_id``, in compiled code (:mod:`ragnb.groupsort`). Dicts of dicts are read directly,
     without building frames.
 
     Examples
@@ -310,17 +424,17 @@ def prepare(
     ([[2, 1, 0]], [2], 1)
     """
     depth = check_positive_int(depth, "depth", allow_none=True)
-    qrels_index = _index_qrels(qrels)
+    qrels_index = index_qrels(qrels)
     if order == "score" and isinstance(run, Mapping):  # a dict run: its judgements looked up
         ranks = joined_ranks(run, qrels_index)
         if ranks is not None:
             return _arrays_from_ranks(qrels_index, ranks, depth=depth)
-    run_index = _index_run(run, order)
+    run_index = index_run(run, order)
     return _prepare_arrays(qrels_index, run_index, order=order, depth=depth)
 
 
 def _arrays_from_ranks(
-    qrels: _QrelsIndex, ranks: JoinedRanks, *, depth: int | None
+    qrels: QrelsIndex, ranks: JoinedRanks, *, depth: int | None
 ) -> RankingArrays:
     """The padded arrays from the rank of each judgement in a dict run (no join needed)."""
     groups = qrels.queries
@@ -342,8 +456,8 @@ def _arrays_from_ranks(
 
 
 def _prepare_arrays(
-    qrels: _QrelsIndex,
-    run: _RunIndex,
+    qrels: QrelsIndex,
+    run: RunIndex,
     *,
     order: RunOrder,
     depth: int | None,
@@ -363,13 +477,13 @@ def _prepare_arrays(
     width = full_depth if depth is None else min(depth, full_depth)
 
     # Each query's top `width` ranks, joined with its judgements (a merge by doc_id).
-    run_docs, qrels_docs = _common_skip(run.docs, qrels.docs)
+    run_docs, qrels_docs = common_skip(run.docs, qrels.docs)
     grades = np.zeros((n_q, width), dtype=np.int64)
     judged = np.zeros((n_q, width), dtype=bool)
     filled = np.zeros((n_q, width), dtype=bool)
-    kernels = _groupsort()
-    kernels.run_chunks(
-        kernels.join_grades,
+    compiled = kernels()
+    compiled.run_chunks(
+        compiled.join_grades,
         len(run_groups.ids),
         run.by_doc,
         run.order,
@@ -396,7 +510,7 @@ def _prepare_arrays(
 
 
 def _finish(
-    qrels: _QrelsIndex,
+    qrels: QrelsIndex,
     grades: np.ndarray,
     judged: np.ndarray,
     filled: np.ndarray,
@@ -477,7 +591,22 @@ def _descending_within(group: np.ndarray, values: np.ndarray) -> np.ndarray:
     return values[np.lexsort((-values, group))]
 
 
-def _check_arrays(arrays: Any) -> RankingArrays:
+def check_arrays(arrays: Any) -> RankingArrays:
+    """``arrays`` when it is a :class:`RankingArrays`, the input of every measure kernel.
+
+    Parameters
+    ----------
+    arrays : object
+
+    Returns
+    -------
+    RankingArrays
+
+    Raises
+    ------
+    InputError
+        When ``arrays`` is anything else (the message names its type).
+    """
     if not isinstance(arrays, RankingArrays):
         raise InputError(
             f"expected RankingArrays from ragnb.measures.prepare, got {type(arrays).__name__}"
