@@ -612,7 +612,7 @@ class CorrelationStudy:
         except MissingExtra:
             return {}
         shown = self.tables()
-        out = {}
+        out: dict[str, Any] = {}
         if "ranked_measures" in shown:
             long = shown["ranked_measures"].melt(
                 id_vars=["E", "ratio"], value_vars=list(_RANKED_MEASURES), var_name="measure"

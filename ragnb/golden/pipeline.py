@@ -865,7 +865,16 @@ def build_pipeline(
 
     pool = {name: system(name) for name in config.retrievers}
     new = {name: system(name) for name in config.new_systems if name not in pool}
-    rewrite = LLMRewriter(judge.client) if config.rewrite else None
+    rewrite = None
+    if config.rewrite:
+        client = getattr(judge, "client", None)
+        if client is None:
+            raise InputError(
+                f"rewrite=True rewrites queries with the judge's LLM; judge {config.judge!r} "
+                "has none (use judge='openai' or 'local')",
+                column="rewrite",
+            )
+        rewrite = LLMRewriter(client)
     pipeline = GoldenPipeline(
         data.corpus,
         queries,

@@ -310,6 +310,7 @@ class GoldenSetResult:
         return estimate_markdown(self.estimate, self.config.budget_usd)
 
     def _summary_text(self) -> str:
+        assert self.golden is not None  # section() answers "" before a golden set exists
         return self.golden.summary_markdown()
 
     def _ledger_text(self) -> str:
@@ -324,6 +325,7 @@ class GoldenSetResult:
     def _audit_text(self) -> str:
         from ragnb.golden.audit import AUDIT_FILE, audit_markdown, audit_rows
 
+        assert self.golden is not None  # section() answers "" before a golden set exists
         if not self.config.export_dir:
             return audit_markdown(self.golden, None)
         path = self._folder() / AUDIT_FILE
