@@ -11,6 +11,7 @@
                    [--format ...] [--fail-under ...]... [--baseline BASE.jsonl [--max-drop D]]
     ragnb data build-sample [--out data/pydocs]
     ragnb llm serve [--model NAME] [--port N] [--n-ctx 2048] [--threads N]
+    ragnb trec-eval [-q] [-c] [-n] [-J] [-l L] [-M M] [-m MEASURE[.PARAMS]]... QRELS RUN
     ragnb golden --dataset PATH [--queries FILE] [--judge local|openai|noisy|qrels] --out DIR
                  [--max-queries N] [--depth 5] [--human-labels QRELS] ...
 
@@ -664,11 +665,34 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threads", type=int, default=0, help="CPU threads (default: all cores)")
     s.set_defaults(func=_cmd_llm_serve)
     _add_golden_parser(sub)
+    sub.add_parser(
+        "trec-eval",
+        help="trec_eval's command line and output: ragnb trec-eval [-q] [-c] [-m MEASURE]... "
+        "QRELS RUN",
+        add_help=False,
+    )
     return parser
+
+
+def _cmd_trec_eval(argv: Sequence[str]) -> int:
+    from ragnb.trec_eval import run_trec_eval
+
+    text, notes = run_trec_eval(argv)
+    for note in notes:
+        print(f"ragnb trec-eval: note: {note}", file=sys.stderr)
+    sys.stdout.write(text)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ragnb`` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["trec-eval"]:  # trec_eval's own flags (GNU getopt), not argparse's
+        try:
+            return _cmd_trec_eval(argv[1:])
+        except (InputError, FileNotFoundError) as e:
+            print(f"ragnb: error: {e}", file=sys.stderr)
+            return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
