@@ -269,16 +269,18 @@ def _sorted_parquet(path: Path, tmp: Path, memory_limit: str) -> Path:
 
 def _trec_source(path: Path) -> str:
     """DuckDB's view of a TREC run: one row per non-blank line, split on whitespace, with an
-    ``ok`` flag (6 columns, integer rank, finite score in trec_eval's syntax)."""
+    ``ok`` flag (6 columns or more, integer rank, finite score in trec_eval's syntax); ``#``
+    comment lines are skipped."""
     lines = (
         f"read_csv('{_quoted(path)}', columns={{'text': 'VARCHAR'}}, header=false, "
         "delim='\x01', quote='', escape='', auto_detect=false, strict_mode=false)"
     )
     split = (
-        f"SELECT string_split_regex(trim(text), '\\s+') AS p FROM {lines} WHERE trim(text) <> ''"
+        f"SELECT string_split_regex(trim(text), '\\s+') AS p FROM {lines} "
+        "WHERE trim(text) <> '' AND NOT starts_with(trim(text), '#')"
     )
-    ok = (
-        f"len(p) = 6 AND regexp_full_match(p[4], '{_INTEGER_RE}') "
+    ok = (  # trec_eval reads six columns and ignores the rest
+        f"len(p) >= 6 AND regexp_full_match(p[4], '{_INTEGER_RE}') "
         f"AND regexp_full_match(p[5], '{_DECIMAL_RE}') "
         "AND isfinite(TRY_CAST(p[5] AS DOUBLE)) AND TRY_CAST(p[4] AS BIGINT) IS NOT NULL"
     )
@@ -410,7 +412,7 @@ def _raise_trec_duplicate(path: Path, query_id: str, doc_id: str) -> None:
     with _open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             parts = line.split()
-            if len(parts) == 6 and parts[0] == query_id and parts[2] == doc_id:
+            if len(parts) >= 6 and parts[0] == query_id and parts[2] == doc_id:
                 if first is not None:
                     raise InputError(
                         f"duplicate entry for doc {doc_id!r} (first on line {first})",
