@@ -19,7 +19,7 @@ import pytest
 from ragnb.cli import main as cli_main
 from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
-from ragnb.measures import parse_measure
+from ragnb.measures import Measure, parse_measure
 from ragnb.readers import read_qrels, read_run
 from ragnb.trec_eval import MEASURE_SETS, parse_options, run_trec_eval, trec_eval_measure
 
@@ -203,3 +203,26 @@ def test_every_measure_set_name_is_a_trec_eval_measure():
         if name not in ("runid", "num_q", "relstring", "iprec_at_recall", "P", "recall", "unj",
                         "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut"):  # fmt: skip
             assert trec_eval_measure(name).name
+
+
+@pytest.mark.parametrize(
+    ("qrels", "expected", "level"),
+    [("qrels.test", "out17.test.aq", 1), ("qrels.rel_level", "out17.test.aql", 2)],
+)
+def test_evaluate_equals_trec_eval_10_to_1e_9_per_query(qrels, expected, level):
+    rows = [line.split("\t") for line in (DATA / expected).read_text().splitlines()]
+    frame = pd.DataFrame(rows, columns=["name", "query_id", "value"])
+    frame["name"] = frame["name"].str.strip()
+    frame = frame[(frame["query_id"] != "all") & (frame["name"] != "relstring")]
+    measures = []
+    for name in dict.fromkeys(frame["name"]):
+        m = parse_measure(name)
+        if m.spec.param("rel") is not None:
+            m = Measure(m.family, m.cutoff, **{**m.params, "rel": level})
+        measures.append((name, m))
+    qrels_frame, run = read_qrels(DATA / qrels), read_run(DATA / "results.test")
+    wide = evaluate(qrels_frame, run, [m for _, m in measures]).per_query_wide()
+    by_name = dict(measures)
+    got = [wide.loc[q, str(by_name[n])] for n, q in zip(frame["name"], frame["query_id"])]
+    assert np.allclose(got, frame["value"].astype(float), rtol=0, atol=1e-9)
+    assert len(got) == 285
