@@ -223,6 +223,7 @@ def test_evaluate_equals_trec_eval_10_to_1e_9_per_query(qrels, expected, level):
     qrels_frame, run = read_qrels(DATA / qrels), read_run(DATA / "results.test")
     wide = evaluate(qrels_frame, run, [m for _, m in measures]).per_query_wide()
     by_name = dict(measures)
-    got = [wide.loc[q, str(by_name[n])] for n, q in zip(frame["name"], frame["query_id"])]
+    pairs = zip(frame["name"], frame["query_id"], strict=True)
+    got = [wide.loc[q, str(by_name[n])] for n, q in pairs]
     assert np.allclose(got, frame["value"].astype(float), rtol=0, atol=1e-9)
     assert len(got) == 285
