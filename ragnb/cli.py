@@ -175,8 +175,22 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
         ):
             from ragnb.streaming import evaluate_file
 
-            return evaluate_file(qrels, path, measures, order=args.order, grade_map=grade_map)
-        return evaluate(qrels, read_run(path), measures, order=args.order, grade_map=grade_map)
+            return evaluate_file(
+                qrels,
+                path,
+                measures,
+                order=args.order,
+                grade_map=grade_map,
+                ignore_self=args.ignore_self,
+            )
+        return evaluate(
+            qrels,
+            read_run(path),
+            measures,
+            order=args.order,
+            grade_map=grade_map,
+            ignore_self=args.ignore_self,
+        )
 
     result = run_of(args.run)
     base = run_of(args.baseline) if args.baseline else None
@@ -246,6 +260,11 @@ def _print_evaluation(result: Any, args: argparse.Namespace, report: Any) -> Non
         notes.append(f"{counts['run_queries_without_qrels']} run queries without qrels left out")
     if counts.get("rank_disagreements"):
         notes.append(f"{counts['rank_disagreements']} queries ordered by score, not file rank")
+    if "self_retrieved_dropped" in counts:
+        notes.append(
+            f"{counts['self_retrieved_dropped']} retrieved documents with the query's own id "
+            "dropped (--ignore-self)"
+        )
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
 
@@ -435,6 +454,11 @@ def _add_evaluate_parser(sub: Any) -> None:
         metavar="trec-dl|dbpedia-entity|binary|1-5|FILE",
         help="map the qrels' grades onto the 1-5 rubric of RA-nWG, N-Recall4+, Harm (graded "
         "measures on other scales are refused without one)",
+    )
+    p.add_argument(
+        "--ignore-self",
+        action="store_true",
+        help="drop retrieved documents whose id is the query id (BEIR ArguAna, Quora); counted",
     )
     _add_gate_options(p, "baseline run: fail on a significant drop against it")
     p.set_defaults(func=_cmd_evaluate)

@@ -45,7 +45,14 @@ from ragnb.measures._public import aggregate_values
 from ragnb.measures.diversity import document_qrels, prepare_subtopics
 from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, prepare_sources
 
-__all__ = ["ON_RUBRIC", "EvaluationResult", "aggregate_means", "evaluate", "wide_values"]
+__all__ = [
+    "ON_RUBRIC",
+    "EvaluationResult",
+    "aggregate_means",
+    "drop_self_retrieved",
+    "evaluate",
+    "wide_values",
+]
 
 #: ``grade_map`` value stating that the qrels already hold Dallaire's 1-5 grades.
 ON_RUBRIC = "1-5"
@@ -158,6 +165,7 @@ def evaluate(
     order: RunOrder = "score",
     grade_map: str | Mapping[int, int] | None = None,
     source_of: SourceOf = None,
+    ignore_self: bool = False,
 ) -> EvaluationResult:
     """Evaluate ``run`` against ``qrels`` on ``measures``.
 
@@ -193,6 +201,10 @@ def evaluate(
         ``{doc_id: source}`` or ``f(doc_id) -> source`` (e.g.
         :func:`ragnb.measures.novelty.default_source`, the id up to ``#``). Without it the run's
         ``source`` column is read; with neither, ``RA-nWG-nov`` raises.
+    ignore_self : bool, default False
+        Drop every retrieved document whose id is the query's id before evaluating (BEIR's
+        ArguAna and Quora, whose queries are corpus documents; :func:`drop_self_retrieved`);
+        ``counts["self_retrieved_dropped"]`` says how many.
 
     Returns
     -------
@@ -223,6 +235,9 @@ def evaluate(
     (1, 1)
     """
     parsed = parse_measures(measures)
+    n_self = 0
+    if ignore_self:
+        run, n_self = drop_self_retrieved(run)
     subtopics = None
     if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
         subtopics, qrels = qrels, document_qrels(qrels)
@@ -261,7 +276,48 @@ def evaluate(
     values = np.column_stack(
         [m.compute(arrays_for(m, g)) for m, g in zip(parsed, graded, strict=True)]
     )
-    return _result(parsed, arrays, values)
+    result = _result(parsed, arrays, values)
+    if ignore_self:
+        result.counts["self_retrieved_dropped"] = n_self
+    return result
+
+
+def drop_self_retrieved(
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+) -> tuple[pd.DataFrame | dict[str, dict[str, float]], int]:
+    """The run without the documents whose id is the query's id, and how many were dropped.
+
+    In BEIR's ArguAna and Quora the queries are documents of the corpus, so a retriever finds
+    each query first; the official evaluation ignores that hit (BEIR's ``EvaluateRetrieval``,
+    ``ignore_identical_ids=True``).
+
+    Parameters
+    ----------
+    run : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ... or ``{query_id: {doc_id: score}}``.
+
+    Returns
+    -------
+    run : DataFrame or dict
+        Of the same kind, the rows with ``doc_id == query_id`` (compared as str) removed.
+    n_dropped : int
+
+    References
+    ----------
+    .. [1] N. Thakur et al., "BEIR: A heterogeneous benchmark for zero-shot evaluation of
+       information retrieval models", NeurIPS 2021 Datasets and Benchmarks, Section 3
+       (ArguAna, Quora); ``beir/retrieval/evaluation.py``.
+
+    Examples
+    --------
+    >>> drop_self_retrieved({"q1": {"q1": 9.0, "d2": 1.0}})
+    ({'q1': {'d2': 1.0}}, 1)
+    """
+    if isinstance(run, pd.DataFrame):
+        same = (run["query_id"].astype(str) == run["doc_id"].astype(str)).to_numpy()
+        return run[~same].reset_index(drop=True), int(same.sum())
+    kept = {str(q): {d: s for d, s in docs.items() if str(d) != str(q)} for q, docs in run.items()}
+    return kept, sum(len(docs) for docs in run.values()) - sum(len(d) for d in kept.values())
 
 
 def _prepared(

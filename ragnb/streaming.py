@@ -69,6 +69,7 @@ def evaluate_file(
     block_rows: int = 1_000_000,
     memory_limit: str = "1GB",
     temp_dir: str | os.PathLike[str] | None = None,
+    ignore_self: bool = False,
 ) -> EvaluationResult:
     """Evaluate the run file ``run_path`` against ``qrels`` in blocks of whole queries.
 
@@ -82,7 +83,7 @@ def evaluate_file(
         ``rank`` and ``source``. Rows need not be grouped by query.
     measures : list of str or Measure
         As :func:`ragnb.evaluate.evaluate`.
-    order, grade_map, source_of
+    order, grade_map, source_of, ignore_self
         As :func:`ragnb.evaluate.evaluate`. With ``order="file"`` the order within a query is
         the ``rank`` column (a TREC run always has one); the grouping sort does not keep the
         file order of rows with equal ranks.
@@ -130,6 +131,8 @@ def evaluate_file(
         raise InputError("the qrels hold no judgements; nothing to evaluate")
     qrels_qids = pa.array(qrels["query_id"].astype(str).to_numpy(dtype=object), pa.string())
     options: dict[str, Any] = {"order": order, "grade_map": grade_map, "source_of": source_of}
+    if ignore_self:
+        options["ignore_self"] = True
     parts: list[tuple[np.ndarray, np.ndarray]] = []
     counts: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="ragnb-stream-", dir=temp_dir) as tmp:
@@ -170,6 +173,7 @@ def evaluate_file(
         "rank_disagreements": counts["rank_disagreements"],
         "order": order,
         "fe_short_runs": counts["fe_short_runs"],
+        **({"self_retrieved_dropped": counts["self_retrieved_dropped"]} if ignore_self else {}),
     }
     return _tables(parsed, qids[by_id], values[by_id], counts)
 
@@ -236,6 +240,9 @@ def _add_block(
     counts["rank_disagreements"] += c["rank_disagreements"]
     for name, n in c["fe_short_runs"].items():
         counts["fe_short_runs"][name] += n
+    counts["self_retrieved_dropped"] = counts.get("self_retrieved_dropped", 0) + c.get(
+        "self_retrieved_dropped", 0
+    )
 
 
 def _sorted_parquet(path: Path, tmp: Path, memory_limit: str) -> Path:

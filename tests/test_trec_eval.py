@@ -227,3 +227,31 @@ def test_evaluate_equals_trec_eval_10_to_1e_9_per_query(qrels, expected, level):
     got = [wide.loc[q, str(by_name[n])] for n, q in pairs]
     assert np.allclose(got, frame["value"].astype(float), rtol=0, atol=1e-9)
     assert len(got) == 285
+
+
+def test_ignore_self_drops_the_query_document_and_counts_it(tmp_path, capsys):
+    qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    run = {"q1": {"q1": 9.0, "d1": 5.0}, "q2": {"x": 3.0, "d2": 1.0, "q2": 0.5}}
+    plain = evaluate(qrels, run, ["P@1", "RR"])
+    assert plain.aggregate_to_dict() == {"P@1": 0.0, "RR": pytest.approx((1 / 2 + 1 / 2) / 2)}
+    assert "self_retrieved_dropped" not in plain.counts
+    kept = evaluate(qrels, run, ["P@1", "RR"], ignore_self=True)
+    assert kept.aggregate_to_dict() == {"P@1": 0.5, "RR": pytest.approx((1 + 1 / 2) / 2)}
+    assert kept.counts["self_retrieved_dropped"] == 2
+    frame = pd.DataFrame(
+        [(q, d, s) for q, docs in run.items() for d, s in docs.items()],
+        columns=["query_id", "doc_id", "score"],
+    )
+    assert evaluate(qrels, frame, ["RR"], ignore_self=True).counts["self_retrieved_dropped"] == 2
+    qrels_file, run_file = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels_file.write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    run_file.write_text(
+        "".join(f"{q} Q0 {d} 1 {s} t\n" for q, d, s in frame.itertuples(index=False))
+    )
+    assert cli_main(["evaluate", str(qrels_file), str(run_file), "-m", "P@1", "--ignore-self"]) == 0
+    assert "2 retrieved documents with the query's own id dropped" in capsys.readouterr().err
+    args = ["evaluate", str(qrels_file), str(run_file), "-m", "P@1", "--ignore-self", "--stream"]
+    assert cli_main(args) == 0
+    captured = capsys.readouterr()
+    assert "2 retrieved documents with the query's own id dropped" in captured.err
+    assert "P@1" in captured.out and "0.5000" in captured.out
