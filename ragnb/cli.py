@@ -162,7 +162,12 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
     qrels = read_qrels(args.qrels)
     if qrels.empty:
         raise InputError("the qrels file holds no judgements; nothing to evaluate", path=args.qrels)
-    measures = [*(args.measure or ["P@5", "P@10", "R@100", "nDCG@10", "RR"]), *gated]
+    from ragnb.trec_eval import expand_measure_names
+
+    measures = [
+        *expand_measure_names(args.measure or ["P@5", "P@10", "R@100", "nDCG@10", "RR"]),
+        *gated,
+    ]
 
     def run_of(path: str) -> Any:
         """Evaluate one run file: streamed (ragnb.streaming) when large, parquet or --stream."""

@@ -49,10 +49,12 @@ __all__ = [
     "MEASURE_SETS",
     "TREC_MEASURES",
     "TrecEvalOptions",
+    "expand_measure_names",
     "format_lines",
     "parse_options",
     "run_trec_eval",
     "trec_eval_measure",
+    "trec_eval_measures",
 ]
 
 USAGE = (
@@ -122,6 +124,8 @@ _PLAIN = {
     "set_map": "SetAP",
     "num_nonrel_judged_ret": "NumNonrelJudgedRet",
 }
+#: Measures whose parameters are numbers (not ``name=value`` pairs), besides the cutoff lists.
+_NUMERIC = ("iprec_at_recall", "Rprec_mult", "utility", "set_F", "11pt_avg", "relstring")
 #: Measures printed as integers (``%ld``) and summed in the ``all`` line.
 _LONG = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
 #: Measures printed only in the ``all`` line, as a geometric mean.
@@ -375,47 +379,145 @@ def trec_eval_measure(
     return Measure(family, cutoff, **extra)
 
 
+def trec_eval_measures(
+    name: str, param: str | None = None, *, level: int = 1, n_docs: int = 0
+) -> list[tuple[str, Measure | None]]:
+    """The values a trec_eval measure prints, with the ragnb measure of each.
+
+    Parameters
+    ----------
+    name : str
+        A trec_eval measure (``"P"``, ``"ndcg"``, ...).
+    param : str, optional
+        Its parameter text as after the dot of ``-m``: ``"5,7,3"``, ``".25,.5"``,
+        ``"2,-1,0,0"``, ``"1=3,2=9"``, ``"p=0.8"``.
+    level, n_docs : int
+        trec_eval's ``-l`` and ``-N``.
+
+    Returns
+    -------
+    list of (str, Measure or None)
+        trec_eval's printed name of each value (``P_5``, ``iprec_at_recall_0.25``,
+        ``utility_2,-1,0,0``) and its ragnb measure; None for what no one ragnb measure names
+        (``relstring``, ``11pt_avg`` at other recall levels, gain-based measures with other
+        gains).
+
+    Raises
+    ------
+    InputError
+        A cutoff list that is not positive and distinct, or a malformed parameter.
+
+    Examples
+    --------
+    >>> [(n, str(m)) for n, m in trec_eval_measures("P", "10,5")]
+    [('P_5', 'P@5'), ('P_10', 'P@10')]
+    >>> trec_eval_measures("ndcg", "1=3,2=9")[0][1] is None
+    True
+    """
+
+    def one(value: float | None = None) -> Measure:
+        return trec_eval_measure(name, value, level=level, n_docs=n_docs)
+
+    if name in _CUT_FAMILIES:
+        cuts = _cutoffs(param, _atol) if param else _CUT_FAMILIES[name][1]
+        return [(f"{name}_{int(k)}", one(k)) for k in cuts]
+    if name in ("iprec_at_recall", "Rprec_mult"):
+        cuts = _cutoffs(param, _atof) if param else (_RECALLS if name[0] == "i" else _MULTS)
+        return [(f"{name}_{k:3.2f}", one(k)) for k in cuts]
+    shown = name if param is None else f"{name}_{param}"
+    if name == "relstring":
+        return [(shown, None)]
+    if param is None or name == "11pt_avg":
+        return [(shown, one() if param is None else None)]
+    if name == "utility":
+        coef = [_atof(t) for t in param.split(",")]
+        if len(coef) != 4:
+            raise InputError(f"trec-eval: utility takes 4 coefficients, got {param!r}")
+        a, b, c, d = coef
+        return [(shown, Measure("Utility", a=a, b=b, c=c, d=d, n=n_docs, rel=level))]
+    if name == "set_F":
+        return [(shown, one(_atof(param.split(",")[0])))]
+    pairs = _pairs(param)
+    if name in ("rbp", "rbp_resid") and set(pairs) <= {"p"}:
+        family = "RBP-graded" if name == "rbp" else "RBP-graded-residual"
+        return [(shown, Measure(family, p=pairs.get("p", 0.9)))]
+    return [(shown, None)]
+
+
 def _columns(name: str, arrays: RankingArrays, opts: TrecEvalOptions) -> list[_Column]:
     """The printed columns of one trec_eval measure."""
     param = opts.params.get(name)
     kind = "long" if name in _LONG else "gm" if name in _GEOMETRIC else "float"
-    level = opts.level
-
-    def value(param_value: float | None = None) -> np.ndarray:
-        m = trec_eval_measure(name, param_value, level=level, n_docs=opts.n_docs)
-        return m.compute(arrays)
-
-    if name in _CUT_FAMILIES:
-        cuts = _cutoffs(param, _atol) if param else _CUT_FAMILIES[name][1]
-        return [_Column(f"{name}_{int(k)}", value(k)) for k in cuts]
-    if name in ("iprec_at_recall", "Rprec_mult"):
-        cuts = _cutoffs(param, _atof) if param else (_RECALLS if name[0] == "i" else _MULTS)
-        return [_Column(f"{name}_{k:3.2f}", value(k)) for k in cuts]
-    shown = name if param is None else f"{name}_{param}"
-    if name == "relstring":
-        return [_Column(shown, _relstrings(arrays, int(_atof(param)) if param else 10), "string")]
-    if name == "utility":
-        coef = [_atof(t) for t in param.split(",")] if param else [1.0, -1.0, 0.0, 0.0]
-        if len(coef) != 4:
-            raise InputError(f"trec-eval: utility takes 4 coefficients, got {param!r}")
-        m = Measure("Utility", a=coef[0], b=coef[1], c=coef[2], d=coef[3], n=opts.n_docs, rel=level)
-        return [_Column(shown, m.compute(arrays))]
-    if name == "11pt_avg" and param:
-        levels = [_atof(t) for t in param.split(",")]
-        total = sum(value_at for value_at in (_iprec(arrays, r, level) for r in levels))
-        return [_Column(shown, np.asarray(total) / len(levels))]
-    if name == "set_F" and param:
-        return [_Column(shown, value(_atof(param.split(",")[0])))]
-    if name in _PAIRS and param:
-        pairs = _pairs(param)
-        gains = {int(k): v for k, v in pairs.items() if k.lstrip("-").isdigit()}
-        if name == "ndcg" or name in ("G", "ndcg_rel", "Rndcg", "rbp"):
+    out = []
+    for shown, m in trec_eval_measures(name, param, level=opts.level, n_docs=opts.n_docs):
+        if m is not None:
+            out.append(_Column(shown, m.compute(arrays), kind))
+        elif name == "relstring":
+            length = int(_atof(param)) if param else 10
+            out.append(_Column(shown, _relstrings(arrays, length), "string"))
+        elif name == "11pt_avg":
+            levels = [_atof(t) for t in str(param).split(",")]
+            total = sum(_iprec(arrays, r, opts.level) for r in levels)
+            out.append(_Column(shown, np.asarray(total) / len(levels)))
+        else:
+            pairs = _pairs(str(param))
+            gains = {int(k): v for k, v in pairs.items() if k.lstrip("-").isdigit()}
             p = pairs.get("p", 0.9)
-            return [_Column(shown, gain_values(arrays, name, gains, p=p, rel=level))]
-    if name == "rbp_resid" and param:
-        p = _pairs(param).get("p", 0.9)
-        return [_Column(shown, Measure("RBP-graded-residual", p=p).compute(arrays))]
-    return [_Column(shown, value(), kind)]
+            values = gain_values(arrays, name, gains, p=p, rel=opts.level)
+            out.append(_Column(shown, values))
+    return out
+
+
+def expand_measure_names(names: Sequence[str]) -> list[str | Measure]:
+    """Measure names with trec_eval's ``-m`` syntax expanded into ragnb measures.
+
+    ``P.5,7,3`` gives ``P@3``, ``P@5``, ``P@7``; ``iprec_at_recall..10,.25`` the two
+    ``IPrec(recall=r,trec_eval=10)``; ``utility.2,-1,0,0`` ``Utility(a=2)``; a bare cutoff
+    measure (``P``, ``ndcg_cut``) or a measure set (``official``, ``all_trec``, ``set``) its
+    trec_eval defaults. Other names are returned unchanged (``P.10`` and ranx's ``rbp.95`` are
+    read by :func:`ragnb.measures.parse_measure`).
+
+    Parameters
+    ----------
+    names : sequence of str
+
+    Returns
+    -------
+    list of str or Measure
+
+    Raises
+    ------
+    InputError
+        A trec_eval parameter that no ragnb measure takes (``ndcg.1=3,2=9``, ``relstring``,
+        ``11pt_avg`` at other recall levels: ``ragnb trec-eval`` prints those).
+
+    Examples
+    --------
+    >>> [str(m) for m in expand_measure_names(["P.5,7,3", "nDCG@10"])]
+    ['P@3', 'P@5', 'P@7', 'nDCG@10']
+    """
+    out: list[str | Measure] = []
+    for text in names:
+        name, dot, param = text.partition(".")
+        listed = "," in param or "=" in param or name in _CUT_FAMILIES or name in _NUMERIC
+        if name in MEASURE_SETS and not dot:
+            parts = [(n, None) for n in MEASURE_SETS[name] if n not in ("runid", "num_q")]
+        elif name in TREC_MEASURES and ((dot and listed) or (not dot and name in _CUT_FAMILIES)):
+            parts = [(name, param or None)]
+        else:
+            out.append(text)
+            continue
+        for one, one_param in parts:
+            for shown, m in trec_eval_measures(one, one_param):
+                if m is None:
+                    if one == "relstring":
+                        continue
+                    raise InputError(
+                        f"measure {text!r}: {shown} is not one ragnb measure; ragnb trec-eval "
+                        "prints it"
+                    )
+                out.append(m)
+    return out
 
 
 def _iprec(arrays: RankingArrays, recall: float, level: int) -> np.ndarray:

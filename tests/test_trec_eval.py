@@ -21,7 +21,13 @@ from ragnb.errors import InputError
 from ragnb.evaluate import evaluate
 from ragnb.measures import Measure, parse_measure
 from ragnb.readers import read_qrels, read_run
-from ragnb.trec_eval import MEASURE_SETS, parse_options, run_trec_eval, trec_eval_measure
+from ragnb.trec_eval import (
+    MEASURE_SETS,
+    expand_measure_names,
+    parse_options,
+    run_trec_eval,
+    trec_eval_measure,
+)
 
 DATA = Path(__file__).parent / "data" / "trec_eval"
 MEAS_PARAMS = (
@@ -255,3 +261,27 @@ def test_ignore_self_drops_the_query_document_and_counts_it(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "2 retrieved documents with the query's own id dropped" in captured.err
     assert "P@1" in captured.out and "0.5000" in captured.out
+
+
+def test_evaluate_reads_the_parameter_syntax_of_meas_params(capsys):
+    argv = ["evaluate", str(DATA / "qrels.test"), str(DATA / "results.test")]
+    for arg in ("P.5,7,3", "utility.2,-1,0,0", "Rprec_mult.5.0,0.2,0.35", "ndcg_cut.10,20,23.4"):
+        argv += ["-m", arg]
+    assert cli_main(argv) == 0
+    got = {
+        line.split("\t")[0].strip(): line.split("\t")[2]
+        for line in capsys.readouterr().out.splitlines()
+        if "\tall\t" in line
+    }
+    expected = {  # out.test.meas_params
+        "P@3": "0.2222",
+        "P@7": "0.3333",
+        "Utility(a=2)": "-369.0000",
+        "RprecMult(mult=0.35)": "0.3192",
+        "RprecMult(mult=5)": "0.0849",
+        "nDCG@23": "0.3429",
+    }
+    assert {k: got[k] for k in expected} == expected
+    with pytest.raises(InputError, match="not one ragnb measure"):
+        expand_measure_names(["ndcg.1=3,2=9"])
+    assert [str(m) for m in expand_measure_names(["rbp.95", "P.10"])] == ["rbp.95", "P@10"]
