@@ -1,5 +1,6 @@
-"""Gain-based measures of trec_eval and the field: G, binG, nDCG-rel, RnDCG, trec_eval's graded
-RBP and its residual, raw DCG and NCG.
+"""Gain-based measures: G, binG, nDCG-rel, RnDCG, graded RBP and its residual, DCG and NCG.
+
+trec_eval's gain-based measures beside raw DCG and normalised cumulative gain.
 
 ============================ ==================================================== ============
 name                         definition (g = gain of a level: its value, or as    trec_eval
