@@ -235,9 +235,7 @@ def evaluate(
     (1, 1)
     """
     parsed = parse_measures(measures)
-    n_self = 0
-    if ignore_self:
-        run, n_self = drop_self_retrieved(run)
+    run, n_self = drop_self_retrieved(run) if ignore_self else (run, 0)
     subtopics = None
     if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
         subtopics, qrels = qrels, document_qrels(qrels)
@@ -276,10 +274,9 @@ def evaluate(
     values = np.column_stack(
         [m.compute(arrays_for(m, g)) for m, g in zip(parsed, graded, strict=True)]
     )
-    result = _result(parsed, arrays, values)
-    if ignore_self:
-        result.counts["self_retrieved_dropped"] = n_self
-    return result
+    return _result(
+        parsed, arrays, values, {"self_retrieved_dropped": n_self} if ignore_self else {}
+    )
 
 
 def drop_self_retrieved(
@@ -379,8 +376,14 @@ def _repeat_str(values: np.ndarray, take: np.ndarray) -> pd.Series:
     return pd.Series(values, dtype="str").take(take).reset_index(drop=True)
 
 
-def _result(measures: list[Measure], arrays: RankingArrays, values: np.ndarray) -> EvaluationResult:
-    """Assemble tables from a (n_queries, n_measures) value matrix."""
+def _result(
+    measures: list[Measure],
+    arrays: RankingArrays,
+    values: np.ndarray,
+    extra_counts: dict[str, Any] | None = None,
+) -> EvaluationResult:
+    """Assemble tables from a (n_queries, n_measures) value matrix; ``extra_counts`` are added
+    to the counts."""
     fe_short = {
         m.name: int(m.flags(arrays)["short_run"].sum()) for m in measures if m.family == "F_e"
     }
@@ -391,6 +394,7 @@ def _result(measures: list[Measure], arrays: RankingArrays, values: np.ndarray) 
         "rank_disagreements": arrays.n_rank_disagreements,
         "order": arrays.order,
         "fe_short_runs": fe_short,
+        **(extra_counts or {}),
     }
     return _tables(measures, arrays.query_ids, values, counts)
 

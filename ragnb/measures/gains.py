@@ -363,7 +363,7 @@ def normalised_cumulative_gain(
     ``NCG@K = sum_{i<=K} g_i / sum_{j<=K} g*_j`` with ``g`` the linear gain (the grade, 0 for a
     negative grade or an unjudged document) and ``g*`` the judged gains sorted descending: nDCG
     without the discount, so the order within the top K does not matter. 0 when no judged
-    document has a positive grade. ir_measures does not have it (its issue #19).
+    document has a positive grade. Neither trec_eval nor ir_measures computes it.
 
     References
     ----------
