@@ -40,10 +40,11 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.frames import sort_run
+from ragnb.lazylibs import MissingExtra
 from ragnb.measures import Measure, RankingArrays, families, prepare
 from ragnb.measures.gains import gain_values
 from ragnb.measures.reslists import rel_lists
-from ragnb.readers import read_qrels, read_run
+from ragnb.readers import STDIN, read_qrels, read_run
 
 __all__ = [
     "MEASURE_SETS",
@@ -565,30 +566,67 @@ def _evaluated(
     qrels: pd.DataFrame, run: pd.DataFrame, opts: TrecEvalOptions
 ) -> tuple[RankingArrays, np.ndarray]:
     """The arrays of the evaluated queries and a mask of those missing from the run."""
-    in_run = set(run["query_id"].unique())
-    queries = sorted(set(qrels["query_id"].unique()))
-    missing = [q for q in queries if q not in in_run]
-    if missing and not opts.complete:
+    if opts.max_docs is None and not opts.judged_only:
+        arrays = prepare(qrels, run, order="score")  # trec_eval's order, ties by doc id
+        lost = arrays.n_retrieved == 0
+    else:
+        in_run = set(run["query_id"].unique())
+        arrays = prepare(qrels, _ranked(run, qrels, opts), order="score")
+        lost = np.array([q not in in_run for q in arrays.query_ids], dtype=bool)
+    if lost.any() and not opts.complete:
+        first = str(arrays.query_ids[np.argmax(lost)])
         raise InputError(
-            f"trec-eval: query {missing[0]!r} of the qrels is not in the run (trec_eval 10.0 "
+            f"trec-eval: query {first!r} of the qrels is not in the run (trec_eval 10.0 "
             "stops too); -c evaluates the missing queries as empty rankings",
             path=opts.run,
-            query_id=missing[0],
+            query_id=first,
         )
-    arrays = prepare(qrels, _ranked(run, qrels, opts), order="score")
-    lost = np.isin(arrays.query_ids, missing)
     return arrays, lost
 
 
-def _read(opts: TrecEvalOptions) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+def _read_run(path: str) -> tuple[pd.DataFrame, str | None, list[str]]:
+    """The run, the tag of its last line and the readers' notes: DuckDB's columnar reader when
+    the ``fast`` extra is installed (the Python reader for standard input or without it)."""
+    if path != STDIN:
+        try:
+            from ragnb.streaming import read_run_columnar
+        except MissingExtra:
+            pass
+        else:
+            run, info = read_run_columnar(path)
+            n = info["extra_text_lines"]
+            note = f"{path}: {n} line(s) carry text after the sixth column; it is ignored, as "
+            return run, info["tag"], [note + "trec_eval ignores it"] if n else []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        qrels = read_qrels(opts.qrels)
-        run = read_run(opts.run)
-    notes = [str(w.message) for w in caught]
-    if run.empty:
+        run = read_run(path)
+    tag = str(run["tag"].iloc[-1]) if len(run) else None
+    return run, tag, [str(w.message) for w in caught]
+
+
+def _read_qrels(path: str) -> tuple[pd.DataFrame, list[str]]:
+    """The qrels and the readers' notes, as :func:`_read_run` reads the run."""
+    if path != STDIN:
+        try:
+            from ragnb.streaming import read_qrels_columnar
+        except MissingExtra:
+            pass
+        else:
+            qrels, n = read_qrels_columnar(path)
+            note = f"{path}: {n} line(s) carry text after the fourth column; it is ignored, as "
+            return qrels, [note + "trec_eval ignores it"] if n else []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        qrels = read_qrels(path)
+    return qrels, [str(w.message) for w in caught]
+
+
+def _read(opts: TrecEvalOptions) -> tuple[pd.DataFrame, pd.DataFrame, str, list[str]]:
+    qrels, qrels_notes = _read_qrels(opts.qrels)
+    run, tag, notes = _read_run(opts.run)
+    if run.empty or tag is None:
         raise InputError("trec-eval: the run holds no line", path=opts.run)
-    return qrels, run, notes
+    return qrels, run, tag, qrels_notes + notes
 
 
 def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
@@ -613,7 +651,7 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
         run without ``-c``.
     """
     opts = parse_options(argv)
-    qrels, run, notes = _read(opts)
+    qrels, run, runid, notes = _read(opts)
     arrays, lost = _evaluated(qrels, run, opts)
     columns: list[_Column] = []
     for name in opts.measures:
@@ -624,7 +662,6 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
             if lost.any() and (name in ("utility", "relstring")):
                 values[lost] = "" if col.kind == "string" else 0.0
             columns.append(_Column(col.name, values, col.kind))
-    runid = str(run["tag"].iloc[-1]) if "tag" in run.columns else "ragnb"
     return format_lines(opts, arrays.query_ids, columns, runid), notes
 
 

@@ -64,7 +64,7 @@ def test_quicktest_line_gives_trec_evals_output_byte_for_byte(line, expected, ca
 def test_text_after_the_sixth_column_is_counted_in_a_note(capsys):
     cli_main(["trec-eval", *_argv("-c qrels.test results.trunc")])
     err = capsys.readouterr().err
-    assert "5 line(s) carry text after the sixth column (first on line 1)" in err
+    assert "results.trunc: 5 line(s) carry text after the sixth column" in err
 
 
 def test_run_from_standard_input(monkeypatch, capsys):
