@@ -61,6 +61,14 @@ __all__ = [
 _RUN_COLUMNS = ("query_id", "doc_id", "score", "rank", "source")
 #: trec_eval's integer and number syntax (as :func:`ragnb.readers.read_run`), for DuckDB's RE2.
 _INTEGER_RE = r"[+-]?[0-9]+"
+#: A line's fields: split on single spaces when the line holds no other whitespace (the common
+#: case, several times faster), else on runs of RE2's ``\s`` (``[\t\n\f\r ]``).
+_SPLIT = (
+    "CASE WHEN contains(trim(text), '  ') OR contains(trim(text), chr(9)) "
+    "OR contains(trim(text), chr(10)) OR contains(trim(text), chr(12)) "
+    "OR contains(trim(text), chr(13)) THEN string_split_regex(trim(text), '\\s+') "
+    "ELSE string_split(trim(text), ' ') END"
+)
 _DECIMAL_RE = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
 
 
@@ -289,7 +297,7 @@ def _trec_source(path: Path) -> str:
         "delim='\x01', quote='', escape='', auto_detect=false, strict_mode=false)"
     )
     split = (
-        f"SELECT string_split_regex(trim(text), '\\s+') AS p FROM {lines} "
+        f"SELECT {_SPLIT} AS p FROM {lines} "
         "WHERE trim(text) <> '' AND NOT starts_with(trim(text), '#')"
     )
     ok = (  # trec_eval reads six columns and ignores the rest
@@ -400,7 +408,7 @@ def read_qrels_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, int
         "delim='\x01', quote='', escape='', auto_detect=false, strict_mode=false)"
     )
     split = (
-        f"SELECT string_split_regex(trim(text), '\\s+') AS p FROM {lines} "
+        f"SELECT {_SPLIT} AS p FROM {lines} "
         "WHERE trim(text) <> '' AND NOT starts_with(trim(text), '#')"
     )
     query = (
