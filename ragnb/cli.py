@@ -156,7 +156,7 @@ STREAM_ABOVE_BYTES = 1 << 30
 def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
     """``QRELS RUN``: the evaluation, and the baseline run's (or None)."""
     from ragnb.evaluate import evaluate
-    from ragnb.io import read_qrels, read_run
+    from ragnb.io import read_qrels
 
     grade_map = _grade_map(args.grade_map)
     qrels = read_qrels(args.qrels)
@@ -190,7 +190,7 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
             )
         return evaluate(
             qrels,
-            read_run(path),
+            _read_run_file(path),
             measures,
             order=args.order,
             grade_map=grade_map,
@@ -200,6 +200,28 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
     result = run_of(args.run)
     base = run_of(args.baseline) if args.baseline else None
     return result, base
+
+
+def _read_run_file(path: str) -> Any:
+    """A run file in memory: a TREC run by DuckDB into arrow columns (faster and several times
+    leaner than Python objects; ``benchmarks/trec_eval.py``), other forms by ``read_run``."""
+    from ragnb.io import read_run
+    from ragnb.readers import STDIN, ranx_file_kind
+
+    if path != STDIN and ranx_file_kind(path) == "trec":
+        try:
+            from ragnb.streaming import read_run_columnar
+        except MissingExtra:
+            return read_run(path)
+        run, info = read_run_columnar(path)
+        if info["extra_text_lines"]:
+            print(
+                f"note: {path}: {info['extra_text_lines']} line(s) carry text after the sixth "
+                "column; it is ignored, as trec_eval ignores it",
+                file=sys.stderr,
+            )
+        return run
+    return read_run(path)
 
 
 def _evaluate_samples(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
