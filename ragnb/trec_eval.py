@@ -423,8 +423,10 @@ def trec_eval_measures(
         cuts = _cutoffs(param, _atol) if param else _CUT_FAMILIES[name][1]
         return [(f"{name}_{int(k)}", one(k)) for k in cuts]
     if name in ("iprec_at_recall", "Rprec_mult"):
-        cuts = _cutoffs(param, _atof) if param else (_RECALLS if name[0] == "i" else _MULTS)
-        return [(f"{name}_{k:3.2f}", one(k)) for k in cuts]
+        levels: Sequence[float] = _RECALLS if name[0] == "i" else _MULTS
+        if param:
+            levels = _cutoffs(param, _atof)
+        return [(f"{name}_{k:3.2f}", one(k)) for k in levels]
     shown = name if param is None else f"{name}_{param}"
     if name == "relstring":
         return [(shown, None)]
@@ -498,6 +500,7 @@ def expand_measure_names(names: Sequence[str]) -> list[str | Measure]:
     ['P@3', 'P@5', 'P@7', 'nDCG@10']
     """
     out: list[str | Measure] = []
+    parts: list[tuple[str, str | None]]
     for text in names:
         name, dot, param = text.partition(".")
         listed = "," in param or "=" in param or name in _CUT_FAMILIES or name in _NUMERIC

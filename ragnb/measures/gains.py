@@ -151,7 +151,7 @@ def _rndcg(arrays: RankingArrays, gains: Mapping[int, float] | None, rel: int) -
     order = np.argsort(table[:, 0], kind="stable")
     out = np.zeros(arrays.n_queries)
     for q in np.nonzero(n_rel > 0)[0]:
-        out[q] = _rndcg_row(got[q, : n_ret[q]], table[order][:, [0, 1 + q]])
+        out[q] = _rndcg_row(got[q, : n_ret[q]], table[order][:, np.array([0, 1 + q])])
     return out
 
 
