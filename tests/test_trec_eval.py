@@ -285,3 +285,47 @@ def test_evaluate_reads_the_parameter_syntax_of_meas_params(capsys):
     with pytest.raises(InputError, match="not one ragnb measure"):
         expand_measure_names(["ndcg.1=3,2=9"])
     assert [str(m) for m in expand_measure_names(["rbp.95", "P.10"])] == ["rbp.95", "P@10"]
+
+
+PYTREC_MEASURES = {
+    "map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "recall", "infAP",
+    "gm_bpref", "utility", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut",
+    "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
+    "set_F", "num_rel", "num_ret", "num_rel_ret", "num_nonrel_judged_ret",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("qrels_name", ["qrels.test", "qrels.rel_level"])
+def test_trec_eval_9_convention_equals_pytrec_eval_per_query(qrels_name):
+    """pytrec_eval embeds trec_eval 9.x: with ``trec_eval=9`` for the interpolated precision,
+    every measure it shares with ``all_trec`` is equal per query (its gm_* values are logs)."""
+    import pytrec_eval
+
+    qrels, run = read_qrels(DATA / qrels_name), read_run(DATA / "results.test")
+    qd: dict[str, dict[str, int]] = {}
+    for q, d, g in qrels.itertuples(index=False):
+        qd.setdefault(q, {})[d] = int(g)
+    rd: dict[str, dict[str, float]] = {}
+    for q, d, s in zip(run["query_id"], run["doc_id"], run["score"], strict=True):
+        rd.setdefault(q, {})[d] = float(s)
+    theirs = pytrec_eval.RelevanceEvaluator(qd, PYTREC_MEASURES).evaluate(rd)
+    names = sorted(next(iter(theirs.values())))
+    measures = []
+    for name in names:
+        m = parse_measure(name)
+        if m.family == "IPrec":
+            m = Measure("IPrec", recall=m.params["recall"], trec_eval=9)
+        measures.append(m)
+    wide = evaluate(qrels, run, measures).per_query_wide()
+    compared = 0
+    for name, m in zip(names, measures, strict=True):
+        for qid, values in theirs.items():
+            expected = values[name]
+            if name.startswith("gm_"):
+                expected = math.exp(expected)
+                got = max(wide.loc[qid, str(m)], 1e-5)
+            else:
+                got = wide.loc[qid, str(m)]
+            assert got == pytest.approx(expected, abs=1e-9), (name, qid)
+            compared += 1
+    assert compared == 3 * len(names) and len(names) >= 89
