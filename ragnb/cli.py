@@ -11,6 +11,7 @@
                    [--format ...] [--fail-under ...]... [--baseline BASE.jsonl [--max-drop D]]
     ragnb data build-sample [--out data/pydocs]
     ragnb llm serve [--model NAME] [--port N] [--n-ctx 2048] [--threads N]
+    ragnb trec-eval [-q] [-c] [-n] [-J] [-l L] [-M M] [-m MEASURE[.PARAMS]]... QRELS RUN
     ragnb golden --dataset PATH [--queries FILE] [--judge local|openai|noisy|qrels] --out DIR
                  [--max-queries N] [--depth 5] [--human-labels QRELS] ...
     ragnb run STUDY [-p NAME=VALUE]... [--export DIR]
@@ -158,13 +159,18 @@ STREAM_ABOVE_BYTES = 1 << 30
 def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
     """``QRELS RUN``: the evaluation, and the baseline run's (or None)."""
     from ragnb.evaluate import evaluate
-    from ragnb.readers import read_qrels, read_run
+    from ragnb.readers import read_qrels
 
     grade_map = _grade_map(args.grade_map)
     qrels = read_qrels(args.qrels)
     if qrels.empty:
         raise InputError("the qrels file holds no judgements; nothing to evaluate", path=args.qrels)
-    measures = [*(args.measure or ["P@5", "P@10", "R@100", "nDCG@10", "RR"]), *gated]
+    from ragnb.trec_eval import expand_measure_names
+
+    measures = [
+        *expand_measure_names(args.measure or ["P@5", "P@10", "R@100", "nDCG@10", "RR"]),
+        *gated,
+    ]
 
     def run_of(path: str) -> Any:
         """Evaluate one run file: streamed (ragnb.streaming) when large, parquet or --stream."""
@@ -177,12 +183,47 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
         ):
             from ragnb.streaming import evaluate_file
 
-            return evaluate_file(qrels, path, measures, order=args.order, grade_map=grade_map)
-        return evaluate(qrels, read_run(path), measures, order=args.order, grade_map=grade_map)
+            return evaluate_file(
+                qrels,
+                path,
+                measures,
+                order=args.order,
+                grade_map=grade_map,
+                ignore_self=args.ignore_self,
+            )
+        return evaluate(
+            qrels,
+            _read_run_file(path),
+            measures,
+            order=args.order,
+            grade_map=grade_map,
+            ignore_self=args.ignore_self,
+        )
 
     result = run_of(args.run)
     base = run_of(args.baseline) if args.baseline else None
     return result, base
+
+
+def _read_run_file(path: str) -> Any:
+    """A run file in memory: a TREC run by DuckDB into arrow columns (faster and several times
+    leaner than Python objects; ``benchmarks/trec_eval.py``), other forms by ``read_run``."""
+    from ragnb.readers import STDIN, ranx_file_kind, read_run
+
+    if path != STDIN and ranx_file_kind(path) == "trec":
+        try:
+            from ragnb.streaming import read_run_columnar
+        except MissingExtra:
+            return read_run(path)
+        run, info = read_run_columnar(path)
+        if info["extra_text_lines"]:
+            print(
+                f"note: {path}: {info['extra_text_lines']} line(s) carry text after the sixth "
+                "column; it is ignored, as trec_eval ignores it",
+                file=sys.stderr,
+            )
+        return run
+    return read_run(path)
 
 
 def _evaluate_samples(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
@@ -248,6 +289,11 @@ def _print_evaluation(result: Any, args: argparse.Namespace, report: Any) -> Non
         notes.append(f"{counts['run_queries_without_qrels']} run queries without qrels left out")
     if counts.get("rank_disagreements"):
         notes.append(f"{counts['rank_disagreements']} queries ordered by score, not file rank")
+    if "self_retrieved_dropped" in counts:
+        notes.append(
+            f"{counts['self_retrieved_dropped']} retrieved documents with the query's own id "
+            "dropped (--ignore-self)"
+        )
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
 
@@ -437,6 +483,11 @@ def _add_evaluate_parser(sub: Any) -> None:
         metavar="trec-dl|dbpedia-entity|binary|1-5|FILE",
         help="map the qrels' grades onto the 1-5 rubric of RA-nWG, N-Recall4+, Harm (graded "
         "measures on other scales are refused without one)",
+    )
+    p.add_argument(
+        "--ignore-self",
+        action="store_true",
+        help="drop retrieved documents whose id is the query id (BEIR ArguAna, Quora); counted",
     )
     _add_gate_options(p, "baseline run: fail on a significant drop against it")
     p.set_defaults(func=_cmd_evaluate)
@@ -742,11 +793,34 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_llm_serve)
     _add_golden_parser(sub)
     _add_study_parsers(sub)
+    sub.add_parser(
+        "trec-eval",
+        help="trec_eval's command line and output: ragnb trec-eval [-q] [-c] [-m MEASURE]... "
+        "QRELS RUN",
+        add_help=False,
+    )
     return parser
+
+
+def _cmd_trec_eval(argv: Sequence[str]) -> int:
+    from ragnb.trec_eval import run_trec_eval
+
+    text, notes = run_trec_eval(argv)
+    for note in notes:
+        print(f"ragnb trec-eval: note: {note}", file=sys.stderr)
+    sys.stdout.write(text)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ragnb`` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["trec-eval"]:  # trec_eval's own flags (GNU getopt), not argparse's
+        try:
+            return _cmd_trec_eval(argv[1:])
+        except (InputError, FileNotFoundError) as e:
+            print(f"ragnb: error: {e}", file=sys.stderr)
+            return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -50,6 +50,7 @@ __all__ = [
     "EvaluationResult",
     "aggregate_means",
     "checked_grade_map",
+    "drop_self_retrieved",
     "evaluate",
     "result_from_values",
     "wide_values",
@@ -166,6 +167,7 @@ def evaluate(
     order: RunOrder = "score",
     grade_map: str | Mapping[int, int] | None = None,
     source_of: SourceOf = None,
+    ignore_self: bool = False,
 ) -> EvaluationResult:
     """Evaluate ``run`` against ``qrels`` on ``measures``.
 
@@ -201,6 +203,10 @@ def evaluate(
         ``{doc_id: source}`` or ``f(doc_id) -> source`` (e.g.
         :func:`ragnb.measures.novelty.default_source`, the id up to ``#``). Without it the run's
         ``source`` column is read; with neither, ``RA-nWG-nov`` raises.
+    ignore_self : bool, default False
+        Drop every retrieved document whose id is the query's id before evaluating (BEIR's
+        ArguAna and Quora, whose queries are corpus documents; :func:`drop_self_retrieved`);
+        ``counts["self_retrieved_dropped"]`` says how many.
 
     Returns
     -------
@@ -231,6 +237,7 @@ def evaluate(
     (1, 1)
     """
     parsed = parse_measures(measures)
+    run, n_self = drop_self_retrieved(run) if ignore_self else (run, 0)
     subtopics = None
     if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
         subtopics, qrels = qrels, document_qrels(qrels)
@@ -268,7 +275,47 @@ def evaluate(
     values = np.column_stack(
         [m.compute(arrays_for(m, g)) for m, g in zip(parsed, graded, strict=True)]
     )
-    return _result(parsed, arrays, values)
+    return _result(
+        parsed, arrays, values, {"self_retrieved_dropped": n_self} if ignore_self else {}
+    )
+
+
+def drop_self_retrieved(
+    run: pd.DataFrame | Mapping[str, Mapping[str, float]],
+) -> tuple[pd.DataFrame | dict[str, dict[str, float]], int]:
+    """The run without the documents whose id is the query's id, and how many were dropped.
+
+    In BEIR's ArguAna and Quora the queries are documents of the corpus, so a retriever finds
+    each query first; the official evaluation ignores that hit (BEIR's ``EvaluateRetrieval``,
+    ``ignore_identical_ids=True``).
+
+    Parameters
+    ----------
+    run : DataFrame or dict
+        Columns ``query_id``, ``doc_id``, ... or ``{query_id: {doc_id: score}}``.
+
+    Returns
+    -------
+    run : DataFrame or dict
+        Of the same kind, the rows with ``doc_id == query_id`` (compared as str) removed.
+    n_dropped : int
+
+    References
+    ----------
+    .. [1] N. Thakur et al., "BEIR: A heterogeneous benchmark for zero-shot evaluation of
+       information retrieval models", NeurIPS 2021 Datasets and Benchmarks, Section 3
+       (ArguAna, Quora); ``beir/retrieval/evaluation.py``.
+
+    Examples
+    --------
+    >>> drop_self_retrieved({"q1": {"q1": 9.0, "d2": 1.0}})
+    ({'q1': {'d2': 1.0}}, 1)
+    """
+    if isinstance(run, pd.DataFrame):
+        same = (run["query_id"].astype(str) == run["doc_id"].astype(str)).to_numpy()
+        return run[~same].reset_index(drop=True), int(same.sum())
+    kept = {str(q): {d: s for d, s in docs.items() if str(d) != str(q)} for q, docs in run.items()}
+    return kept, sum(len(docs) for docs in run.values()) - sum(len(d) for d in kept.values())
 
 
 def _prepared(
@@ -365,8 +412,14 @@ def _repeat_str(values: np.ndarray, take: np.ndarray) -> pd.Series:
     return pd.Series(values, dtype="str").take(take).reset_index(drop=True)
 
 
-def _result(measures: list[Measure], arrays: RankingArrays, values: np.ndarray) -> EvaluationResult:
-    """Assemble tables from a (n_queries, n_measures) value matrix."""
+def _result(
+    measures: list[Measure],
+    arrays: RankingArrays,
+    values: np.ndarray,
+    extra_counts: dict[str, Any] | None = None,
+) -> EvaluationResult:
+    """Assemble tables from a (n_queries, n_measures) value matrix; ``extra_counts`` are added
+    to the counts."""
     fe_short = {
         m.name: int(m.flags(arrays)["short_run"].sum()) for m in measures if m.family == "F_e"
     }
@@ -377,6 +430,7 @@ def _result(measures: list[Measure], arrays: RankingArrays, values: np.ndarray) 
         "rank_disagreements": arrays.n_rank_disagreements,
         "order": arrays.order,
         "fe_short_runs": fe_short,
+        **(extra_counts or {}),
     }
     return result_from_values(measures, arrays.query_ids, values, counts)
 

@@ -28,12 +28,15 @@ Query list (:func:`read_query_file`)
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
 import math
 import os
 import re
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -47,6 +50,7 @@ from ragnb.frames import QRELS_COLUMNS
 __all__ = [
     "ENCODING",
     "JSON_SUFFIXES",
+    "STDIN",
     "QUERY_FILE_SUFFIXES",
     "iter_json_lines",
     "iter_json_objects",
@@ -66,10 +70,30 @@ __all__ = [
 #: Text encoding of every file ragnb reads: UTF-8, a leading byte-order mark stripped (a BOM
 #: would otherwise become part of the first query id).
 ENCODING = "utf-8-sig"
+#: The file name that stands for the standard input (trec_eval's ``-``).
+STDIN = "-"
+
+
+def _is_comment(line: str) -> bool:
+    """trec_eval 10.0 skips a line whose first non-blank character is ``#``."""
+    return line.lstrip().startswith("#")
+
+
+def _note_extra_text(path: Path, n_lines: int, first: int, after: str) -> None:
+    """Warn once that ``n_lines`` lines (the first at line ``first``) carry text after the
+    ``after`` column, which is ignored as trec_eval ignores it."""
+    if n_lines:
+        warnings.warn(
+            f"{path}: {n_lines} line(s) carry text after the {after} column (first on line "
+            f"{first}); it is ignored, as trec_eval ignores it",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def open_text(path: Path) -> IO[str]:
-    """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``.
+    """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``;
+    ``-`` is the standard input (left open when the caller closes what this returns).
 
     Parameters
     ----------
@@ -85,6 +109,8 @@ def open_text(path: Path) -> IO[str]:
     OSError
         When the file cannot be opened.
     """
+    if str(path) == STDIN:
+        return contextlib.nullcontext(sys.stdin)  # type: ignore[return-value]
     if path.suffix == ".gz":
         import gzip
 
@@ -324,7 +350,10 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     ----------
     path : str or PathLike
         BEIR: ``query-id<TAB>corpus-id<TAB>score``; TREC: ``qid iter docid rel``. The form is
-        taken from the number of columns of the first data line.
+        taken from the number of columns of the first data line (4 or more: TREC). Comment
+        lines (first non-blank character ``#``) are skipped; text after the fourth TREC column
+        is ignored and the lines that carry some are counted in one ``UserWarning``, as
+        trec_eval 10.0 reads qrels. ``-`` reads the standard input.
 
     {{Returns: qrels_file_frame}}
 
@@ -345,22 +374,29 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     rows: list[tuple[str, str, int]] = []
     seen: dict[tuple[str, str], int] = {}
     ncols = None
+    extra, first_extra = 0, 0
     with open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
+            if _is_comment(line):
+                continue
             parts = line.split("\t") if "\t" in line else line.split()
             parts = [p.strip() for p in parts]
             if not any(parts):
                 continue
             if ncols is None:
-                if len(parts) not in (3, 4):
+                if len(parts) < 3:
                     raise InputError(
                         f"expected 3 (BEIR) or 4 (TREC) columns, found {len(parts)}",
                         path=path,
                         line=lineno,
                     )
-                ncols = len(parts)
+                ncols = min(len(parts), 4)
                 if ncols == 3 and parts[0].lower() in ("query-id", "query_id", "qid"):
                     continue  # BEIR header line
+            if ncols == 4 and len(parts) > 4:  # trec_eval reads four columns
+                parts = line.split()
+                extra, first_extra = extra + 1, first_extra or lineno
+                parts = parts[:4]
             if len(parts) != ncols:
                 raise InputError(
                     f"expected {ncols} columns like the first line, found {len(parts)}",
@@ -373,6 +409,7 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
             rel = _parse_grade(grade, path, lineno)
             _note_pair(seen, qid, did, "judgement of", path, lineno)
             rows.append((qid, did, rel))
+    _note_extra_text(path, extra, first_extra, "fourth")
     return _qrels_frame(rows)
 
 
@@ -393,30 +430,36 @@ def iter_run_lines(
     ------
     tuple
         ``(line, query_id, doc_id, rank, score, tag)``: the 1-based line number, the rank as a
-        64-bit int and the score as a finite float. Blank lines are skipped.
+        64-bit int and the score as a finite float. Blank lines and comment lines (first
+        non-blank character ``#``) are skipped; text after the sixth column is ignored and the
+        lines that carry some are counted in one ``UserWarning``, as trec_eval 10.0 reads runs.
 
     Raises
     ------
     InputError
-        A line with other than 6 columns, a rank that is not a 64-bit integer, or a score that is
+        A line with fewer than 6 columns, a rank that is not a 64-bit integer, or a score that is
         not a finite number in trec_eval's syntax, naming the file and line. Duplicate (query,
         document) pairs are not checked here (:func:`read_run` does).
     """
     path = Path(path)
+    extra, first_extra = 0, 0
     with open_text(path) as f:
         for lineno, line in enumerate(f, start=1):
             parts = line.split()
-            if not parts:
+            if not parts or parts[0].startswith("#"):
                 continue
-            if len(parts) != 6:
+            if len(parts) < 6:
                 raise InputError(
                     f"expected 6 columns (qid Q0 docid rank score tag), found {len(parts)}",
                     path=path,
                     line=lineno,
                 )
-            qid, _, did, rank_s, score_s, tag = parts
+            if len(parts) > 6:  # trec_eval reads six columns and ignores the rest
+                extra, first_extra = extra + 1, first_extra or lineno
+            qid, _, did, rank_s, score_s, tag = parts[:6]
             rank = _parse_int(rank_s, "rank", "rank", path, lineno)
             yield lineno, qid, did, rank, _parse_score(score_s, path, lineno), tag
+    _note_extra_text(path, extra, first_extra, "sixth")
 
 
 def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:

@@ -106,12 +106,12 @@ def test_corpus_title_optional_and_file_order(tmp_path):
 @pytest.mark.parametrize(
     ("text", "line", "words"),
     [
-        # first data line decides the form; 2 or 5 columns fit neither
+        # first data line decides the form; 2 columns fit neither (text after the fourth
+        # TREC column is ignored, as trec_eval ignores it: test_qrels_extra_text_is_a_note)
         ("q1\td1\n", 1, ["expected 3 (BEIR) or 4 (TREC) columns, found 2"]),
-        ("q1 0 d1 1 extra\n", 1, ["found 5"]),
         # a later line with another column count than the first
         ("q1\td1\t1\nq1\td2\n", 2, ["expected 3 columns like the first line, found 2"]),
-        ("q1 0 d1 1\nq1 0 d2 1 x\n", 2, ["expected 4 columns", "found 5"]),
+        ("q1 0 d1 1\nq1 0 d2\n", 2, ["expected 4 columns", "found 3"]),
         # grades must be integers
         ("q1\td1\t1\nq1\td2\t2.5\n", 2, ["grade is not an integer: '2.5'"]),
         ("q1\td1\tx\n", 1, ["grade is not an integer: 'x'"]),
@@ -169,6 +169,21 @@ def test_qrels_empty_file_gives_typed_empty_frame(tmp_path):
     assert got["relevance"].dtype == np.int64
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "reader", "words"),
+    [
+        ("qrels.txt", "q1 0 d1 1 extra\nq1 0 d2 0\n", "qrels", "after the fourth column"),
+        ("run.trec", "q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2 0.4 my run\n", "run", "after the sixth"),
+    ],
+)
+def test_extra_text_is_read_as_trec_eval_reads_it_and_noted(tmp_path, name, text, reader, words):
+    path = write(tmp_path / name, text)
+    read = io.read_qrels if reader == "qrels" else io.read_run
+    with pytest.warns(UserWarning, match=f"1 line\\(s\\) carry text {words}"):
+        frame = read(path)
+    assert frame["doc_id"].tolist() == ["d1", "d2"]
+
+
 # --------------------------------------------------------------------------- runs
 
 
@@ -176,7 +191,7 @@ def test_qrels_empty_file_gives_typed_empty_frame(tmp_path):
     ("text", "line", "words"),
     [
         ("q1 Q0 d1 1 0.5\n", 1, ["expected 6 columns", "found 5"]),
-        ("q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2 0.4 my run\n", 2, ["found 7"]),
+        ("q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2 0.4\n", 2, ["found 5"]),
         ("q1 Q0 d1 1.0 0.5 run\n", 1, ["rank is not an integer: '1.0'"]),
         ("q1 Q0 d1 one 0.5 run\n", 1, ["rank is not an integer: 'one'"]),
         ("q1 Q0 d1 1 high run\n", 1, ["score is not a number: 'high'"]),

@@ -52,6 +52,7 @@ LAYERS: dict[str, int] = {
     "fusion": 1,
     "gates": 1,
     "ppi": 1,
+    "trec_eval": 1,
     # backends
     "embed": 2,
     "retrieve": 2,

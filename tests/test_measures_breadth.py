@@ -336,7 +336,7 @@ def test_rbp_residual_against_reference(bm25):
         ("NumRel", "NumRel"),
         ("num_rel", "NumRel"),
         ("IPrec@0.5", "IPrec(recall=0.5)"),
-        ("iprec_at_recall_0.50", "IPrec(recall=0.5)"),
+        ("iprec_at_recall_0.50", "IPrec(recall=0.5,trec_eval=10)"),
         ("IPrec(rel=2)@0.3", "IPrec(recall=0.3,rel=2)"),
         ("nDCG_exp@10", "nDCG_exp@10"),
         ("ndcg_burges@10", "nDCG_exp@10"),

@@ -43,6 +43,8 @@ from ragnb.measures import (  # noqa: F401
     cascade,
     context,
     diversity,
+    gains,
+    geometric,
     graded,
     incomplete,
     judged,
@@ -52,6 +54,7 @@ from ragnb.measures import (  # noqa: F401
     primer,
     recall,
     rr,
+    sets,
     success,
     trec,
 )

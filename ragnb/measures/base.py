@@ -145,9 +145,10 @@ class MeasureFamily:
         per-query conditions worth counting in a report (e.g. F_e's short runs).
     summary : str
         One line, with the formula.
-    aggregate : {"mean", "sum"}
-        How :func:`ragnb.evaluate.evaluate` aggregates the per-query values: the macro mean, or
-        the sum over queries (trec_eval's and ir_measures' ``num_ret``, ``num_rel``).
+    aggregate : {"mean", "sum", "gmean"}
+        How :func:`ragnb.evaluate.evaluate` aggregates the per-query values: the macro mean, the
+        sum over queries (trec_eval's and ir_measures' ``num_ret``, ``num_rel``), or the
+        geometric mean of the values floored at 1e-5 (trec_eval's ``gm_map``, ``gm_bpref``).
     """
 
     name: str
@@ -157,7 +158,7 @@ class MeasureFamily:
     depth: Callable[[int | None], int | None] | None = None
     flags: Callable[..., dict[str, np.ndarray]] | None = None
     summary: str = ""
-    aggregate: Literal["mean", "sum"] = "mean"
+    aggregate: Literal["mean", "sum", "gmean"] = "mean"
 
     def param(self, name: str) -> ParamSpec | None:
         for spec in self.params:

@@ -110,7 +110,6 @@ register_family(
         cutoff="optional",
         summary="RBP@K = (1 - p) sum_{i<=K} v_i p^(i-1), binary v (Moffat and Zobel 2008)",
     ),
-    aliases=("rbp",),
 )
 register_family(
     MeasureFamily(

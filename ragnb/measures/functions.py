@@ -19,7 +19,18 @@ from ragnb.frames import RunOrder
 from ragnb.measures.base import Measure
 from ragnb.measures.kernel import prepare
 
-__all__ = ["DOC_ENTRIES", "Qrels", "Run", "aggregate_values", "fill_doc", "mean_of"]
+__all__ = [
+    "DOC_ENTRIES",
+    "MIN_GEO_MEAN",
+    "Qrels",
+    "Run",
+    "aggregate_values",
+    "fill_doc",
+    "mean_of",
+]
+
+#: Floor of a per-query value in a geometric mean (trec_eval's ``MIN_GEO_MEAN``, ``trec_eval.h``).
+MIN_GEO_MEAN = 1e-5
 
 Qrels: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, int]]
 Run: TypeAlias = pd.DataFrame | Mapping[str, Mapping[str, float]]
@@ -57,9 +68,11 @@ def mean_of(measure: Measure, qrels: Qrels, run: Run, order: RunOrder) -> float:
 
 
 def aggregate_values(measure: Measure, values: np.ndarray) -> float:
-    """The family's aggregate of per-query ``values``: macro mean or sum, NaN values excluded
-    (NaN when every value is NaN)."""
+    """The family's aggregate of per-query ``values``: macro mean, sum or geometric mean (each
+    value floored at :data:`MIN_GEO_MEAN`), NaN values excluded (NaN when every value is NaN)."""
     valid = ~np.isnan(values)
     if not valid.any():
         return float("nan")
+    if measure.spec.aggregate == "gmean":  # trec_eval's gm_map: log of max(v, MIN_GEO_MEAN)
+        return float(np.exp(np.log(np.maximum(values[valid], MIN_GEO_MEAN)).mean()))
     return float(values[valid].sum() if measure.spec.aggregate == "sum" else values[valid].mean())

@@ -42,6 +42,7 @@ from ragnb.measures.base import (
     MeasureFamily,
     ParamSpec,
     register_family,
+    register_trec_alias,
 )
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, safe_div, top_k
@@ -93,13 +94,18 @@ def _infap(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     return safe_div(total, arrays.n_relevant(rel))
 
 
-def _iprec(arrays: RankingArrays, k: int | None, *, recall: float, rel: int) -> np.ndarray:
-    """max P@i over ranks i at or after the ``floor(recall * N_p + 0.9)``-th relevant document
-    (the first when that is 0); 0 when the run holds fewer relevant documents; (n_queries,)."""
+def _iprec(
+    arrays: RankingArrays, k: int | None, *, recall: float, rel: int, trec_eval: int = 9
+) -> np.ndarray:
+    """max P@i over ranks i at or after the c-th relevant document (the first when c is 0), c
+    ``floor(recall * N_p + 0.9)`` (``trec_eval=9``) or ``round(recall * N_p)`` (10); 0 when the
+    run holds fewer relevant documents; shape (n_queries,)."""
     v = arrays.relevant(rel, None)
     n_rel = arrays.n_relevant(rel)
-    # trec_eval 9.0 (pytrec_eval, ir_measures): (long) (recall * num_rel + 0.9)
-    need = np.maximum(np.floor(recall * n_rel + 0.9), 1)
+    # trec_eval 9.0 (pytrec_eval, ir_measures): (long) (recall * num_rel + 0.9);
+    # trec_eval 10.0: lround(recall * num_rel), halves away from zero
+    shift = 0.9 if trec_eval == 9 else 0.5
+    need = np.maximum(np.floor(recall * n_rel + shift), 1)
     hits = np.cumsum(v, axis=1)
     precision = hits / np.arange(1, v.shape[1] + 1)
     at = v & (hits >= need[:, None])
@@ -124,7 +130,24 @@ def _num_rel(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     return arrays.n_relevant(rel).astype(np.float64)
 
 
+def _iprec_11pt(arrays: RankingArrays, k: int | None, *, rel: int, trec_eval: int) -> np.ndarray:
+    """Mean of IPrec at recall 0, 0.1, ..., 1 (trec_eval's 11pt_avg); shape (n_queries,)."""
+    # the levels as trec_eval's default array holds them: 0.1 * 3 is not 0.3
+    levels = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    total = sum(_iprec(arrays, None, recall=r, rel=rel, trec_eval=trec_eval) for r in levels)
+    return np.asarray(total) / len(levels)
+
+
 RECALL = ParamSpec("recall", float, None, 0.0, 1.0, doc="recall level r in [0, 1], required")
+TREC_EVAL = ParamSpec(
+    "trec_eval",
+    int,
+    9,
+    9,
+    10,
+    doc="trec_eval version whose cut point is used: 9 (floor(r N_p + 0.9), pytrec_eval and "
+    "ir_measures) or 10 (round(r N_p))",
+)
 
 register_family(
     MeasureFamily(
@@ -151,18 +174,30 @@ register_family(
     MeasureFamily(
         "IPrec",
         _iprec,
-        params=(RECALL, REL),
+        params=(RECALL, REL, TREC_EVAL),
         cutoff="none",
         depth=lambda k: None,
-        summary="IPrec(recall=r) = max P@i over ranks at or after the round(r N_p)-th relevant "
-        "document (trec_eval iprec_at_recall_r)",
+        summary="IPrec(recall=r) = max P@i over ranks at or after the c-th relevant document, "
+        "c = floor(r N_p + 0.9) (trec_eval 9, ir_measures IPrec@r) or round(r N_p) (trec_eval "
+        "10 iprec_at_recall_r, IPrec(trec_eval=10))",
     ),
     trec=(
         rf"IPrec@{_RECALL}",
         rf"IPrec\(rel=(?P<rel>\d+)\)@{_RECALL}",
-        rf"iprec_at_recall[._]{_RECALL}",
     ),
 )
+register_trec_alias(rf"iprec_at_recall[._]{_RECALL}", "IPrec", trec_eval=10)
+register_family(
+    MeasureFamily(
+        "IPrec-11pt",
+        _iprec_11pt,
+        params=(REL, TREC_EVAL),
+        cutoff="none",
+        depth=lambda k: None,
+        summary="IPrec-11pt = mean of IPrec at recall 0, 0.1, ..., 1 (trec_eval 11pt_avg)",
+    ),
+)
+register_trec_alias(r"11pt_avg", "IPrec-11pt", trec_eval=10)
 register_family(
     MeasureFamily(
         "NumRet",

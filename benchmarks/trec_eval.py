@@ -1,0 +1,152 @@
+"""trec_eval's C binary against ``ragnb trec-eval`` and ``ragnb evaluate`` on one large run file.
+
+Builds trec_eval from its source (``make`` with the system's C compiler), generates a TREC run
+of ``--queries`` queries x ``--depth`` documents (default 100,000 x 100: 10 million lines,
+about 290 MB) and qrels of ``--judged`` documents per query (1.5 million lines), then runs, each
+in its own process, and prints the wall time and peak resident memory (``ru_maxrss`` of that
+process, from ``os.wait4``):
+
+* ``trec_eval -m ndcg_cut.10 -m P.10 -m recall.100`` and ``ragnb trec-eval`` with the same
+  arguments (their outputs compared byte for byte);
+* ``ragnb evaluate -m nDCG@10 -m P@10 -m R@100`` (the default path) and with ``--stream``;
+* ``trec_eval -m all_trec`` and ``ragnb trec-eval -m all_trec`` (outputs compared).
+
+Usage::
+
+    python benchmarks/trec_eval.py --trec-eval-src /path/to/trec_eval     # a checkout
+    python benchmarks/trec_eval.py --queries 10000                        # 1 M lines
+
+Without ``--trec-eval-src`` the source is cloned from https://github.com/usnistgov/trec_eval
+into the work folder (needs ``git`` and the network).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+THREE_C = ["-m", "ndcg_cut.10", "-m", "P.10", "-m", "recall.100"]
+THREE_RAGNB = ["-m", "nDCG@10", "-m", "P@10", "-m", "R@100"]
+CHUNK = 10_000
+
+
+def build_trec_eval(source: Path | None, work: Path) -> Path:
+    """The path of a trec_eval binary built with ``make`` from ``source`` (cloned if None)."""
+    if source is None:
+        source = work / "trec_eval-src"
+        if not source.exists():
+            subprocess.run(
+                ["git", "clone", "--depth", "1", "https://github.com/usnistgov/trec_eval", source],
+                check=True,
+            )
+    build = work / "trec_eval-build"
+    if build.exists():
+        shutil.rmtree(build)
+    shutil.copytree(source, build, ignore=shutil.ignore_patterns(".git", "test"))
+    subprocess.run(["make", "-s"], cwd=build, check=True, stdout=subprocess.DEVNULL)
+    return build / "trec_eval"
+
+
+def generate(
+    folder: Path, n_queries: int, depth: int, judged: int, seed: int = 0
+) -> tuple[Path, Path]:
+    """Write ``run.txt`` (``qid Q0 docid rank score tag``) and ``qrels.txt`` in chunks."""
+    rng = np.random.default_rng(seed)
+    run_path, qrels_path = folder / "run.txt", folder / "qrels.txt"
+    with run_path.open("w") as run_f, qrels_path.open("w") as qrels_f:
+        for start in range(0, n_queries, CHUNK):
+            q = np.arange(start, min(start + CHUNK, n_queries))
+            docs = (q[:, None] * 7919 + np.arange(depth)[None, :] * 13) % 100_000
+            scores = -np.sort(-rng.random((len(q), depth)), axis=1)
+            lines = [
+                f"q{qi:08d} Q0 d{d:08d} {r + 1} {s:.6f} bench\n"
+                for qi, row, srow in zip(q, docs, scores, strict=True)
+                for r, (d, s) in enumerate(zip(row, srow, strict=True))
+            ]
+            run_f.write("".join(lines))
+            # judged documents: some retrieved (every 7th rank), the rest outside the run
+            qlines = []
+            for qi, row in zip(q, docs, strict=True):
+                picked = list(row[::7][: judged // 2]) + [
+                    (qi * 31 + j * 17) % 100_000 + 100_000 for j in range(judged - judged // 2)
+                ]
+                grades = rng.integers(0, 3, len(picked))
+                qlines += [
+                    f"q{qi:08d} 0 d{d:08d} {g}\n" for d, g in zip(picked, grades, strict=True)
+                ]
+            qrels_f.write("".join(qlines))
+    return qrels_path, run_path
+
+
+def measure(cmd: list[str], out: Path) -> tuple[float, float]:
+    """Run ``cmd`` with stdout to ``out``; (wall seconds, peak resident memory in MB)."""
+    start = time.perf_counter()
+    with out.open("w") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise SystemExit(f"{' '.join(cmd)} failed: {err}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--queries", type=int, default=100_000)
+    p.add_argument("--depth", type=int, default=100)
+    p.add_argument("--judged", type=int, default=15)
+    p.add_argument("--trec-eval-src", type=Path, default=None, help="trec_eval source folder")
+    p.add_argument("--work", type=Path, default=None, help="work folder (default: a temp one)")
+    p.add_argument("--skip-all-trec", action="store_true", help="only the three measures")
+    args = p.parse_args(argv)
+    work = args.work or Path(tempfile.mkdtemp(prefix="ragnb-trec-eval-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    binary = build_trec_eval(args.trec_eval_src, work)
+    t0 = time.perf_counter()
+    qrels, run = generate(work, args.queries, args.depth, args.judged)
+    size_mb = run.stat().st_size / 1e6
+    print(
+        f"run: {args.queries * args.depth:,} lines, {size_mb:.0f} MB; qrels: "
+        f"{args.queries * args.judged:,} lines; generated in {time.perf_counter() - t0:.1f} s"
+    )
+    ragnb = [sys.executable, "-m", "ragnb.cli"]
+    jobs = [
+        ("trec_eval, 3 measures", [str(binary), *THREE_C, str(qrels), str(run)], "c3"),
+        ("ragnb trec-eval, 3 measures",
+         [*ragnb, "trec-eval", *THREE_C, str(qrels), str(run)], "r3"),
+        ("ragnb evaluate", [*ragnb, "evaluate", str(qrels), str(run), *THREE_RAGNB], "e3"),
+        ("ragnb evaluate --stream", [*ragnb, "evaluate", str(qrels), str(run), *THREE_RAGNB,
+                                     "--stream"], "s3"),
+    ]  # fmt: skip
+    if not args.skip_all_trec:
+        jobs += [
+            ("trec_eval -m all_trec", [str(binary), "-m", "all_trec", str(qrels), str(run)], "ca"),
+            ("ragnb trec-eval -m all_trec",
+             [*ragnb, "trec-eval", "-m", "all_trec", str(qrels), str(run)], "ra"),
+        ]  # fmt: skip
+    results = {}
+    print(f"{'command':<32} {'time s':>8} {'peak MB':>8} {'x C time':>9}")
+    for label, cmd, key in jobs:
+        seconds, peak = measure(cmd, work / f"out.{key}")
+        results[key] = seconds
+        base = results.get("c3" if key.endswith("3") else "ca")
+        ratio = f"{seconds / base:9.2f}" if base else ""
+        print(f"{label:<32} {seconds:8.1f} {peak:8.0f} {ratio}")
+    for c, r in (("c3", "r3"), ("ca", "ra")):
+        if (work / f"out.{r}").exists():
+            same = (work / f"out.{c}").read_bytes() == (work / f"out.{r}").read_bytes()
+            print(f"output of {r} equals trec_eval's byte for byte: {same}")
+    print(f"files in {work}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,380 @@
+"""Gain-based measures: G, binG, nDCG-rel, RnDCG, graded RBP and its residual, DCG and NCG.
+
+trec_eval's gain-based measures beside raw DCG and normalised cumulative gain.
+
+============================ ==================================================== ============
+name                         definition (g = gain of a level: its value, or as    trec_eval
+                             given; ideal = judged gains sorted descending)
+============================ ==================================================== ============
+G                            sum_i g_i / log2(2 + cost_i - gained_i) over ideal   ``G``
+                             gains: cost_i sums max(ideal_j, 1), gained_i sums g_j
+                             for j <= i (Kekalainen and Jarvelin's cumulated gain
+                             with a gain-aware discount, as ``m_G.c``)
+binG                         sum over relevant ranks i (r-th relevant) of         ``binG``
+                             1 / log2(2 + i - r), divided by N_p
+nDCG-rel                     nDCG averaged at each relevant rank, the missing      ``ndcg_rel``
+                             relevant at the run's final nDCG
+RnDCG                        nDCG averaged at the ranks where the ideal gain       ``Rndcg``
+                             changes level (and at the run's end)
+RBP-graded(p=0.9)            (1 - p) sum_i g_i p^(i-1), gains rescaled into [0, 1] ``rbp``
+                             when the query's levels leave it
+RBP-graded-residual(p=0.9)   p^ret + (1 - p) sum of p^(i-1) over retrieved ranks   ``rbp_resid``
+                             without a judgement >= 0; 0 when there is none
+DCG[@K]                      sum_{i<=K} g_i / log2(i + 1), raw                     ``dcg``
+NCG@K                        sum_{i<=K} g_i / sum of the top K ideal gains         (none)
+============================ ==================================================== ============
+
+The linear gain is the grade (negative grades and documents without a judgement gain 0), as in
+trec_eval's ``gain_init.c``; :func:`gain_values` evaluates these measures with other gains per
+level (trec_eval's ``-m ndcg.1=3,2=9``).
+
+References
+----------
+.. [1] K. Jarvelin and J. Kekalainen, "Cumulated gain-based evaluation of IR techniques", ACM
+   TOIS 20(4), 2002 (DCG, nDCG, cumulated gain CG and its normalised form NCG).
+.. [2] A. Moffat and J. Zobel, "Rank-biased precision for measurement of retrieval
+   effectiveness", ACM TOIS 27(1), 2008, eq. 1 and Section 4 (RBP and its residual).
+.. [3] trec_eval 10.0, ``m_G.c``, ``m_binG.c``, ``m_ndcg_rel.c``, ``m_Rndcg.c``, ``m_rbp.c``,
+   ``m_rbp_resid.c``, ``m_ndcg.c`` (``dcg``), ``gain_init.c``,
+   https://github.com/usnistgov/trec_eval
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ragnb.errors import InputError
+from ragnb.frames import RunOrder
+from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
+from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
+from ragnb.measures.kernel import RankingArrays, safe_div, top_k
+from ragnb.measures.reslists import gain_levels, gains_of, level_counts, rel_lists
+
+__all__ = ["GAIN_FAMILIES", "gain_values", "normalised_cumulative_gain"]
+
+
+def _discount(n: int) -> np.ndarray:
+    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+
+
+def _gains(
+    arrays: RankingArrays, gains: Mapping[int, float] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(rels, run gains, ideal gains, levels, level gains x per-query counts) of the arrays."""
+    rels = rel_lists(arrays)
+    levels, counts = level_counts(arrays)
+    level_gain, ideal = gain_levels(levels, counts, gains)
+    return rels, gains_of(rels, levels, level_gain), ideal, levels, np.c_[level_gain, counts.T]
+
+
+def _g(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.ndarray:
+    _, got, ideal, _, _ = _gains(arrays, gains)
+    width = max(got.shape[1], ideal.shape[1])
+    got = np.pad(got, ((0, 0), (0, width - got.shape[1])))
+    best = np.pad(ideal, ((0, 0), (0, width - ideal.shape[1])))
+    cost = np.cumsum(np.maximum(best, 1.0), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(got != 0, got / np.log2(2.0 + cost - np.cumsum(got, axis=1)), 0.0)
+    return safe_div(terms.sum(axis=1), ideal.sum(axis=1))
+
+
+def _bin_g(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
+    v = arrays.relevant(rel, None)
+    r = np.cumsum(v, axis=1)
+    i = np.arange(v.shape[1])
+    with np.errstate(divide="ignore"):
+        terms = np.where(v, 1.0 / np.log2(3.0 + i - r), 0.0)
+    return safe_div(terms.sum(axis=1), arrays.n_relevant(rel))
+
+
+def _ndcg_rel(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.ndarray:
+    _, got, ideal, _, _ = _gains(arrays, gains)
+    width = max(got.shape[1], ideal.shape[1])
+    got = np.pad(got, ((0, 0), (0, width - got.shape[1])))
+    best = np.pad(ideal, ((0, 0), (0, width - ideal.shape[1])))
+    disc = _discount(width)
+    run_dcg, ideal_dcg = np.cumsum(got * disc, axis=1), np.cumsum(best * disc, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        at = np.where(got > 0, run_dcg / ideal_dcg, 0.0).sum(axis=1)
+        n_rel = (best > 0).sum(axis=1)
+        last = width - 1
+        tail = (n_rel - (got > 0).sum(axis=1)) * run_dcg[:, last] / ideal_dcg[:, last]
+        total = at + tail if width else np.zeros(arrays.n_queries)
+        return np.where(total > 0, total / np.maximum(n_rel, 1), 0.0)
+
+
+def _rndcg_row(got: np.ndarray, level_table: np.ndarray) -> float:
+    """trec_eval's ``m_Rndcg.c`` for one query: ``got`` its run gains, ``level_table`` rows
+    (gain, count) sorted by gain ascending."""
+    gain = level_table[:, 0]
+    count = level_table[:, 1].astype(np.int64)
+    cur = len(gain) - 1
+    ideal_gain = gain[cur] if cur >= 0 else 0.0
+    old, run_dcg, ideal_dcg, total, n_changes, at_level, i = ideal_gain, 0.0, 0.0, 0.0, 0, 0, 0
+
+    def advance() -> None:
+        nonlocal at_level, cur, ideal_gain, old, total, n_changes
+        at_level += 1
+        while cur >= 0 and at_level > count[cur]:
+            at_level, cur = 1, cur - 1
+            ideal_gain = gain[cur] if cur >= 0 else 0.0
+        if old != ideal_gain:
+            if ideal_dcg > 0.0:
+                total, n_changes = total + run_dcg / ideal_dcg, n_changes + 1
+            old = ideal_gain
+
+    while i < len(got) and ideal_gain > 0.0:
+        advance()
+        run_dcg += got[i] / np.log2(i + 2.0)
+        if ideal_gain > 0.0:
+            ideal_dcg += ideal_gain / np.log2(i + 2.0)
+        i += 1
+    if i < len(got):
+        run_dcg += float((got[i:] * _discount(len(got))[i:]).sum())
+        i = len(got)
+        if ideal_dcg > 0.0:
+            total, n_changes = total + run_dcg / ideal_dcg, n_changes + 1
+    while ideal_gain > 0.0:
+        advance()
+        if ideal_gain > 0.0:
+            ideal_dcg += ideal_gain / np.log2(i + 2.0)
+        i += 1
+    return total / n_changes if n_changes else 0.0
+
+
+def _rndcg(arrays: RankingArrays, gains: Mapping[int, float] | None, rel: int) -> np.ndarray:
+    rels, got, _, _, table = _gains(arrays, gains)
+    n_ret = arrays.filled.sum(axis=1)
+    n_rel = arrays.n_relevant(rel)
+    order = np.argsort(table[:, 0], kind="stable")
+    out = np.zeros(arrays.n_queries)
+    for q in np.nonzero(n_rel > 0)[0]:
+        out[q] = _rndcg_row(got[q, : n_ret[q]], table[order][:, np.array([0, 1 + q])])
+    return out
+
+
+def _rbp_graded(arrays: RankingArrays, gains: Mapping[int, float] | None, p: float) -> np.ndarray:
+    rels, _, _, levels, table = _gains(arrays, gains)
+    out = np.zeros(arrays.n_queries)
+    weights = p ** np.arange(rels.shape[1], dtype=np.float64)
+    for q in range(arrays.n_queries):
+        # the levels trec_eval's setup_gains lists for the query: 0 .. its highest judged level,
+        # and every level named in the gains
+        present = table[:, 1 + q] > 0
+        top = levels[present].max() if present.any() else -1
+        listed = (levels <= top) | np.isin(levels, list(gains or {}))
+        level_gain = table[listed, 0]
+        row = gains_of(rels[q], levels[listed], level_gain)
+        low, high = (level_gain.min(), level_gain.max()) if level_gain.size else (0.0, 0.0)
+        if low < 0 or high > 1:
+            row = np.where(rels[q] >= 0, (row - low) / (high - low), 0.0)
+        out[q] = (1.0 - p) * float(row @ weights)
+    return out
+
+
+def _rbp_graded_residual(arrays: RankingArrays, k: int | None, *, p: float) -> np.ndarray:
+    rels = rel_lists(arrays)
+    open_ = (rels < 0) & (rels != -3)
+    n_ret = arrays.filled.sum(axis=1)
+    weights = p ** np.arange(rels.shape[1], dtype=np.float64)
+    value = p ** n_ret.astype(np.float64) + (1.0 - p) * (open_ @ weights)
+    return np.where(open_.any(axis=1), value, 0.0)
+
+
+def _dcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
+    got = np.maximum(top_k(arrays.grades, k), 0).astype(np.float64) * top_k(arrays.judged, k)
+    return got @ _discount(got.shape[1])
+
+
+def _ncg(arrays: RankingArrays, k: int) -> np.ndarray:
+    got = (np.maximum(top_k(arrays.grades, k), 0) * top_k(arrays.judged, k)).sum(axis=1)
+    best = np.maximum(top_k(arrays.ideal, k), 0).sum(axis=1)
+    return safe_div(got, best)
+
+
+def _ndcg_gains(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.ndarray:
+    _, got, ideal, _, _ = _gains(arrays, gains)
+    return safe_div(got @ _discount(got.shape[1]), ideal @ _discount(ideal.shape[1]))
+
+
+#: The families :func:`gain_values` evaluates with other gains, by trec_eval name.
+GAIN_FAMILIES = ("ndcg", "G", "ndcg_rel", "Rndcg", "rbp")
+
+
+def gain_values(
+    arrays: RankingArrays,
+    name: str,
+    gains: Mapping[int, float] | None = None,
+    *,
+    p: float = 0.9,
+    rel: int = 1,
+) -> np.ndarray:
+    """A gain-based trec_eval measure with the gain of each level given.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        From :func:`ragnb.measures.prepare`, whole runs (no depth cap).
+    name : {"ndcg", "G", "ndcg_rel", "Rndcg", "rbp"}
+        The trec_eval measure.
+    gains : mapping of int to float, optional
+        Gain of a qrels level; the others gain their value (trec_eval ``-m ndcg.1=3,2=9``).
+    p : float in (0, 1), default 0.9
+        RBP's persistence.
+    rel : int, default 1
+        Relevance level (``Rndcg`` returns 0 for a query without a relevant document).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+
+    Raises
+    ------
+    InputError
+        An unknown ``name``.
+
+    References
+    ----------
+    .. [1] trec_eval 10.0, ``gain_init.c`` and the ``m_*.c`` file of each measure.
+
+    Examples
+    --------
+    >>> from ragnb.measures import prepare
+    >>> arrays = prepare({"q": {"a": 1, "b": 2}}, {"q": {"a": 2.0, "b": 1.0}})
+    >>> round(float(gain_values(arrays, "ndcg", {2: 1.0, 1: 3.0})[0]), 4)
+    1.0
+    """
+    if name == "ndcg":
+        return _ndcg_gains(arrays, gains)
+    if name == "G":
+        return _g(arrays, gains)
+    if name == "ndcg_rel":
+        return _ndcg_rel(arrays, gains)
+    if name == "Rndcg":
+        return _rndcg(arrays, gains, rel)
+    if name == "rbp":
+        return _rbp_graded(arrays, gains, p)
+    raise InputError(f"no gain-based measure {name!r}; known: {', '.join(GAIN_FAMILIES)}")
+
+
+RBP_P = ParamSpec("p", float, 0.9, 0.0, 1.0, doc="persistence p in [0, 1), trec_eval's 0.9")
+
+register_family(
+    MeasureFamily(
+        "G",
+        lambda arrays, k: _g(arrays, None),
+        cutoff="none",
+        depth=lambda k: None,
+        summary="G = gain-aware cumulated gain over the ideal gains (trec_eval G)",
+    ),
+)
+register_family(
+    MeasureFamily(
+        "binG",
+        _bin_g,
+        params=(REL,),
+        cutoff="none",
+        depth=lambda k: None,
+        summary="binG = sum over relevant ranks i of 1 / log2(2 + i - r) / N_p (trec_eval binG)",
+    ),
+)
+register_family(
+    MeasureFamily(
+        "nDCG-rel",
+        lambda arrays, k: _ndcg_rel(arrays, None),
+        cutoff="none",
+        depth=lambda k: None,
+        summary="nDCG-rel = nDCG averaged at the relevant ranks (trec_eval ndcg_rel)",
+    ),
+    trec=(r"ndcg_rel",),
+)
+register_family(
+    MeasureFamily(
+        "RnDCG",
+        lambda arrays, k, *, rel: _rndcg(arrays, None, rel),
+        params=(REL,),
+        cutoff="none",
+        depth=lambda k: None,
+        summary="RnDCG = nDCG averaged where the ideal gain changes level (trec_eval Rndcg)",
+    ),
+    trec=(r"Rndcg",),
+)
+register_family(
+    MeasureFamily(
+        "RBP-graded",
+        lambda arrays, k, *, p: _rbp_graded(arrays, None, p),
+        params=(RBP_P,),
+        cutoff="none",
+        depth=lambda k: None,
+        summary="RBP-graded = (1 - p) sum_i g_i p^(i-1), gains rescaled into [0, 1] "
+        "(trec_eval rbp)",
+    ),
+    trec=(r"rbp", r"rbp[._]p=(?P<p>\d*\.?\d+)"),
+)
+register_family(
+    MeasureFamily(
+        "RBP-graded-residual",
+        _rbp_graded_residual,
+        params=(RBP_P,),
+        cutoff="none",
+        depth=lambda k: None,
+        summary="RBP-graded-residual = p^ret + (1 - p) sum of p^(i-1) over unjudged ranks, 0 "
+        "without one (trec_eval rbp_resid)",
+    ),
+    trec=(r"rbp_resid", r"rbp_resid[._]p=(?P<p>\d*\.?\d+)"),
+)
+register_family(
+    MeasureFamily(
+        "DCG",
+        _dcg,
+        cutoff="optional",
+        summary="DCG@K = sum_{i<=K} max(grade, 0) / log2(i + 1), unnormalised (trec_eval dcg)",
+    ),
+    trec=(r"dcg", r"dcg_cut[._](?P<k>\d+)"),
+)
+register_family(
+    MeasureFamily(
+        "NCG",
+        _ncg,
+        summary="NCG@K = sum_{i<=K} gain / sum of the top K ideal gains (Jarvelin and "
+        "Kekalainen 2002)",
+    ),
+    aliases=("ncg",),
+    trec=(r"ncg[._@](?P<k>\d+)", r"ncg_cut[._](?P<k>\d+)"),
+)
+
+
+@fill_doc
+def normalised_cumulative_gain(
+    qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score"
+) -> float:
+    """Mean normalised cumulative gain at ``k`` (NCG@K): gain found over gain findable.
+
+    {{Parameters: qrels, run, k, order}}
+
+    {{Returns: mean}}
+
+    {{Raises: bad_input}}
+
+    Notes
+    -----
+    ``NCG@K = sum_{i<=K} g_i / sum_{j<=K} g*_j`` with ``g`` the linear gain (the grade, 0 for a
+    negative grade or an unjudged document) and ``g*`` the judged gains sorted descending: nDCG
+    without the discount, so the order within the top K does not matter. 0 when no judged
+    document has a positive grade. Neither trec_eval nor ir_measures computes it.
+
+    References
+    ----------
+    .. [1] K. Jarvelin and J. Kekalainen, "Cumulated gain-based evaluation of IR techniques",
+       ACM TOIS 20(4), 2002, Section 2.2 (cumulated gain and its normalised form).
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"a": 2, "b": 1, "c": 1}}
+    >>> run = {"q1": {"b": 3.0, "x": 2.0, "a": 1.0}}   # top 2 gains 1 + 0; ideal 2 + 1
+    >>> round(normalised_cumulative_gain(qrels, run, 2), 6)
+    0.333333
+    """
+    return mean_of(Measure("NCG", k), qrels, run, order)
