@@ -178,7 +178,7 @@ def test_qrels_empty_file_gives_typed_empty_frame(tmp_path):
 )
 def test_extra_text_is_read_as_trec_eval_reads_it_and_noted(tmp_path, name, text, reader, words):
     path = write(tmp_path / name, text)
-    read = io.read_qrels if reader == "qrels" else io.read_run
+    read = readers.read_qrels if reader == "qrels" else readers.read_run
     with pytest.warns(UserWarning, match=f"1 line\\(s\\) carry text {words}"):
         frame = read(path)
     assert frame["doc_id"].tolist() == ["d1", "d2"]
