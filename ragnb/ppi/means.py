@@ -457,10 +457,12 @@ def check_alpha(alpha: float) -> float:
     Parameters
     ----------
     alpha : float
+        One minus the confidence level of the interval.
 
     Returns
     -------
     float
+        ``alpha`` as a float.
 
     Raises
     ------
