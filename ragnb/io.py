@@ -788,6 +788,7 @@ def write_records(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     Returns
     -------
     Path
+        ``path``, the file written.
 
     Raises
     ------

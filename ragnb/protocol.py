@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
-__all__ = ["StudyResult", "export_tables", "skipped"]
+__all__ = ["StudyResult", "StudyResultBase", "export_note", "export_tables", "skipped"]
 
 
 @runtime_checkable
@@ -56,6 +56,66 @@ class StudyResult(Protocol):
         ...
 
 
+class StudyResultBase:
+    """The :meth:`export` every study result shares; a study's result class inherits it.
+
+    A subclass defines :meth:`tables` and :meth:`provenance`, and overrides the hooks
+    :meth:`export_first` (files written before the tables), :meth:`export_last` (files written
+    after ``provenance.json``) and :meth:`exported_tables` (the tables written as CSV) when
+    it writes files of its own.
+    """
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The result tables by the stem of their exported CSV file."""
+        raise NotImplementedError
+
+    def provenance(self) -> dict[str, Any]:
+        """What produced the numbers, JSON-serialisable."""
+        raise NotImplementedError
+
+    def exported_tables(self) -> dict[str, pd.DataFrame]:
+        """The tables :meth:`export` writes as CSV: all of :meth:`tables` unless overridden."""
+        return self.tables()
+
+    def export_first(self, out: Path) -> list[Path]:
+        """Write the study's own files under ``out`` before the tables; the paths written."""
+        return []
+
+    def export_last(self, out: Path) -> list[Path]:
+        """Write the study's own files under ``out`` after the tables; the paths written."""
+        return []
+
+    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
+        """Write the result for reuse outside the report.
+
+        Files, in order: the study's own (:meth:`export_first`), each of
+        :meth:`exported_tables` as ``<name>.csv`` and :meth:`provenance` as
+        ``provenance.json`` (:func:`export_tables`, each file atomically), then the study's
+        files written last (:meth:`export_last`).
+
+        Parameters
+        ----------
+        folder : str or PathLike
+            Output folder (created); relative paths are taken from the project root.
+
+        Returns
+        -------
+        list of Path
+            The files written, in the order above.
+
+        Raises
+        ------
+        ValueError
+            When a table name contains a path separator.
+        """
+        from ragnb.paths import resolve_path
+
+        out = resolve_path(folder)
+        written = self.export_first(out)
+        written += export_tables(self.exported_tables(), self.provenance(), out)
+        return written + self.export_last(out)
+
+
 def skipped(part: str, because: str) -> str:
     """The banner line of a part of a study that did not run.
 
@@ -72,6 +132,31 @@ def skipped(part: str, because: str) -> str:
         ``"**Calibration skipped** because the dataset has no human labels."``
     """
     return f"**{part} skipped** because {because.rstrip('.')}."
+
+
+def export_note(
+    export_dir: str | os.PathLike[str] | None, files: str = "Tables (CSV) and provenance (JSON)"
+) -> list[str]:
+    """The banner line that says where a study exported its files, as a list for ``lines +=``.
+
+    Parameters
+    ----------
+    export_dir : path or None
+        The config's ``export_dir``; empty or None when nothing was exported.
+    files : str, default "Tables (CSV) and provenance (JSON)"
+        What was exported, as the start of the sentence.
+
+    Returns
+    -------
+    list of str
+        ``["<files> exported to `<folder>`."]`` with the folder as a report may show it
+        (:func:`ragnb.paths.display_path`), or ``[]`` without ``export_dir``.
+    """
+    from ragnb.paths import display_path, resolve_path
+
+    if not export_dir:
+        return []
+    return [f"{files} exported to `{display_path(resolve_path(export_dir))}`."]
 
 
 def export_tables(

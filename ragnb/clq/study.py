@@ -14,7 +14,6 @@ Dallaire, arXiv:2511.09545, sections 3.1-3.3, 3.5 and 5 (Table 8: the scenario m
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -31,6 +30,7 @@ from ragnb.errors import InputError
 from ragnb.io import BeirDataset
 from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc
 from ragnb.paths import display_path, resolve_path
+from ragnb.protocol import StudyResultBase
 from ragnb.validation import check_choice, check_number_in
 
 __all__ = ["ClqReport", "ClqTradeoffsConfig", "run"]
@@ -234,7 +234,7 @@ class ClqTradeoffsConfig(NotebookParams):
 
 
 @dataclass
-class ClqReport:
+class ClqReport(StudyResultBase):
     """Notebook 04's analysis: the sweep and the decisions drawn from it.
 
     A :class:`ragnb.protocol.StudyResult`: :meth:`banner`, :meth:`tables`, :meth:`charts`,
@@ -609,28 +609,6 @@ class ClqReport:
             else None,
         }
         return {name: chart for name, chart in out.items() if chart is not None}
-
-    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
-        """Write :meth:`tables` as ``<name>.csv`` and :meth:`provenance` as ``provenance.json``.
-
-        The sweep's own files (``results.parquet``, ``per_query.parquet``, ``recall.parquet``,
-        ``memory.parquet``, ``grid.yaml``, the index and embedding caches) are in
-        ``export_dir`` already.
-
-        Parameters
-        ----------
-        folder : str or PathLike
-            Where to write (created); the sweep folder ``export_dir`` is the usual choice. A
-            relative path is taken from the project root.
-
-        Returns
-        -------
-        list of Path
-            One CSV per table, then ``provenance.json``.
-        """
-        from ragnb.protocol import export_tables
-
-        return export_tables(self.tables(), self.provenance(), folder)
 
     def provenance(self) -> dict[str, Any]:
         """What produced the numbers : the sweep's provenance, the config, notes, versions."""

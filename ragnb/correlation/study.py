@@ -30,7 +30,6 @@ References
 
 from __future__ import annotations
 
-import os
 import urllib.parse
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,6 +44,7 @@ from ragnb.errors import InputError
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL
 from ragnb.params import SAMPLE_DATASET, NotebookParams
 from ragnb.paths import resolve_path
+from ragnb.protocol import StudyResultBase
 from ragnb.validation import check_among, check_choice, check_number_in, check_positive_ints
 
 __all__ = ["CorrelationConfig", "CorrelationStudy", "run"]
@@ -266,7 +266,7 @@ class CorrelationConfig(NotebookParams):
 
 
 @dataclass(eq=False)
-class CorrelationStudy:
+class CorrelationStudy(StudyResultBase):
     """What notebook 05 shows: the samples, the study's tables, and where the grades came from.
 
     A :class:`ragnb.protocol.StudyResult`: :meth:`banner` (which says where the grades came
@@ -661,28 +661,12 @@ class CorrelationStudy:
             "versions": versions(),
         }
 
-    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
-        """Write the samples, the tables and the provenance under ``folder``.
-
-        The samples as ``query_texts.jsonl``, ``ranked.jsonl`` and ``graded.jsonl`` (the Primer
-        schema, :func:`ragnb.correlation.write_samples`; a sample set that is absent or empty
-        is not written), each of :meth:`tables` as ``<name>.csv`` and :meth:`provenance` as
-        ``provenance.json`` (:func:`ragnb.protocol.export_tables`). The ledger of the LLM
-        calls is written to ``export_dir`` while they run.
-
-        Parameters
-        ----------
-        folder : path
-            Output folder (created); relative paths are taken from the project root.
-
-        Returns
-        -------
-        list of Path
-            The files written: samples, tables, ``provenance.json`` last.
-        """
-        from ragnb.protocol import export_tables
-
-        out = resolve_path(folder)
+    def export_first(self, out: Path) -> list[Path]:
+        """Write the samples under ``out`` before the tables: ``query_texts.jsonl``,
+        ``ranked.jsonl`` and ``graded.jsonl`` (the Primer schema,
+        :func:`ragnb.correlation.write_samples`; a sample set that is absent or empty is not
+        written); the paths written. The ledger of the LLM calls is written to ``export_dir``
+        while they run."""
         written = []
         for name, frame in (
             ("query_texts", self.query_texts),
@@ -692,7 +676,7 @@ class CorrelationStudy:
             if frame is not None and not frame.empty:
                 cols = [c for c in frame.columns if c not in ("p_ids", "n_ids")]
                 written.append(data.write_samples(frame[cols], out / f"{name}.jsonl"))
-        return written + export_tables(self.tables(), self.provenance(), out)
+        return written
 
 
 def _safe(url: str) -> str:

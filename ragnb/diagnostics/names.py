@@ -138,10 +138,13 @@ def check_language(language: str) -> str:
     Parameters
     ----------
     language : str
+        A language code such as ``"en"`` or ``"fr"``; it selects the templates, the labels
+        and the noise phrases of a bundle.
 
     Returns
     -------
     str
+        ``language`` itself, unchanged.
 
     Raises
     ------
@@ -434,10 +437,12 @@ def name_key(name: str) -> str:
     Parameters
     ----------
     name : str
+        A person's name as written, e.g. in a package's ``Author`` field.
 
     Returns
     -------
     str
+        ``name`` without combining marks (:func:`strip_marks`), casefolded.
 
     Examples
     --------

@@ -29,7 +29,6 @@ References
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -64,8 +63,7 @@ from ragnb.diagnostics.retrieval_impact import ablation_retrieval
 from ragnb.embed import DEFAULT_MODEL
 from ragnb.errors import InputError
 from ragnb.lazylibs import MissingExtra
-from ragnb.paths import display_path, resolve_path
-from ragnb.protocol import export_tables
+from ragnb.protocol import StudyResultBase, export_note
 
 __all__ = [
     "DiagnosticsResult",
@@ -192,7 +190,7 @@ class EmbedderStatus:
 
 
 @dataclass
-class DiagnosticsResult:
+class DiagnosticsResult(StudyResultBase):
     """Frames of a diagnostics run (:func:`run`).
 
     Attributes
@@ -418,11 +416,7 @@ class DiagnosticsResult:
         )
         lines.append(f"Run time {self.seconds:.0f} s.")
         lines += [f"**Note:** {n}" for n in self.notes]
-        if c.export_dir:
-            lines.append(
-                "Tables (CSV) and provenance (JSON) exported to "
-                f"`{display_path(resolve_path(c.export_dir))}`."
-            )
+        lines += export_note(c.export_dir)
         return "\n\n".join(lines)
 
     def impact_wide(self) -> pd.DataFrame:
@@ -490,24 +484,6 @@ class DiagnosticsResult:
             "noise_curves": charts.noise_curves(self.noise_levels),
             "noise_impact": charts.noise_impact_chart(self.impact_table(measured)),
         }
-
-    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
-        """Write the :meth:`tables` as CSV (``embedders.csv``, ``author_table.csv``,
-        ``ablations.csv``, ``margins.csv``, ``noise.csv``, ``noise_levels.csv``, ``impact.csv``,
-        ``ablation_retrieval.csv``, ``bundles.csv``) and the run's facts as
-        ``provenance.json``, each atomically (:func:`ragnb.protocol.export_tables`).
-
-        Parameters
-        ----------
-        folder : path
-            Output folder (created); relative paths are taken from the project root.
-
-        Returns
-        -------
-        list of Path
-            The files written.
-        """
-        return export_tables(self.tables(), self.provenance(), folder)
 
     def provenance(self) -> dict[str, Any]:
         """Configuration, embedders and versions behind the numbers (no secret)."""

@@ -207,6 +207,7 @@ def export_audit(
     Returns
     -------
     Path
+        The file written: the rows, then the audited pairs no longer among them.
 
     Raises
     ------

@@ -11,7 +11,6 @@ The golden set itself is built by :class:`ragnb.golden.GoldenPipeline` (modules:
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import pandas as pd
 from ragnb.golden.config import FORMAT, GoldenSetConfig
 from ragnb.golden.goldenset import GoldenSet
 from ragnb.golden.human import NO_LABELS, HumanLabels
-from ragnb.protocol import export_tables, skipped
+from ragnb.protocol import StudyResultBase, skipped
 
 __all__ = [
     "GoldenSetResult",
@@ -33,7 +32,7 @@ __all__ = [
     "simulation_table",
 ]
 
-#: The tables :meth:`GoldenSet.export` writes itself (the rest go through ``export_tables``).
+#: The tables :meth:`GoldenSet.export` writes itself (the rest go through :meth:`export`).
 _GOLDEN_TABLES = ("judgements", "refined_top", "pool_provenance", "judged_at_k")
 #: The files of :meth:`Calibration.export <ragnb.golden.calibration.Calibration.export>`.
 _CALIBRATION_FILES = (
@@ -207,7 +206,7 @@ def ppi_markdown(human: Any, table: pd.DataFrame, notes: list[str]) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class GoldenSetResult:
+class GoldenSetResult(StudyResultBase):
     """Notebook 02's result (:func:`run`): the golden set, its analyses, what was skipped.
 
     Attributes
@@ -446,31 +445,25 @@ class GoldenSetResult:
             }
         )
 
-    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
-        """Write the golden set's products (:meth:`GoldenSet.export`: ``golden.qrels``, its
-        README, ``refined.trec``, ``runs/``, ``manifest.json``), the audit file
-        (``audit_top.csv``, keeping grades already given), ``calibration/``, every other table
-        as ``<name>.csv`` and ``provenance.json`` under ``folder``.
-
-        Returns
-        -------
-        list of Path
-            The files written.
-        """
+    def export_first(self, out: Path) -> list[Path]:
+        """Write the golden set's products under ``out`` before the other tables
+        (:meth:`GoldenSet.export`: ``golden.qrels``, its README, ``refined.trec``, ``runs/``,
+        ``manifest.json``), the audit file (``audit_top.csv``, keeping grades already given)
+        and ``calibration/``; the paths written."""
         from ragnb.golden.audit import export_audit
-        from ragnb.paths import resolve_path
 
-        out = resolve_path(folder)
         written: list[Path] = []
-        tables = self.tables()
         if self.golden is not None:
             written += self.golden.export(out)
             written.append(export_audit(self.golden, out / "audit_top.csv"))
         if self.calibration is not None:
             self.calibration.export(out / "calibration")
             written += [out / "calibration" / name for name in _CALIBRATION_FILES]
-        rest = {name: t for name, t in tables.items() if name not in _GOLDEN_TABLES}
-        return written + export_tables(rest, self.provenance(), out)
+        return written
+
+    def exported_tables(self) -> dict[str, pd.DataFrame]:
+        """The tables written as ``<name>.csv``: those :meth:`export_first` does not write."""
+        return {name: t for name, t in self.tables().items() if name not in _GOLDEN_TABLES}
 
 
 def run(

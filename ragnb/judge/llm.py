@@ -25,10 +25,9 @@ from __future__ import annotations
 import copy
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Unpack
 
-from ragnb.cache import Cache
 from ragnb.errors import InputError
 from ragnb.judge.base import (
     GradeRequest,
@@ -39,11 +38,10 @@ from ragnb.judge.base import (
     grade_requests,
     rank_requests,
 )
-from ragnb.ledger import Ledger, PlannedCall
+from ragnb.ledger import PlannedCall
 from ragnb.llm.calls import CONSTRAINED, CallResult, LLMCall, response_format
-from ragnb.llm.client import ChatClient, fill_client_doc
+from ragnb.llm.client import ChatClient, ClientSettings, fill_client_doc
 from ragnb.llm.prompts import LABELS, PromptTemplate, load_prompt
-from ragnb.transport import DEFAULT_RETRY, RetryPolicy
 
 __all__ = ["DEFAULT_JUDGE_MODEL", "OpenAIJudge"]
 
@@ -71,19 +69,7 @@ class OpenAIJudge(Judge):
     stage : str, default "judge"
         Ledger label when a call gives none.
     {{progress}}
-    max_connection_failures : int, default 5
-        Connection failures or timeouts in a row after which the whole job stops (a circuit
-        breaker: the URL is wrong or the server is down); one 401, 403 or 404 stops it at once.
-        :meth:`grade_many` and :meth:`rank_many` then raise
-        :class:`~ragnb.errors.JudgeUnavailable` naming the URL and the cause; every answer
-        received before is cached and in the ledger.
-    health_check : callable, optional
-        Called after a connection failure; returns why the server cannot answer, or None. A
-        reason stops the job at once with that reason in the error: the judge of a local model
-        passes :meth:`ragnb.llm.server.LocalLLMServer.failure` (see
-        :meth:`~ragnb.llm.server.LocalLLMServer.client_options`), so a server that crashed is
-        called a crash (with its signal and the end of its log), not a run of connection
-        failures.
+    {{max_connection_failures, health_check}}
     constrained : {None, "json_schema", "json_object_schema"}, default None
         Constrained output: each grade and rank call sends a JSON schema admitting only its
         template's answers (:meth:`~ragnb.llm.PromptTemplate.response_schema`: the grade
@@ -146,42 +132,17 @@ class OpenAIJudge(Judge):
         prompt: str | os.PathLike[str] | PromptTemplate = "utility-rubric",
         rank_prompt: str | os.PathLike[str] | PromptTemplate = "listwise",
         language: str = "en",
-        base_url: str | None = None,
-        api_key: str | None = None,
-        temperature: float | None = 0.0,
-        request_params: Mapping[str, Any] | None = None,
-        concurrency: int = 8,
-        retry: RetryPolicy = DEFAULT_RETRY,
-        reminder: bool = True,
-        retry_invalid: bool = False,
-        cache: Cache | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
-        ledger: Ledger | None = None,
-        stage: str = "judge",
-        progress: bool = True,
-        max_connection_failures: int = 5,
         constrained: str | None = None,
         logprobs: int = 0,
-        health_check: Callable[[], str | None] | None = None,
+        **settings: Unpack[ClientSettings],
     ) -> None:
-        constrained, logprobs = _check_options(constrained, logprobs, request_params)
+        constrained, logprobs = _check_options(
+            constrained, logprobs, settings.get("request_params")
+        )
+        settings.setdefault("stage", "judge")
         self.client = ChatClient(
             model,
-            base_url=base_url,
-            api_key=api_key,
-            temperature=temperature,
-            request_params=request_params,
-            concurrency=concurrency,
-            retry=retry,
-            max_connection_failures=max_connection_failures,
-            health_check=health_check,
-            reminder=reminder,
-            retry_invalid=retry_invalid,
-            cache=cache,
-            cache_dir=cache_dir,
-            ledger=ledger,
-            stage=stage,
-            progress=progress,
+            **settings,
             client_id=f"openai-judge:{model}",
             options={"constrained": constrained, "logprobs": logprobs},
         )
@@ -197,10 +158,10 @@ class OpenAIJudge(Judge):
         self.constrained = constrained
         self.logprobs = logprobs
         self._check_prompt(self.prompt)
-        self.base_url = base_url
+        self.base_url = settings.get("base_url")
         self.cache = self.client.cache
         self.ledger = self.client.ledger
-        self.stage = stage
+        self.stage = self.client.stage
         self.judge_id = self.client.client_id
 
     # -- identity

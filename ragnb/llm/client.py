@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from ragnb.cache import Cache
 from ragnb.docstrings import doc_filler
@@ -37,7 +37,7 @@ from ragnb.llm.sender import CallSender
 from ragnb.provenance import safe_url
 from ragnb.transport import DEFAULT_RETRY, RetryPolicy, check_request_params, check_retry_settings
 
-__all__ = ["CLIENT_ENTRIES", "ChatClient", "fill_client_doc"]
+__all__ = ["CLIENT_ENTRIES", "ChatClient", "ClientSettings", "fill_client_doc"]
 
 #: numpydoc entries of the client settings that :class:`ChatClient` and the classes built on it
 #: (:class:`ragnb.judge.OpenAIJudge`) share; :data:`fill_client_doc` substitutes them.
@@ -88,9 +88,48 @@ CLIENT_ENTRIES: dict[str, str] = {
     "progress": (
         "progress : bool, default True\n    A tqdm progress bar while requests are in flight."
     ),
+    "max_connection_failures": (
+        "max_connection_failures : int, default 5\n"
+        "    Connection failures or timeouts in a row after which the whole job stops (a circuit\n"
+        "    breaker: the URL is wrong or the server is down); one 401, 403 or 404 stops it at\n"
+        "    once. The method running the job (``run``, ``grade_many``, ``rank_many``) then\n"
+        "    raises :class:`~ragnb.errors.JudgeUnavailable` naming the URL and the cause; every\n"
+        "    answer received before is cached and in the ledger."
+    ),
+    "health_check": (
+        "health_check : callable, optional\n"
+        "    Called after a connection failure; returns why the server cannot answer, or None. A\n"
+        "    reason stops the job at once with that reason in the error: a client of a local\n"
+        "    model passes :meth:`ragnb.llm.server.LocalLLMServer.failure` (see\n"
+        "    :meth:`~ragnb.llm.server.LocalLLMServer.client_options`), so a server that crashed\n"
+        "    is called a crash (with its signal and the end of its log), not a run of connection\n"
+        "    failures."
+    ),
 }
 #: Decorator expanding :data:`CLIENT_ENTRIES`.
 fill_client_doc = doc_filler(CLIENT_ENTRIES)
+
+
+class ClientSettings(TypedDict, total=False):
+    """The keyword settings of :class:`ChatClient` that a class built on it takes as
+    ``**settings`` and passes on unchanged (:class:`ragnb.judge.OpenAIJudge`); each is
+    described in :data:`CLIENT_ENTRIES`, with its default in :class:`ChatClient`."""
+
+    base_url: str | None
+    api_key: str | None
+    temperature: float | None
+    request_params: Mapping[str, Any] | None
+    concurrency: int
+    retry: RetryPolicy
+    max_connection_failures: int
+    health_check: Callable[[], str | None] | None
+    reminder: bool
+    retry_invalid: bool
+    cache: Cache | None
+    cache_dir: str | os.PathLike[str] | None
+    ledger: Ledger | None
+    stage: str
+    progress: bool
 
 
 @fill_client_doc
@@ -102,18 +141,7 @@ class ChatClient:
     model : str
         The chat model's name, as the server knows it.
     {{base_url, api_key, temperature, request_params, concurrency, retry}}
-    max_connection_failures : int, default 5
-        Connection failures or timeouts in a row after which the whole job stops (a circuit
-        breaker: the URL is wrong or the server is down); one 401, 403 or 404 stops it at once.
-        :meth:`run` then raises :class:`~ragnb.errors.JudgeUnavailable` naming the URL and the
-        cause; every answer received before is cached and in the ledger.
-    health_check : callable, optional
-        Called after a connection failure; returns why the server cannot answer, or None. A
-        reason stops the job at once with that reason in the error: a client of a local model
-        passes :meth:`ragnb.llm.server.LocalLLMServer.failure` (see
-        :meth:`~ragnb.llm.server.LocalLLMServer.client_options`), so a server that crashed is
-        called a crash (with its signal and the end of its log), not a run of connection
-        failures.
+    {{max_connection_failures, health_check}}
     {{reminder, retry_invalid, cache, ledger}}
     stage : str, default "llm"
         Ledger label when a call gives none.

@@ -597,10 +597,12 @@ def check_arrays(arrays: Any) -> RankingArrays:
     Parameters
     ----------
     arrays : object
+        What a caller passed as the prepared run and qrels (:func:`ragnb.measures.prepare`).
 
     Returns
     -------
     RankingArrays
+        ``arrays`` itself.
 
     Raises
     ------

@@ -203,6 +203,9 @@ def stratified_design(strata: np.ndarray, w: np.ndarray, n_pop: float | None) ->
     Returns
     -------
     _Design
+        One group per stratum: the stratum of each unit, the averaging weights ``v`` (1 /
+        ``n_h`` within stratum h), the stratum shares ``W_h = N_h / N`` and the variance
+        coefficients ``q`` and ``f``.
 
     Raises
     ------
@@ -280,6 +283,7 @@ def make_design(
     Returns
     -------
     _Design
+        The coefficients of the estimator's mean and variance; one group unless stratified.
 
     Raises
     ------
@@ -457,10 +461,12 @@ def check_alpha(alpha: float) -> float:
     Parameters
     ----------
     alpha : float
+        One minus the confidence level of the interval.
 
     Returns
     -------
     float
+        ``alpha`` as a float.
 
     Raises
     ------

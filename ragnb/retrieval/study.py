@@ -7,7 +7,6 @@ Data flows one way: a BEIR folder -> runs (one per retriever) -> :func:`ragnb.ev
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,8 +33,7 @@ from ragnb.measures import (
 )
 from ragnb.measures.proc import proc_table
 from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc
-from ragnb.paths import display_path, resolve_path
-from ragnb.protocol import export_tables, skipped
+from ragnb.protocol import StudyResultBase, export_note, skipped
 from ragnb.provenance import versions
 from ragnb.retrieval.contexts import CONTEXT_SIMILARITIES, context_scores, context_table
 from ragnb.retrieval.fusions import FusionComparison, compare_fusions
@@ -216,7 +214,7 @@ def proc_measures(cutoffs: list[int], pool: int, graded: bool) -> list[Measure]:
 
 
 @dataclass
-class Comparison:
+class Comparison(StudyResultBase):
     """Retrievers compared on one dataset.
 
     Attributes
@@ -355,29 +353,15 @@ class Comparison:
         }
         return pd.DataFrame(flat).T
 
-    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
-        """Write the results for reuse outside the report.
-
-        Files: the :meth:`tables` as CSV (``aggregate.csv``, ``per_query.csv``, ``proc.csv``,
+    def export_last(self, out: Path) -> list[Path]:
+        """Write the runs as ``runs/<retriever>.trec`` (TREC format, :func:`ragnb.io.write_run`)
+        under ``out``, after the tables (``aggregate.csv``, ``per_query.csv``, ``proc.csv``,
         ``contexts.csv``, ``fusion.csv`` and ``fusion_heldout.csv`` with BM25 and dense runs,
-        ``significance.csv`` with several retrievers, ``ranwg_sensitivity.csv`` on graded
-        data), ``provenance.json`` and ``runs/<retriever>.trec`` (TREC runs), each written
-        atomically (:func:`ragnb.protocol.export_tables`, :func:`ragnb.io.write_run`).
-
-        Parameters
-        ----------
-        folder : path
-            Output folder (created); relative paths are taken from the project root.
-
-        Returns
-        -------
-        list of Path
-            The files written: tables, ``provenance.json``, then the runs.
-        """
+        ``significance.csv`` with several retrievers, ``ranwg_sensitivity.csv`` on graded data);
+        the paths written."""
         from ragnb.io import write_run
 
-        written = export_tables(self.tables(), self.provenance(), folder)
-        out = resolve_path(folder)
+        written = []
         for name, run in self.runs.items():
             path = out / "runs" / f"{name}.trec"
             write_run(run, path, tag=name)
@@ -536,11 +520,7 @@ class Comparison:
             )
         lines += list(self.skipped_parts().values())
         lines += [f"**Note:** {note}" for note in self.notes]
-        if c.export_dir:
-            lines.append(
-                "Runs (TREC), tables (CSV) and provenance (JSON) exported to "
-                f"`{display_path(resolve_path(c.export_dir))}`."
-            )
+        lines += export_note(c.export_dir, "Runs (TREC), tables (CSV) and provenance (JSON)")
         return "\n\n".join(lines)
 
     def synthetic_notice(self) -> str | None:

@@ -193,6 +193,7 @@ def bootstrap_result(
     Returns
     -------
     BootstrapResult
+        The interval at ``confidence``, with both systems' means over the queries kept.
 
     References
     ----------

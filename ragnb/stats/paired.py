@@ -159,6 +159,7 @@ def align_pair(a: pd.Series, b: pd.Series, name_a: str, name_b: str) -> PairedVa
     Returns
     -------
     PairedValues
+        The queries with a value in both, sorted by id; ``n_dropped`` counts those left out.
 
     Raises
     ------
@@ -205,6 +206,7 @@ def pair_values(
     Returns
     -------
     PairedValues
+        As :func:`align_pair` returns it.
 
     Raises
     ------

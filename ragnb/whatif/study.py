@@ -34,7 +34,6 @@ References
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -50,7 +49,7 @@ from ragnb.lazylibs import MissingExtra
 from ragnb.measures import GRADED_FAMILIES, grade_map_record, map_grades, resolve_grade_map
 from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc
 from ragnb.paths import resolve_path
-from ragnb.protocol import export_tables
+from ragnb.protocol import StudyResultBase
 from ragnb.provenance import versions
 from ragnb.readers import read_run
 from ragnb.retrieve import RETRIEVERS, compute_runs
@@ -221,7 +220,7 @@ def load_runs(runs_dir: str | Path, retrievers: Sequence[str] = ()) -> dict[str,
 
 
 @dataclass
-class WhatIf:
+class WhatIf(StudyResultBase):
     """The outcome of :func:`run`.
 
     Attributes
@@ -320,23 +319,6 @@ class WhatIf:
             f"{self.seconds['grid']:.1f} s."
         )
         return provenance_markdown(self.provenance()) + "\n\n" + facts
-
-    def export(self, folder: str | os.PathLike[str]) -> list[Path]:
-        """Write the :meth:`tables` as CSV (``grid.csv``, ``slider.csv``, ``ranks.csv``,
-        ``changes.csv``) and ``provenance.json``, each atomically
-        (:func:`ragnb.protocol.export_tables`).
-
-        Parameters
-        ----------
-        folder : path
-            Output folder (created); relative paths are taken from the project root.
-
-        Returns
-        -------
-        list of Path
-            The files written.
-        """
-        return export_tables(self.tables(), self.provenance(), folder)
 
     def provenance(self) -> dict[str, Any]:
         """What produced the numbers, in the shape of :func:`ragnb.tables.provenance_markdown`."""
