@@ -64,12 +64,6 @@ class OpenAIJudge(Judge):
         The listwise prompt used by :meth:`rank`.
     language : str, default "en"
         Language of shipped prompts (``"en"``, ``"fr"``).
-    {{base_url, api_key, temperature, request_params, concurrency, retry, reminder}}
-    {{retry_invalid, cache, ledger}}
-    stage : str, default "judge"
-        Ledger label when a call gives none.
-    {{progress}}
-    {{max_connection_failures, health_check}}
     constrained : {None, "json_schema", "json_object_schema"}, default None
         Constrained output: each grade and rank call sends a JSON schema admitting only its
         template's answers (:meth:`~ragnb.llm.PromptTemplate.response_schema`: the grade
@@ -84,6 +78,18 @@ class OpenAIJudge(Judge):
         ``expected_grade`` = sum_g g p(g) / sum_g p(g) over the scale's grade tokens at the
         position of the sampled grade [3]_ [4]_ (NaN when the server returns none, or the
         scale has grades outside 0-9).
+
+    Other Parameters
+    ----------------
+    **settings
+        The settings of the judge's :class:`~ragnb.llm.ChatClient` (typed by
+        ``ClientSettings``), passed on unchanged:
+    {{base_url, api_key, temperature, request_params, concurrency, retry, reminder}}
+    {{retry_invalid, cache, ledger}}
+    stage : str, default "judge"
+        Ledger label when a call gives none.
+    {{progress}}
+    {{max_connection_failures, health_check}}
 
     Notes
     -----
