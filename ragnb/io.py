@@ -474,8 +474,8 @@ def write_ranx_run(run: pd.DataFrame, path: str | os.PathLike[str]) -> None:
 
     Documents are written in trec_eval's order (score descending, ties by ``doc_id``
     descending, :func:`ragnb.engine.sort_run`); scores as Python's shortest round-trip
-    ``repr``, so ranx's ``Run.from_file`` and :func:`ragnb.readers.read_run` give the same float64 values.
-    The run's ``tag`` is not kept (ranx's JSON has no name).
+    ``repr``, so ranx's ``Run.from_file`` and :func:`ragnb.readers.read_run` give the same
+    float64 values. The run's ``tag`` is not kept (ranx's JSON has no name).
 
     Parameters
     ----------
