@@ -510,7 +510,13 @@ def _write_notebook(path: Path, cells: list[str]) -> None:
 def _run_all(driver, name: str) -> None:
     """Wait for notebook ``name`` (the current tab) and its kernel, then Run > Run All Cells,
     by the menus' text."""
-    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+    from selenium.common.exceptions import (
+        ElementClickInterceptedException,
+        StaleElementReferenceException,
+        TimeoutException,
+    )
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
     # JupyterLab re-renders cells and menus while they load: an element read a moment after it
@@ -532,8 +538,14 @@ def _run_all(driver, name: str) -> None:
         return bool(prompts) and any(c in prompts[0].text for c in "*0123456789")
 
     for _ in range(3):  # a click that lands before the notebook takes focus runs nothing
-        wait.until(lambda d: menu(d, ".lm-MenuBar-item", "Run")).click()
-        wait.until(lambda d: menu(d, ".lm-Menu-item", "Run All Cells")).click()
+        try:
+            wait.until(lambda d: menu(d, ".lm-MenuBar-item", "Run")).click()
+            wait.until(lambda d: menu(d, ".lm-Menu-item", "Run All Cells")).click()
+        except ElementClickInterceptedException:
+            # a dialog or notification JupyterLab opened over the menu bar (seen on a loaded
+            # machine): Escape closes it, then the menu is tried again
+            ActionChains(driver).send_keys(Keys.ESCAPE).perform()
+            continue
         try:
             WebDriverWait(driver, 10, ignored_exceptions=stale).until(started)
             return
