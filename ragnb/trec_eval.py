@@ -44,6 +44,7 @@ from ragnb.lazylibs import MissingExtra
 from ragnb.measures import Measure, RankingArrays, families, prepare
 from ragnb.measures.gains import gain_values
 from ragnb.measures.reslists import rel_lists
+from ragnb.measures.trec import iprec_values, mean_of_levels
 from ragnb.readers import STDIN, read_qrels, read_run
 
 __all__ = [
@@ -452,7 +453,12 @@ def _columns(name: str, arrays: RankingArrays, opts: TrecEvalOptions) -> list[_C
     param = opts.params.get(name)
     kind = "long" if name in _LONG else "gm" if name in _GEOMETRIC else "float"
     out = []
-    for shown, m in trec_eval_measures(name, param, level=opts.level, n_docs=opts.n_docs):
+    named = trec_eval_measures(name, param, level=opts.level, n_docs=opts.n_docs)
+    if name == "iprec_at_recall":  # every level in one pass
+        recalls = [m.params["recall"] for _, m in named if m is not None]
+        values = iprec_values(arrays, recalls, rel=opts.level, trec_eval=10)
+        return [_Column(shown, values[:, j], kind) for j, (shown, _) in enumerate(named)]
+    for shown, m in named:
         if m is not None:
             out.append(_Column(shown, m.compute(arrays), kind))
         elif name == "relstring":
@@ -460,8 +466,8 @@ def _columns(name: str, arrays: RankingArrays, opts: TrecEvalOptions) -> list[_C
             out.append(_Column(shown, _relstrings(arrays, length), "string"))
         elif name == "11pt_avg":
             levels = [_atof(t) for t in str(param).split(",")]
-            total = sum(_iprec(arrays, r, opts.level) for r in levels)
-            out.append(_Column(shown, np.asarray(total) / len(levels)))
+            values = iprec_values(arrays, levels, rel=opts.level, trec_eval=10)
+            out.append(_Column(shown, mean_of_levels(values)))
         else:
             pairs = _pairs(str(param))
             gains = {int(k): v for k, v in pairs.items() if k.lstrip("-").isdigit()}
@@ -524,21 +530,15 @@ def expand_measure_names(names: Sequence[str]) -> list[str | Measure]:
     return out
 
 
-def _iprec(arrays: RankingArrays, recall: float, level: int) -> np.ndarray:
-    return trec_eval_measure("iprec_at_recall", recall, level=level).compute(arrays)
-
-
 def _relstrings(arrays: RankingArrays, length: int) -> np.ndarray:
     """trec_eval's relstring: a character per rank of the top ``length``, ``0``-``9`` the grade,
     ``>`` above 9, ``-`` no judgement, ``.`` a negative judgement."""
     rels = rel_lists(arrays)[:, : max(length, 0)]
-    chars = {-1: "-", -2: "."}
+    chars = np.where(rels > 9, ord(">"), np.where(rels >= 0, ord("0") + rels, ord("<")))
+    chars = np.where(rels == -1, ord("-"), np.where(rels == -2, ord("."), chars)).astype(np.uint8)
+    n = (rels != -3).sum(axis=1)  # padding only follows the run's last rank
     out = np.empty(arrays.n_queries, dtype=object)
-    for q in range(arrays.n_queries):
-        row = rels[q][rels[q] != -3]
-        out[q] = "".join(
-            ">" if r > 9 else str(r) if r >= 0 else chars.get(int(r), "<") for r in row
-        )
+    out[:] = [row[:k].tobytes().decode("ascii") for row, k in zip(chars, n, strict=True)]
     return out
 
 
@@ -680,15 +680,14 @@ def _line(name: str, qid: str, value: float | str, kind: str) -> str:
 
 def _summary(col: _Column) -> float:
     """The ``all`` value of a column: trec_eval's sequential sum, mean or geometric mean."""
-    values = [float(v) for v in col.values]
-    total = 0.0
-    if col.kind == "gm":
-        for v in values:
-            total += math.log(max(v, 1e-5))
-        return math.exp(total / len(values)) if values else 0.0
-    for v in values:
-        total += v
-    return total if col.kind == "long" else (total / len(values) if values else 0.0)
+    values = np.asarray(col.values, dtype=np.float64)
+    if not len(values):
+        return 0.0
+    if col.kind == "gm":  # libm's log, as trec_eval's, value by value
+        logs = np.fromiter((math.log(max(v, 1e-5)) for v in values.tolist()), np.float64)
+        return math.exp(float(np.cumsum(logs)[-1]) / len(values))
+    total = float(np.cumsum(values)[-1])  # cumsum adds in order, as trec_eval's loop
+    return total if col.kind == "long" else total / len(values)
 
 
 def format_lines(

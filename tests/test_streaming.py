@@ -147,3 +147,68 @@ def test_cli_stream_flag_matches_in_memory(scifact_files, capsys):
         assert code == 0
         outs.append(json.loads(capsys.readouterr().out))
     assert outs[0] == outs[1]
+
+
+PLAIN_RUN = "q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag\nq2 Q0 d1 1 0.25 tag\nq2 Q0 d3 2 -1e-3 last\n"
+
+# each variant holds the plain run's rows in a layout the fast parser declines
+RUN_LAYOUTS = {
+    "plain": PLAIN_RUN,
+    "tabs": PLAIN_RUN.replace(" ", "\t"),
+    "double spaces": PLAIN_RUN.replace(" Q0 ", "  Q0  "),
+    "trailing space": PLAIN_RUN.replace("\n", " \n"),
+    "a comment": "# a comment line\n" + PLAIN_RUN,
+    "a seventh column": PLAIN_RUN.replace("tag\n", "tag more\n"),
+    "blank lines": PLAIN_RUN.replace("\n", "\n\n"),
+    "gzipped": PLAIN_RUN,
+}
+
+
+@pytest.mark.parametrize("layout", list(RUN_LAYOUTS))
+def test_columnar_run_reader_reads_every_layout_as_read_run(layout, tmp_path):
+    import gzip
+
+    from ragnb.streaming import read_run_columnar
+
+    path = tmp_path / ("run.txt.gz" if layout == "gzipped" else "run.txt")
+    text = RUN_LAYOUTS[layout]
+    if layout == "gzipped":
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # read_run's note on the seventh column
+        expected = read_run(path)
+    frame, info = read_run_columnar(path)
+    assert frame["query_id"].astype(str).tolist() == ["q1", "q1", "q2", "q2"]
+    assert frame["query_id"].astype(str).tolist() == expected["query_id"].astype(str).tolist()
+    assert frame["doc_id"].astype(str).tolist() == expected["doc_id"].astype(str).tolist()
+    assert frame["score"].tolist() == expected["score"].tolist() == [2.5, 1.5, 0.25, -1e-3]
+    assert frame["rank"].tolist() == [1, 2, 1, 2]
+    assert info["tag"] == "last"
+    assert info["extra_text_lines"] == (3 if layout == "a seventh column" else 0)
+
+
+def test_columnar_qrels_reader_reads_plain_qrels_and_names_a_duplicates_lines(tmp_path):
+    from ragnb.streaming import read_qrels_columnar
+
+    path = tmp_path / "qrels.txt"
+    path.write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d1 1\n")
+    frame, extra = read_qrels_columnar(path)
+    assert extra == 0
+    assert frame["doc_id"].astype(str).tolist() == ["d1", "d2", "d1"]
+    assert frame["relevance"].tolist() == [2, 0, 1]
+    path.write_text("q1 0 d1 2\nq1 0 d2 0\nq1 0 d1 1\n")
+    with pytest.raises(InputError, match=r"line 3") as err:
+        read_qrels_columnar(path)
+    assert "qrels.txt" in str(err.value)
+
+
+def test_columnar_run_reader_rejects_a_bad_line_with_its_file_and_line(tmp_path):
+    from ragnb.streaming import read_run_columnar
+
+    path = tmp_path / "run.txt"
+    path.write_text(PLAIN_RUN + "q3 Q0 d1 1\n")
+    with pytest.raises(InputError, match=r"line 5") as err:
+        read_run_columnar(path)
+    assert "run.txt" in str(err.value)

@@ -105,73 +105,57 @@ def _ndcg_rel(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.nd
         return np.where(total > 0, total / np.maximum(n_rel, 1), 0.0)
 
 
-def _rndcg_row(got: np.ndarray, level_table: np.ndarray) -> float:
-    """trec_eval's ``m_Rndcg.c`` for one query: ``got`` its run gains, ``level_table`` rows
-    (gain, count) sorted by gain ascending."""
-    gain = level_table[:, 0]
-    count = level_table[:, 1].astype(np.int64)
-    cur = len(gain) - 1
-    ideal_gain = gain[cur] if cur >= 0 else 0.0
-    old, run_dcg, ideal_dcg, total, n_changes, at_level, i = ideal_gain, 0.0, 0.0, 0.0, 0, 0, 0
-
-    def advance() -> None:
-        nonlocal at_level, cur, ideal_gain, old, total, n_changes
-        at_level += 1
-        while cur >= 0 and at_level > count[cur]:
-            at_level, cur = 1, cur - 1
-            ideal_gain = gain[cur] if cur >= 0 else 0.0
-        if old != ideal_gain:
-            if ideal_dcg > 0.0:
-                total, n_changes = total + run_dcg / ideal_dcg, n_changes + 1
-            old = ideal_gain
-
-    while i < len(got) and ideal_gain > 0.0:
-        advance()
-        run_dcg += got[i] / np.log2(i + 2.0)
-        if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / np.log2(i + 2.0)
-        i += 1
-    if i < len(got):
-        run_dcg += float((got[i:] * _discount(len(got))[i:]).sum())
-        i = len(got)
-        if ideal_dcg > 0.0:
-            total, n_changes = total + run_dcg / ideal_dcg, n_changes + 1
-    while ideal_gain > 0.0:
-        advance()
-        if ideal_gain > 0.0:
-            ideal_dcg += ideal_gain / np.log2(i + 2.0)
-        i += 1
-    return total / n_changes if n_changes else 0.0
-
-
 def _rndcg(arrays: RankingArrays, gains: Mapping[int, float] | None, rel: int) -> np.ndarray:
-    rels, got, _, _, table = _gains(arrays, gains)
+    """trec_eval's ``m_Rndcg.c``: the mean of run DCG / ideal DCG, each summed up to the rank
+    before each rank where the ideal gain changes (its last change: where it reaches 0), plus
+    the whole run's DCG over the whole ideal DCG when the run goes on more than one rank past
+    the last positive ideal gain; 0 without a change."""
+    _, got, ideal, _, _ = _gains(arrays, gains)
+    n_q = arrays.n_queries
+    width = ideal.shape[1] + 1  # a zero after the ideal gains: the change where they end
+    best = np.zeros((n_q, width))
+    best[:, : ideal.shape[1]] = ideal
+    disc = _discount(max(width, got.shape[1]))
+    ideal_dcg = np.cumsum(best * disc[:width], axis=1)
+    run_dcg = np.cumsum(got * disc[: got.shape[1]], axis=1)
+    if not got.shape[1]:
+        run_dcg = np.zeros((n_q, width))
+    elif got.shape[1] < width:  # the run's DCG stays at its total past its last rank
+        run_dcg = np.pad(run_dcg, ((0, 0), (0, width - got.shape[1])), mode="edge")
+    change = best[:, 1:] != best[:, :-1]  # at rank i + 1: the ratio up to rank i
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(change, run_dcg[:, : width - 1] / ideal_dcg[:, : width - 1], 0.0)
+    total, n_changes = ratios.sum(axis=1), change.sum(axis=1)
     n_ret = arrays.filled.sum(axis=1)
-    n_rel = arrays.n_relevant(rel)
-    order = np.argsort(table[:, 0], kind="stable")
-    out = np.zeros(arrays.n_queries)
-    for q in np.nonzero(n_rel > 0)[0]:
-        out[q] = _rndcg_row(got[q, : n_ret[q]], table[order][:, np.array([0, 1 + q])])
-    return out
+    n_ideal = (best > 0).sum(axis=1)
+    past = (n_ret > n_ideal + 1) & (n_ideal > 0)
+    rows = np.nonzero(past)[0]
+    total[rows] += run_dcg[rows, n_ret[rows] - 1] / ideal_dcg[rows, n_ideal[rows] - 1]
+    n_changes += past
+    out = np.where(n_changes > 0, total / np.maximum(n_changes, 1), 0.0)
+    return np.where(arrays.n_relevant(rel) > 0, out, 0.0)
 
 
 def _rbp_graded(arrays: RankingArrays, gains: Mapping[int, float] | None, p: float) -> np.ndarray:
+    """trec_eval's ``m_rbp.c``: gains of the levels its ``setup_gains`` lists for the query (0 up
+    to its highest judged level, and every level named in ``gains``), rescaled into [0, 1] when
+    they leave it."""
     rels, _, _, levels, table = _gains(arrays, gains)
-    out = np.zeros(arrays.n_queries)
-    weights = p ** np.arange(rels.shape[1], dtype=np.float64)
-    for q in range(arrays.n_queries):
-        # the levels trec_eval's setup_gains lists for the query: 0 .. its highest judged level,
-        # and every level named in the gains
-        present = table[:, 1 + q] > 0
-        top = levels[present].max() if present.any() else -1
-        listed = (levels <= top) | np.isin(levels, list(gains or {}))
-        level_gain = table[listed, 0]
-        row = gains_of(rels[q], levels[listed], level_gain)
-        low, high = (level_gain.min(), level_gain.max()) if level_gain.size else (0.0, 0.0)
-        if low < 0 or high > 1:
-            row = np.where(rels[q] >= 0, (row - low) / (high - low), 0.0)
-        out[q] = (1.0 - p) * float(row @ weights)
-    return out
+    level_gain, counts = table[:, 0], table[:, 1:].T
+    top = np.where(counts > 0, levels[None, :], -1).max(axis=1, initial=-1)
+    listed = (levels[None, :] <= top[:, None]) | np.isin(levels, list(gains or {}))[None, :]
+    low = np.where(listed, level_gain, np.inf).min(axis=1, initial=np.inf)
+    high = np.where(listed, level_gain, -np.inf).max(axis=1, initial=-np.inf)
+    low, high = np.where(listed.any(axis=1), low, 0.0), np.where(listed.any(axis=1), high, 0.0)
+    at = np.clip(np.searchsorted(levels, rels), 0, max(len(levels) - 1, 0))
+    known = (rels >= 0) & (levels[at] == rels) if len(levels) else np.zeros(rels.shape, bool)
+    known &= np.take_along_axis(listed, at, axis=1) if len(levels) else known
+    row = np.where(known, level_gain[at] if len(levels) else 0.0, 0.0)
+    rescale = ((low < 0) | (high > 1))[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = np.where(rels >= 0, (row - low[:, None]) / (high - low)[:, None], 0.0)
+    row = np.where(rescale, scaled, row)
+    return (1.0 - p) * (row @ p ** np.arange(rels.shape[1], dtype=np.float64))
 
 
 def _rbp_graded_residual(arrays: RankingArrays, k: int | None, *, p: float) -> np.ndarray:

@@ -107,9 +107,12 @@ def gain_levels(
     width = int(per_query.max()) if n_queries else 0
     ideal = np.zeros((n_queries, width))
     order = np.argsort(-level_gain, kind="stable")
-    for q in range(n_queries):
-        row = np.repeat(level_gain[order], counts[q, order])
-        ideal[q, : row.size] = np.maximum(row, 0.0)
+    # every query's gains in level order, one flat run, then each put at its place in its row
+    sorted_counts = counts[:, order].ravel()
+    values = np.repeat(np.tile(level_gain[order], n_queries), sorted_counts)
+    rows = np.repeat(np.arange(n_queries), per_query)
+    starts = np.cumsum(per_query) - per_query
+    ideal[rows, np.arange(len(values)) - np.repeat(starts, per_query)] = np.maximum(values, 0.0)
     return level_gain, ideal
 
 

@@ -33,6 +33,8 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ragnb.frames import RunOrder
@@ -47,7 +49,13 @@ from ragnb.measures.base import (
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, safe_div, top_k
 
-__all__ = ["inferred_ap", "interpolated_precision", "r_precision"]
+__all__ = [
+    "inferred_ap",
+    "interpolated_precision",
+    "iprec_values",
+    "mean_of_levels",
+    "r_precision",
+]
 
 #: trec_eval's ``INFAP_EPSILON`` (``trec_eval.h``).
 INFAP_EPSILON = 1e-5
@@ -94,24 +102,60 @@ def _infap(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     return safe_div(total, arrays.n_relevant(rel))
 
 
+def iprec_values(
+    arrays: RankingArrays, recalls: Sequence[float], *, rel: int = 1, trec_eval: int = 9
+) -> np.ndarray:
+    """Interpolated precision of every query at several recall levels, in one pass.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        From :func:`ragnb.measures.prepare`.
+    recalls : sequence of float in [0, 1], length n_recalls
+        The recall levels r.
+    rel : int, default 1
+        Minimum grade of a relevant document.
+    trec_eval : {9, 10}, default 9
+        The cut point ``c`` of a level: ``floor(r N_p + 0.9)`` (trec_eval 9.0, inside
+        pytrec_eval and ir_measures) or ``round(r N_p)``, halves away from zero (trec_eval 10.0).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries, n_recalls)
+        ``max P@i`` over the ranks i at or after the ``c``-th relevant document (the first when
+        ``c`` is 0); 0 when the run holds fewer relevant documents.
+
+    Notes
+    -----
+    trec_eval's ``m_iprec_at_recall.c`` and ``m_11pt_avg.c``: precision at each relevant rank,
+    its running maximum from the deepest rank up, read at the ``c``-th relevant rank.
+    """
+    v = arrays.relevant(rel, None)
+    n_q, depth = v.shape
+    levels = np.asarray(recalls, dtype=np.float64)
+    if depth == 0:
+        return np.zeros((n_q, len(levels)))
+    # trec_eval 9.0: (long) (recall * num_rel + 0.9); 10.0: lround(recall * num_rel)
+    shift = 0.9 if trec_eval == 9 else 0.5
+    need = np.maximum(np.floor(levels[None, :] * arrays.n_relevant(rel)[:, None] + shift), 1)
+    hits = np.cumsum(v, axis=1)
+    at_relevant = np.where(v, hits / np.arange(1, depth + 1), 0.0)
+    best = np.maximum.accumulate(at_relevant[:, ::-1], axis=1)[:, ::-1]
+    # the rank of the c-th relevant document: a search in every row's hits at once, each row
+    # lifted above the one before it
+    row = np.arange(n_q)[:, None]
+    flat = (hits + row * (depth + 1)).ravel()
+    pos = np.searchsorted(flat, (need + row * (depth + 1)).ravel()).reshape(need.shape)
+    pos -= row * depth
+    found = need <= hits[:, -1:]
+    return np.where(found, np.take_along_axis(best, np.minimum(pos, depth - 1), axis=1), 0.0)
+
+
 def _iprec(
     arrays: RankingArrays, k: int | None, *, recall: float, rel: int, trec_eval: int = 9
 ) -> np.ndarray:
-    """max P@i over ranks i at or after the c-th relevant document (the first when c is 0), c
-    ``floor(recall * N_p + 0.9)`` (``trec_eval=9``) or ``round(recall * N_p)`` (10); 0 when the
-    run holds fewer relevant documents; shape (n_queries,)."""
-    v = arrays.relevant(rel, None)
-    n_rel = arrays.n_relevant(rel)
-    # trec_eval 9.0 (pytrec_eval, ir_measures): (long) (recall * num_rel + 0.9);
-    # trec_eval 10.0: lround(recall * num_rel), halves away from zero
-    shift = 0.9 if trec_eval == 9 else 0.5
-    need = np.maximum(np.floor(recall * n_rel + shift), 1)
-    hits = np.cumsum(v, axis=1)
-    precision = hits / np.arange(1, v.shape[1] + 1)
-    at = v & (hits >= need[:, None])
-    if v.shape[1] == 0:
-        return np.zeros(arrays.n_queries)
-    return np.where(at, precision, 0.0).max(axis=1)
+    """:func:`iprec_values` at one recall level; shape (n_queries,)."""
+    return iprec_values(arrays, [recall], rel=rel, trec_eval=trec_eval)[:, 0]
 
 
 def _num_ret(arrays: RankingArrays, k: int | None) -> np.ndarray:
@@ -134,8 +178,16 @@ def _iprec_11pt(arrays: RankingArrays, k: int | None, *, rel: int, trec_eval: in
     """Mean of IPrec at recall 0, 0.1, ..., 1 (trec_eval's 11pt_avg); shape (n_queries,)."""
     # the levels as trec_eval's default array holds them: 0.1 * 3 is not 0.3
     levels = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
-    total = sum(_iprec(arrays, None, recall=r, rel=rel, trec_eval=trec_eval) for r in levels)
-    return np.asarray(total) / len(levels)
+    return mean_of_levels(iprec_values(arrays, levels, rel=rel, trec_eval=trec_eval))
+
+
+def mean_of_levels(values: np.ndarray) -> np.ndarray:
+    """The mean of each row of ``values`` (n_queries, n_levels), summed left to right as
+    trec_eval's ``m_11pt_avg.c`` sums its levels; shape (n_queries,)."""
+    total = np.zeros(values.shape[0])
+    for column in values.T:
+        total = total + column
+    return total / values.shape[1]
 
 
 RECALL = ParamSpec("recall", float, None, 0.0, 1.0, doc="recall level r in [0, 1], required")
