@@ -213,8 +213,14 @@ def _ndcg_gains(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.
     return safe_div(got @ _discount(got.shape[1]), ideal @ _discount(ideal.shape[1]))
 
 
-#: The families :func:`gain_values` evaluates with other gains, by trec_eval name.
-GAIN_FAMILIES = ("ndcg", "G", "ndcg_rel", "Rndcg", "rbp")
+#: The measures :func:`gain_values` evaluates with other gains: trec_eval name -> ragnb family.
+GAIN_FAMILIES = {
+    "ndcg": "nDCG",
+    "G": "G",
+    "ndcg_rel": "nDCG-rel",
+    "Rndcg": "RnDCG",
+    "rbp": "RBP-graded",
+}
 
 
 def gain_values(
