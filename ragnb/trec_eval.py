@@ -42,7 +42,7 @@ from ragnb.engine import sort_run
 from ragnb.errors import InputError
 from ragnb.lazylibs import MissingExtra
 from ragnb.measures import Measure, RankingArrays, families, prepare
-from ragnb.measures.gains import gain_values
+from ragnb.measures.gains import GAIN_FAMILIES, gain_values
 from ragnb.measures.reslists import rel_lists
 from ragnb.measures.trec import iprec_values, mean_of_levels
 from ragnb.readers import STDIN, read_qrels, read_run
@@ -132,8 +132,6 @@ _NUMERIC = ("iprec_at_recall", "Rprec_mult", "utility", "set_F", "11pt_avg", "re
 _LONG = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
 #: Measures printed only in the ``all`` line, as a geometric mean.
 _GEOMETRIC = ("gm_map", "gm_bpref")
-#: Measures whose gains or persistence come as ``name=value`` pairs.
-_PAIRS = {"ndcg": "nDCG", "G": "G", "ndcg_rel": "nDCG-rel", "Rndcg": "RnDCG", "rbp": "RBP-graded"}
 
 
 @dataclass(frozen=True)
@@ -368,8 +366,8 @@ def trec_eval_measure(
         family, extra = "SetF", {} if param is None else {"beta": param}
     elif name in _PLAIN:
         family = _PLAIN[name]
-    elif name in _PAIRS:
-        family = _PAIRS[name]
+    elif name in GAIN_FAMILIES:  # gains or persistence come as name=value pairs
+        family = GAIN_FAMILIES[name]
     elif name == "rbp_resid":
         family = "RBP-graded-residual"
     elif name == "dcg":

@@ -32,14 +32,7 @@ import numpy as np
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder
-from ragnb.measures.base import (
-    REL,
-    Measure,
-    MeasureFamily,
-    ParamSpec,
-    register_family,
-    register_trec_alias,
-)
+from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, top_k
 
@@ -110,6 +103,7 @@ register_family(
         cutoff="optional",
         summary="RBP@K = (1 - p) sum_{i<=K} v_i p^(i-1), binary v (Moffat and Zobel 2008)",
     ),
+    trec=(r"rbp(?P<p>\.\d+)",),  # ranx writes p = 0.95 as rbp.95 (the decimals of p)
 )
 register_family(
     MeasureFamily(
@@ -122,8 +116,6 @@ register_family(
     ),
     aliases=("RBP_res", "rbp_residual"),
 )
-# ranx writes p = 0.95 as rbp.95 (the digits are the decimals of p)
-register_trec_alias(r"rbp(?P<p>\.\d+)", "RBP")
 
 # ----------------------------------------------------------------------------- public functions
 

@@ -69,11 +69,20 @@ def _gains(
     return rels, gains_of(rels, levels, level_gain), ideal, levels, np.c_[level_gain, counts.T]
 
 
-def _g(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.ndarray:
-    _, got, ideal, _, _ = _gains(arrays, gains)
+def _same_width(got: np.ndarray, ideal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Run gains and ideal gains, shape (n_queries, width) each, zero-padded to one width."""
     width = max(got.shape[1], ideal.shape[1])
-    got = np.pad(got, ((0, 0), (0, width - got.shape[1])))
-    best = np.pad(ideal, ((0, 0), (0, width - ideal.shape[1])))
+    return (
+        np.pad(got, ((0, 0), (0, width - got.shape[1]))),
+        np.pad(ideal, ((0, 0), (0, width - ideal.shape[1]))),
+    )
+
+
+def _g(
+    arrays: RankingArrays, k: int | None, *, gains: Mapping[int, float] | None = None
+) -> np.ndarray:
+    _, got, ideal, _, _ = _gains(arrays, gains)
+    got, best = _same_width(got, ideal)
     cost = np.cumsum(np.maximum(best, 1.0), axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(got != 0, got / np.log2(2.0 + cost - np.cumsum(got, axis=1)), 0.0)
@@ -89,11 +98,12 @@ def _bin_g(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     return safe_div(terms.sum(axis=1), arrays.n_relevant(rel))
 
 
-def _ndcg_rel(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.ndarray:
+def _ndcg_rel(
+    arrays: RankingArrays, k: int | None, *, gains: Mapping[int, float] | None = None
+) -> np.ndarray:
     _, got, ideal, _, _ = _gains(arrays, gains)
-    width = max(got.shape[1], ideal.shape[1])
-    got = np.pad(got, ((0, 0), (0, width - got.shape[1])))
-    best = np.pad(ideal, ((0, 0), (0, width - ideal.shape[1])))
+    got, best = _same_width(got, ideal)
+    width = got.shape[1]
     disc = _discount(width)
     run_dcg, ideal_dcg = np.cumsum(got * disc, axis=1), np.cumsum(best * disc, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -105,7 +115,9 @@ def _ndcg_rel(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.nd
         return np.where(total > 0, total / np.maximum(n_rel, 1), 0.0)
 
 
-def _rndcg(arrays: RankingArrays, gains: Mapping[int, float] | None, rel: int) -> np.ndarray:
+def _rndcg(
+    arrays: RankingArrays, k: int | None, *, rel: int, gains: Mapping[int, float] | None = None
+) -> np.ndarray:
     """trec_eval's ``m_Rndcg.c``: the mean of run DCG / ideal DCG, each summed up to the rank
     before each rank where the ideal gain changes (its last change: where it reaches 0), plus
     the whole run's DCG over the whole ideal DCG when the run goes on more than one rank past
@@ -136,7 +148,9 @@ def _rndcg(arrays: RankingArrays, gains: Mapping[int, float] | None, rel: int) -
     return np.where(arrays.n_relevant(rel) > 0, out, 0.0)
 
 
-def _rbp_graded(arrays: RankingArrays, gains: Mapping[int, float] | None, p: float) -> np.ndarray:
+def _rbp_graded(
+    arrays: RankingArrays, k: int | None, *, p: float, gains: Mapping[int, float] | None = None
+) -> np.ndarray:
     """trec_eval's ``m_rbp.c``: gains of the levels its ``setup_gains`` lists for the query (0 up
     to its highest judged level, and every level named in ``gains``), rescaled into [0, 1] when
     they leave it."""
@@ -183,8 +197,14 @@ def _ndcg_gains(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.
     return safe_div(got @ _discount(got.shape[1]), ideal @ _discount(ideal.shape[1]))
 
 
-#: The families :func:`gain_values` evaluates with other gains, by trec_eval name.
-GAIN_FAMILIES = ("ndcg", "G", "ndcg_rel", "Rndcg", "rbp")
+#: The measures :func:`gain_values` evaluates with other gains: trec_eval name -> ragnb family.
+GAIN_FAMILIES = {
+    "ndcg": "nDCG",
+    "G": "G",
+    "ndcg_rel": "nDCG-rel",
+    "Rndcg": "RnDCG",
+    "rbp": "RBP-graded",
+}
 
 
 def gain_values(
@@ -233,82 +253,61 @@ def gain_values(
     if name == "ndcg":
         return _ndcg_gains(arrays, gains)
     if name == "G":
-        return _g(arrays, gains)
+        return _g(arrays, None, gains=gains)
     if name == "ndcg_rel":
-        return _ndcg_rel(arrays, gains)
+        return _ndcg_rel(arrays, None, gains=gains)
     if name == "Rndcg":
-        return _rndcg(arrays, gains, rel)
+        return _rndcg(arrays, None, rel=rel, gains=gains)
     if name == "rbp":
-        return _rbp_graded(arrays, gains, p)
+        return _rbp_graded(arrays, None, p=p, gains=gains)
     raise InputError(f"no gain-based measure {name!r}; known: {', '.join(GAIN_FAMILIES)}")
 
 
 RBP_P = ParamSpec("p", float, 0.9, 0.0, 1.0, doc="persistence p in [0, 1), trec_eval's 0.9")
 
-register_family(
-    MeasureFamily(
-        "G",
-        lambda arrays, k: _g(arrays, None),
-        cutoff="none",
-        depth=lambda k: None,
-        summary="G = gain-aware cumulated gain over the ideal gains (trec_eval G)",
-    ),
-)
-register_family(
-    MeasureFamily(
+# trec_eval's gain measures of the whole run (no cutoff): name, kernel, parameters, its names
+for _name, _kernel, _params, _trec, _summary in (
+    ("G", _g, (), (), "G = gain-aware cumulated gain over the ideal gains (trec_eval G)"),
+    (
         "binG",
         _bin_g,
-        params=(REL,),
-        cutoff="none",
-        depth=lambda k: None,
-        summary="binG = sum over relevant ranks i of 1 / log2(2 + i - r) / N_p (trec_eval binG)",
+        (REL,),
+        (),
+        "binG = sum over relevant ranks i of 1 / log2(2 + i - r) / N_p (trec_eval binG)",
     ),
-)
-register_family(
-    MeasureFamily(
+    (
         "nDCG-rel",
-        lambda arrays, k: _ndcg_rel(arrays, None),
-        cutoff="none",
-        depth=lambda k: None,
-        summary="nDCG-rel = nDCG averaged at the relevant ranks (trec_eval ndcg_rel)",
+        _ndcg_rel,
+        (),
+        (r"ndcg_rel",),
+        "nDCG-rel = nDCG averaged at the relevant ranks (trec_eval ndcg_rel)",
     ),
-    trec=(r"ndcg_rel",),
-)
-register_family(
-    MeasureFamily(
+    (
         "RnDCG",
-        lambda arrays, k, *, rel: _rndcg(arrays, None, rel),
-        params=(REL,),
-        cutoff="none",
-        depth=lambda k: None,
-        summary="RnDCG = nDCG averaged where the ideal gain changes level (trec_eval Rndcg)",
+        _rndcg,
+        (REL,),
+        (r"Rndcg",),
+        "RnDCG = nDCG averaged where the ideal gain changes level (trec_eval Rndcg)",
     ),
-    trec=(r"Rndcg",),
-)
-register_family(
-    MeasureFamily(
+    (
         "RBP-graded",
-        lambda arrays, k, *, p: _rbp_graded(arrays, None, p),
-        params=(RBP_P,),
-        cutoff="none",
-        depth=lambda k: None,
-        summary="RBP-graded = (1 - p) sum_i g_i p^(i-1), gains rescaled into [0, 1] "
-        "(trec_eval rbp)",
+        _rbp_graded,
+        (RBP_P,),
+        (r"rbp", r"rbp[._]p=(?P<p>\d*\.?\d+)"),
+        "RBP-graded = (1 - p) sum_i g_i p^(i-1), gains rescaled into [0, 1] (trec_eval rbp)",
     ),
-    trec=(r"rbp", r"rbp[._]p=(?P<p>\d*\.?\d+)"),
-)
-register_family(
-    MeasureFamily(
+    (
         "RBP-graded-residual",
         _rbp_graded_residual,
-        params=(RBP_P,),
-        cutoff="none",
-        depth=lambda k: None,
-        summary="RBP-graded-residual = p^ret + (1 - p) sum of p^(i-1) over unjudged ranks, 0 "
-        "without one (trec_eval rbp_resid)",
+        (RBP_P,),
+        (r"rbp_resid", r"rbp_resid[._]p=(?P<p>\d*\.?\d+)"),
+        "RBP-graded-residual = p^ret + (1 - p) sum of p^(i-1) over unjudged ranks, 0 without one "
+        "(trec_eval rbp_resid)",
     ),
-    trec=(r"rbp_resid", r"rbp_resid[._]p=(?P<p>\d*\.?\d+)"),
-)
+):
+    register_family(
+        MeasureFamily(_name, _kernel, params=_params, cutoff="none", summary=_summary), trec=_trec
+    )
 register_family(
     MeasureFamily(
         "DCG",

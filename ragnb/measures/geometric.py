@@ -23,41 +23,36 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
+from ragnb.measures.base import REL, Kernel, Measure, MeasureFamily, register_family
 from ragnb.measures.kernel import RankingArrays
 
 __all__: list[str] = []
 
 
-def _ap(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
-    """Per-query AP (``PR-AUC``), aggregated geometrically; shape (n_queries,)."""
-    return Measure("PR-AUC", k, rel=rel).compute(arrays)
+def _values_of(family: str) -> Kernel:
+    """The kernel of a geometric mean: the per-query values of ``family`` (``PR-AUC``,
+    ``Bpref``) at the same cutoff and ``rel``, shape (n_queries,)."""
+
+    def kernel(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
+        return Measure(family, k, rel=rel).compute(arrays)
+
+    return kernel
 
 
-def _bpref(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
-    """Per-query bpref, aggregated geometrically; shape (n_queries,)."""
-    return Measure("Bpref", k, rel=rel).compute(arrays)
-
-
-register_family(
-    MeasureFamily(
-        "GMAP",
-        _ap,
-        params=(REL,),
-        cutoff="optional",
-        summary="GMAP = exp(mean over queries of log max(AP, 1e-5)) (trec_eval gm_map)",
-        aggregate="gmean",
-    ),
-    trec=(r"gm_map",),
-)
-register_family(
-    MeasureFamily(
-        "GM-bpref",
-        _bpref,
-        params=(REL,),
-        cutoff="optional",
-        summary="GM-bpref = exp(mean over queries of log max(bpref, 1e-5)) (trec_eval gm_bpref)",
-        aggregate="gmean",
-    ),
-    trec=(r"gm_bpref",),
-)
+# name, the family averaged (as the summary writes it) and trec_eval's name
+for _name, _family, _shown, _trec in (
+    ("GMAP", "PR-AUC", "AP", "gm_map"),
+    ("GM-bpref", "Bpref", "bpref", "gm_bpref"),
+):
+    register_family(
+        MeasureFamily(
+            _name,
+            _values_of(_family),
+            params=(REL,),
+            cutoff="optional",
+            summary=f"{_name} = exp(mean over queries of log max({_shown}, 1e-5)) "
+            f"(trec_eval {_trec})",
+            aggregate="gmean",
+        ),
+        trec=(_trec,),
+    )

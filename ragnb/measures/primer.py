@@ -52,6 +52,12 @@ def _n_p(arrays: RankingArrays, k: int, rel: int) -> np.ndarray:
     return arrays.relevant(rel, k).sum(axis=1).astype(np.float64)
 
 
+def _f(n_p: np.ndarray, k: int, alpha: float, n_rel: np.ndarray) -> np.ndarray:
+    """Eq. 2, ``n_p / (alpha K + (1 - alpha) N_p)`` with ``n_rel`` for N_p; 0 when the
+    denominator is 0; shape (n_queries,)."""
+    return safe_div(n_p, alpha * k + (1 - alpha) * n_rel)
+
+
 @_fill_kernel_doc
 def f_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
     """F(alpha)@K, one value per query: ``n_p / (alpha K + (1 - alpha) N_p)``.
@@ -67,7 +73,7 @@ def f_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.
     ----------
     Schwartz, Vasilyev and Sawaya (Primer), Section 2.1, eqs. 1-2.
     """
-    return safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * arrays.n_relevant(rel))
+    return _f(_n_p(arrays, k, rel), k, alpha, arrays.n_relevant(rel))
 
 
 @_fill_kernel_doc
@@ -88,8 +94,7 @@ def f_e_per_query(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> n
     ----------
     Schwartz, Vasilyev and Sawaya (Primer), Section 2.1 (F_e) and Section 3.3.
     """
-    n_p_2k = _n_p(arrays, 2 * k, rel)
-    return safe_div(_n_p(arrays, k, rel), alpha * k + (1 - alpha) * n_p_2k)
+    return _f(_n_p(arrays, k, rel), k, alpha, _n_p(arrays, 2 * k, rel))
 
 
 def _f_e_flags(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> dict[str, np.ndarray]:

@@ -132,8 +132,6 @@ UTILITY_PARAMS = (
     ParamSpec("d", float, 0.0, doc="worth of a non-relevant document not retrieved"),
     ParamSpec("n", int, 0, 0, None, doc="documents in the collection (trec_eval -N)"),
 )
-_WHOLE = {"cutoff": "none", "depth": lambda k: None}
-
 for _name, _kernel, _summary, _trec in (
     ("SetP", _set_p, "SetP = relevant retrieved / retrieved", "set_P"),
     ("SetR", _set_r, "SetR = relevant retrieved / N_p", "set_recall"),
@@ -141,7 +139,7 @@ for _name, _kernel, _summary, _trec in (
     ("SetAP", _set_ap, "SetAP = SetP x SetR", "set_map"),
 ):
     register_family(
-        MeasureFamily(_name, _kernel, params=(REL,), summary=_summary, **_WHOLE),  # type: ignore[arg-type]
+        MeasureFamily(_name, _kernel, params=(REL,), cutoff="none", summary=_summary),
         trec=(_trec,),
     )
 register_family(
@@ -149,8 +147,8 @@ register_family(
         "SetF",
         _set_f,
         params=(BETA, REL),
+        cutoff="none",
         summary="SetF = (beta + 1) P R / (beta P + R) on the retrieved set (trec_eval set_F)",
-        **_WHOLE,  # type: ignore[arg-type]
     ),
     trec=(r"set_F", r"set_F[._](?P<beta>\d*\.?\d+)"),
 )
@@ -159,9 +157,9 @@ register_family(
         "Utility",
         _utility,
         params=(*UTILITY_PARAMS, REL),
+        cutoff="none",
         summary="Utility = a rr + b (ret - rr) + c (R - rr) + d (n + rr - ret - R) "
         "(trec_eval utility)",
-        **_WHOLE,  # type: ignore[arg-type]
     ),
     trec=(r"utility",),
 )
@@ -200,9 +198,9 @@ register_family(
         "RprecMult",
         _rprec_mult,
         params=(MULT, REL),
+        cutoff="none",
         summary="RprecMult(mult=m) = relevant in the top c / c, c = floor(m N_p + 0.9) "
         "(trec_eval Rprec_mult)",
-        **_WHOLE,  # type: ignore[arg-type]
     ),
     trec=(r"Rprec_mult[._](?P<mult>\d*\.?\d+)",),
 )

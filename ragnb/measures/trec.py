@@ -228,7 +228,6 @@ register_family(
         _iprec,
         params=(RECALL, REL, TREC_EVAL),
         cutoff="none",
-        depth=lambda k: None,
         summary="IPrec(recall=r) = max P@i over ranks at or after the c-th relevant document, "
         "c = floor(r N_p + 0.9) (trec_eval 9, ir_measures IPrec@r) or round(r N_p) (trec_eval "
         "10 iprec_at_recall_r, IPrec(trec_eval=10))",
@@ -245,7 +244,6 @@ register_family(
         _iprec_11pt,
         params=(REL, TREC_EVAL),
         cutoff="none",
-        depth=lambda k: None,
         summary="IPrec-11pt = mean of IPrec at recall 0, 0.1, ..., 1 (trec_eval 11pt_avg)",
     ),
 )
