@@ -285,18 +285,24 @@ def _sorted_parquet(path: Path, tmp: Path, memory_limit: str) -> Path:
     return out
 
 
-def _trec_source(path: Path) -> str:
-    """DuckDB's view of a TREC run: one row per non-blank line, split on whitespace, with an
-    ``ok`` flag (6 columns or more, integer rank, finite score in trec_eval's syntax); ``#``
-    comment lines are skipped."""
+def _fields(path: Path) -> str:
+    """DuckDB's view of a TREC file: a list ``p`` of the whitespace-split fields of every line
+    that is neither blank nor a ``#`` comment, in file order."""
     lines = (
         f"read_csv('{_quoted(path)}', columns={{'text': 'VARCHAR'}}, header=false, "
         "delim='\x01', quote='', escape='', auto_detect=false, strict_mode=false)"
     )
-    split = (
+    return (
         f"SELECT {_SPLIT} AS p FROM {lines} "
         "WHERE trim(text) <> '' AND NOT starts_with(trim(text), '#')"
     )
+
+
+def _trec_source(path: Path) -> str:
+    """DuckDB's view of a TREC run: one row per non-blank line, split on whitespace, with an
+    ``ok`` flag (6 columns or more, integer rank, finite score in trec_eval's syntax); ``#``
+    comment lines are skipped."""
+    split = _fields(path)
     ok = (  # trec_eval reads six columns and ignores the rest
         f"len(p) >= 6 AND regexp_full_match(p[4], '{_INTEGER_RE}') "
         f"AND regexp_full_match(p[5], '{_DECIMAL_RE}') "
@@ -495,14 +501,7 @@ def read_qrels_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, int
     if fast is not None:
         return fast, 0
     duckdb = require("duckdb")
-    lines = (
-        f"read_csv('{_quoted(path)}', columns={{'text': 'VARCHAR'}}, header=false, "
-        "delim='\x01', quote='', escape='', auto_detect=false, strict_mode=false)"
-    )
-    split = (
-        f"SELECT {_SPLIT} AS p FROM {lines} "
-        "WHERE trim(text) <> '' AND NOT starts_with(trim(text), '#')"
-    )
+    split = _fields(path)
     query = (
         "SELECT p[1] AS query_id, p[3] AS doc_id, TRY_CAST(p[4] AS BIGINT) AS relevance, "
         f"len(p) AS n_columns, (len(p) >= 4 AND regexp_full_match(p[4], '{_INTEGER_RE}') AND "
