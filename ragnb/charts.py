@@ -35,6 +35,7 @@ __all__ = [
     "line_chart",
     "setup",
     "spec_to_html",
+    "value_tooltip",
 ]
 
 RENDERER = "ragnb"
@@ -138,6 +139,30 @@ def interval_tooltip(
     ['diff', 'ci_low', 'ci_high']
     """
     return [alt.Tooltip(f"{column}:Q", format=fmt) for column in (estimate, low, high)]
+
+
+def value_tooltip(*fields: Any, value: str = "value", fmt: str = ".4f") -> list[Any]:
+    """Tooltip entries: ``fields`` as given, then the quantitative ``value`` column formatted.
+
+    The measure values of every chart show with the same four decimals unless ``fmt`` says
+    otherwise, so the format has one home.
+
+    Parameters
+    ----------
+    *fields : str or alt.Tooltip
+        Entries shown before the value, e.g. ``"retriever:N"``.
+    value : str, default "value"
+        Column of the number (quantitative).
+    fmt : str, default ".4f"
+        d3 number format, e.g. ``".1%"`` for shares.
+
+    Examples
+    --------
+    >>> entries = value_tooltip("retriever:N", "k:Q")
+    >>> entries[:2], entries[2].to_dict()
+    (['retriever:N', 'k:Q'], {'field': 'value', 'format': '.4f', 'type': 'quantitative'})
+    """
+    return [*fields, alt.Tooltip(f"{value}:Q", format=fmt)]
 
 
 def heatmap(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragnb.charts import alt, line_chart
+from ragnb.charts import alt, line_chart, value_tooltip
 
 __all__ = [
     "measure_vs_k",
@@ -29,7 +29,7 @@ def measure_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) ->
         x=alt.X("k:Q", title="cutoff K", scale=alt.Scale(type="log", base=2)),
         y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=True)),
         color=alt.Color("retriever:N", title="retriever"),
-        tooltip=["retriever:N", "measure:N", alt.Tooltip("value:Q", format=".4f")],
+        tooltip=value_tooltip("retriever:N", "measure:N"),
     )
     layered = alt.layer(base.mark_line(), base.mark_point(size=30), data=frame)
     return (
@@ -84,13 +84,7 @@ def proc_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> al
         y=alt.Y("value:Q", title=None, scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("retriever:N"),
         strokeDash=alt.StrokeDash("kind:N", title="value", sort=["actual", "proc"]),
-        tooltip=[
-            "retriever:N",
-            "family:N",
-            "cutoff:Q",
-            "kind:N",
-            alt.Tooltip("value:Q", format=".4f"),
-        ],
+        tooltip=value_tooltip("retriever:N", "family:N", "cutoff:Q", "kind:N"),
         width=width,
         height=height,
     ).facet(facet=alt.Facet("family:N", title=None), columns=4)

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from ragnb.charts import alt
+from ragnb.charts import alt, value_tooltip
 from ragnb.errors import InputError
 from ragnb.whatif.grid import MAX_CHART_ROWS
 
@@ -179,7 +179,7 @@ def what_if_chart(
         color=alt.condition(
             "datum.col_rank == 1 && isValid(datum.value)", alt.value("#c7e9c0"), alt.value("white")
         ),
-        tooltip=["retriever:N", "label:N", alt.Tooltip("value:Q", format=".4f"), "n_valid:Q"],
+        tooltip=[*value_tooltip("retriever:N", "label:N"), "n_valid:Q"],
     )
     text = snapped.mark_text(baseline="middle").encode(
         x=cols, y=rows, text=alt.Text("value:Q", format=".4f")
@@ -192,9 +192,7 @@ def what_if_chart(
         y=alt.Y("value:Q", title=None),
         color=alt.Color("retriever:N", sort=rets),
     )
-    lines = curve_base.mark_line().encode(
-        tooltip=["retriever:N", "k:Q", "alpha:Q", alt.Tooltip("value:Q", format=".4f")]
-    )
+    lines = curve_base.mark_line().encode(tooltip=value_tooltip("retriever:N", "k:Q", "alpha:Q"))
     rule = (
         alt.Chart()
         .transform_filter("datum.alpha == datum.a_sel")
@@ -249,14 +247,7 @@ def rank_bump_chart(
         title="rank",
     )
     color = alt.Color("retriever:N", sort=rets)
-    tooltip = [
-        "retriever:N",
-        "family:N",
-        "k:Q",
-        "alpha:Q",
-        "rank:Q",
-        alt.Tooltip("value:Q", format=".4f"),
-    ]
+    tooltip = value_tooltip("retriever:N", "family:N", "k:Q", "alpha:Q", "rank:Q")
     by_alpha = _snap_k(
         alt.Chart(ranks)
         .mark_line(point=True, interpolate="step-after", strokeWidth=2)
@@ -303,7 +294,7 @@ def alpha_curves_chart(
         color=alt.Color("retriever:N"),
     )
     lines = base.mark_line(point=alt.OverlayMarkDef(size=12)).encode(
-        tooltip=["retriever:N", "k:Q", "alpha:Q", alt.Tooltip("value:Q", format=".4f")]
+        tooltip=value_tooltip("retriever:N", "k:Q", "alpha:Q")
     )
     rule = alt.Chart().mark_rule(color="#444", strokeDash=[4, 3]).encode(x=alt.datum(float(alpha)))
     return (
