@@ -33,6 +33,7 @@ __all__ = [
     "interval_tooltip",
     "javascript_bundle",
     "line_chart",
+    "panels",
     "setup",
     "spec_to_html",
     "value_tooltip",
@@ -239,6 +240,38 @@ def line_chart(data: pd.DataFrame, *, width: int, height: int, **encodings: Any)
         .encode(**encodings)
         .properties(width=width, height=height)
     )
+
+
+def panels(chart: Any, field: str, *, columns: int, sort: Any = alt.Undefined) -> alt.FacetChart:
+    """Small multiples: ``chart`` drawn once per value of ``field``, each panel with its own y
+    scale (measures of different ranges side by side).
+
+    Parameters
+    ----------
+    chart : Chart or LayerChart
+        One panel, its width and height set (``.properties``) and its data attached.
+    field : str
+        The facet field with its type, e.g. ``"family:N"``; the panels carry no title line
+        (each panel's header names the value).
+    columns : int
+        Panels per row.
+    sort : list, optional
+        Order of the panels (default: the field's natural order).
+
+    Returns
+    -------
+    FacetChart
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"k": [1, 2], "value": [0.5, 0.7], "family": ["P", "R"]})
+    >>> one = line_chart(frame, x="k:Q", y="value:Q", width=100, height=80)
+    >>> panels(one, "family:N", columns=2).to_dict()["resolve"]
+    {'scale': {'y': 'independent'}}
+    """
+    return chart.facet(
+        facet=alt.Facet(field, title=None, sort=sort), columns=columns
+    ).resolve_scale(y="independent")
 
 
 def comparison_chart(

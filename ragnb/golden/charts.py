@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragnb.charts import alt, heatmap, interval_tooltip, line_chart, value_tooltip
+from ragnb.charts import alt, heatmap, interval_tooltip, line_chart, panels, value_tooltip
 
 __all__ = [
     "confusion_matrix_chart",
@@ -123,12 +123,8 @@ def refinement_convergence_chart(
         .encode(tooltip=value_tooltip("iteration:Q", fmt=".3f"))
     )
     metrics = list(dict.fromkeys(frame["metric"]))
-    return (
-        alt.layer(traces, mean, data=frame)
-        .properties(width=width, height=height)
-        .facet(facet=alt.Facet("metric:N", title=None, sort=metrics), columns=3)
-        .resolve_scale(y="independent")
-    )
+    layered = alt.layer(traces, mean, data=frame).properties(width=width, height=height)
+    return panels(layered, "metric:N", columns=3, sort=metrics)
 
 
 def confusion_matrix_chart(frame: pd.DataFrame, *, size: int = 44) -> alt.LayerChart:

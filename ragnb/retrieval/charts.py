@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragnb.charts import alt, line_chart, value_tooltip
+from ragnb.charts import alt, line_chart, panels, value_tooltip
 
 __all__ = [
     "measure_vs_k",
@@ -32,11 +32,7 @@ def measure_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) ->
         tooltip=value_tooltip("retriever:N", "measure:N"),
     )
     layered = alt.layer(base.mark_line(), base.mark_point(size=30), data=frame)
-    return (
-        layered.properties(width=width, height=height)
-        .facet(facet=alt.Facet("family:N", title=None), columns=3)
-        .resolve_scale(y="independent")
-    )
+    return panels(layered.properties(width=width, height=height), "family:N", columns=3)
 
 
 def per_query_distribution(
@@ -49,7 +45,7 @@ def per_query_distribution(
     frame : DataFrame
         Columns ``retriever``, ``measure``, ``query_id``, ``value`` (one row per query).
     """
-    return (
+    boxes = (
         alt.Chart(frame)
         .mark_boxplot(extent="min-max")
         .encode(
@@ -58,9 +54,8 @@ def per_query_distribution(
             color=alt.Color("retriever:N", legend=None),
         )
         .properties(width=width, height=height)
-        .facet(facet=alt.Facet("measure:N", title=None), columns=3)
-        .resolve_scale(y="independent")
     )
+    return panels(boxes, "measure:N", columns=3)
 
 
 def proc_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.FacetChart:
