@@ -16,7 +16,7 @@ __all__ = [
 ]
 
 
-def measure_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.Chart:
+def measure_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.FacetChart:
     """Each measure against the cutoff K, one line per retriever, one panel per measure family.
 
     Parameters
@@ -37,7 +37,7 @@ def measure_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) ->
 
 def per_query_distribution(
     frame: pd.DataFrame, *, width: int = 220, height: int = 160
-) -> alt.Chart:
+) -> alt.FacetChart:
     """Per-query values of each measure as box plots, one box per retriever.
 
     Parameters
