@@ -145,8 +145,7 @@ def interval_tooltip(
 def value_tooltip(*fields: Any, value: str = "value", fmt: str = ".4f") -> list[Any]:
     """Tooltip entries: ``fields`` as given, then the quantitative ``value`` column formatted.
 
-    The measure values of every chart show with the same four decimals unless ``fmt`` says
-    otherwise, so the format has one home.
+    Measure values show with four decimals in every chart unless ``fmt`` says otherwise.
 
     Parameters
     ----------
@@ -156,6 +155,11 @@ def value_tooltip(*fields: Any, value: str = "value", fmt: str = ".4f") -> list[
         Column of the number (quantitative).
     fmt : str, default ".4f"
         d3 number format, e.g. ``".1%"`` for shares.
+
+    Returns
+    -------
+    list
+        ``[*fields, alt.Tooltip(value, format=fmt)]``, for a ``tooltip`` encoding.
 
     Examples
     --------
