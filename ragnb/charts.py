@@ -33,8 +33,10 @@ __all__ = [
     "interval_tooltip",
     "javascript_bundle",
     "line_chart",
+    "panels",
     "setup",
     "spec_to_html",
+    "value_tooltip",
 ]
 
 RENDERER = "ragnb"
@@ -140,6 +142,34 @@ def interval_tooltip(
     return [alt.Tooltip(f"{column}:Q", format=fmt) for column in (estimate, low, high)]
 
 
+def value_tooltip(*fields: Any, value: str = "value", fmt: str = ".4f") -> list[Any]:
+    """Tooltip entries: ``fields`` as given, then the quantitative ``value`` column formatted.
+
+    Measure values show with four decimals in every chart unless ``fmt`` says otherwise.
+
+    Parameters
+    ----------
+    *fields : str or alt.Tooltip
+        Entries shown before the value, e.g. ``"retriever:N"``.
+    value : str, default "value"
+        Column of the number (quantitative).
+    fmt : str, default ".4f"
+        d3 number format, e.g. ``".1%"`` for shares.
+
+    Returns
+    -------
+    list
+        ``[*fields, alt.Tooltip(value, format=fmt)]``, for a ``tooltip`` encoding.
+
+    Examples
+    --------
+    >>> entries = value_tooltip("retriever:N", "k:Q")
+    >>> entries[:2], entries[2].to_dict()
+    (['retriever:N', 'k:Q'], {'field': 'value', 'format': '.4f', 'type': 'quantitative'})
+    """
+    return [*fields, alt.Tooltip(f"{value}:Q", format=fmt)]
+
+
 def heatmap(
     data: pd.DataFrame,
     *,
@@ -214,6 +244,38 @@ def line_chart(data: pd.DataFrame, *, width: int, height: int, **encodings: Any)
         .encode(**encodings)
         .properties(width=width, height=height)
     )
+
+
+def panels(chart: Any, field: str, *, columns: int, sort: Any = alt.Undefined) -> alt.FacetChart:
+    """Small multiples: ``chart`` drawn once per value of ``field``, each panel with its own y
+    scale (measures of different ranges side by side).
+
+    Parameters
+    ----------
+    chart : Chart or LayerChart
+        One panel, its width and height set (``.properties``) and its data attached.
+    field : str
+        The facet field with its type, e.g. ``"family:N"``; the panels carry no title line
+        (each panel's header names the value).
+    columns : int
+        Panels per row.
+    sort : list, optional
+        Order of the panels (default: the field's natural order).
+
+    Returns
+    -------
+    FacetChart
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"k": [1, 2], "value": [0.5, 0.7], "family": ["P", "R"]})
+    >>> one = line_chart(frame, x="k:Q", y="value:Q", width=100, height=80)
+    >>> panels(one, "family:N", columns=2).to_dict()["resolve"]
+    {'scale': {'y': 'independent'}}
+    """
+    return chart.facet(
+        facet=alt.Facet(field, title=None, sort=sort), columns=columns
+    ).resolve_scale(y="independent")
 
 
 def comparison_chart(

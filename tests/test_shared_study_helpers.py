@@ -1,5 +1,5 @@
 """Helpers that several studies share: the two rule sets of the denoiser, the ablated runs of the
-name ablations, and the line chart of ragnb.charts."""
+name ablations, and the line chart, small multiples and value tooltip of ragnb.charts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from test_diagnostics import NAMES, small_table
 
-from ragnb.charts import line_chart
+from ragnb.charts import line_chart, panels, value_tooltip
 from ragnb.diagnostics import ABLATIONS, add_noise, denoise, make_bundles
 from ragnb.diagnostics.ablations import ablated_runs
 from ragnb.errors import InputError
@@ -61,3 +61,21 @@ def test_line_chart_draws_lines_with_points_and_the_given_channels():
         "y": "value",
         "color": "s",
     }
+
+
+def test_value_tooltip_lists_the_fields_then_the_formatted_value():
+    entries = value_tooltip("retriever:N", "k:Q", value="share", fmt=".1%")
+    assert entries[:2] == ["retriever:N", "k:Q"]
+    assert entries[2].to_dict() == {"field": "share", "format": ".1%", "type": "quantitative"}
+    assert value_tooltip()[0].to_dict()["format"] == ".4f"
+
+
+def test_panels_facet_in_the_given_order_each_with_its_own_y_scale():
+    frame = pd.DataFrame({"k": [1, 2, 1, 2], "value": [0.1, 0.2, 3.0, 4.0], "f": list("PPRR")})
+    one = line_chart(frame, x="k:Q", y="value:Q", width=120, height=80)
+    spec = panels(one, "f:N", columns=2, sort=["R", "P"]).to_dict()
+    assert spec["facet"] == {"field": "f", "type": "nominal", "title": None, "sort": ["R", "P"]}
+    assert spec["columns"] == 2
+    assert spec["resolve"] == {"scale": {"y": "independent"}}
+    assert (spec["spec"]["width"], spec["spec"]["height"]) == (120, 80)
+    assert "sort" not in panels(one, "f:N", columns=1).to_dict()["facet"]

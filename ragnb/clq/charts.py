@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragnb.charts import alt, line_chart
+from ragnb.charts import alt, line_chart, value_tooltip
 
 __all__ = [
     "frontier_chart",
@@ -98,7 +98,7 @@ def latency_vs_k_chart(frame: pd.DataFrame, *, width: int = 260, height: int = 2
         y=alt.Y("latency_ms:Q", title="latency (ms, median over configurations)"),
         color=alt.Color("reranker:N"),
         strokeDash=alt.StrokeDash("stat:N"),
-        tooltip=["reranker", "pool_k", "stat", alt.Tooltip("latency_ms:Q", format=".2f")],
+        tooltip=value_tooltip("reranker", "pool_k", "stat", value="latency_ms", fmt=".2f"),
         width=width,
         height=height,
     )

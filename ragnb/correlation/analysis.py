@@ -61,8 +61,11 @@ __all__ = [
     "simulate_grades",
 ]
 
+#: The measures with a parameter alpha (Primer's F, F_e, T and T_u).
 ALPHA_MEASURES = ("F", "F_e", "T", "T_u")
-MEASURES = ("F", "F_e", "T", "T_u", "nDCG_inK", "P", "R")
+#: Every measure the study correlates with the graded samples: the alpha measures, then
+#: within-K nDCG, precision and recall.
+MEASURES = (*ALPHA_MEASURES, "nDCG_inK", "P", "R")
 METHODS = ("spearman", "pearson", "kendall_b", "kendall_c")
 _KERNELS = {"F": f_per_query, "F_e": f_e_per_query, "T": t_per_query, "T_u": t_u_per_query}
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragnb.charts import alt, heatmap, interval_tooltip, line_chart
+from ragnb.charts import alt, heatmap, interval_tooltip, line_chart, panels, value_tooltip
 
 __all__ = [
     "correlation_heatmap",
@@ -75,7 +75,10 @@ def grade_distribution_heatmap(frame: pd.DataFrame, *, size: int = 26) -> alt.Ch
             y=alt.Y("grade:O", title="response score", sort="descending"),
             color=alt.Color("share:Q", title="share", scale=alt.Scale(scheme="blues")),
             row=alt.Row("E:N", title="embedder"),
-            tooltip=["E:N", "ratio:O", "grade:O", alt.Tooltip("share:Q", format=".3f"), "n:Q"],
+            tooltip=[
+                *value_tooltip("E:N", "ratio:O", "grade:O", value="share", fmt=".3f"),
+                "n:Q",
+            ],
         )
         .properties(width=size * max(1, len(order)), height=5 * 16)
     )
@@ -132,16 +135,13 @@ def ranked_measures_chart(
         Long form of :meth:`CorrelationStudy.ranked_measures`: ``E``, ``ratio`` (float),
         ``measure``, ``value``.
     """
-    return (
-        line_chart(
-            frame,
-            x=alt.X("ratio:Q", title="K/Np"),
-            y=alt.Y("value:Q", title=None),
-            color=alt.Color("E:N", title="embedder"),
-            tooltip=["E:N", "measure:N", "ratio:Q", alt.Tooltip("value:Q", format=".3f")],
-            width=width,
-            height=height,
-        )
-        .facet(facet=alt.Facet("measure:N", title=None), columns=4)
-        .resolve_scale(y="independent")
+    lines = line_chart(
+        frame,
+        x=alt.X("ratio:Q", title="K/Np"),
+        y=alt.Y("value:Q", title=None),
+        color=alt.Color("E:N", title="embedder"),
+        tooltip=value_tooltip("E:N", "measure:N", "ratio:Q", fmt=".3f"),
+        width=width,
+        height=height,
     )
+    return panels(lines, "measure:N", columns=4)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragnb.charts import alt, heatmap, interval_tooltip, line_chart
+from ragnb.charts import alt, heatmap, interval_tooltip, line_chart, value_tooltip
 
 __all__ = [
     "ablation_heatmap",
@@ -86,13 +86,7 @@ def noise_curves(frame: pd.DataFrame, *, width: int = 260, height: int = 180) ->
         y=alt.Y("value:Q", title="mean cosine", scale=alt.Scale(zero=False)),
         color=alt.Color("model:N", title="embedder"),
         strokeDash=alt.StrokeDash("view:N", title=None, sort=[views[c] for c in present]),
-        tooltip=[
-            "language:N",
-            "model:N",
-            "view:N",
-            "level:O",
-            alt.Tooltip("value:Q", format=".4f"),
-        ],
+        tooltip=value_tooltip("language:N", "model:N", "view:N", "level:O"),
         width=width,
         height=height,
     ).facet(column=alt.Column("language:N", title="language"))
@@ -120,12 +114,7 @@ def noise_impact_chart(
     lines = base.mark_line(point=True).encode(
         y=alt.Y("delta:Q", title="change vs clean queries"),
         tooltip=[
-            "retriever:N",
-            "language:N",
-            "condition:N",
-            "measure:N",
-            "level:O",
-            alt.Tooltip("value:Q", format=".4f"),
+            *value_tooltip("retriever:N", "language:N", "condition:N", "measure:N", "level:O"),
             *interval_tooltip("delta", fmt="+.4f"),
         ],
     )

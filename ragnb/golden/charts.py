@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragnb.charts import alt, heatmap, interval_tooltip, line_chart
+from ragnb.charts import alt, heatmap, interval_tooltip, line_chart, panels, value_tooltip
 
 __all__ = [
     "confusion_matrix_chart",
@@ -42,7 +42,7 @@ def grade_distribution_chart(
             xOffset=alt.XOffset("set:N", sort=sets),
             y=alt.Y("share:Q", title="share of the set", axis=alt.Axis(format="%")),
             color=alt.Color("set:N", title=None, sort=sets),
-            tooltip=["set:N", "grade:N", "count:Q", alt.Tooltip("share:Q", format=".1%")],
+            tooltip=value_tooltip("set:N", "grade:N", "count:Q", value="share", fmt=".1%"),
         )
         .properties(width=width, height=height)
     )
@@ -67,13 +67,9 @@ def pool_overlap_chart(frame: pd.DataFrame, *, size: int = 60) -> alt.LayerChart
         y=alt.Y("system_a:N", title="candidates of", sort=systems),
         color=alt.Color("share:Q", scale=alt.Scale(domain=[0, 1], scheme="blues"), title="share"),
         text=alt.Text("share:Q", format=".0%"),
-        tooltip=[
-            "system_a:N",
-            "system_b:N",
-            "common:Q",
-            "n_a:Q",
-            alt.Tooltip("share:Q", format=".1%"),
-        ],
+        tooltip=value_tooltip(
+            "system_a:N", "system_b:N", "common:Q", "n_a:Q", value="share", fmt=".1%"
+        ),
         text_color=alt.condition(alt.datum.share > 0.6, alt.value("white"), alt.value("black")),
         baseline="middle",
     )
@@ -95,7 +91,7 @@ def judged_at_k_chart(frame: pd.DataFrame, *, width: int = 320, height: int = 18
         y=alt.Y("judged:Q", title="Judged@K", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("system:N"),
         strokeDash=alt.StrokeDash("role:N", title="role", sort=["pool", "new"]),
-        tooltip=["system:N", "role:N", "k:Q", alt.Tooltip("judged:Q", format=".3f")],
+        tooltip=value_tooltip("system:N", "role:N", "k:Q", value="judged", fmt=".3f"),
         width=width,
         height=height,
     )
@@ -124,15 +120,11 @@ def refinement_convergence_chart(
     mean = (
         base.transform_filter(alt.datum.query_id == "(mean)")
         .mark_line(color="#d62728", strokeWidth=2)
-        .encode(tooltip=["iteration:Q", alt.Tooltip("value:Q", format=".3f")])
+        .encode(tooltip=value_tooltip("iteration:Q", fmt=".3f"))
     )
     metrics = list(dict.fromkeys(frame["metric"]))
-    return (
-        alt.layer(traces, mean, data=frame)
-        .properties(width=width, height=height)
-        .facet(facet=alt.Facet("metric:N", title=None, sort=metrics), columns=3)
-        .resolve_scale(y="independent")
-    )
+    layered = alt.layer(traces, mean, data=frame).properties(width=width, height=height)
+    return panels(layered, "metric:N", columns=3, sort=metrics)
 
 
 def confusion_matrix_chart(frame: pd.DataFrame, *, size: int = 44) -> alt.LayerChart:
@@ -153,7 +145,7 @@ def confusion_matrix_chart(frame: pd.DataFrame, *, size: int = 44) -> alt.LayerC
         y=alt.Y("human:O", title="human label", sort=labels),
         color=alt.Color("count:Q", scale=alt.Scale(scheme="blues"), title="pairs"),
         text="count:Q",
-        tooltip=["human:O", "judge:O", "count:Q", alt.Tooltip("share:Q", format=".1%")],
+        tooltip=value_tooltip("human:O", "judge:O", "count:Q", value="share", fmt=".1%"),
         text_color=alt.condition(alt.datum.count > top / 2, alt.value("white"), alt.value("black")),
         baseline="middle",
     )
@@ -221,7 +213,7 @@ def pr_curve_chart(frame: pd.DataFrame, *, width: int = 300, height: int = 220) 
             ),
             y=alt.Y("precision:Q", title="interpolated precision", scale=alt.Scale(domain=[0, 1])),
             color=alt.Color("system:N"),
-            tooltip=["system:N", "recall:Q", alt.Tooltip("precision:Q", format=".3f")],
+            tooltip=value_tooltip("system:N", "recall:Q", value="precision", fmt=".3f"),
         )
         .properties(width=width, height=height)
     )

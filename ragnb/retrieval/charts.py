@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragnb.charts import alt, line_chart
+from ragnb.charts import alt, line_chart, panels, value_tooltip
 
 __all__ = [
     "measure_vs_k",
@@ -16,7 +16,7 @@ __all__ = [
 ]
 
 
-def measure_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.Chart:
+def measure_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.FacetChart:
     """Each measure against the cutoff K, one line per retriever, one panel per measure family.
 
     Parameters
@@ -29,19 +29,15 @@ def measure_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) ->
         x=alt.X("k:Q", title="cutoff K", scale=alt.Scale(type="log", base=2)),
         y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=True)),
         color=alt.Color("retriever:N", title="retriever"),
-        tooltip=["retriever:N", "measure:N", alt.Tooltip("value:Q", format=".4f")],
+        tooltip=value_tooltip("retriever:N", "measure:N"),
     )
     layered = alt.layer(base.mark_line(), base.mark_point(size=30), data=frame)
-    return (
-        layered.properties(width=width, height=height)
-        .facet(facet=alt.Facet("family:N", title=None), columns=3)
-        .resolve_scale(y="independent")
-    )
+    return panels(layered.properties(width=width, height=height), "family:N", columns=3)
 
 
 def per_query_distribution(
     frame: pd.DataFrame, *, width: int = 220, height: int = 160
-) -> alt.Chart:
+) -> alt.FacetChart:
     """Per-query values of each measure as box plots, one box per retriever.
 
     Parameters
@@ -49,7 +45,7 @@ def per_query_distribution(
     frame : DataFrame
         Columns ``retriever``, ``measure``, ``query_id``, ``value`` (one row per query).
     """
-    return (
+    boxes = (
         alt.Chart(frame)
         .mark_boxplot(extent="min-max")
         .encode(
@@ -58,9 +54,8 @@ def per_query_distribution(
             color=alt.Color("retriever:N", legend=None),
         )
         .properties(width=width, height=height)
-        .facet(facet=alt.Facet("measure:N", title=None), columns=3)
-        .resolve_scale(y="independent")
     )
+    return panels(boxes, "measure:N", columns=3)
 
 
 def proc_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> alt.FacetChart:
@@ -84,13 +79,7 @@ def proc_vs_k(frame: pd.DataFrame, *, width: int = 220, height: int = 160) -> al
         y=alt.Y("value:Q", title=None, scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("retriever:N"),
         strokeDash=alt.StrokeDash("kind:N", title="value", sort=["actual", "proc"]),
-        tooltip=[
-            "retriever:N",
-            "family:N",
-            "cutoff:Q",
-            "kind:N",
-            alt.Tooltip("value:Q", format=".4f"),
-        ],
+        tooltip=value_tooltip("retriever:N", "family:N", "cutoff:Q", "kind:N"),
         width=width,
         height=height,
     ).facet(facet=alt.Facet("family:N", title=None), columns=4)

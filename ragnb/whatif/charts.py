@@ -22,7 +22,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from ragnb.charts import alt
+from ragnb.charts import alt, panels, value_tooltip
 from ragnb.errors import InputError
 from ragnb.whatif.grid import MAX_CHART_ROWS
 
@@ -109,6 +109,20 @@ def _snap_alpha(chart: Any) -> Any:
     )
 
 
+def _alpha_lines(color: alt.Color, **mark: Any) -> alt.Chart:
+    """Each retriever's value against alpha (one panel of a family; data from the layer)."""
+    return (
+        alt.Chart()
+        .mark_line(**mark)
+        .encode(
+            x=alt.X("alpha:Q", title="alpha", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("value:Q", title=None),
+            color=color,
+            tooltip=value_tooltip("retriever:N", "k:Q", "alpha:Q"),
+        )
+    )
+
+
 def what_if_chart(
     table: pd.DataFrame,
     *,
@@ -179,7 +193,7 @@ def what_if_chart(
         color=alt.condition(
             "datum.col_rank == 1 && isValid(datum.value)", alt.value("#c7e9c0"), alt.value("white")
         ),
-        tooltip=["retriever:N", "label:N", alt.Tooltip("value:Q", format=".4f"), "n_valid:Q"],
+        tooltip=[*value_tooltip("retriever:N", "label:N"), "n_valid:Q"],
     )
     text = snapped.mark_text(baseline="middle").encode(
         x=cols, y=rows, text=alt.Text("value:Q", format=".4f")
@@ -187,14 +201,7 @@ def what_if_chart(
     grid_table = alt.layer(cells, text).properties(
         width=cell_width * len(fams), height=row_height * len(rets)
     )
-    curve_base = alt.Chart().encode(
-        x=alt.X("alpha:Q", title="alpha", scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("value:Q", title=None),
-        color=alt.Color("retriever:N", sort=rets),
-    )
-    lines = curve_base.mark_line().encode(
-        tooltip=["retriever:N", "k:Q", "alpha:Q", alt.Tooltip("value:Q", format=".4f")]
-    )
+    lines = _alpha_lines(alt.Color("retriever:N", sort=rets))
     rule = (
         alt.Chart()
         .transform_filter("datum.alpha == datum.a_sel")
@@ -202,12 +209,10 @@ def what_if_chart(
         .encode(x="alpha:Q")
     )
     # Vega-Lite cannot compile a joinaggregate inside a faceted layer: snap before faceting
-    curves = _snap_k(
-        alt.layer(lines, rule, data=table)
-        .properties(width=170, height=120)
-        .facet(facet=alt.Facet("family:N", sort=fams, title=None), columns=len(fams))
-        .resolve_scale(y="independent")
-    ).transform_calculate(a_ok="datum.alpha <= alpha + 1e-9 ? datum.alpha : -1")
+    layered = alt.layer(lines, rule, data=table).properties(width=170, height=120)
+    curves = _snap_k(panels(layered, "family:N", columns=len(fams), sort=fams)).transform_calculate(
+        a_ok="datum.alpha <= alpha + 1e-9 ? datum.alpha : -1"
+    )
     curves = curves.transform_joinaggregate(a_sel="max(a_ok)")
     return _with_params(
         alt.vconcat(header, grid_table, curves, data=table, spacing=12), k_param, a_param
@@ -249,34 +254,23 @@ def rank_bump_chart(
         title="rank",
     )
     color = alt.Color("retriever:N", sort=rets)
-    tooltip = [
-        "retriever:N",
-        "family:N",
-        "k:Q",
-        "alpha:Q",
-        "rank:Q",
-        alt.Tooltip("value:Q", format=".4f"),
-    ]
-    by_alpha = _snap_k(
-        alt.Chart(ranks)
-        .mark_line(point=True, interpolate="step-after", strokeWidth=2)
-        .encode(
-            x=alt.X("alpha:Q", title="alpha (at the selected K)"), y=y, color=color, tooltip=tooltip
+    tooltip = value_tooltip("retriever:N", "family:N", "k:Q", "alpha:Q", "rank:Q")
+
+    def bumps(x: alt.X, **mark: Any) -> alt.FacetChart:
+        """The ranks against ``x``, one panel per family."""
+        return (
+            alt.Chart(ranks)
+            .mark_line(point=True, strokeWidth=2, **mark)
+            .encode(x=x, y=y, color=color, tooltip=tooltip)
+            .properties(width=200, height=35 * n)
+            .facet(facet=alt.Facet("family:N", sort=fams, title=None), columns=len(fams))
         )
-        .properties(width=200, height=35 * n)
-        .facet(facet=alt.Facet("family:N", sort=fams, title=None), columns=len(fams))
+
+    by_alpha = _snap_k(
+        bumps(alt.X("alpha:Q", title="alpha (at the selected K)"), interpolate="step-after")
     )
     by_k = _snap_alpha(
-        alt.Chart(ranks)
-        .mark_line(point=True, strokeWidth=2)
-        .encode(
-            x=alt.X("k:Q", title="K (at the selected alpha)", scale=alt.Scale(type="log", base=2)),
-            y=y,
-            color=color,
-            tooltip=tooltip,
-        )
-        .properties(width=200, height=35 * n)
-        .facet(facet=alt.Facet("family:N", sort=fams, title=None), columns=len(fams))
+        bumps(alt.X("k:Q", title="K (at the selected alpha)", scale=alt.Scale(type="log", base=2)))
     )
     return _with_params(alt.vconcat(by_alpha, by_k, spacing=16), k_param, a_param)
 
@@ -297,18 +291,7 @@ def alpha_curves_chart(
         The selected alpha.
     """
     fams = list(dict.fromkeys(frame["family"]))
-    base = alt.Chart().encode(
-        x=alt.X("alpha:Q", title="alpha", scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("value:Q", title=None),
-        color=alt.Color("retriever:N"),
-    )
-    lines = base.mark_line(point=alt.OverlayMarkDef(size=12)).encode(
-        tooltip=["retriever:N", "k:Q", "alpha:Q", alt.Tooltip("value:Q", format=".4f")]
-    )
+    lines = _alpha_lines(alt.Color("retriever:N"), point=alt.OverlayMarkDef(size=12))
     rule = alt.Chart().mark_rule(color="#444", strokeDash=[4, 3]).encode(x=alt.datum(float(alpha)))
-    return (
-        alt.layer(lines, rule, data=frame)
-        .properties(width=width, height=height)
-        .facet(facet=alt.Facet("family:N", sort=fams, title=None), columns=min(len(fams), 6))
-        .resolve_scale(y="independent")
-    )
+    layered = alt.layer(lines, rule, data=frame).properties(width=width, height=height)
+    return panels(layered, "family:N", columns=min(len(fams), 6), sort=fams)

@@ -426,6 +426,12 @@ def precompute(
     return WhatIfFrames(per_query[cols], tuple(sorted({int(k) for k in ks})), grid, fams)
 
 
+def _score(rows: pd.DataFrame) -> np.ndarray:
+    """``value`` oriented so that higher is better: negated for :data:`LOWER_IS_BETTER`."""
+    sign = np.where(rows["family"].isin(LOWER_IS_BETTER), -1.0, 1.0)
+    return np.asarray(rows["value"].to_numpy() * sign)
+
+
 def slider_table(
     frames: WhatIfFrames, dataset: str | None = None, *, max_rows: int = MAX_CHART_ROWS
 ) -> pd.DataFrame:
@@ -460,8 +466,7 @@ def slider_table(
     g = frames.grid
     rows = g[g["dataset"] == dataset].copy()
     rows["order"] = rows["family"].map({f: i for i, f in enumerate(frames.families)})
-    sign = np.where(rows["family"].isin(LOWER_IS_BETTER), -1.0, 1.0)
-    rows["score"] = rows["value"].to_numpy() * sign
+    rows["score"] = _score(rows)
     cols = ["retriever", "family", "order", "k", "alpha", "has_alpha", "value", "score", "n_valid"]
     return rows[cols].reset_index(drop=True)
 
@@ -499,8 +504,7 @@ def rank_table(
     g = frames.grid
     rows = g[g["family"].isin(list(rank_families))].copy()
     keys = ["dataset", "family", "k", "alpha"]
-    sign = np.where(rows["family"].isin(LOWER_IS_BETTER), -1.0, 1.0)
-    rows["_score"] = rows["value"].to_numpy() * sign
+    rows["_score"] = _score(rows)
     rows["rank"] = (
         rows.groupby(keys)["_score"]
         .rank(method="min", ascending=False, na_option="bottom")
