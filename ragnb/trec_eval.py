@@ -14,7 +14,8 @@ Conventions of trec_eval 10.0 kept here
 * Without ``-c`` every query of the qrels must be in the run (trec_eval 10.0 stops otherwise);
   with ``-c`` a query missing from the run is an empty ranking (trec_eval's one-document
   placeholder, its ``num_ret``, ``utility``, ``unj``, ``rbp_resid`` and ``relstring`` cleared).
-  Run queries without qrels are left out.
+  Run queries without qrels are left out. With ``-c`` the ``all`` line of ``num_rel`` counts
+  the qrels lines of grade > 0, whatever ``-l`` (``m_num_rel.c``).
 * A run is ordered by score descending, ties by document id descending; ``-M`` keeps the top M
   of each query, then ``-J`` drops the documents without a judgement >= 0.
 * ``runid`` is the tag of the run's last line; ``num_q`` the queries evaluated.
@@ -279,6 +280,7 @@ class _Column:
     name: str
     values: np.ndarray  # float64 (n_queries,), or object strings for relstring
     kind: str = "float"  # "float", "long", "gm" (all line only), "string" (query lines only)
+    total: float | None = None  # the all line's value when it is not the values' summary
 
 
 def _cutoffs(text: str, cast: Callable[[str], float]) -> list[float]:
@@ -664,7 +666,12 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
             values = col.values.copy()
             if lost.any() and (name in ("utility", "relstring")):
                 values[lost] = "" if col.kind == "string" else 0.0
-            columns.append(_Column(col.name, values, col.kind))
+            total = None
+            if name == "num_rel" and opts.complete:
+                # m_num_rel.c's te_calc_avg_num_rel: with -c, the qrels lines of grade > 0,
+                # whatever -l, -J and -M
+                total = float((qrels["relevance"] > 0).sum())
+            columns.append(_Column(col.name, values, col.kind, total))
     return format_lines(opts, arrays.query_ids, columns, runid), notes
 
 
@@ -680,6 +687,8 @@ def _line(name: str, qid: str, value: float | str, kind: str) -> str:
 
 def _summary(col: _Column) -> float:
     """The ``all`` value of a column: trec_eval's sequential sum, mean or geometric mean."""
+    if col.total is not None:
+        return col.total
     values = [float(v) for v in col.values]
     total = 0.0
     if col.kind == "gm":

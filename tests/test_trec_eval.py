@@ -329,3 +329,22 @@ def test_trec_eval_9_convention_equals_pytrec_eval_per_query(qrels_name):
             assert got == pytest.approx(expected, abs=1e-9), (name, qid)
             compared += 1
     assert compared == 3 * len(names) and len(names) >= 89
+
+
+def test_rbp_rescales_from_level_0_when_no_qrels_line_has_grade_0():
+    """setup_gains lists levels 0 .. the query's highest grade; with grades 1 and 3 only, the
+    gains are rescaled by (g - 0) / 3, not (g - 1) / 2 (trec_eval 10.0 prints 0.1143333...)."""
+    qrels = {"q": {"a": 3, "b": 1}}
+    run = {"q": {"b": 3.0, "x": 2.0, "a": 1.0}}
+    value = evaluate(qrels, run, ["rbp"]).aggregate_to_dict()["RBP-graded"]
+    assert value == pytest.approx(0.1 * (1 / 3 + 0.9**2 * 3 / 3), abs=1e-15)
+
+
+def test_num_rel_all_line_with_c_counts_grades_above_0_whatever_l(tmp_path):
+    """m_num_rel.c: with -c the all line counts the qrels lines of grade > 0, not the sum of the
+    per-query values at -l (trec_eval 10.0 prints 1, 0, 1 and all 4 here)."""
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 a 2\nq1 0 b 1\nq2 0 c 1\nq2 0 d 0\nq3 0 e 2\n")
+    run.write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq2 Q0 c 1 1 t\n")
+    out, _ = run_trec_eval(["-c", "-l2", "-q", "-m", "num_rel", str(qrels), str(run)])
+    assert [line.split("\t")[2] for line in out.splitlines()] == ["1", "0", "1", "4"]

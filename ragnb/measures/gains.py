@@ -26,7 +26,9 @@ NCG@K                        sum_{i<=K} g_i / sum of the top K ideal gains      
 
 The linear gain is the grade (negative grades and documents without a judgement gain 0), as in
 trec_eval's ``gain_init.c``; :func:`gain_values` evaluates these measures with other gains per
-level (trec_eval's ``-m ndcg.1=3,2=9``).
+level (trec_eval's ``-m ndcg.1=3,2=9``). RBP-graded rescales over the levels ``setup_gains``
+lists for the query: 0 up to its highest grade, whether a qrels line holds each or not (qrels
+without grade-0 lines, such as BEIR's, rescale from gain 0 too).
 
 References
 ----------
@@ -167,7 +169,11 @@ def _rbp_graded(arrays: RankingArrays, gains: Mapping[int, float] | None, p: flo
         listed = (levels <= top) | np.isin(levels, list(gains or {}))
         level_gain = table[listed, 0]
         row = gains_of(rels[q], levels[listed], level_gain)
-        low, high = (level_gain.min(), level_gain.max()) if level_gain.size else (0.0, 0.0)
+        # setup_gains lists every level 0 .. top, those no qrels line holds too (level 0 of
+        # qrels without a grade-0 line gains 0 and sets the low end of the normalisation)
+        spread = [float((gains or {}).get(lv, lv)) for lv in range(int(top) + 1)]
+        spread += [float(g) for lv, g in (gains or {}).items() if isinstance(lv, int)]
+        low, high = (min(spread), max(spread)) if spread else (0.0, 0.0)
         if low < 0 or high > 1:
             row = np.where(rels[q] >= 0, (row - low) / (high - low), 0.0)
         out[q] = (1.0 - p) * float(row @ weights)
