@@ -50,6 +50,11 @@ QUICKTEST = [
 ]
 
 
+#: trec_eval 10.0's -q -c -m all_trec output on the carried runs of tests/data/oracle/dl-like
+#: (written by tests/data/trec_eval/make_oracle_outputs.py)
+ORACLE_OUTPUTS = [("bm25.run", "out.dl-like.bm25.aqc"), ("dense.run", "out.dl-like.dense.aqc")]
+
+
 def _argv(line: str) -> list[str]:
     return [str(DATA / a) if (DATA / a).exists() else a for a in line.split()]
 
@@ -58,6 +63,16 @@ def _argv(line: str) -> list[str]:
 def test_quicktest_line_gives_trec_evals_output_byte_for_byte(line, expected, capsys):
     assert cli_main(["trec-eval", *_argv(line)]) == 0
     out = capsys.readouterr().out
+    assert out == (DATA / expected).read_text()
+
+
+@pytest.mark.parametrize(("run", "expected"), ORACLE_OUTPUTS)
+def test_all_trec_on_the_carried_runs_gives_trec_evals_output_byte_for_byte(run, expected, capsys):
+    case = DATA.parent / "oracle" / "dl-like"
+    argv = ["trec-eval", "-q", "-c", "-m", "all_trec", str(case / "qrels.txt"), str(case / run)]
+    assert cli_main(argv) == 0
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) > 2500
     assert out == (DATA / expected).read_text()
 
 
