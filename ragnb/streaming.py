@@ -59,13 +59,17 @@ __all__ = [
 _RUN_COLUMNS = ("query_id", "doc_id", "score", "rank", "source")
 #: trec_eval's integer and number syntax (as :func:`ragnb.readers.read_run`), for DuckDB's RE2.
 _INTEGER_RE = r"[+-]?[0-9]+"
-#: A line's fields: split on single spaces when the line holds no other whitespace (the common
-#: case, several times faster), else on runs of RE2's ``\s`` (``[\t\n\f\r ]``).
+#: A line without the C white space (``isspace``: space, tab, LF, VT, FF, CR) at either end, the
+#: characters trec_eval separates fields with.
+_TRIMMED = "trim(text, ' ' || chr(9) || chr(10) || chr(11) || chr(12) || chr(13))"
+#: A line's fields: split on single spaces when the line holds no other white space (the common
+#: case, several times faster), else on runs of C white space.
 _SPLIT = (
-    "CASE WHEN contains(trim(text), '  ') OR contains(trim(text), chr(9)) "
-    "OR contains(trim(text), chr(10)) OR contains(trim(text), chr(12)) "
-    "OR contains(trim(text), chr(13)) THEN string_split_regex(trim(text), '\\s+') "
-    "ELSE string_split(trim(text), ' ') END"
+    f"CASE WHEN contains({_TRIMMED}, '  ') OR contains({_TRIMMED}, chr(9)) "
+    f"OR contains({_TRIMMED}, chr(10)) OR contains({_TRIMMED}, chr(11)) "
+    f"OR contains({_TRIMMED}, chr(12)) OR contains({_TRIMMED}, chr(13)) "
+    f"THEN string_split_regex({_TRIMMED}, '[ \\t\\n\\v\\f\\r]+') "
+    f"ELSE string_split({_TRIMMED}, ' ') END"
 )
 _DECIMAL_RE = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
 
@@ -294,7 +298,7 @@ def _trec_source(path: Path) -> str:
     )
     split = (
         f"SELECT {_SPLIT} AS p FROM {lines} "
-        "WHERE trim(text) <> '' AND NOT starts_with(trim(text), '#')"
+        f"WHERE {_TRIMMED} <> '' AND NOT starts_with({_TRIMMED}, '#')"
     )
     ok = (  # trec_eval reads six columns and ignores the rest
         f"len(p) >= 6 AND regexp_full_match(p[4], '{_INTEGER_RE}') "
@@ -371,7 +375,9 @@ def read_run_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[
     return frame, info
 
 
-def read_qrels_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, int]:
+def read_qrels_columnar(
+    path: str | os.PathLike[str], *, as_trec_eval: bool = False
+) -> tuple[pd.DataFrame, int]:
     """Read TREC qrels ``qid iter docid rel`` with DuckDB into arrow-backed columns.
 
     Parameters
@@ -380,6 +386,10 @@ def read_qrels_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, int
         TREC qrels (gzipped if the name ends in ``.gz``), read as
         :func:`ragnb.readers.read_qrels` reads them: ``#`` comments skipped, text after the
         fourth column ignored.
+    as_trec_eval : bool, default False
+        Read as ``read_qrels(path, as_trec_eval=True)`` does (trec_eval 10.0's reading): a file
+        with any line other than four fields and an integer grade (a comment, a blank line,
+        extra text) is handed to it.
 
     Returns
     -------
@@ -405,7 +415,7 @@ def read_qrels_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, int
     )
     split = (
         f"SELECT {_SPLIT} AS p FROM {lines} "
-        "WHERE trim(text) <> '' AND NOT starts_with(trim(text), '#')"
+        f"WHERE {_TRIMMED} <> '' AND NOT starts_with({_TRIMMED}, '#')"
     )
     query = (
         "SELECT p[1] AS query_id, p[3] AS doc_id, TRY_CAST(p[4] AS BIGINT) AS relevance, "
@@ -415,6 +425,7 @@ def read_qrels_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, int
     con = duckdb.connect(":memory:")
     try:
         table = con.sql(query).to_arrow_table()
+        n_lines = con.sql(f"SELECT count(*) FROM {lines}").fetchall()[0][0]
         dup = con.sql(
             f"SELECT count(*) FROM (SELECT p[1], p[3] FROM ({split}) GROUP BY 1, 2 "
             "HAVING count(*) > 1)"
@@ -423,9 +434,11 @@ def read_qrels_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, int
         raise InputError(f"cannot read the qrels: {exc}", path=path) from exc
     finally:
         con.close()
-    if not len(table) or not pc.all(table["ok"]).as_py() or (dup and dup[0]):
-        return read_qrels(path), 0  # the reader that names the line (or reads BEIR's form)
     extra = int(pc.sum(pc.greater(table["n_columns"], 4)).as_py() or 0)
+    odd = as_trec_eval and (extra or n_lines != len(table))  # comments, blank lines, extra text
+    if odd or not len(table) or not pc.all(table["ok"]).as_py() or (dup and dup[0]):
+        # the reader that names the line (or reads BEIR's form, or trec_eval's comments)
+        return read_qrels(path, as_trec_eval=as_trec_eval), 0
     strings = pd.ArrowDtype(pa.string())
     frame = pd.DataFrame(
         {

@@ -19,6 +19,15 @@ Conventions of trec_eval 10.0 kept here
 * A run is ordered by score descending, ties by document id descending; ``-M`` keeps the top M
   of each query, then ``-J`` drops the documents without a judgement >= 0.
 * ``runid`` is the tag of the run's last line; ``num_q`` the queries evaluated.
+* Files are read as trec_eval 10.0 reads them (``get_trec_results.c``, ``get_qrels.c``;
+  :func:`ragnb.readers.read_run` and :func:`ragnb.readers.read_qrels` with ``as_trec_eval``):
+  a run line is six fields or more (the rank ignored, the score read by C's ``atof``), blank
+  and ``#`` lines skipped; a qrels line is exactly four fields (the grade read by C's
+  ``atol``), a ``#`` line in the first column skipped unless it follows another. What trec_eval
+  rejects is an error naming the file and line; so is a NaN score (trec_eval's order is
+  undefined then) and a comment as the last qrels line (trec_eval crashes there). One
+  difference is left: DuckDB's reader (the ``fast`` extra) ends a run line at a lone carriage
+  return, where trec_eval reads on to the line feed.
 * Measures of the preference and ``qrels_jg`` formats (``-R prefs``, ``-R qrels_prefs``, ``-R
   qrels_jg``) and z-scores (``-Z``) are not read; asking for them is an error.
 
@@ -45,7 +54,7 @@ from ragnb.lazylibs import MissingExtra
 from ragnb.measures import Measure, RankingArrays, families, prepare
 from ragnb.measures.gains import gain_values
 from ragnb.measures.reslists import rel_lists
-from ragnb.readers import STDIN, read_qrels, read_run
+from ragnb.readers import STDIN, c_atol, read_qrels, read_run
 
 __all__ = [
     "MEASURE_SETS",
@@ -285,25 +294,11 @@ class _Column:
 
 def _cutoffs(text: str, cast: Callable[[str], float]) -> list[float]:
     values = sorted(cast(t) for t in text.split(","))
-    if values[0] < 0 or (cast is _atol and values[0] <= 0):
+    if values[0] < 0 or (cast is c_atol and values[0] <= 0):
         raise InputError(f"trec-eval: negative cutoff in {text!r}")
     if len(set(values)) != len(values):
         raise InputError(f"trec-eval: duplicate cutoff in {text!r}")
     return values
-
-
-def _atol(text: str) -> int:
-    """C's ``atol``: the leading integer of ``text`` (``"23.4"`` -> 23), 0 if none."""
-    digits = ""
-    for i, c in enumerate(text.strip()):
-        if c.isdigit() or (i == 0 and c in "+-"):
-            digits += c
-        else:
-            break
-    try:
-        return int(digits)
-    except ValueError:
-        return 0
 
 
 def _atof(text: str) -> float:
@@ -422,7 +417,7 @@ def trec_eval_measures(
         return trec_eval_measure(name, value, level=level, n_docs=n_docs)
 
     if name in _CUT_FAMILIES:
-        cuts = _cutoffs(param, _atol) if param else _CUT_FAMILIES[name][1]
+        cuts = _cutoffs(param, c_atol) if param else _CUT_FAMILIES[name][1]
         return [(f"{name}_{int(k)}", one(k)) for k in cuts]
     if name in ("iprec_at_recall", "Rprec_mult"):
         levels: Sequence[float] = _RECALLS if name[0] == "i" else _MULTS
@@ -580,8 +575,13 @@ def _evaluated(
         lost = np.array([q not in in_run for q in arrays.query_ids], dtype=bool)
     if lost.any() and not opts.complete:
         first = str(arrays.query_ids[np.argmax(lost)])
+        why = (
+            " (a '#' line right after a comment line of the qrels is a judgement to trec_eval)"
+            if first.startswith("#")
+            else ""
+        )
         raise InputError(
-            f"trec-eval: query {first!r} of the qrels is not in the run (trec_eval 10.0 "
+            f"trec-eval: query {first!r} of the qrels is not in the run{why} (trec_eval 10.0 "
             "stops too); -c evaluates the missing queries as empty rankings",
             path=opts.run,
             query_id=first,
@@ -590,39 +590,41 @@ def _evaluated(
 
 
 def _read_run(path: str) -> tuple[pd.DataFrame, str | None, list[str]]:
-    """The run, the tag of its last line and the readers' notes: DuckDB's columnar reader when
-    the ``fast`` extra is installed (the Python reader for standard input or without it)."""
+    """The run as trec_eval 10.0 reads it, the tag of its last line and the readers' notes:
+    DuckDB's columnar reader when the ``fast`` extra is installed and every line is plain (a
+    line it does not read, such as a rank that is not an integer, sends the file to the Python
+    reader, as it does for standard input or without the extra)."""
     if path != STDIN:
         try:
             from ragnb.streaming import read_run_columnar
-        except MissingExtra:
+
+            run, info = read_run_columnar(path)
+        except (MissingExtra, InputError):
             pass
         else:
-            run, info = read_run_columnar(path)
             n = info["extra_text_lines"]
             note = f"{path}: {n} line(s) carry text after the sixth column; it is ignored, as "
             return run, info["tag"], [note + "trec_eval ignores it"] if n else []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        run = read_run(path)
+        run = read_run(path, as_trec_eval=True)
     tag = str(run["tag"].iloc[-1]) if len(run) else None
     return run, tag, [str(w.message) for w in caught]
 
 
 def _read_qrels(path: str) -> tuple[pd.DataFrame, list[str]]:
-    """The qrels and the readers' notes, as :func:`_read_run` reads the run."""
-    if path != STDIN:
-        try:
-            from ragnb.streaming import read_qrels_columnar
-        except MissingExtra:
-            pass
-        else:
-            qrels, n = read_qrels_columnar(path)
-            note = f"{path}: {n} line(s) carry text after the fourth column; it is ignored, as "
-            return qrels, [note + "trec_eval ignores it"] if n else []
+    """The qrels as trec_eval 10.0 reads them and the readers' notes, as :func:`_read_run`."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        qrels = read_qrels(path)
+        if path != STDIN:
+            try:
+                from ragnb.streaming import read_qrels_columnar
+
+                qrels, _ = read_qrels_columnar(path, as_trec_eval=True)
+            except MissingExtra:
+                qrels = read_qrels(path, as_trec_eval=True)
+        else:
+            qrels = read_qrels(path, as_trec_eval=True)
     return qrels, [str(w.message) for w in caught]
 
 
