@@ -102,9 +102,13 @@ def compare_values(
     measures = {name: ragnb_measure(name, level) for name in names}
     wide = evaluate(qrels, run, list(measures.values())).per_query_wide()
     columns = [str(measures[n]) for n in theirs["name"]]
-    ours = wide.to_numpy(dtype=np.float64)[
-        wide.index.get_indexer(theirs["query_id"]), wide.columns.get_indexer(columns)
-    ]
+    rows_at, columns_at = (
+        wide.index.get_indexer(theirs["query_id"]),
+        wide.columns.get_indexer(columns),
+    )
+    if (rows_at < 0).any() or (columns_at < 0).any():
+        raise SystemExit("ragnb evaluate lacks a query or a measure trec_eval printed")
+    ours = wide.to_numpy(dtype=np.float64)[rows_at, columns_at]
     expected = theirs["value"].astype(np.float64).to_numpy()
     bad = np.nonzero(~(np.abs(ours - expected) <= tol))[0]
     diffs = [

@@ -76,6 +76,30 @@ def test_all_trec_on_the_carried_runs_gives_trec_evals_output_byte_for_byte(run,
     assert out == (DATA / expected).read_text()
 
 
+@pytest.mark.parametrize(("run", "expected"), ORACLE_OUTPUTS)
+def test_evaluate_equals_trec_eval_10_to_1e_9_on_the_carried_runs(run, expected):
+    """Every per-query value of ``-q -c -m all_trec`` (``relstring`` aside), printed with every
+    digit, equals ``ragnb evaluate``'s on the same names; the queries of the qrels missing from
+    the run included (ragnb scores them as trec_eval's -c does)."""
+    rows = [line.split("\t") for line in (DATA / expected.replace("out.", "out17.")).open()]
+    frame = pd.DataFrame(rows, columns=["name", "query_id", "value"])
+    frame["name"] = frame["name"].str.strip()
+    frame = frame[(frame["query_id"] != "all") & (frame["name"] != "relstring")]
+    case = DATA.parent / "oracle" / "dl-like"
+    names = list(dict.fromkeys(frame["name"]))
+    wide = evaluate(read_qrels(case / "qrels.txt"), read_run(case / run), names).per_query_wide()
+    columns = [str(parse_measure(n)) for n in frame["name"]]
+    rows_at, columns_at = (
+        wide.index.get_indexer(frame["query_id"]),
+        wide.columns.get_indexer(columns),
+    )
+    assert (rows_at >= 0).all() and (columns_at >= 0).all()
+    got = wide.to_numpy()[rows_at, columns_at]
+    expected_values = frame["value"].astype(float).to_numpy()
+    assert np.abs(got - expected_values).max() <= 1e-9
+    assert len(got) > 2500 and len(names) == 95
+
+
 def test_text_after_the_sixth_column_is_counted_in_a_note(capsys):
     cli_main(["trec-eval", *_argv("-c qrels.test results.trunc")])
     err = capsys.readouterr().err
