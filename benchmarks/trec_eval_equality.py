@@ -112,7 +112,8 @@ def compare_values(
     expected = theirs["value"].astype(np.float64).to_numpy()
     bad = np.nonzero(~(np.abs(ours - expected) <= tol))[0]
     diffs = [
-        (theirs["name"].iloc[i], theirs["query_id"].iloc[i], expected[i], ours[i]) for i in bad
+        (theirs["name"].iloc[i], theirs["query_id"].iloc[i], float(expected[i]), float(ours[i]))
+        for i in bad
     ]
     return len(expected), diffs
 
