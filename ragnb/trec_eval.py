@@ -26,8 +26,8 @@ Conventions of trec_eval 10.0 kept here
   ``atol``), a ``#`` line in the first column skipped unless it follows another. What trec_eval
   rejects is an error naming the file and line; so is a NaN score (trec_eval's order is
   undefined then) and a comment as the last qrels line (trec_eval crashes there). One
-  difference is left: DuckDB's reader (the ``fast`` extra) ends a run line at a lone carriage
-  return, where trec_eval reads on to the line feed.
+  difference is left: DuckDB's reader (the ``fast`` extra) and the standard input end a run
+  line at a lone carriage return, where trec_eval reads on to the line feed.
 * Measures of the preference and ``qrels_jg`` formats (``-R prefs``, ``-R qrels_prefs``, ``-R
   qrels_jg``) and z-scores (``-Z``) are not read; asking for them is an error.
 
