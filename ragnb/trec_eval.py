@@ -141,6 +141,12 @@ _NUMERIC = ("iprec_at_recall", "Rprec_mult", "utility", "set_F", "11pt_avg", "re
 _LONG = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
 #: Measures printed only in the ``all`` line, as a geometric mean.
 _GEOMETRIC = ("gm_map", "gm_bpref")
+#: trec_eval's names that print no number per query: what each prints instead.
+_NOT_NUMBERS = {
+    "runid": "the run's name (the all line only)",
+    "num_q": "the count of queries (the all line only)",
+    "relstring": "a string of grades",
+}
 #: Measures whose gains or persistence come as ``name=value`` pairs.
 _PAIRS = {"ndcg": "nDCG", "G": "G", "ndcg_rel": "nDCG-rel", "Rndcg": "RnDCG", "rbp": "RBP-graded"}
 
@@ -488,8 +494,9 @@ def expand_measure_names(names: Sequence[str]) -> list[str | Measure]:
     Raises
     ------
     InputError
-        A trec_eval parameter that no ragnb measure takes (``ndcg.1=3,2=9``, ``relstring``,
-        ``11pt_avg`` at other recall levels: ``ragnb trec-eval`` prints those).
+        A trec_eval parameter that no ragnb measure takes (``ndcg.1=3,2=9``, ``11pt_avg`` at
+        other recall levels), or ``runid``, ``num_q`` or ``relstring``, which print no number
+        per query (``ragnb trec-eval`` prints those).
 
     Examples
     --------
@@ -501,6 +508,11 @@ def expand_measure_names(names: Sequence[str]) -> list[str | Measure]:
     for text in names:
         name, dot, param = text.partition(".")
         listed = "," in param or "=" in param or name in _CUT_FAMILIES or name in _NUMERIC
+        if name in _NOT_NUMBERS:
+            raise InputError(
+                f"measure {text!r}: trec_eval's {name} is {_NOT_NUMBERS[name]}, not a value "
+                "per query that ragnb evaluate averages; ragnb trec-eval prints it"
+            )
         if name in MEASURE_SETS and not dot:
             parts = [(n, None) for n in MEASURE_SETS[name] if n not in ("runid", "num_q")]
         elif name in TREC_MEASURES and ((dot and listed) or (not dot and name in _CUT_FAMILIES)):

@@ -323,6 +323,9 @@ def test_evaluate_reads_the_parameter_syntax_of_meas_params(capsys):
     assert {k: got[k] for k in expected} == expected
     with pytest.raises(InputError, match="not one ragnb measure"):
         expand_measure_names(["ndcg.1=3,2=9"])
+    for name in ("relstring", "relstring.5", "runid", "num_q"):
+        with pytest.raises(InputError, match="ragnb trec-eval prints it"):
+            expand_measure_names([name])
     assert [str(m) for m in expand_measure_names(["rbp.95", "P.10"])] == ["rbp.95", "P@10"]
 
 
