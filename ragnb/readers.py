@@ -101,7 +101,7 @@ def _note(path: Path, message: str) -> None:
     warnings.warn(f"{path}: {message}", UserWarning, stacklevel=4)
 
 
-def open_text(path: Path, *, newline: str | None = None) -> IO[str]:
+def open_text(path: Path, *, newline: str | None = None, errors: str = "strict") -> IO[str]:
     """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``;
     ``-`` is the standard input (left open when the caller closes what this returns).
 
@@ -112,6 +112,9 @@ def open_text(path: Path, *, newline: str | None = None) -> IO[str]:
         As :func:`open`'s: None splits lines at ``\\n``, ``\\r\\n`` and a lone ``\\r``;
         ``"\\n"`` at ``\\n`` only, as trec_eval does (a lone ``\\r`` is white space to it).
         The standard input keeps its own setting.
+    errors : str, default "strict"
+        As :func:`open`'s; ``"surrogateescape"`` reads bytes that are not UTF-8 as lone
+        surrogates (U+DC80 to U+DCFF), so that the caller can name the line or keep the bytes.
 
     Returns
     -------
@@ -128,8 +131,22 @@ def open_text(path: Path, *, newline: str | None = None) -> IO[str]:
     if path.suffix == ".gz":
         import gzip
 
-        return gzip.open(path, "rt", encoding=ENCODING, newline=newline)
-    return path.open(encoding=ENCODING, newline=newline)
+        return gzip.open(path, "rt", encoding=ENCODING, newline=newline, errors=errors)
+    return path.open(encoding=ENCODING, newline=newline, errors=errors)
+
+
+#: A byte that is not UTF-8, as ``errors="surrogateescape"`` reads it.
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+
+
+def _check_utf8(line: str, path: Path, lineno: int) -> None:
+    """InputError naming the file and line when ``line`` holds a byte that is not UTF-8."""
+    if not line.isascii():
+        bad = _NOT_UTF8.search(line)
+        if bad:
+            raise InputError(
+                f"not UTF-8 text (byte 0x{ord(bad.group()) - 0xDC00:02x})", path=path, line=lineno
+            )
 
 
 def iter_json_lines(
@@ -473,8 +490,9 @@ def read_qrels(path: str | os.PathLike[str], *, as_trec_eval: bool = False) -> p
     seen: dict[tuple[str, str], int] = {}
     ncols = None
     extra, first_extra = 0, 0
-    with open_text(path) as f:
+    with open_text(path, errors="surrogateescape") as f:
         for lineno, line in enumerate(f, start=1):
+            _check_utf8(line, path, lineno)
             if _is_comment(line):
                 continue
             parts = line.split("\t") if "\t" in line else line.split()
@@ -519,8 +537,9 @@ def _trec_eval_qrels_rows(path: Path) -> list[tuple[str, str, int]]:
     read_comments: list[int] = []
     comment = False  # the line before was a comment trec_eval skipped
     lineno = 0
-    with open_text(path, newline="\n") as f:
+    with open_text(path, newline="\n", errors="surrogateescape") as f:
         for lineno, line in enumerate(f, start=1):
+            _check_utf8(line, path, lineno)
             if line.startswith("#") and not comment:
                 comment = True
                 continue
@@ -605,8 +624,10 @@ def iter_run_lines(
     path = Path(path)
     extra, first_extra = 0, 0
     odd: list[int] = []
-    with open_text(path, newline="\n" if as_trec_eval else None) as f:
+    newline = "\n" if as_trec_eval else None
+    with open_text(path, newline=newline, errors="surrogateescape") as f:
         for lineno, line in enumerate(f, start=1):
+            _check_utf8(line, path, lineno)
             parts = _C_FIELD.findall(line) if as_trec_eval else line.split()
             if not parts or parts[0].startswith("#"):
                 continue

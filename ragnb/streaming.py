@@ -351,6 +351,7 @@ def read_run_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[
             "SELECT query_id, doc_id, score, rank, tag, n_columns, ok FROM " + _trec_source(path)
         ).to_arrow_table()
     except duckdb.Error as exc:
+        _raise_trec_line(path, None)  # a bad line (bytes that are not UTF-8) named, if any
         raise InputError(f"cannot read the run: {exc}", path=path) from exc
     finally:
         con.close()
@@ -430,8 +431,8 @@ def read_qrels_columnar(
             f"SELECT count(*) FROM (SELECT p[1], p[3] FROM ({split}) GROUP BY 1, 2 "
             "HAVING count(*) > 1)"
         ).fetchall()[0]
-    except duckdb.Error as exc:
-        raise InputError(f"cannot read the qrels: {exc}", path=path) from exc
+    except duckdb.Error:  # bytes that are not UTF-8: the reader that names the line
+        return read_qrels(path, as_trec_eval=as_trec_eval), 0
     finally:
         con.close()
     extra = int(pc.sum(pc.greater(table["n_columns"], 4)).as_py() or 0)
@@ -555,13 +556,17 @@ def _block(table: pa.Table, source: Path, done: set[Any]) -> tuple[pd.DataFrame,
     return frame, starts
 
 
-def _raise_trec_line(path: Path, query_id: str) -> None:
-    """Rescan a TREC run (error path only) and raise read_run's error for its first bad line."""
+def _raise_trec_line(path: Path, query_id: str | None) -> None:
+    """Rescan a TREC run (error path only) and raise read_run's error for its first bad line;
+    with ``query_id`` None, return when every line reads."""
     from ragnb.readers import iter_run_lines
 
-    for _ in iter_run_lines(path):
-        pass
-    raise InputError("malformed line", path=path, query_id=query_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the notes of the reading that failed come later
+        for _ in iter_run_lines(path):
+            pass
+    if query_id is not None:
+        raise InputError("malformed line", path=path, query_id=query_id)
 
 
 def _raise_trec_duplicate(path: Path, query_id: str, doc_id: str) -> None:

@@ -25,9 +25,11 @@ Conventions of trec_eval 10.0 kept here
   and ``#`` lines skipped; a qrels line is exactly four fields (the grade read by C's
   ``atol``), a ``#`` line in the first column skipped unless it follows another. What trec_eval
   rejects is an error naming the file and line; so is a NaN score (trec_eval's order is
-  undefined then) and a comment as the last qrels line (trec_eval crashes there). One
-  difference is left: DuckDB's reader (the ``fast`` extra) and the standard input end a run
-  line at a lone carriage return, where trec_eval reads on to the line feed.
+  undefined then) and a comment as the last qrels line (trec_eval crashes there). Two
+  differences are left: ragnb reads UTF-8 text (a byte that is not UTF-8 is an error naming the
+  line; a leading byte-order mark is dropped), where trec_eval reads any bytes; and DuckDB's
+  reader (the ``fast`` extra) and the standard input end a run line at a lone carriage return,
+  where trec_eval reads on to the line feed.
 * Measures of the preference and ``qrels_jg`` formats (``-R prefs``, ``-R qrels_prefs``, ``-R
   qrels_jg``) and z-scores (``-Z``) are not read; asking for them is an error.
 

@@ -228,3 +228,21 @@ def test_c_atol_reads_as_glibc_strtol():
     assert [c_atol(t) for t in ("23.4", "-2x", "high", "+7", "-", "9" * 25)] == [
         23, -2, 0, 7, 0, 2**63 - 1,
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("as_trec_eval", [False, True])
+def test_a_byte_that_is_not_utf8_names_its_file_and_line(tmp_path, as_trec_eval):
+    """trec_eval reads any bytes; ragnb reads UTF-8 text and names the line that is not."""
+    run, qrels = tmp_path / "run", tmp_path / "qrels"
+    run.write_bytes(b"q1 Q0 d1 1 0.5 t\nq1 Q0 d\xe9 2 0.4 t\n")
+    qrels.write_bytes(b"q1 0 d1 1\nq1 0 d2 0\nq1 0 d\xe93 1\n")
+    with pytest.raises(InputError, match=r"line 2: not UTF-8 text \(byte 0xe9\)"):
+        read_run(run, as_trec_eval=as_trec_eval)
+    with pytest.raises(InputError, match=r"line 3: not UTF-8 text \(byte 0xe9\)"):
+        read_qrels(qrels, as_trec_eval=as_trec_eval)
+    if as_trec_eval:
+        with pytest.raises(InputError, match="line 3: not UTF-8"):
+            read_qrels_columnar(qrels, as_trec_eval=True)
+        qrels.write_text(QRELS)
+        with pytest.raises(InputError, match="run, line 2: not UTF-8"):
+            run_trec_eval([str(qrels), str(run)])  # DuckDB's reader fails, then Python's
