@@ -59,17 +59,17 @@ __all__ = [
 _RUN_COLUMNS = ("query_id", "doc_id", "score", "rank", "source")
 #: trec_eval's integer and number syntax (as :func:`ragnb.readers.read_run`), for DuckDB's RE2.
 _INTEGER_RE = r"[+-]?[0-9]+"
-#: A line without the C white space (``isspace``: space, tab, LF, VT, FF, CR) at either end, the
-#: characters trec_eval separates fields with.
-_TRIMMED = "trim(text, ' ' || chr(9) || chr(10) || chr(11) || chr(12) || chr(13))"
 #: A line's fields: split on single spaces when the line holds no other white space (the common
-#: case, several times faster), else on runs of C white space.
+#: case, several times faster), else on runs of C's white space (``isspace``: RE2's ``\s`` and
+#: the vertical tab). Only spaces are trimmed (trimming the others costs several times the
+#: read): a line starting with another white space character gets an empty first field, which
+#: the readers treat as a line to hand to the Python reader.
 _SPLIT = (
-    f"CASE WHEN contains({_TRIMMED}, '  ') OR contains({_TRIMMED}, chr(9)) "
-    f"OR contains({_TRIMMED}, chr(10)) OR contains({_TRIMMED}, chr(11)) "
-    f"OR contains({_TRIMMED}, chr(12)) OR contains({_TRIMMED}, chr(13)) "
-    f"THEN string_split_regex({_TRIMMED}, '[ \\t\\n\\v\\f\\r]+') "
-    f"ELSE string_split({_TRIMMED}, ' ') END"
+    "CASE WHEN contains(trim(text), '  ') OR contains(trim(text), chr(9)) "
+    "OR contains(trim(text), chr(10)) OR contains(trim(text), chr(11)) "
+    "OR contains(trim(text), chr(12)) OR contains(trim(text), chr(13)) "
+    "THEN string_split_regex(trim(text), '[\\s\\v]+') "
+    "ELSE string_split(trim(text), ' ') END"
 )
 _DECIMAL_RE = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
 
@@ -298,10 +298,10 @@ def _trec_source(path: Path) -> str:
     )
     split = (
         f"SELECT {_SPLIT} AS p FROM {lines} "
-        f"WHERE {_TRIMMED} <> '' AND NOT starts_with({_TRIMMED}, '#')"
+        "WHERE trim(text) <> '' AND NOT starts_with(trim(text), '#')"
     )
     ok = (  # trec_eval reads six columns and ignores the rest
-        f"len(p) >= 6 AND regexp_full_match(p[4], '{_INTEGER_RE}') "
+        f"len(p) >= 6 AND p[1] <> '' AND regexp_full_match(p[4], '{_INTEGER_RE}') "
         f"AND regexp_full_match(p[5], '{_DECIMAL_RE}') "
         "AND isfinite(TRY_CAST(p[5] AS DOUBLE)) AND TRY_CAST(p[4] AS BIGINT) IS NOT NULL"
     )
@@ -416,7 +416,7 @@ def read_qrels_columnar(
     )
     split = (
         f"SELECT {_SPLIT} AS p FROM {lines} "
-        f"WHERE {_TRIMMED} <> '' AND NOT starts_with({_TRIMMED}, '#')"
+        "WHERE trim(text) <> '' AND NOT starts_with(trim(text), '#')"
     )
     query = (
         "SELECT p[1] AS query_id, p[3] AS doc_id, TRY_CAST(p[4] AS BIGINT) AS relevance, "
