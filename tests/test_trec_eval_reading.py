@@ -246,3 +246,17 @@ def test_a_byte_that_is_not_utf8_names_its_file_and_line(tmp_path, as_trec_eval)
         qrels.write_text(QRELS)
         with pytest.raises(InputError, match="run, line 2: not UTF-8"):
             run_trec_eval([str(qrels), str(run)])  # DuckDB's reader fails, then Python's
+
+
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
+def test_a_line_starting_with_a_tab_keeps_its_fields(tmp_path, monkeypatch, stdin):
+    """The query is the first field after the tab (a reader that kept an empty first field
+    would read query '' and document 'Q0' here)."""
+    run = "\tq1 Q0 6 1 0.5 t\n\tq1 Q0 5 2 0.4 t\n"
+    text, _ = _trec_eval(
+        tmp_path, "q1 0 5 1\nq1 0 6 0\n", run, stdin=stdin, monkeypatch=monkeypatch
+    )
+    assert _values(text) == [
+        ("num_ret", "q1", "2"), ("map", "q1", "0.5000"), ("num_ret", "all", "2"),
+        ("map", "all", "0.5000"),
+    ]  # fmt: skip
