@@ -470,11 +470,12 @@ def read_qrels(path: str | os.PathLike[str], *, as_trec_eval: bool = False) -> p
     Raises
     ------
     InputError
-        Wrong number of columns, a non-integer grade, or a duplicate (query, document) pair,
-        naming the file and line. With ``as_trec_eval``: a line that is not four fields (a
-        blank line, an indented comment, a BEIR line, text after the grade), a duplicate
-        pair, and a comment as the last line (trec_eval 10.0 reads past the end of the file
-        there and crashes), each naming the file and line.
+        Wrong number of columns, a non-integer grade, a duplicate (query, document) pair, or a
+        byte that is not UTF-8, naming the file and line. With ``as_trec_eval``: a line that
+        is not four fields (a blank line, an indented comment, a BEIR line, text after the
+        grade), a duplicate pair, a byte that is not UTF-8, and a comment as the last line
+        (trec_eval 10.0 reads past the end of the file there and crashes), each naming the
+        file and line.
 
     Notes
     -----
@@ -616,8 +617,9 @@ def iter_run_lines(
     ------
     InputError
         A line with fewer than 6 columns (trec_eval 10.0 rejects it too), a rank that is not a
-        64-bit integer, or a score that is not a finite number in trec_eval's syntax, naming
-        the file and line. With ``as_trec_eval`` only the first, and a NaN score (trec_eval's
+        64-bit integer, a score that is not a finite number in trec_eval's syntax, or a byte
+        that is not UTF-8, naming the file and line. With ``as_trec_eval`` only the first and
+        the last, and a NaN score (trec_eval's
         order is undefined then: its comparison finds NaN equal to every score). Duplicate
         (query, document) pairs are not checked here (:func:`read_run` does).
     """
