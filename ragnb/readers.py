@@ -15,7 +15,10 @@ TREC qrels
     form ``query-id<TAB>corpus-id<TAB>score`` with an optional header line.
 TREC run
     ``qid Q0 docid rank score tag``, whitespace-separated. TREC qrels and runs may be gzipped
-    (a name ending in ``.gz``).
+    (a name ending in ``.gz``). With ``as_trec_eval=True`` both are read as trec_eval 10.0
+    reads them (:func:`c_atol` grades, :func:`c_atof` scores, its comment and blank-line
+    rules); by default ragnb is stricter about numbers and lenient about comments and blank
+    lines.
 ranx JSON (``.json``, ``.json.gz``) and LZ4 (``.lz4``)
     ``{query_id: {doc_id: grade}}`` (qrels) or ``{query_id: {doc_id: score}}`` (run), as
     ranx's ``Qrels.save`` / ``Run.save`` write them; :func:`read_qrels` and :func:`read_run`
@@ -52,6 +55,8 @@ __all__ = [
     "JSON_SUFFIXES",
     "STDIN",
     "QUERY_FILE_SUFFIXES",
+    "c_atof",
+    "c_atol",
     "iter_json_lines",
     "iter_json_objects",
     "iter_run_lines",
@@ -81,23 +86,35 @@ def _is_comment(line: str) -> bool:
 
 def _note_extra_text(path: Path, n_lines: int, first: int, after: str) -> None:
     """Warn once that ``n_lines`` lines (the first at line ``first``) carry text after the
-    ``after`` column, which is ignored as trec_eval ignores it."""
+    ``after`` column (``"sixth"`` of a run, trec_eval ignores it; ``"fourth"`` of qrels, trec_eval
+    rejects the line), which is ignored."""
     if n_lines:
-        warnings.warn(
-            f"{path}: {n_lines} line(s) carry text after the {after} column (first on line "
-            f"{first}); it is ignored, as trec_eval ignores it",
-            UserWarning,
-            stacklevel=3,
+        how = "as trec_eval ignores it" if after == "sixth" else "(trec_eval 10.0 rejects it)"
+        _note(
+            path,
+            f"{n_lines} line(s) carry text after the {after} column (first on line "
+            f"{first}); it is ignored, {how}",
         )
 
 
-def open_text(path: Path) -> IO[str]:
+def _note(path: Path, message: str) -> None:
+    warnings.warn(f"{path}: {message}", UserWarning, stacklevel=4)
+
+
+def open_text(path: Path, *, newline: str | None = None, errors: str = "strict") -> IO[str]:
     """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``;
     ``-`` is the standard input (left open when the caller closes what this returns).
 
     Parameters
     ----------
     path : Path
+    newline : {None, "\\n"}, default None
+        As :func:`open`'s: None splits lines at ``\\n``, ``\\r\\n`` and a lone ``\\r``;
+        ``"\\n"`` at ``\\n`` only, as trec_eval does (a lone ``\\r`` is white space to it).
+        The standard input keeps its own setting.
+    errors : str, default "strict"
+        As :func:`open`'s; ``"surrogateescape"`` reads bytes that are not UTF-8 as lone
+        surrogates (U+DC80 to U+DCFF), so that the caller can name the line or keep the bytes.
 
     Returns
     -------
@@ -114,8 +131,22 @@ def open_text(path: Path) -> IO[str]:
     if path.suffix == ".gz":
         import gzip
 
-        return gzip.open(path, "rt", encoding=ENCODING)
-    return path.open(encoding=ENCODING)
+        return gzip.open(path, "rt", encoding=ENCODING, newline=newline, errors=errors)
+    return path.open(encoding=ENCODING, newline=newline, errors=errors)
+
+
+#: A byte that is not UTF-8, as ``errors="surrogateescape"`` reads it.
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+
+
+def _check_utf8(line: str, path: Path, lineno: int) -> None:
+    """InputError naming the file and line when ``line`` holds a byte that is not UTF-8."""
+    if not line.isascii():
+        bad = _NOT_UTF8.search(line)
+        if bad:
+            raise InputError(
+                f"not UTF-8 text (byte 0x{ord(bad.group()) - 0xDC00:02x})", path=path, line=lineno
+            )
 
 
 def iter_json_lines(
@@ -273,6 +304,78 @@ _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", 
 _INT64 = (-(2**63), 2**63 - 1)
 
 
+#: C's ``isspace`` in the "C" locale: the characters trec_eval separates fields with.
+_C_FIELD = re.compile(r"[^ \t\n\v\f\r]+")
+_C_LONG = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)", re.ASCII)
+#: The longest prefix C's ``strtod`` reads: a hexadecimal or decimal number, inf or nan.
+_C_DOUBLE = re.compile(
+    r"[ \t\n\v\f\r]*(?P<num>[+-]?(?:"
+    r"(?P<hex>0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[+-]?[0-9]+)?)"
+    r"|(?P<special>inf(?:inity)?|nan(?:\([0-9a-z_]*\))?)"
+    r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?))",
+    re.ASCII | re.IGNORECASE,
+)
+
+
+def c_atol(text: str) -> int:
+    """C's ``atol`` (glibc ``strtol``): the leading integer of ``text``, 0 when there is none.
+
+    trec_eval 10.0 reads a qrels grade so (``get_qrels.c``): ``"1.7"`` is 1, ``"abc"`` 0. A
+    value outside the 64-bit range saturates, as ``strtol`` does.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    int
+        In [-2**63, 2**63 - 1].
+
+    Examples
+    --------
+    >>> c_atol("23.4"), c_atol("-2x"), c_atol("high"), c_atol("+7")
+    (23, -2, 0, 7)
+    """
+    match = _C_LONG.match(text)
+    if match is None:
+        return 0
+    return min(max(int(match.group(1)), _INT64[0]), _INT64[1])
+
+
+def c_atof(text: str) -> float:
+    """C's ``atof`` (glibc ``strtod``): the number at the start of ``text``, 0.0 when none.
+
+    trec_eval 10.0 reads a run's score so (``get_trec_results.c``): ``"1e-1x"`` is 0.1,
+    ``"0x10"`` 16, ``"1_5"`` 1, ``"inf"`` infinity, ``"abc"`` 0. A decimal too large for a
+    double is infinite, as ``strtod``'s ``HUGE_VAL``.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    float
+        May be infinite or NaN (``"nan"``).
+
+    Examples
+    --------
+    >>> c_atof("1e-1x"), c_atof("0x1.8p1"), c_atof("1_5"), c_atof("-.5"), c_atof("score")
+    (0.1, 3.0, 1.0, -0.5, 0.0)
+    """
+    match = _C_DOUBLE.match(text)
+    if match is None:
+        return 0.0
+    number = match.group("num")
+    if match.group("hex") is None:
+        return float(number.split("(")[0])
+    try:
+        return float.fromhex(number)
+    except OverflowError:
+        return -math.inf if number.startswith("-") else math.inf
+
+
 def _parse_int(token: str, what: str, column: str, path: Path, lineno: int) -> int:
     # int() alone would also take "1_0" (10) and non-ASCII digits, which trec_eval does not
     if not _INTEGER.fullmatch(token):
@@ -343,7 +446,7 @@ def _qrels_frame(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
 
 
 @fill_frame_doc
-def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
+def read_qrels(path: str | os.PathLike[str], *, as_trec_eval: bool = False) -> pd.DataFrame:
     """Read qrels in BEIR TSV form (3 columns, header optional) or TREC form (4 columns).
 
     Parameters
@@ -351,17 +454,28 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     path : str or PathLike
         BEIR: ``query-id<TAB>corpus-id<TAB>score``; TREC: ``qid iter docid rel``. The form is
         taken from the number of columns of the first data line (4 or more: TREC). Comment
-        lines (first non-blank character ``#``) are skipped; text after the fourth TREC column
-        is ignored and the lines that carry some are counted in one ``UserWarning``, as
-        trec_eval 10.0 reads qrels. ``-`` reads the standard input.
+        lines (first non-blank character ``#``) and blank lines are skipped; text after the
+        fourth TREC column is ignored and the lines that carry some are counted in one
+        ``UserWarning``. ``-`` reads the standard input.
+    as_trec_eval : bool, default False
+        Read the lines trec_eval 10.0 reads, with its meaning, and reject the others
+        (``get_qrels.c``, ``ragnb trec-eval`` reads so): TREC form only, exactly four fields
+        separated by C white space; the grade as C's ``atol`` reads it (:func:`c_atol`:
+        ``1.7`` is 1, ``abc`` 0, counted in a ``UserWarning``); a line starting with ``#`` in
+        its first column is a comment, except right after a comment line, where trec_eval
+        reads it as a judgement (query ``#``; counted in a ``UserWarning``).
 
     {{Returns: qrels_file_frame}}
 
     Raises
     ------
     InputError
-        Wrong number of columns, a non-integer grade, or a duplicate (query, document) pair,
-        naming the file and line.
+        Wrong number of columns, a non-integer grade, a duplicate (query, document) pair, or a
+        byte that is not UTF-8, naming the file and line. With ``as_trec_eval``: a line that
+        is not four fields (a blank line, an indented comment, a BEIR line, text after the
+        grade), a duplicate pair, a byte that is not UTF-8, and a comment as the last line
+        (trec_eval 10.0 reads past the end of the file there and crashes), each naming the
+        file and line.
 
     Notes
     -----
@@ -371,12 +485,15 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     path = Path(path)
     if ranx_file_kind(path) != "trec":
         return read_ranx_qrels(path)
+    if as_trec_eval:
+        return _qrels_frame(_trec_eval_qrels_rows(path))
     rows: list[tuple[str, str, int]] = []
     seen: dict[tuple[str, str], int] = {}
     ncols = None
     extra, first_extra = 0, 0
-    with open_text(path) as f:
+    with open_text(path, errors="surrogateescape") as f:
         for lineno, line in enumerate(f, start=1):
+            _check_utf8(line, path, lineno)
             if _is_comment(line):
                 continue
             parts = line.split("\t") if "\t" in line else line.split()
@@ -413,8 +530,62 @@ def read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
     return _qrels_frame(rows)
 
 
+def _trec_eval_qrels_rows(path: Path) -> list[tuple[str, str, int]]:
+    """The judgements of a TREC qrels file as trec_eval 10.0's ``get_qrels.c`` reads them."""
+    rows: list[tuple[str, str, int]] = []
+    seen: dict[tuple[str, str], int] = {}
+    odd_grades: list[int] = []
+    read_comments: list[int] = []
+    comment = False  # the line before was a comment trec_eval skipped
+    lineno = 0
+    with open_text(path, newline="\n", errors="surrogateescape") as f:
+        for lineno, line in enumerate(f, start=1):
+            _check_utf8(line, path, lineno)
+            if line.startswith("#") and not comment:
+                comment = True
+                continue
+            if comment and line.startswith("#"):
+                read_comments.append(lineno)
+            comment = False
+            fields = _C_FIELD.findall(line)
+            if len(fields) != 4:
+                raise InputError(
+                    f"expected 4 fields (qid iter docid rel), found {len(fields)}; trec_eval "
+                    "10.0 rejects the line (it reads no blank line, no comment after white "
+                    "space, no BEIR form, nothing after the grade)",
+                    path=path,
+                    line=lineno,
+                )
+            qid, _, did, grade = fields
+            if not _INTEGER.fullmatch(grade):
+                odd_grades.append(lineno)
+            _note_pair(seen, qid, did, "judgement of", path, lineno)
+            rows.append((qid, did, c_atol(grade)))
+    if comment:
+        raise InputError(
+            "a comment as the last line: trec_eval 10.0 reads past the end of the file after "
+            "it (and crashes); remove the line or put a judgement after it",
+            path=path,
+            line=lineno,
+        )
+    if odd_grades:
+        _note(
+            path,
+            f"{len(odd_grades)} grade(s) are not integers (first on line "
+            f"{odd_grades[0]}); read as C's atol reads them, as trec_eval 10.0 does",
+        )
+    if read_comments:
+        _note(
+            path,
+            f"{len(read_comments)} line(s) starting with '#' right after a comment "
+            f"line (first on line {read_comments[0]}) are read as judgements, as trec_eval "
+            "10.0 reads them",
+        )
+    return rows
+
+
 def iter_run_lines(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str], *, as_trec_eval: bool = False
 ) -> Iterator[tuple[int, str, str, int, float, str]]:
     """The lines of a TREC run file ``qid Q0 docid rank score tag``, checked, in file order.
 
@@ -425,27 +596,41 @@ def iter_run_lines(
     ----------
     path : str or PathLike
         A TREC run, whitespace-separated, gunzipped first if the name ends in ``.gz``.
+    as_trec_eval : bool, default False
+        Read every line trec_eval 10.0 reads, with its meaning (``get_trec_results.c``,
+        ``ragnb trec-eval`` reads so): fields separated by C white space; the rank, which
+        trec_eval ignores, as C's ``atol`` reads it (:func:`c_atol`, 0 for ``"x"``); the score
+        as C's ``atof`` reads it (:func:`c_atof`: ``"1_5"`` is 1, ``"abc"`` 0, ``"inf"``
+        infinity). The lines whose rank or score is not a plain number are counted in a
+        ``UserWarning``.
 
     Yields
     ------
     tuple
         ``(line, query_id, doc_id, rank, score, tag)``: the 1-based line number, the rank as a
-        64-bit int and the score as a finite float. Blank lines and comment lines (first
-        non-blank character ``#``) are skipped; text after the sixth column is ignored and the
-        lines that carry some are counted in one ``UserWarning``, as trec_eval 10.0 reads runs.
+        64-bit int and the score as a float (finite unless ``as_trec_eval``). Blank lines and
+        comment lines (first non-blank character ``#``) are skipped; text after the sixth
+        column is ignored and the lines that carry some are counted in one ``UserWarning``, as
+        trec_eval 10.0 reads runs.
 
     Raises
     ------
     InputError
-        A line with fewer than 6 columns, a rank that is not a 64-bit integer, or a score that is
-        not a finite number in trec_eval's syntax, naming the file and line. Duplicate (query,
-        document) pairs are not checked here (:func:`read_run` does).
+        A line with fewer than 6 columns (trec_eval 10.0 rejects it too), a rank that is not a
+        64-bit integer, a score that is not a finite number in trec_eval's syntax, or a byte
+        that is not UTF-8, naming the file and line. With ``as_trec_eval`` only the first and
+        the last, and a NaN score (trec_eval's
+        order is undefined then: its comparison finds NaN equal to every score). Duplicate
+        (query, document) pairs are not checked here (:func:`read_run` does).
     """
     path = Path(path)
     extra, first_extra = 0, 0
-    with open_text(path) as f:
+    odd: list[int] = []
+    newline = "\n" if as_trec_eval else None
+    with open_text(path, newline=newline, errors="surrogateescape") as f:
         for lineno, line in enumerate(f, start=1):
-            parts = line.split()
+            _check_utf8(line, path, lineno)
+            parts = _C_FIELD.findall(line) if as_trec_eval else line.split()
             if not parts or parts[0].startswith("#"):
                 continue
             if len(parts) < 6:
@@ -457,17 +642,49 @@ def iter_run_lines(
             if len(parts) > 6:  # trec_eval reads six columns and ignores the rest
                 extra, first_extra = extra + 1, first_extra or lineno
             qid, _, did, rank_s, score_s, tag = parts[:6]
-            rank = _parse_int(rank_s, "rank", "rank", path, lineno)
-            yield lineno, qid, did, rank, _parse_score(score_s, path, lineno), tag
+            if as_trec_eval:
+                rank, score = _trec_eval_rank_score(rank_s, score_s, path, lineno, odd)
+            else:
+                rank = _parse_int(rank_s, "rank", "rank", path, lineno)
+                score = _parse_score(score_s, path, lineno)
+            yield lineno, qid, did, rank, score, tag
     _note_extra_text(path, extra, first_extra, "sixth")
+    if odd:
+        _note(
+            path,
+            f"{len(odd)} line(s) hold a rank or score that is not a plain number "
+            f"(first on line {odd[0]}); the score is read as C's atof reads it and the rank "
+            "ignored, as trec_eval 10.0 does",
+        )
 
 
-def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
+def _trec_eval_rank_score(
+    rank: str, score: str, path: Path, lineno: int, odd: list[int]
+) -> tuple[int, float]:
+    """The rank (C's atol) and score (C's atof) of a run line as trec_eval reads them; a line
+    whose fields are not plain numbers is appended to ``odd``; a NaN score is an error."""
+    value = c_atof(score)
+    if math.isnan(value):
+        raise InputError(
+            f"score {score!r} is NaN: trec_eval 10.0 orders such a run arbitrarily (NaN compares "
+            "equal to every score)",
+            path=path,
+            line=lineno,
+            column="score",
+        )
+    if not (_INTEGER.fullmatch(rank) and _DECIMAL.fullmatch(score)):
+        odd.append(lineno)
+    return c_atol(rank), value
+
+
+def read_run(path: str | os.PathLike[str], *, as_trec_eval: bool = False) -> pd.DataFrame:
     """Read a TREC run file ``qid Q0 docid rank score tag``.
 
     Parameters
     ----------
     path : str or PathLike
+    as_trec_eval : bool, default False
+        Read every line trec_eval 10.0 reads, with its meaning (see :func:`iter_run_lines`).
 
     Returns
     -------
@@ -480,7 +697,8 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     InputError
         Wrong number of columns, a non-integer rank, a score that is not a finite number in
         trec_eval's syntax (no underscores, ASCII digits, no inf or NaN), or a duplicate
-        (query, document) pair, naming the file and line.
+        (query, document) pair, naming the file and line; with ``as_trec_eval`` only what
+        trec_eval 10.0 rejects (and a NaN score, see :func:`iter_run_lines`).
 
     Notes
     -----
@@ -497,7 +715,7 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     scores: list[float] = []
     tags: list[str] = []
     seen: dict[tuple[str, str], int] = {}
-    for lineno, qid, did, rank, score, tag in iter_run_lines(path):
+    for lineno, qid, did, rank, score, tag in iter_run_lines(path, as_trec_eval=as_trec_eval):
         _note_pair(seen, qid, did, "entry for", path, lineno)
         qids.append(qid)
         dids.append(did)

@@ -60,12 +60,16 @@ __all__ = [
 _RUN_COLUMNS = ("query_id", "doc_id", "score", "rank", "source")
 #: trec_eval's integer and number syntax (as :func:`ragnb.readers.read_run`), for DuckDB's RE2.
 _INTEGER_RE = r"[+-]?[0-9]+"
-#: A line's fields: split on single spaces when the line holds no other whitespace (the common
-#: case, several times faster), else on runs of RE2's ``\s`` (``[\t\n\f\r ]``).
+#: A line's fields: split on single spaces when the line holds no other white space (the common
+#: case, several times faster), else on runs of C's white space (``isspace``: RE2's ``\s`` and
+#: the vertical tab). Only spaces are trimmed (trimming the others costs several times the
+#: read): a line starting with another white space character gets an empty first field, which
+#: the readers treat as a line to hand to the Python reader.
 _SPLIT = (
     "CASE WHEN contains(trim(text), '  ') OR contains(trim(text), chr(9)) "
-    "OR contains(trim(text), chr(10)) OR contains(trim(text), chr(12)) "
-    "OR contains(trim(text), chr(13)) THEN string_split_regex(trim(text), '\\s+') "
+    "OR contains(trim(text), chr(10)) OR contains(trim(text), chr(11)) "
+    "OR contains(trim(text), chr(12)) OR contains(trim(text), chr(13)) "
+    "THEN string_split_regex(trim(text), '[\\s\\v]+') "
     "ELSE string_split(trim(text), ' ') END"
 )
 _DECIMAL_RE = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
@@ -285,15 +289,19 @@ def _sorted_parquet(path: Path, tmp: Path, memory_limit: str) -> Path:
     return out
 
 
-def _fields(path: Path) -> str:
-    """DuckDB's view of a TREC file: a list ``p`` of the whitespace-split fields of every line
-    that is neither blank nor a ``#`` comment, in file order."""
-    lines = (
+def _lines(path: Path) -> str:
+    """DuckDB's view of a text file: one row ``text`` per line."""
+    return (
         f"read_csv('{_quoted(path)}', columns={{'text': 'VARCHAR'}}, header=false, "
         "delim='\x01', quote='', escape='', auto_detect=false, strict_mode=false)"
     )
+
+
+def _fields(path: Path) -> str:
+    """DuckDB's view of a TREC file: a list ``p`` of the whitespace-split fields of every line
+    that is neither blank nor a ``#`` comment, in file order."""
     return (
-        f"SELECT {_SPLIT} AS p FROM {lines} "
+        f"SELECT {_SPLIT} AS p FROM {_lines(path)} "
         "WHERE trim(text) <> '' AND NOT starts_with(trim(text), '#')"
     )
 
@@ -304,7 +312,7 @@ def _trec_source(path: Path) -> str:
     comment lines are skipped."""
     split = _fields(path)
     ok = (  # trec_eval reads six columns and ignores the rest
-        f"len(p) >= 6 AND regexp_full_match(p[4], '{_INTEGER_RE}') "
+        f"len(p) >= 6 AND p[1] <> '' AND regexp_full_match(p[4], '{_INTEGER_RE}') "
         f"AND regexp_full_match(p[5], '{_DECIMAL_RE}') "
         "AND isfinite(TRY_CAST(p[5] AS DOUBLE)) AND TRY_CAST(p[4] AS BIGINT) IS NOT NULL"
     )
@@ -357,6 +365,7 @@ def read_run_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[
             "SELECT query_id, doc_id, score, rank, tag, n_columns, ok FROM " + _trec_source(path)
         ).to_arrow_table()
     except duckdb.Error as exc:
+        _raise_trec_line(path, None)  # a bad line (bytes that are not UTF-8) named, if any
         raise InputError(f"cannot read the run: {exc}", path=path) from exc
     finally:
         con.close()
@@ -393,7 +402,11 @@ def _plain_table(path: Path, names: list[str], types: dict[str, Any]) -> pa.Tabl
             path,
             read_options=csv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=csv.ParseOptions(
-                delimiter=" ", quote_char=False, double_quote=False, escape_char=False
+                delimiter=" ",
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                ignore_empty_lines=False,  # blank lines: the general readers (qrels reject them)
             ),
             convert_options=csv.ConvertOptions(
                 column_types=types,
@@ -470,7 +483,9 @@ def _plain_trec_qrels(path: Path) -> pd.DataFrame | None:
     return frame
 
 
-def read_qrels_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, int]:
+def read_qrels_columnar(
+    path: str | os.PathLike[str], *, as_trec_eval: bool = False
+) -> tuple[pd.DataFrame, int]:
     """Read TREC qrels ``qid iter docid rel`` with DuckDB into arrow-backed columns.
 
     Parameters
@@ -479,6 +494,10 @@ def read_qrels_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, int
         TREC qrels (gzipped if the name ends in ``.gz``), read as
         :func:`ragnb.readers.read_qrels` reads them: ``#`` comments skipped, text after the
         fourth column ignored.
+    as_trec_eval : bool, default False
+        Read as ``read_qrels(path, as_trec_eval=True)`` does (trec_eval 10.0's reading): a file
+        with any line other than four fields and an integer grade (a comment, a blank line,
+        extra text) is handed to it.
 
     Returns
     -------
@@ -510,17 +529,20 @@ def read_qrels_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, int
     con = duckdb.connect(":memory:")
     try:
         table = con.sql(query).to_arrow_table()
+        n_lines = con.sql(f"SELECT count(*) FROM {_lines(path)}").fetchall()[0][0]
         dup = con.sql(
             f"SELECT count(*) FROM (SELECT p[1], p[3] FROM ({split}) GROUP BY 1, 2 "
             "HAVING count(*) > 1)"
         ).fetchall()[0]
-    except duckdb.Error as exc:
-        raise InputError(f"cannot read the qrels: {exc}", path=path) from exc
+    except duckdb.Error:  # bytes that are not UTF-8: the reader that names the line
+        return read_qrels(path, as_trec_eval=as_trec_eval), 0
     finally:
         con.close()
-    if not len(table) or not pc.all(table["ok"]).as_py() or (dup and dup[0]):
-        return read_qrels(path), 0  # the reader that names the line (or reads BEIR's form)
     extra = int(pc.sum(pc.greater(table["n_columns"], 4)).as_py() or 0)
+    odd = as_trec_eval and (extra or n_lines != len(table))  # comments, blank lines, extra text
+    if odd or not len(table) or not pc.all(table["ok"]).as_py() or (dup and dup[0]):
+        # the reader that names the line (or reads BEIR's form, or trec_eval's comments)
+        return read_qrels(path, as_trec_eval=as_trec_eval), 0
     strings = pd.ArrowDtype(pa.string())
     frame = pd.DataFrame(
         {
@@ -637,13 +659,17 @@ def _block(table: pa.Table, source: Path, done: set[Any]) -> tuple[pd.DataFrame,
     return frame, starts
 
 
-def _raise_trec_line(path: Path, query_id: str) -> None:
-    """Rescan a TREC run (error path only) and raise read_run's error for its first bad line."""
+def _raise_trec_line(path: Path, query_id: str | None) -> None:
+    """Rescan a TREC run (error path only) and raise read_run's error for its first bad line;
+    with ``query_id`` None, return when every line reads."""
     from ragnb.readers import iter_run_lines
 
-    for _ in iter_run_lines(path):
-        pass
-    raise InputError("malformed line", path=path, query_id=query_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the notes of the reading that failed come later
+        for _ in iter_run_lines(path):
+            pass
+    if query_id is not None:
+        raise InputError("malformed line", path=path, query_id=query_id)
 
 
 def _raise_trec_duplicate(path: Path, query_id: str, doc_id: str) -> None:

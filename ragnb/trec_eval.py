@@ -14,10 +14,22 @@ Conventions of trec_eval 10.0 kept here
 * Without ``-c`` every query of the qrels must be in the run (trec_eval 10.0 stops otherwise);
   with ``-c`` a query missing from the run is an empty ranking (trec_eval's one-document
   placeholder, its ``num_ret``, ``utility``, ``unj``, ``rbp_resid`` and ``relstring`` cleared).
-  Run queries without qrels are left out.
+  Run queries without qrels are left out. With ``-c`` the ``all`` line of ``num_rel`` counts
+  the qrels lines of grade > 0, whatever ``-l`` (``m_num_rel.c``).
 * A run is ordered by score descending, ties by document id descending; ``-M`` keeps the top M
   of each query, then ``-J`` drops the documents without a judgement >= 0.
 * ``runid`` is the tag of the run's last line; ``num_q`` the queries evaluated.
+* Files are read as trec_eval 10.0 reads them (``get_trec_results.c``, ``get_qrels.c``;
+  :func:`ragnb.readers.read_run` and :func:`ragnb.readers.read_qrels` with ``as_trec_eval``):
+  a run line is six fields or more (the rank ignored, the score read by C's ``atof``), blank
+  and ``#`` lines skipped; a qrels line is exactly four fields (the grade read by C's
+  ``atol``), a ``#`` line in the first column skipped unless it follows another. What trec_eval
+  rejects is an error naming the file and line; so is a NaN score (trec_eval's order is
+  undefined then) and a comment as the last qrels line (trec_eval crashes there). Two
+  differences are left: ragnb reads UTF-8 text (a byte that is not UTF-8 is an error naming the
+  line; a leading byte-order mark is dropped), where trec_eval reads any bytes; and DuckDB's
+  reader (the ``fast`` extra) and the standard input end a run line at a lone carriage return,
+  where trec_eval reads on to the line feed.
 * Measures of the preference and ``qrels_jg`` formats (``-R prefs``, ``-R qrels_prefs``, ``-R
   qrels_jg``) and z-scores (``-Z``) are not read; asking for them is an error.
 
@@ -45,7 +57,7 @@ from ragnb.measures import Measure, RankingArrays, families, prepare
 from ragnb.measures.gains import GAIN_FAMILIES, gain_values
 from ragnb.measures.reslists import rel_lists
 from ragnb.measures.trec import iprec_values, mean_of_levels
-from ragnb.readers import STDIN, read_qrels, read_run
+from ragnb.readers import STDIN, c_atol, read_qrels, read_run
 
 __all__ = [
     "MEASURE_SETS",
@@ -132,6 +144,12 @@ _NUMERIC = ("iprec_at_recall", "Rprec_mult", "utility", "set_F", "11pt_avg", "re
 _LONG = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
 #: Measures printed only in the ``all`` line, as a geometric mean.
 _GEOMETRIC = ("gm_map", "gm_bpref")
+#: trec_eval's names that print no number per query: what each prints instead.
+_NOT_NUMBERS = {
+    "runid": "the run's name (the all line only)",
+    "num_q": "the count of queries (the all line only)",
+    "relstring": "a string of grades",
+}
 
 
 @dataclass(frozen=True)
@@ -278,29 +296,16 @@ class _Column:
     name: str
     values: np.ndarray  # float64 (n_queries,), or object strings for relstring
     kind: str = "float"  # "float", "long", "gm" (all line only), "string" (query lines only)
+    total: float | None = None  # the all line's value when it is not the values' summary
 
 
 def _cutoffs(text: str, cast: Callable[[str], float]) -> list[float]:
     values = sorted(cast(t) for t in text.split(","))
-    if values[0] < 0 or (cast is _atol and values[0] <= 0):
+    if values[0] < 0 or (cast is c_atol and values[0] <= 0):
         raise InputError(f"trec-eval: negative cutoff in {text!r}")
     if len(set(values)) != len(values):
         raise InputError(f"trec-eval: duplicate cutoff in {text!r}")
     return values
-
-
-def _atol(text: str) -> int:
-    """C's ``atol``: the leading integer of ``text`` (``"23.4"`` -> 23), 0 if none."""
-    digits = ""
-    for i, c in enumerate(text.strip()):
-        if c.isdigit() or (i == 0 and c in "+-"):
-            digits += c
-        else:
-            break
-    try:
-        return int(digits)
-    except ValueError:
-        return 0
 
 
 def _atof(text: str) -> float:
@@ -419,7 +424,7 @@ def trec_eval_measures(
         return trec_eval_measure(name, value, level=level, n_docs=n_docs)
 
     if name in _CUT_FAMILIES:
-        cuts = _cutoffs(param, _atol) if param else _CUT_FAMILIES[name][1]
+        cuts = _cutoffs(param, c_atol) if param else _CUT_FAMILIES[name][1]
         return [(f"{name}_{int(k)}", one(k)) for k in cuts]
     if name in ("iprec_at_recall", "Rprec_mult"):
         levels: Sequence[float] = _RECALLS if name[0] == "i" else _MULTS
@@ -495,8 +500,9 @@ def expand_measure_names(names: Sequence[str]) -> list[str | Measure]:
     Raises
     ------
     InputError
-        A trec_eval parameter that no ragnb measure takes (``ndcg.1=3,2=9``, ``relstring``,
-        ``11pt_avg`` at other recall levels: ``ragnb trec-eval`` prints those).
+        A trec_eval parameter that no ragnb measure takes (``ndcg.1=3,2=9``, ``11pt_avg`` at
+        other recall levels), or ``runid``, ``num_q`` or ``relstring``, which print no number
+        per query (``ragnb trec-eval`` prints those).
 
     Examples
     --------
@@ -508,6 +514,11 @@ def expand_measure_names(names: Sequence[str]) -> list[str | Measure]:
     for text in names:
         name, dot, param = text.partition(".")
         listed = "," in param or "=" in param or name in _CUT_FAMILIES or name in _NUMERIC
+        if name in _NOT_NUMBERS:
+            raise InputError(
+                f"measure {text!r}: trec_eval's {name} is {_NOT_NUMBERS[name]}, not a value "
+                "per query that ragnb evaluate averages; ragnb trec-eval prints it"
+            )
         if name in MEASURE_SETS and not dot:
             parts = [(n, None) for n in MEASURE_SETS[name] if n not in ("runid", "num_q")]
         elif name in TREC_MEASURES and ((dot and listed) or (not dot and name in _CUT_FAMILIES)):
@@ -576,8 +587,13 @@ def _evaluated(
         lost = np.array([q not in in_run for q in arrays.query_ids], dtype=bool)
     if lost.any() and not opts.complete:
         first = str(arrays.query_ids[np.argmax(lost)])
+        why = (
+            " (a '#' line right after a comment line of the qrels is a judgement to trec_eval)"
+            if first.startswith("#")
+            else ""
+        )
         raise InputError(
-            f"trec-eval: query {first!r} of the qrels is not in the run (trec_eval 10.0 "
+            f"trec-eval: query {first!r} of the qrels is not in the run{why} (trec_eval 10.0 "
             "stops too); -c evaluates the missing queries as empty rankings",
             path=opts.run,
             query_id=first,
@@ -586,39 +602,41 @@ def _evaluated(
 
 
 def _read_run(path: str) -> tuple[pd.DataFrame, str | None, list[str]]:
-    """The run, the tag of its last line and the readers' notes: DuckDB's columnar reader when
-    the ``fast`` extra is installed (the Python reader for standard input or without it)."""
+    """The run as trec_eval 10.0 reads it, the tag of its last line and the readers' notes:
+    DuckDB's columnar reader when the ``fast`` extra is installed and every line is plain (a
+    line it does not read, such as a rank that is not an integer, sends the file to the Python
+    reader, as it does for standard input or without the extra)."""
     if path != STDIN:
         try:
             from ragnb.streaming import read_run_columnar
-        except MissingExtra:
+
+            run, info = read_run_columnar(path)
+        except (MissingExtra, InputError):
             pass
         else:
-            run, info = read_run_columnar(path)
             n = info["extra_text_lines"]
             note = f"{path}: {n} line(s) carry text after the sixth column; it is ignored, as "
             return run, info["tag"], [note + "trec_eval ignores it"] if n else []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        run = read_run(path)
+        run = read_run(path, as_trec_eval=True)
     tag = str(run["tag"].iloc[-1]) if len(run) else None
     return run, tag, [str(w.message) for w in caught]
 
 
 def _read_qrels(path: str) -> tuple[pd.DataFrame, list[str]]:
-    """The qrels and the readers' notes, as :func:`_read_run` reads the run."""
-    if path != STDIN:
-        try:
-            from ragnb.streaming import read_qrels_columnar
-        except MissingExtra:
-            pass
-        else:
-            qrels, n = read_qrels_columnar(path)
-            note = f"{path}: {n} line(s) carry text after the fourth column; it is ignored, as "
-            return qrels, [note + "trec_eval ignores it"] if n else []
+    """The qrels as trec_eval 10.0 reads them and the readers' notes, as :func:`_read_run`."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        qrels = read_qrels(path)
+        if path != STDIN:
+            try:
+                from ragnb.streaming import read_qrels_columnar
+
+                qrels, _ = read_qrels_columnar(path, as_trec_eval=True)
+            except MissingExtra:
+                qrels = read_qrels(path, as_trec_eval=True)
+        else:
+            qrels = read_qrels(path, as_trec_eval=True)
     return qrels, [str(w.message) for w in caught]
 
 
@@ -662,7 +680,12 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
             values = col.values.copy()
             if lost.any() and (name in ("utility", "relstring")):
                 values[lost] = "" if col.kind == "string" else 0.0
-            columns.append(_Column(col.name, values, col.kind))
+            total = None
+            if name == "num_rel" and opts.complete:
+                # m_num_rel.c's te_calc_avg_num_rel: with -c, the qrels lines of grade > 0,
+                # whatever -l, -J and -M
+                total = float((qrels["relevance"] > 0).sum())
+            columns.append(_Column(col.name, values, col.kind, total))
     return format_lines(opts, arrays.query_ids, columns, runid), notes
 
 
@@ -678,6 +701,8 @@ def _line(name: str, qid: str, value: float | str, kind: str) -> str:
 
 def _summary(col: _Column) -> float:
     """The ``all`` value of a column: trec_eval's sequential sum, mean or geometric mean."""
+    if col.total is not None:
+        return col.total
     values = np.asarray(col.values, dtype=np.float64)
     if not len(values):
         return 0.0

@@ -15,49 +15,18 @@ on a copy of the run whose scores have been made distinct (same order, no ties).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import ir_measures
 import numpy as np
 import oracle_data
 import pandas as pd
 import pytest
+from bm25_runs import bm25_run
 
 from ragnb.engine import sort_run
 from ragnb.evaluate import evaluate
-from ragnb.io import read_beir
+from ragnb.measures import Measure, parse_measure
 
 TOL = 1e-9
-
-
-def bm25_run(path: Path, *, n_missing: int = 3, n_extra: int = 5, k: int = 100) -> tuple:
-    """Qrels and a BM25 run over a BEIR folder: judged queries minus the first ``n_missing``,
-    plus ``n_extra`` queries without qrels; and the expected counts (queries of the qrels absent
-    from the run, run queries without qrels)."""
-    import bm25s
-
-    ds = read_beir(path)
-    judged = ds.judged_queries
-    unjudged = ds.queries[~ds.queries["query_id"].isin(set(ds.qrels["query_id"]))]
-    queries = pd.concat([judged.iloc[n_missing:], unjudged.iloc[:n_extra]], ignore_index=True)
-    texts = (ds.corpus["title"] + " " + ds.corpus["text"]).tolist()
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
-    tokens = bm25s.tokenize(queries["text"].tolist(), stopwords="en", show_progress=False)
-    docs, scores = retriever.retrieve(tokens, k=k, show_progress=False, n_threads=1)
-    run = pd.DataFrame(
-        {
-            "query_id": np.repeat(queries["query_id"].to_numpy(dtype=object), k),
-            "doc_id": ds.corpus["doc_id"].to_numpy(dtype=object)[docs.ravel()],
-            "score": scores.ravel().astype(np.float64),
-        }
-    )
-    run = run[run["score"] > 0].reset_index(drop=True)
-    in_run = set(run["query_id"])
-    n_without = len(in_run - set(ds.qrels["query_id"]))
-    n_absent = len(set(ds.qrels["query_id"]) - in_run)
-    assert n_without >= 1 and n_absent >= n_missing
-    return ds.qrels, run, (n_absent, n_without)
 
 
 def untied(run: pd.DataFrame) -> pd.DataFrame:
@@ -216,3 +185,98 @@ def test_random_graded_runs_agree_with_pytrec_eval(seed):
     wide = evaluate(qrels, run, names).per_query_wide()
     diffs = max_abs_diff(wide, ir_measures.pytrec_eval, names, qrels, run)
     assert max(diffs.values()) <= TOL, diffs
+
+
+# ----------------------------------------------------------------------------- pytrec_eval
+
+#: pytrec_eval's parameterised forms it reads (cutoff and level lists); ``set_F.0.5`` names its
+#: value ``set_F`` like the default and is evaluated on its own. Not compared: ``relstring``
+#: (pytrec_eval returns 0.0 for the string), ``runid`` and ``num_q`` (no per-query value), the
+#: ``name=value`` pairs of ``ndcg``/``G``/``ndcg_rel``/``Rndcg`` (pytrec_eval 0.5 stops with
+#: "malformed pair parameters"), ``utility``'s coefficients ("improper number of coefficients":
+#: it reads none) and ``11pt_avg`` at other levels (no single ragnb measure; ``ragnb trec-eval``
+#: prints it and is compared with trec_eval 10.0 by ``benchmarks/trec_eval_equality.py``).
+PYTREC_PARAMETERISED = (
+    "P.3,7", "recall.3,7", "ndcg_cut.3,7", "map_cut.3,7", "relative_P.3,7", "success.2,3",
+    "iprec_at_recall.0.25,0.33", "Rprec_mult.0.35,3",
+)  # fmt: skip
+PYTREC_CASES = [
+    (source, case, level)
+    for source in SOURCES
+    for case, level in (
+        ("scifact-like", 1),
+        ("dl-like", 1),
+        ("dl-like", 2),
+        ("dbpedia-like", 1),
+        ("dbpedia-like", 2),
+    )
+]
+FIXTURES = {
+    "scifact-like": "scifact_path",
+    "dl-like": "msmarco_path",
+    "dbpedia-like": "dbpedia_path",
+}
+
+
+def pytrec_eval_values(qrels, run, level: int) -> pd.DataFrame:
+    """pytrec_eval's per-query values of every measure it supports (``supported_measures``
+    without ``runid``, ``num_q``, ``relstring``) and of :data:`PYTREC_PARAMETERISED`, at
+    ``relevance_level`` ``level``: one row per query, one column per pytrec_eval name
+    (``set_F.0.5`` as ``set_F.0.5``)."""
+    import pytrec_eval
+
+    qd: dict[str, dict[str, int]] = {}
+    for q, d, g in zip(qrels["query_id"], qrels["doc_id"], qrels["relevance"], strict=True):
+        qd.setdefault(q, {})[d] = int(g)
+    rd: dict[str, dict[str, float]] = {}
+    for q, d, s in zip(run["query_id"], run["doc_id"], run["score"], strict=True):
+        rd.setdefault(q, {})[d] = float(s)
+    plain = set(pytrec_eval.supported_measures) - {"runid", "num_q", "relstring"}
+    frames = []
+    # one evaluator each: pytrec_eval's P.3,7 replaces P's default cutoffs, set_F.0.5's name
+    # is set_F's
+    for asked in (plain, set(PYTREC_PARAMETERISED), {"set_F.0.5"}):
+        values = pytrec_eval.RelevanceEvaluator(qd, asked, relevance_level=level).evaluate(rd)
+        frames.append(pd.DataFrame.from_dict(values, orient="index"))
+    frames[-1].columns = ["set_F.0.5"]
+    frame = pd.concat(frames, axis=1)
+    return frame
+
+
+def ragnb_measure(name: str, level: int) -> Measure:
+    """The ragnb measure of a pytrec_eval name, with trec_eval 9.x's convention and ``-l``."""
+    m = Measure("SetF", beta=0.5) if name == "set_F.0.5" else parse_measure(name)
+    params = dict(m.params)
+    if m.spec.param("trec_eval") is not None:
+        params["trec_eval"] = 9
+    if m.spec.param("rel") is not None:
+        params["rel"] = level
+    return Measure(m.family, m.cutoff, **params)
+
+
+@pytest.mark.parametrize(("source", "case", "level"), PYTREC_CASES)
+def test_every_pytrec_eval_measure_agrees_per_query(request, source, case, level):
+    """Every measure pytrec_eval (trec_eval 9.x) computes, by ragnb's name with the 9.x
+    convention (``trec_eval=9``), per query to 1e-9 on the BM25 run of each shared dataset and
+    on the carried runs. pytrec_eval's gm_map and gm_bpref per-query values are
+    ``log(max(v, 1e-5))``, compared as ``max(v, 1e-5)``."""
+    qrels, run, _ = qrels_run_counts(request, source, FIXTURES[case], case)
+    theirs = pytrec_eval_values(qrels, run, level)
+    names = sorted(theirs.columns)
+    assert len(names) == 109  # 92 default values, 16 parameterised, set_F.0.5
+    measures = [ragnb_measure(n, level) for n in names]
+    wide = evaluate(qrels, run, measures).per_query_wide()
+    # pytrec_eval leaves out the queries of the qrels missing from the run; ragnb scores them
+    missing = set(qrels["query_id"]) - set(run["query_id"])
+    assert set(wide.index) - missing == set(theirs.index)
+    ours = wide.loc[theirs.index, [str(m) for m in measures]].to_numpy(dtype=np.float64, copy=True)
+    expected = theirs[names].to_numpy(dtype=np.float64, copy=True)
+    gm = np.array([n.startswith("gm_") for n in names])
+    ours[:, gm], expected[:, gm] = np.maximum(ours[:, gm], 1e-5), np.exp(expected[:, gm])
+    diff = np.abs(ours - expected)
+    bad = [
+        (names[j], theirs.index[i], ours[i, j], expected[i, j])
+        for i, j in zip(*np.nonzero(~(diff <= TOL)), strict=True)
+    ]
+    assert not bad, bad[:10]
+    assert expected.size >= 20 * len(names)

@@ -50,6 +50,11 @@ QUICKTEST = [
 ]
 
 
+#: trec_eval 10.0's -q -c -m all_trec output on the carried runs of tests/data/oracle/dl-like
+#: (written by tests/data/trec_eval/make_oracle_outputs.py)
+ORACLE_OUTPUTS = [("bm25.run", "out.dl-like.bm25.aqc"), ("dense.run", "out.dl-like.dense.aqc")]
+
+
 def _argv(line: str) -> list[str]:
     return [str(DATA / a) if (DATA / a).exists() else a for a in line.split()]
 
@@ -59,6 +64,40 @@ def test_quicktest_line_gives_trec_evals_output_byte_for_byte(line, expected, ca
     assert cli_main(["trec-eval", *_argv(line)]) == 0
     out = capsys.readouterr().out
     assert out == (DATA / expected).read_text()
+
+
+@pytest.mark.parametrize(("run", "expected"), ORACLE_OUTPUTS)
+def test_all_trec_on_the_carried_runs_gives_trec_evals_output_byte_for_byte(run, expected, capsys):
+    case = DATA.parent / "oracle" / "dl-like"
+    argv = ["trec-eval", "-q", "-c", "-m", "all_trec", str(case / "qrels.txt"), str(case / run)]
+    assert cli_main(argv) == 0
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) > 2500
+    assert out == (DATA / expected).read_text()
+
+
+@pytest.mark.parametrize(("run", "expected"), ORACLE_OUTPUTS)
+def test_evaluate_equals_trec_eval_10_to_1e_9_on_the_carried_runs(run, expected):
+    """Every per-query value of ``-q -c -m all_trec`` (``relstring`` aside), printed with every
+    digit, equals ``ragnb evaluate``'s on the same names; the queries of the qrels missing from
+    the run included (ragnb scores them as trec_eval's -c does)."""
+    rows = [line.split("\t") for line in (DATA / expected.replace("out.", "out17.")).open()]
+    frame = pd.DataFrame(rows, columns=["name", "query_id", "value"])
+    frame["name"] = frame["name"].str.strip()
+    frame = frame[(frame["query_id"] != "all") & (frame["name"] != "relstring")]
+    case = DATA.parent / "oracle" / "dl-like"
+    names = list(dict.fromkeys(frame["name"]))
+    wide = evaluate(read_qrels(case / "qrels.txt"), read_run(case / run), names).per_query_wide()
+    columns = [str(parse_measure(n)) for n in frame["name"]]
+    rows_at, columns_at = (
+        wide.index.get_indexer(frame["query_id"]),
+        wide.columns.get_indexer(columns),
+    )
+    assert (rows_at >= 0).all() and (columns_at >= 0).all()
+    got = wide.to_numpy()[rows_at, columns_at]
+    expected_values = frame["value"].astype(float).to_numpy()
+    assert np.abs(got - expected_values).max() <= 1e-9
+    assert len(got) > 2500 and len(names) == 95
 
 
 def test_text_after_the_sixth_column_is_counted_in_a_note(capsys):
@@ -284,6 +323,9 @@ def test_evaluate_reads_the_parameter_syntax_of_meas_params(capsys):
     assert {k: got[k] for k in expected} == expected
     with pytest.raises(InputError, match="not one ragnb measure"):
         expand_measure_names(["ndcg.1=3,2=9"])
+    for name in ("relstring", "relstring.5", "runid", "num_q"):
+        with pytest.raises(InputError, match="ragnb trec-eval prints it"):
+            expand_measure_names([name])
     assert [str(m) for m in expand_measure_names(["rbp.95", "P.10"])] == ["rbp.95", "P@10"]
 
 
@@ -329,3 +371,22 @@ def test_trec_eval_9_convention_equals_pytrec_eval_per_query(qrels_name):
             assert got == pytest.approx(expected, abs=1e-9), (name, qid)
             compared += 1
     assert compared == 3 * len(names) and len(names) >= 89
+
+
+def test_rbp_rescales_from_level_0_when_no_qrels_line_has_grade_0():
+    """setup_gains lists levels 0 .. the query's highest grade; with grades 1 and 3 only, the
+    gains are rescaled by (g - 0) / 3, not (g - 1) / 2 (trec_eval 10.0 prints 0.1143333...)."""
+    qrels = {"q": {"a": 3, "b": 1}}
+    run = {"q": {"b": 3.0, "x": 2.0, "a": 1.0}}
+    value = evaluate(qrels, run, ["rbp"]).aggregate_to_dict()["RBP-graded"]
+    assert value == pytest.approx(0.1 * (1 / 3 + 0.9**2 * 3 / 3), abs=1e-15)
+
+
+def test_num_rel_all_line_with_c_counts_grades_above_0_whatever_l(tmp_path):
+    """m_num_rel.c: with -c the all line counts the qrels lines of grade > 0, not the sum of the
+    per-query values at -l (trec_eval 10.0 prints 1, 0, 1 and all 4 here)."""
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 a 2\nq1 0 b 1\nq2 0 c 1\nq2 0 d 0\nq3 0 e 2\n")
+    run.write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq2 Q0 c 1 1 t\n")
+    out, _ = run_trec_eval(["-c", "-l2", "-q", "-m", "num_rel", str(qrels), str(run)])
+    assert [line.split("\t")[2] for line in out.splitlines()] == ["1", "0", "1", "4"]

@@ -26,7 +26,9 @@ NCG@K                        sum_{i<=K} g_i / sum of the top K ideal gains      
 
 The linear gain is the grade (negative grades and documents without a judgement gain 0), as in
 trec_eval's ``gain_init.c``; :func:`gain_values` evaluates these measures with other gains per
-level (trec_eval's ``-m ndcg.1=3,2=9``).
+level (trec_eval's ``-m ndcg.1=3,2=9``). RBP-graded rescales over the levels ``setup_gains``
+lists for the query: 0 up to its highest grade, whether a qrels line holds each or not (qrels
+without grade-0 lines, such as BEIR's, rescale from gain 0 too).
 
 References
 ----------
@@ -158,9 +160,19 @@ def _rbp_graded(
     level_gain, counts = table[:, 0], table[:, 1:].T
     top = np.where(counts > 0, levels[None, :], -1).max(axis=1, initial=-1)
     listed = (levels[None, :] <= top[:, None]) | np.isin(levels, list(gains or {}))[None, :]
-    low = np.where(listed, level_gain, np.inf).min(axis=1, initial=np.inf)
-    high = np.where(listed, level_gain, -np.inf).max(axis=1, initial=-np.inf)
-    low, high = np.where(listed.any(axis=1), low, 0.0), np.where(listed.any(axis=1), high, 0.0)
+    # the rescaling spans every level 0 .. top setup_gains lists, those no qrels line holds too
+    # (level 0 of qrels without a grade-0 line gains 0 and sets the low end), and every level
+    # named in the gains
+    named = [float(g) for lv, g in (gains or {}).items() if isinstance(lv, int)]
+    spread = np.array(
+        [float((gains or {}).get(lv, lv)) for lv in range(int(top.max(initial=0)) + 1)]
+    )
+    low_named, high_named = min(named, default=np.inf), max(named, default=-np.inf)
+    at_top = np.clip(top, 0, None)
+    has_top = top >= 0
+    low = np.minimum(np.where(has_top, np.minimum.accumulate(spread)[at_top], np.inf), low_named)
+    high = np.maximum(np.where(has_top, np.maximum.accumulate(spread)[at_top], -np.inf), high_named)
+    low, high = np.where(np.isfinite(low), low, 0.0), np.where(np.isfinite(high), high, 0.0)
     at = np.clip(np.searchsorted(levels, rels), 0, max(len(levels) - 1, 0))
     known = (rels >= 0) & (levels[at] == rels) if len(levels) else np.zeros(rels.shape, bool)
     known &= np.take_along_axis(listed, at, axis=1) if len(levels) else known
