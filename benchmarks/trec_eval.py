@@ -86,8 +86,9 @@ def generate(
     return qrels_path, run_path
 
 
-def measure(cmd: list[str], out: Path) -> tuple[float, float]:
-    """Run ``cmd`` with stdout to ``out``; (wall seconds, peak resident memory in MB)."""
+def measure(cmd: list[str], out: Path) -> tuple[float, float, float]:
+    """Run ``cmd`` with stdout to ``out``; (wall seconds, CPU seconds (user + system), peak
+    resident memory in MB). On a shared machine the CPU time moves less than the wall time."""
     start = time.perf_counter()
     with out.open("w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.PIPE)
@@ -96,7 +97,7 @@ def measure(cmd: list[str], out: Path) -> tuple[float, float]:
     if os.waitstatus_to_exitcode(status) != 0:
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise SystemExit(f"{' '.join(cmd)} failed: {err}")
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -107,16 +108,24 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--trec-eval-src", type=Path, default=None, help="trec_eval source folder")
     p.add_argument("--work", type=Path, default=None, help="work folder (default: a temp one)")
     p.add_argument("--skip-all-trec", action="store_true", help="only the three measures")
+    p.add_argument(
+        "--reuse", action="store_true", help="keep run.txt and qrels.txt of --work if present"
+    )
     args = p.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="ragnb-trec-eval-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     binary = build_trec_eval(args.trec_eval_src, work)
     t0 = time.perf_counter()
-    qrels, run = generate(work, args.queries, args.depth, args.judged)
+    reused = args.reuse and (work / "run.txt").exists() and (work / "qrels.txt").exists()
+    if reused:
+        qrels, run = work / "qrels.txt", work / "run.txt"
+    else:
+        qrels, run = generate(work, args.queries, args.depth, args.judged)
     size_mb = run.stat().st_size / 1e6
+    made = "reused" if reused else f"generated in {time.perf_counter() - t0:.1f} s"
     print(
         f"run: {args.queries * args.depth:,} lines, {size_mb:.0f} MB; qrels: "
-        f"{args.queries * args.judged:,} lines; generated in {time.perf_counter() - t0:.1f} s"
+        f"{args.queries * args.judged:,} lines; {made}"
     )
     ragnb = [sys.executable, "-m", "ragnb.cli"]
     jobs = [
@@ -133,14 +142,18 @@ def main(argv: list[str] | None = None) -> None:
             ("ragnb trec-eval -m all_trec",
              [*ragnb, "trec-eval", "-m", "all_trec", str(qrels), str(run)], "ra"),
         ]  # fmt: skip
-    results = {}
-    print(f"{'command':<32} {'time s':>8} {'peak MB':>8} {'x C time':>9}")
+    results: dict[str, tuple[float, float]] = {}
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"{'command':<32} {'time s':>8} {'CPU s':>8} {'peak MB':>8} {'x C time':>9} {'x C CPU':>8}"
+    )
     for label, cmd, key in jobs:
-        seconds, peak = measure(cmd, work / f"out.{key}")
-        results[key] = seconds
+        seconds, cpu, peak = measure(cmd, work / f"out.{key}")
+        results[key] = (seconds, cpu)
         base = results.get("c3" if key.endswith("3") else "ca")
-        ratio = f"{seconds / base:9.2f}" if base else ""
-        print(f"{label:<32} {seconds:8.1f} {peak:8.0f} {ratio}")
+        ratios = f"{seconds / base[0]:9.3f} {cpu / base[1]:8.3f}" if base else ""
+        print(f"{label:<32} {seconds:8.1f} {cpu:8.1f} {peak:8.0f} {ratios}")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for c, r in (("c3", "r3"), ("ca", "ra")):
         if (work / f"out.{r}").exists():
             same = (work / f"out.{c}").read_bytes() == (work / f"out.{r}").read_bytes()

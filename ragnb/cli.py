@@ -159,10 +159,9 @@ STREAM_ABOVE_BYTES = 1 << 30
 def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
     """``QRELS RUN``: the evaluation, and the baseline run's (or None)."""
     from ragnb.evaluate import evaluate
-    from ragnb.readers import read_qrels
 
     grade_map = _grade_map(args.grade_map)
-    qrels = read_qrels(args.qrels)
+    qrels = _read_trec_file(args.qrels, "qrels")
     if qrels.empty:
         raise InputError("the qrels file holds no judgements; nothing to evaluate", path=args.qrels)
     from ragnb.trec_eval import expand_measure_names
@@ -193,7 +192,7 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
             )
         return evaluate(
             qrels,
-            _read_run_file(path),
+            _read_trec_file(path, "run"),
             measures,
             order=args.order,
             grade_map=grade_map,
@@ -205,25 +204,32 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
     return result, base
 
 
-def _read_run_file(path: str) -> Any:
-    """A run file in memory: a TREC run by DuckDB into arrow columns (faster and several times
-    leaner than Python objects; ``benchmarks/trec_eval.py``), other forms by ``read_run``."""
-    from ragnb.readers import STDIN, ranx_file_kind, read_run
+def _read_trec_file(path: str, kind: str) -> Any:
+    """A ``"run"`` or ``"qrels"`` file in memory: TREC text by the columnar readers of
+    :mod:`ragnb.streaming` into arrow columns (faster and several times leaner than Python
+    objects; ``benchmarks/trec_eval.py``), any other form (and standard input, or without the
+    ``fast`` extra) by ``read_run`` / ``read_qrels``."""
+    from ragnb.readers import STDIN, ranx_file_kind, read_qrels, read_run
 
-    if path != STDIN and ranx_file_kind(path) == "trec":
-        try:
-            from ragnb.streaming import read_run_columnar
-        except MissingExtra:
-            return read_run(path)
-        run, info = read_run_columnar(path)
-        if info["extra_text_lines"]:
-            print(
-                f"note: {path}: {info['extra_text_lines']} line(s) carry text after the sixth "
-                "column; it is ignored, as trec_eval ignores it",
-                file=sys.stderr,
-            )
-        return run
-    return read_run(path)
+    read, columns = (read_run, "sixth") if kind == "run" else (read_qrels, "fourth")
+    if path == STDIN or ranx_file_kind(path) != "trec":
+        return read(path)
+    try:
+        from ragnb.streaming import read_qrels_columnar, read_run_columnar
+    except MissingExtra:
+        return read(path)
+    if kind == "run":
+        frame, info = read_run_columnar(path)
+        extra = info["extra_text_lines"]
+    else:
+        frame, extra = read_qrels_columnar(path)
+    if extra:
+        print(
+            f"note: {path}: {extra} line(s) carry text after the {columns} column; it is "
+            "ignored, as trec_eval ignores it",
+            file=sys.stderr,
+        )
+    return frame
 
 
 def _evaluate_samples(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
