@@ -138,8 +138,16 @@ class RankingArrays:
         Returns
         -------
         ndarray of bool, shape (n_queries, min(k, depth))
+            Read-only: the whole-depth mask of each ``rel`` is computed once per arrays and
+            shared by every measure (a view of its first ``k`` columns).
         """
-        return top_k(self.judged, k) & (top_k(self.grades, k) >= rel)
+        masks = self.__dict__.setdefault("_relevant_masks", {})  # frozen: no __setattr__
+        mask = masks.get(rel)
+        if mask is None:
+            mask = self.judged & (self.grades >= rel)
+            mask.setflags(write=False)
+            masks[rel] = mask
+        return top_k(mask, k)
 
     def n_relevant(self, rel: int) -> np.ndarray:
         """N_p: judged documents with grade >= ``rel``, per query.
