@@ -701,8 +701,9 @@ class RateLimiter:
     def reserve(self, tokens: int = 0) -> float:
         """Reserve one request of ``tokens`` prompt tokens; seconds to wait before sending it.
 
-        The wait is the longest of the request bucket's, the token bucket's and the server's
-        reset when its last headers said nothing remains. The reservation holds whether or not
+        The wait is the longest of the request bucket's, the token bucket's and, when the
+        server's last headers said less remains than this request needs (no request, or fewer
+        tokens), the time to the server's reset. The buckets' reservation holds whether or not
         the caller waits it out, so concurrent callers are spaced out in turn.
 
         Parameters
@@ -726,10 +727,8 @@ class RateLimiter:
                 remaining, reset_at = self._server.get(kind, (math.inf, 0.0))
                 if reset_at <= now:
                     self._server.pop(kind, None)  # the server's window has passed
-                    continue
-                if remaining < max(need, 1.0):
+                elif remaining < max(need, 1.0):
                     wait = max(wait, reset_at - now)
-                self._server[kind] = (remaining - need, reset_at)
             self.waited_s += wait
         return wait
 
