@@ -614,6 +614,9 @@ class RateLimiter:
         Seconds of waits handed out by :meth:`reserve`, summed over requests.
     throttled_count : int
         429 answers seen (:meth:`throttled`).
+    answers : int
+        Requests answered (:meth:`answered`): a 429 after others were answered is a rate
+        limit, not a dead endpoint (see :func:`call`).
 
     Raises
     ------
@@ -652,6 +655,7 @@ class RateLimiter:
         self.clock = clock
         self.waited_s = 0.0
         self.throttled_count = 0
+        self.answers = 0
         self._lock = threading.Lock()
         self._requests: _Bucket | None = None
         self._tokens: _Bucket | None = None
@@ -767,6 +771,7 @@ class RateLimiter:
     def answered(self) -> None:
         """A request was answered: raise the allowed rates a step (additive increase)."""
         with self._lock:
+            self.answers += 1
             for bucket in (self._requests, self._tokens):
                 if bucket is not None:
                     bucket.increase()
@@ -843,22 +848,28 @@ def _retry_wait(
     keys: list[str | None],
     on_fault: Callable[[Fault, int], None] | None,
     limiter: RateLimiter | None = None,
-) -> float:
-    """Seconds to wait before request ``tries + 1``, ``error`` having ended request ``tries``.
+    answers: int = 0,
+) -> tuple[float, bool]:
+    """``(seconds, counted)``: the wait before the next request, ``error`` having ended request
+    ``tries``, and whether that request counts toward ``policy.max_attempts``.
 
     Re-raises ``error`` when it is not a transport error (:func:`classify`); else passes its
     :class:`Fault` to ``on_fault``, tells ``limiter`` of a 429 (:meth:`RateLimiter.throttled`)
     and asks ``policy`` (which raises :class:`GaveUp` when the request is not to be retried).
-    The one step of :func:`call` and :func:`acall` after a failure.
+    A 429 does not count when ``limiter`` answered other requests since ``answers`` (its
+    count when the request was sent): the endpoint works and is rate limited. The one step of
+    :func:`call` and :func:`acall` after a failure.
     """
     fault = classify(error, policy.timeout, keys)
     if fault is None:
         raise error
+    counted = True
     if limiter is not None and fault.code == 429:
         limiter.throttled()
+        counted = limiter.answers == answers
     if on_fault is not None:
         on_fault(fault, tries)
-    return policy.wait_before_retry(fault, tries)
+    return policy.wait_before_retry(fault, tries if counted else tries - 1), counted
 
 
 def call(
@@ -885,7 +896,10 @@ def call(
         Called after each failed request (a log line, a counter, a ledger row).
     limiter : RateLimiter, optional
         Every request (retries included) first reserves one request and ``tokens`` tokens and
-        waits what it says; an answer raises its allowed rate, a 429 lowers it (AIMD).
+        waits what it says; an answer raises its allowed rate, a 429 lowers it (AIMD). A 429
+        while other requests to the endpoint were answered is a rate limit, not a failure: it
+        does not count toward ``policy.max_attempts``, so a job slowed by a rate limit drops
+        no item; a 429 with no answer in between counts (an exhausted quota ends the call).
     tokens : int, default 0
         The request's counted prompt tokens.
     on_wait : callable (seconds) -> None, optional
@@ -914,6 +928,7 @@ def call(
                 if on_wait is not None:
                     on_wait(wait)
         tries += 1
+        answers = 0 if limiter is None else limiter.answers
         try:
             answer = send(tries)
         except Exception as e:
@@ -922,7 +937,9 @@ def call(
             if limiter is not None:
                 limiter.answered()
             return answer
-        time.sleep(_retry_wait(error, tries, policy, keys, on_fault, limiter))
+        wait, counted = _retry_wait(error, tries, policy, keys, on_fault, limiter, answers)
+        tries -= not counted
+        time.sleep(wait)
 
 
 async def acall(
@@ -974,6 +991,7 @@ async def acall(
         if before is not None:
             await before()
         tries += 1
+        answers = 0 if limiter is None else limiter.answers
         try:
             answer = await send(tries)
         except Exception as e:
@@ -982,4 +1000,6 @@ async def acall(
             if limiter is not None:
                 limiter.answered()
             return answer
-        await pause(_retry_wait(error, tries, policy, keys, on_fault, limiter))
+        wait, counted = _retry_wait(error, tries, policy, keys, on_fault, limiter, answers)
+        tries -= not counted
+        await pause(wait)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 from openai_server import ChatAnswer, RateLimited, openai_duration, rerank_answer
@@ -306,6 +307,26 @@ def test_429_storm_is_retried_never_recorded_done_and_aimd_lowers_the_rate(opena
     before = openai_server.request_count(CHAT)
     again = make_judge(openai_server, tmp_path, concurrency=4, rpm=1200).grade_many(items(20))
     assert again["cached"].all() and openai_server.request_count(CHAT) == before
+
+
+def test_a_rate_limit_does_not_spend_the_attempts_a_spent_quota_does(openai_server, tmp_path):
+    # 2 requests per second, 6 workers, 2 attempts per message: most items meet more 429s than
+    # attempts, yet each is answered (others are answered meanwhile: a rate limit)
+    limited = RateLimited(rubric, requests=2, window=0.5, advertise=False)
+    openai_server.chat.handler = limited
+    judge = make_judge(openai_server, tmp_path, concurrency=6, retry=replace(FAST, max_attempts=2))
+    df = judge.grade_many(items(10))
+    assert_every_item_answered(df, 10)
+    assert limited.refused > 10 and (df["attempts"] > 2).any()
+    # a 429 on every request (a spent quota: nothing is answered) ends the call after its
+    # attempts, recorded failed, never done
+    openai_server.chat.handler = rubric
+    openai_server.chat.fail(429, times=3, retry_after_ms=1)
+    quota = make_judge(openai_server, tmp_path / "q", retry=replace(FAST, max_attempts=3))
+    (res,) = quota.grade("q", ["passage number 1"])
+    assert res.status == "failed" and res.attempts == 3 and "HTTP 429" in res.reason
+    led = quota.ledger.frame()
+    assert led["status"].tolist() == ["http_429"] * 3
 
 
 def test_limits_are_described_and_not_in_the_cache_key(openai_server, tmp_path):

@@ -70,7 +70,9 @@ CLIENT_ENTRIES: dict[str, str] = {
         "    charged one request and its counted prompt tokens, a burst of one second's worth.\n"
         "    The server's ``x-ratelimit-remaining-*`` and ``x-ratelimit-reset-*`` headers are\n"
         "    followed where it sends them; a 429 halves the allowed rate and each answer raises\n"
-        "    it again by 2% of the limit (AIMD); the 429 is retried, no item is dropped. Each\n"
+        "    it again by 2% of the limit (AIMD). A 429 is retried, and does not count toward\n"
+        "    ``retry.max_attempts`` while other requests to the endpoint are answered (a rate\n"
+        "    limit drops no item; a 429 with no answer in between counts: a spent quota). Each\n"
         "    ledger line records the seconds its request waited (``wait_s``). Not in cache keys\n"
         "    (a rate does not change an answer)."
     ),
