@@ -887,8 +887,9 @@ def call(
     Parameters
     ----------
     send : callable (attempt: int) -> T
-        Makes request number ``attempt`` (1-based) and returns the answer; raises the
-        ``openai`` client's exceptions (or a ValueError for a body of the wrong shape).
+        Makes request number ``attempt`` (1-based; the number is used again after a 429 that
+        does not count, see ``limiter``) and returns the answer; raises the ``openai``
+        client's exceptions (or a ValueError for a body of the wrong shape).
     policy : RetryPolicy
     keys : iterable of str
         API keys to redact from reasons (besides the environment's).
