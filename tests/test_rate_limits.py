@@ -31,6 +31,13 @@ PRICES = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output":
 FAST = RetryPolicy(backoff_base=0.01, backoff_max=0.05, timeout=5.0)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _warm_tokenizer() -> None:
+    """Load the BPE tokenizer (seconds, once per process) before any job is timed, so a lower
+    bound on a job's time is met by its waits, not by the load."""
+    count_message_tokens([{"role": "user", "content": "warm"}], "judge-test")
+
+
 class Clock:
     """A clock the test moves by hand (seconds)."""
 
@@ -250,6 +257,32 @@ def test_rpm_spaces_requests_and_the_server_sees_no_429(openai_server, tmp_path)
     fresh.client.sender.limiter.configure(None, None)  # the endpoint's budget, lifted
     assert_every_item_answered(fresh.grade_many(items(30)), 30)
     assert control.refused > 0
+
+
+def test_two_judges_in_two_threads_share_the_endpoints_budget(openai_server, tmp_path):
+    # 2 x 15 judgements at rpm=600 (a burst of 10, then 10 per second): shared, the 30 requests
+    # take at least 2 s; two budgets would let them through in 0.5 s
+    openai_server.chat.handler = rubric
+    judges = [
+        make_judge(openai_server, tmp_path / f"j{k}", rpm=600, concurrency=4) for k in range(2)
+    ]
+    assert judges[0].client.sender.limiter is judges[1].client.sender.limiter
+    frames: dict[int, object] = {}
+
+    def grade(k: int) -> None:
+        frames[k] = judges[k].grade_many(items(15, query=f"thread {k}"))
+
+    threads = [threading.Thread(target=grade, args=(k,)) for k in range(2)]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - start
+    for k in range(2):
+        assert_every_item_answered(frames[k], 15)
+    assert openai_server.request_count(CHAT) == 30
+    assert elapsed >= (30 - 10) / 10
 
 
 def test_tpm_spaces_requests_by_their_prompt_tokens(openai_server, tmp_path):
