@@ -738,7 +738,14 @@ class RateLimiter:
 
     def observe(self, headers: Mapping[str, str]) -> None:
         """Read a response's ``x-ratelimit-remaining-*`` and ``x-ratelimit-reset-*`` headers
-        (any status); headers absent or unreadable change nothing."""
+        (any status); headers absent or unreadable change nothing.
+
+        Parameters
+        ----------
+        headers : mapping of str to str
+            Names compared case-insensitively; resets in OpenAI's durations
+            (:func:`reset_seconds`).
+        """
         low = {k.lower(): v for k, v in headers.items()}
         now = self.clock()
         for kind in ("requests", "tokens"):
@@ -822,7 +829,20 @@ def rate_limiter(
 
 def http_client(limiter: RateLimiter, *, asynchronous: bool) -> Any:
     """The ``openai`` client's default HTTP client, with a hook that passes every response's
-    headers to ``limiter`` (:meth:`RateLimiter.observe`): give it as ``http_client=``."""
+    headers to ``limiter`` (:meth:`RateLimiter.observe`): give it as ``http_client=``.
+
+    Parameters
+    ----------
+    limiter : RateLimiter
+    asynchronous : bool
+        For ``openai.AsyncOpenAI`` (True) or ``openai.OpenAI`` (False).
+
+    Returns
+    -------
+    openai.DefaultAsyncHttpxClient or openai.DefaultHttpxClient
+        The ``openai`` package's defaults (timeout, connection limits, redirects), plus the
+        hook; the hook sees answers of every status, 429s included.
+    """
     openai = require("openai")
 
     if asynchronous:
