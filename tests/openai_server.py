@@ -34,6 +34,11 @@ Scripting a route::
     server.embeddings.push(Reply(delay=1.0))                # a normal answer, one second late
     server.embeddings.latency = 0.05                        # added to every answer
 
+Rate limits: ``server.chat.handler = RateLimited(handler, requests=60, window=60.0)`` answers
+429 (with ``Retry-After``, ``retry-after-ms`` and ``x-ratelimit-*`` headers) beyond 60 requests a
+minute, a token bucket refilled continuously like OpenAI's limits; the answers it lets through
+carry the ``x-ratelimit-*`` headers too unless ``advertise=False``.
+
 The queue is consumed first, in order, one item per request; then ``route.handler`` answers.
 A spec is a :class:`Reply`, a :class:`ChatAnswer`, a ``str`` (chat: the assistant's content),
 a ``dict`` (a 200 JSON body), or a callable ``(RecordedRequest) -> spec``. A :class:`Reply` with
@@ -57,13 +62,14 @@ import base64
 import hashlib
 import itertools
 import json
+import math
 import re
 import threading
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -72,6 +78,7 @@ import numpy as np
 __all__ = [
     "ChatAnswer",
     "OpenAIServer",
+    "RateLimited",
     "RecordedRequest",
     "Reply",
     "Route",
@@ -325,6 +332,98 @@ def rerank_answer(request: RecordedRequest, key: str = "results") -> Reply:
             "usage": {"total_tokens": tokens},
         }
     )
+
+
+# ----------------------------------------------------------------------------- rate limits
+
+
+def openai_duration(seconds: float) -> str:
+    """A duration the way OpenAI's ``x-ratelimit-reset-*`` headers write it: ``20ms``, ``1s``,
+    ``6m0s``, ``1m2.5s``."""
+    if seconds < 1.0:
+        return f"{max(0, round(seconds * 1000))}ms"
+    minutes, rest = divmod(seconds, 60.0)
+    rest_s = f"{rest:.3f}".rstrip("0").rstrip(".")
+    return f"{int(minutes)}m{rest_s}s" if minutes else f"{rest_s}s"
+
+
+class RateLimited:
+    """A handler that admits ``requests`` per ``window`` seconds and answers 429 beyond.
+
+    A token bucket of ``requests`` requests refilled at ``requests / window`` per second (so
+    a burst of ``requests`` at once, then one every ``window / requests`` seconds), as OpenAI
+    enforces its RPM limits. A refused request gets 429 with ``Retry-After`` (whole seconds,
+    rounded up), ``retry-after-ms`` (unless ``retry_after_ms=False``) and
+    ``x-ratelimit-limit-requests``, ``x-ratelimit-remaining-requests: 0`` and
+    ``x-ratelimit-reset-requests`` (time until the bucket is full, OpenAI's format); an admitted
+    one is answered by ``handler``, with the same ``x-ratelimit-*`` headers when ``advertise``.
+
+    Attributes
+    ----------
+    admitted, refused : int
+        Requests answered by ``handler`` / with 429.
+    """
+
+    def __init__(
+        self,
+        handler: Callable[[RecordedRequest], Any],
+        requests: int,
+        window: float = 60.0,
+        *,
+        advertise: bool = True,
+        retry_after_ms: bool = True,
+    ) -> None:
+        self.handler = handler
+        self.requests = requests
+        self.window = window
+        self.advertise = advertise
+        self.retry_after_ms = retry_after_ms
+        self.admitted = 0
+        self.refused = 0
+        self._level = float(requests)
+        self._updated = time.monotonic()
+        self._lock = threading.Lock()
+
+    def _headers(self, remaining: float, rate: float) -> dict[str, str]:
+        full_in = (self.requests - remaining) / rate
+        return {
+            "x-ratelimit-limit-requests": str(self.requests),
+            "x-ratelimit-remaining-requests": str(max(0, math.floor(remaining))),
+            "x-ratelimit-reset-requests": openai_duration(full_in),
+        }
+
+    def __call__(self, request: RecordedRequest) -> Any:
+        rate = self.requests / self.window
+        with self._lock:
+            now = time.monotonic()
+            self._level = min(self.requests, self._level + rate * (now - self._updated))
+            self._updated = now
+            ok = self._level >= 1.0
+            if ok:
+                self._level -= 1.0
+                self.admitted += 1
+            else:
+                self.refused += 1
+            headers = self._headers(self._level, rate)
+        if not ok:
+            wait = (1.0 - self._level) / rate
+            return error(
+                429,
+                f"Rate limit reached: {self.requests} requests per {self.window:g} s",
+                retry_after=math.ceil(wait),
+                retry_after_ms=round(wait * 1000, 1) if self.retry_after_ms else None,
+                headers=headers,
+            )
+        spec: Any = self.handler(request)
+        while callable(spec) and not isinstance(spec, Reply | ChatAnswer):
+            spec = spec(request)
+        if not self.advertise:
+            return spec
+        if isinstance(spec, str):
+            spec = ChatAnswer(spec)
+        if isinstance(spec, dict | list):
+            spec = Reply(body=spec)
+        return replace(spec, headers={**spec.headers, **headers})
 
 
 # ----------------------------------------------------------------------------- routes

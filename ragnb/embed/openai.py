@@ -15,7 +15,8 @@ import numpy as np
 from ragnb.embed.base import Embedder, Kind
 from ragnb.errors import InputError
 from ragnb.lazylibs import require
-from ragnb.transport import Fault, GaveUp, RetryPolicy, call, redact
+from ragnb.ledger import count_tokens
+from ragnb.transport import Fault, GaveUp, RetryPolicy, call, http_client, rate_limiter, redact
 from ragnb.validation import l2_normalise
 
 __all__ = ["OpenAIEmbedder"]
@@ -45,6 +46,13 @@ class OpenAIEmbedder(Embedder):
         Retries per batch after the first request (:mod:`ragnb.transport`: 408, 409, 429, 5xx,
         timeouts, dropped connections and unparseable bodies, after the server's Retry-After
         or a jittered exponential backoff).
+    rpm, tpm : float, optional
+        Requests and input tokens per minute at most (None: no budget of its own), one budget
+        per endpoint (base URL + model) shared by every thread and client of the process
+        (:func:`ragnb.transport.rate_limiter`); a batch is charged its texts' tokens counted
+        offline (:func:`ragnb.ledger.count_tokens`). The server's ``x-ratelimit-*`` headers
+        are followed where it sends them, and a 429 lowers the allowed rate (AIMD) and is
+        retried.
 
     Raises
     ------
@@ -67,6 +75,8 @@ class OpenAIEmbedder(Embedder):
         batch_size: int = 256,
         timeout: float = 60.0,
         max_retries: int = 5,
+        rpm: float | None = None,
+        tpm: float | None = None,
     ) -> None:
         super().__init__()
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
@@ -80,6 +90,8 @@ class OpenAIEmbedder(Embedder):
         self._timeout = timeout
         self._max_retries = max_retries
         self.policy = RetryPolicy(max_attempts=max_retries + 1, timeout=timeout)
+        endpoint = base_url or os.environ.get("OPENAI_BASE_URL")
+        self.limiter = rate_limiter(endpoint, model, rpm, tpm)
         self._client: Any = None
 
     @property
@@ -95,6 +107,7 @@ class OpenAIEmbedder(Embedder):
                 api_key=self._api_key or os.environ.get("OPENAI_API_KEY") or "unset",
                 timeout=self._timeout,
                 max_retries=0,  # retries are the transport's
+                http_client=http_client(self.limiter, asynchronous=False),
             )
         return self._client
 
@@ -112,9 +125,19 @@ class OpenAIEmbedder(Embedder):
         def on_fault(fault: Fault, attempt: int) -> None:
             log.info("%s: embeddings attempt %d: %s", self.model_id, attempt, fault.reason)
 
+        tokens = 0
+        if self.limiter.tpm is not None:
+            tokens = sum(count_tokens(t, self.model_id)[0] for t in texts)
         failure: BaseException | None = None
         try:
-            response = call(send, self.policy, keys=[self._api_key], on_fault=on_fault)
+            response = call(
+                send,
+                self.policy,
+                keys=[self._api_key],
+                on_fault=on_fault,
+                limiter=self.limiter,
+                tokens=tokens,
+            )
         except GaveUp as g:
             failure = g.fault.error
             failure.add_note(redact(f"{self.model_id}: {g.reason}", [self._api_key]))
@@ -133,4 +156,5 @@ class OpenAIEmbedder(Embedder):
     def describe(self) -> dict[str, Any]:
         info = super().describe()
         info["base_url"] = self.base_url
+        info.update(self.limiter.describe())
         return info

@@ -84,7 +84,7 @@ class OpenAIJudge(Judge):
     **settings
         The settings of the judge's :class:`~ragnb.llm.ChatClient` (typed by
         ``ClientSettings``), passed on unchanged:
-    {{base_url, api_key, temperature, request_params, concurrency, retry, reminder}}
+    {{base_url, api_key, temperature, request_params, concurrency, rpm, retry, reminder}}
     {{retry_invalid, cache, ledger}}
     stage : str, default "judge"
         Ledger label when a call gives none.
@@ -198,6 +198,8 @@ class OpenAIJudge(Judge):
             "constrained": self.constrained,
             "logprobs": self.logprobs,
             "concurrency": client["concurrency"],
+            "rpm": client["rpm"],
+            "tpm": client["tpm"],
             "timeout_s": client["timeout_s"],
             "max_attempts": client["max_attempts"],
             "cache": client["cache"],

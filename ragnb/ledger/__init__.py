@@ -59,6 +59,10 @@ A JSON Lines file; each line an object with these keys:
 ``usage_estimated`` bool: the server sent no ``usage``; the tokens were counted locally
                   (prompt with the model's BPE tokenizer, answer likewise); a pending line's
                   tokens are always estimated (the prompt counted, the answer assumed)
+``wait_s``        float, seconds the request waited for the rate limit before it was sent
+                  (the endpoint's requests- and tokens-per-minute budget, the server's
+                  ``x-ratelimit-*`` reset, the pause after a 429); 0 for cache hits and in
+                  ledgers written before the field existed
 ================= ===========================================================================
 
 References
@@ -115,6 +119,7 @@ LEDGER_FIELDS = (
     "cost_usd",
     "request_id",
     "usage_estimated",
+    "wait_s",
 )
 #: Status of a write-ahead line, and of its outcome after an interruption.
 PENDING, INTERRUPTED = "pending", "interrupted"
@@ -220,12 +225,14 @@ class Ledger:
         request_id: str | None = None,
         usage_estimated: bool = False,
         run_id: str | None = None,
+        wait_s: float = 0.0,
     ) -> dict[str, Any]:
         """Append one entry (a line of the file, written whole by one ``write``) and return it.
 
         ``request_id`` names the pending line (:meth:`begin`) this entry completes;
         ``usage_estimated`` flags tokens counted locally (the server sent no usage); ``run_id``
-        defaults to this ledger's (another run's id only to complete its lines).
+        defaults to this ledger's (another run's id only to complete its lines); ``wait_s``
+        is the seconds the request waited for the rate limit before it was sent.
         """
         if cached:
             cost: float | None = 0.0
@@ -250,6 +257,7 @@ class Ledger:
             "cost_usd": cost,
             "request_id": request_id,
             "usage_estimated": bool(usage_estimated),
+            "wait_s": round(float(wait_s), 6),
         }
         with self._lock:
             self._write(entry)
@@ -388,9 +396,10 @@ class Ledger:
             ``output_tokens`` (billed: cache hits excluded), ``cost_usd`` (US dollars; NaN when
             a billed request has no price), ``unpriced`` (such requests), ``estimated``
             (billed requests whose tokens were counted locally: no ``usage`` in the answer, or
-            interrupted), ``estimated_usd`` (their part of ``cost_usd``), ``in_flight``
-            (requests of earlier runs interrupted in flight, not reconciled: may have been
-            billed) and ``in_flight_usd`` (what they would cost: "up to", not in ``cost_usd``).
+            interrupted), ``estimated_usd`` (their part of ``cost_usd``), ``wait_s`` (seconds
+            the requests waited for the rate limit, summed), ``in_flight`` (requests of earlier
+            runs interrupted in flight, not reconciled: may have been billed) and
+            ``in_flight_usd`` (what they would cost: "up to", not in ``cost_usd``).
         """
         keys = [by] if isinstance(by, str) else list(by)
         df = self.frame(run_id)
@@ -427,6 +436,8 @@ class Ledger:
                 f"up to ${_usd(t['in_flight_usd'] or 0.0)} more ({t['in_flight']} requests in "
                 "flight at an interruption, which may have been billed)"
             )
+        if t.get("wait_s"):
+            words.append(f"{t['wait_s']:.1f} s waited for rate limits")
         return "; ".join(words) + "."
 
     def summary(self, run_id: str | None = None) -> dict[str, Any]:
@@ -518,6 +529,8 @@ def _frame(entries: list[dict[str, Any]]) -> pd.DataFrame:
         df[col] = df[col].astype(object).where(df[col].notna(), False).astype(bool)
     df["request_id"] = df["request_id"].astype(object)
     df["cost_usd"] = pd.to_numeric(df["cost_usd"], errors="coerce").astype("float64")
+    # older ledgers lack wait_s: they recorded no wait
+    df["wait_s"] = pd.to_numeric(df["wait_s"], errors="coerce").fillna(0.0).astype("float64")
     return df
 
 
@@ -535,8 +548,9 @@ def _totals(df: pd.DataFrame, keys: list[str], orphans: pd.DataFrame | None = No
     merged = out.merge(flight, on=keys, how="outer", indicator=True)
     only_flight = merged.pop("_merge") == "right_only"  # stages with nothing billed yet
     for col in out.columns:
-        if col not in keys and col not in ("cost_usd", "estimated_usd"):
+        if col not in keys and col not in ("cost_usd", "estimated_usd", "wait_s"):
             merged[col] = merged[col].fillna(0).astype("int64")
+    merged["wait_s"] = merged["wait_s"].astype("float64").fillna(0.0)
     for col in ("cost_usd", "estimated_usd"):
         merged[col] = merged[col].astype("float64").mask(only_flight, 0.0)
     merged["in_flight"] = merged["in_flight"].fillna(0).astype("int64")
@@ -558,6 +572,7 @@ def _billed_totals(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         "unpriced",
         "estimated",
         "estimated_usd",
+        "wait_s",
     ]
     if df.empty:
         return pd.DataFrame(columns=cols)
@@ -577,6 +592,7 @@ def _billed_totals(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             "unpriced": (billed & df["cost_usd"].isna()).astype(int),
             "estimated": estimated.astype(int),
             "estimated_usd": df["cost_usd"].where(estimated, 0.0),
+            "wait_s": df["wait_s"],
         }
     )
     out = work.groupby(keys, sort=True, dropna=False).agg(
@@ -591,5 +607,6 @@ def _billed_totals(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         unpriced=("unpriced", "sum"),
         estimated=("estimated", "sum"),
         estimated_usd=("estimated_usd", lambda s: s.sum(min_count=0)),
+        wait_s=("wait_s", "sum"),
     )
     return out.reset_index()[cols]

@@ -62,6 +62,20 @@ CLIENT_ENTRIES: dict[str, str] = {
         "    ``response_format``, ...): JSON values, part of the cache key."
     ),
     "concurrency": ("concurrency : int, default 8\n    Requests in flight at most."),
+    "rpm": (
+        "rpm, tpm : float, optional\n"
+        "    Requests and prompt tokens per minute at most (None: no budget of its own). One\n"
+        "    budget per endpoint (base URL + model) for the whole process, shared by every\n"
+        "    thread and client of it (:func:`ragnb.transport.rate_limiter`): token buckets\n"
+        "    charged one request and its counted prompt tokens, a burst of one second's worth.\n"
+        "    The server's ``x-ratelimit-remaining-*`` and ``x-ratelimit-reset-*`` headers are\n"
+        "    followed where it sends them; a 429 halves the allowed rate and each answer raises\n"
+        "    it again by 2% of the limit (AIMD). A 429 is retried, and does not count toward\n"
+        "    ``retry.max_attempts`` while other requests to the endpoint are answered (a rate\n"
+        "    limit drops no item; a 429 with no answer in between counts: a spent quota). Each\n"
+        "    ledger line records the seconds its request waited (``wait_s``). Not in cache keys\n"
+        "    (a rate does not change an answer)."
+    ),
     "retry": (
         "retry : RetryPolicy, default ragnb.transport.DEFAULT_RETRY\n"
         "    Per message: HTTP requests at most (first try + retries after faults; the\n"
@@ -120,6 +134,8 @@ class ClientSettings(TypedDict, total=False):
     temperature: float | None
     request_params: Mapping[str, Any] | None
     concurrency: int
+    rpm: float | None
+    tpm: float | None
     retry: RetryPolicy
     max_connection_failures: int
     health_check: Callable[[], str | None] | None
@@ -140,7 +156,7 @@ class ChatClient:
     ----------
     model : str
         The chat model's name, as the server knows it.
-    {{base_url, api_key, temperature, request_params, concurrency, retry}}
+    {{base_url, api_key, temperature, request_params, concurrency, rpm, retry}}
     {{max_connection_failures, health_check}}
     {{reminder, retry_invalid, cache, ledger}}
     stage : str, default "llm"
@@ -155,7 +171,8 @@ class ChatClient:
     Raises
     ------
     InputError
-        On an empty model, a concurrency below 1, a reserved or non-JSON request parameter.
+        On an empty model, a concurrency below 1, an ``rpm`` or ``tpm`` that is not a number
+        > 0, a reserved or non-JSON request parameter.
 
     Attributes
     ----------
@@ -181,6 +198,8 @@ class ChatClient:
         temperature: float | None = 0.0,
         request_params: Mapping[str, Any] | None = None,
         concurrency: int = 8,
+        rpm: float | None = None,
+        tpm: float | None = None,
         retry: RetryPolicy = DEFAULT_RETRY,
         max_connection_failures: int = 5,
         health_check: Callable[[], str | None] | None = None,
@@ -235,6 +254,8 @@ class ChatClient:
             max_connection_failures=max_connection_failures,
             options=options,
             health_check=health_check,
+            rpm=rpm,
+            tpm=tpm,
         )
 
     @property
@@ -253,7 +274,8 @@ class ChatClient:
         Returns
         -------
         dict
-            ``model``, ``base_url``, ``params``, ``concurrency``, ``timeout_s`` (seconds),
+            ``model``, ``base_url``, ``params``, ``concurrency``, ``rpm`` and ``tpm`` (the
+            endpoint's budgets per minute, None when unlimited), ``timeout_s`` (seconds),
             ``max_attempts``, ``cache`` (its folder), ``ledger`` (its file or None).
         """
         return {
@@ -261,6 +283,7 @@ class ChatClient:
             "base_url": safe_url(self.base_url),
             "params": self.params,
             "concurrency": self.concurrency,
+            **self.sender.limiter.describe(),
             "timeout_s": float(self.retry.timeout),
             "max_attempts": self.retry.max_attempts,
             "cache": str(self.cache.path),

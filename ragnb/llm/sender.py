@@ -8,7 +8,11 @@ How one call is sent
    client's own retries off), through :mod:`ragnb.transport`: 408, 409, 429, 5xx, timeouts,
    dropped connections and unparseable bodies are retried after the server's Retry-After or a
    jittered backoff, at most ``max_attempts`` requests per message. A 429's wait also pauses
-   every other request. A job-wide circuit breaker (:class:`ragnb.transport.CircuitBreaker`)
+   every other request. Before each request, the endpoint's rate limiter
+   (:class:`ragnb.transport.RateLimiter`: ``rpm``, ``tpm``, the server's ``x-ratelimit-*``
+   headers, AIMD after a 429) says how long to wait; the ledger line of the request records
+   the seconds it waited (``wait_s``). A 429 is retried, never recorded as an answer. A
+   job-wide circuit breaker (:class:`ragnb.transport.CircuitBreaker`)
    stops the whole job after ``max_connection_failures`` connection failures in a row (nothing
    answers at that URL) or one 401, 403 or 404 (the key, the URL or the model is wrong): the
    calls not yet answered are reported ``failed`` with that reason at once, and
@@ -70,7 +74,17 @@ from ragnb.llm.calls import (
     read_logprobs,
 )
 from ragnb.provenance import safe_url
-from ragnb.transport import CircuitBreaker, Fault, GaveUp, RetryPolicy, acall, classify, redact
+from ragnb.transport import (
+    CircuitBreaker,
+    Fault,
+    GaveUp,
+    RetryPolicy,
+    acall,
+    classify,
+    http_client,
+    rate_limiter,
+    redact,
+)
 
 __all__ = ["CallSender", "run_sync"]
 
@@ -175,6 +189,15 @@ class CallSender:
     health_check : callable, optional
         Says why the server cannot answer (a crashed local server) after a connection
         failure; a reason stops the job at once (:class:`~ragnb.transport.CircuitBreaker`).
+    rpm, tpm : float, optional
+        Requests and prompt tokens per minute at most for the endpoint (base URL + model),
+        shared by every client of it in the process (:func:`ragnb.transport.rate_limiter`).
+
+    Attributes
+    ----------
+    limiter : RateLimiter
+        The endpoint's rate limiter: every request (retries and reminders included) reserves
+        one request and its counted prompt tokens before it is sent.
     """
 
     def __init__(
@@ -196,8 +219,12 @@ class CallSender:
         max_connection_failures: int = 5,
         options: Mapping[str, Any] | None = None,
         health_check: Callable[[], str | None] | None = None,
+        rpm: float | None = None,
+        tpm: float | None = None,
     ) -> None:
         CircuitBreaker(max_connection_failures)  # validates the setting
+        endpoint = base_url or os.environ.get("OPENAI_BASE_URL")
+        self.limiter = rate_limiter(endpoint, model, rpm, tpm)
         self.health_check = health_check
         self.max_connection_failures = max_connection_failures
         self._corrupt_seen: set[str] = set()
@@ -349,6 +376,7 @@ class CallSender:
             api_key=self._api_key or os.environ.get("OPENAI_API_KEY") or "unset",
             timeout=self.policy.timeout,
             max_retries=0,
+            http_client=http_client(self.limiter, asynchronous=True),
         )
         job = _Job(client, stage, kind, state, repeated)
         pending = iter(todo)
@@ -466,18 +494,26 @@ class CallSender:
         # the ledger keywords of the request in flight: its identity and its request_id, the
         # same on its pending line and on its outcome
         sent: dict[str, Any] = {}
+        # seconds the next request has waited for the rate limit (the bucket, the 429 pause)
+        waited = [0.0]
+
+        def on_wait(seconds: float) -> None:
+            waited[0] += seconds
 
         async def before() -> None:
             if state.abort is not None:
                 raise _Failed(f"not sent: the job stopped after {state.abort}")
             pause = state.pause_until - loop.time()
             if pause > 0:
+                start = loop.time()
                 await breaker.sleep(pause)
+                on_wait(loop.time() - start)
 
         async def send(attempt: int) -> tuple[str, Any]:
             counts.attempts += 1
             who = self._identity(job.stage, job.kind, call, counts.attempts, repeated)
-            sent.update(who, request_id=None)
+            sent.update(who, request_id=None, wait_s=waited[0])
+            waited[0] = 0.0
             sent["request_id"] = self.ledger.begin(
                 **who, input_tokens=est_in, output_tokens=est_out
             )
@@ -516,6 +552,7 @@ class CallSender:
             if fault.code == 429 and fault.wait is not None:
                 if fault.wait <= self.policy.max_retry_wait:
                     state.pause_until = max(state.pause_until, loop.time() + fault.wait)
+                    on_wait(fault.wait)  # the retry waits it out: a wait for the rate limit
             self.ledger.record(**sent, status=fault.status)
             log.info(
                 "%s: %s attempt %d: %s", self.client_id, call.item, counts.attempts, fault.reason
@@ -529,6 +566,9 @@ class CallSender:
                 on_fault=on_fault,
                 before=before,
                 sleep=breaker.sleep,
+                limiter=self.limiter,
+                tokens=est_in,
+                on_wait=on_wait,
             )
         except GaveUp as g:
             raise _Failed(g.reason) from None

@@ -33,6 +33,8 @@ from ragnb.transport import (
     call,
     check_request_params,
     check_retry_settings,
+    http_client,
+    rate_limiter,
 )
 
 __all__ = ["KEY_PARTS", "NAMESPACE", "HTTPReranker", "parse_rerank_response"]
@@ -158,6 +160,12 @@ class HTTPReranker(Reranker):
         A server asking for a wait longer than ``max_retry_wait`` makes the call fail.
     concurrency : int, default 4
         Queries in flight at once in :meth:`rerank_run`.
+    rpm, tpm : float, optional
+        Requests and tokens per minute at most (None: no budget of its own), one budget per
+        endpoint (base URL + model) shared by every thread and client of the process
+        (:func:`ragnb.transport.rate_limiter`); a request is charged its documents' and query's
+        tokens counted offline as in the Notes. The server's ``x-ratelimit-*`` headers are
+        followed where it sends them, and a 429 lowers the allowed rate (AIMD) and is retried.
     cache : Cache or False, optional
         Answers are cached under (model, parameters, SHA-256 of the query, SHA-256 of the
         documents), so a second run makes no request; default a :class:`~ragnb.cache.Cache` in
@@ -170,6 +178,8 @@ class HTTPReranker(Reranker):
     RerankError
         From :meth:`rerank` / :meth:`rerank_run` when a request fails after its attempts, is
         refused (4xx), or answers something that is not a rerank result.
+    InputError
+        On a bad setting (an ``rpm`` or ``tpm`` that is not a number > 0, ...).
 
     Notes
     -----
@@ -200,6 +210,8 @@ class HTTPReranker(Reranker):
         backoff_max: float = DEFAULT_RETRY.backoff_max,
         max_retry_wait: float = DEFAULT_RETRY.max_retry_wait,
         concurrency: int = 4,
+        rpm: float | None = None,
+        tpm: float | None = None,
         cache: Cache | bool | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         prices: PriceTable | None = None,
@@ -229,6 +241,7 @@ class HTTPReranker(Reranker):
         self.timeout = float(timeout)
         self.max_attempts = max_attempts
         self.concurrency = concurrency
+        self.limiter = rate_limiter(self.base_url, model, rpm, tpm)
         if cache is False:
             self.cache: Cache | None = None
         elif isinstance(cache, Cache):
@@ -263,6 +276,7 @@ class HTTPReranker(Reranker):
                 "timeout_s": self.timeout,
                 "max_attempts": self.max_attempts,
                 "concurrency": self.concurrency,
+                **self.limiter.describe(),
             },
             "price_usd_per_1m_tokens": None if price is None else price.input_usd_per_1m,
             "prices": self.prices.describe(),
@@ -344,7 +358,8 @@ class HTTPReranker(Reranker):
         }
         if top_n is not None and self.top_n_field:
             body[self.top_n_field] = top_n
-        data = self._post(body, query_id)
+        counted = self._count_tokens(query, documents) if self.limiter.tpm is not None else 0
+        data = self._post(body, query_id, counted)
         try:
             scores, tokens = parse_rerank_response(data, len(documents))
         except RerankError as e:
@@ -375,13 +390,18 @@ class HTTPReranker(Reranker):
                 # the openai client is only the HTTP transport here (pooled connections, JSON,
                 # errors); the key goes in each request's header, never into the client
                 self._client = openai.OpenAI(
-                    base_url=self.base_url, api_key="unset", timeout=self.timeout, max_retries=0
+                    base_url=self.base_url,
+                    api_key="unset",
+                    timeout=self.timeout,
+                    max_retries=0,
+                    http_client=http_client(self.limiter, asynchronous=False),
                 )
             return self._client
 
-    def _post(self, body: dict[str, Any], query_id: str) -> Any:
-        """POST ``body`` through :mod:`ragnb.transport` (retries, Retry-After, backoff,
-        redaction); the key is read from ``api_key_env`` at each request.
+    def _post(self, body: dict[str, Any], query_id: str, tokens: int = 0) -> Any:
+        """POST ``body`` through :mod:`ragnb.transport` (retries, Retry-After, backoff, the rate
+        limit, redaction), charging ``tokens`` to the endpoint's token budget; the key is read
+        from ``api_key_env`` at each request.
 
         Raises
         ------
@@ -410,6 +430,8 @@ class HTTPReranker(Reranker):
                 self.policy,
                 keys=[os.environ.get(self.api_key_env)],
                 on_fault=on_fault,
+                limiter=self.limiter,
+                tokens=tokens,
             )
         except GaveUp as g:
             self._add(failures=1)
