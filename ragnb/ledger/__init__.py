@@ -601,11 +601,10 @@ def _billed_totals(
     billed = ~df["cached"]
     estimated = billed & df["usage_estimated"]
     cached_in = df["cached_input_tokens"].where(billed, 0)
-    has_rate = (
-        df["model"]
-        .map(lambda m: prices is not None and prices.has_cached_input_price(str(m)))
-        .astype(bool)
-    )
+    rated = {
+        m: prices is not None and prices.has_cached_input_price(str(m)) for m in set(df["model"])
+    }
+    has_rate = df["model"].map(rated).astype(bool)
     work = pd.DataFrame(
         {
             **{k: df[k] for k in keys},
