@@ -30,10 +30,13 @@ under the judge's grades on the judged pairs (:func:`ragnb.golden.calibration.sy
 "cached" when the cache answered every pair); ``usd_per_1k``: US dollars per 1,000 judgements
 from the ledger (0 for the local model and the reference judges).
 
-The system tau here is weak evidence: the subset labels no pair 0 and the pairs are a
-stratified sample of the pool, so which sampled pairs a system retrieves already orders the
-systems, and the constant judge's tau is the baseline a judge must beat (1.0 on this subset, as
-``local_judge_agreement.py`` found). The per-label statistics are the evidence.
+The systems can be formed (six runs of the subset's queries), but their Kendall tau cannot tell
+judges apart here: the subset labels no pair 0, so every labelled pair is relevant to the
+assessors, and which labelled pairs a system retrieves already orders the systems; judges that
+read nothing (every pair 5, random grades) reach a tau as high as a good judge's (0.867 and
+1.000 on the default 30 pairs; ``local_judge_agreement.py`` found 1.0 for the constant judge on
+330). A telling system tau needs qrels with non-relevant pairs and every pair of the systems'
+top 10 judged. The per-label statistics are the evidence here.
 
 Published reference points (other models, other data; context, not targets): Thomas et al.,
 "Large language models can accurately predict searcher preferences" (SIGIR 2024): Cohen's kappa
@@ -44,7 +47,7 @@ and high system-ranking correlation (Kendall's tau about 0.8-0.9) against human 
 Every LLM call goes through a cache in ``--out`` (a rerun with the same ``--out`` makes no
 call) and a ledger per judge (in ``--out`` too).
 
-Run: ``nice .venv/bin/python benchmarks/judge_scorecard.py [--n 36] [--seed 0] [--noise-sd 0.5
+Run: ``nice .venv/bin/python benchmarks/judge_scorecard.py [--n 30] [--seed 0] [--noise-sd 0.5
 1.0] [--no-local] [--threads N] [--cache-dir DIR] [--out DIR]``.
 """
 
@@ -109,7 +112,7 @@ class Graded:
     name: str
     frame: pd.DataFrame  # grade_many's frame (query_id, doc_id, grade, valid, reminded, ...)
     seconds: float
-    fresh: int  # judgements made by a fresh call (not the cache)
+    fresh: int | None  # judgements made by a fresh call (not the cache); None: no judge ran
     usd_per_1k: float
     column: str = "grade"
 
@@ -139,7 +142,10 @@ def score(graded: Graded, human: pd.DataFrame, runs: dict[str, pd.DataFrame]) ->
         )
     reminded = frame["reminded"] if "reminded" in frame else False
     row["parsed"] = float((frame["valid"] & ~reminded).mean())
-    row["per_s"] = graded.fresh / graded.seconds if graded.fresh else "cached"
+    if graded.fresh is None:
+        row["per_s"] = "-"
+    else:
+        row["per_s"] = graded.fresh / graded.seconds if graded.fresh else "cached"
     row["usd_per_1k"] = graded.usd_per_1k
     return row
 
@@ -174,7 +180,7 @@ def reference_judges(human: pd.DataFrame, items: pd.DataFrame, sds: list[float])
         ("uniform random 1-5, seed 0", rng.integers(SCALE[0], SCALE[1] + 1, len(items))),
     ):
         frame = items[["query_id", "doc_id"]].assign(grade=grades, valid=True, reminded=False)
-        out.append(Graded(name, frame, 0.0, 0, 0.0))
+        out.append(Graded(name, frame, 0.0, None, 0.0))
     return out
 
 
@@ -267,7 +273,7 @@ def scorecard(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
-    parser.add_argument("--n", type=int, default=36, help="pairs to judge (n // 3 per grade)")
+    parser.add_argument("--n", type=int, default=30, help="pairs to judge (n // 3 per grade)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--noise-sd", type=float, nargs="*", default=[0.5, 1.0])
     parser.add_argument("--no-local", action="store_true", help="skip the local model")
