@@ -398,8 +398,8 @@ class Ledger:
             ``output_tokens`` (billed: cache hits excluded), ``cached_input_tokens`` (the part of
             ``input_tokens`` the provider read from its prompt cache), ``cached_at_input_price``
             (those of them priced as input because the model has no ``cached_input`` price in
-            the table), ``cost_usd`` (US dollars; NaN when
-            a billed request has no price), ``unpriced`` (such requests), ``estimated``
+            the table), ``cost_usd`` (US dollars; NaN when a billed request has no price),
+            ``unpriced`` (such requests), ``estimated``
             (billed requests whose tokens were counted locally: no ``usage`` in the answer, or
             interrupted), ``estimated_usd`` (their part of ``cost_usd``), ``in_flight``
             (requests of earlier runs interrupted in flight, not reconciled: may have been
