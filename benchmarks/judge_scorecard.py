@@ -146,7 +146,7 @@ def score(graded: Graded, human: pd.DataFrame, runs: dict[str, pd.DataFrame]) ->
         row["per_s"] = "-"
     else:
         row["per_s"] = graded.fresh / graded.seconds if graded.fresh else "cached"
-    row["usd_per_1k"] = graded.usd_per_1k
+    row["usd_per_1k"] = "no price" if np.isnan(graded.usd_per_1k) else graded.usd_per_1k
     return row
 
 
