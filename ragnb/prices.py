@@ -47,6 +47,10 @@ class ModelPrice:
         Date of the price (ISO 8601).
     source : str
         Where the price comes from.
+    cached_input_usd_per_1m : float or None, default None
+        US dollars per 1,000,000 input tokens served from the provider's prompt cache (the
+        ``cached_input`` entry of the table); None when the table gives none: cached input
+        tokens are then priced as input tokens.
     """
 
     model: str
@@ -54,16 +58,39 @@ class ModelPrice:
     output_usd_per_1m: float
     as_of: str
     source: str
+    cached_input_usd_per_1m: float | None = None
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
+    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
         """Cost in US dollars of ``input_tokens`` and ``output_tokens``.
+
+        Parameters
+        ----------
+        input_tokens, output_tokens : int
+            The answer's ``usage.prompt_tokens`` and ``usage.completion_tokens``.
+        cached_input_tokens : int, default 0
+            The part of ``input_tokens`` the provider read from its prompt cache
+            (``usage.prompt_tokens_details.cached_tokens``), priced at
+            :attr:`cached_input_usd_per_1m` (at the input price when the model has none);
+            clipped to ``[0, input_tokens]``.
+
+        References
+        ----------
+        .. [1] OpenAI, "Prompt caching" guide and API pricing page ("Cached input"): cached
+           prompt tokens are reported in ``usage.prompt_tokens_details.cached_tokens`` and
+           billed at the cached-input price.
 
         Examples
         --------
         >>> ModelPrice("m", 2.5, 10.0, "2025-08-07", "").cost(1000, 100)
         0.0035
+        >>> ModelPrice("m", 2.5, 10.0, "2025-08-07", "", 1.25).cost(1000, 100, 800)
+        0.0025
         """
-        return (input_tokens * self.input_usd_per_1m + output_tokens * self.output_usd_per_1m) / 1e6
+        cached = min(max(int(cached_input_tokens), 0), int(input_tokens))
+        rate = self.input_usd_per_1m
+        cached_rate = rate if self.cached_input_usd_per_1m is None else self.cached_input_usd_per_1m
+        fresh = input_tokens - cached
+        return (fresh * rate + cached * cached_rate + output_tokens * self.output_usd_per_1m) / 1e6
 
 
 class PriceTable:
@@ -105,13 +132,14 @@ class PriceTable:
 
         The file holds ``as_of``, ``source``, optionally ``machine_usd_per_hour``, and
         ``models: {name: {input: x, output: y}}`` (US dollars per 1M tokens); an entry may
-        override ``as_of`` and ``source``.
+        override ``as_of`` and ``source``, and may give ``cached_input`` (US dollars per 1M
+        input tokens read from the provider's prompt cache).
 
         Raises
         ------
         InputError
             On malformed YAML, a missing ``models`` mapping, or a price that is not a
-            non-negative number (naming the file and model).
+            non-negative number (naming the file and model), ``cached_input`` included.
         """
         from ragnb.io import read_yaml  # here, not at the top: ragnb.io loads pandas
 
@@ -140,12 +168,22 @@ class PriceTable:
                         path=path,
                     )
                 values.append(float(v))
+            cached = entry.get("cached_input")
+            if cached is not None and (
+                isinstance(cached, bool) or not isinstance(cached, int | float) or not cached >= 0
+            ):
+                raise InputError(
+                    f"model {name!r}: cached_input price must be a number >= 0 (USD per 1M "
+                    f"tokens), got {cached!r}",
+                    path=path,
+                )
             prices[str(name)] = ModelPrice(
                 str(name),
                 values[0],
                 values[1],
                 str(entry.get("as_of", as_of)),
                 str(entry.get("source", source)).strip(),
+                None if cached is None else float(cached),
             )
         machine = data.get("machine_usd_per_hour")
         if machine is not None and (
@@ -176,10 +214,25 @@ class PriceTable:
                 best = name
         return None if best is None else self.prices[best]
 
-    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
-        """US dollars, or NaN when ``model`` has no price."""
+    def cost(
+        self, model: str, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0
+    ) -> float:
+        """US dollars (see :meth:`ModelPrice.cost`), or NaN when ``model`` has no price."""
         p = self.price(model)
-        return math.nan if p is None else p.cost(input_tokens, output_tokens)
+        return math.nan if p is None else p.cost(input_tokens, output_tokens, cached_input_tokens)
+
+    def has_cached_input_price(self, model: str) -> bool:
+        """True when ``model`` has a price and a ``cached_input`` price (False: its cached input
+        tokens are priced as input tokens, or it has no price at all).
+
+        Examples
+        --------
+        >>> t = PriceTable.load()
+        >>> t.has_cached_input_price("gpt-4o-mini"), t.has_cached_input_price("gpt-4")
+        (True, False)
+        """
+        p = self.price(model)
+        return p is not None and p.cached_input_usd_per_1m is not None
 
     def describe(self) -> dict[str, Any]:
         """Date, source and file of the table, for manifests."""

@@ -30,6 +30,7 @@ Scripting a route::
     server.chat.push(error(429, retry_after_ms=1), times=2)  # then two rate limits
     server.chat.push(error(503), malformed(), disconnect())
     server.chat.handler = lambda req: ChatAnswer(str(len(req.json["messages"])))  # when queue empty
+    server.chat.handler = PromptCache("2", min_tokens=10)  # usage reports cached prompt tokens
     server.embeddings.fail(500, times=3)                    # faults before the normal answers
     server.embeddings.push(Reply(delay=1.0))                # a normal answer, one second late
     server.embeddings.latency = 0.05                        # added to every answer
@@ -79,6 +80,7 @@ __all__ = [
     "ChatAnswer",
     "OpenAIServer",
     "RateLimited",
+    "PromptCache",
     "RecordedRequest",
     "Reply",
     "Route",
@@ -168,6 +170,9 @@ class ChatAnswer:
     headers : dict of str to str
     model : str, optional
         Default: the requested model.
+    cached_tokens : int, optional
+        Sent as ``usage.prompt_tokens_details.cached_tokens`` (the prompt tokens a provider's
+        prompt cache served); None: no ``prompt_tokens_details`` (as llama.cpp answers).
     """
 
     content: str
@@ -177,6 +182,7 @@ class ChatAnswer:
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     model: str | None = None
+    cached_tokens: int | None = None
 
     def to_reply(self, request: RecordedRequest, seq: int) -> Reply:
         body = request.json if isinstance(request.json, dict) else {}
@@ -186,6 +192,13 @@ class ChatAnswer:
         completion = self.completion_tokens
         if completion is None:
             completion = _n_words(self.content)
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
         return Reply(
             body={
                 "id": f"chatcmpl-test-{seq}",
@@ -200,11 +213,7 @@ class ChatAnswer:
                         "logprobs": None,
                     }
                 ],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                },
+                "usage": usage,
             },
             headers=dict(self.headers),
             delay=self.delay,
@@ -773,3 +782,52 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
         do_GET = _handle
 
     return Handler
+
+
+class PromptCache:
+    """A chat handler that simulates a provider's prompt cache in its ``usage``.
+
+    Tokens are words (as the server's default usage counts them): each answer reports as
+    ``usage.prompt_tokens_details.cached_tokens`` the longest word prefix its messages share
+    with an earlier request's, when at least ``min_tokens`` (OpenAI: 1,024), rounded down to a
+    multiple of ``step`` (OpenAI: 128); else 0.
+
+    Parameters
+    ----------
+    answer : str or callable
+        The assistant's content, or ``(RecordedRequest) -> str``.
+    min_tokens, step : int
+    """
+
+    def __init__(self, answer: str | Callable[[RecordedRequest], str], *, min_tokens: int = 0,
+                 step: int = 1) -> None:  # fmt: skip
+        self.answer = answer
+        self.min_tokens = min_tokens
+        self.step = step
+        self._seen: list[list[str]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: RecordedRequest) -> ChatAnswer:
+        body = request.json if isinstance(request.json, dict) else {}
+        words = [
+            w
+            for m in body.get("messages", []) or []
+            for w in [f"<{m.get('role')}>", *_WORD.findall(str(m.get("content") or ""))]
+        ]
+        with self._lock:
+            shared = max((_common_prefix(words, seen) for seen in self._seen), default=0)
+            self._seen.append(words)
+        # the role markers are not tokens of the default usage count
+        shared -= sum(1 for w in words[:shared] if w.startswith("<"))
+        cached = shared - shared % self.step if shared >= self.min_tokens else 0
+        content = self.answer(request) if callable(self.answer) else self.answer
+        return ChatAnswer(content, cached_tokens=cached)
+
+
+def _common_prefix(a: list[str], b: list[str]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

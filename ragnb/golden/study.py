@@ -76,6 +76,9 @@ def estimate_markdown(estimate: Any, budget_usd: float | None) -> str:
         + f"; prices as of {s['prices'].get('as_of')}."
     ]
     lines += [f"- {n}" for n in s["notes"]]
+    prefix = estimate.prefix_note()
+    if prefix:
+        lines.append(f"- shared prompt prefix: {prefix}")
     return "\n".join(lines)
 
 

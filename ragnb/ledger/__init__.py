@@ -50,6 +50,10 @@ A JSON Lines file; each line an object with these keys:
 ``input_tokens``  int, the API's ``usage.prompt_tokens`` (0 when no answer arrived); for a
                   cache hit, the tokens of the original answer (not billed again)
 ``output_tokens`` int, ``usage.completion_tokens``; as above
+``cached_input_tokens`` int, ``usage.prompt_tokens_details.cached_tokens``: the part of
+                  ``input_tokens`` the provider read from its prompt cache, priced at the
+                  model's ``cached_input`` price (as input when it has none); 0 when the
+                  server reports none, and in ledgers written before the field existed
 ``cached``        bool: served from the cache, costs 0
 ``repeated``      bool: the item had been sent before (marked in flight by an earlier run that
                   never stored its answer: a crash or a failure), so this request pays again
@@ -114,6 +118,7 @@ LEDGER_FIELDS = (
     "status",
     "input_tokens",
     "output_tokens",
+    "cached_input_tokens",
     "cached",
     "repeated",
     "cost_usd",
@@ -218,6 +223,7 @@ class Ledger:
         status: str,
         input_tokens: int = 0,
         output_tokens: int = 0,
+        cached_input_tokens: int = 0,
         cached: bool = False,
         repeated: bool = False,
         judge_id: str = "",
@@ -230,14 +236,17 @@ class Ledger:
         """Append one entry (a line of the file, written whole by one ``write``) and return it.
 
         ``request_id`` names the pending line (:meth:`begin`) this entry completes;
+        ``cached_input_tokens`` is the part of ``input_tokens`` read from the provider's prompt
+        cache (clipped to ``[0, input_tokens]``, priced by :meth:`ragnb.prices.ModelPrice.cost`);
         ``usage_estimated`` flags tokens counted locally (the server sent no usage); ``run_id``
         defaults to this ledger's (another run's id only to complete its lines); ``wait_s``
         is the seconds the request waited for the rate limit before it was sent.
         """
+        cached_in = min(max(int(cached_input_tokens), 0), int(input_tokens))
         if cached:
             cost: float | None = 0.0
         else:
-            c = self.prices.cost(model, input_tokens, output_tokens)
+            c = self.prices.cost(model, input_tokens, output_tokens, cached_in)
             cost = None if math.isnan(c) else round(c, 10)
         entry = {
             "ts": _now(),
@@ -252,6 +261,7 @@ class Ledger:
             "status": status,
             "input_tokens": int(input_tokens),
             "output_tokens": int(output_tokens),
+            "cached_input_tokens": cached_in,
             "cached": bool(cached),
             "repeated": bool(repeated),
             "cost_usd": cost,
@@ -393,8 +403,11 @@ class Ledger:
             The ``by`` columns, then ``requests`` (HTTP requests made), ``answered`` (requests
             with an answer), ``failed`` (requests without), ``cached`` (cache hits),
             ``repeated`` (requests re-sent after an earlier run lost them), ``input_tokens``,
-            ``output_tokens`` (billed: cache hits excluded), ``cost_usd`` (US dollars; NaN when
-            a billed request has no price), ``unpriced`` (such requests), ``estimated``
+            ``output_tokens`` (billed: cache hits excluded), ``cached_input_tokens`` (the part of
+            ``input_tokens`` the provider read from its prompt cache), ``cached_at_input_price``
+            (those of them priced as input because the model has no ``cached_input`` price in
+            the table), ``cost_usd`` (US dollars; NaN when a billed request has no price),
+            ``unpriced`` (such requests), ``estimated``
             (billed requests whose tokens were counted locally: no ``usage`` in the answer, or
             interrupted), ``estimated_usd`` (their part of ``cost_usd``), ``wait_s`` (seconds
             the requests waited for the rate limit, summed), ``in_flight`` (requests of earlier
@@ -403,7 +416,7 @@ class Ledger:
         """
         keys = [by] if isinstance(by, str) else list(by)
         df = self.frame(run_id)
-        return _totals(df, keys, self._orphans(run_id))
+        return _totals(df, keys, self._orphans(run_id), self.prices)
 
     def _orphans(self, run_id: str | None) -> pd.DataFrame:
         with self._lock:
@@ -431,6 +444,8 @@ class Ledger:
                 f"${_usd(t['estimated_usd'] or 0.0)} of it estimated from local token counts "
                 f"({t['estimated']} requests without usage from the server)"
             )
+        if t.get("cached_input_tokens"):
+            words.append(_prompt_cache_words(t))
         if t.get("in_flight"):
             words.append(
                 f"up to ${_usd(t['in_flight_usd'] or 0.0)} more ({t['in_flight']} requests in "
@@ -444,8 +459,8 @@ class Ledger:
         """JSON-safe totals per stage and overall, with the prices' date and source."""
         df = self.frame(run_id)
         orphans = self._orphans(run_id)
-        per_stage = _totals(df, ["stage"], orphans)
-        overall = _totals(df.assign(_all="all"), ["_all"], orphans.assign(_all="all"))
+        per_stage = _totals(df, ["stage"], orphans, self.prices)
+        overall = _totals(df.assign(_all="all"), ["_all"], orphans.assign(_all="all"), self.prices)
         overall = overall.drop(columns="_all")
 
         def rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -469,6 +484,17 @@ class Ledger:
             "torn_lines": self.torn_lines,
             "skipped_lines": self.skipped_lines,
         }
+
+
+def _prompt_cache_words(total: dict[str, Any]) -> str:
+    """The cost note's clause on input tokens read from the provider's prompt cache."""
+    n, at_input = int(total["cached_input_tokens"]), int(total.get("cached_at_input_price") or 0)
+    words = f"{n} of {total['input_tokens']} input tokens read from the provider's prompt cache"
+    if at_input == n:
+        return words + " (priced as input: no cached-input price for the model)"
+    if at_input:
+        return words + f" ({at_input} of them priced as input: no cached-input price)"
+    return words + " (priced at the cached-input rate)"
 
 
 def _py(v: Any) -> Any:
@@ -523,7 +549,9 @@ def _read_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
 
 def _frame(entries: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(entries, columns=list(LEDGER_FIELDS))
-    for col in ("attempt", "input_tokens", "output_tokens"):
+    # ledgers written before cached_input_tokens existed lack it: none were cached
+    df["cached_input_tokens"] = df["cached_input_tokens"].fillna(0)
+    for col in ("attempt", "input_tokens", "output_tokens", "cached_input_tokens"):
         df[col] = df[col].astype("int64")
     for col in ("cached", "repeated", "usage_estimated"):  # older ledgers lack usage_estimated
         df[col] = df[col].astype(object).where(df[col].notna(), False).astype(bool)
@@ -534,8 +562,13 @@ def _frame(entries: list[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
-def _totals(df: pd.DataFrame, keys: list[str], orphans: pd.DataFrame | None = None) -> pd.DataFrame:
-    out = _billed_totals(df, keys)
+def _totals(
+    df: pd.DataFrame,
+    keys: list[str],
+    orphans: pd.DataFrame | None = None,
+    prices: PriceTable | None = None,
+) -> pd.DataFrame:
+    out = _billed_totals(df, keys, prices)
     extra = ["in_flight", "in_flight_usd"]
     if orphans is None or orphans.empty:
         return out.assign(in_flight=0, in_flight_usd=0.0)[[*out.columns, *extra]]
@@ -558,7 +591,9 @@ def _totals(df: pd.DataFrame, keys: list[str], orphans: pd.DataFrame | None = No
     return merged.sort_values(keys).reset_index(drop=True)[[*out.columns, *extra]]
 
 
-def _billed_totals(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def _billed_totals(
+    df: pd.DataFrame, keys: list[str], prices: PriceTable | None = None
+) -> pd.DataFrame:
     cols = [
         *keys,
         "requests",
@@ -568,6 +603,8 @@ def _billed_totals(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         "repeated",
         "input_tokens",
         "output_tokens",
+        "cached_input_tokens",
+        "cached_at_input_price",
         "cost_usd",
         "unpriced",
         "estimated",
@@ -578,6 +615,11 @@ def _billed_totals(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     billed = ~df["cached"]
     estimated = billed & df["usage_estimated"]
+    cached_in = df["cached_input_tokens"].where(billed, 0)
+    rated = {
+        m: prices is not None and prices.has_cached_input_price(str(m)) for m in set(df["model"])
+    }
+    has_rate = df["model"].map(rated).astype(bool)
     work = pd.DataFrame(
         {
             **{k: df[k] for k in keys},
@@ -588,6 +630,8 @@ def _billed_totals(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             "repeated": (billed & df["repeated"]).astype(int),
             "input_tokens": df["input_tokens"].where(billed, 0),
             "output_tokens": df["output_tokens"].where(billed, 0),
+            "cached_input_tokens": cached_in,
+            "cached_at_input_price": cached_in.where(~has_rate, 0),
             "cost_usd": df["cost_usd"],
             "unpriced": (billed & df["cost_usd"].isna()).astype(int),
             "estimated": estimated.astype(int),
@@ -603,6 +647,8 @@ def _billed_totals(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         repeated=("repeated", "sum"),
         input_tokens=("input_tokens", "sum"),
         output_tokens=("output_tokens", "sum"),
+        cached_input_tokens=("cached_input_tokens", "sum"),
+        cached_at_input_price=("cached_at_input_price", "sum"),
         cost_usd=("cost_usd", lambda s: s.sum(min_count=0) if s.notna().all() else math.nan),
         unpriced=("unpriced", "sum"),
         estimated=("estimated", "sum"),

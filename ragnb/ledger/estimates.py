@@ -31,12 +31,14 @@ __all__ = [
     "BudgetExceededError",
     "CostEstimate",
     "PlannedCall",
+    "cacheable_tokens",
     "check_budget",
     "count_message_tokens",
     "count_tokens",
     "encoding_for_model",
     "estimate",
     "estimate_calls",
+    "shared_prefixes",
 ]
 
 # ----------------------------------------------------------------------------- tokens
@@ -149,6 +151,12 @@ class PlannedCall:
         Assumed answer length (the template's ``expected_output_tokens`` unless overridden).
     cached : bool
         The answer is already in the cache: the call will not be made.
+    template : str, default ""
+        The prompt template's id (``name/language#hash8``).
+    prefix : list of dict, default empty
+        The messages every call of the template begins with, cut at the first ``{field}``
+        (:meth:`ragnb.llm.PromptTemplate.static_prefix`): what a provider's prompt cache can
+        serve to all calls after the first.
     """
 
     item: str
@@ -158,6 +166,8 @@ class PlannedCall:
     messages: list[dict[str, str]]
     output_tokens: int
     cached: bool = False
+    template: str = ""
+    prefix: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -177,12 +187,16 @@ class CostEstimate:
         Date, source and file of the price table.
     notes : list of str
         What the estimate leaves out.
+    prefixes : DataFrame
+        One row per (model, template) of the uncached calls (:func:`shared_prefixes`): the
+        prompt prefix the calls share and what a provider's prompt cache could save on it.
     """
 
     frame: pd.DataFrame
     total_usd: float
     prices: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    prefixes: pd.DataFrame = field(default_factory=lambda: _prefix_frame([]))
 
     @property
     def calls(self) -> int:
@@ -218,7 +232,40 @@ class CostEstimate:
             "unpriced_models": self.unpriced_models,
             "prices": self.prices,
             "notes": list(self.notes),
+            "shared_prefixes": [
+                {k: _json_value(v) for k, v in r.items()}
+                for r in self.prefixes.to_dict(orient="records")
+            ],
         }
+
+    def prefix_note(self) -> str:
+        """One sentence per template on the prompt prefix its calls share, its tokens and what
+        a provider's prompt cache could save on it ("" when no call is planned).
+
+        Examples
+        --------
+        >>> CostEstimate(pd.DataFrame(), 0.0, {}).prefix_note()
+        ''
+        """
+        words = []
+        for r in self.prefixes.itertuples(index=False):
+            head = f"{r.calls} calls of {r.template or 'the prompt'} ({r.model}) share a prefix "
+            head += f"of {r.prefix_tokens} tokens ({r.prefix_preview!r})"
+            if r.cacheable_tokens == 0:
+                tail = (
+                    f"; shorter than the {PROMPT_CACHE_MIN_TOKENS} tokens a provider's prompt "
+                    "cache needs, so it saves nothing"
+                )
+            elif math.isnan(r.saving_usd):
+                tail = f"; {r.cacheable_tokens} tokens cacheable per call (no price for the model)"
+            else:
+                rate = "" if r.cached_input_price else " (no cached-input price: priced as input)"
+                tail = (
+                    f"; a prompt cache could serve {r.cacheable_tokens} tokens of each call after "
+                    f"the first: up to ${r.saving_usd:.4f} less{rate}"
+                )
+            words.append(head + tail + ".")
+        return " ".join(words)
 
     def __repr__(self) -> str:
         s = self.summary()
@@ -229,6 +276,111 @@ class CostEstimate:
             f"{s['input_tokens']} input + {s['output_tokens']} output tokens, {total}{approx}; "
             f"prices as of {self.prices.get('as_of')})"
         )
+
+
+#: OpenAI's prompt cache: prompts of at least 1,024 tokens, hits in steps of 128 tokens.
+PROMPT_CACHE_MIN_TOKENS, PROMPT_CACHE_STEP_TOKENS = 1024, 128
+
+_PREFIX_COLUMNS = [
+    "model",
+    "template",
+    "prefix_preview",
+    "prefix_chars",
+    "prefix_tokens",
+    "calls",
+    "cacheable_tokens",
+    "cached_input_price",
+    "saving_usd",
+]
+
+
+def _json_value(v: Any) -> Any:
+    v = v.item() if hasattr(v, "item") else v
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def _prefix_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=_PREFIX_COLUMNS)
+    return frame.astype(
+        {
+            "prefix_chars": "int64",
+            "prefix_tokens": "int64",
+            "calls": "int64",
+            "cacheable_tokens": "int64",
+            "cached_input_price": bool,
+            "saving_usd": "float64",
+        }
+    )
+
+
+def cacheable_tokens(prefix_tokens: int) -> int:
+    """Tokens of a shared prefix that OpenAI's prompt cache can serve: none below 1,024, else
+    the prefix rounded down to a multiple of 128.
+
+    References
+    ----------
+    .. [1] OpenAI, "Prompt caching" guide: caching applies to prompts of 1,024 tokens or more;
+       cache hits occur in increments of 128 tokens.
+
+    Examples
+    --------
+    >>> cacheable_tokens(900), cacheable_tokens(1024), cacheable_tokens(1300)
+    (0, 1024, 1280)
+    """
+    n = int(prefix_tokens)
+    if n < PROMPT_CACHE_MIN_TOKENS:
+        return 0
+    return n - n % PROMPT_CACHE_STEP_TOKENS
+
+
+def shared_prefixes(calls: Sequence[PlannedCall], prices: PriceTable) -> pd.DataFrame:
+    """The prompt prefix each template's uncached calls share, and what caching it could save.
+
+    Parameters
+    ----------
+    calls : sequence of PlannedCall
+        Calls without a :attr:`PlannedCall.prefix` (or cached) are left out.
+    prices : PriceTable
+
+    Returns
+    -------
+    DataFrame
+        One row per (model, template): ``model``, ``template`` (its id), ``prefix_preview``
+        (the prefix's last 60 characters), ``prefix_chars``, ``prefix_tokens`` (counted
+        offline like prompts, the per-message overhead included, the reply priming not),
+        ``calls`` (uncached calls sharing it), ``cacheable_tokens`` (:func:`cacheable_tokens`),
+        ``cached_input_price`` (bool: the model has a ``cached_input`` price; when False the
+        saving is 0: cached tokens are priced as input), ``saving_usd`` (US dollars, an upper
+        bound: every call after the first reads the cacheable tokens from the cache at the
+        cached-input price instead of the input price; NaN when the model has no price).
+
+    References
+    ----------
+    .. [1] OpenAI, "Prompt caching" guide (prefix match, 1,024-token minimum, 128-token
+       increments, cache cleared after minutes of inactivity: the saving is "up to").
+    """
+    groups: dict[tuple[str, str], list[PlannedCall]] = {}
+    for c in calls:
+        if c.prefix and not c.cached:
+            groups.setdefault((c.model, c.template), []).append(c)
+    rows = []
+    for (model, template), members in sorted(groups.items()):
+        prefix = members[0].prefix
+        n_tokens = count_message_tokens(prefix, model)[0] - _REPLY_PRIMING
+        text = "\n".join(str(m.get("content") or "") for m in prefix)
+        usable = cacheable_tokens(n_tokens)
+        price = prices.price(model)
+        if price is None:
+            saving = math.nan
+        else:
+            per_token = price.cost(1, 0) - price.cost(1, 0, 1)
+            saving = (len(members) - 1) * usable * per_token
+        has_rate = prices.has_cached_input_price(model)
+        preview = text if len(text) <= 60 else "..." + text[-57:]
+        rows.append(
+            (model, template, preview, len(text), n_tokens, len(members), usable, has_rate, saving)
+        )
+    return _prefix_frame(rows)
 
 
 def estimate(
@@ -343,7 +495,7 @@ def estimate_calls(
     if frame["approximate"].any():
         models = sorted(set(frame.loc[frame["approximate"], "model"]))
         all_notes.append(f"no known tokenizer for {models}: o200k_base counts are approximate")
-    return CostEstimate(frame, total, prices.describe(), all_notes)
+    return CostEstimate(frame, total, prices.describe(), all_notes, shared_prefixes(calls, prices))
 
 
 class BudgetExceededError(RuntimeError):

@@ -48,6 +48,7 @@ __all__ = [
     "build_call",
     "expected_grade",
     "has_usage",
+    "read_cached_tokens",
     "read_completion",
     "read_logprobs",
     "response_format",
@@ -440,6 +441,42 @@ def read_completion(data: Any) -> tuple[str, int, int]:
 
     text = content if isinstance(content, str) else ""
     return text, count("prompt_tokens"), count("completion_tokens")
+
+
+def read_cached_tokens(data: Any) -> int:
+    """Prompt tokens of a chat completion that the provider read from its prompt cache.
+
+    OpenAI reports them as ``usage.prompt_tokens_details.cached_tokens`` (part of
+    ``usage.prompt_tokens``, billed at the cached-input price); servers that send no such field
+    (llama.cpp, most local servers) read as 0.
+
+    Returns
+    -------
+    int
+        In ``[0, usage.prompt_tokens]``; 0 when the field is missing or not a non-negative
+        integer.
+
+    References
+    ----------
+    .. [1] OpenAI, "Prompt caching" guide: ``usage.prompt_tokens_details.cached_tokens``.
+
+    Examples
+    --------
+    >>> read_cached_tokens({"usage": {"prompt_tokens": 1500,
+    ...                               "prompt_tokens_details": {"cached_tokens": 1280}}})
+    1280
+    >>> read_cached_tokens({"usage": {"prompt_tokens": 12}})
+    0
+    """
+    usage = data.get("usage") if isinstance(data, dict) else None
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    v = details.get("cached_tokens") if isinstance(details, dict) else None
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        return 0
+    prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    if isinstance(prompt, int) and not isinstance(prompt, bool):
+        return min(v, max(prompt, 0))
+    return v
 
 
 def has_usage(data: Any) -> bool:

@@ -358,6 +358,8 @@ class ChatClient:
                 c.messages,
                 c.template.expected_output_tokens,
                 c.key in found,
+                c.template.id,
+                c.template.static_prefix(),
             )
             for c in unique.values()
         ]

@@ -445,6 +445,45 @@ class PromptTemplate:
         messages.append({"role": "user", "content": self.user.format(**values)})
         return messages
 
+    def static_prefix(self) -> list[dict[str, str]]:
+        """The messages every call of this template begins with: the text before the first
+        ``{field}`` (the system message whole when it has no field, then the user message up to
+        its first field), literal braces unescaped.
+
+        A provider's prompt cache serves the longest prefix a request shares with recent ones;
+        for one template that is at least this prefix, so it bounds what the cache can save.
+
+        Returns
+        -------
+        list of dict
+            ``{"role", "content"}`` messages; the last one is cut at the first field (empty
+            content when a message starts with a field).
+
+        References
+        ----------
+        .. [1] OpenAI, "Prompt caching" guide: cache hits need an exact prefix match; put
+           static content first, variable content last.
+
+        Examples
+        --------
+        >>> t = PromptTemplate("t", "en", "grade", "integer", "Rate {passage} for {query}.",
+        ...                    system="Be strict.", scale=(0, 1))
+        >>> t.static_prefix()
+        [{'role': 'system', 'content': 'Be strict.'}, {'role': 'user', 'content': 'Rate '}]
+        """
+        out = []
+        for role, text in (("system", self.system), ("user", self.user)):
+            if not text:
+                continue
+            head = []
+            for literal, name, _, _ in string.Formatter().parse(text):
+                head.append(literal)
+                if name is not None:
+                    out.append({"role": role, "content": "".join(head)})
+                    return out
+            out.append({"role": role, "content": "".join(head)})
+        return out
+
     def render_reminder(self, values: Mapping[str, Any]) -> str:
         """The reminder message (rank prompts may use the batch's ``{labels_text}``)."""
         return self.reminder.format(**values) if self.reminder else ""

@@ -41,7 +41,8 @@ expected grade (NaN), and the run logs a warning with the count.
 
 Every HTTP request is appended to the :class:`~ragnb.ledger.Ledger` twice: a ``pending`` line
 before it is sent (write-ahead, with the prompt's token count and the template's expected answer
-length) and its outcome (attempt number, status, usage tokens) when it ends. An answer without
+length) and its outcome (attempt number, status, usage tokens, the prompt tokens the provider
+read from its prompt cache) when it ends. An answer without
 ``usage`` is costed from local token counts (:func:`ragnb.ledger.count_message_tokens`) and
 flagged ``usage_estimated``. Requests an earlier run left pending (killed in flight) are
 reconciled (:meth:`ragnb.ledger.Ledger.reconcile`) when this run sends their prompt again.
@@ -70,6 +71,7 @@ from ragnb.llm.calls import (
     LLMCall,
     expected_grade,
     has_usage,
+    read_cached_tokens,
     read_completion,
     read_logprobs,
 )
@@ -542,6 +544,7 @@ class CallSender:
                 status="ok",
                 input_tokens=n_in,
                 output_tokens=n_out,
+                cached_input_tokens=0 if estimated else read_cached_tokens(data),
                 usage_estimated=estimated,
             )
             return content, data
