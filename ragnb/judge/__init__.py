@@ -17,6 +17,9 @@ Judges
     (:mod:`ragnb.ledger`).
 :class:`QrelsJudge`, :class:`NoisyJudge`
     Offline: existing labels, labels plus noise (:mod:`ragnb.judge.offline`).
+:class:`EnsembleJudge`, :class:`SelfConsistentJudge`
+    Several judges, or several samples of one judge (:mod:`ragnb.judge.consistency`), combined
+    by a vote; :func:`self_agreement` measures how far the samples agree.
 
 Examples
 --------
@@ -38,6 +41,7 @@ from ragnb.judge.base import (
     RankRequest,
     RankResult,
 )
+from ragnb.judge.consistency import SelfConsistentJudge, self_agreement
 from ragnb.judge.ensemble import EnsembleGrades, EnsembleJudge, combine_grades
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL, OpenAIJudge
 from ragnb.judge.offline import NoisyJudge, QrelsJudge
@@ -56,5 +60,7 @@ __all__ = [
     "QrelsJudge",
     "RankRequest",
     "RankResult",
+    "SelfConsistentJudge",
     "combine_grades",
+    "self_agreement",
 ]
