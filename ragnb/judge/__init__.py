@@ -21,6 +21,12 @@ Judges
     Several judges, or several samples of one judge (:mod:`ragnb.judge.consistency`), combined
     by a vote; :func:`self_agreement` measures how far the samples agree.
 
+Auditing grades
+---------------
+:func:`bias_audit` (slopes of grades and errors against passage length and query-term overlap)
+and :func:`position_audit` (listwise answers in reversed and shuffled orders), in
+:mod:`ragnb.judge.bias`.
+
 Examples
 --------
 >>> from ragnb.judge import QrelsJudge
@@ -41,6 +47,7 @@ from ragnb.judge.base import (
     RankRequest,
     RankResult,
 )
+from ragnb.judge.bias import PositionAudit, bias_audit, passage_features, position_audit
 from ragnb.judge.consistency import SelfConsistentJudge, self_agreement
 from ragnb.judge.ensemble import EnsembleGrades, EnsembleJudge, combine_grades
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL, OpenAIJudge
@@ -57,10 +64,14 @@ __all__ = [
     "Judge",
     "NoisyJudge",
     "OpenAIJudge",
+    "PositionAudit",
     "QrelsJudge",
     "RankRequest",
     "RankResult",
     "SelfConsistentJudge",
+    "bias_audit",
     "combine_grades",
+    "passage_features",
+    "position_audit",
     "self_agreement",
 ]

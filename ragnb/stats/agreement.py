@@ -423,9 +423,7 @@ def resampled_sums(
         yield mult @ tables
 
 
-def percentile_interval(
-    boot: np.ndarray, ci: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def percentile_interval(boot: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The percentile bootstrap interval of each column of ``boot``, NaN resamples left out.
 
     Parameters
