@@ -269,7 +269,8 @@ def consistency_markdown(result: SelfConsistency, local: bool) -> str:
     lines = [
         f"**Self-consistency:** {result.judge_id} graded each of {int(own['n_pairs'])} pairs "
         f"{result.samples} times at temperature {t_text} (an LLM judge's; a simulated judge "
-        "draws fresh noise instead), each sample its own cache entry (a second run is free). The samples agree with each other with a mean Cohen's kappa of "
+        "draws fresh noise instead), each sample its own cache entry (a second run is free). "
+        "The samples agree with each other with a mean Cohen's kappa of "
         f"{own['kappa']:.3f} (over every two samples) and Krippendorff's alpha (ordinal) of "
         f"{own['alpha (ordinal)']:.3f} (over all of them).",
         "",
