@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragnb.errors import InputError
 from ragnb.golden.config import GoldenSetConfig
 from ragnb.golden.ensemble import AGREEMENT_COLUMNS, ensemble_agreement
 from ragnb.golden.goldenset import GoldenSet
@@ -139,7 +140,7 @@ def _check_cost(golden: GoldenSet, judge: Any, items: Any, kind: str, stage: str
     check_budget(est, left)
 
 
-def self_consistency_for(golden: GoldenSet, human: Any = None) -> SelfConsistency:
+def self_consistency_for(golden: GoldenSet, human: Any = None) -> SelfConsistency | None:
     """Grade the golden set's S4 pairs ``consistency_samples`` times and measure agreement.
 
     Parameters
@@ -151,21 +152,24 @@ def self_consistency_for(golden: GoldenSet, human: Any = None) -> SelfConsistenc
 
     Returns
     -------
-    SelfConsistency
+    SelfConsistency or None
+        None when the judge does not draw samples (:meth:`ragnb.judge.Judge.with_sample`: a
+        judge of one's own that does not implement it).
 
     Raises
     ------
-    InputError
-        When the judge does not draw samples.
     BudgetExceededError
         When the samples' calls would take the run past ``budget_usd`` (before any call).
     JudgeUnavailable
         When the judge's server cannot answer (answers received stay cached).
     """
     cfg = _config(golden)
-    judge = SelfConsistentJudge(
-        golden.judge, samples=cfg.consistency_samples, temperature=cfg.consistency_temperature
-    )
+    try:
+        judge = SelfConsistentJudge(
+            golden.judge, samples=cfg.consistency_samples, temperature=cfg.consistency_temperature
+        )
+    except InputError:
+        return None
     items = _items(golden)
     _check_cost(golden, judge, items, "grade", CONSISTENCY_STAGE)
     graded = judge.grade_members(items, stage=CONSISTENCY_STAGE)

@@ -272,8 +272,8 @@ class GoldenSetResult(StudyResultBase):
             lines.append(skipped("Calibration", "there are no human labels"))
         if self.ppi_labels is None:
             lines.append(skipped("Prediction-powered estimates", _PPI_NEEDS))
-        if not cfg.consistency_samples:
-            lines.append(skipped("Self-consistency", "`consistency_samples=0`"))
+        if self.consistency is None:
+            lines.append(skipped("Self-consistency", self._no_consistency()))
         if not cfg.judge_audit:
             lines.append(skipped("Judge bias audit", "`judge_audit=False`"))
         if not cfg.simulate:
@@ -357,8 +357,13 @@ class GoldenSetResult(StudyResultBase):
         from ragnb.golden.judge_checks import consistency_markdown
 
         if self.consistency is None:
-            return skipped("Self-consistency", "`consistency_samples=0`")
+            return skipped("Self-consistency", self._no_consistency())
         return consistency_markdown(self.consistency, self._local())
+
+    def _no_consistency(self) -> str:
+        if not self.config.consistency_samples:
+            return "`consistency_samples=0`"
+        return "the judge does not draw samples (`Judge.with_sample`)"
 
     def _judge_audit_text(self) -> str:
         from ragnb.golden.judge_checks import audit_markdown
