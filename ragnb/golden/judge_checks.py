@@ -132,7 +132,10 @@ def _check_cost(golden: GoldenSet, judge: Any, items: Any, kind: str, stage: str
     budget = golden.build.budget_usd
     if budget is None:
         return
-    est = estimate(judge, items, kind=kind, stage=stage)
+    # the golden set's judge's price table (a local model is priced at 0 there)
+    ledger = getattr(golden.judge, "ledger", None) or golden.build.ledger
+    prices = None if ledger is None else ledger.prices
+    est = estimate(judge, items, kind=kind, stage=stage, prices=prices)
     if not est.calls:
         return
     spent = golden.estimate.total_usd if golden.estimate is not None else 0.0
