@@ -268,6 +268,10 @@ def judge_audit_for(golden: GoldenSet, human: Any = None) -> JudgeAudit:
     return JudgeAudit(slopes, position, notes)
 
 
+def _queries(n: int) -> str:
+    return f"{n} query" if n == 1 else f"{n} queries"
+
+
 def consistency_markdown(result: SelfConsistency, local: bool) -> str:
     """Markdown above the self-consistency table: what was sampled and what the numbers mean."""
     t = result.table.set_index("rater")
@@ -318,12 +322,12 @@ def audit_markdown(audit: JudgeAudit, local: bool) -> str:
             lines.append(
                 f"- {target} against {feature}: {r['slope']:+.3f} grades {what} "
                 f"[{r['low']:+.3f}, {r['high']:+.3f}], the interval {sure} ({int(r['n_pairs'])} "
-                f"pairs, {int(r['n_queries'])} queries)."
+                f"pairs, {_queries(int(r['n_queries']))})."
             )
     few = int(s["n_queries"].max()) if len(s) else 0
     if few < 10:
         lines.append(
-            f"- Only {few} queries: an interval resampling so few queries is rough, and with "
+            f"- Only {_queries(few)}: an interval resampling so few queries is rough, and with "
             "2 or 3 it can span anything. Read the slopes, not the intervals, or give more "
             "queries (`max_queries`)."
         )
@@ -348,6 +352,13 @@ def audit_markdown(audit: JudgeAudit, local: bool) -> str:
             f"({p.n_permutations} exchanges): a small p says the judge's order follows where "
             "passages stand in the prompt, not only what they say.",
         ]
+        if p.n_batches < 5:
+            lines.append(
+                f"With {p.n_batches} batch(es) the test has little power: the answers of one "
+                "batch can be exchanged among its orders in only a few ways, so even a judge "
+                "that always puts the first passage first cannot reach a small p. Judge more "
+                "queries for a verdict."
+            )
     if local:
         lines += [
             "",
