@@ -33,15 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from local_judge_agreement import (  # noqa: E402
-    DATASET,
-    SCALE,
-    choose_pairs,
-    local_ledger,
-    local_model_missing,
-    make_judge,
-    pair_items,
-)
+import local_judge_agreement as lja  # noqa: E402
 
 FLOATS = {"float_format": lambda v: f"{v:.3f}"}
 
@@ -71,44 +63,34 @@ def position_batches(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--dataset", type=Path, default=lja.DATASET)
     parser.add_argument("--n", type=int, default=45, help="pairs to judge (n // 3 per grade)")
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--batch", type=int, default=4, help="passages per position batch")
     parser.add_argument("--max-batches", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cache-dir", default=None, help="ragnb cache (default: ~/.cache/ragnb)")
-    parser.add_argument("--out", type=Path, default=None, help="folder for the ledger")
-    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
+    lja.add_local_arguments(parser)
     args = parser.parse_args(argv)
 
     from ragnb.cache import Cache
     from ragnb.golden import ensemble_agreement
-    from ragnb.io import read_beir
     from ragnb.judge import SelfConsistentJudge, bias_audit, position_audit, self_agreement
     from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
-    from ragnb.measures import map_grades
-    from ragnb.retrieve import doc_texts
 
-    if local_model_missing():
+    if lja.local_model_missing():
         return 2
     t0 = time.perf_counter()
-    data = read_beir(args.dataset, split="test")
-    pool = {"qrels": data.qrels[["query_id", "doc_id"]]}
-    chosen, _, _ = choose_pairs(data.qrels, pool, args.n, args.seed)
-    text = pd.Series(doc_texts(data.corpus), index=data.corpus["doc_id"])
-    items = pair_items(chosen, data.queries, text)
-    human = map_grades(chosen, "trec-dl")
-    labels = list(range(SCALE[0], SCALE[1] + 1))
+    data, chosen, items, human, text, _ = lja.labelled_pairs(args.dataset, args.n, args.seed)
+    labels = list(range(lja.SCALE[0], lja.SCALE[1] + 1))
     print(
         f"{args.dataset.name}: {len(chosen)} pairs on {chosen['query_id'].nunique()} queries, "
         f"{args.samples} samples each at temperature {args.temperature:g}"
     )
-    out, ledger = local_ledger(args.out, "ragnb-consistency-")
+    out, ledger = lja.local_ledger(args.out, "ragnb-consistency-")
     load = os.getloadavg()
     with LocalLLMServer(DEFAULT_MODEL, n_threads=args.threads) as server:
-        judge = make_judge(server, Cache(args.cache_dir), ledger, constrained=True)
+        judge = lja.make_judge(server, Cache(args.cache_dir), ledger, constrained=True)
         sc = SelfConsistentJudge(judge, samples=args.samples, temperature=args.temperature)
         start = time.perf_counter()
         graded = sc.grade_members(items)
@@ -134,11 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(pos.summary.to_string(index=False, **FLOATS))
         print(f"correlation {pos.correlation:.3f}, randomization p {pos.p_value:.4f}")
-    after = os.getloadavg()
-    print(
-        f"\nload average {load[0]:.1f} before, {after[0]:.1f} after, {os.cpu_count()} cores; "
-        f"ledger in {out}; total {time.perf_counter() - t0:.0f} s"
-    )
+    lja.print_load(load, out, t0)
     return 0
 
 

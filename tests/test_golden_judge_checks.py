@@ -8,7 +8,7 @@ import dataclasses
 
 import pandas as pd
 import pytest
-from test_golden import PYDOCS, CountingJudge, build
+from test_golden import PYDOCS, CountingJudge, build, tiny_config
 
 from ragnb import golden
 from ragnb.cache import Cache
@@ -101,18 +101,7 @@ def test_checks_are_priced_before_any_call(pydocs, five, tmp_path):
 
 def test_study_shows_the_checks_and_skips_a_judge_that_does_not_sample(tmp_path):
     data = read_beir(PYDOCS)
-    config = GoldenSetConfig(
-        judge="noisy",
-        retrievers=["bm25"],
-        new_systems=[],
-        max_queries=3,
-        depth=4,
-        min_pool=4,
-        top_n=2,
-        simulate=False,
-        ppi_labels=0,
-        cache_dir=str(tmp_path / "cache"),
-    )
+    config = tiny_config(tmp_path, max_queries=3)
     result = golden.run(
         config, dataset=data, judge=CountingJudge(QrelsJudge(data.qrels, missing=0))
     )

@@ -32,21 +32,13 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.judge.base import Judge
 from ragnb.judge.ensemble import EnsembleGrades, EnsembleJudge
-from ragnb.stats.agreement import krippendorff_alpha_coders, weighted_kappa
+from ragnb.stats.agreement import STATISTICS, krippendorff_alpha_coders, weighted_kappa
 
 __all__ = ["SELF_AGREEMENT", "SelfConsistentJudge", "self_agreement"]
 
 #: The statistics of :func:`self_agreement`, in row order: the first four are means over every
 #: two samples, the alphas are over all samples at once.
-SELF_AGREEMENT = (
-    "exact agreement",
-    "kappa",
-    "kappa (linear)",
-    "kappa (quadratic)",
-    "alpha (nominal)",
-    "alpha (ordinal)",
-    "alpha (interval)",
-)
+SELF_AGREEMENT = tuple(s for s in STATISTICS if s != "within one grade")
 _WEIGHTS = {"kappa": "none", "kappa (linear)": "linear", "kappa (quadratic)": "quadratic"}
 
 
@@ -151,19 +143,16 @@ class SelfConsistentJudge(EnsembleJudge):
         ``temperature`` and the ensemble's rule."""
         return {
             "judge_id": self.judge_id,
-            "class": type(self).__name__,
-            "scale": list(self.scale) if self.scale else None,
-            "samples": self.samples,
-            "temperature": self.temperature,
-            "combine": self.combine,
-            "tie": self.tie,
-            "quorum": self.quorum,
+            **self._identity(),
             "judge": self.judge.describe(),
         }
 
     def fingerprint(self) -> dict[str, Any]:
         """What identifies the grades: the class, scale, ``samples``, ``temperature``, the rule
         and the sampled judge's :meth:`~ragnb.judge.Judge.fingerprint`."""
+        return {**self._identity(), "judge": self.judge.fingerprint()}
+
+    def _identity(self) -> dict[str, Any]:
         return {
             "class": type(self).__name__,
             "scale": list(self.scale) if self.scale else None,
@@ -172,7 +161,6 @@ class SelfConsistentJudge(EnsembleJudge):
             "combine": self.combine,
             "tie": self.tie,
             "quorum": self.quorum,
-            "judge": self.judge.fingerprint(),
         }
 
 

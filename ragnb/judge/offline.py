@@ -22,14 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.judge.base import (
-    GradeRequest,
-    GradeResult,
-    Judge,
-    RankRequest,
-    RankResult,
-    check_sample,
-)
+from ragnb.judge.base import GradeRequest, GradeResult, Judge, RankRequest, RankResult, check_sample
 from ragnb.provenance import sha256_json
 
 __all__ = ["NoisyJudge", "QrelsJudge"]
