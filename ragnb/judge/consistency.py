@@ -85,9 +85,9 @@ class SelfConsistentJudge(EnsembleJudge):
     References
     ----------
     .. [1] Wang et al., ICLR 2023 (self-consistency).
-    .. [2] R. Thakur et al., "UMBRELA: UMbrela is the (Open-Source Reproduction of the) Bing
-       RELevance Assessor", arXiv:2406.06519, 2024 (its repository's first issue asks for n
-       samples per pair with a vote).
+    .. [2] S. Upadhyay, R. Pradeep, N. Thakur, N. Craswell and J. Lin, "UMBRELA: UMbrela is the
+       (Open-Source Reproduction of the) Bing RELevance Assessor", arXiv:2406.06519, 2024: an
+       LLM relevance assessor whose users ask for n samples per pair with a vote.
 
     Examples
     --------
