@@ -49,11 +49,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from local_judge_agreement import (  # noqa: E402
     DATASET,
     SCALE,
-    choose_pairs,
+    add_local_arguments,
+    labelled_pairs,
     local_ledger,
     local_model_missing,
     make_judge,
-    pair_items,
+    print_load,
 )
 
 FLOATS = {"float_format": lambda v: f"{v:.3f}"}
@@ -109,27 +110,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=90, help="pairs to judge (n // 3 per grade)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--noise-sd", type=float, default=1.0, help="the simulated judge's sd")
-    parser.add_argument("--cache-dir", default=None, help="ragnb cache (default: ~/.cache/ragnb)")
-    parser.add_argument("--out", type=Path, default=None, help="folder for the ledger")
-    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
+    add_local_arguments(parser)
     args = parser.parse_args(argv)
 
     from ragnb.cache import Cache
-    from ragnb.io import read_beir
     from ragnb.judge import NoisyJudge
     from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
-    from ragnb.measures import map_grades
-    from ragnb.retrieve import doc_texts
 
     if local_model_missing():
         return 2
     t0 = time.perf_counter()
-    data = read_beir(args.dataset, split="test")
-    pool = {"qrels": data.qrels[["query_id", "doc_id"]]}
-    chosen, _, n_labelled = choose_pairs(data.qrels, pool, args.n, args.seed)
-    text = pd.Series(doc_texts(data.corpus), index=data.corpus["doc_id"])
-    items = pair_items(chosen, data.queries, text)
-    human = map_grades(chosen, "trec-dl")
+    _, chosen, items, human, _, n_labelled = labelled_pairs(args.dataset, args.n, args.seed)
     print(
         f"{args.dataset.name}: {n_labelled} labelled pairs; judged {len(chosen)} on "
         f"{chosen['query_id'].nunique()} queries (per human grade: "
@@ -151,11 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n== B. local/en and {simulated.judge_id} (reads the human labels)")
         names = ["local/en", f"noisy(sd={args.noise_sd:g})"]
         agreement_tables(human, [english, simulated], names, items)
-    after = os.getloadavg()
-    print(
-        f"\nload average {load[0]:.1f} before, {after[0]:.1f} after, {os.cpu_count()} cores; "
-        f"ledger in {out}; total {time.perf_counter() - t0:.0f} s"
-    )
+    print_load(load, out, t0)
     return 0
 
 

@@ -105,6 +105,46 @@ def choose_pairs(qrels: pd.DataFrame, runs: dict[str, pd.DataFrame], n: int, see
     return chosen, len(pool), len(labelled)
 
 
+def labelled_pairs(dataset: Path, n: int, seed: int) -> tuple[Any, Any, Any, Any, Any, int]:
+    """``n // 3`` labelled pairs per human grade of ``dataset``'s qrels (the qrels as the pool).
+
+    Returns
+    -------
+    data, chosen, items, human, text, n_labelled
+        The dataset (:func:`ragnb.io.read_beir`, split ``test``), the chosen pairs
+        (:func:`choose_pairs`), the judge's items (:func:`pair_items`), the chosen labels mapped
+        onto 1-5 by the ``trec-dl`` map, each document's text (Series by doc id), and the
+        labelled pairs chosen from.
+    """
+    from ragnb.io import read_beir
+    from ragnb.measures import map_grades
+    from ragnb.retrieve import doc_texts
+
+    data = read_beir(dataset, split="test")
+    pool = {"qrels": data.qrels[["query_id", "doc_id"]]}
+    chosen, _, n_labelled = choose_pairs(data.qrels, pool, n, seed)
+    text = pd.Series(doc_texts(data.corpus), index=data.corpus["doc_id"])
+    items = pair_items(chosen, data.queries, text)
+    return data, chosen, items, map_grades(chosen, "trec-dl"), text, n_labelled
+
+
+def add_local_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--cache-dir``, ``--out`` and ``--threads`` of the benchmarks of the local judge."""
+    parser.add_argument("--cache-dir", default=None, help="ragnb cache (default: ~/.cache/ragnb)")
+    parser.add_argument("--out", type=Path, default=None, help="folder for the ledger")
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
+
+
+def print_load(before: tuple[float, float, float], out: Path, t0: float) -> None:
+    """The closing line of a benchmark of the local judge: the load average before and now,
+    the cores, the ledger's folder and the seconds since ``t0``."""
+    after = os.getloadavg()
+    print(
+        f"\nload average {before[0]:.1f} before, {after[0]:.1f} after, {os.cpu_count()} cores; "
+        f"ledger in {out}; total {time.perf_counter() - t0:.0f} s"
+    )
+
+
 def local_model_missing() -> bool:
     """Whether the local model cannot run here (then the reason is printed on stderr)."""
     from ragnb.llm.server import local_llm_unavailable

@@ -100,6 +100,23 @@ def build(data, queries, judge, run_dir=None, **kw):
     )
 
 
+def tiny_config(tmp_path: Path, **kw) -> GoldenSetConfig:
+    """A golden set of 2 queries, BM25 pools of 4, no new system, no simulation, no PPI."""
+    params = {
+        "judge": "noisy",
+        "retrievers": ["bm25"],
+        "new_systems": [],
+        "max_queries": 2,
+        "depth": 4,
+        "min_pool": 4,
+        "top_n": 2,
+        "simulate": False,
+        "ppi_labels": 0,
+        "cache_dir": str(tmp_path / "cache"),
+    }
+    return GoldenSetConfig(**{**params, **kw})
+
+
 def small_beir(src: Path, dst: Path, n_queries: int = 3) -> Path:
     """The first ``n_queries`` judged queries of ``src`` with the whole corpus (so that the
     retrievers find unjudged documents too)."""
@@ -576,18 +593,7 @@ def test_run_takes_an_already_built_dataset_and_judge(tmp_path):
 
     data = read_beir(PYDOCS)
     judge = QrelsJudge(data.qrels, missing=0)
-    config = GoldenSetConfig(
-        judge="noisy",  # recorded only: the judge passed grades
-        retrievers=["bm25"],
-        new_systems=[],
-        max_queries=2,
-        depth=4,
-        min_pool=4,
-        top_n=2,
-        simulate=False,
-        ppi_labels=0,
-        cache_dir=str(tmp_path / "cache"),
-    )
+    config = tiny_config(tmp_path)  # judge="noisy" is recorded only: the judge passed grades
     result = golden.run(config, dataset=data, judge=judge)
     assert result.golden is not None and result.golden.judge is judge
     assert result.golden.build.labels is data.qrels

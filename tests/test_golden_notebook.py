@@ -86,8 +86,9 @@ def test_offline_report_says_on_its_first_screen_that_the_judge_is_simulated(pyd
     assert BANNER in text
     assert text.index(BANNER) < text.index("Cost before spending") < 1500
     assert "compute(" not in page and "GoldenPipeline" not in text  # code cells hidden
-    # grades, overlap, Judged@K, convergence, confusion matrix, system scatter, PR, simulation
-    assert page.count(CHART) == 8
+    # grades, overlap, Judged@K, convergence, confusion matrix, system scatter, PR, bias
+    # slopes, simulation
+    assert page.count(CHART) == 9
     for heading in (
         "Grade distributions",
         "Pool overlap between systems",
@@ -95,6 +96,12 @@ def test_offline_report_says_on_its_first_screen_that_the_judge_is_simulated(pyd
         "Refinement convergence (S6)",
         "SPEAR: precision exact, recall relative",
         "Calibration against human labels",
+        "Self-consistency: does the judge agree with itself?",
+        "samples with each other",
+        "majority of 3",
+        "Judge bias audit: passage length, query overlap, position",
+        "grade - human against words",
+        "Position: the same 95 batch(es)",
         "Prediction-powered estimates",
         "How many more human labels would halve the interval",
         "Simulation: refinement vs one-shot",
@@ -112,7 +119,15 @@ def test_offline_report_exports_the_run_folder(pydocs_report):
     assert manifest["counts"]["queries"] == 95
     assert manifest["increments"][0]["system"] == "bm25-plain"
     assert sorted(manifest["stages"]) == ["s1", "s2", "s3", "s4", "s5", "s6"]
-    for name in ("golden.qrels", "refined.trec", "judged_at_k.csv", "simulation.csv"):
+    for name in (
+        "golden.qrels",
+        "refined.trec",
+        "judged_at_k.csv",
+        "simulation.csv",
+        "self_consistency.csv",
+        "bias_slopes.csv",
+        "position_changes.csv",
+    ):
         assert (export / name).exists(), name
     assert (export / "stages" / "s6.done.json").exists()
     assert (export / "calibration" / "calibration.json").exists()
@@ -228,6 +243,8 @@ def test_default_report_uses_the_local_model_and_says_so(tmp_path):
     assert "Judge: openai-judge:smollm2-135m-instruct" in first and "not a judge to trust" in first
     assert "Sample: 1 of the 95 queries" in first and "shrunk so that the report renders" in first
     assert "Cohen's kappa" in text and "Thomas et al." in text and "Kendall tau" in text
+    assert "With the tiny local model (SmolLM2-135M) expect kappa with people near 0" in text
+    assert "Bias audit" in text and "Position:" in text
     manifest = json.loads((tmp_path / "export" / "manifest.json").read_text())
     assert manifest["judge"]["model"] == "smollm2-135m-instruct"
     assert manifest["costs"]["total"]["requests"] >= manifest["counts"]["graded"] > 0

@@ -10,6 +10,7 @@ import pandas as pd
 from ragnb.charts import alt, heatmap, interval_tooltip, line_chart, panels, value_tooltip
 
 __all__ = [
+    "bias_slopes_chart",
     "confusion_matrix_chart",
     "grade_distribution_chart",
     "judged_at_k_chart",
@@ -261,3 +262,26 @@ def simulation_chart(
         .properties(width=width, height=height)
         .facet(facet=alt.Facet("noise_sd:Q", title="judge noise sd"), columns=4)
     )
+
+
+def bias_slopes_chart(frame: pd.DataFrame, *, width: int = 320) -> alt.LayerChart:
+    """The judge audit's slopes with their intervals, one row per target and feature.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`ragnb.judge.bias_audit`: columns ``target``, ``feature``, ``unit`` (str),
+        ``slope``, ``low``, ``high`` (float, grade units per unit of the feature).
+    """
+    data = frame.dropna(subset=["slope"]).assign(row=lambda f: f["target"] + " vs " + f["feature"])
+    rows = list(dict.fromkeys(data["row"]))
+    y = alt.Y("row:N", title=None, sort=rows)
+    tooltip = ["row:N", "unit:N", *interval_tooltip("slope", "low", "high", fmt="+.3f")]
+    bars = alt.Chart(data).mark_rule().encode(y=y, x="low:Q", x2="high:Q", tooltip=tooltip)
+    points = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=60)
+        .encode(y=y, x=alt.X("slope:Q", title="slope (grades per unit)"), tooltip=tooltip)
+    )
+    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(strokeDash=[4, 4]).encode(x="x:Q")
+    return (bars + points + zero).properties(width=width, height=28 * max(1, len(rows)))

@@ -215,6 +215,17 @@ class GoldenSetConfig(NotebookParams):
         normalised by the judge's ideal DCG (a fixed normaliser, linear in the labels); a
         measure that is not a per-query mean of per-pair labels (``RA-nWG@K``: its rarity
         weights depend on every label) is listed with the reason.
+    consistency_samples : int
+        Self-consistency: answers per S4 pair, each at ``consistency_temperature`` and its own
+        cache entry, combined by majority (:class:`~ragnb.judge.SelfConsistentJudge`); the
+        samples' agreement with each other is shown beside their agreement with the human
+        labels. 0: no self-consistency check (otherwise 2 or more).
+    consistency_temperature : float
+        Sampling temperature of the self-consistency samples of an LLM judge (> 0).
+    judge_audit : bool
+        Audit the judge's grades for bias: slopes against passage length and query-term overlap
+        (of the grade, and of judge - human), and the listwise judge's position test on one
+        batch per query in reversed and shuffled orders (:mod:`ragnb.judge.bias`).
     export_dir : str
         The run folder (stages, markers, qrels, manifest); empty: nothing written and no stage
         reused.
@@ -263,6 +274,9 @@ class GoldenSetConfig(NotebookParams):
     human_labels: str = ""
     ppi_labels: int = 12
     ppi_measures: list[str] = field(default_factory=lambda: ["nDCG@10", "P@10", "RA-nWG@10"])
+    consistency_samples: int = 3
+    consistency_temperature: float = 0.7
+    judge_audit: bool = True
     cache_dir: str = ""
     export_dir: str = ""
     simulate: bool = True
@@ -282,13 +296,27 @@ class GoldenSetConfig(NotebookParams):
             "incremental_k",
             "sim_replicates",
         )
-        self._check_ints_at_least(0, "rrf_k", "max_queries", "sim_queries", "ppi_labels")
+        self._check_ints_at_least(
+            0, "rrf_k", "max_queries", "sim_queries", "ppi_labels", "consistency_samples"
+        )
         self._check_ints_at_least(2, "refine_batch", "sim_pool_size")
         check_among(self.retrievers, "retrievers", POOL_RETRIEVERS)
         check_among(self.new_systems, "new_systems", POOL_RETRIEVERS, allow_empty=True)
         if len(set(self.retrievers)) != len(self.retrievers):
             raise InputError(f"retrievers repeat a name: {self.retrievers}", column="retrievers")
         check_choice(self.judge, "judge", JUDGES)
+        if self.consistency_samples == 1:
+            raise InputError(
+                "consistency_samples must be 0 (off) or 2 or more: one sample cannot agree with "
+                "another",
+                column="consistency_samples",
+            )
+        check_number_in(self.consistency_temperature, "consistency_temperature", 0)
+        if self.consistency_temperature == 0:
+            raise InputError(
+                f"consistency_temperature must be > 0, got {self.consistency_temperature!r}",
+                column="consistency_temperature",
+            )
         if self.rewrite and self.judge not in ("openai", "local"):
             raise InputError(
                 "rewrite=True needs an LLM: set judge='openai' or 'local'", column="rewrite"

@@ -239,6 +239,11 @@ class GoldenSetResult(StudyResultBase):
     simulation, simulation_summary : DataFrame or None
         :func:`~ragnb.golden.evaluation.simulate_refinement` (None when ``simulate=False`` or
         no golden set).
+    consistency : SelfConsistency or None
+        :func:`~ragnb.golden.judge_checks.self_consistency_for` (None when
+        ``consistency_samples=0``).
+    judge_audit : JudgeAudit or None
+        :func:`~ragnb.golden.judge_checks.judge_audit_for` (None when ``judge_audit=False``).
     """
 
     config: GoldenSetConfig
@@ -256,6 +261,8 @@ class GoldenSetResult(StudyResultBase):
     spear: Any = None
     simulation: pd.DataFrame | None = None
     simulation_summary: pd.DataFrame | None = None
+    consistency: Any = None
+    judge_audit: Any = None
 
     def skipped_parts(self) -> list[str]:
         """A :func:`ragnb.protocol.skipped` line per part that did not run."""
@@ -268,6 +275,10 @@ class GoldenSetResult(StudyResultBase):
             lines.append(skipped("Calibration", "there are no human labels"))
         if self.ppi_labels is None:
             lines.append(skipped("Prediction-powered estimates", _PPI_NEEDS))
+        if self.consistency is None:
+            lines.append(skipped("Self-consistency", self._no_consistency()))
+        if not cfg.judge_audit:
+            lines.append(skipped("Judge bias audit", "`judge_audit=False`"))
         if not cfg.simulate:
             lines.append(skipped("Simulation", "`simulate=False`"))
         return lines
@@ -284,8 +295,8 @@ class GoldenSetResult(StudyResultBase):
 
         Parameters
         ----------
-        name : {"estimate", "summary", "ledger", "grades", "audit", "calibration", "ppi", \
-"simulation"}
+        name : {"estimate", "summary", "ledger", "grades", "audit", "calibration", \
+"consistency", "judge_audit", "ppi", "simulation"}
 
         Raises
         ------
@@ -301,6 +312,8 @@ class GoldenSetResult(StudyResultBase):
             "grades": self._grades_text,
             "audit": self._audit_text,
             "calibration": self._calibration_text,
+            "consistency": self._consistency_text,
+            "judge_audit": self._judge_audit_text,
             "ppi": self._ppi_text,
             "simulation": self._simulation_text,
         }
@@ -340,6 +353,28 @@ class GoldenSetResult(StudyResultBase):
             return NO_LABELS
         return calibration_markdown(self.calibration, self.human)
 
+    def _local(self) -> bool:
+        return getattr(self.golden.judge if self.golden else None, "local_server", None) is not None
+
+    def _consistency_text(self) -> str:
+        from ragnb.golden.judge_checks import consistency_markdown
+
+        if self.consistency is None:
+            return skipped("Self-consistency", self._no_consistency())
+        return consistency_markdown(self.consistency, self._local())
+
+    def _no_consistency(self) -> str:
+        if not self.config.consistency_samples:
+            return "`consistency_samples=0`"
+        return "the judge does not draw samples (`Judge.with_sample`)"
+
+    def _judge_audit_text(self) -> str:
+        from ragnb.golden.judge_checks import audit_markdown
+
+        if self.judge_audit is None:
+            return skipped("Judge bias audit", "`judge_audit=False`")
+        return audit_markdown(self.judge_audit, self._local())
+
     def _ppi_text(self) -> str:
         if self.ppi_labels is None:
             return skipped("Prediction-powered estimates", _PPI_NEEDS)
@@ -361,7 +396,9 @@ class GoldenSetResult(StudyResultBase):
         (new systems only), ``grade_distribution``, ``pool_overlap``, ``stop_reasons``,
         ``convergence``, ``stages``, ``ledger`` (LLM judges only), ``spear``, ``spear_pr``,
         ``calibration_agreement``, ``calibration_confusion``, ``calibration_bias``,
-        ``calibration_systems``, ``ppi`` (when estimated), ``simulation`` and
+        ``calibration_systems``, ``self_consistency`` and ``self_consistency_grades`` (when
+        ``consistency_samples`` > 0), ``bias_slopes``, ``position_changes`` and
+        ``position_ranks`` (when ``judge_audit``), ``ppi`` (when estimated), ``simulation`` and
         ``simulation_summary``.
         """
         gs = self.golden
@@ -395,6 +432,18 @@ class GoldenSetResult(StudyResultBase):
                 calibration_bias=cal.bias,
                 calibration_systems=cal.systems,
             )
+        if self.consistency is not None:
+            out.update(
+                self_consistency=self.consistency.table,
+                self_consistency_grades=self.consistency.grades,
+            )
+        if self.judge_audit is not None:
+            out["bias_slopes"] = self.judge_audit.slopes
+            if self.judge_audit.position is not None:
+                out.update(
+                    position_changes=self.judge_audit.position.summary,
+                    position_ranks=self.judge_audit.position.ranks,
+                )
         if not self.ppi.empty:
             out["ppi"] = self.ppi
         if self.simulation is not None and self.simulation_summary is not None:
@@ -426,6 +475,8 @@ class GoldenSetResult(StudyResultBase):
             out["calibration_systems_chart"] = gc.system_agreement_chart(
                 cal.systems, title=f"Kendall tau {tau}"
             )
+        if "bias_slopes" in t:
+            out["bias_slopes_chart"] = gc.bias_slopes_chart(t["bias_slopes"])
         if "simulation_summary" in t:
             out["simulation_chart"] = gc.simulation_chart(t["simulation_summary"], metric="overlap")
         return out
@@ -479,7 +530,8 @@ def run(
 ) -> GoldenSetResult:
     """Notebook 02: build the golden set (S1-S6, incremental judging; resumed from and exported
     to the run folder ``config.export_dir`` when set) and run its analyses: Judged@K, SPEAR,
-    calibration against human labels, prediction-powered estimates, the simulation.
+    calibration against human labels, the judge's self-consistency and bias audit,
+    prediction-powered estimates, the simulation.
 
     No judge is not an error: an offline judge on a dataset without labels, or a ``local``
     judge whose server cannot start, gives a result without a golden set whose banner says
@@ -509,6 +561,7 @@ def run(
         When the judge does not answer (see :mod:`ragnb.golden.pipeline`).
     """
     from ragnb.golden import evaluation as ev
+    from ragnb.golden.judge_checks import judge_audit_for, self_consistency_for
     from ragnb.golden.judging import missing_labels
     from ragnb.golden.pipeline import build_pipeline
     from ragnb.io import read_beir
@@ -539,6 +592,8 @@ def run(
     labels = ev.ppi_labels_for(gs)
     ppi, notes = ev.ppi_for(gs, labels) if labels is not None else (pd.DataFrame(), [])
     sim, summary = ev.simulate_refinement(gs) if config.simulate else (None, None)
+    consistency = self_consistency_for(gs, human) if config.consistency_samples else None
+    audit = judge_audit_for(gs, human) if config.judge_audit else None
     return GoldenSetResult(
         config,
         gs,
@@ -554,4 +609,6 @@ def run(
         spear=spear,
         simulation=sim,
         simulation_summary=summary,
+        consistency=consistency,
+        judge_audit=audit,
     )

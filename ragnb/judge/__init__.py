@@ -17,6 +17,15 @@ Judges
     (:mod:`ragnb.ledger`).
 :class:`QrelsJudge`, :class:`NoisyJudge`
     Offline: existing labels, labels plus noise (:mod:`ragnb.judge.offline`).
+:class:`EnsembleJudge`, :class:`SelfConsistentJudge`
+    Several judges, or several samples of one judge (:mod:`ragnb.judge.consistency`), combined
+    by a vote; :func:`self_agreement` measures how far the samples agree.
+
+Auditing grades
+---------------
+:func:`bias_audit` (slopes of grades and errors against passage length and query-term overlap)
+and :func:`position_audit` (listwise answers in reversed and shuffled orders), in
+:mod:`ragnb.judge.bias`.
 
 Examples
 --------
@@ -38,6 +47,8 @@ from ragnb.judge.base import (
     RankRequest,
     RankResult,
 )
+from ragnb.judge.bias import PositionAudit, bias_audit, passage_features, position_audit
+from ragnb.judge.consistency import SelfConsistentJudge, self_agreement
 from ragnb.judge.ensemble import EnsembleGrades, EnsembleJudge, combine_grades
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL, OpenAIJudge
 from ragnb.judge.offline import NoisyJudge, QrelsJudge
@@ -53,8 +64,14 @@ __all__ = [
     "Judge",
     "NoisyJudge",
     "OpenAIJudge",
+    "PositionAudit",
     "QrelsJudge",
     "RankRequest",
     "RankResult",
+    "SelfConsistentJudge",
+    "bias_audit",
     "combine_grades",
+    "passage_features",
+    "position_audit",
+    "self_agreement",
 ]

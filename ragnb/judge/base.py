@@ -21,6 +21,7 @@ __all__ = [
     "Judge",
     "RankRequest",
     "RankResult",
+    "check_sample",
 ]
 
 T = TypeVar("T")
@@ -288,6 +289,30 @@ def rank_requests(items: Any) -> list[RankRequest]:
     return out
 
 
+def check_sample(sample: Any, temperature: Any) -> tuple[int, float | None]:
+    """``(sample, temperature)`` of :meth:`Judge.with_sample`, checked.
+
+    Raises
+    ------
+    InputError
+        ``sample`` not an integer >= 0, ``temperature`` neither None nor a number > 0.
+    """
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        raise InputError(f"sample must be an integer >= 0, got {sample!r}", column="sample")
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not math.isfinite(temperature)
+        or temperature <= 0
+    ):
+        raise InputError(
+            f"temperature must be a number > 0 (samples of a judge at temperature 0 repeat "
+            f"one answer), got {temperature!r}",
+            column="temperature",
+        )
+    return sample, None if temperature is None else float(temperature)
+
+
 # ----------------------------------------------------------------------------- the interface
 
 
@@ -449,6 +474,30 @@ class Judge(ABC):
         """The LLM calls a job would make (see :func:`ragnb.ledger.estimate`): none offline."""
         (grade_requests if kind == "grade" else rank_requests)(items)
         return []
+
+    def with_sample(self, sample: int, temperature: float | None = None) -> Judge:
+        """The judge drawing its ``sample``-th answer to every pair (self-consistency).
+
+        Judges that sample (an LLM at a temperature above 0, a noisy judge) give each sample
+        its own answers; sample 0 is the judge's usual answer, so its cached answers serve it.
+
+        Parameters
+        ----------
+        sample : int >= 0
+            Which draw.
+        temperature : float > 0, optional
+            The sampling temperature of an LLM judge (None: its own).
+
+        Returns
+        -------
+        Judge
+
+        Raises
+        ------
+        InputError
+            From this base class: the judge does not draw samples.
+        """
+        raise InputError(f"{self.judge_id} ({type(self).__name__}) does not draw samples")
 
     def describe(self) -> dict[str, Any]:
         """What the judge is, for reports and manifests (never secrets)."""

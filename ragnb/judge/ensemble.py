@@ -274,6 +274,20 @@ class EnsembleJudge(Judge):
             "members": [m.fingerprint() for m in self.members],
         }
 
+    def with_sample(self, sample: int, temperature: float | None = None) -> EnsembleJudge:
+        """The ensemble of its members' ``sample``-th draws (:meth:`ragnb.judge.Judge.with_sample`
+        of each), with the same rule, quorum and names.
+
+        Raises
+        ------
+        InputError
+            A member that does not draw samples; ``sample`` or ``temperature`` out of range.
+        """
+        members = [m.with_sample(sample, temperature) for m in self.members]
+        return EnsembleJudge(
+            members, combine=self.combine, tie=self.tie, quorum=self.quorum, names=self.names
+        )
+
     def plan(self, items: Any, *, kind: str = "grade", stage: str | None = None) -> list[Any]:
         """Every member's planned calls (see :func:`ragnb.ledger.estimate`), member by member."""
         return [c for m in self.members for c in m.plan(items, kind=kind, stage=stage)]

@@ -35,6 +35,7 @@ from ragnb.judge.base import (
     Judge,
     RankRequest,
     RankResult,
+    check_sample,
     grade_requests,
     rank_requests,
 )
@@ -165,6 +166,8 @@ class OpenAIJudge(Judge):
         self.logprobs = logprobs
         self._check_prompt(self.prompt)
         self.base_url = settings.get("base_url")
+        self.sample = 0
+        self.sample_temperature: float | None = None
         self.cache = self.client.cache
         self.ledger = self.client.ledger
         self.stage = self.client.stage
@@ -176,8 +179,14 @@ class OpenAIJudge(Judge):
     def params(self) -> dict[str, Any]:
         """What besides model and prompt changes an answer (part of cache keys): the options
         ``constrained`` and ``logprobs`` only when on (and in a call's key only when the call
-        carries them), so answers cached without them stay valid."""
+        carries them), so answers cached without them stay valid; the temperature and the
+        ``sample`` index of a judge drawn by :meth:`with_sample` (the index only from 1 on, so
+        sample 0 answers from the cache of the judge at that temperature)."""
         out = self.client.params
+        if self.sample_temperature is not None:
+            out["temperature"] = self.sample_temperature
+        if self.sample:
+            out["sample"] = self.sample
         if self.constrained is not None:
             out["constrained"] = self.constrained
         if self.logprobs:
@@ -231,6 +240,39 @@ class OpenAIJudge(Judge):
                 raise InputError(f"rank_prompt {other.rank_prompt.id} is not a rank prompt")
         return other
 
+    def with_sample(self, sample: int, temperature: float | None = None) -> OpenAIJudge:
+        """A copy drawing the ``sample``-th answer to every call, at ``temperature``.
+
+        Each sample is its own cache entry: a call's key holds ``sample`` from 1 on (sample 0
+        keeps the key of the judge at that temperature, so answers it cached before still
+        serve) and the temperature sent. The copy shares the client, its cache and ledger.
+
+        Parameters
+        ----------
+        sample : int >= 0
+        temperature : float > 0, optional
+            Sent as the request's ``temperature`` (None: the judge's own ``temperature``).
+
+        Returns
+        -------
+        OpenAIJudge
+
+        Raises
+        ------
+        InputError
+            ``sample`` not an integer >= 0, ``temperature`` not a number > 0.
+
+        References
+        ----------
+        .. [1] X. Wang et al., "Self-Consistency Improves Chain of Thought Reasoning in Language
+           Models", ICLR 2023: several answers sampled at a temperature above 0, then a vote.
+        """
+        sample, temperature = check_sample(sample, temperature)
+        other = copy.copy(self)
+        other.sample = sample
+        other.sample_temperature = temperature
+        return other
+
     # -- building calls
 
     def make_call(
@@ -247,7 +289,8 @@ class OpenAIJudge(Judge):
         The call carries the judge's options that apply to it: ``response_format`` when
         ``constrained`` is on and the template's answer has a schema
         (:meth:`~ragnb.llm.PromptTemplate.response_schema`), ``logprobs`` for grade templates;
-        its key holds exactly those.
+        its key holds exactly those; a judge drawn by :meth:`with_sample` adds its temperature
+        (to the key and the body) and its sample index (to the key).
 
         Raises
         ------
@@ -267,6 +310,11 @@ class OpenAIJudge(Judge):
         if self.logprobs and template.kind == "grade":
             params["logprobs"] = self.logprobs
             body.update(logprobs=True, top_logprobs=self.logprobs)
+        if self.sample_temperature is not None:
+            params["temperature"] = self.sample_temperature
+            body["temperature"] = self.sample_temperature
+        if self.sample:
+            params["sample"] = self.sample
         return self.client.make_call(
             template, values, item=item, query_id=query_id, labels=labels, params=params, body=body
         )

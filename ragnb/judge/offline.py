@@ -11,6 +11,7 @@ which reports print: a golden set graded by ``"qrels-judge"`` repeats the labels
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.judge.base import GradeRequest, GradeResult, Judge, RankRequest, RankResult
+from ragnb.judge.base import GradeRequest, GradeResult, Judge, RankRequest, RankResult, check_sample
 from ragnb.provenance import sha256_json
 
 __all__ = ["NoisyJudge", "QrelsJudge"]
@@ -143,6 +144,12 @@ class QrelsJudge(_LabelJudge):
         super().__init__(qrels, scale, missing)
         self.judge_id = "qrels-judge"
 
+    def with_sample(self, sample: int, temperature: float | None = None) -> QrelsJudge:
+        """The judge itself: labels are the same at every draw (``temperature`` is checked and
+        not used)."""
+        check_sample(sample, temperature)
+        return self
+
     def _grade_one(self, r: GradeRequest, g: int) -> tuple[int, str]:
         judged = (r.query_id, r.doc_id) in self._qrels
         return g, f"qrels label {g}" if judged else f"unjudged: default grade {g}"
@@ -169,6 +176,8 @@ class NoisyJudge(_LabelJudge):
       ``exp(u_i / gumbel_scale)`` by the Gumbel-max trick: sort ``u_i + gumbel_scale * g_i``,
       ``g_i ~ Gumbel(0, 1)``, descending. The generator is seeded by (``seed``, query id, the
       batch's doc ids in order): the same batch always gets the same order.
+    - :meth:`with_sample` gives a copy whose ``z`` are fresh draws (another answer of the same
+      judge, for self-consistency: :class:`~ragnb.judge.SelfConsistentJudge`).
 
     Parameters
     ----------
@@ -217,14 +226,34 @@ class NoisyJudge(_LabelJudge):
         self.sd = float(sd)
         self.seed = seed
         self.gumbel_scale = float(gumbel_scale)
+        self.sample = 0
         self.judge_id = f"noisy-judge(sd={self.sd:g},seed={seed})"
+
+    def with_sample(self, sample: int, temperature: float | None = None) -> NoisyJudge:
+        """A copy drawing the noise of its ``sample``-th answer: fresh ``z`` per pair and batch
+        (the generators are seeded by (``seed``, ``sample``, ...) for ``sample > 0``; sample 0
+        draws the judge's usual noise). ``temperature`` is checked and not used: ``sd`` is
+        this judge's randomness.
+
+        Raises
+        ------
+        InputError
+            ``sample`` not an integer >= 0, ``temperature`` not a number > 0.
+        """
+        sample, _ = check_sample(sample, temperature)
+        other = copy.copy(self)
+        other.sample = sample
+        return other
+
+    def _draw(self, *parts: Any) -> np.random.Generator:
+        return _rng(self.seed, *parts) if not self.sample else _rng(self.seed, self.sample, *parts)
 
     def utility(self, query_id: str, doc_id: str) -> float | None:
         """The latent utility :meth:`grade` rounds (None when unjudged and invalid)."""
         g = self._label(query_id, doc_id)
         if g is None:
             return None
-        z = _rng(self.seed, "grade", query_id, doc_id).standard_normal()
+        z = self._draw("grade", query_id, doc_id).standard_normal()
         return g + self.sd * float(z)
 
     def _grade_one(self, r: GradeRequest, g: int) -> tuple[int, str]:
@@ -234,7 +263,7 @@ class NoisyJudge(_LabelJudge):
         return grade, f"noisy utility {u:.4f} -> {grade}"
 
     def _order(self, r: RankRequest, labels: list[int]) -> tuple[tuple[int, ...], str]:
-        rng = _rng(self.seed, "rank", r.query_id, list(r.doc_ids))
+        rng = self._draw("rank", r.query_id, list(r.doc_ids))
         u = np.array(labels, dtype=float) + self.sd * rng.standard_normal(len(labels))
         keys = u + self.gumbel_scale * rng.gumbel(size=len(labels))
         perm = tuple(int(i) for i in np.argsort(-keys, kind="stable"))
@@ -247,4 +276,6 @@ class NoisyJudge(_LabelJudge):
     def describe(self) -> dict[str, Any]:
         info = super().describe()
         info.update({"sd": self.sd, "seed": self.seed, "gumbel_scale": self.gumbel_scale})
+        if self.sample:
+            info["sample"] = self.sample
         return info

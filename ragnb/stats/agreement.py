@@ -6,7 +6,8 @@ Inter-rater statistics on aligned arrays (e.g. human labels and an LLM judge's g
 - the confusion matrix (:func:`confusion_matrix`);
 - Cohen's kappa, unweighted and weighted (linear, quadratic) [1]_ (:func:`weighted_kappa`);
 - Krippendorff's alpha for two coders without missing values, nominal, ordinal or interval [2]_
-  (:func:`krippendorff_alpha`);
+  (:func:`krippendorff_alpha`), and among any number of coders with missing values
+  (:func:`krippendorff_alpha_coders`);
 - percentile bootstrap intervals [3]_ of all of them, resampling pairs or whole queries
   (:func:`agreement_intervals`);
 - the judge's bias per human grade (:func:`judge_bias`);
@@ -56,6 +57,9 @@ __all__ = [
     "judge_bias",
     "kendall_tau",
     "krippendorff_alpha",
+    "krippendorff_alpha_coders",
+    "percentile_interval",
+    "resampled_sums",
     "tau_interval",
     "weighted_kappa",
 ]
@@ -353,7 +357,13 @@ def _alpha_counts(counts: np.ndarray, values: np.ndarray, level: str) -> np.ndar
     """Krippendorff's alpha of each table of two coders: ``1 - (n - 1) sum o delta / sum n_c
     n_k delta`` with the coincidences ``o = counts + counts.T`` (each unit holds two values, so
     it adds one to ``o_ck`` and one to ``o_kc``) and ``n = 2 N``."""
-    o = counts + np.swapaxes(counts, -1, -2)
+    return _alpha_coincidences(counts + np.swapaxes(counts, -1, -2), values, level)
+
+
+def _alpha_coincidences(o: np.ndarray, values: np.ndarray, level: str) -> np.ndarray:
+    """Krippendorff's alpha of each coincidence matrix ``o`` (shape (..., k, k)): ``1 - (n - 1)
+    sum o delta / sum n_c n_k delta``, ``n_c`` its marginals, ``n`` their sum (Krippendorff 2011,
+    Section C)."""
     marg = o.sum(axis=-1)
     n = marg.sum(axis=-1)
     d = _delta(marg, values, level)
@@ -376,11 +386,34 @@ def _all_statistics(counts: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.stack(out, axis=-1)
 
 
-def _resampled_tables(
+def resampled_sums(
     tables: np.ndarray, n_boot: int, rng: np.random.Generator
 ) -> Iterator[np.ndarray]:
-    """Sums of ``tables`` (shape (G, m)) over ``n_boot`` resamples of its G rows with
-    replacement, in blocks of shape (b, m): each resample's multiplicities times the tables."""
+    """Sums of ``tables`` over ``n_boot`` bootstrap resamples of its rows, block by block.
+
+    A resample draws G rows of ``tables`` with replacement; its sum is its multiplicities times
+    the tables, so a block of resamples costs one matrix product (the cluster bootstrap of
+    statistics that are functions of per-unit sums: count tables, moments).
+
+    Parameters
+    ----------
+    tables : ndarray of shape (G, m)
+        One row of sums per resampling unit (query).
+    n_boot : int >= 0
+        Resamples.
+    rng : numpy.random.Generator
+
+    Yields
+    ------
+    ndarray of shape (b, m)
+        The summed rows of ``b`` resamples; the blocks' ``b`` add up to ``n_boot`` (at most
+        about two million multiplicities are held at once).
+
+    References
+    ----------
+    .. [1] B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", 1993, Chapter 6
+       (the bootstrap of a statistic) and Section 8.4 (resampling whole clusters).
+    """
     g = tables.shape[0]
     rows = max(1, _BLOCK // g)
     for start in range(0, n_boot, rows):
@@ -390,9 +423,27 @@ def _resampled_tables(
         yield mult @ tables
 
 
-def _percentile(boot: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Percentile interval per column of ``boot`` (shape (B, s)), NaN resamples left out:
-    (low, high, valid resamples)."""
+def percentile_interval(boot: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The percentile bootstrap interval of each column of ``boot``, NaN resamples left out.
+
+    Parameters
+    ----------
+    boot : ndarray of shape (B, s)
+        ``B`` resampled values of ``s`` statistics (NaN: undefined on that resample).
+    ci : float in (0, 1)
+        Nominal coverage.
+
+    Returns
+    -------
+    low, high : ndarray of shape (s,)
+        The ``(1 - ci) / 2`` and ``(1 + ci) / 2`` quantiles (NaN when no resample defines it).
+    valid : ndarray of shape (s,)
+        Resamples that define each statistic.
+
+    References
+    ----------
+    .. [1] B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", 1993, Chapter 13.
+    """
     tail = (1.0 - ci) / 2
     valid = (~np.isnan(boot)).sum(axis=0)
     with warnings.catch_warnings():
@@ -499,6 +550,85 @@ def krippendorff_alpha(
     return float(_alpha_counts(counts, np.asarray(cats, dtype=np.float64), level))
 
 
+def krippendorff_alpha_coders(
+    ratings: Sequence[Sequence[float]] | np.ndarray, *, level: Level = "interval"
+) -> float:
+    """Krippendorff's alpha among any number of coders, with missing values.
+
+    Each item (unit) ``u`` holds the ``m_u`` values its coders gave (NaN: no value). A unit with
+    ``m_u >= 2`` adds ``(number of ordered pairs of its values graded c, k) / (m_u - 1)`` to the
+    coincidence ``o_ck``; units with fewer values are not pairable and left out. Then, as for
+    two coders (:func:`krippendorff_alpha`, to which this reduces when every unit has exactly
+    two values)::
+
+        alpha = 1 - (n - 1) sum_ck o_ck delta_ck / sum_ck n_c n_k delta_ck
+
+    with ``n_c`` the coincidence marginals and ``n`` the pairable values.
+
+    Parameters
+    ----------
+    ratings : array-like of shape (n_items, n_coders)
+        Integer grades, NaN where a coder gave none (e.g. the grades of one judge sampled
+        ``n_coders`` times, an invalid answer as NaN).
+    level : {"interval", "ordinal", "nominal"}, default "interval"
+
+    Returns
+    -------
+    float, at most 1
+        1: the coders always agree; 0: agreement at chance. NaN when no unit is pairable or one
+        grade alone occurs.
+
+    Raises
+    ------
+    InputError
+        Not a 2-d array, a value that is neither an integer nor NaN, an unknown level.
+
+    References
+    ----------
+    .. [1] K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011, Section C (any
+       number of observers, missing values: the coincidences ``o_ck = sum_u (pairs c-k in u) /
+       (m_u - 1)``) and Section E (the difference functions).
+
+    Examples
+    --------
+    Three coders, four items, two values missing; the item graded by one coder alone is not
+    pairable. The coincidences are ``o_11 = 6 / 2``, ``o_22 = o_23 = o_32 = 2 / 2``, ``o_33 =
+    6 / 2``, so ``n_1 = 3``, ``n_2 = 2``, ``n_3 = 4``, ``n = 9`` and (nominal) alpha = 1 - 8 *
+    2 / (81 - 9 - 4 - 16):
+
+    >>> import numpy as np
+    >>> r = [[1, 1, 1], [2, 2, 3], [3, 3, 3], [1, np.nan, np.nan]]
+    >>> round(krippendorff_alpha_coders(r, level="nominal"), 4), round(1 - 16 / 52, 4)
+    (0.6923, 0.6923)
+
+    Two coders without missing values: the two-coder alpha.
+
+    >>> round(krippendorff_alpha_coders([[1, 2], [3, 3]]), 4)
+    0.7273
+    """
+    if level not in _LEVELS:
+        raise InputError(f"level must be 'interval', 'ordinal' or 'nominal', got {level!r}")
+    r = np.asarray(ratings, dtype=np.float64)
+    if r.ndim != 2:
+        raise InputError(f"ratings must be a 2-d array (items, coders), got {r.ndim} dimensions")
+    seen = r[~np.isnan(r)]
+    if not np.array_equal(seen, np.round(seen)):
+        raise InputError("ratings hold a value that is neither an integer grade nor NaN")
+    cats = np.unique(seen)
+    if cats.size == 0:
+        return math.nan
+    # per unit: how many of its values are each grade, shape (n_items, k)
+    per_unit = (r[:, :, None] == cats[None, None, :]).sum(axis=1).astype(np.float64)
+    m = per_unit.sum(axis=1)
+    keep = m >= 2
+    if not keep.any():
+        return math.nan
+    n_u, m = per_unit[keep], m[keep]
+    pairs = n_u[:, :, None] * n_u[:, None, :] - np.einsum("uc,ck->uck", n_u, np.eye(cats.size))
+    o = (pairs / (m - 1)[:, None, None]).sum(axis=0)
+    return float(_alpha_coincidences(o, cats, level))
+
+
 # ----------------------------------------------------------------------------- bootstrap intervals
 
 
@@ -596,10 +726,10 @@ def agreement_intervals(
         boot = np.concatenate(
             [
                 _all_statistics(block.reshape(-1, k, k), values)
-                for block in _resampled_tables(tables, n_boot, rng)
+                for block in resampled_sums(tables, n_boot, rng)
             ]
         )
-        low, high, valid = _percentile(boot, ci)
+        low, high, valid = percentile_interval(boot, ci)
     return pd.DataFrame(
         {
             "statistic": list(STATISTICS),
@@ -784,10 +914,10 @@ def tau_interval(
         )
         s = vh.shape[1]
         boot = []
-        for block in _resampled_tables(tables, n_boot, np.random.default_rng(seed)):
+        for block in resampled_sums(tables, n_boot, np.random.default_rng(seed)):
             h = _ratio(block[:, :s], block[:, s : 2 * s])
             j = _ratio(block[:, 2 * s : 3 * s], block[:, 3 * s :])
             boot.append(_tau_b_rows(h, j))
-        lo, hi, va = _percentile(np.concatenate(boot)[:, None], ci)
+        lo, hi, va = percentile_interval(np.concatenate(boot)[:, None], ci)
         low, high, valid = float(lo[0]), float(hi[0]), int(va[0])
     return TauInterval(float(tau), low, high, float(ci), valid, vh.shape[0], vh.shape[1], seed)
