@@ -92,6 +92,28 @@ def test_batch_answers_are_priced_at_the_batch_rate(openai_server, tmp_path):
     assert PRICES.cost("judge-test", 1000, 10) == pytest.approx(0.00104)
 
 
+def test_the_batch_discount_is_read_per_table_and_per_model():
+    table = PriceTable.from_dict(
+        {
+            "batch_discount": 0.5,
+            "models": {
+                "a": {"input": 2.0, "output": 8.0},
+                "b": {"input": 2.0, "output": 8.0, "batch_discount": 0.0},
+            },
+        }
+    )
+    assert table.cost("a", 1000, 100, batch=True) == pytest.approx(0.0014)
+    assert table.cost("a", 1000, 100) == pytest.approx(0.0028)
+    assert table.cost("b", 1000, 100, batch=True) == pytest.approx(0.0028)
+    shipped = PriceTable.load()
+    full = shipped.cost("gpt-4o-mini", 10**6, 10**6)
+    assert shipped.cost("gpt-4o-mini", 10**6, 10**6, batch=True) == pytest.approx(full / 2)
+    with pytest.raises(InputError, match="model 'b': batch_discount must be a number in"):
+        PriceTable.from_dict({"models": {"b": {"input": 1, "output": 1, "batch_discount": 1.5}}})
+    with pytest.raises(InputError, match="batch_discount"):
+        PriceTable.from_dict({"batch_discount": "half", "models": {}})
+
+
 def test_an_invalid_batch_answer_gets_its_reminder_singly(openai_server, tmp_path):
     def answer(request):
         reminded = len(request.json["messages"]) > 2
@@ -215,6 +237,8 @@ def test_a_run_killed_after_submitting_resumes_the_same_batch(openai_server, tmp
         proc.kill()
         proc.wait()
     assert len(states[0]["items"]) == n
+    state_text = next((cache / "batches").glob("*.json")).read_text()
+    assert "sk-test" not in state_text  # no secret in the state file
     assert all(set(v) == {"key", "item", "request_id"} for v in states[0]["items"].values())
     assert Ledger(ledger, prices=PRICES).interrupted  # the killed run's requests are in flight
     openai_server.batch.polls = 0
