@@ -45,6 +45,7 @@ queue) when the batch completes::
     server.batch.outcome = "expired"        # or "failed", "cancelled"; default "completed"
     server.batch.answered = 5               # an expired batch answers its first 5 lines
     server.batch.fail = {"key1"}            # custom ids answered in the error file
+    server.batch.refuse = 1                 # the next batch creation is answered 400
     server.batch.lines_answered             # lines answered (what a provider bills)
 
 Rate limits: ``server.chat.handler = RateLimited(handler, requests=60, window=60.0)`` answers
@@ -863,6 +864,8 @@ class BatchAPI:
         error file with code ``batch_expired`` / ``batch_cancelled``).
     fail : set of str
         Custom ids answered in the error file (code ``server_error``).
+    refuse : int
+        The next ``refuse`` batch creations are answered 400 (not retried).
     files : dict of str to bytes
     batches : dict of str to dict
     lines_answered : int
@@ -875,6 +878,7 @@ class BatchAPI:
         self.outcome = "completed"
         self.answered = 0
         self.fail: set[str] = set()
+        self.refuse = 0
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.lines_answered = 0
@@ -926,6 +930,9 @@ class BatchAPI:
         }
 
     def _create(self, body: Any) -> Reply:
+        if self.refuse > 0:
+            self.refuse -= 1
+            return error(400, "scripted refusal of the batch", should_retry=False)
         if not isinstance(body, dict) or body.get("input_file_id") not in self.files:
             return error(400, "unknown input_file_id", should_retry=False)
         if body.get("endpoint") != "/v1/chat/completions" or body.get("completion_window") != "24h":

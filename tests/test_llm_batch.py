@@ -168,6 +168,21 @@ def test_a_partly_failed_batch_leaves_the_failed_items_for_the_next_run(openai_s
     assert openai_server.batch.lines_answered == 10
 
 
+def test_a_refused_batch_fails_its_calls_and_leaves_nothing_to_resume(openai_server, tmp_path):
+    openai_server.chat.handler = rubric
+    openai_server.batch.refuse = 1
+    out = make_judge(openai_server, tmp_path).grade_many(items(5))
+    assert (out["status"] == "failed").all()
+    assert out["reason"].str.contains("not submitted").all()
+    assert out["reason"].str.contains("scripted refusal").all()
+    assert not list((tmp_path / "cache" / "batches").glob("*.json"))
+    led = Ledger(tmp_path / "ledger.jsonl", prices=PRICES)
+    assert not led.interrupted and (led.frame()["status"] == "http_400").sum() == 5
+    assert led.frame()["cost_usd"].eq(0).all()
+    again = make_judge(openai_server, tmp_path).grade_many(items(5))
+    assert again["valid"].all() and submissions(openai_server) == (2, 2)
+
+
 @pytest.mark.parametrize("outcome", ["expired", "cancelled", "failed"])
 def test_an_ended_batch_is_reported_and_its_unanswered_items_resubmitted_later(
     openai_server, tmp_path, caplog, outcome

@@ -33,7 +33,8 @@ A JSON Lines file; each line an object with these keys:
 
 ================= ===========================================================================
 ``ts``            ISO 8601 UTC time the request ended (or the cache was read), ms precision
-``run_id``        random id of the :class:`Ledger` object that wrote the line (one per run)
+``run_id``        random id of the :class:`Ledger` object that wrote the line (one per run);
+                  the answer of a batch carries the id of the run that submitted the batch
 ``stage``         the caller's label (``"judge"``, ``"s4_score"``, ``"context_recall"``, ...)
 ``judge_id``      the judge that made the call (``"openai-judge:gpt-4o-mini"``)
 ``model``         the model requested
@@ -46,7 +47,10 @@ A JSON Lines file; each line an object with these keys:
                   ``"timeout"``, ``"connection"``, ``"malformed"`` (unparseable body),
                   ``"error"`` (the client failed); ``"pending"`` (write-ahead: the request is
                   about to be sent) and ``"interrupted"`` (a pending request whose process was
-                  killed, reconciled by the run that re-sent it: counted as billed, estimated)
+                  killed, reconciled by the run that re-sent it: counted as billed, estimated);
+                  for a call sent in a batch, ``"batch_error"`` (a line of the batch's error
+                  file) or ``"batch_<status>"`` (the batch ended ``expired``, ``failed`` or
+                  ``cancelled`` without answering it), both unbilled
 ``input_tokens``  int, the API's ``usage.prompt_tokens`` (0 when no answer arrived); for a
                   cache hit, the tokens of the original answer (not billed again)
 ``output_tokens`` int, ``usage.completion_tokens``; as above

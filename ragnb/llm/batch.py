@@ -44,7 +44,7 @@ from typing import Any
 from ragnb.io import atomic_write
 from ragnb.lazylibs import require
 from ragnb.provenance import safe_url
-from ragnb.transport import RateLimiter, RetryPolicy, call, http_client
+from ragnb.transport import GaveUp, RateLimiter, RetryPolicy, call, http_client
 
 __all__ = [
     "BATCH_STATES",
@@ -219,7 +219,8 @@ class BatchAPI:
         Raises
         ------
         ragnb.transport.GaveUp
-            When the upload or the creation failed after every attempt (nothing was billed).
+            When the upload or the creation failed after every attempt (nothing was billed;
+            the state file is removed).
         """
         client = self._openai()
         blob = batch_lines(bodies)
@@ -236,11 +237,15 @@ class BatchAPI:
             time.time(),
         )
         self.save(state)
-        batch = self._call(
-            lambda: client.batches.create(
-                input_file_id=uploaded.id, endpoint=ENDPOINT, completion_window="24h"
+        try:
+            batch = self._call(
+                lambda: client.batches.create(
+                    input_file_id=uploaded.id, endpoint=ENDPOINT, completion_window="24h"
+                )
             )
-        )
+        except GaveUp:  # never created: nothing to resume
+            self.forget(state)
+            raise
         state.batch_id = batch.id
         self.save(state)
         return state

@@ -693,12 +693,19 @@ class CallSender:
 
     def _resumable(self) -> list[BatchState]:
         """The batches earlier runs submitted; a state without a batch id (killed between the
-        upload and the batch's creation: nothing billed) is dropped, its calls sent again."""
+        upload and the batch's creation: nothing billed) is dropped, its calls sent again, and
+        so is the state of a batch whose answers are all cached."""
         found = self.batches.pending()
+        kept = []
         for b in found:
-            if not b.batch_id:
+            # a batch whose answers are all cached was folded in by a run killed just before
+            # removing its state
+            done = b.keys <= set(self.cache.get_many(NAMESPACE, b.keys))
+            if not b.batch_id or done:
                 self.batches.forget(b)
-        return [b for b in found if b.batch_id]
+            else:
+                kept.append(b)
+        return kept
 
     def _submit(
         self, calls: list[LLMCall], repeated: frozenset[str], stage: str, kind: str
