@@ -454,7 +454,7 @@ class CallSender:
         received (from a batch), so only a reminder may be sent."""
         counts = _Counts() if first is None else first[2]
         repeated = call.key in job.repeated
-        if job.state.abort is not None:
+        if first is None and job.state.abort is not None:  # a batch answer is already paid
             not_sent = f"not sent: the job stopped after {job.state.abort}"
             return CallResult(value=None, valid=False, status="failed", reason=not_sent)
         stamp = json.dumps({"ts": time.time(), "run_id": self.ledger.run_id}).encode()
