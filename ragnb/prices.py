@@ -51,6 +51,9 @@ class ModelPrice:
         US dollars per 1,000,000 input tokens served from the provider's prompt cache (the
         ``cached_input`` entry of the table); None when the table gives none: cached input
         tokens are then priced as input tokens.
+    batch_discount : float in [0, 1], default 0.0
+        The share of the price taken off answers of the provider's batch API (OpenAI: 0.5,
+        half price); 0 when the table gives none.
     """
 
     model: str
@@ -59,8 +62,16 @@ class ModelPrice:
     as_of: str
     source: str
     cached_input_usd_per_1m: float | None = None
+    batch_discount: float = 0.0
 
-    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
+    def cost(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        *,
+        batch: bool = False,
+    ) -> float:
         """Cost in US dollars of ``input_tokens`` and ``output_tokens``.
 
         Parameters
@@ -72,12 +83,17 @@ class ModelPrice:
             (``usage.prompt_tokens_details.cached_tokens``), priced at
             :attr:`cached_input_usd_per_1m` (at the input price when the model has none);
             clipped to ``[0, input_tokens]``.
+        batch : bool, default False
+            An answer of the provider's batch API: the whole cost is multiplied by
+            ``1 - batch_discount``.
 
         References
         ----------
         .. [1] OpenAI, "Prompt caching" guide and API pricing page ("Cached input"): cached
            prompt tokens are reported in ``usage.prompt_tokens_details.cached_tokens`` and
            billed at the cached-input price.
+        .. [2] OpenAI, "Batch API" guide: batch requests cost 50% less than the same requests
+           sent one by one.
 
         Examples
         --------
@@ -85,12 +101,15 @@ class ModelPrice:
         0.0035
         >>> ModelPrice("m", 2.5, 10.0, "2025-08-07", "", 1.25).cost(1000, 100, 800)
         0.0025
+        >>> ModelPrice("m", 2.5, 10.0, "2025-08-07", "", None, 0.5).cost(1000, 100, batch=True)
+        0.00175
         """
         cached = min(max(int(cached_input_tokens), 0), int(input_tokens))
         rate = self.input_usd_per_1m
         cached_rate = rate if self.cached_input_usd_per_1m is None else self.cached_input_usd_per_1m
         fresh = input_tokens - cached
-        return (fresh * rate + cached * cached_rate + output_tokens * self.output_usd_per_1m) / 1e6
+        usd = (fresh * rate + cached * cached_rate + output_tokens * self.output_usd_per_1m) / 1e6
+        return usd * (1.0 - self.batch_discount) if batch else usd
 
 
 class PriceTable:
@@ -133,13 +152,16 @@ class PriceTable:
         The file holds ``as_of``, ``source``, optionally ``machine_usd_per_hour``, and
         ``models: {name: {input: x, output: y}}`` (US dollars per 1M tokens); an entry may
         override ``as_of`` and ``source``, and may give ``cached_input`` (US dollars per 1M
-        input tokens read from the provider's prompt cache).
+        input tokens read from the provider's prompt cache). ``batch_discount`` (the share of
+        the price taken off batch API answers, in [0, 1]; default 0) may be given for the
+        whole table and overridden per entry.
 
         Raises
         ------
         InputError
             On malformed YAML, a missing ``models`` mapping, or a price that is not a
-            non-negative number (naming the file and model), ``cached_input`` included.
+            non-negative number (naming the file and model), ``cached_input`` included, or a
+            ``batch_discount`` outside [0, 1].
         """
         from ragnb.io import read_yaml  # here, not at the top: ragnb.io loads pandas
 
@@ -153,6 +175,7 @@ class PriceTable:
         if not isinstance(data, Mapping) or not isinstance(data.get("models"), Mapping):
             raise InputError("a price table needs a 'models' mapping", path=path)
         as_of = str(data.get("as_of", "unknown"))
+        discount = _discount(data.get("batch_discount", 0.0), "batch_discount", path)
         source = str(data.get("source", "unknown")).strip()
         prices = {}
         for name, entry in data["models"].items():
@@ -184,6 +207,9 @@ class PriceTable:
                 str(entry.get("as_of", as_of)),
                 str(entry.get("source", source)).strip(),
                 None if cached is None else float(cached),
+                _discount(
+                    entry.get("batch_discount", discount), f"model {name!r}: batch_discount", path
+                ),
             )
         machine = data.get("machine_usd_per_hour")
         if machine is not None and (
@@ -215,11 +241,20 @@ class PriceTable:
         return None if best is None else self.prices[best]
 
     def cost(
-        self, model: str, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0
+        self,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        *,
+        batch: bool = False,
     ) -> float:
-        """US dollars (see :meth:`ModelPrice.cost`), or NaN when ``model`` has no price."""
+        """US dollars (see :meth:`ModelPrice.cost`; ``batch``: an answer of the provider's batch
+        API, at its discount), or NaN when ``model`` has no price."""
         p = self.price(model)
-        return math.nan if p is None else p.cost(input_tokens, output_tokens, cached_input_tokens)
+        if p is None:
+            return math.nan
+        return p.cost(input_tokens, output_tokens, cached_input_tokens, batch=batch)
 
     def has_cached_input_price(self, model: str) -> bool:
         """True when ``model`` has a price and a ``cached_input`` price (False: its cached input
@@ -237,3 +272,14 @@ class PriceTable:
     def describe(self) -> dict[str, Any]:
         """Date, source and file of the table, for manifests."""
         return {"as_of": self.as_of, "source": self.source, "path": self.path}
+
+
+def _discount(value: Any, where: str, path: str | None) -> float:
+    """A ``batch_discount`` of a price table, checked to be a number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InputError(
+            f"{where} must be a number in [0, 1] (the share of the price taken off batch "
+            f"answers), got {value!r}",
+            path=path,
+        )
+    return float(value)

@@ -35,6 +35,19 @@ Scripting a route::
     server.embeddings.push(Reply(delay=1.0))                # a normal answer, one second late
     server.embeddings.latency = 0.05                        # added to every answer
 
+Batch API (``server.batch``, a :class:`BatchAPI`): ``POST /v1/files`` (multipart upload,
+``purpose=batch``), ``GET /v1/files/{id}/content``, ``POST /v1/batches`` and
+``GET /v1/batches/{id}``. Each line of a batch is answered by ``server.chat.handler`` (not its
+queue) when the batch completes::
+
+    server.chat.handler = lambda req: "2"
+    server.batch.polls = 3                  # in_progress for 3 polls, then it ends
+    server.batch.outcome = "expired"        # or "failed", "cancelled"; default "completed"
+    server.batch.answered = 5               # an expired batch answers its first 5 lines
+    server.batch.fail = {"key1"}            # custom ids answered in the error file
+    server.batch.refuse = 1                 # the next batch creation is answered 400
+    server.batch.lines_answered             # lines answered (what a provider bills)
+
 Rate limits: ``server.chat.handler = RateLimited(handler, requests=60, window=60.0)`` answers
 429 (with ``Retry-After``, ``retry-after-ms`` and ``x-ratelimit-*`` headers) beyond 60 requests a
 minute, a token bucket refilled continuously like OpenAI's limits; the answers it lets through
@@ -77,6 +90,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "BatchAPI",
     "ChatAnswer",
     "OpenAIServer",
     "RateLimited",
@@ -526,6 +540,7 @@ class OpenAIServer:
         self.routes: dict[str, Route] = {
             r.path: r for r in (self.embeddings, self.chat, self.rerank)
         }
+        self.batch = BatchAPI(self)
         self.handler_errors: list[str] = []
         self._log: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -604,6 +619,7 @@ class OpenAIServer:
         for route in self.routes.values():
             route.clear()
             route.count = 0
+        self.batch = BatchAPI(self)
 
     # -- answering
 
@@ -750,7 +766,9 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 received_at=time.monotonic(),
             )
             server._record(request)
-            if raw and parsed is None:
+            if request.path.startswith(("/v1/files", "/v1/batches")):
+                reply = server.batch.answer(request, raw, self.headers.get("Content-Type", ""))
+            elif raw and parsed is None:
                 reply = error(400, "request body is not JSON", should_retry=False)
             else:
                 reply = server._answer(request)
@@ -831,3 +849,166 @@ def _common_prefix(a: list[str], b: list[str]) -> int:
             break
         n += 1
     return n
+
+
+class BatchAPI:
+    """OpenAI's files and batches endpoints, with scriptable outcomes (see the module docstring).
+
+    Attributes
+    ----------
+    polls : int
+        ``GET /v1/batches/{id}`` answers ``in_progress`` this many times, then the batch ends.
+    outcome : {"completed", "expired", "failed", "cancelled"}
+    answered : int
+        Lines an ``expired`` or ``cancelled`` batch answered before it ended (the rest go to the
+        error file with code ``batch_expired`` / ``batch_cancelled``).
+    fail : set of str
+        Custom ids answered in the error file (code ``server_error``).
+    refuse : int
+        The next ``refuse`` batch creations are answered 400 (not retried).
+    files : dict of str to bytes
+    batches : dict of str to dict
+    lines_answered : int
+        Lines of every batch answered (billed), summed.
+    """
+
+    def __init__(self, server: OpenAIServer) -> None:
+        self.server = server
+        self.polls = 0
+        self.outcome = "completed"
+        self.answered = 0
+        self.fail: set[str] = set()
+        self.refuse = 0
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.lines_answered = 0
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._polled: dict[str, int] = {}
+
+    def answer(self, request: RecordedRequest, raw: bytes, content_type: str) -> Reply:
+        with self._lock:
+            parts = request.path.strip("/").split("/")  # v1, files|batches, [id], [content]
+            if parts[1] == "files" and request.method == "POST" and len(parts) == 2:
+                return self._upload(raw, content_type)
+            if parts[1] == "files" and len(parts) == 4 and parts[3] == "content":
+                blob = self.files.get(parts[2])
+                if blob is None:
+                    return error(404, f"no file {parts[2]}", should_retry=False)
+                return Reply(body=blob)
+            if parts[1] == "batches" and request.method == "POST" and len(parts) == 2:
+                return self._create(request.json)
+            if parts[1] == "batches" and request.method == "GET" and len(parts) == 3:
+                return self._poll(parts[2])
+            return error(404, f"no route {request.method} {request.path}", should_retry=False)
+
+    def _upload(self, raw: bytes, content_type: str) -> Reply:
+        import email.parser
+        import email.policy
+
+        head = f"Content-Type: {content_type}\r\n\r\n".encode()
+        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+        fields = {
+            part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+            for part in msg.iter_parts()
+        }
+        if fields.get("purpose") != b"batch" or not fields.get("file"):
+            return error(400, "a batch file needs purpose=batch and a file", should_retry=False)
+        fid = f"file-{next(self._ids)}"
+        self.files[fid] = fields["file"]
+        return Reply(body=self._file(fid, "batch"))
+
+    def _file(self, fid: str, purpose: str) -> dict[str, Any]:
+        return {
+            "id": fid,
+            "object": "file",
+            "bytes": len(self.files[fid]),
+            "created_at": int(time.time()),
+            "filename": f"{fid}.jsonl",
+            "purpose": purpose,
+            "status": "processed",
+        }
+
+    def _create(self, body: Any) -> Reply:
+        if self.refuse > 0:
+            self.refuse -= 1
+            return error(400, "scripted refusal of the batch", should_retry=False)
+        if not isinstance(body, dict) or body.get("input_file_id") not in self.files:
+            return error(400, "unknown input_file_id", should_retry=False)
+        if body.get("endpoint") != "/v1/chat/completions" or body.get("completion_window") != "24h":
+            return error(400, "endpoint or completion_window not supported", should_retry=False)
+        bid = f"batch_{next(self._ids)}"
+        self.batches[bid] = {
+            "id": bid,
+            "object": "batch",
+            "endpoint": body["endpoint"],
+            "input_file_id": body["input_file_id"],
+            "completion_window": "24h",
+            "created_at": int(time.time()),
+            "status": "validating",
+            "output_file_id": None,
+            "error_file_id": None,
+        }
+        self._polled[bid] = 0
+        return Reply(body=self.batches[bid])
+
+    def _poll(self, bid: str) -> Reply:
+        batch = self.batches.get(bid)
+        if batch is None:
+            return error(404, f"no batch {bid}", should_retry=False)
+        if batch["status"] in ("validating", "in_progress"):
+            self._polled[bid] += 1
+            if self._polled[bid] > self.polls:
+                self._finish(batch)
+            else:
+                batch["status"] = "in_progress"
+        return Reply(body=batch)
+
+    def _finish(self, batch: dict[str, Any]) -> None:
+        if self.outcome == "failed":
+            batch["status"] = "failed"
+            batch["errors"] = {"object": "list", "data": [{"message": "scripted failure"}]}
+            return
+        lines = [json.loads(x) for x in self.files[batch["input_file_id"]].splitlines() if x]
+        out, err = [], []
+        for i, line in enumerate(lines):
+            cid = line["custom_id"]
+            if self.outcome != "completed" and i >= self.answered:
+                code = f"batch_{self.outcome}"
+                err.append(
+                    {"custom_id": cid, "response": None, "error": {"code": code, "message": code}}
+                )
+            elif cid in self.fail:
+                err.append(
+                    {
+                        "custom_id": cid,
+                        "response": None,
+                        "error": {"code": "server_error", "message": "scripted error"},
+                    }
+                )
+            else:
+                out.append({"custom_id": cid, "response": self._run(line), "error": None})
+        batch["status"] = self.outcome
+        for name, rows in (("output_file_id", out), ("error_file_id", err)):
+            if rows:
+                fid = f"file-{next(self._ids)}"
+                self.files[fid] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                batch[name] = fid
+
+    def _run(self, line: dict[str, Any]) -> dict[str, Any]:
+        request = RecordedRequest(
+            method="POST",
+            path="/v1/chat/completions",
+            headers={},
+            json=line["body"],
+            api_key_sha256=None,
+            received_at=time.monotonic(),
+        )
+        chat = self.server.chat
+        reply = self.server._resolve(chat, chat.handler, request)
+        self.lines_answered += 1
+        return {
+            "status_code": reply.status,
+            "request_id": f"req_{self.lines_answered}",
+            "body": reply.body,
+        }

@@ -87,6 +87,7 @@ class OpenAIJudge(Judge):
         ``ClientSettings``), passed on unchanged:
     {{base_url, api_key, temperature, request_params, concurrency, rpm, retry, reminder}}
     {{retry_invalid, cache, ledger}}
+    {{batch, batch_poll_s}}
     stage : str, default "judge"
         Ledger label when a call gives none.
     {{progress}}
@@ -211,6 +212,8 @@ class OpenAIJudge(Judge):
             "tpm": client["tpm"],
             "timeout_s": client["timeout_s"],
             "max_attempts": client["max_attempts"],
+            "batch": client["batch"],
+            "batch_poll_s": client["batch_poll_s"],
             "cache": client["cache"],
             "ledger": client["ledger"],
         }

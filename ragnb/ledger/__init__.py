@@ -33,7 +33,8 @@ A JSON Lines file; each line an object with these keys:
 
 ================= ===========================================================================
 ``ts``            ISO 8601 UTC time the request ended (or the cache was read), ms precision
-``run_id``        random id of the :class:`Ledger` object that wrote the line (one per run)
+``run_id``        random id of the :class:`Ledger` object that wrote the line (one per run);
+                  the answer of a batch carries the id of the run that submitted the batch
 ``stage``         the caller's label (``"judge"``, ``"s4_score"``, ``"context_recall"``, ...)
 ``judge_id``      the judge that made the call (``"openai-judge:gpt-4o-mini"``)
 ``model``         the model requested
@@ -46,7 +47,10 @@ A JSON Lines file; each line an object with these keys:
                   ``"timeout"``, ``"connection"``, ``"malformed"`` (unparseable body),
                   ``"error"`` (the client failed); ``"pending"`` (write-ahead: the request is
                   about to be sent) and ``"interrupted"`` (a pending request whose process was
-                  killed, reconciled by the run that re-sent it: counted as billed, estimated)
+                  killed, reconciled by the run that re-sent it: counted as billed, estimated);
+                  for a call sent in a batch, ``"batch_error"`` (a line of the batch's error
+                  file) or ``"batch_<status>"`` (the batch ended ``expired``, ``failed`` or
+                  ``cancelled`` without answering it), both unbilled
 ``input_tokens``  int, the API's ``usage.prompt_tokens`` (0 when no answer arrived); for a
                   cache hit, the tokens of the original answer (not billed again)
 ``output_tokens`` int, ``usage.completion_tokens``; as above
@@ -67,6 +71,9 @@ A JSON Lines file; each line an object with these keys:
                   (the endpoint's requests- and tokens-per-minute budget, the server's
                   ``x-ratelimit-*`` reset, the pause after a 429); 0 for cache hits and in
                   ledgers written before the field existed
+``batch``         bool: the answer came from the provider's batch API
+                  (:mod:`ragnb.llm.batch`), priced at the table's ``batch_discount`` (OpenAI:
+                  half price); False in ledgers written before the field existed
 ================= ===========================================================================
 
 References
@@ -125,6 +132,7 @@ LEDGER_FIELDS = (
     "request_id",
     "usage_estimated",
     "wait_s",
+    "batch",
 )
 #: Status of a write-ahead line, and of its outcome after an interruption.
 PENDING, INTERRUPTED = "pending", "interrupted"
@@ -232,6 +240,7 @@ class Ledger:
         usage_estimated: bool = False,
         run_id: str | None = None,
         wait_s: float = 0.0,
+        batch: bool = False,
     ) -> dict[str, Any]:
         """Append one entry (a line of the file, written whole by one ``write``) and return it.
 
@@ -240,13 +249,16 @@ class Ledger:
         cache (clipped to ``[0, input_tokens]``, priced by :meth:`ragnb.prices.ModelPrice.cost`);
         ``usage_estimated`` flags tokens counted locally (the server sent no usage); ``run_id``
         defaults to this ledger's (another run's id only to complete its lines); ``wait_s``
-        is the seconds the request waited for the rate limit before it was sent.
+        is the seconds the request waited for the rate limit before it was sent; ``batch``
+        marks an answer of the provider's batch API (priced at the table's batch discount). An
+        entry completing a pending line of an earlier run (an answer of a batch that run
+        submitted) removes it from :attr:`interrupted`.
         """
         cached_in = min(max(int(cached_input_tokens), 0), int(input_tokens))
         if cached:
             cost: float | None = 0.0
         else:
-            c = self.prices.cost(model, input_tokens, output_tokens, cached_in)
+            c = self.prices.cost(model, input_tokens, output_tokens, cached_in, batch=batch)
             cost = None if math.isnan(c) else round(c, 10)
         entry = {
             "ts": _now(),
@@ -268,6 +280,7 @@ class Ledger:
             "request_id": request_id,
             "usage_estimated": bool(usage_estimated),
             "wait_s": round(float(wait_s), 6),
+            "batch": bool(batch),
         }
         with self._lock:
             self._write(entry)
@@ -276,6 +289,7 @@ class Ledger:
             else:
                 if request_id is not None:
                     self._pending.pop(request_id, None)
+                    self.interrupted.pop(request_id, None)
                 self.entries.append(entry)
         return entry
 
@@ -300,6 +314,7 @@ class Ledger:
         judge_id: str = "",
         kind: str = "",
         repeated: bool = False,
+        batch: bool = False,
     ) -> str:
         """Write the ``pending`` line of a request about to be sent; return its ``request_id``.
 
@@ -308,6 +323,9 @@ class Ledger:
         input_tokens, output_tokens : int
             Estimates: the prompt counted locally, the answer length assumed (what a request
             killed in flight is priced at, "up to").
+        batch : bool, default False
+            A request of a batch submitted to the provider's batch API (priced at the batch
+            rate).
 
         Returns
         -------
@@ -329,6 +347,7 @@ class Ledger:
             kind=kind,
             request_id=rid,
             usage_estimated=True,
+            batch=batch,
         )
         return rid
 
@@ -553,7 +572,8 @@ def _frame(entries: list[dict[str, Any]]) -> pd.DataFrame:
     df["cached_input_tokens"] = df["cached_input_tokens"].fillna(0)
     for col in ("attempt", "input_tokens", "output_tokens", "cached_input_tokens"):
         df[col] = df[col].astype("int64")
-    for col in ("cached", "repeated", "usage_estimated"):  # older ledgers lack usage_estimated
+    # older ledgers lack usage_estimated and batch
+    for col in ("cached", "repeated", "usage_estimated", "batch"):
         df[col] = df[col].astype(object).where(df[col].notna(), False).astype(bool)
     df["request_id"] = df["request_id"].astype(object)
     df["cost_usd"] = pd.to_numeric(df["cost_usd"], errors="coerce").astype("float64")

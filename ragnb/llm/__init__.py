@@ -15,6 +15,8 @@ Modules
     One call (:class:`LLMCall`, its cache key) and what it gave (:class:`CallResult`).
 :mod:`ragnb.llm.sender`
     The engine: cache, bounded concurrency, the transport's retries, reminder, ledger.
+:mod:`ragnb.llm.batch`
+    The provider's batch API (``batch=True``): one batch per job, resumed after a crash.
 :mod:`ragnb.llm.client`
     :class:`ChatClient`, the settings in one place (retries as one
     :class:`~ragnb.transport.RetryPolicy`).

@@ -76,6 +76,21 @@ CLIENT_ENTRIES: dict[str, str] = {
         "    ledger line records the seconds its request waited (``wait_s``). Not in cache keys\n"
         "    (a rate does not change an answer)."
     ),
+    "batch": (
+        "batch : bool, default False\n"
+        "    Send the calls the cache cannot answer as one batch of the provider's batch API\n"
+        "    (OpenAI's ``/v1/files`` + ``/v1/batches``, :mod:`ragnb.llm.batch`): asynchronous,\n"
+        "    answered within 24 hours, priced at the price table's ``batch_discount`` (OpenAI:\n"
+        "    half price; ledger lines flagged ``batch``). The batch is polled until it ends;\n"
+        "    a run killed after submitting resumes the same batch (its state file is in the\n"
+        "    cache folder's ``batches/``) instead of paying twice. Calls the batch did not\n"
+        "    answer (error lines; a batch that expired, failed or was cancelled) are failures,\n"
+        "    submitted again when the job runs again. Not in cache keys: a batch answer is the\n"
+        "    same answer as a single request's, so the two share cache entries."
+    ),
+    "batch_poll_s": (
+        "batch_poll_s : float, default 30.0\n    Seconds between two polls of a batch in progress."
+    ),
     "retry": (
         "retry : RetryPolicy, default ragnb.transport.DEFAULT_RETRY\n"
         "    Per message: HTTP requests at most (first try + retries after faults; the\n"
@@ -137,6 +152,8 @@ class ClientSettings(TypedDict, total=False):
     rpm: float | None
     tpm: float | None
     retry: RetryPolicy
+    batch: bool
+    batch_poll_s: float
     max_connection_failures: int
     health_check: Callable[[], str | None] | None
     reminder: bool
@@ -157,6 +174,7 @@ class ChatClient:
     model : str
         The chat model's name, as the server knows it.
     {{base_url, api_key, temperature, request_params, concurrency, rpm, retry}}
+    {{batch, batch_poll_s}}
     {{max_connection_failures, health_check}}
     {{reminder, retry_invalid, cache, ledger}}
     stage : str, default "llm"
@@ -172,7 +190,7 @@ class ChatClient:
     ------
     InputError
         On an empty model, a concurrency below 1, an ``rpm`` or ``tpm`` that is not a number
-        > 0, a reserved or non-JSON request parameter.
+        > 0, a ``batch_poll_s`` below 0, a reserved or non-JSON request parameter.
 
     Attributes
     ----------
@@ -201,6 +219,8 @@ class ChatClient:
         rpm: float | None = None,
         tpm: float | None = None,
         retry: RetryPolicy = DEFAULT_RETRY,
+        batch: bool = False,
+        batch_poll_s: float = 30.0,
         max_connection_failures: int = 5,
         health_check: Callable[[], str | None] | None = None,
         reminder: bool = True,
@@ -217,7 +237,7 @@ class ChatClient:
             raise InputError(f"model must be a non-empty string, got {model!r}")
         if not isinstance(retry, RetryPolicy):
             raise InputError(f"retry must be a ragnb.transport.RetryPolicy, got {retry!r}")
-        check_retry_settings({"concurrency": concurrency}, {})
+        check_retry_settings({"concurrency": concurrency}, {"batch_poll_s": batch_poll_s})
         params = check_request_params(request_params, ("model", "messages", "stream", "n"))
         self.model = model
         self.client_id = client_id or f"chat:{model}"
@@ -226,6 +246,8 @@ class ChatClient:
         self.request_params = params
         self.concurrency = concurrency
         self.retry = retry
+        self.batch = bool(batch)
+        self.batch_poll_s = float(batch_poll_s)
         self.reminder = reminder
         self.retry_invalid = retry_invalid
         self.cache = cache if cache is not None else Cache(cache_dir)
@@ -256,6 +278,8 @@ class ChatClient:
             health_check=health_check,
             rpm=rpm,
             tpm=tpm,
+            batch=self.batch,
+            batch_poll_s=self.batch_poll_s,
         )
 
     @property
@@ -276,7 +300,8 @@ class ChatClient:
         dict
             ``model``, ``base_url``, ``params``, ``concurrency``, ``rpm`` and ``tpm`` (the
             endpoint's budgets per minute, None when unlimited), ``timeout_s`` (seconds),
-            ``max_attempts``, ``cache`` (its folder), ``ledger`` (its file or None).
+            ``max_attempts``, ``batch`` (calls sent through the batch API) and
+            ``batch_poll_s`` (seconds), ``cache`` (its folder), ``ledger`` (its file or None).
         """
         return {
             "model": self.model,
@@ -286,6 +311,8 @@ class ChatClient:
             **self.sender.limiter.describe(),
             "timeout_s": float(self.retry.timeout),
             "max_attempts": self.retry.max_attempts,
+            "batch": self.batch,
+            "batch_poll_s": self.batch_poll_s,
             "cache": str(self.cache.path),
             "ledger": None if self.ledger.path is None else str(self.ledger.path),
         }

@@ -39,6 +39,15 @@ message naming the option to turn off; there is no silent fallback to other requ
 would give other answers. A grade answer sent with ``logprobs`` that carries none gets no
 expected grade (NaN), and the run logs a warning with the count.
 
+Batch API
+---------
+With ``batch=True`` the calls the cache cannot answer are sent as one batch of the provider's
+batch API instead (:mod:`ragnb.llm.batch`): each gets a write-ahead ledger line (flagged
+``batch``) before the batch is submitted; each answer of the batch's output file is recorded
+(at the batch rate) and parsed as in step 3, the reminder of an invalid answer sent singly; a
+call the batch did not answer is ``failed``, not cached, and submitted again by the next run. A
+batch an earlier run submitted (its state file beside the cache) is resumed, not paid twice.
+
 Every HTTP request is appended to the :class:`~ragnb.ledger.Ledger` twice: a ``pending`` line
 before it is sent (write-ahead, with the prompt's token count and the template's expected answer
 length) and its outcome (attempt number, status, usage tokens, the prompt tokens the provider
@@ -64,6 +73,7 @@ from ragnb.cache import Cache
 from ragnb.errors import JudgeUnavailable
 from ragnb.lazylibs import require
 from ragnb.ledger import Ledger, count_message_tokens, count_tokens
+from ragnb.llm.batch import BatchAPI, BatchState, failed_reason, line_answer
 from ragnb.llm.calls import (
     INFLIGHT_NAMESPACE,
     NAMESPACE,
@@ -194,6 +204,10 @@ class CallSender:
     rpm, tpm : float, optional
         Requests and prompt tokens per minute at most for the endpoint (base URL + model),
         shared by every client of it in the process (:func:`ragnb.transport.rate_limiter`).
+    batch : bool, default False
+        Send the uncached calls of a run as one batch of the provider's batch API.
+    batch_poll_s : float, default 30.0
+        Seconds between two polls of a batch in progress.
 
     Attributes
     ----------
@@ -223,6 +237,8 @@ class CallSender:
         health_check: Callable[[], str | None] | None = None,
         rpm: float | None = None,
         tpm: float | None = None,
+        batch: bool = False,
+        batch_poll_s: float = 30.0,
     ) -> None:
         CircuitBreaker(max_connection_failures)  # validates the setting
         endpoint = base_url or os.environ.get("OPENAI_BASE_URL")
@@ -244,6 +260,16 @@ class CallSender:
         self.stage = stage
         self.progress = progress
         self.options = dict(options or {})
+        self.batch = batch
+        self.batches = BatchAPI(
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            policy=policy,
+            limiter=self.limiter,
+            folder=cache.directory / "batches",
+            poll_s=batch_poll_s,
+        )
 
     # -- the cache
 
@@ -285,7 +311,11 @@ class CallSender:
         unique: dict[str, LLMCall] = {}
         for c in calls:
             unique.setdefault(c.key, c)
-        orphans = self.ledger.interrupted_keys()
+        # batches an earlier run submitted: resumed, so their calls are neither re-sent nor
+        # reconciled as lost
+        resumable = self._resumable() if self.batch else []
+        held = set().union(*(b.keys for b in resumable))
+        orphans = self.ledger.interrupted_keys() - held
         for key in orphans.intersection(unique):  # killed in flight by an earlier run
             self.ledger.reconcile(key)
         results = self.cached(list(unique.values()))
@@ -301,9 +331,12 @@ class CallSender:
         if todo:
             before = set(self.cache.get_many(INFLIGHT_NAMESPACE, [c.key for c in todo]))
             answered = set(self.cache.get_many(NAMESPACE, [c.key for c in todo]))
-            repeated = frozenset((before - answered) | (orphans & set(unique)))
+            repeated = frozenset(((before - answered) | (orphans & set(unique))) - held)
             state = _RunState(CircuitBreaker(self.max_connection_failures, self.health_check))
-            results.update(run_sync(lambda: self._arun(todo, repeated, stage, kind, state)))
+            if self.batch:
+                results.update(self._run_batches(todo, repeated, stage, kind, state, resumable))
+            else:
+                results.update(run_sync(lambda: self._arun(todo, repeated, stage, kind, state)))
             if state.abort is not None:
                 raise self._unavailable(
                     stage,
@@ -368,6 +401,7 @@ class CallSender:
         stage: str,
         kind: str,
         state: _RunState,
+        firsts: Mapping[str, tuple[str, Any, _Counts]] | None = None,
     ) -> dict[str, CallResult]:
         openai = require("openai")
         from tqdm import tqdm
@@ -392,7 +426,8 @@ class CallSender:
         async def worker() -> None:
             for call in pending:  # the iterator is shared: each call goes to one worker
                 try:
-                    out[call.key] = await self._one(call, job)
+                    first = None if firsts is None else firsts.get(call.key)
+                    out[call.key] = await self._one(call, job, first)
                 except (asyncio.CancelledError, KeyboardInterrupt):
                     raise
                 except Exception as e:  # a bug must not lose the other items
@@ -412,10 +447,14 @@ class CallSender:
 
     # -- one call: the answer, then maybe a reminder
 
-    async def _one(self, call: LLMCall, job: _Job) -> CallResult:
-        counts = _Counts()
+    async def _one(
+        self, call: LLMCall, job: _Job, first: tuple[str, Any, _Counts] | None = None
+    ) -> CallResult:
+        """One call's result; ``first``: its first answer (text, body, counts), already
+        received (from a batch), so only a reminder may be sent."""
+        counts = _Counts() if first is None else first[2]
         repeated = call.key in job.repeated
-        if job.state.abort is not None:
+        if first is None and job.state.abort is not None:  # a batch answer is already paid
             not_sent = f"not sent: the job stopped after {job.state.abort}"
             return CallResult(value=None, valid=False, status="failed", reason=not_sent)
         stamp = json.dumps({"ts": time.time(), "run_id": self.ledger.run_id}).encode()
@@ -431,7 +470,10 @@ class CallSender:
             )
 
         try:
-            text, data = await self._request(call.messages, call, counts, job)
+            if first is None:
+                text, data = await self._request(call.messages, call, counts, job)
+            else:
+                text, data = first[0], first[1]
         except _Failed as f:
             return result(value=None, valid=False, status="failed", reason=f.reason)
         value, reason = call.template.parse(text, call.labels)
@@ -614,6 +656,168 @@ class CallSender:
             + " and ".join(_option_hint(o, self.options[o]) for o in named)
             + f": {fault.reason}"
         )
+
+    # -- the batch API
+
+    def _run_batches(
+        self,
+        todo: list[LLMCall],
+        repeated: frozenset[str],
+        stage: str,
+        kind: str,
+        state: _RunState,
+        resumable: list[BatchState],
+    ) -> dict[str, CallResult]:
+        """The results of ``todo`` through the batch API: the batches of earlier runs that hold
+        some of its calls are resumed, the other calls submitted as one new batch."""
+        by_key = {c.key: c for c in todo}
+        jobs = [b for b in resumable if b.keys & by_key.keys()]
+        held = set().union(*(b.keys for b in jobs))
+        new = [c for c in todo if c.key not in held]
+        out: dict[str, CallResult] = {}
+        if new:
+            try:
+                jobs.append(self._submit(new, repeated, stage, kind))
+            except GaveUp as g:
+                reason = self._redact(f"the batch was not submitted: {g.reason}")
+                log.warning("%s: %s (%d calls)", self.client_id, reason, len(new))
+                for c in new:
+                    out[c.key] = CallResult(value=None, valid=False, status="failed", reason=reason)
+        try:
+            for job in jobs:
+                log.info("%s: waiting for batch %s", self.client_id, job.batch_id)
+                out.update(self._fold(job, by_key, repeated, stage, kind, state))
+        finally:
+            self.batches.close()
+        return out
+
+    def _resumable(self) -> list[BatchState]:
+        """The batches earlier runs submitted; a state without a batch id (killed between the
+        upload and the batch's creation: nothing billed) is dropped, its calls sent again, and
+        so is the state of a batch whose answers are all cached."""
+        found = self.batches.pending()
+        kept = []
+        for b in found:
+            # a batch whose answers are all cached was folded in by a run killed just before
+            # removing its state
+            done = b.keys <= set(self.cache.get_many(NAMESPACE, b.keys))
+            if not b.batch_id or done:
+                self.batches.forget(b)
+            else:
+                kept.append(b)
+        return kept
+
+    def _submit(
+        self, calls: list[LLMCall], repeated: frozenset[str], stage: str, kind: str
+    ) -> BatchState:
+        """Write the calls' pending ledger lines, mark them in flight, submit their batch."""
+        bodies: dict[str, dict[str, Any]] = {}
+        items: dict[str, dict[str, str]] = {}
+        stamp = json.dumps({"ts": time.time(), "run_id": self.ledger.run_id}).encode()
+        for c in calls:
+            who = self._identity(stage, kind, c, 1, c.key in repeated)
+            rid = self.ledger.begin(
+                **who,
+                input_tokens=count_message_tokens(c.messages, self.model)[0],
+                output_tokens=c.template.expected_output_tokens,
+                batch=True,
+            )
+            bodies[c.key] = {"model": self.model, "messages": c.messages, **self.body, **c.body}
+            items[c.key] = {"key": c.key, "item": c.item, "request_id": rid}
+        self.cache.put_many(INFLIGHT_NAMESPACE, {c.key: stamp for c in calls})
+        try:
+            return self.batches.submit(bodies, items, self.ledger.run_id)
+        except GaveUp as g:
+            for c in calls:  # nothing was billed: close the pending lines
+                who = self._identity(stage, kind, c, 1, c.key in repeated)
+                rid = items[c.key]["request_id"]
+                self.ledger.record(**who, status=g.fault.status, request_id=rid, batch=True)
+            raise
+
+    def _fold(
+        self,
+        job: BatchState,
+        by_key: Mapping[str, LLMCall],
+        repeated: frozenset[str],
+        stage: str,
+        kind: str,
+        state: _RunState,
+    ) -> dict[str, CallResult]:
+        """Wait for a batch to end, then fold its answers into the ledger and the cache."""
+        mine = {cid: v for cid, v in job.items.items() if v["key"] in by_key}
+        try:
+            batch = self.batches.wait(job)
+        except GaveUp as g:  # the state file stays: the next run polls the batch again
+            reason = self._redact(f"batch {job.batch_id} could not be polled: {g.reason}")
+            log.warning("%s: %s; run again to resume it", self.client_id, reason)
+            failed = CallResult(value=None, valid=False, status="failed", reason=reason)
+            return {v["key"]: failed for v in mine.values()}
+
+        def record(info: Mapping[str, str], status: str, **usage: Any) -> None:
+            who = self._identity(stage, kind, by_key[info["key"]], 1, info["key"] in repeated)
+            rid = info["request_id"]
+            self.ledger.record(**who, status=status, request_id=rid, run_id=job.run_id, **usage)
+
+        firsts: dict[str, tuple[str, Any, _Counts]] = {}
+        reasons: dict[str, str] = {}
+        errors = 0
+        lines = [*self.batches.lines(batch.output_file_id)]
+        lines += self.batches.lines(batch.error_file_id)
+        for line in lines:
+            info = mine.get(line["custom_id"])
+            if info is None or info["key"] in firsts or info["key"] in reasons:
+                continue
+            data, reason = line_answer(line)
+            content = ""
+            if data is not None:
+                try:
+                    content, n_in, n_out = read_completion(data)
+                except ValueError as e:  # not a chat completion
+                    reason = f"batch answer is not a chat completion: {e}"
+            if reason is not None:
+                errors += 1
+                reasons[info["key"]] = self._redact(reason)
+                record(info, "batch_error", batch=True)
+                continue
+            estimated = not has_usage(data)
+            if estimated:
+                n_in = count_message_tokens(by_key[info["key"]].messages, self.model)[0]
+                n_out = count_tokens(content, self.model)[0]
+            record(
+                info,
+                "ok",
+                input_tokens=n_in,
+                output_tokens=n_out,
+                cached_input_tokens=0 if estimated else read_cached_tokens(data),
+                usage_estimated=estimated,
+                batch=True,
+            )
+            firsts[info["key"]] = (content, data, _Counts(1, n_in, n_out))
+        out = {}
+        if firsts:
+            calls = [by_key[k] for k in firsts]
+            out = run_sync(lambda: self._arun(calls, repeated, stage, kind, state, firsts))
+        unanswered = [v for v in mine.values() if v["key"] not in out and v["key"] not in reasons]
+        why = failed_reason(batch)
+        for info in unanswered:
+            reasons[info["key"]] = f"{why}: no answer for this call"
+            record(info, f"batch_{batch.status}", batch=True)
+        if errors or unanswered:
+            log.warning(
+                "%s: %s: %d calls answered, %d in the error file, %d unanswered; they are not "
+                "cached: run again to submit them in a new batch",
+                self.client_id,
+                why,
+                len(firsts),
+                errors,
+                len(unanswered),
+            )
+        for key, reason in reasons.items():
+            out[key] = CallResult(
+                value=None, valid=False, status="failed", reason=reason, attempts=1
+            )
+        self.batches.forget(job)
+        return out
 
     # -- the ledger
 
