@@ -748,9 +748,9 @@ class CallSender:
         try:
             batch = self.batches.wait(job)
         except GaveUp as g:  # the state file stays: the next run polls the batch again
-            reason = self._redact(f"batch {job.batch_id} could not be polled: {g.reason}")
-            log.warning("%s: %s; run again to resume it", self.client_id, reason)
-            failed = CallResult(value=None, valid=False, status="failed", reason=reason)
+            why = self._redact(f"batch {job.batch_id} could not be polled: {g.reason}")
+            log.warning("%s: %s; run again to resume it", self.client_id, why)
+            failed = CallResult(value=None, valid=False, status="failed", reason=why)
             return {v["key"]: failed for v in mine.values()}
 
         def record(info: Mapping[str, str], status: str, **usage: Any) -> None:
