@@ -139,3 +139,71 @@ def test_cli_golden_audit_exit_status_both_ways(accepted, capsys):
 def test_cli_golden_audit_bad_folder_is_exit_2(tmp_path, capsys):
     assert main(["golden", "audit", str(tmp_path), "--judge-kappa-min", "0.4"]) == 2
     assert "manifest.json: not found" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- through the cache
+
+
+def grade_request_answer(request):
+    """The scripted server's answers: listwise orders reversed; grades by a hash of the passage
+    and the model, so another model grades differently."""
+    import hashlib
+    import json
+    import re
+
+    from openai_server import ChatAnswer
+
+    messages = request.json["messages"]
+    system = messages[0]["content"] if messages[0]["role"] == "system" else ""
+    if "ranking judge" in system:
+        n = int(re.search(r"receive (\d+) passages", system).group(1))
+        return ChatAnswer(json.dumps({"order": [chr(65 + i) for i in reversed(range(n))]}))
+    user = next(m["content"] for m in messages if m["role"] == "user")
+    digest = hashlib.sha256((request.json["model"] + user).encode()).hexdigest()
+    return ChatAnswer(json.dumps({"grade": int(digest, 16) % 5 + 1}))
+
+
+def test_regrading_goes_through_the_judge_cache(openai_server, tmp_path, monkeypatch):
+    from ragnb.cache import Cache
+    from ragnb.judge import OpenAIJudge
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-drift")
+    openai_server.chat.handler = grade_request_answer
+    config = GoldenSetConfig(
+        judge="openai",
+        model="gpt-4o-mini",
+        base_url=openai_server.base_url,
+        retrievers=["bm25"],
+        max_queries=3,
+        new_systems=[],
+        depth=4,
+        min_pool=4,
+        top_n=3,
+        cache_dir=str(tmp_path / "cache"),
+        export_dir=str(tmp_path / "run"),
+    )
+    golden = build_pipeline(config).run()
+    chat = "/v1/chat/completions"
+
+    def judge(model):
+        return OpenAIJudge(
+            model, base_url=openai_server.base_url, cache=Cache(tmp_path / "cache"), progress=False
+        )
+
+    before = openai_server.request_count(chat)
+    same = judge_drift(golden, judge("gpt-4o-mini"), n_boot=50)
+    assert openai_server.request_count(chat) == before  # every answer from the cache
+    r = same.regraded.set_index("set")
+    assert r.loc["golden pairs", "from_cache"] == len(golden.judgements)
+    assert r.loc["golden pairs", "called"] == 0
+    assert same.kappa("candidate") == same.kappa("reference")
+    assert "0 sent to the judge" in same.banner()
+
+    other = judge_drift(golden, judge("gpt-4o"), ppi=False, n_boot=50)
+    called = int(other.regraded["called"].iloc[0])
+    assert called == len(other.pairs) > 0
+    assert openai_server.request_count(chat) == before + called
+    again = judge_drift(golden, judge("gpt-4o"), ppi=False, n_boot=50)
+    assert int(again.regraded["from_cache"].iloc[0]) == called  # now cached: free
+    assert openai_server.request_count(chat) == before + called
+    assert again.pairs["candidate"].tolist() == other.pairs["candidate"].tolist()
