@@ -674,8 +674,8 @@ _AUDIT_JUDGE_OPTIONS = ("judge", "model", "prompt", "base_url", "judge_sd", "see
 
 def _cmd_golden_audit(args: argparse.Namespace) -> int:
     """Re-grade a golden set's human-labelled sample with a judge (default the golden set's
-    own, through its cache), compare it with the humans and gate its kappa; exit 1 when a gate
-    fails."""
+    own, through its cache; an LLM's calls go to the run folder's ledger, stage ``drift``),
+    compare it with the humans and gate its kappa; exit 1 when a gate fails."""
     import dataclasses
 
     from ragnb.cache import Cache
@@ -684,6 +684,7 @@ def _cmd_golden_audit(args: argparse.Namespace) -> int:
     from ragnb.golden.judging import make_judge, stop_local_server
     from ragnb.golden.pipeline import build_pipeline
     from ragnb.io import read_json
+    from ragnb.ledger import LEDGER_FILE, Ledger
 
     folder = Path(args.folder)
     manifest = folder / "manifest.json"
@@ -697,15 +698,19 @@ def _cmd_golden_audit(args: argparse.Namespace) -> int:
     chosen = {k: getattr(args, k) for k in _AUDIT_JUDGE_OPTIONS if getattr(args, k) is not None}
     candidate = dataclasses.replace(config, **chosen)
     labels = golden.build.labels
-    judge = make_judge(
-        candidate,
-        labels if labels is not None else golden.qrels.iloc[:0],
-        cache=Cache(config.cache_dir or None),
-    )
     try:
-        drift = judge_drift(golden, judge, ppi=not args.no_ppi, n_boot=args.n_boot)
+        judge = make_judge(
+            candidate,
+            labels if labels is not None else golden.qrels.iloc[:0],
+            cache=Cache(config.cache_dir or None),
+            ledger=Ledger(folder / LEDGER_FILE) if candidate.judge == "openai" else None,
+        )
+        try:
+            drift = judge_drift(golden, judge, ppi=not args.no_ppi, n_boot=args.n_boot)
+        finally:
+            stop_local_server(judge)
     finally:
-        stop_local_server(judge)
+        stop_local_server(golden.judge)
     accepted = accepted_calibration(folder, args.kappa)
     if accepted is None:
         print(

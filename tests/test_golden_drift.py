@@ -207,3 +207,17 @@ def test_regrading_goes_through_the_judge_cache(openai_server, tmp_path, monkeyp
     assert int(again.regraded["from_cache"].iloc[0]) == called  # now cached: free
     assert openai_server.request_count(chat) == before + called
     assert again.pairs["candidate"].tolist() == other.pairs["candidate"].tolist()
+
+    # the command: another model's calls are billed to the run folder's ledger, stage "drift"
+    from ragnb.ledger import Ledger
+
+    args = ["golden", "audit", str(tmp_path / "run"), "--judge-kappa-min", "-1", "--no-ppi"]
+    assert main([*args, "--model", "gpt-4.1-mini", "--n-boot", "50"]) == 0
+    ledger = Ledger.read(tmp_path / "run" / "ledger.jsonl")
+    drift_rows = ledger[ledger["stage"] == "drift"]
+    assert (~drift_rows["cached"]).sum() == len(other.pairs)
+    assert all(
+        "sk-test-drift" not in p.read_text(errors="ignore")
+        for p in (tmp_path / "run").rglob("*")
+        if p.is_file() and p.suffix in {".json", ".jsonl", ".csv", ".README", ".qrels"}
+    )
