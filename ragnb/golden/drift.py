@@ -384,12 +384,6 @@ def judge_drift(
     ----------
     .. [1] J. Cohen, Psychological Bulletin 70(4), 1968 (weighted kappa).
     .. [2] A. N. Angelopoulos, J. C. Duchi and T. Zrnic, "PPI++", arXiv:2311.01453, 2023.
-
-    Examples
-    --------
-    >>> drift = judge_drift(golden, NoisyJudge(labels, sd=2.0))  # doctest: +SKIP
-    >>> drift.kappa("candidate")  # doctest: +SKIP
-    (0.21, 0.12, 0.30)
     """
     scale = golden.judge.scale
     if tuple(judge.scale or ()) != tuple(scale or ()):
