@@ -693,7 +693,7 @@ def _cmd_golden_audit(args: argparse.Namespace) -> int:
     config = read_json(manifest).get("config")
     if not isinstance(config, dict):
         raise InputError(f"{manifest}: no 'config': the golden set was not built from parameters")
-    config = GoldenSetConfig(**{**config, "export_dir": str(folder)})
+    config = _audit_paths(GoldenSetConfig(**{**config, "export_dir": str(folder)}), args, manifest)
     golden = build_pipeline(config).run()
     chosen = {k: getattr(args, k) for k in _AUDIT_JUDGE_OPTIONS if getattr(args, k) is not None}
     candidate = dataclasses.replace(config, **chosen)
@@ -724,6 +724,30 @@ def _cmd_golden_audit(args: argparse.Namespace) -> int:
     return report.exit_status
 
 
+#: Path parameters of a golden set's config: ``manifest.json`` shows them for people (the last
+#: component of a path outside the project), so ``ragnb golden audit`` takes them as options.
+_AUDIT_PATHS = ("dataset", "queries", "human_labels", "cache_dir")
+
+
+def _audit_paths(config: GoldenSetConfig, args: argparse.Namespace, manifest: Path) -> Any:
+    """``config`` with the path options given; every path must exist (else an error naming the
+    manifest and the option to pass)."""
+    import dataclasses
+
+    from ragnb.paths import resolve_path
+
+    given = {k: getattr(args, k) for k in _AUDIT_PATHS if getattr(args, k) is not None}
+    config = dataclasses.replace(config, **given)
+    for name in _AUDIT_PATHS:
+        value = getattr(config, name)
+        if value and not resolve_path(value).exists():
+            option = "--" + name.replace("_", "-")
+            raise InputError(
+                f"{manifest}: {name} {value!r} is not found from the project root: pass {option}"
+            )
+    return config
+
+
 def _golden_audit_parser() -> argparse.ArgumentParser:
     """``ragnb golden audit``: the judge-drift gate of a built golden set."""
     from ragnb.golden.config import JUDGES
@@ -752,6 +776,10 @@ def _golden_audit_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server")
     p.add_argument("--judge-sd", type=float, default=None, help="noise of the noisy judge")
     p.add_argument("--seed", type=int, default=None, help="seed of the noisy judge")
+    p.add_argument("--dataset", default=None, help="BEIR folder (default: the manifest's)")
+    p.add_argument("--queries", default=None, help="query file (default: the manifest's)")
+    p.add_argument("--human-labels", default=None, help="human qrels (default: the manifest's)")
+    p.add_argument("--cache-dir", default=None, help="the judge cache (default: the manifest's)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (1000)")
     p.add_argument("--no-ppi", action="store_true", help="re-grade the human sample only")
     p.set_defaults(func=_cmd_golden_audit)

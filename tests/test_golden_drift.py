@@ -163,7 +163,7 @@ def grade_request_answer(request):
     return ChatAnswer(json.dumps({"grade": int(digest, 16) % 5 + 1}))
 
 
-def test_regrading_goes_through_the_judge_cache(openai_server, tmp_path, monkeypatch):
+def test_regrading_goes_through_the_judge_cache(openai_server, tmp_path, monkeypatch, capsys):
     from ragnb.cache import Cache
     from ragnb.judge import OpenAIJudge
 
@@ -212,6 +212,10 @@ def test_regrading_goes_through_the_judge_cache(openai_server, tmp_path, monkeyp
     from ragnb.ledger import Ledger
 
     args = ["golden", "audit", str(tmp_path / "run"), "--judge-kappa-min", "-1", "--no-ppi"]
+    # manifest.json shows a folder outside the project by its name only: the command takes it
+    args += ["--cache-dir", str(tmp_path / "cache")]
+    assert main([*args, "--queries", str(tmp_path / "missing.txt")]) == 2
+    assert "is not found from the project root: pass --queries" in capsys.readouterr().err
     assert main([*args, "--model", "gpt-4.1-mini", "--n-boot", "50"]) == 0
     ledger = Ledger.read(tmp_path / "run" / "ledger.jsonl")
     drift_rows = ledger[ledger["stage"] == "drift"]
