@@ -720,6 +720,8 @@ def _cmd_golden_audit(args: argparse.Namespace) -> int:
         )
     report = drift_gates(drift, minimum=args.judge_kappa_min, accepted=accepted, weights=args.kappa)
     print(drift.banner().replace("**", ""))
+    if args.out:
+        print(f"tables: {drift.export(args.out)}")
     print(report.message())
     return report.exit_status
 
@@ -782,6 +784,7 @@ def _golden_audit_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", default=None, help="the judge cache (default: the manifest's)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (1000)")
     p.add_argument("--no-ppi", action="store_true", help="re-grade the human sample only")
+    p.add_argument("--out", default="", help="folder for the tables (CSV) and drift.json")
     p.set_defaults(func=_cmd_golden_audit)
     return p
 

@@ -14,6 +14,7 @@ from ragnb.gates import judge_kappa_gates
 from ragnb.golden import GoldenSetConfig, calibrate_judge
 from ragnb.golden.drift import accepted_calibration, drift_gates, judge_drift
 from ragnb.golden.pipeline import build_pipeline
+from ragnb.io import read_json
 from ragnb.judge import NoisyJudge, QrelsJudge
 
 
@@ -130,8 +131,18 @@ def test_cli_golden_audit_exit_status_both_ways(accepted, capsys):
     assert main([*args, "--no-ppi"]) == 0
     out = capsys.readouterr().out
     assert golden.judge.judge_id in out and "passed" in out
-    assert main([*args, "--judge-sd", "3", "--seed", "3"]) == 1
+    out_dir = folder.parent / "drift-tables"
+    assert main([*args, "--judge-sd", "3", "--seed", "3", "--out", str(out_dir)]) == 1
     out = capsys.readouterr().out
+    summary = read_json(out_dir / "drift.json")
+    assert summary["candidate"] == "noisy-judge(sd=3,seed=3)"
+    assert (
+        summary["kappa"]["reference"]["none"]["value"]
+        > summary["kappa"]["candidate"]["none"]["value"]
+    )
+    assert {"kappa.csv", "bias.csv", "ppi.csv", "regraded.csv"} <= {
+        p.name for p in out_dir.iterdir()
+    }
     assert "gate failed: kappa of noisy-judge(sd=3,seed=3)" in out
     assert "(judge-kappa-min)" in out
 

@@ -249,6 +249,43 @@ class JudgeDrift:
             "pairs": self.pairs,
         }
 
+    def summary(self) -> dict[str, Any]:
+        """JSON-safe: both judges, their kappas with intervals, what was re-graded, settings."""
+        kappas = {
+            role: {
+                w: dict(
+                    zip(("value", "low", "high"), _json_floats(self.kappa(role, w)), strict=True)
+                )
+                for w in KAPPA_STATISTICS
+            }
+            for role in _ROLES
+        }
+        return {
+            "reference": self.reference_id,
+            "candidate": self.candidate_id,
+            "pairs": len(self.pairs),
+            "kappa": kappas,
+            "regraded": self.regraded.to_dict("records"),
+            "settings": dict(self.settings),
+            "notes": list(self.notes),
+        }
+
+    def export(self, folder: str | Path) -> Path:
+        """Write every table of :meth:`tables` as ``<name>.csv`` and :meth:`summary` as
+        ``drift.json`` into ``folder`` (created), atomically. Returns the folder."""
+        from ragnb.io import write_json, write_table_csv
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, table in self.tables().items():
+            write_table_csv(table, folder / f"{name}.csv")
+        write_json(self.summary(), folder / "drift.json")
+        return folder
+
+
+def _json_floats(values: tuple[float, ...]) -> list[float | None]:
+    return [None if math.isnan(v) else float(v) for v in values]
+
 
 def _statistic(weights: str) -> str:
     if weights not in KAPPA_STATISTICS:
