@@ -14,12 +14,15 @@
     ragnb trec-eval [-q] [-c] [-n] [-J] [-l L] [-M M] [-m MEASURE[.PARAMS]]... QRELS RUN
     ragnb golden --dataset PATH [--queries FILE] [--judge local|openai|noisy|qrels] --out DIR
                  [--max-queries N] [--depth 5] [--human-labels QRELS] ...
+    ragnb golden audit DIR [--judge-kappa-min 0.4] [--judge J --model M --prompt P ...]
     ragnb run STUDY [-p NAME=VALUE]... [--export DIR]
     ragnb params [--check | --write] [--only STUDY]... [--notebooks DIR]
 
 Bad input ends with ``ragnb: error: ...`` naming the file, line, query or parameter, and exit
 status 2. ``ragnb evaluate`` and ``ragnb evaluate-samples`` exit with 1 when a build gate
-(``--fail-under``, ``--baseline``) fails, after printing the table; ``ragnb params --check``
+(``--fail-under``, ``--baseline``) fails, after printing the table; ``ragnb golden audit`` exits
+with 1 when the judge's kappa against the human labels falls below ``--judge-kappa-min`` or
+below the calibration the golden set was accepted with; ``ragnb params --check``
 exits with 1 when a notebook's parameters cell differs from its config.
 """
 
@@ -631,7 +634,8 @@ def _add_golden_parser(sub: Any) -> None:
         description="Pool, judge, prune and refine (notebook 02's pipeline), then export the "
         "golden set to --out: golden.qrels (TREC), golden.qrels.README (which judge made it), "
         "judgements.csv (provenance), manifest.json. Warnings (a local stand-in judge, grades "
-        "that say nothing) go to stderr. "
+        "that say nothing) go to stderr. `ragnb golden audit DIR --judge-kappa-min 0.4` gates "
+        "the judge of a built golden set against its human labels. "
         "A dataset with corpus.jsonl and queries.jsonl and no qrels is enough with an LLM judge.",
     )
     p.add_argument("--dataset", required=True, help="BEIR folder (qrels optional)")
@@ -662,6 +666,127 @@ def _add_golden_parser(sub: Any) -> None:
     p.add_argument("--out", required=True, help="run folder to write")
     p.add_argument("--quiet", action="store_true", help="no line per stage")
     p.set_defaults(func=_cmd_golden)
+
+
+#: Options of ``ragnb golden audit`` that replace the golden set's judge settings.
+_AUDIT_JUDGE_OPTIONS = ("judge", "model", "prompt", "base_url", "judge_sd", "seed")
+
+
+def _cmd_golden_audit(args: argparse.Namespace) -> int:
+    """Re-grade a golden set's human-labelled sample with a judge (default the golden set's
+    own, through its cache; an LLM's calls go to the run folder's ledger, stage ``drift``),
+    compare it with the humans and gate its kappa; exit 1 when a gate fails."""
+    import dataclasses
+
+    from ragnb.cache import Cache
+    from ragnb.golden import GoldenSetConfig
+    from ragnb.golden.drift import accepted_calibration, drift_gates, judge_drift
+    from ragnb.golden.judging import make_judge, stop_local_server
+    from ragnb.golden.pipeline import build_pipeline
+    from ragnb.io import read_json
+    from ragnb.ledger import LEDGER_FILE, Ledger
+
+    folder = Path(args.folder)
+    manifest = folder / "manifest.json"
+    if not manifest.is_file():
+        raise InputError(f"{manifest}: not found: give the run folder of a golden set")
+    config = read_json(manifest).get("config")
+    if not isinstance(config, dict):
+        raise InputError(f"{manifest}: no 'config': the golden set was not built from parameters")
+    config = _audit_paths(GoldenSetConfig(**{**config, "export_dir": str(folder)}), args, manifest)
+    golden = build_pipeline(config).run()
+    chosen = {k: getattr(args, k) for k in _AUDIT_JUDGE_OPTIONS if getattr(args, k) is not None}
+    candidate = dataclasses.replace(config, **chosen)
+    labels = golden.build.labels
+    try:
+        judge = make_judge(
+            candidate,
+            labels if labels is not None else golden.qrels.iloc[:0],
+            cache=Cache(config.cache_dir or None),
+            ledger=Ledger(folder / LEDGER_FILE) if candidate.judge == "openai" else None,
+        )
+        try:
+            drift = judge_drift(golden, judge, ppi=not args.no_ppi, n_boot=args.n_boot)
+        finally:
+            stop_local_server(judge)
+    finally:
+        stop_local_server(golden.judge)
+    accepted = accepted_calibration(folder, args.kappa)
+    if accepted is None:
+        print(
+            f"ragnb: note: {folder / 'calibration'} holds no accepted calibration: only "
+            "--judge-kappa-min is checked",
+            file=sys.stderr,
+        )
+    report = drift_gates(drift, minimum=args.judge_kappa_min, accepted=accepted, weights=args.kappa)
+    print(drift.banner().replace("**", ""))
+    if args.out:
+        print(f"tables: {drift.export(args.out)}")
+    print(report.message())
+    return report.exit_status
+
+
+#: Path parameters of a golden set's config: ``manifest.json`` shows them for people (the last
+#: component of a path outside the project), so ``ragnb golden audit`` takes them as options.
+_AUDIT_PATHS = ("dataset", "queries", "human_labels", "cache_dir")
+
+
+def _audit_paths(config: GoldenSetConfig, args: argparse.Namespace, manifest: Path) -> Any:
+    """``config`` with the path options given; every path must exist (else an error naming the
+    manifest and the option to pass)."""
+    import dataclasses
+
+    from ragnb.paths import resolve_path
+
+    given = {k: getattr(args, k) for k in _AUDIT_PATHS if getattr(args, k) is not None}
+    config = dataclasses.replace(config, **given)
+    for name in _AUDIT_PATHS:
+        value = getattr(config, name)
+        if value and not resolve_path(value).exists():
+            option = "--" + name.replace("_", "-")
+            raise InputError(
+                f"{manifest}: {name} {value!r} is not found from the project root: pass {option}"
+            )
+    return config
+
+
+def _golden_audit_parser() -> argparse.ArgumentParser:
+    """``ragnb golden audit``: the judge-drift gate of a built golden set."""
+    from ragnb.golden.config import JUDGES
+    from ragnb.golden.drift import KAPPA_STATISTICS
+
+    p = argparse.ArgumentParser(
+        prog="ragnb golden audit",
+        description="Re-grade the human-labelled pairs of a golden set (run folder of ragnb "
+        "golden) with a judge (default: its own, through the cache; --judge/--model/--prompt "
+        "name another), compare both judges with the humans (kappa with intervals, bias per "
+        "grade, PPI estimates) and exit 1 when the judge's kappa is below --judge-kappa-min or "
+        "below the lower end of the interval of the calibration the golden set was accepted "
+        "with (calibration/calibration.json).",
+    )
+    p.add_argument("folder", help="the golden set's run folder (with manifest.json)")
+    p.add_argument("--judge-kappa-min", type=float, default=None, help="minimum kappa, e.g. 0.4")
+    p.add_argument(
+        "--kappa",
+        choices=sorted(KAPPA_STATISTICS),
+        default="none",
+        help="gated kappa: Cohen's (none) or weighted (linear, quadratic)",
+    )
+    p.add_argument("--judge", choices=JUDGES, default=None, help="the judge to re-grade with")
+    p.add_argument("--model", default=None, help="LLM of the openai judge")
+    p.add_argument("--prompt", default=None, help="grading prompt (name or YAML)")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server")
+    p.add_argument("--judge-sd", type=float, default=None, help="noise of the noisy judge")
+    p.add_argument("--seed", type=int, default=None, help="seed of the noisy judge")
+    p.add_argument("--dataset", default=None, help="BEIR folder (default: the manifest's)")
+    p.add_argument("--queries", default=None, help="query file (default: the manifest's)")
+    p.add_argument("--human-labels", default=None, help="human qrels (default: the manifest's)")
+    p.add_argument("--cache-dir", default=None, help="the judge cache (default: the manifest's)")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (1000)")
+    p.add_argument("--no-ppi", action="store_true", help="re-grade the human sample only")
+    p.add_argument("--out", default="", help="folder for the tables (CSV) and drift.json")
+    p.set_defaults(func=_cmd_golden_audit)
+    return p
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -827,8 +952,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (InputError, FileNotFoundError) as e:
             print(f"ragnb: error: {e}", file=sys.stderr)
             return 2
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    parser = _golden_audit_parser() if argv[:2] == ["golden", "audit"] else build_parser()
+    args = parser.parse_args(argv[2:] if argv[:2] == ["golden", "audit"] else argv)
     try:
         return int(args.func(args))
     except (InputError, FileNotFoundError, MissingExtra) as e:

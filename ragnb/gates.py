@@ -53,6 +53,7 @@ __all__ = [
     "Threshold",
     "baseline_gates",
     "check_gates",
+    "judge_kappa_gates",
     "parse_threshold",
     "threshold_gates",
 ]
@@ -338,6 +339,8 @@ class GateReport:
                     f"gate failed: {row.measure} = {row.value:.{digits}f} < "
                     f"{row.threshold:.{digits}f} (fail-under)"
                 )
+            elif row.gate in _KAPPA_GATES:
+                lines.append(_kappa_message(row, self.settings, digits))
             else:
                 correction = str(self.settings.get("correction", "holm")).capitalize()
                 lines.append(
@@ -349,6 +352,123 @@ class GateReport:
                     f"{self.settings.get('alpha')}) (no-drop)"
                 )
         return "\n".join(lines)
+
+
+#: The gates of :func:`judge_kappa_gates`.
+_KAPPA_GATES = ("judge-kappa-min", "judge-calibration")
+
+
+def _kappa_message(row: Any, settings: Mapping[str, Any], d: int) -> str:
+    """The line of a failed judge-kappa gate: the judge, its kappa with the interval, the rule."""
+    ci = int(round(100 * float(settings.get("ci", 0.95))))
+    said = (
+        f"gate failed: {row.measure} = {row.value:.{d}f} ({ci}% CI "
+        f"[{row.ci_low:.{d}f}, {row.ci_high:.{d}f}])"
+    )
+    if row.gate == "judge-kappa-min":
+        return f"{said} < the minimum {row.threshold:.{d}f} (judge-kappa-min)"
+    return (
+        f"{said} is below the calibration the golden set was accepted with: "
+        f"{row.baseline:.{d}f}, interval low end {row.threshold:.{d}f} "
+        f"({settings.get('accepted_source', 'accepted calibration')}) (judge-calibration)"
+    )
+
+
+def judge_kappa_gates(
+    kappa: float,
+    low: float,
+    high: float,
+    *,
+    judge: str,
+    statistic: str = "kappa",
+    minimum: float | None = None,
+    accepted: Mapping[str, Any] | None = None,
+    ci: float = 0.95,
+) -> GateReport:
+    """Gate an LLM judge on its agreement with human labels.
+
+    Two gates, each checked when given:
+
+    ``judge-kappa-min``
+        ``kappa >= minimum`` (a NaN kappa fails).
+    ``judge-calibration``
+        ``kappa >= accepted["low"]``: the kappa must not fall below the lower end of the
+        interval of the calibration the judge was accepted with. A kappa inside that interval
+        is within the sampling noise of the accepted one and passes; the same judge on the same
+        labels passes by construction.
+
+    Parameters
+    ----------
+    kappa, low, high : float
+        The judge's kappa against the human labels and its interval (Cohen's kappa in [-1, 1]).
+    judge : str
+        Its identity (``judge_id``), named in the table and the message.
+    statistic : str, default "kappa"
+        Which kappa (``"kappa"``, ``"kappa (linear)"``, ``"kappa (quadratic)"``).
+    minimum : float, optional
+        Finite, in [-1, 1].
+    accepted : mapping, optional
+        ``value``, ``low`` (finite), ``high`` and optionally ``source`` (where it is stored).
+    ci : float, default 0.95
+        Coverage of the intervals, for the message.
+
+    Returns
+    -------
+    GateReport
+        One row per gate checked (columns :data:`GATE_COLUMNS`: ``gate``, ``measure`` =
+        ``"<statistic> of <judge>"``, ``value`` the kappa, ``threshold`` the minimum or the
+        accepted low end, ``baseline`` the accepted kappa, ``ci_low``, ``ci_high`` the kappa's
+        interval, ``passed``); ``settings`` holds ``judge``, ``statistic``, ``ci`` and
+        ``accepted_source``.
+
+    Raises
+    ------
+    InputError
+        Neither gate given, ``minimum`` outside [-1, 1], ``accepted`` without a finite ``low``.
+
+    References
+    ----------
+    .. [1] J. Cohen, Educational and Psychological Measurement 20(1), 1960.
+    .. [2] J. R. Landis and G. G. Koch, Biometrics 33(1), 1977 (0.41-0.60 "moderate").
+
+    Examples
+    --------
+    >>> r = judge_kappa_gates(0.31, 0.22, 0.40, judge="gpt-x", minimum=0.4)
+    >>> r.exit_status
+    1
+    >>> print(r.message(digits=2))
+    gate failed: kappa of gpt-x = 0.31 (95% CI [0.22, 0.40]) < the minimum 0.40 (judge-kappa-min)
+    """
+    if minimum is None and accepted is None:
+        raise InputError("a judge-kappa gate needs a minimum kappa or an accepted calibration")
+    rows = []
+    base = {"measure": f"{statistic} of {judge}", "value": kappa, "ci_low": low, "ci_high": high}
+    if minimum is not None:
+        m = float(minimum)
+        if not -1.0 <= m <= 1.0:
+            raise InputError(f"the minimum kappa must be in [-1, 1], got {minimum!r}")
+        rows.append({**base, "gate": "judge-kappa-min", "threshold": m, "passed": kappa >= m})
+    source = None
+    if accepted is not None:
+        floor = float(accepted.get("low", math.nan))
+        if not math.isfinite(floor):
+            raise InputError(
+                f"the accepted calibration ({accepted.get('source', 'given')}) has no interval: "
+                "re-run its calibration with n_boot > 0"
+            )
+        source = accepted.get("source")
+        rows.append(
+            {
+                **base,
+                "gate": "judge-calibration",
+                "threshold": floor,
+                "baseline": float(accepted.get("value", math.nan)),
+                "difference": kappa - float(accepted.get("value", math.nan)),
+                "passed": kappa >= floor,
+            }
+        )
+    settings = {"judge": judge, "statistic": statistic, "ci": ci, "accepted_source": source}
+    return GateReport(table=_table(rows), settings=settings)
 
 
 def check_gates(

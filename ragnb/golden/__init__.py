@@ -25,6 +25,9 @@
 - :mod:`ragnb.golden.audit`: the refined top exported for a human audit (CSV and the labelling
   view) and folded back as human labels.
 - :mod:`ragnb.golden.simulation`: refinement against one-shot judging at equal budget.
+- :mod:`ragnb.golden.drift`: another judge or prompt re-grades the human-labelled sample and is
+  compared with the golden set's judge (kappa, bias per grade, PPI estimates); the kappa gate of
+  ``ragnb golden audit``.
 
 Query rewriting (S1) is :class:`ragnb.rewrite.LLMRewriter` (also importable from here).
 """
@@ -52,6 +55,7 @@ from ragnb.golden.degenerate import (
     findings_markdown,
     rank_association,
 )
+from ragnb.golden.drift import JudgeDrift, accepted_calibration, drift_gates, judge_drift
 from ragnb.golden.ensemble import EnsembleAgreement, ensemble_agreement
 from ragnb.golden.evaluation import (
     calibrate_judge,
@@ -100,6 +104,7 @@ __all__ = [
     "HumanLabels",
     "Increment",
     "JUDGES",
+    "JudgeDrift",
     "JudgeFinding",
     "LLMRewriter",
     "LabelStore",
@@ -108,6 +113,7 @@ __all__ = [
     "STAGES",
     "STAGE_CODE",
     "StageRecord",
+    "accepted_calibration",
     "audit_markdown",
     "audit_rows",
     "audit_sample",
@@ -117,6 +123,7 @@ __all__ = [
     "calibration_sample",
     "check_grades",
     "default_keep_grade",
+    "drift_gates",
     "ensemble_agreement",
     "estimate_markdown",
     "export_audit",
@@ -127,6 +134,7 @@ __all__ = [
     "human_labels",
     "human_labels_for",
     "judge_banner",
+    "judge_drift",
     "judge_fingerprint",
     "judged_table",
     "make_judge",
