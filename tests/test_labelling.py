@@ -537,8 +537,10 @@ def _run_all(driver, name: str) -> None:
         prompts = d.find_elements("css selector", ".jp-Notebook .jp-CodeCell .jp-InputPrompt")
         return bool(prompts) and any(c in prompts[0].text for c in "*0123456789")
 
-    for _ in range(3):  # a click that lands before the notebook takes focus runs nothing
+    for _ in range(6):  # a click that lands before the notebook takes focus runs nothing
         try:
+            # focus the notebook first: Run All Cells acts on the notebook that has it
+            driver.find_elements("css selector", ".jp-Notebook .jp-Cell")[0].click()
             wait.until(lambda d: menu(d, ".lm-MenuBar-item", "Run")).click()
             wait.until(lambda d: menu(d, ".lm-Menu-item", "Run All Cells")).click()
         except ElementClickInterceptedException:
@@ -547,11 +549,18 @@ def _run_all(driver, name: str) -> None:
             ActionChains(driver).send_keys(Keys.ESCAPE).perform()
             continue
         try:
-            WebDriverWait(driver, 10, ignored_exceptions=stale).until(started)
+            WebDriverWait(driver, 20, ignored_exceptions=stale).until(started)
             return
         except TimeoutException:
+            ActionChains(driver).send_keys(Keys.ESCAPE).perform()  # an open menu or dialog
             continue
-    raise AssertionError("Run > Run All Cells did not start the notebook")
+    overlays = [
+        e.text.strip()[:200]
+        for e in driver.find_elements("css selector", ".jp-Dialog, .Toastify__toast, .lm-Menu")
+    ]
+    raise AssertionError(
+        f"Run > Run All Cells did not start the notebook; open over it: {overlays}"
+    )
 
 
 def _wait_for_output(driver, css: str, timeout: float = 90) -> None:
