@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import threading
 
 import numpy as np
 import pandas as pd
@@ -198,10 +199,15 @@ def test_each_sample_is_its_own_cache_entry_and_sample_zero_keeps_the_plain_key(
     openai_server, tmp_path
 ):
     sent: list[float] = []
+    seen: dict[str, int] = {}
+    lock = threading.Lock()
 
-    def answer(request):
-        sent.append(request.json["temperature"])
-        return ChatAnswer(json.dumps({"grade": 1 + len(sent) % 5}))
+    def answer(request):  # the n-th request of a prompt gets grade n, whatever the arrival order
+        with lock:
+            sent.append(request.json["temperature"])
+            prompt = json.dumps(request.json["messages"], sort_keys=True)
+            seen[prompt] = seen.get(prompt, 0) + 1
+            return ChatAnswer(json.dumps({"grade": seen[prompt]}))
 
     openai_server.chat.handler = answer
     settings = {

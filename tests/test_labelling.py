@@ -543,7 +543,7 @@ def _run_all(driver, name: str) -> None:
             driver.find_elements("css selector", ".jp-Notebook .jp-Cell")[0].click()
             wait.until(lambda d: menu(d, ".lm-MenuBar-item", "Run")).click()
             wait.until(lambda d: menu(d, ".lm-Menu-item", "Run All Cells")).click()
-        except ElementClickInterceptedException:
+        except (ElementClickInterceptedException, StaleElementReferenceException):
             # a dialog or notification JupyterLab opened over the menu bar (seen on a loaded
             # machine): Escape closes it, then the menu is tried again
             ActionChains(driver).send_keys(Keys.ESCAPE).perform()
