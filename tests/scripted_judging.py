@@ -27,3 +27,19 @@ def items(n: int = 4, **extra: str) -> list[dict[str, str]]:
         }
         for i in range(n)
     ]
+
+
+def scripted_judge(server: Any, tmp_path: Any, *, prices: Any = None, **kwargs: Any) -> Any:
+    """An ``OpenAIJudge`` of model ``judge-test`` on the scripted server: fast retries, a cache
+    and a ledger (priced by ``prices``) under ``tmp_path``, no progress bar; ``kwargs`` override."""
+    from ragnb.cache import Cache
+    from ragnb.judge import OpenAIJudge
+    from ragnb.ledger import Ledger
+    from ragnb.transport import RetryPolicy
+
+    kwargs.setdefault("retry", RetryPolicy(backoff_base=0.01, backoff_max=0.05, timeout=5.0))
+    kwargs.setdefault("cache", Cache(tmp_path / "cache"))
+    kwargs.setdefault("ledger", Ledger(tmp_path / "ledger.jsonl", prices=prices))
+    kwargs.setdefault("progress", False)
+    kwargs.setdefault("api_key", "sk-test")
+    return OpenAIJudge("judge-test", base_url=server.base_url, **kwargs)

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import pytest
 from openai_server import ChatAnswer, Reply, disconnect, error, malformed
-from scripted_judging import items, passage_number
+from scripted_judging import items, passage_number, scripted_judge
 
 from ragnb.cache import Cache
 from ragnb.errors import JudgeUnavailable
@@ -40,13 +40,8 @@ def rubric(request):
 
 
 def make_judge(server, tmp_path, **kwargs) -> OpenAIJudge:
-    kwargs.setdefault("retry", FAST)
-    kwargs.setdefault("cache", Cache(tmp_path / "cache"))
-    kwargs.setdefault("ledger", Ledger(tmp_path / "ledger.jsonl", prices=PRICES))
-    kwargs.setdefault("progress", False)
-    kwargs.setdefault("api_key", "sk-test")
     kwargs.setdefault("concurrency", 1)
-    return OpenAIJudge("judge-test", base_url=server.base_url, **kwargs)
+    return scripted_judge(server, tmp_path, prices=PRICES, **kwargs)
 
 
 def chat_times(server) -> list[float]:

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pytest
 from openai_server import ChatAnswer, RateLimited, openai_duration, rerank_answer
-from scripted_judging import items, passage_number
+from scripted_judging import items, passage_number, scripted_judge
 
 from ragnb.cache import Cache
 from ragnb.embed import OpenAIEmbedder
@@ -53,13 +53,8 @@ def rubric(request):
 
 
 def make_judge(server, tmp_path, **kwargs) -> OpenAIJudge:
-    kwargs.setdefault("retry", FAST)
-    kwargs.setdefault("cache", Cache(tmp_path / "cache"))
-    kwargs.setdefault("ledger", Ledger(tmp_path / "ledger.jsonl", prices=PRICES))
-    kwargs.setdefault("progress", False)
-    kwargs.setdefault("api_key", "sk-test")
     kwargs.setdefault("concurrency", 8)
-    return OpenAIJudge("judge-test", base_url=server.base_url, **kwargs)
+    return scripted_judge(server, tmp_path, prices=PRICES, **kwargs)
 
 
 def chat_times(server) -> list[float]:
