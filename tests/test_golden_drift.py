@@ -3,6 +3,7 @@ humans, and the kappa gate (function and ``ragnb golden audit`` exit codes)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -236,3 +237,109 @@ def test_regrading_goes_through_the_judge_cache(openai_server, tmp_path, monkeyp
         for p in (tmp_path / "run").rglob("*")
         if p.is_file() and p.suffix in {".json", ".jsonl", ".csv", ".README", ".qrels"}
     )
+
+
+# ----------------------------------------------------------------------------- in notebook 02
+
+
+def prompt_request_answer(request):
+    """Like :func:`grade_request_answer`, the grade also hashing the system prompt, so another
+    prompt of the same model grades differently."""
+    import hashlib
+    import json
+
+    from openai_server import ChatAnswer
+
+    messages = request.json["messages"]
+    if "ranking judge" in messages[0]["content"]:
+        return grade_request_answer(request)
+    text = request.json["model"] + "".join(m["content"] for m in messages)
+    return ChatAnswer(
+        json.dumps({"grade": int(hashlib.sha256(text.encode()).hexdigest(), 16) % 5 + 1})
+    )
+
+
+def test_notebook_02_drift_regrades_with_another_prompt_and_gates_it(
+    openai_server, tmp_path, monkeypatch
+):
+    from sklearn.metrics import cohen_kappa_score
+
+    from ragnb import golden as golden_study
+    from ragnb.ledger import Ledger
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-drift")
+    openai_server.chat.handler = prompt_request_answer
+    config = GoldenSetConfig(
+        judge="openai",
+        model="gpt-4o-mini",
+        base_url=openai_server.base_url,
+        retrievers=["bm25"],
+        max_queries=4,
+        new_systems=[],
+        depth=4,
+        min_pool=4,
+        top_n=2,
+        simulate=False,
+        consistency_samples=0,
+        judge_audit=False,
+        ppi_labels=6,
+        drift_kappa_min=0.4,
+        cache_dir=str(tmp_path / "cache"),
+        export_dir=str(tmp_path / "run"),
+    )
+    chat = "/v1/chat/completions"
+    result = golden_study.run(config)
+    check = result.drift
+    assert check is not None and check.prompt.startswith("utility-terse/en#")
+    terse = [
+        b for b in openai_server.bodies(chat) if "from 1 (not relevant) to 5" in str(b["messages"])
+    ]
+    # PPI labels exist, so every judged pair is re-graded under the other prompt, once each
+    assert len(terse) == len(result.golden.judgements) == check.drift.regraded["called"].iloc[-1]
+    pairs = check.drift.pairs
+    expected = cohen_kappa_score(
+        pairs["human"], pairs["candidate"].astype(int), labels=[1, 2, 3, 4, 5]
+    )
+    assert check.drift.kappa("candidate")[0] == pytest.approx(expected)
+    k_ref = cohen_kappa_score(pairs["human"], pairs["reference"], labels=[1, 2, 3, 4, 5])
+    assert check.drift.kappa("reference")[0] == pytest.approx(k_ref)
+    # the gate: the minimum, and the reference's interval (the calibration on the same pairs)
+    gates = check.gates.table.set_index("gate")
+    assert gates.loc["judge-kappa-min", "passed"] == (expected >= 0.4)
+    assert gates.loc["judge-calibration", "threshold"] == pytest.approx(
+        check.drift.kappa("reference")[1]
+    )
+    text = result.section("drift")
+    verdict = "passes" if check.gates.passed else "fails"
+    assert f"**Gate:** the candidate (prompt `{check.prompt}`) {verdict}." in text
+    tables = result.tables()
+    assert {"drift_kappa", "drift_bias", "drift_ppi", "drift_regraded", "drift_gates"} <= set(
+        tables
+    )
+    ledger = Ledger.read(tmp_path / "run" / "ledger.jsonl")
+    assert (~ledger[ledger["stage"] == "drift"]["cached"]).sum() == len(terse)
+
+    # a second run answers the drift check from the cache
+    before = openai_server.request_count(chat)
+    again = golden_study.run(config)
+    assert openai_server.request_count(chat) == before
+    assert again.drift.drift.regraded["from_cache"].iloc[-1] == len(terse)
+    assert again.drift.drift.kappa("candidate") == check.drift.kappa("candidate")
+
+
+def test_notebook_02_drift_is_skipped_with_its_reason(accepted, tmp_path):
+    _, golden = accepted
+    from ragnb import golden as golden_study
+    from ragnb.golden.judge_checks import drift_for
+
+    config = dataclasses.replace(golden.build.config, export_dir="", ppi_labels=0)
+    offline = golden_study.run(config)
+    assert offline.drift is None and "drift_kappa" not in offline.tables()
+    assert "**Judge drift skipped** because the judge noisy-judge" in offline.banner()
+    assert "has no prompt to change" in offline.section("drift")
+    with pytest.raises(InputError, match="no drift check"):
+        drift_for(golden, None)
+    off = golden_study.run(dataclasses.replace(config, drift_prompt=""))
+    assert "**Judge drift skipped** because `drift_prompt` is empty." in off.banner()
+    with pytest.raises(InputError, match="drift_kappa_min"):
+        GoldenSetConfig(drift_kappa_min=1.5)

@@ -246,6 +246,8 @@ def test_default_report_uses_the_local_model_and_says_so(tmp_path):
     assert "Cohen's kappa" in text and "Thomas et al." in text and "Kendall tau" in text
     assert "With the tiny local model (SmolLM2-135M) expect kappa with people near 0" in text
     assert "Bias audit" in text and "Position:" in text
+    assert "Judge drift on" in text and "(prompt utility-terse/en#" in text
+    assert "Both judges here are the tiny local model (SmolLM2-135M)" in text
     manifest = json.loads((tmp_path / "export" / "manifest.json").read_text())
     assert manifest["judge"]["model"] == "smollm2-135m-instruct"
     assert manifest["costs"]["total"]["requests"] >= manifest["counts"]["graded"] > 0

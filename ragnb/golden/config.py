@@ -226,6 +226,16 @@ class GoldenSetConfig(NotebookParams):
         Audit the judge's grades for bias: slopes against passage length and query-term overlap
         (of the grade, and of judge - human), and the listwise judge's position test on one
         batch per query in reversed and shuffled orders (:mod:`ragnb.judge.bias`).
+    drift_prompt : str
+        Judge drift: the golden set's LLM judge re-grades the human-labelled sample (and every
+        judged pair when there are PPI labels) with this prompt, a shipped name or a YAML file
+        on the same grade scale, through its cache; both prompts' kappa, bias per human grade
+        and PPI estimates are compared (:func:`~ragnb.golden.judge_checks.drift_for`). Empty:
+        no drift check; an offline judge has no prompt and skips it.
+    drift_kappa_min : float
+        The drift gate's minimum Cohen's kappa of the candidate against the human labels, in
+        [-1, 1] (0.4: Landis and Koch's "moderate" agreement); the candidate must also stay
+        above the lower end of the reference judge's interval.
     export_dir : str
         The run folder (stages, markers, qrels, manifest); empty: nothing written and no stage
         reused.
@@ -277,6 +287,8 @@ class GoldenSetConfig(NotebookParams):
     consistency_samples: int = 3
     consistency_temperature: float = 0.7
     judge_audit: bool = True
+    drift_prompt: str = "utility-terse"
+    drift_kappa_min: float = 0.4
     cache_dir: str = ""
     export_dir: str = ""
     simulate: bool = True
@@ -317,6 +329,7 @@ class GoldenSetConfig(NotebookParams):
                 f"consistency_temperature must be > 0, got {self.consistency_temperature!r}",
                 column="consistency_temperature",
             )
+        check_number_in(self.drift_kappa_min, "drift_kappa_min", -1.0, 1.0)
         if self.rewrite and self.judge not in ("openai", "local"):
             raise InputError(
                 "rewrite=True needs an LLM: set judge='openai' or 'local'", column="rewrite"

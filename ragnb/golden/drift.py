@@ -227,12 +227,12 @@ class JudgeDrift:
         )
         ci = int(round(100 * float(self.settings.get("ci", 0.95))))
         lines = [
-            f"**Judge drift** on {len(self.pairs)} human-labelled pairs "
+            f"**Judge drift** on {_pairs(len(self.pairs))} "
             f"({self.settings.get('human_source', 'human labels')}):",
             f"- reference `{self.reference_id}` (the golden set's judge): Cohen's kappa "
             f"{_iv(ref)} ({ci}% CI)",
-            f"- candidate `{self.candidate_id}`: Cohen's kappa {_iv(cand)}; difference "
-            f"{cand[0] - ref[0]:+.3f}",
+            f"- candidate `{self.candidate_id}`: Cohen's kappa {_iv(cand)}"
+            + ("" if math.isnan(cand[0] - ref[0]) else f"; difference {cand[0] - ref[0]:+.3f}"),
             f"- re-graded {graded} pairs: {cached} from the cache, {called} sent to the judge",
         ]
         return "\n".join(lines + [f"- {n}" for n in self.notes])
@@ -294,7 +294,15 @@ def _statistic(weights: str) -> str:
 
 
 def _iv(k: tuple[float, float, float]) -> str:
+    if math.isnan(k[0]):
+        return "undefined (too few pairs or one grade only)"
+    if math.isnan(k[1]):
+        return f"{k[0]:.3f}"
     return f"{k[0]:.3f} [{k[1]:.3f}, {k[2]:.3f}]"
+
+
+def _pairs(n: int) -> str:
+    return f"{n} human-labelled pair" + ("" if n == 1 else "s")
 
 
 def _sample_pairs(golden: GoldenSet, human: HumanLabels) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Notebook 02's judge checks on a built golden set: self-consistency and the bias audit.
+"""Notebook 02's judge checks on a built golden set: self-consistency, the bias audit and drift.
 
 - :func:`self_consistency_for`: the golden set's judge grades every S4 pair ``samples`` times
   at ``temperature`` (:class:`ragnb.judge.SelfConsistentJudge`, each sample its own cache entry,
@@ -10,8 +10,13 @@
   the position test of the listwise judge on one batch per query, the first ``refine_batch``
   passages of the pruned pool in their original, reversed and shuffled orders
   (:func:`ragnb.judge.position_audit`, ledger stage ``position_audit``).
+- :func:`drift_for`: the golden set's LLM judge with another prompt (``drift_prompt``)
+  re-grades the human-labelled sample, and every judged pair when there are PPI labels
+  (:func:`ragnb.golden.drift.judge_drift`, ledger stage ``drift``), and the candidate is gated
+  (:func:`ragnb.golden.drift.drift_gates`) on ``drift_kappa_min`` and on the lower end of the
+  calibration the golden set was built with.
 
-Both price their LLM calls before sending any and stop with
+All three price their LLM calls before sending any and stop with
 :class:`~ragnb.ledger.BudgetExceededError` when they would take the run past ``budget_usd``
 (what the golden set's own estimate leaves of it).
 
@@ -21,6 +26,8 @@ References
    ICLR 2023.
 .. [2] arXiv:2602.17170 (length and lexical-overlap bias of LLM relevance judges).
 .. [3] Sun et al., "Is ChatGPT Good at Search?", EMNLP 2023 (listwise judges and input order).
+.. [4] P. Thomas, S. Spielman, N. Craswell and B. Mitra, "Large language models can accurately
+   predict searcher preferences", SIGIR 2024 (a prompt's parts change agreement with assessors).
 """
 
 from __future__ import annotations
@@ -33,8 +40,11 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.gates import GateReport
 from ragnb.golden.config import GoldenSetConfig
+from ragnb.golden.drift import DRIFT_STAGE, JudgeDrift, drift_gates, judge_drift
 from ragnb.golden.ensemble import AGREEMENT_COLUMNS, ensemble_agreement
+from ragnb.golden.evaluation import ppi_labels_for
 from ragnb.golden.goldenset import GoldenSet
 from ragnb.golden.stages import grading_items, passages_by_id
 from ragnb.judge import (
@@ -48,10 +58,14 @@ from ragnb.judge import (
 __all__ = [
     "CONSISTENCY_STAGE",
     "POSITION_STAGE",
+    "DriftCheck",
     "JudgeAudit",
     "SelfConsistency",
     "audit_markdown",
     "consistency_markdown",
+    "drift_for",
+    "drift_markdown",
+    "drift_skipped",
     "judge_audit_for",
     "self_consistency_for",
 ]
@@ -112,6 +126,28 @@ class JudgeAudit:
     slopes: pd.DataFrame
     position: PositionAudit | None
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DriftCheck:
+    """What :func:`drift_for` returns.
+
+    Attributes
+    ----------
+    drift : JudgeDrift
+        Both judges against the human labels: kappas with intervals, bias per human grade,
+        PPI++ estimates under each judge, what was re-graded.
+    gates : GateReport
+        :func:`~ragnb.golden.drift.drift_gates`: the candidate's kappa against
+        ``drift_kappa_min`` and against the lower end of the reference judge's interval (the
+        calibration the golden set was built with).
+    prompt : str
+        The candidate's prompt (``PromptTemplate.id``: name, language and content hash).
+    """
+
+    drift: JudgeDrift
+    gates: GateReport
+    prompt: str
 
 
 def _config(golden: GoldenSet) -> GoldenSetConfig:
@@ -268,6 +304,86 @@ def judge_audit_for(golden: GoldenSet, human: Any = None) -> JudgeAudit:
     return JudgeAudit(slopes, position, notes)
 
 
+def drift_skipped(golden: GoldenSet, human: Any) -> str:
+    """Why :func:`drift_for` does not run on this golden set, or ``""`` when it does."""
+    cfg = _config(golden)
+    if not cfg.drift_prompt:
+        return "`drift_prompt` is empty"
+    if not hasattr(golden.judge, "with_prompt"):
+        return (
+            f"the judge {golden.judge.judge_id} has no prompt to change (an offline judge); "
+            "drift re-grades with an LLM judge (`judge='local'` or `'openai'`)"
+        )
+    if human is None:
+        return "there are no human labels to compare the two judges with"
+    return ""
+
+
+def drift_for(golden: GoldenSet, human: Any) -> DriftCheck:
+    """Re-grade the human-labelled sample with the golden set's judge under ``drift_prompt``
+    and gate the candidate.
+
+    The pairs are those of the calibration (``human``); when the golden set has PPI labels
+    (:func:`~ragnb.golden.evaluation.ppi_labels_for`) every judged pair is re-graded too, for
+    the PPI++ estimates under each prompt. The candidate shares the judge's client, cache and
+    ledger (ledger stage ``drift``): a second run is free.
+
+    Parameters
+    ----------
+    golden : GoldenSet
+        Graded by an LLM judge (:meth:`ragnb.judge.OpenAIJudge.with_prompt`).
+    human : HumanLabels
+        The calibration's labels (:func:`~ragnb.golden.evaluation.human_labels_for`).
+
+    Returns
+    -------
+    DriftCheck
+
+    Raises
+    ------
+    InputError
+        When :func:`drift_skipped` gives a reason, or the prompt is unknown, not a grade prompt,
+        or on another grade scale than the golden set's judge.
+    BudgetExceededError
+        When the candidate's calls would take the run past ``budget_usd`` (before any call).
+    JudgeUnavailable
+        When the judge's server cannot answer (answers received stay cached).
+
+    References
+    ----------
+    .. [1] P. Thomas et al., SIGIR 2024 (prompt variants and agreement with assessors).
+    .. [2] J. R. Landis and G. G. Koch, Biometrics 33(1), 1977 (0.4: "moderate" agreement).
+    """
+    why = drift_skipped(golden, human)
+    if why:
+        raise InputError(f"no drift check: {why}", column="drift_prompt")
+    cfg = _config(golden)
+    candidate = golden.judge.with_prompt(cfg.drift_prompt)  # type: ignore[attr-defined]
+    with_ppi = ppi_labels_for(golden) is not None
+    pairs = golden.judgements if with_ppi else human.qrels
+    keys = golden.judgements[["query_id", "doc_id"]].astype(str)
+    todo = pairs[["query_id", "doc_id"]].astype(str).merge(keys, on=["query_id", "doc_id"])
+    _check_cost(
+        golden,
+        candidate,
+        grading_items(todo, golden.queries, passages_by_id(golden.build.corpus)),
+        "grade",
+        DRIFT_STAGE,
+    )
+    drift = judge_drift(golden, candidate, human=human, ppi=with_ppi, seed=cfg.seed)
+    value, low, high = drift.kappa("reference")
+    accepted = None
+    if math.isfinite(low):
+        accepted = {
+            "value": value,
+            "low": low,
+            "high": high,
+            "source": f"the calibration of {drift.reference_id} on the same pairs",
+        }
+    gates = drift_gates(drift, minimum=cfg.drift_kappa_min, accepted=accepted)
+    return DriftCheck(drift, gates, candidate.prompt.id)
+
+
 def _queries(n: int) -> str:
     return f"{n} query" if n == 1 else f"{n} queries"
 
@@ -369,4 +485,33 @@ def audit_markdown(audit: JudgeAudit, local: bool) -> str:
             "correlation 1.0 on 8 MS MARCO DL batches, `benchmarks/judge_self_consistency.py`).",
         ]
     lines += [f"- {n}" for n in audit.notes]
+    return "\n".join(lines)
+
+
+def drift_markdown(check: DriftCheck, local: bool) -> str:
+    """Markdown of the drift check: both judges' kappa, the gate's verdict and how to read it."""
+    d = check.drift
+    verdict = "passes" if check.gates.passed else "fails"
+    lines = [
+        d.banner(),
+        "",
+        f"**Gate:** the candidate (prompt `{check.prompt}`) {verdict}.",
+        *(f"- {line}" for line in check.gates.message().splitlines()),
+        "",
+        "How to read it: the reference is the judge the golden set was built and calibrated "
+        "with, the candidate the same model with another prompt, on the same human-labelled "
+        "pairs. A candidate is accepted when its kappa reaches the minimum and does not fall "
+        "below the lower end of the reference's interval (within that interval the difference "
+        "is sampling noise). `ragnb golden audit RUN_FOLDER --prompt P --judge-kappa-min 0.4` "
+        "applies the same gate in CI to a new prompt (or `--model` to a new model). The bias "
+        "table says, per human grade, how far each judge's mean grade is from the people's.",
+    ]
+    if local:
+        lines += [
+            "",
+            "Both judges here are the tiny local model (SmolLM2-135M), whose grades agree with "
+            "people at about chance: expect both kappas near 0 and their difference to be "
+            "noise. A gate that fails on the minimum is right about such a judge; the section "
+            "shows the check running, and its verdict matters for the judge you will rely on.",
+        ]
     return "\n".join(lines)

@@ -244,6 +244,11 @@ class GoldenSetResult(StudyResultBase):
         ``consistency_samples=0``).
     judge_audit : JudgeAudit or None
         :func:`~ragnb.golden.judge_checks.judge_audit_for` (None when ``judge_audit=False``).
+    drift : DriftCheck or None
+        :func:`~ragnb.golden.judge_checks.drift_for` (None when skipped: ``drift_skipped``
+        says why).
+    drift_skipped : str
+        Why there is no drift check (empty when there is one).
     """
 
     config: GoldenSetConfig
@@ -263,6 +268,8 @@ class GoldenSetResult(StudyResultBase):
     simulation_summary: pd.DataFrame | None = None
     consistency: Any = None
     judge_audit: Any = None
+    drift: Any = None
+    drift_skipped: str = ""
 
     def skipped_parts(self) -> list[str]:
         """A :func:`ragnb.protocol.skipped` line per part that did not run."""
@@ -279,6 +286,8 @@ class GoldenSetResult(StudyResultBase):
             lines.append(skipped("Self-consistency", self._no_consistency()))
         if not cfg.judge_audit:
             lines.append(skipped("Judge bias audit", "`judge_audit=False`"))
+        if self.drift is None:
+            lines.append(skipped("Judge drift", self.drift_skipped))
         if not cfg.simulate:
             lines.append(skipped("Simulation", "`simulate=False`"))
         return lines
@@ -296,7 +305,7 @@ class GoldenSetResult(StudyResultBase):
         Parameters
         ----------
         name : {"estimate", "summary", "ledger", "grades", "audit", "calibration", \
-"consistency", "judge_audit", "ppi", "simulation"}
+"consistency", "judge_audit", "ppi", "drift", "simulation"}
 
         Raises
         ------
@@ -315,6 +324,7 @@ class GoldenSetResult(StudyResultBase):
             "consistency": self._consistency_text,
             "judge_audit": self._judge_audit_text,
             "ppi": self._ppi_text,
+            "drift": self._drift_text,
             "simulation": self._simulation_text,
         }
         if name not in texts:
@@ -380,6 +390,13 @@ class GoldenSetResult(StudyResultBase):
             return skipped("Prediction-powered estimates", _PPI_NEEDS)
         return ppi_markdown(self.ppi_labels, self.ppi, self.ppi_notes)
 
+    def _drift_text(self) -> str:
+        from ragnb.golden.judge_checks import drift_markdown
+
+        if self.drift is None:
+            return skipped("Judge drift", self.drift_skipped)
+        return drift_markdown(self.drift, self._local())
+
     def _simulation_text(self) -> str:
         return "" if self.config.simulate else skipped("Simulation", "`simulate=False`")
 
@@ -398,8 +415,9 @@ class GoldenSetResult(StudyResultBase):
         ``calibration_agreement``, ``calibration_confusion``, ``calibration_bias``,
         ``calibration_systems``, ``self_consistency`` and ``self_consistency_grades`` (when
         ``consistency_samples`` > 0), ``bias_slopes``, ``position_changes`` and
-        ``position_ranks`` (when ``judge_audit``), ``ppi`` (when estimated), ``simulation`` and
-        ``simulation_summary``.
+        ``position_ranks`` (when ``judge_audit``), ``ppi`` (when estimated), ``drift_kappa``,
+        ``drift_bias``, ``drift_ppi``, ``drift_regraded`` and ``drift_gates`` (when the drift
+        check ran), ``simulation`` and ``simulation_summary``.
         """
         gs = self.golden
         if gs is None:
@@ -446,6 +464,16 @@ class GoldenSetResult(StudyResultBase):
                 )
         if not self.ppi.empty:
             out["ppi"] = self.ppi
+        if self.drift is not None:
+            d = self.drift.drift.tables()
+            out.update(
+                drift_kappa=d["kappa"],
+                drift_bias=d["bias"],
+                drift_regraded=d["regraded"],
+                drift_gates=self.drift.gates.table,
+            )
+            if not d["ppi"].empty:
+                out["drift_ppi"] = d["ppi"]
         if self.simulation is not None and self.simulation_summary is not None:
             out.update(simulation=self.simulation, simulation_summary=self.simulation_summary)
         return out
@@ -530,8 +558,8 @@ def run(
 ) -> GoldenSetResult:
     """Notebook 02: build the golden set (S1-S6, incremental judging; resumed from and exported
     to the run folder ``config.export_dir`` when set) and run its analyses: Judged@K, SPEAR,
-    calibration against human labels, the judge's self-consistency and bias audit,
-    prediction-powered estimates, the simulation.
+    calibration against human labels, the judge's self-consistency, bias audit and drift under
+    another prompt, prediction-powered estimates, the simulation.
 
     No judge is not an error: an offline judge on a dataset without labels, or a ``local``
     judge whose server cannot start, gives a result without a golden set whose banner says
@@ -561,7 +589,12 @@ def run(
         When the judge does not answer (see :mod:`ragnb.golden.pipeline`).
     """
     from ragnb.golden import evaluation as ev
-    from ragnb.golden.judge_checks import judge_audit_for, self_consistency_for
+    from ragnb.golden.judge_checks import (
+        drift_for,
+        drift_skipped,
+        judge_audit_for,
+        self_consistency_for,
+    )
     from ragnb.golden.judging import missing_labels
     from ragnb.golden.pipeline import build_pipeline
     from ragnb.io import read_beir
@@ -594,6 +627,8 @@ def run(
     sim, summary = ev.simulate_refinement(gs) if config.simulate else (None, None)
     consistency = self_consistency_for(gs, human) if config.consistency_samples else None
     audit = judge_audit_for(gs, human) if config.judge_audit else None
+    no_drift = drift_skipped(gs, human)
+    drift = None if no_drift else drift_for(gs, human)
     return GoldenSetResult(
         config,
         gs,
@@ -611,4 +646,6 @@ def run(
         simulation_summary=summary,
         consistency=consistency,
         judge_audit=audit,
+        drift=drift,
+        drift_skipped=no_drift,
     )
