@@ -26,6 +26,11 @@ Columns: ``pairs`` graded validly; ``exact`` agreement; Cohen's ``kappa`` (unwei
 (ordinal) and ``alpha_int`` (interval), all from :mod:`ragnb.stats.agreement` on the valid
 pairs; ``sys_tau``: Kendall's tau-b between the six systems' nDCG@10 under human labels and
 under the judge's grades on the judged pairs (:func:`ragnb.golden.calibration.system_agreement`);
+``self_kappa`` and ``self_alpha``: the judge's agreement with itself, ``--samples`` answers per
+pair at ``--temperature`` (:class:`ragnb.judge.SelfConsistentJudge`, each sample its own cache
+entry; a simulated judge draws fresh noise, the random judge fresh seeds): Cohen's kappa averaged
+over every two samples and Krippendorff's alpha (ordinal) over all of them
+(:func:`ragnb.judge.self_agreement`; a constant judge's kappa is undefined, its alpha too);
 ``parsed``: share of first answers that parse; ``per_s``: judgements per second (fresh calls;
 "cached" when the cache answered every pair); ``usd_per_1k``: US dollars per 1,000 judgements
 from the ledger (0 for the local model and the reference judges).
@@ -48,7 +53,8 @@ Every LLM call goes through a cache in ``--out`` (a rerun with the same ``--out`
 call) and a ledger per judge (in ``--out`` too).
 
 Run: ``nice .venv/bin/python benchmarks/judge_scorecard.py [--n 30] [--seed 0] [--noise-sd 0.5
-1.0] [--no-local] [--threads N] [--cache-dir DIR] [--out DIR]``.
+1.0] [--samples 3] [--temperature 0.7] [--no-local] [--threads N] [--cache-dir DIR]
+[--out DIR]``.
 """
 
 from __future__ import annotations
@@ -90,6 +96,8 @@ COLUMNS = [
     "alpha_ord",
     "alpha_int",
     "sys_tau",
+    "self_kappa",
+    "self_alpha",
     "parsed",
     "per_s",
     "usd_per_1k",
@@ -115,6 +123,36 @@ class Graded:
     fresh: int | None  # judgements made by a fresh call (not the cache); None: no judge ran
     usd_per_1k: float
     column: str = "grade"
+    #: its self-agreement (:func:`self_consistency`): ``self_kappa``, ``self_alpha``
+    itself: dict[str, float] | None = None
+
+
+def self_consistency(
+    judge: Any, items: pd.DataFrame, samples: int, temperature: float
+) -> dict[str, dict[str, float]]:
+    """``judge``'s agreement with itself over ``samples`` answers per pair at ``temperature``,
+    read from the ``grade`` column and, when the answers carry one, from the rounded
+    ``expected_grade``: ``{column: {"self_kappa": ..., "self_alpha": ...}}``."""
+    from ragnb.judge import SelfConsistentJudge, self_agreement
+
+    graded = SelfConsistentJudge(judge, samples=samples, temperature=temperature).grade_members(
+        items
+    )
+    labels = list(range(SCALE[0], SCALE[1] + 1))
+    out = {}
+    for column in ("grade", "expected_grade"):
+        if not all(column in f for f in graded.members.values()):
+            continue
+        frames = {
+            name: f.assign(grade=np.rint(f[column].astype(float)).astype("Int64"))
+            for name, f in graded.members.items()
+        }
+        table = self_agreement(frames, labels=labels).set_index("statistic")["value"]
+        out[column] = {
+            "self_kappa": float(table["kappa"]),
+            "self_alpha": float(table["alpha (ordinal)"]),
+        }
+    return out
 
 
 def score(graded: Graded, human: pd.DataFrame, runs: dict[str, pd.DataFrame]) -> dict[str, Any]:
@@ -140,6 +178,7 @@ def score(graded: Graded, human: pd.DataFrame, runs: dict[str, pd.DataFrame]) ->
             alpha_int=krippendorff_alpha(h, j, level="interval"),
             sys_tau=tau.tau,
         )
+    row.update(graded.itself or {})
     reminded = frame["reminded"] if "reminded" in frame else False
     row["parsed"] = float((frame["valid"] & ~reminded).mean())
     if graded.fresh is None:
@@ -160,8 +199,11 @@ def usd_per_1k(ledger: Any) -> float:
     return float("nan") if cost is None else 1000 * cost / billed["item"].nunique()
 
 
-def reference_judges(human: pd.DataFrame, items: pd.DataFrame, sds: list[float]) -> list[Graded]:
-    """The judges that need no model: the labels, the labels plus noise, a constant, random."""
+def reference_judges(
+    human: pd.DataFrame, items: pd.DataFrame, sds: list[float], samples: int
+) -> list[Graded]:
+    """The judges that need no model: the labels, the labels plus noise, a constant, random;
+    with ``samples`` >= 2, each one's self-agreement over that many samples."""
     from ragnb.judge import NoisyJudge, QrelsJudge
 
     judges: list[tuple[str, Any]] = [("human labels (QrelsJudge): ceiling", QrelsJudge(human))]
@@ -173,19 +215,48 @@ def reference_judges(human: pd.DataFrame, items: pd.DataFrame, sds: list[float])
     for name, judge in judges:
         start = time.perf_counter()
         frame = judge.grade_many(items)
-        out.append(Graded(name, frame, time.perf_counter() - start, len(frame), 0.0))
-    rng = np.random.default_rng(0)
-    for name, grades in (
-        ("constant: every pair 5 (floor for sys_tau)", np.full(len(items), 5)),
-        ("uniform random 1-5, seed 0", rng.integers(SCALE[0], SCALE[1] + 1, len(items))),
-    ):
-        frame = items[["query_id", "doc_id"]].assign(grade=grades, valid=True, reminded=False)
-        out.append(Graded(name, frame, 0.0, None, 0.0))
+        seconds = time.perf_counter() - start
+        itself = self_consistency(judge, items, samples, 1.0)["grade"] if samples >= 2 else None
+        out.append(Graded(name, frame, seconds, len(frame), 0.0, itself=itself))
+    n = len(items)
+    draws = {
+        "constant: every pair 5 (floor for sys_tau)": [np.full(n, 5)] * max(samples, 1),
+        "uniform random 1-5, seed 0": [
+            np.random.default_rng(seed).integers(SCALE[0], SCALE[1] + 1, n)
+            for seed in range(max(samples, 1))
+        ],
+    }
+    for name, grades in draws.items():
+        frames = [
+            items[["query_id", "doc_id"]].assign(grade=g, valid=True, reminded=False)
+            for g in grades
+        ]
+        itself = None
+        if samples >= 2:
+            from ragnb.judge import self_agreement
+
+            table = self_agreement(
+                {f"sample {i}": f for i, f in enumerate(frames)},
+                labels=list(range(SCALE[0], SCALE[1] + 1)),
+            ).set_index("statistic")["value"]
+            itself = {
+                "self_kappa": float(table["kappa"]),
+                "self_alpha": float(table["alpha (ordinal)"]),
+            }
+        out.append(Graded(name, frames[0], 0.0, None, 0.0, itself=itself))
     return out
 
 
-def local_judges(items: pd.DataFrame, cache: Any, out: Path, threads: int | None) -> list[Graded]:
-    """The local model with each option, each with its own ledger (priced at 0) in ``out``."""
+def local_judges(
+    items: pd.DataFrame,
+    cache: Any,
+    out: Path,
+    threads: int | None,
+    samples: int,
+    temperature: float,
+) -> list[Graded]:
+    """The local model with each option, each with its own ledger (priced at 0) in ``out``,
+    and its self-agreement over ``samples`` answers at ``temperature`` (``samples`` >= 2)."""
     from ragnb.golden.judging import LOCAL_MODEL_NAME
     from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer, local_llm_unavailable
 
@@ -213,7 +284,14 @@ def local_judges(items: pd.DataFrame, cache: Any, out: Path, threads: int | None
             r = grade(judge, items)
             name = f"SmolLM2-135M (local, tiny), {label}"
             cost = usd_per_1k(ledger)
-            rows.append(Graded(name, r["frame"], r["seconds"], r["fresh"], cost))
+            itself: dict[str, dict[str, float]] = {}
+            if samples >= 2:
+                t = time.perf_counter()
+                itself = self_consistency(judge, items, samples, temperature)
+                print(f"  {samples} samples at {temperature:g}: {time.perf_counter() - t:.0f} s")
+            rows.append(
+                Graded(name, r["frame"], r["seconds"], r["fresh"], cost, itself=itself.get("grade"))
+            )
             print(f"  {name}: {r['fresh']} fresh calls in {r['seconds']:.0f} s", flush=True)
             if constrained and language == "en":
                 rows.append(
@@ -224,13 +302,16 @@ def local_judges(items: pd.DataFrame, cache: Any, out: Path, threads: int | None
                         r["fresh"],
                         cost,
                         column="expected_grade",
+                        itself=itself.get("expected_grade"),
                     )
                 )
             ledger.close()
     return rows
 
 
-def endpoint_judge(items: pd.DataFrame, cache: Any, out: Path) -> list[Graded]:
+def endpoint_judge(
+    items: pd.DataFrame, cache: Any, out: Path, samples: int, temperature: float
+) -> list[Graded]:
     """The endpoint of ``RAGNB_JUDGE_BASE_URL`` / ``RAGNB_JUDGE_MODEL``, when both are set."""
     from ragnb.judge import OpenAIJudge
     from ragnb.ledger import Ledger
@@ -251,9 +332,19 @@ def endpoint_judge(items: pd.DataFrame, cache: Any, out: Path) -> list[Graded]:
     )
     r = grade(judge, items)
     print(f"endpoint {model}: {r['fresh']} fresh calls in {r['seconds']:.0f} s")
+    itself = self_consistency(judge, items, samples, temperature) if samples >= 2 else {}
     print(f"  {ledger.cost_note()}")
     cost = usd_per_1k(ledger)
-    return [Graded(f"{model} (endpoint)", r["frame"], r["seconds"], r["fresh"], cost)]
+    return [
+        Graded(
+            f"{model} (endpoint)",
+            r["frame"],
+            r["seconds"],
+            r["fresh"],
+            cost,
+            itself=itself.get("grade"),
+        )
+    ]
 
 
 def scorecard(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -276,6 +367,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=30, help="pairs to judge (n // 3 per grade)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--noise-sd", type=float, nargs="*", default=[0.5, 1.0])
+    parser.add_argument(
+        "--samples", type=int, default=3, help="answers per pair for self-consistency (0: none)"
+    )
+    parser.add_argument("--temperature", type=float, default=0.7, help="of the samples")
     parser.add_argument("--no-local", action="store_true", help="skip the local model")
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     parser.add_argument(
@@ -307,11 +402,13 @@ def main(argv: list[str] | None = None) -> int:
         f"systems ready in {time.perf_counter() - t0:.0f} s",
         flush=True,
     )
-    graded = reference_judges(human, items, args.noise_sd)
+    graded = reference_judges(human, items, args.noise_sd, args.samples)
     judge_cache = Cache(out / "judge-cache")  # fresh calls on a new --out, none on a rerun
     if not args.no_local:
-        graded += local_judges(items, judge_cache, out, args.threads)
-    graded += endpoint_judge(items, judge_cache, out)
+        graded += local_judges(
+            items, judge_cache, out, args.threads, args.samples, args.temperature
+        )
+    graded += endpoint_judge(items, judge_cache, out, args.samples, args.temperature)
     table = scorecard([score(g, human, runs) for g in graded])
     table.to_csv(out / "scorecard.csv", index=False)
     print(

@@ -648,6 +648,8 @@ def _add_golden_parser(sub: Any) -> None:
     p.add_argument("--model", default="gpt-4o-mini", help="LLM of the openai judge")
     p.add_argument("--prompt", default="utility-rubric", help="grading prompt (name or YAML)")
     p.add_argument("--base-url", default="", help="OpenAI-compatible server (key: $OPENAI_API_KEY)")
+    p.add_argument("--rpm", type=float, default=0.0, help="requests per minute at most (0: any)")
+    p.add_argument("--tpm", type=float, default=0.0, help="prompt tokens per minute (0: any)")
     p.add_argument("--split", default="test", help="qrels split, if any (default test)")
     p.add_argument("--max-queries", type=int, default=0, help="first N queries (0: all)")
     p.add_argument(
@@ -669,7 +671,7 @@ def _add_golden_parser(sub: Any) -> None:
 
 
 #: Options of ``ragnb golden audit`` that replace the golden set's judge settings.
-_AUDIT_JUDGE_OPTIONS = ("judge", "model", "prompt", "base_url", "judge_sd", "seed")
+_AUDIT_JUDGE_OPTIONS = ("judge", "model", "prompt", "base_url", "rpm", "tpm", "judge_sd", "seed")
 
 
 def _cmd_golden_audit(args: argparse.Namespace) -> int:
@@ -776,6 +778,8 @@ def _golden_audit_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, help="LLM of the openai judge")
     p.add_argument("--prompt", default=None, help="grading prompt (name or YAML)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server")
+    p.add_argument("--rpm", type=float, default=None, help="requests per minute at most")
+    p.add_argument("--tpm", type=float, default=None, help="prompt tokens per minute at most")
     p.add_argument("--judge-sd", type=float, default=None, help="noise of the noisy judge")
     p.add_argument("--seed", type=int, default=None, help="seed of the noisy judge")
     p.add_argument("--dataset", default=None, help="BEIR folder (default: the manifest's)")

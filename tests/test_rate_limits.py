@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 from openai_server import ChatAnswer, RateLimited, openai_duration, rerank_answer
 from scripted_judging import items, passage_number, scripted_judge
@@ -426,3 +427,45 @@ def test_embedder_waits_for_the_servers_reset(openai_server):
     assert vecs.shape[0] == 6 and limited.refused == 0
     assert emb.limiter.waited_s > 0.2
     assert emb.describe()["rpm"] is None
+
+
+def test_golden_set_parameters_rpm_and_tpm_reach_the_judge(openai_server, tmp_path, monkeypatch):
+    # notebook 02 / `ragnb golden --rpm --tpm`: the golden set's judge keeps the budget, on a
+    # server admitting 15 requests per second, and the run folder's ledger shows the waits
+    from test_golden_drift import grade_request_answer
+
+    from ragnb.golden import GoldenSetConfig
+    from ragnb.golden.judging import make_judge as golden_judge
+    from ragnb.golden.pipeline import build_pipeline
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-rpm")
+    limited = RateLimited(grade_request_answer, requests=15, window=1.0)
+    openai_server.chat.handler = limited
+    config = GoldenSetConfig(
+        judge="openai",
+        model="gpt-4o-mini",
+        base_url=openai_server.base_url,
+        rpm=600,
+        tpm=1e6,
+        retrievers=["bm25"],
+        new_systems=[],
+        max_queries=4,
+        depth=6,
+        min_pool=6,
+        refine_max_iterations=1,
+        simulate=False,
+        consistency_samples=0,
+        judge_audit=False,
+        drift_prompt="",
+        cache_dir=str(tmp_path / "cache"),
+        export_dir=str(tmp_path / "run"),
+    )
+    described = golden_judge(config, pd.DataFrame()).describe()
+    assert described["rpm"] == 600 and described["tpm"] == 1e6
+    golden = build_pipeline(config).run()
+    assert golden.grades["valid"].all() and len(golden.grades) >= 15
+    assert limited.refused == 0
+    led = Ledger.read(tmp_path / "run" / "ledger.jsonl")
+    assert set(led["status"]) == {"ok"} and led["wait_s"].sum() > 0
+    with pytest.raises(InputError, match="rpm"):
+        GoldenSetConfig(rpm=-1)

@@ -160,6 +160,14 @@ class GoldenSetConfig(NotebookParams):
     base_url : str
         OpenAI-compatible server root (empty: ``$OPENAI_BASE_URL`` or OpenAI). Must not hold
         credentials.
+    rpm : float
+        Requests per minute the ``openai`` judge sends at most to its endpoint (0: no budget of
+        its own), one token bucket per endpoint shared by every stage
+        (:func:`ragnb.transport.rate_limiter`); a 429 slows it down and drops no item. The
+        ledger records the seconds each request waited (``wait_s``).
+    tpm : float
+        Prompt tokens per minute the ``openai`` judge sends at most (0: no budget of its own),
+        each request charged its counted prompt tokens.
     judge_sd : float
         Noise of the ``noisy`` judge, in grade units.
     seed : int
@@ -266,6 +274,8 @@ class GoldenSetConfig(NotebookParams):
     model: str = DEFAULT_JUDGE_MODEL
     prompt: str = "utility-rubric"
     base_url: str = ""
+    rpm: float = 0.0
+    tpm: float = 0.0
     judge_sd: float = 1.0
     seed: int = 0
     min_pool: int = 5
@@ -334,7 +344,7 @@ class GoldenSetConfig(NotebookParams):
             raise InputError(
                 "rewrite=True needs an LLM: set judge='openai' or 'local'", column="rewrite"
             )
-        for name in ("judge_sd", "budget_usd"):
+        for name in ("judge_sd", "budget_usd", "rpm", "tpm"):
             check_number_in(getattr(self, name), name, 0)
         check_positive_ints(self.cutoffs, "cutoffs")
         from ragnb.measures import parse_measure

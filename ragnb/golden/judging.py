@@ -136,6 +136,8 @@ def make_judge(
             config.model,
             prompt=config.prompt,
             base_url=config.base_url or None,
+            rpm=config.rpm or None,
+            tpm=config.tpm or None,
             cache=cache,
             ledger=ledger,
             progress=False,
