@@ -187,7 +187,15 @@ def test_human_label_file_gives_calibration_and_ppi(openai_server, tmp_path, mon
         table["ppi"] <= table["ppi_ci_high"]
     ).all()
     assert (table["labels_to_halve"] > 0).all()
-    written = golden.run(config).export(tmp_path / "run")
+    # the default ppi_target_width (0.1): labels per system for a PPI interval that wide
+    wide = table["ppi_ci_high"] - table["ppi_ci_low"]
+    need = table["labels_for_width"]
+    assert ((need > 0) == (wide > 0.1)).all()
+    result = golden.run(config)
+    text = result.section("ppi")
+    assert "**Labels for a PPI interval 0.1 wide**" in text and "rrf" in text
+    assert "labels for width" in golden.ppi_table(result.ppi).columns
+    written = result.export(tmp_path / "run")
     assert tmp_path / "run" / "ppi.csv" in written and (tmp_path / "run" / "ppi.csv").exists()
 
 

@@ -230,3 +230,46 @@ def test_coverage_on_real_subsets(request, fixture, precision):
     # the simulated judge is lenient: judge-only estimates are biased upwards
     first = sim.drop_duplicates(["system", "measure"])
     assert (first["judge_only"] > first["truth"]).all()
+
+
+# --------------------------------------------------------------------------------------------
+# labels for a target interval width
+
+
+def _ppi_width(y_all, yh_all, lab, alpha=0.05):
+    from ragnb.ppi.means import make_design, ppi_estimate
+
+    design = make_design(lab.size, y_all.size - lab.size, None, None, "finite")
+    mo = ppi_estimate(
+        y_all[lab][None], yh_all[lab][None], np.array([yh_all.mean()]), np.zeros(1), design, None
+    )
+    return mo, 2 * float(mo.half_width(alpha)[0])
+
+
+def test_labels_for_width_reach_the_width_and_halving_is_its_special_case():
+    rng = np.random.default_rng(4)
+    y_all = (rng.random(4000) < 0.4).astype(float)
+    flip = rng.random(4000) < 0.3
+    yh_all = np.where(flip, 1 - y_all, y_all)
+    lab = rng.choice(4000, 100, replace=False)
+    mo, width = _ppi_width(y_all, yh_all, lab)
+    assert mo.labels_for_width(width / 2, 0.05)[0] == mo.labels_to_halve[0]
+    assert mo.labels_for_width(width * 1.01, 0.05)[0] == 0  # already that narrow
+    target = width / 3
+    more = int(mo.labels_for_width(target, 0.05)[0])
+    # the formula's answer, drawn afresh 30 times: the widths average out near the target
+    widths = [
+        _ppi_width(y_all, yh_all, rng.choice(4000, 100 + more, replace=False))[1] for _ in range(30)
+    ]
+    assert 100 * 7 < 100 + more < 100 * 9  # about 3^2 = 9 times the labels, fewer with the fpc
+    assert np.mean(widths) == pytest.approx(target, rel=0.05)
+
+
+def test_system_estimates_give_labels_for_a_target_width():
+    judge = ppi.simulate_judge(QRELS, seed=3)
+    human = QRELS[QRELS["query_id"].isin(["q1", "q2", "q3"])]
+    out = ppi.ppi_system_estimates(judge, human, {"s": RUN}, ["P@2"], target_width=0.01)
+    assert "labels_for_width" in out.columns and out["labels_for_width"].iloc[0] >= 0
+    assert "labels_for_width" not in ppi.ppi_system_estimates(judge, human, {"s": RUN}, ["P@2"])
+    with pytest.raises(InputError, match="target_width"):
+        ppi.ppi_system_estimates(judge, human, {"s": RUN}, ["P@2"], target_width=0)

@@ -223,6 +223,10 @@ class GoldenSetConfig(NotebookParams):
         normalised by the judge's ideal DCG (a fixed normaliser, linear in the labels); a
         measure that is not a per-query mean of per-pair labels (``RA-nWG@K``: its rarity
         weights depend on every label) is listed with the reason.
+    ppi_target_width : float
+        The total width of a 95% PPI interval (in the measure's units, e.g. 0.1 for nDCG@10
+        known to +-0.05) for which the PPI table says how many more human labels each system
+        and measure needs (``labels for width``). 0: not shown.
     consistency_samples : int
         Self-consistency: answers per S4 pair, each at ``consistency_temperature`` and its own
         cache entry, combined by majority (:class:`~ragnb.judge.SelfConsistentJudge`); the
@@ -294,6 +298,7 @@ class GoldenSetConfig(NotebookParams):
     human_labels: str = ""
     ppi_labels: int = 12
     ppi_measures: list[str] = field(default_factory=lambda: ["nDCG@10", "P@10", "RA-nWG@10"])
+    ppi_target_width: float = 0.1
     consistency_samples: int = 3
     consistency_temperature: float = 0.7
     judge_audit: bool = True
@@ -344,7 +349,7 @@ class GoldenSetConfig(NotebookParams):
             raise InputError(
                 "rewrite=True needs an LLM: set judge='openai' or 'local'", column="rewrite"
             )
-        for name in ("judge_sd", "budget_usd", "rpm", "tpm"):
+        for name in ("judge_sd", "budget_usd", "rpm", "tpm", "ppi_target_width"):
             check_number_in(getattr(self, name), name, 0)
         check_positive_ints(self.cutoffs, "cutoffs")
         from ragnb.measures import parse_measure

@@ -134,7 +134,9 @@ def ppi_for(golden: GoldenSet, human: HumanLabels | None = None) -> tuple[pd.Dat
     human = human if human is not None else ppi_labels_for(golden)
     if human is None:
         raise InputError("no human labels: give a human_labels file (see ragnb.golden.human)")
-    return ppi_estimates(golden, human, list(_config(golden).ppi_measures))
+    cfg = _config(golden)
+    width = cfg.ppi_target_width or None
+    return ppi_estimates(golden, human, list(cfg.ppi_measures), target_width=width)
 
 
 def calibrate_judge(

@@ -316,7 +316,12 @@ def _measure_spec(name: str, keep_grade: int) -> tuple[str, str | None, str]:
 
 
 def ppi_estimates(
-    golden: GoldenSet, human: HumanLabels, measures: list[str], *, alpha: float = 0.05
+    golden: GoldenSet,
+    human: HumanLabels,
+    measures: list[str],
+    *,
+    alpha: float = 0.05,
+    target_width: float | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """Judge-only, human-only and PPI++ estimates of each system's measures from pair labels.
 
@@ -336,6 +341,9 @@ def ppi_estimates(
     measures : list of str
         See :class:`~ragnb.golden.GoldenSetConfig`'s ``ppi_measures``.
     alpha : float, default 0.05
+    target_width : float > 0, optional
+        Adds ``labels_for_width``: the further human labels that would narrow each PPI interval
+        to this total width (:func:`ragnb.ppi.ppi_system_estimates`).
 
     Returns
     -------
@@ -369,6 +377,7 @@ def ppi_estimates(
                 inclusion=inclusion,
                 alpha=alpha,
                 ndcg_ideal=ideal,  # type: ignore[arg-type]
+                target_width=target_width,
             )
         except InputError as e:
             notes.append(f"{name}: not estimated: {e}")
@@ -429,6 +438,40 @@ def _inclusion(
         "(conservative)"
     )
     return sample[cols]
+
+
+def width_markdown(table: pd.DataFrame, target_width: float) -> str:
+    """Markdown: the further human labels each system needs for a PPI interval of
+    ``target_width`` on each measure (the table's ``labels_for_width``), worst system first.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`ppi_estimates`' table with ``labels_for_width`` (``system``, ``measure``,
+        ``n_labelled``, ``n_total``).
+    target_width : float
+        The total width of the 95% interval, in the measure's units.
+    """
+    n = int(table["n_labelled"].max())
+    n_pop = int(table["n_total"].max())
+    parts = []
+    for measure, rows in table.groupby("measure", sort=False):
+        need = rows.set_index("system")["labels_for_width"].astype(float)
+        worst = need.sort_values(ascending=False)
+        cells = ", ".join(
+            f"{s} {'unreachable' if not np.isfinite(v) else f'{v:.0f}'}" for s, v in worst.items()
+        )
+        parts.append(f"- {measure}: {cells}")
+    return "\n".join(
+        [
+            f"**Labels for a PPI interval {target_width:g} wide** (`ppi_target_width`): further "
+            f"human labels, beyond the {n} used now and drawn the same way, per system (at most "
+            f"{n_pop} pairs can be labelled; 0: already that narrow; unreachable: the judge-only "
+            "part of the variance alone is wider). Basis: the per-label variances and PPI++ "
+            "weight measured now, which a small sample estimates roughly.",
+            *parts,
+        ]
+    )
 
 
 def halving_markdown(table: pd.DataFrame) -> str:

@@ -166,8 +166,9 @@ def calibration_markdown(cal: Any, human: Any) -> str:
 
 def ppi_table(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`ragnb.golden.human.ppi_estimates`' table as the notebook shows it: per system and
-    measure, judge-only, human-only and PPI++ with their 95% intervals, ``lam``, the width ratio
-    and the labels that would halve the PPI interval."""
+    measure, judge-only, human-only and PPI++ with their 95% intervals, ``lam``, the width ratio,
+    the labels that would halve the PPI interval and, when the table has them, the labels that
+    would narrow it to the target width (``ppi_target_width``)."""
     if table.empty:
         return table
     cols = {
@@ -185,13 +186,17 @@ def ppi_table(table: pd.DataFrame) -> pd.DataFrame:
         "lam": "lambda",
         "width_ratio": "width PPI / human",
         "labels_to_halve": "labels to halve",
+        "labels_for_width": "labels for width",
     }
-    return table[list(cols)].rename(columns=cols)
+    return table[[c for c in cols if c in table.columns]].rename(columns=cols)
 
 
-def ppi_markdown(human: Any, table: pd.DataFrame, notes: list[str]) -> str:
-    """Markdown above the PPI table: whose labels, the design, the halving estimate."""
-    from ragnb.golden.human import halving_markdown
+def ppi_markdown(
+    human: Any, table: pd.DataFrame, notes: list[str], target_width: float = 0.0
+) -> str:
+    """Markdown above the PPI table: whose labels, the design, the halving estimate and the
+    labels each system needs for a PPI interval of ``target_width`` (0: not said)."""
+    from ragnb.golden.human import halving_markdown, width_markdown
 
     lines = [
         f"**Human labels:** {human.source}. Population: every (query, document) pair a system "
@@ -202,6 +207,8 @@ def ppi_markdown(human: Any, table: pd.DataFrame, notes: list[str]) -> str:
     lines += [f"- {n}" for n in [*human.notes, *notes]]
     if not table.empty:
         lines += ["", halving_markdown(table)]
+        if target_width and "labels_for_width" in table.columns:
+            lines += ["", width_markdown(table, target_width)]
     return "\n".join(lines)
 
 
@@ -388,7 +395,7 @@ class GoldenSetResult(StudyResultBase):
     def _ppi_text(self) -> str:
         if self.ppi_labels is None:
             return skipped("Prediction-powered estimates", _PPI_NEEDS)
-        return ppi_markdown(self.ppi_labels, self.ppi, self.ppi_notes)
+        return ppi_markdown(self.ppi_labels, self.ppi, self.ppi_notes, self.config.ppi_target_width)
 
     def _drift_text(self) -> str:
         from ragnb.golden.judge_checks import drift_markdown

@@ -326,10 +326,71 @@ class _Moments:
     lam: np.ndarray
     labels_to_halve: np.ndarray
     df: int
+    n: int = 0
+    #: the parts of ``se**2 = scaling / c - fixed + unlabelled`` at ``c`` times the labels
+    scaling: np.ndarray | None = None
+    fixed: np.ndarray | None = None
+    unlabelled: np.ndarray | None = None
 
     def half_width(self, alpha: float) -> np.ndarray:
         """``t_{1-alpha/2, df} * se``."""
         return _quantile(alpha, self.df) * self.se
+
+    def labels_for_width(self, width: float, alpha: float) -> np.ndarray:
+        """Additional labels (m,) that would bring the interval's total width to ``width``,
+        see :func:`labels_for_variance`; the t quantile held at its current degrees of
+        freedom."""
+        target = (width / (2 * _quantile(alpha, self.df))) ** 2
+        assert self.scaling is not None and self.fixed is not None
+        assert self.unlabelled is not None
+        return labels_for_variance(
+            np.full(self.se.shape, target), self.n, self.scaling, self.fixed, self.unlabelled
+        )
+
+
+def labels_for_variance(
+    target: np.ndarray,
+    n: int,
+    scaling: np.ndarray,
+    fixed: np.ndarray,
+    unlabelled: np.ndarray,
+) -> np.ndarray:
+    """Additional human labels that bring an estimate's variance down to ``target``.
+
+    With ``c`` times the ``n`` labels drawn the same way, the variance of the estimate is
+    ``se^2(c) = scaling / c - fixed + unlabelled`` (the rectifier's variance scales as ``1/n``,
+    its finite-population correction ``fixed`` does not, nor does the judge's unlabelled term);
+    solving ``se^2(c) = target`` gives ``c = scaling / (target + fixed - unlabelled)`` and the
+    answer ``ceil(n (c - 1))``, at least 0.
+
+    Parameters
+    ----------
+    target : ndarray of float64, shape (m,)
+        Target variances (squared standard errors), >= 0.
+    n : int
+        Labels used now.
+    scaling, fixed, unlabelled : ndarray of float64, shape (m,)
+        The variance parts at the current labels.
+
+    Returns
+    -------
+    ndarray of float64, shape (m,)
+        Additional labels; 0 where the variance is already at most ``target`` (or 0), ``inf``
+        where no number of labels reaches it (the unlabelled term alone is larger).
+
+    References
+    ----------
+    Angelopoulos, Duchi and Zrnic, "PPI++: Efficient prediction-powered inference",
+    arXiv 2311.01453, 2023 (the variance of the estimate); Cochran, *Sampling Techniques*, 3rd
+    ed., 1977, Section 4.4 (sample size for a given variance, with the finite population
+    correction).
+    """
+    var = scaling - fixed + unlabelled
+    den = target + fixed - unlabelled
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(den > 0, scaling / den, np.inf)
+        more = np.where(var > target, np.ceil(np.maximum(n * (factor - 1), 0.0) - 1e-9), 0.0)
+    return more
 
 
 def _group_means(x: np.ndarray, design: _Design, mask: np.ndarray | None = None) -> np.ndarray:
@@ -447,12 +508,9 @@ def ppi_estimate(
     var = var_rect + unl
     # se^2(c) = P/c - F + unl with P = var_rect + F; halve the width: se^2(c) = var/4.
     scale_part = var_rect + fixed
-    den = var / 4 + fixed - unl
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(den > 0, scale_part / den, np.inf)
-        more = np.where(var > 0, np.ceil(np.maximum(n * (factor - 1), 0.0) - 1e-9), 0.0)
+    more = labels_for_variance(var / 4, n, scale_part, fixed, unl)
     df = max(n - design.W.size - (1 if lam is None else 0), 1)
-    return _Moments(point, np.sqrt(var), lam_bar, more, df)
+    return _Moments(point, np.sqrt(var), lam_bar, more, df, n, scale_part, fixed, unl)
 
 
 def check_alpha(alpha: float) -> float:

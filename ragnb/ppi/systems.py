@@ -160,6 +160,13 @@ def pair_contributions(
     ndcg_ideal : {None, "judge"}, default None
         None refuses nDCG (not linear in the labels); ``"judge"`` normalises by ``Z_q``.
     order : {"score", "file"}, default "score"
+    target_width : float > 0, optional
+        Adds ``labels_for_width``: the additional human labels, drawn as these were, that would
+        bring the PPI interval's total width (``ppi_ci_high - ppi_ci_low``, in the measure's
+        units) down to ``target_width`` at the current per-label variances and ``lam``
+        (:func:`ragnb.ppi.means.labels_for_variance`; the t quantile held at its current
+        degrees of freedom; 0 when it is already that narrow, ``inf`` when no number of labels
+        reaches it).
 
     Returns
     -------
@@ -379,6 +386,7 @@ def ppi_system_estimates(
     crossfit: bool = True,
     ndcg_ideal: Literal["judge"] | None = None,
     order: RunOrder = "score",
+    target_width: float | None = None,
 ) -> pd.DataFrame:
     """Judge-only, human-only and prediction-powered estimates of every system's measures.
 
@@ -424,7 +432,8 @@ def ppi_system_estimates(
         ``n_total`` (int, units of the population), ``judge_only`` (float), ``human_only``,
         ``human_se``, ``human_ci_low``, ``human_ci_high``, ``ppi``, ``ppi_se``, ``ppi_ci_low``,
         ``ppi_ci_high``, ``lam`` (float in [0, 1]), ``width_ratio`` (PPI width / human-only
-        width), ``labels_to_halve`` (float, see :attr:`PPIEstimate.labels_to_halve`).
+        width), ``labels_to_halve`` (float, see :attr:`PPIEstimate.labels_to_halve`), and
+        ``labels_for_width`` (float) when ``target_width`` is given.
         ``unit="query"`` with an undefined (NaN) per-query value: the query is left out of the
         population for that row (judge NaN) or of the sample (human NaN).
 
@@ -445,6 +454,10 @@ def ppi_system_estimates(
     if unit not in ("query", "pair"):
         raise InputError(f"unit must be 'query' or 'pair', got {unit!r}")
     alpha = check_alpha(alpha)
+    if target_width is not None and not (
+        isinstance(target_width, int | float) and 0 < target_width < float("inf")
+    ):
+        raise InputError(f"target_width must be a number > 0, got {target_width!r}")
     parsed = parse_measures(measures)
     check_qrels(judge_qrels)
     check_qrels(human_qrels)
@@ -466,6 +479,7 @@ def ppi_system_estimates(
             alpha=alpha,
             power_tuning=power_tuning,
             crossfit=crossfit,
+            target_width=target_width,
         )
         for r, (system, name) in enumerate(rows)
     ]
@@ -525,6 +539,7 @@ def _system_row(
     alpha: float,
     power_tuning: bool,
     crossfit: bool,
+    target_width: float | None = None,
 ) -> dict[str, object]:
     """One row of :func:`ppi_system_estimates`: judge-only, human-only and PPI of one measure.
 
@@ -549,7 +564,7 @@ def _system_row(
     hum = ppi_estimate(y_r, np.zeros_like(y_r), zero, zero, design, 0.0)
     hw = 2 * float(hum.half_width(alpha)[0])
     pw = float(ppi.half_width(alpha)[0])
-    return {
+    row: dict[str, object] = {
         "system": system,
         "measure": name,
         "unit": unit,
@@ -568,3 +583,6 @@ def _system_row(
         "width_ratio": 2 * pw / hw if hw > 0 else np.nan,
         "labels_to_halve": float(ppi.labels_to_halve[0]),
     }
+    if target_width is not None:
+        row["labels_for_width"] = float(ppi.labels_for_width(target_width, alpha)[0])
+    return row
