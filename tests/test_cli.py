@@ -6,6 +6,7 @@ import io as stdio
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -94,7 +95,8 @@ def test_evaluate_notes_missing_queries_and_rank_disagreement(tmp_path, capsys):
     (tmp_path / "q").write_text("q1 0 d1 1\nq2 0 d2 1\n")
     # q2 absent from the run; q1's rank column disagrees with its scores; q9 has no qrels
     (tmp_path / "r").write_text("q1 Q0 d1 2 1.0 t\nq1 Q0 d0 1 0.5 t\nq9 Q0 d1 1 1.0 t\n")
-    with pytest.warns(UserWarning, match="rank column"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the notice is the note below, not a warning as well
         code = main(["evaluate", str(tmp_path / "q"), str(tmp_path / "r"), "-m", "P@1"])
     out, err = capsys.readouterr()
     assert code == 0
