@@ -1,5 +1,5 @@
 """Bad input files end in a clear InputError naming file and line (exit 2 on the command line),
-never in a bare Python error, and nothing is written (issue #12, item 8)."""
+never in a bare Python error, and nothing is written."""
 
 from __future__ import annotations
 

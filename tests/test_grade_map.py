@@ -1,4 +1,4 @@
-"""Graded measures refuse to guess a scale (issue #12, item 7): RA-nWG, N-Recall4+ and Harm read
+"""Graded measures refuse to guess a scale: RA-nWG, N-Recall4+ and Harm read
 Dallaire's 1-5 rubric; on 0-3, 0-2 or 0-1 qrels they need a grade map, in the API and on the
 command line, and with one the command prints what the API gives."""
 

@@ -1,5 +1,5 @@
 """Reports shared with a colleague show no absolute local path, home folder or user name
-(issue #12, item 9): a project under a temporary home folder renders notebook 02, whose report
+a project under a temporary home folder renders notebook 02, whose report
 names its dataset, run folder and cache, and the index page lists its parameters."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #12: faults a new user meets, against the real local OpenAI-compatible server.
+"""Faults a new user meets, against the real local OpenAI-compatible server.
 
 A partial outage stops the golden pipeline before S5 and the resume re-sends exactly the failed
 judgements; a wrong key stops it at S4 naming the 401; an unreachable URL stops a 1,000-item job
