@@ -1,4 +1,4 @@
-"""Reports shared with a colleague show no absolute local path, home folder or user name
+"""Reports shared with a colleague show no absolute local path, home folder or user name:
 a project under a temporary home folder renders notebook 02, whose report
 names its dataset, run folder and cache, and the index page lists its parameters."""
 
