@@ -627,9 +627,36 @@ def _print_judge_checks(findings: Sequence[Any]) -> None:
     print("\n".join(lines), file=sys.stderr, flush=True)
 
 
+class _ChoicesOf(Sequence[str]):
+    """The choices of an option, read from ``module.name`` when first needed (a value to check,
+    a help text to print), so that building the parser imports no study: ``ragnb evaluate``
+    does not pay for importing the golden-set package. The option needs a ``metavar``, else
+    argparse lists the choices while the parser is built."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def _values(self) -> tuple[str, ...]:
+        import importlib
+
+        return tuple(getattr(importlib.import_module(self.module), self.name))
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._values()[i]
+
+    def __len__(self) -> int:
+        return len(self._values())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._values()
+
+
+_JUDGE_CHOICES = _ChoicesOf("ragnb.golden.config", "JUDGES")
+_POOL_CHOICES = _ChoicesOf("ragnb.golden.config", "POOL_RETRIEVERS")
+
+
 def _add_golden_parser(sub: Any) -> None:
     """``ragnb golden``: notebook 02's pipeline from the command line."""
-    from ragnb.golden.config import JUDGES, POOL_RETRIEVERS
 
     p = sub.add_parser(
         "golden",
@@ -647,7 +674,13 @@ def _add_golden_parser(sub: Any) -> None:
         default="",
         help="query file: .txt (one a line), .csv (query_id,text) or .jsonl",
     )
-    p.add_argument("--judge", choices=JUDGES, default="local", help="the judge (default local)")
+    p.add_argument(
+        "--judge",
+        choices=_JUDGE_CHOICES,
+        metavar="JUDGE",
+        default="local",
+        help="the judge: %(choices)s (default local)",
+    )
     p.add_argument("--model", default="gpt-4o-mini", help="LLM of the openai judge")
     p.add_argument("--prompt", default="utility-rubric", help="grading prompt (name or YAML)")
     p.add_argument("--base-url", default="", help="OpenAI-compatible server (key: $OPENAI_API_KEY)")
@@ -656,7 +689,11 @@ def _add_golden_parser(sub: Any) -> None:
     p.add_argument("--split", default="test", help="qrels split, if any (default test)")
     p.add_argument("--max-queries", type=int, default=0, help="first N queries (0: all)")
     p.add_argument(
-        "--retriever", action="append", choices=POOL_RETRIEVERS, help="pool system (repeatable)"
+        "--retriever",
+        action="append",
+        choices=_POOL_CHOICES,
+        metavar="SYSTEM",
+        help="pool system (repeatable): %(choices)s",
     )
     p.add_argument("--depth", type=int, default=10, help="documents per pool system (10)")
     p.add_argument("--min-pool", type=int, default=0, help="pool size after pruning (--depth)")
@@ -757,7 +794,6 @@ def _audit_paths(config: GoldenSetConfig, args: argparse.Namespace, manifest: Pa
 
 def _golden_audit_parser() -> argparse.ArgumentParser:
     """``ragnb golden audit``: the judge-drift gate of a built golden set."""
-    from ragnb.golden.config import JUDGES
     from ragnb.golden.drift import KAPPA_STATISTICS
 
     p = argparse.ArgumentParser(
@@ -777,7 +813,13 @@ def _golden_audit_parser() -> argparse.ArgumentParser:
         default="none",
         help="gated kappa: Cohen's (none) or weighted (linear, quadratic)",
     )
-    p.add_argument("--judge", choices=JUDGES, default=None, help="the judge to re-grade with")
+    p.add_argument(
+        "--judge",
+        choices=_JUDGE_CHOICES,
+        metavar="JUDGE",
+        default=None,
+        help="the judge to re-grade with: %(choices)s",
+    )
     p.add_argument("--model", default=None, help="LLM of the openai judge")
     p.add_argument("--prompt", default=None, help="grading prompt (name or YAML)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server")
