@@ -304,3 +304,51 @@ def test_nugget_recall_needs_nugget_qrels():
     )
     with pytest.raises(InputError, match="both vital and okay"):
         nugget_recall(bad, {"q": {"a": 1.0}}, 1)
+
+
+# ----------------------------------------------------------------------------- the local model
+
+
+def test_the_local_model_runs_the_whole_path_and_a_second_run_is_cached(tmp_path):
+    """SmolLM2-135M through llama.cpp: every answer parses under constrained output, the
+    ledger holds each stage's tokens, a second run sends nothing. Its nuggets are not checked:
+    a 135M-parameter model's facts are near noise."""
+    from test_local_llm import require_local_llm
+
+    from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
+
+    require_local_llm()
+    queries = {"q1": QUERIES["q1"], "q2": QUERIES["q2"]}
+    pooled = POOLED[POOLED["doc_id"].isin(["d1", "d4"])]
+    run = RUN[RUN["doc_id"].isin(["d1", "d2", "d4", "d5"])]
+
+    def pipeline(server: LocalLLMServer) -> tuple[ChatClient, pd.DataFrame, pd.DataFrame]:
+        client = ChatClient(
+            **server.client_options(),
+            request_params={"max_tokens": 120},
+            cache=Cache(tmp_path / "cache"),
+            ledger=Ledger(tmp_path / "ledger.jsonl"),
+            progress=False,
+        )
+        options = {"window": 3, "constrained": "json_object_schema"}
+        nuggets = create_nuggets(client, queries, pooled, max_nuggets=2, **options)
+        assignments = assign_nuggets(client, nuggets, queries, run, CORPUS, k=1, **options)
+        return client, nuggets, assignments
+
+    with LocalLLMServer(DEFAULT_MODEL) as server:
+        client, nuggets, assignments = pipeline(server)
+        again, nuggets2, assignments2 = pipeline(server)
+    ledger = client.ledger.frame()
+    first = ledger[ledger["run_id"] == client.ledger.run_id]
+    assert {CREATE_STAGE, IMPORTANCE_STAGE} <= set(first["stage"])
+    assert (first["input_tokens"] > 0).all() and not first["cached"].any()
+    assert set(nuggets["importance"]) <= {"vital", "okay"}
+    assert len(nuggets) and nuggets["text"].str.len().gt(0).all()
+    assert set(assignments["label"]) <= {"support", "partial_support", "not_support", ""}
+    values = evaluate(nugget_qrels(nuggets, assignments), run, ["NuggetRecall@1"])
+    assert 0.0 <= values.aggregate_to_dict()["NuggetRecall@1"] <= 1.0
+    pd.testing.assert_frame_equal(nuggets2, nuggets)
+    pd.testing.assert_frame_equal(assignments2, assignments)
+    second = again.ledger.frame()
+    second = second[second["run_id"] == again.ledger.run_id]
+    assert len(second) == len(first) and second["cached"].all()
