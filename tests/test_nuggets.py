@@ -36,6 +36,7 @@ from ragnb.judge.nuggets import (
 from ragnb.ledger import Ledger
 from ragnb.llm import ChatClient
 from ragnb.measures import nugget_recall, parse_measure
+from ragnb.whatif.grid import precompute
 
 QUERIES = {"q1": "what is bm25", "q2": "who made dense retrieval"}
 CORPUS = {
@@ -152,6 +153,18 @@ def test_nugget_recall_on_the_scripted_llm_equals_the_hand_computation(openai_se
     assert result.aggregate_to_dict() == pytest.approx(expected)
     report = check_gates(result, ["NuggetRecall@3=0.5", "NuggetRecall(vital=1)@1=0.6"])
     assert report.failures["measure"].tolist() == ["NuggetRecall(vital=1)@1"]
+    # the what-if grid takes the family at each K, on the same nugget qrels
+    grid = precompute(
+        nugget_qrels(nuggets, assignments),
+        {"A": RUN},
+        ks=[1, 3],
+        alphas=[0.5],
+        families=["NuggetRecall", "P"],
+    ).per_query
+    means = grid.groupby("measure")["value"].mean()
+    assert means[["NuggetRecall@1", "NuggetRecall@3"]].tolist() == pytest.approx(
+        [expected["NuggetRecall@1"], expected["NuggetRecall@3"]]
+    )
     assert nugget_counts(nuggets, assignments) == {
         "queries": 2,
         "nuggets": 5,
