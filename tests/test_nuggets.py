@@ -8,6 +8,7 @@ values as the correction says. One test runs the whole path on the local model.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -365,3 +366,28 @@ def test_the_local_model_runs_the_whole_path_and_a_second_run_is_cached(tmp_path
     second = again.ledger.frame()
     second = second[second["run_id"] == again.ledger.run_id]
     assert len(second) == len(first) and second["cached"].all()
+
+
+def test_notebook_02_skips_nuggets_without_an_llm_and_says_why(tmp_path):
+    from ragnb import golden
+
+    config = golden.GoldenSetConfig(
+        judge="noisy",
+        retrievers=["bm25"],
+        new_systems=[],
+        max_queries=1,
+        depth=2,
+        min_pool=2,
+        top_n=2,
+        simulate=False,
+        ppi_labels=0,
+        cache_dir=str(tmp_path / "cache"),
+    )
+    result = golden.run(config)
+    assert result.nuggets is None and "nugget_recall" not in result.tables()
+    assert "**Nugget recall skipped** because the judge noisy-judge" in result.banner()
+    assert "is not an LLM" in result.section("nuggets")
+    off = golden.run(dataclasses.replace(config, nugget_max=0))
+    assert "**Nugget recall skipped** because `nugget_max=0`." in off.banner()
+    with pytest.raises(InputError, match="nugget_k"):
+        golden.GoldenSetConfig(nugget_k=0)
