@@ -225,6 +225,13 @@ def test_a_corrected_file_is_read_back_and_changes_the_values(openai_server, tmp
     export_assignments(assignments, apath)
     again = evaluate(nugget_qrels(read_nuggets(npath), read_assignments(apath)), RUN, MEASURES)
     assert again.aggregate_to_dict() == pytest.approx(values)
+    # a nugget a person deletes stays deleted; its assignment rows are then refused
+    lines = npath.read_text(encoding="utf-8").splitlines(keepends=True)
+    npath.write_text("".join(line for line in lines if not line.startswith("q1,n03,")), "utf-8")
+    kept = export_nuggets(nuggets, npath)
+    assert kept["nugget_id"].tolist() == ["n01", "n02", "n01", "n02"]
+    with pytest.raises(InputError, match="'n03', not among the nuggets"):
+        nugget_qrels(kept, read_assignments(apath))
 
 
 def test_bad_files_are_named_by_file_line_and_column(tmp_path):

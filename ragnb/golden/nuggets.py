@@ -164,6 +164,9 @@ def nuggets_for(golden: GoldenSet) -> NuggetCheck:
     )
     if folder is not None:
         assignments = nj.export_assignments(assignments, folder / NUGGET_FILES["assignments"])
+        held = pd.MultiIndex.from_frame(nuggets[["query_id", "nugget_id"]].astype(str))
+        of = pd.MultiIndex.from_frame(assignments[["query_id", "nugget_id"]].astype(str))
+        assignments = assignments[of.isin(held)].reset_index(drop=True)  # deleted nuggets' rows
     counts = nj.nugget_counts(nuggets, assignments)
     measures = nugget_measures(cfg.nugget_k)
     rows = []

@@ -25,10 +25,12 @@ Files a person corrects
 :func:`export_nuggets` and :func:`export_assignments` write the frames as UTF-8 CSV files
 (atomically; a cell starting with ``=``, ``+``, ``-`` or ``@`` gets a leading ``'`` so a
 spreadsheet shows it rather than runs it); exporting again keeps every row already in the file,
-so corrections survive a rerun. :func:`read_nuggets` and :func:`read_assignments` read a
-corrected file back, naming the file, line and column of anything wrong. A person may reword a
-nugget, change its importance, delete it, add one (then assign it: its assignment rows), or
-change a label.
+so corrections survive a rerun: a query's nuggets in the file are kept whole (a nugget a person
+deleted stays deleted), an assignment row of the file is kept. :func:`read_nuggets` and
+:func:`read_assignments` read a corrected file back, naming the file, line and column of
+anything wrong. A person may reword a nugget (then delete its assignment rows to have it
+assigned again), change its importance, delete it, add one (assigned on the next run), or change
+a label.
 
 ========================= =========================================================================
 frame                     columns
@@ -561,7 +563,8 @@ def nugget_qrels(nuggets: pd.DataFrame, assignments: pd.DataFrame) -> pd.DataFra
     ):
         if (q, n) not in importance:
             raise InputError(
-                f"an assignment names nugget {n!r}, not among the nuggets",
+                f"an assignment names nugget {n!r}, not among the nuggets (a deleted nugget? "
+                "delete its assignment rows too)",
                 query_id=q,
                 column="nugget_id",
             )
@@ -634,7 +637,8 @@ def _export(
     key: list[str],
     read: Any,
 ) -> pd.DataFrame:
-    """Write ``frame``'s ``columns``, the rows already in the file first (kept as edited)."""
+    """Write ``frame``'s ``columns``: the rows already in the file as they are, then the rows
+    of ``frame`` whose ``key`` the file does not hold."""
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise InputError(f"cannot export: no column {missing[0]!r}", column=missing[0])
@@ -649,8 +653,10 @@ def _export(
 
 
 def export_nuggets(nuggets: pd.DataFrame, path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Write the nuggets as a CSV a person corrects; rows already in the file are kept as they
-    are (a nugget of the same query and id is not overwritten).
+    """Write the nuggets as a CSV a person corrects; the file's nuggets are kept as they are.
+
+    A query the file already holds keeps the file's nuggets (reworded, relabelled, deleted or
+    added by a person); only the nuggets of queries the file does not hold are added.
 
     Parameters
     ----------
@@ -669,12 +675,14 @@ def export_nuggets(nuggets: pd.DataFrame, path: str | os.PathLike[str]) -> pd.Da
         A column missing from ``nuggets``, or an existing file :func:`read_nuggets` rejects
         (the file is left as it is).
     """
-    return _export(nuggets, path, NUGGET_COLUMNS, ["query_id", "nugget_id"], read_nuggets)
+    return _export(nuggets, path, NUGGET_COLUMNS, ["query_id"], read_nuggets)
 
 
 def export_assignments(assignments: pd.DataFrame, path: str | os.PathLike[str]) -> pd.DataFrame:
     """Write the assignments as a CSV a person corrects; rows already in the file are kept as
-    they are (same query, nugget and passage).
+    they are (same query, nugget and passage), the others added.
+
+    After rewording a nugget, delete its rows from the file to have it assigned again.
 
     Parameters
     ----------
