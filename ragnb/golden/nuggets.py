@@ -109,7 +109,7 @@ def _client(golden: GoldenSet) -> tuple[Any, str | None]:
     """A chat client on the judge's model, cache and ledger, and the constrained-output form."""
     from ragnb.llm import ChatClient
 
-    judge = golden.judge
+    judge: Any = golden.judge  # an OpenAIJudge (nuggets_skipped)
     shared = {"cache": judge.cache, "ledger": judge.ledger, "progress": False}
     server = getattr(judge, "local_server", None)
     if server is not None:
@@ -153,14 +153,15 @@ def nuggets_for(golden: GoldenSet) -> NuggetCheck:
     top = golden.top().sort_values(["query_id", "rank"])
     pooled = top.assign(text=top["doc_id"].astype(str).map(texts))
     queries = golden.queries[["query_id", "text"]]
-    options = {"constrained": constrained, "window": 10}
-    nuggets = nj.create_nuggets(client, queries, pooled, max_nuggets=cfg.nugget_max, **options)
+    nuggets = nj.create_nuggets(
+        client, queries, pooled, max_nuggets=cfg.nugget_max, window=10, constrained=constrained
+    )
     folder = golden.run_dir
     if folder is not None:
         nuggets = nj.export_nuggets(nuggets, folder / NUGGET_FILES["nuggets"])
     runs = golden.runs
     assignments = nj.assign_nuggets(
-        client, nuggets, queries, runs, texts, k=cfg.nugget_k, **options
+        client, nuggets, queries, runs, texts, k=cfg.nugget_k, window=10, constrained=constrained
     )
     if folder is not None:
         assignments = nj.export_assignments(assignments, folder / NUGGET_FILES["assignments"])

@@ -75,7 +75,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.io import write_table_csv
-from ragnb.llm.calls import CallResult, LLMCall, response_format
+from ragnb.llm.calls import CONSTRAINED, CallResult, LLMCall, response_format
 from ragnb.llm.client import ChatClient
 from ragnb.llm.prompts import PromptTemplate, load_prompt
 from ragnb.measures.diversity import IMPORTANCE_COLUMN, IMPORTANCE_LEVELS
@@ -152,6 +152,11 @@ def _windows(n: int, size: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, n)) for start in range(0, n, size)]
 
 
+def _check_constrained(constrained: Any) -> None:
+    if constrained not in CONSTRAINED:
+        raise InputError(f"constrained must be one of {CONSTRAINED}, got {constrained!r}")
+
+
 def _check_sizes(**sizes: int) -> None:
     for name, value in sizes.items():
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
@@ -206,7 +211,8 @@ def create_nuggets(
     ------
     InputError
         On ``passages`` without its columns, a passage of a query not in ``queries``, a
-        ``max_nuggets`` or ``window`` below 1, a template of the wrong kind.
+        ``max_nuggets`` or ``window`` below 1, an unknown ``constrained``, a template of the
+        wrong kind or choices.
     JudgeUnavailable
         When the client's circuit breaker stops the job.
 
@@ -217,6 +223,7 @@ def create_nuggets(
     different queries together). An invalid answer leaves the list as it was.
     """
     _check_sizes(max_nuggets=max_nuggets, window=window)
+    _check_constrained(constrained)
     creator = _template(prompt, "extract", "nugget creation")
     texts = _texts(queries, "query_id", "queries")
     by_query = _passages_by_query(passages, texts)
@@ -404,11 +411,13 @@ def assign_nuggets(
     ------
     InputError
         On a run or nuggets frame without its columns, a retrieved passage not in ``corpus``,
-        a nugget of a query not in ``queries``, a ``k`` or ``window`` below 1.
+        a nugget of a query not in ``queries``, a ``k`` or ``window`` below 1, an unknown
+        ``constrained``, a template of the wrong kind or choices.
     JudgeUnavailable
         When the client's circuit breaker stops the job.
     """
     _check_sizes(k=k, window=window)
+    _check_constrained(constrained)
     assigner = _template(prompt, "label", "nugget assignment")
     _check_choices(assigner, tuple(SUPPORT_GRADES), "nugget assignment")
     texts = _texts(queries, "query_id", "queries")

@@ -459,7 +459,7 @@ class PromptTemplate:
     def sha256(self) -> str:
         """Hash of everything that changes the prompt or how its answer is read (part of cache
         keys); not of the name, language, source or file comments."""
-        parts = {
+        parts: dict[str, Any] = {
             "kind": self.kind,
             "answer": self.answer,
             "system": self.system,
