@@ -230,8 +230,8 @@ def create_nuggets(
     cap = tuple(str(i) for i in range(1, max_nuggets + 1))
     lists: dict[str, list[str]] = {q: [] for q in by_query}
     status: dict[str, str] = {}
-    n_windows = max((len(p) for p in by_query.values()), default=0)
-    for start, end in _windows(n_windows, window):
+    longest = max((len(p) for p in by_query.values()), default=0)
+    for start, end in _windows(longest, window):
         calls, owners = [], []
         for q, docs in by_query.items():
             if start >= len(docs):
