@@ -62,9 +62,9 @@ ON_RUBRIC = "1-5"
 SUBTOPIC_COLUMN = "subtopic"
 #: Families that read Dallaire's 1-5 grades (the grade map applies to them).
 _GRADED = (*GRADED_FAMILIES, "RA-nWG-nov")
-#: Families that read document sources / subtopic judgements.
+#: Families that read document sources / subtopic judgements (nugget qrels are subtopic qrels).
 _SOURCE_FAMILIES = ("RA-nWG-nov",)
-_SUBTOPIC_FAMILIES = ("alpha-nDCG",)
+_SUBTOPIC_FAMILIES = ("alpha-nDCG", "NuggetRecall")
 
 
 def wide_values(
@@ -176,9 +176,10 @@ def evaluate(
     qrels : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``relevance`` (int), or ``{query_id: {doc_id: grade}}``.
         With a ``subtopic`` column they are subtopic qrels (one row per query, subtopic and
-        document, as TREC diversity qrels ``qid subtopic docid rel``): ``alpha-nDCG`` reads them
-        and every other measure the document's largest grade over its subtopics
-        (:func:`ragnb.measures.diversity.document_qrels`).
+        document, as TREC diversity qrels ``qid subtopic docid rel``): ``alpha-nDCG`` and
+        ``NuggetRecall`` (nugget qrels, :mod:`ragnb.measures.nuggets`, with an optional
+        ``importance`` column) read them and every other measure the document's largest grade
+        over its subtopics (:func:`ragnb.measures.diversity.document_qrels`).
     run : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``score`` (optionally ``rank``, ``tag``, and ``source``:
         the source document of each retrieved chunk, for ``RA-nWG-nov``), or
@@ -219,7 +220,7 @@ def evaluate(
         On malformed or empty qrels, a malformed run, an unknown measure or ``order``,
         graded measures on qrels whose scale is not 1-5 and no ``grade_map`` (the message names
         the scale found and the maps available), ``RA-nWG-nov`` without sources or
-        ``alpha-nDCG`` without subtopic qrels.
+        ``alpha-nDCG`` or ``NuggetRecall`` without subtopic qrels.
 
     Warns
     -----

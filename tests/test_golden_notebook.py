@@ -248,6 +248,8 @@ def test_default_report_uses_the_local_model_and_says_so(tmp_path):
     assert "Bias audit" in text and "Position:" in text
     assert "Judge drift on" in text and "(prompt utility-terse/en#" in text
     assert "Both judges here are the tiny local model (SmolLM2-135M)" in text
+    assert "NuggetRecall(vital=1,partial=0.5)@3" in text  # nugget recall of the pool systems
+    assert "What these nuggets are worth: close to nothing" in text
     manifest = json.loads((tmp_path / "export" / "manifest.json").read_text())
     assert manifest["judge"]["model"] == "smollm2-135m-instruct"
     assert manifest["costs"]["total"]["requests"] >= manifest["counts"]["graded"] > 0

@@ -248,6 +248,13 @@ class GoldenSetConfig(NotebookParams):
         The drift gate's minimum Cohen's kappa of the candidate against the human labels, in
         [-1, 1] (0.4: Landis and Koch's "moderate" agreement); the candidate must also stay
         above the lower end of the reference judge's interval.
+    nugget_max : int
+        Nugget evaluation of retrieved contexts: the golden set's LLM creates up to this many
+        nuggets (atomic facts, vital or okay) per query from the refined top and assigns them
+        to the pool systems' top ``nugget_k``, for NuggetRecall@K (AutoNuggetizer, Pradeep et
+        al. 2024; :mod:`ragnb.golden.nuggets`). 0: no nuggets; an offline judge skips them.
+    nugget_k : int
+        The cutoff K of the nugget assignment and of NuggetRecall@K.
     export_dir : str
         The run folder (stages, markers, qrels, manifest); empty: nothing written and no stage
         reused.
@@ -304,6 +311,8 @@ class GoldenSetConfig(NotebookParams):
     judge_audit: bool = True
     drift_prompt: str = "utility-terse"
     drift_kappa_min: float = 0.4
+    nugget_max: int = 5
+    nugget_k: int = 3
     cache_dir: str = ""
     export_dir: str = ""
     simulate: bool = True
@@ -322,9 +331,16 @@ class GoldenSetConfig(NotebookParams):
             "refine_max_iterations",
             "incremental_k",
             "sim_replicates",
+            "nugget_k",
         )
         self._check_ints_at_least(
-            0, "rrf_k", "max_queries", "sim_queries", "ppi_labels", "consistency_samples"
+            0,
+            "rrf_k",
+            "max_queries",
+            "sim_queries",
+            "ppi_labels",
+            "consistency_samples",
+            "nugget_max",
         )
         self._check_ints_at_least(2, "refine_batch", "sim_pool_size")
         check_among(self.retrievers, "retrievers", POOL_RETRIEVERS)

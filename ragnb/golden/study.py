@@ -256,6 +256,11 @@ class GoldenSetResult(StudyResultBase):
         says why).
     drift_skipped : str
         Why there is no drift check (empty when there is one).
+    nuggets : NuggetCheck or None
+        :func:`~ragnb.golden.nuggets.nuggets_for` (None when skipped: ``nuggets_skipped`` says
+        why).
+    nuggets_skipped : str
+        Why there are no nuggets (empty when there are).
     """
 
     config: GoldenSetConfig
@@ -277,6 +282,8 @@ class GoldenSetResult(StudyResultBase):
     judge_audit: Any = None
     drift: Any = None
     drift_skipped: str = ""
+    nuggets: Any = None
+    nuggets_skipped: str = ""
 
     def skipped_parts(self) -> list[str]:
         """A :func:`ragnb.protocol.skipped` line per part that did not run."""
@@ -295,6 +302,8 @@ class GoldenSetResult(StudyResultBase):
             lines.append(skipped("Judge bias audit", "`judge_audit=False`"))
         if self.drift is None:
             lines.append(skipped("Judge drift", self.drift_skipped))
+        if self.nuggets is None:
+            lines.append(skipped("Nugget recall", self.nuggets_skipped))
         if not cfg.simulate:
             lines.append(skipped("Simulation", "`simulate=False`"))
         return lines
@@ -312,7 +321,7 @@ class GoldenSetResult(StudyResultBase):
         Parameters
         ----------
         name : {"estimate", "summary", "ledger", "grades", "audit", "calibration", \
-"consistency", "judge_audit", "ppi", "drift", "simulation"}
+"consistency", "judge_audit", "ppi", "drift", "nuggets", "simulation"}
 
         Raises
         ------
@@ -332,6 +341,7 @@ class GoldenSetResult(StudyResultBase):
             "judge_audit": self._judge_audit_text,
             "ppi": self._ppi_text,
             "drift": self._drift_text,
+            "nuggets": self._nuggets_text,
             "simulation": self._simulation_text,
         }
         if name not in texts:
@@ -404,6 +414,13 @@ class GoldenSetResult(StudyResultBase):
             return skipped("Judge drift", self.drift_skipped)
         return drift_markdown(self.drift, self._local())
 
+    def _nuggets_text(self) -> str:
+        from ragnb.golden.nuggets import nuggets_markdown
+
+        if self.nuggets is None:
+            return skipped("Nugget recall", self.nuggets_skipped)
+        return nuggets_markdown(self.nuggets)
+
     def _simulation_text(self) -> str:
         return "" if self.config.simulate else skipped("Simulation", "`simulate=False`")
 
@@ -424,7 +441,8 @@ class GoldenSetResult(StudyResultBase):
         ``consistency_samples`` > 0), ``bias_slopes``, ``position_changes`` and
         ``position_ranks`` (when ``judge_audit``), ``ppi`` (when estimated), ``drift_kappa``,
         ``drift_bias``, ``drift_ppi``, ``drift_regraded`` and ``drift_gates`` (when the drift
-        check ran), ``simulation`` and ``simulation_summary``.
+        check ran), ``nugget_recall`` and ``nugget_texts`` (when nuggets were created),
+        ``simulation`` and ``simulation_summary``.
         """
         gs = self.golden
         if gs is None:
@@ -481,6 +499,11 @@ class GoldenSetResult(StudyResultBase):
             )
             if not d["ppi"].empty:
                 out["drift_ppi"] = d["ppi"]
+        if self.nuggets is not None:
+            out.update(
+                nugget_recall=self.nuggets.recall,
+                nugget_texts=self.nuggets.nuggets[["query_id", "nugget_id", "text", "importance"]],
+            )
         if self.simulation is not None and self.simulation_summary is not None:
             out.update(simulation=self.simulation, simulation_summary=self.simulation_summary)
         return out
@@ -566,7 +589,8 @@ def run(
     """Notebook 02: build the golden set (S1-S6, incremental judging; resumed from and exported
     to the run folder ``config.export_dir`` when set) and run its analyses: Judged@K, SPEAR,
     calibration against human labels, the judge's self-consistency, bias audit and drift under
-    another prompt, prediction-powered estimates, the simulation.
+    another prompt, prediction-powered estimates, nugget recall of the pool systems, the
+    simulation.
 
     No judge is not an error: an offline judge on a dataset without labels, or a ``local``
     judge whose server cannot start, gives a result without a golden set whose banner says
@@ -603,6 +627,7 @@ def run(
         self_consistency_for,
     )
     from ragnb.golden.judging import missing_labels
+    from ragnb.golden.nuggets import nuggets_for, nuggets_skipped
     from ragnb.golden.pipeline import build_pipeline
     from ragnb.io import read_beir
 
@@ -636,6 +661,8 @@ def run(
     audit = judge_audit_for(gs, human) if config.judge_audit else None
     no_drift = drift_skipped(gs, human)
     drift = None if no_drift else drift_for(gs, human)
+    no_nuggets = nuggets_skipped(gs)
+    nuggets = None if no_nuggets else nuggets_for(gs)
     return GoldenSetResult(
         config,
         gs,
@@ -655,4 +682,6 @@ def run(
         judge_audit=audit,
         drift=drift,
         drift_skipped=no_drift,
+        nuggets=nuggets,
+        nuggets_skipped=no_nuggets,
     )

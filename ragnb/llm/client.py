@@ -10,8 +10,9 @@ cost ledger (:class:`~ragnb.ledger.Ledger`), every final answer cached at once.
 Every LLM use of ragnb goes through it: the judge (:class:`ragnb.judge.OpenAIJudge`, which adds
 grading), query rewriting (:class:`ragnb.rewrite.LLMRewriter`), synthetic queries
 (:class:`ragnb.llm.querygen.QueryGenerator`), the Primer answers
-(:func:`ragnb.correlation.generate.generate_graded`) and claim extraction
-(:func:`ragnb.context.llm_context_recall`).
+(:func:`ragnb.correlation.generate.generate_graded`), claim extraction
+(:func:`ragnb.context.llm_context_recall`) and nugget creation and assignment
+(:mod:`ragnb.judge.nuggets`).
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ name                      kind  answer     scale source
 ``primer-response`` en    grade integer    1-5   Primer Appendix A.3, response vs ideal
 ``claim-extraction`` en   ext.  numbered         "RAG Evaluation Part 1", context recall
 ``claim-attribution`` en  grade integer    0-1   "RAG Evaluation Part 1", context recall
+``nugget-creation`` en    ext.  json_list        AutoNuggetizer creator (Pradeep et al. 2024)
+``nugget-importance`` en  label json_labels      AutoNuggetizer scorer: vital, okay
+``nugget-assignment`` en  label json_labels      AutoNuggetizer assigner: support, partial...
 ========================= ===== ========== ===== =============================================
 
 What an answer must be (nothing else is accepted, nothing is coerced)
@@ -37,6 +40,15 @@ What an answer must be (nothing else is accepted, nothing is coerced)
 ``numbered_list``
     One or more non-empty lines, each ``"<n>. <text>"`` or ``"<n>) <text>"`` with ``n`` counting
     1, 2, 3, ... in order; blank lines are ignored. Rejected: bullets, a preamble line, gaps.
+``json_list``
+    Exactly one JSON object whose only key is ``"items"`` and whose value is a list of one or
+    more non-empty strings: ``{"items": ["BM25 is a ranking function", "It dates from 1994"]}``.
+    Rejected: an empty list, an empty or non-string item, text around the object.
+``json_labels``
+    Exactly one JSON object whose only key is ``"labels"`` and whose value is a list of as many
+    labels as the call has items, each one of the template's ``choices``: ``{"labels":
+    ["vital", "okay"]}``. Rejected: a list of another length, a label not among the choices
+    (case counts), text around the object.
 
 References
 ----------
@@ -68,12 +80,14 @@ __all__ = [
     "load_prompt",
     "parse_integer",
     "parse_json_grade",
+    "parse_json_labels",
+    "parse_json_list",
     "parse_json_order",
     "parse_numbered_list",
 ]
 
-KINDS = ("grade", "rank", "extract")
-ANSWERS = ("integer", "json_grade", "json_order", "numbered_list")
+KINDS = ("grade", "rank", "extract", "label")
+ANSWERS = ("integer", "json_grade", "json_order", "numbered_list", "json_list", "json_labels")
 RANK_FIELDS = ("query", "passages", "n", "labels_json", "labels_text")
 LABELS = tuple(string.ascii_uppercase)
 
@@ -86,6 +100,7 @@ _KEYS = {
     "item_field",
     "passage_format",
     "passage_separator",
+    "choices",
     "expected_output_tokens",
     "source",
     "system",
@@ -246,6 +261,54 @@ def parse_numbered_list(text: str) -> tuple[tuple[str, ...] | None, str | None]:
     return tuple(items), None
 
 
+def parse_json_list(text: str) -> tuple[tuple[str, ...] | None, str | None]:
+    """Parse an answer that must be ``{"items": [...]}``, one or more non-empty strings.
+
+    Examples
+    --------
+    >>> parse_json_list('{"items": ["BM25 ranks documents", "by term frequency"]}')
+    (('BM25 ranks documents', 'by term frequency'), None)
+    >>> parse_json_list('{"items": []}')
+    (None, 'the list is empty')
+    """
+    value, reason = _only_value(text, "items")
+    if reason is not None:
+        return None, reason
+    if not isinstance(value, list):
+        return None, f'"items" is not a list: {_short(json.dumps(value))}'
+    if not value:
+        return None, "the list is empty"
+    for i, item in enumerate(value, start=1):
+        if not isinstance(item, str) or not item.strip():
+            return None, f"item {i} is not a non-empty string: {_short(json.dumps(item))}"
+    return tuple(item.strip() for item in value), None
+
+
+def parse_json_labels(
+    text: str, n: int, choices: Sequence[str]
+) -> tuple[tuple[str, ...] | None, str | None]:
+    """Parse an answer that must be ``{"labels": [...]}``, ``n`` labels among ``choices``.
+
+    Examples
+    --------
+    >>> parse_json_labels('{"labels": ["vital", "okay"]}', 2, ("vital", "okay"))
+    (('vital', 'okay'), None)
+    >>> parse_json_labels('{"labels": ["vital"]}', 2, ("vital", "okay"))
+    (None, 'expected 2 labels, got 1')
+    """
+    value, reason = _only_value(text, "labels")
+    if reason is not None:
+        return None, reason
+    if not isinstance(value, list):
+        return None, f'"labels" is not a list: {_short(json.dumps(value))}'
+    if len(value) != n:
+        return None, f"expected {n} labels, got {len(value)}"
+    for i, label in enumerate(value, start=1):
+        if label not in choices:
+            return None, f"label {i} is {_short(json.dumps(label))}, not one of {list(choices)}"
+    return tuple(value), None
+
+
 # ----------------------------------------------------------------------------- templates
 
 
@@ -285,10 +348,11 @@ class PromptTemplate:
     Parameters
     ----------
     name, language : str
-    kind : {"grade", "rank", "extract"}
+    kind : {"grade", "rank", "extract", "label"}
         ``grade``: one call per item, an integer on ``scale``; ``rank``: one call per batch of
-        labelled passages, a permutation; ``extract``: one call per record, a list of strings.
-    answer : {"integer", "json_grade", "json_order", "numbered_list"}
+        labelled passages, a permutation; ``extract``: one call per record, a list of strings;
+        ``label``: one call per batch of items, one of ``choices`` per item.
+    answer : {"integer", "json_grade", "json_order", "numbered_list", "json_list", "json_labels"}
         The only answer form accepted (see the module docstring).
     user : str
         The user message.
@@ -302,6 +366,8 @@ class PromptTemplate:
         The field each graded item fills (``"response"`` for the Primer grader).
     passage_format, passage_separator : str
         For ``rank``: how each labelled passage is written into ``{passages}``.
+    choices : tuple of str, optional
+        For ``label``: the labels an answer may give (two or more).
     expected_output_tokens : int
         Answer length assumed by cost estimates.
     source : str
@@ -321,6 +387,7 @@ class PromptTemplate:
     item_field: str = "passage"
     passage_format: str = "{label}. {passage}"
     passage_separator: str = "\n\n"
+    choices: tuple[str, ...] | None = None
     expected_output_tokens: int = 8
     source: str = ""
     path: str | None = None
@@ -331,9 +398,11 @@ class PromptTemplate:
             raise InputError(f"{where}: kind must be one of {KINDS}, got {self.kind!r}")
         if self.answer not in ANSWERS:
             raise InputError(f"{where}: answer must be one of {ANSWERS}, got {self.answer!r}")
-        expected = {"grade": ("integer", "json_grade"), "rank": ("json_order",)}.get(
-            self.kind, ("numbered_list",)
-        )
+        expected = {
+            "grade": ("integer", "json_grade"),
+            "rank": ("json_order",),
+            "label": ("json_labels",),
+        }.get(self.kind, ("numbered_list", "json_list"))
         if self.answer not in expected:
             raise InputError(f"{where}: a {self.kind} prompt needs answer in {expected}")
         if self.kind == "grade":
@@ -345,6 +414,14 @@ class PromptTemplate:
                 or not sc[0] < sc[1]
             ):
                 raise InputError(f"{where}: a grade prompt needs scale [low, high], integers")
+        ch = self.choices
+        if self.kind == "label" and (
+            ch is None
+            or len(ch) < 2
+            or not all(isinstance(c, str) and c for c in ch)
+            or len(set(ch)) < len(ch)
+        ):
+            raise InputError(f"{where}: a label prompt needs choices [a, b, ...], distinct text")
         eot = self.expected_output_tokens
         if type(eot) is not int or eot < 1:
             raise InputError(f"{where}: expected_output_tokens must be an integer >= 1")
@@ -382,7 +459,7 @@ class PromptTemplate:
     def sha256(self) -> str:
         """Hash of everything that changes the prompt or how its answer is read (part of cache
         keys); not of the name, language, source or file comments."""
-        parts = {
+        parts: dict[str, Any] = {
             "kind": self.kind,
             "answer": self.answer,
             "system": self.system,
@@ -393,6 +470,8 @@ class PromptTemplate:
             "passage_format": self.passage_format,
             "passage_separator": self.passage_separator,
         }
+        if self.choices is not None:  # only label prompts: other templates keep their hash
+            parts["choices"] = list(self.choices)
         blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -498,6 +577,10 @@ class PromptTemplate:
             return parse_json_grade(text, scale)
         if self.answer == "json_order":
             return parse_json_order(text, labels or ())
+        if self.answer == "json_labels":
+            return parse_json_labels(text, len(labels or ()), self.choices or ())
+        if self.answer == "json_list":
+            return parse_json_list(text)
         return parse_numbered_list(text)
 
     def response_schema(self, labels: Sequence[str] | None = None) -> dict[str, Any] | None:
@@ -506,7 +589,10 @@ class PromptTemplate:
         ``integer``: an integer of the scale; ``json_grade``: ``{"grade": n}``, n of the scale;
         ``json_order``: ``{"order": [...]}`` of ``len(labels)`` labels among ``labels`` (a
         schema cannot say "each once": a repeated label still fails the strict parser);
-        ``numbered_list`` and other answers: None (not constrained). The answer still goes
+        ``json_list``: ``{"items": [...]}`` of one or more strings (at most ``len(labels)``
+        when ``labels`` are given: the cap of a list); ``json_labels``:
+        ``{"labels": [...]}`` of ``len(labels)`` labels among the choices;
+        ``numbered_list``: None (not constrained). The answer still goes
         through :meth:`parse`: the schema narrows what the model can emit, it does not replace
         the parser.
 
@@ -528,6 +614,19 @@ class PromptTemplate:
                 "maxItems": len(labels),
             }
             return _object_schema("order", order)
+        if self.answer == "json_list":
+            items = {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
+            if labels:
+                items["maxItems"] = len(labels)
+            return _object_schema("items", items)
+        if self.answer == "json_labels" and labels and self.choices:
+            chosen = {
+                "type": "array",
+                "items": {"type": "string", "enum": list(self.choices)},
+                "minItems": len(labels),
+                "maxItems": len(labels),
+            }
+            return _object_schema("labels", chosen)
         return None
 
     # -- loading
@@ -552,6 +651,11 @@ class PromptTemplate:
             if not isinstance(sc, list | tuple):
                 raise InputError("scale must be [low, high]", path=path)
             kwargs["scale"] = tuple(sc)
+        if "choices" in kwargs and kwargs["choices"] is not None:
+            ch = kwargs["choices"]
+            if not isinstance(ch, list | tuple):
+                raise InputError("choices must be a list of labels", path=path)
+            kwargs["choices"] = tuple(ch)
         kwargs.setdefault("language", "en")
         kwargs["source"] = str(kwargs.get("source", "")).strip()
         return cls(**kwargs, path=path)
@@ -578,6 +682,7 @@ class PromptTemplate:
             "kind": self.kind,
             "answer": self.answer,
             "scale": list(self.scale) if self.scale else None,
+            "choices": list(self.choices) if self.choices else None,
             "sha256": self.sha256,
             "source": self.source,
             "path": self.path,

@@ -31,6 +31,8 @@ RBP        rank-biased precision and its residual (Moffat and   :mod:`.cascade`
            Zobel 2008): ``RBP(p=0.8)``, ``RBP-residual``
 alpha-nDCG alpha-nDCG@K on subtopic qrels (Clarke et al. 2008)  :mod:`.diversity`
 RA-nWG-nov RA-nWG, each repeat of a source weighted beta        :mod:`.novelty`
+NuggetRec. NuggetRecall@K: nuggets supported in the top K /     :mod:`.nuggets`
+           nuggets, on nugget qrels (AutoNuggetizer's scores)
 ========== ==================================================== =================
 
 Binary measures take ``rel`` (default 1, trec_eval's relevance level): ``P(rel=2)@10``.
@@ -50,6 +52,7 @@ from ragnb.measures import (  # noqa: F401
     judged,
     ndcg,
     novelty,
+    nuggets,
     precision,
     primer,
     recall,
@@ -97,6 +100,7 @@ from ragnb.measures.judged import judged_at_k
 from ragnb.measures.kernel import RankingArrays, prepare
 from ragnb.measures.ndcg import ndcg_at_k, ndcg_exp_at_k
 from ragnb.measures.novelty import prepare_sources, ra_nwg_novelty
+from ragnb.measures.nuggets import nugget_recall
 from ragnb.measures.precision import precision_at_k
 from ragnb.measures.primer import f_estimated, f_measure, ndcg_in_k, t_measure, t_unnormalised
 from ragnb.measures.proc import ideal_reorder, proc_table
@@ -137,6 +141,7 @@ __all__ = [
     "ndcg_at_k",
     "ndcg_exp_at_k",
     "ndcg_in_k",
+    "nugget_recall",
     "parse_measure",
     "parse_measures",
     "pooled_qrels",

@@ -5,7 +5,10 @@ Subtopic qrels
 A frame with columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance`` (int): one row per
 (query, subtopic, document) judgement, as the TREC Web track's diversity qrels
 ``qid subtopic docid rel`` (ir_measures reads the subtopic from the TREC ``iteration`` column).
-A document relevant to several subtopics has several rows. For the other measures
+A document relevant to several subtopics has several rows. An optional column ``importance``
+(``"vital"`` or ``"okay"``, one value per query and subtopic) marks the subtopics a good answer
+must hold: nugget qrels (:mod:`ragnb.measures.nuggets`) carry it; without the column every
+subtopic is vital. For the other measures
 :func:`ragnb.evaluate.evaluate` reads the document-level qrels these imply: each (query, document)
 with its largest grade over the subtopics (:func:`document_qrels`).
 
@@ -42,6 +45,8 @@ from ragnb.measures.functions import Run, fill_doc
 from ragnb.measures.kernel import RankingArrays, dcg, extend_arrays, prepare, ranked_cells, safe_div
 
 __all__ = [
+    "IMPORTANCE_COLUMN",
+    "IMPORTANCE_LEVELS",
     "SUBTOPIC_COLUMNS",
     "SubtopicArrays",
     "alpha_ndcg",
@@ -51,6 +56,9 @@ __all__ = [
 
 #: Columns of a subtopic qrels frame.
 SUBTOPIC_COLUMNS = ("query_id", "subtopic", "doc_id", "relevance")
+#: The optional column of a subtopic qrels frame naming each subtopic's importance, its values.
+IMPORTANCE_COLUMN = "importance"
+IMPORTANCE_LEVELS = ("vital", "okay")
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,10 +73,16 @@ class SubtopicArrays(RankingArrays):
     pool_grades : ndarray of int64, shape (n_queries, n_pool, n_subtopics)
         The subtopic grades of every judged document of the query (the candidates of the ideal
         ranking), ``doc_id`` descending, padded with 0.
+    subtopics : ndarray of bool, shape (n_queries, n_subtopics)
+        True where the query has that subtopic (False in the padding).
+    vital : ndarray of bool, shape (n_queries, n_subtopics)
+        True where the subtopic is vital (every subtopic without an ``importance`` column).
     """
 
     subtopic_grades: np.ndarray
     pool_grades: np.ndarray
+    subtopics: np.ndarray
+    vital: np.ndarray
 
 
 def _check_subtopic_qrels(qrels: pd.DataFrame) -> pd.DataFrame:
@@ -81,6 +95,7 @@ def _check_subtopic_qrels(qrels: pd.DataFrame) -> pd.DataFrame:
     if not pd.api.types.is_integer_dtype(qrels["relevance"]):
         raise InputError("subtopic qrels grades must be integers", column="relevance")
     frame = pd.DataFrame({c: qrels[c] for c in SUBTOPIC_COLUMNS})
+    frame[IMPORTANCE_COLUMN] = _importance(qrels)
     for col in ("query_id", "subtopic", "doc_id"):
         if frame[col].isna().any():
             row = int(np.flatnonzero(frame[col].isna().to_numpy())[0])
@@ -95,7 +110,31 @@ def _check_subtopic_qrels(qrels: pd.DataFrame) -> pd.DataFrame:
         )
     if len(frame) == 0:
         raise InputError("subtopic qrels hold no judgements; nothing to evaluate")
+    levels = frame.groupby(["query_id", "subtopic"], sort=False)[IMPORTANCE_COLUMN].nunique()
+    if (levels > 1).any():
+        query_id, subtopic = levels.index[int(np.flatnonzero(levels.to_numpy() > 1)[0])]
+        raise InputError(
+            f"subtopic {subtopic!r} is both vital and okay; give it one importance",
+            query_id=query_id,
+            column=IMPORTANCE_COLUMN,
+        )
     return frame
+
+
+def _importance(qrels: pd.DataFrame) -> pd.Series:
+    """The ``importance`` column checked (``"vital"`` where absent)."""
+    if IMPORTANCE_COLUMN not in qrels.columns:
+        return pd.Series(IMPORTANCE_LEVELS[0], index=qrels.index, dtype=object)
+    values = qrels[IMPORTANCE_COLUMN]
+    bad = ~values.isin(IMPORTANCE_LEVELS).to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"subtopic qrels row {row}: importance {values.iloc[row]!r} is not one of "
+            f"{list(IMPORTANCE_LEVELS)}",
+            column=IMPORTANCE_COLUMN,
+        )
+    return values.astype(object)
 
 
 def document_qrels(subtopic_qrels: pd.DataFrame) -> pd.DataFrame:
@@ -169,6 +208,10 @@ def prepare_subtopics(
     pool = np.zeros((n_q, n_pool, n_sub), dtype=np.int64)
     at = pool_index.get_indexer(pd.MultiIndex.from_frame(frame[["query_id", "doc_id"]]))
     pool[row_of, pool_pos[at], sub_code] = frame["relevance"].to_numpy(dtype=np.int64)
+    has = np.zeros((n_q, n_sub), dtype=bool)
+    has[row_of, sub_code] = True
+    vital = np.zeros((n_q, n_sub), dtype=bool)
+    vital[row_of, sub_code] = (frame[IMPORTANCE_COLUMN] == IMPORTANCE_LEVELS[0]).to_numpy()
 
     ranked, rows, cols = ranked_cells(arrays, run, order)
     ranked_pairs = pd.MultiIndex.from_arrays(
@@ -178,7 +221,9 @@ def prepare_subtopics(
     grades = np.zeros((n_q, arrays.depth, n_sub), dtype=np.int64)
     hit = in_pool >= 0
     grades[rows[hit], cols[hit]] = pool[rows[hit], pool_pos[in_pool[hit]]]
-    return extend_arrays(arrays, SubtopicArrays, subtopic_grades=grades, pool_grades=pool)
+    return extend_arrays(
+        arrays, SubtopicArrays, subtopic_grades=grades, pool_grades=pool, subtopics=has, vital=vital
+    )
 
 
 # ----------------------------------------------------------------------------- kernel

@@ -54,6 +54,7 @@ SUPPORTED_FAMILIES = (
     "nDCG_inK",
     "Success",
     *GRADED_FAMILIES,
+    "NuggetRecall",
 )
 #: Families where a lower value is better (the rank table ranks them ascending).
 LOWER_IS_BETTER = ("Harm",)
@@ -185,7 +186,7 @@ def grid_measures(
         for fam in fams:
             if fam in ALPHA_FAMILIES:
                 out += [Measure(fam, k, alpha=a, rel=rel) for a in grid]
-            elif fam in GRADED_FAMILIES or fam == "nDCG":
+            elif fam in GRADED_FAMILIES or fam in ("nDCG", "NuggetRecall"):
                 out.append(Measure(fam, k))
             else:
                 out.append(Measure(fam, k, rel=rel))
@@ -347,6 +348,9 @@ def precompute(
     ----------
     qrels : DataFrame
         Columns ``query_id``, ``doc_id``, ``relevance`` (int); read by the binary families.
+        ``NuggetRecall`` needs nugget qrels (:func:`ragnb.judge.nuggets.nugget_qrels`: a
+        ``subtopic`` and an ``importance`` column), of which the binary families read each
+        passage's best support grade.
     runs : mapping of str to DataFrame
         Retriever name -> run frame (``query_id``, ``doc_id``, ``score``), e.g. from
         :func:`load_runs` or :func:`compute_runs`. Ordered by score as trec_eval does.
