@@ -842,7 +842,23 @@ def build_pipeline(
     data = dataset
     if data is None:
         data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
-    queries, source = select_queries(config, data)
+    corpus, production, traces_info = data.corpus, {}, None
+    if config.traces:
+        from ragnb.golden.from_traces import trace_source
+        from ragnb.paths import display_path
+
+        path = resolve_path(config.traces)
+        traced = trace_source(path, data, config.max_queries, display_path(path))
+        queries, source, production = (
+            traced.queries[["query_id", "text"]],
+            traced.source,
+            traced.runs,
+        )
+        traces_info = traced.info
+        if not traced.corpus.empty:
+            corpus = pd.concat([data.corpus, traced.corpus], ignore_index=True)
+    else:
+        queries, source = select_queries(config, data)
     run_dir = resolve_path(config.export_dir) if config.export_dir else None
     cache = cache if cache is not None else Cache(config.cache_dir or None)
     ledger = None
@@ -863,7 +879,10 @@ def build_pipeline(
             )
         return built[name]
 
-    pool = {name: system(name) for name in config.retrievers}
+    pool: dict[str, Retriever | pd.DataFrame] = {
+        **production,
+        **{name: system(name) for name in config.retrievers},
+    }
     new = {name: system(name) for name in config.new_systems if name not in pool}
     rewrite = None
     if config.rewrite:
@@ -876,7 +895,7 @@ def build_pipeline(
             )
         rewrite = LLMRewriter(client)
     pipeline = GoldenPipeline(
-        data.corpus,
+        corpus,
         queries,
         judge,
         pool,
@@ -896,7 +915,11 @@ def build_pipeline(
         budget_usd=config.budget_usd,
         cutoffs=config.cutoffs,
         config=config,
-        dataset_info={**data.summary(), "queries_from": source},
+        dataset_info={
+            **data.summary(),
+            "queries_from": source,
+            **({"traces": traces_info} if traces_info else {}),
+        },
         dataset=data,
         ledger=ledger,
         progress=progress,
