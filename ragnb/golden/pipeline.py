@@ -795,6 +795,26 @@ class GoldenPipeline:
         return replace(golden, judgements=judgements)
 
 
+def _query_source(
+    config: GoldenSetConfig, data: Any
+) -> tuple[pd.DataFrame, str, pd.DataFrame, dict[str, pd.DataFrame], dict[str, Any] | None]:
+    """The queries, their source in words, the corpus, the production runs and the trace
+    summary: from ``config.traces`` (:func:`~ragnb.golden.from_traces.trace_source`: the corpus
+    gains the documents only the spans carry) or else :func:`select_queries`."""
+    if not config.traces:
+        queries, source = select_queries(config, data)
+        return queries, source, data.corpus, {}, None
+    from ragnb.golden.from_traces import trace_source
+    from ragnb.paths import display_path
+
+    path = resolve_path(config.traces)
+    traced = trace_source(path, data, config.max_queries, display_path(path))
+    corpus = data.corpus
+    if not traced.corpus.empty:
+        corpus = pd.concat([data.corpus, traced.corpus], ignore_index=True)
+    return traced.queries[["query_id", "text"]], traced.source, corpus, traced.runs, traced.info
+
+
 def build_pipeline(
     config: GoldenSetConfig,
     *,
@@ -842,23 +862,7 @@ def build_pipeline(
     data = dataset
     if data is None:
         data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
-    corpus, production, traces_info = data.corpus, {}, None
-    if config.traces:
-        from ragnb.golden.from_traces import trace_source
-        from ragnb.paths import display_path
-
-        path = resolve_path(config.traces)
-        traced = trace_source(path, data, config.max_queries, display_path(path))
-        queries, source, production = (
-            traced.queries[["query_id", "text"]],
-            traced.source,
-            traced.runs,
-        )
-        traces_info = traced.info
-        if not traced.corpus.empty:
-            corpus = pd.concat([data.corpus, traced.corpus], ignore_index=True)
-    else:
-        queries, source = select_queries(config, data)
+    queries, source, corpus, production, traces_info = _query_source(config, data)
     run_dir = resolve_path(config.export_dir) if config.export_dir else None
     cache = cache if cache is not None else Cache(config.cache_dir or None)
     ledger = None
