@@ -70,9 +70,9 @@ BAD_SPAN_CAUSES = ("no query", "no documents", "bad document id", "score not a n
 _KIND = "openinference.span.kind"
 _QUERY = "input.value"
 _DOCS = "retrieval.documents"
-_DOC_FIELDS = ("document.id", "document.score", "document.content")
 _WHITESPACE = re.compile(r"\s+")
 _BATCH_ROWS = 4096
+_ABSENT = object()
 
 
 @dataclass(frozen=True)
@@ -151,11 +151,18 @@ def otlp_attributes(pairs: Any) -> dict[str, Any]:
     """
     if not isinstance(pairs, list):
         return {}
-    return {
-        str(p["key"]): _otlp_value(p.get("value"))
-        for p in pairs
-        if isinstance(p, Mapping) and "key" in p
-    }
+    out: dict[str, Any] = {}
+    for p in pairs:
+        if not isinstance(p, dict) or "key" not in p:
+            continue
+        value = p.get("value")
+        if type(value) is dict and len(value) == 1:  # the common case, without a call
+            name, inner = next(iter(value.items()))
+            if name == "stringValue" or (name == "doubleValue" and type(inner) is float):
+                out[str(p["key"])] = inner
+                continue
+        out[str(p["key"])] = _otlp_value(value)
+    return out
 
 
 def _otlp_spans(request: Mapping[str, Any]) -> Iterator[Span]:
@@ -378,21 +385,23 @@ def _documents(attributes: Mapping[str, Any]) -> tuple[list[tuple[str, float | N
     i = 0
     while True:
         prefix = f"{_DOCS}.{i}."
-        values = [attributes.get(prefix + name) for name in _DOC_FIELDS]
-        if all(prefix + name not in attributes for name in _DOC_FIELDS):
+        doc_id = attributes.get(prefix + "document.id", _ABSENT)
+        score = attributes.get(prefix + "document.score", _ABSENT)
+        content = attributes.get(prefix + "document.content", _ABSENT)
+        if doc_id is _ABSENT and score is _ABSENT and content is _ABSENT:
             break
-        doc_id, score, content = values
-        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
-            return [], "bad document id"
-        doc_id = str(doc_id)
+        if type(doc_id) is not str:
+            if isinstance(doc_id, bool) or not isinstance(doc_id, int):
+                return [], "bad document id"
+            doc_id = str(doc_id)
         if not doc_id or _WHITESPACE.search(doc_id):
             return [], "bad document id"
-        if score is not None and (
-            isinstance(score, bool)
-            or not isinstance(score, int | float)
-            or not math.isfinite(score)
-        ):
-            return [], "score not a number"
+        score = None if score is _ABSENT else score
+        if score is not None and (type(score) is not float or not math.isfinite(score)):
+            if isinstance(score, bool) or not isinstance(score, int | float):
+                return [], "score not a number"
+            if not math.isfinite(score):
+                return [], "score not a number"
         docs.append((doc_id, None if score is None else float(score), content))
         i += 1
     if not docs:
