@@ -299,3 +299,50 @@ def test_golden_trace_source_keeps_dataset_ids_and_most_asked_first(example, pyd
     assert source.corpus.empty  # every document is in the dataset's corpus
     assert source.info["asked"] == dict(zip(source.queries["query_id"], counts, strict=True))
     assert f"asked {counts[0]}, {counts[1]}, {counts[2]} times" in source.source
+
+
+def test_notebook_01_compares_the_production_run_with_the_retrievers_on_the_golden_set(
+    tmp_path, example
+):
+    """Notebook 02 from traces exports the golden qrels and the production runs; notebook 01
+    evaluates those runs beside its own retrievers on the golden qrels."""
+    from ragnb import golden, retrieval
+    from ragnb.readers import read_qrels
+
+    export = tmp_path / "golden"
+    config = golden.GoldenSetConfig(
+        traces=str(example),
+        judge="noisy",
+        retrievers=["bm25"],
+        new_systems=[],
+        max_queries=6,
+        simulate=False,
+        consistency_samples=0,
+        judge_audit=False,
+        drift_prompt="",
+        ppi_labels=0,
+        export_dir=str(export),
+    )
+    golden.run(config).export(str(export))
+    runs = [str(export / "runs" / f"traces-{name}.trec") for name in ("bm25", "reverse")]
+    comparison = retrieval.run(
+        retrieval.RetrievalEvaluationConfig(
+            retrievers=["bm25"],
+            runs=runs,
+            qrels=str(export / "golden.qrels"),
+            depth=10,
+            cutoffs=[5, 10],
+            proc_pool=10,
+            significance=["nDCG@10"],
+            n_resamples=200,
+        )
+    )
+    qrels = read_qrels(export / "golden.qrels")
+    headline = comparison.headline(5)
+    assert headline.index.tolist() == ["bm25", "traces-bm25", "traces-reverse"]
+    assert (headline["n_queries"] == qrels["query_id"].nunique()).all()
+    # the kit's BM25 and the production BM25 spans rank the same top 5: equal nDCG@5
+    assert headline.loc["bm25", "nDCG@5"] == pytest.approx(headline.loc["traces-bm25", "nDCG@5"])
+    assert comparison.significance is not None
+    with pytest.raises(InputError, match="runs name the same system twice"):
+        retrieval.RetrievalEvaluationConfig(retrievers=["bm25"], runs=["x/bm25.trec"])
