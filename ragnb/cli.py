@@ -12,8 +12,9 @@
     ragnb data build-sample [--out data/pydocs]
     ragnb llm serve [--model NAME] [--port N] [--n-ctx 2048] [--threads N]
     ragnb trec-eval [-q] [-c] [-n] [-J] [-l L] [-M M] [-m MEASURE[.PARAMS]]... QRELS RUN
-    ragnb golden --dataset PATH [--queries FILE] [--judge local|openai|noisy|qrels] --out DIR
-                 [--max-queries N] [--depth 5] [--human-labels QRELS] ...
+    ragnb golden --dataset PATH [--queries FILE | --traces FILE] --out DIR
+                 [--judge local|openai|noisy|qrels] [--max-queries N] [--depth 5]
+                 [--human-labels QRELS] ...
     ragnb golden audit DIR [--judge-kappa-min 0.4] [--judge J --model M --prompt P ...]
     ragnb run STUDY [-p NAME=VALUE]... [--export DIR]
     ragnb params [--check | --write] [--only STUDY]... [--notebooks DIR]
@@ -627,7 +628,7 @@ def _golden_config(args: argparse.Namespace) -> GoldenSetConfig:
 
     given = vars(args)
     values = {f.name: given[f.name] for f in fields(GoldenSetConfig) if f.name in given}
-    for name in ("queries", "human_labels"):
+    for name in ("queries", "traces", "human_labels"):
         values[name] = str(Path(given[name]).resolve()) if given[name] else ""
     values.update(
         dataset=str(Path(args.dataset).resolve()),
@@ -711,6 +712,12 @@ def _add_golden_parser(sub: Any) -> None:
         "--queries",
         default="",
         help="query file: .txt (one a line), .csv (query_id,text) or .jsonl",
+    )
+    p.add_argument(
+        "--traces",
+        default="",
+        help="trace file of retriever spans (OTLP JSON, Phoenix JSONL or parquet) as the query "
+        "source; its retrievers join the pool as traces-<name>",
     )
     p.add_argument("--judge", choices=JUDGES, default="local", help="the judge (default local)")
     p.add_argument("--model", default="gpt-4o-mini", help="LLM of the openai judge")

@@ -346,3 +346,15 @@ def test_notebook_01_compares_the_production_run_with_the_retrievers_on_the_gold
     assert comparison.significance is not None
     with pytest.raises(InputError, match="runs name the same system twice"):
         retrieval.RetrievalEvaluationConfig(retrievers=["bm25"], runs=["x/bm25.trec"])
+
+
+def test_ragnb_golden_takes_traces_as_its_query_source(tmp_path, example, capsys):
+    out = tmp_path / "golden"
+    argv = ["golden", "--dataset", str(PYDOCS), "--traces", str(example), "--judge", "noisy"]
+    argv += ["--retriever", "bm25", "--max-queries", "3", "--depth", "5", "--top-n", "3"]
+    argv += ["--refine-max-iterations", "1", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    assert "judgements of 3 queries" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["dataset"]["traces"]["selected"] == 3
+    assert (out / "runs" / "traces-bm25.trec").exists()
