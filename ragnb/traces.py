@@ -34,7 +34,7 @@ import os
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -189,7 +189,7 @@ def _otlp_spans(request: Mapping[str, Any]) -> Iterator[Span]:
 
 def retriever_span(
     query: str,
-    documents: list[Mapping[str, Any]],
+    documents: Sequence[Mapping[str, Any]],
     *,
     span_id: str,
     trace_id: str,
@@ -203,7 +203,7 @@ def retriever_span(
     ----------
     query : str
         ``input.value``.
-    documents : list of mapping
+    documents : sequence of mapping
         In rank order, each with ``"id"`` and optionally ``"score"`` (float) and ``"content"``
         (str), written as ``retrieval.documents.{i}.document.*``.
     span_id, trace_id : str
@@ -226,11 +226,11 @@ def retriever_span(
         prefix = f"{_DOCS}.{i}."
         attributes.append({"key": prefix + "document.id", "value": {"stringValue": doc["id"]}})
         if "score" in doc:
-            value = {"doubleValue": float(doc["score"])}
-            attributes.append({"key": prefix + "document.score", "value": value})
+            score = {"doubleValue": float(doc["score"])}
+            attributes.append({"key": prefix + "document.score", "value": score})
         if "content" in doc:
-            value = {"stringValue": str(doc["content"])}
-            attributes.append({"key": prefix + "document.content", "value": value})
+            content = {"stringValue": str(doc["content"])}
+            attributes.append({"key": prefix + "document.content", "value": content})
     return {
         "traceId": trace_id,
         "spanId": span_id,
