@@ -358,3 +358,15 @@ def test_ragnb_golden_takes_traces_as_its_query_source(tmp_path, example, capsys
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["dataset"]["traces"]["selected"] == 3
     assert (out / "runs" / "traces-bm25.trec").exists()
+
+
+def test_cli_example_writes_spans_of_the_datasets_queries(tmp_path, pydocs, capsys):
+    out = tmp_path / "spans.jsonl"
+    argv = ["traces", "example", str(out), "--dataset", str(PYDOCS), "--retrievers", "bm25"]
+    assert main([*argv, "--spans", "20", "--depth", "3"]) == 0
+    assert "20 retriever spans of ['bm25']" in capsys.readouterr().out
+    traces = read_traces(out)
+    assert traces.retriever_spans == 20 and list(traces.runs) == ["bm25"]
+    assert traces.runs["bm25"].groupby("query_id").size().max() == 3
+    dataset_keys = {query_key(t) for t in pydocs.queries["text"]}
+    assert {query_key(t) for t in traces.queries["text"]} <= dataset_keys
