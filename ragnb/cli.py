@@ -12,11 +12,14 @@
     ragnb data build-sample [--out data/pydocs]
     ragnb llm serve [--model NAME] [--port N] [--n-ctx 2048] [--threads N]
     ragnb trec-eval [-q] [-c] [-n] [-J] [-l L] [-M M] [-m MEASURE[.PARAMS]]... QRELS RUN
-    ragnb golden --dataset PATH [--queries FILE] [--judge local|openai|noisy|qrels] --out DIR
-                 [--max-queries N] [--depth 5] [--human-labels QRELS] ...
+    ragnb golden --dataset PATH [--queries FILE | --traces FILE] --out DIR
+                 [--judge local|openai|noisy|qrels] [--max-queries N] [--depth 5]
+                 [--human-labels QRELS] ...
     ragnb golden audit DIR [--judge-kappa-min 0.4] [--judge J --model M --prompt P ...]
     ragnb run STUDY [-p NAME=VALUE]... [--export DIR]
     ragnb params [--check | --write] [--only STUDY]... [--notebooks DIR]
+    ragnb traces import TRACES --out DIR [--retriever-attribute NAME]
+    ragnb traces example OUT [--dataset data/pydocs] [--spans 200] [--retrievers bm25 dense]
 
 Bad input ends with ``ragnb: error: ...`` naming the file, line, query or parameter, and exit
 status 2. ``ragnb evaluate`` and ``ragnb evaluate-samples`` exit with 1 when a build gate
@@ -340,6 +343,72 @@ def _cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_traces_import(args: argparse.Namespace) -> int:
+    from ragnb.traces import read_traces, write_traces_folder
+
+    traces = read_traces(args.traces, retriever_attribute=args.retriever_attribute)
+    written = write_traces_folder(traces, args.out)
+    print(traces.describe())
+    for row in traces.bad.head(args.show_bad).itertuples(index=False):
+        print(f"  bad span line {row.line} id {row.span_id or '-'} ({row.name}): {row.cause}")
+    print(f"wrote {len(written)} files to {args.out}")
+    return 0
+
+
+def _cmd_traces_example(args: argparse.Namespace) -> int:
+    from ragnb.io import read_beir
+    from ragnb.retrieve import compute_runs
+    from ragnb.traces import write_example_traces
+
+    dataset = read_beir(args.dataset, qrels="optional")
+    runs, _, _ = compute_runs(
+        dataset, args.retrievers, depth=args.depth, cache_dir=args.cache_dir, progress=False
+    )
+    queries = dataset.judged_queries if dataset.has_qrels else dataset.queries
+    path = write_example_traces(
+        args.out,
+        queries,
+        runs,
+        dataset.corpus,
+        n_spans=args.spans,
+        depth=args.depth,
+        seed=args.seed,
+    )
+    print(f"wrote {path}: {args.spans // len(runs) * len(runs)} retriever spans of {list(runs)}")
+    return 0
+
+
+def _add_traces_parser(sub: Any) -> None:
+    p = sub.add_parser("traces", help="production traces: retriever spans -> queries, runs")
+    tsub = p.add_subparsers(dest="traces_command", required=True)
+    t = tsub.add_parser(
+        "import",
+        help="read OpenInference retriever spans (OTLP JSON, Phoenix JSONL or parquet) into a "
+        "BEIR folder (queries with counts, corpus seen) and one TREC run per retriever",
+    )
+    t.add_argument("traces", help="trace file (.jsonl, .json, .gz or .parquet)")
+    t.add_argument("--out", required=True, help="folder to write")
+    t.add_argument(
+        "--retriever-attribute",
+        default="",
+        help="span (or resource) attribute naming the run of a span (default: the span name)",
+    )
+    t.add_argument("--show-bad", type=int, default=20, help="bad spans listed (default 20)")
+    t.set_defaults(func=_cmd_traces_import)
+    e = tsub.add_parser(
+        "example",
+        help="write an OTLP JSON trace file: the dataset's queries answered by retrievers",
+    )
+    e.add_argument("out", help="trace file to write (.jsonl)")
+    e.add_argument("--dataset", default="data/pydocs", help="BEIR folder (default data/pydocs)")
+    e.add_argument("--spans", type=int, default=200, help="retriever spans (default 200)")
+    e.add_argument("--retrievers", nargs="+", default=["bm25", "dense"], help="runs answering")
+    e.add_argument("--depth", type=int, default=5, help="documents per span (default 5)")
+    e.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    e.add_argument("--cache-dir", default="", help="embedding cache folder")
+    e.set_defaults(func=_cmd_traces_example)
+
+
 def _cmd_llm_serve(args: argparse.Namespace) -> int:
     import signal
     import threading
@@ -562,7 +631,7 @@ def _golden_config(args: argparse.Namespace) -> GoldenSetConfig:
 
     given = vars(args)
     values = {f.name: given[f.name] for f in fields(GoldenSetConfig) if f.name in given}
-    for name in ("queries", "human_labels"):
+    for name in ("queries", "traces", "human_labels"):
         values[name] = str(Path(given[name]).resolve()) if given[name] else ""
     values.update(
         dataset=str(Path(args.dataset).resolve()),
@@ -673,6 +742,12 @@ def _add_golden_parser(sub: Any) -> None:
         "--queries",
         default="",
         help="query file: .txt (one a line), .csv (query_id,text) or .jsonl",
+    )
+    p.add_argument(
+        "--traces",
+        default="",
+        help="trace file of retriever spans (OTLP JSON, Phoenix JSONL or parquet) as the query "
+        "source; its retrievers join the pool as traces-<name>",
     )
     p.add_argument(
         "--judge",
@@ -973,6 +1048,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_llm_serve)
     _add_golden_parser(sub)
     _add_study_parsers(sub)
+    _add_traces_parser(sub)
     sub.add_parser(
         "trec-eval",
         help="trec_eval's command line and output: ragnb trec-eval [-q] [-c] [-m MEASURE]... "

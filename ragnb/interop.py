@@ -43,6 +43,12 @@ not be installed). ir_datasets yields ``TrecQrel(query_id, doc_id, relevance, it
 ``GenericScoredDoc(query_id, doc_id, score)`` namedtuples, ir_measures' field names:
 :func:`from_ir_datasets_qrels` and :func:`from_ir_datasets_scoreddocs` take a dataset or its
 iterator.
+
+Production traces
+-----------------
+:func:`read_traces` (from :mod:`ragnb.traces`) reads OpenInference retriever spans (OTLP JSON
+or Phoenix's span export) into queries with how often each was asked, one run per retriever
+and the corpus rows seen.
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ from ragnb.frames import (
     run_to_dict,
 )
 from ragnb.measures.diversity import SUBTOPIC_COLUMNS, document_qrels
+from ragnb.traces import read_traces
 from ragnb.validation import convert_entry
 
 if TYPE_CHECKING:
@@ -86,6 +93,7 @@ __all__ = [
     "from_ir_measures_run",
     "from_ranx_qrels",
     "from_ranx_run",
+    "read_traces",
     "to_ir_measures_qrels",
     "to_ir_measures_run",
     "to_ranx_qrels",

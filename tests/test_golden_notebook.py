@@ -220,6 +220,48 @@ def test_dbpedia_report_with_graded_judge_calibration_and_simulation(dbpedia_pat
     assert grades["grade"].between(1, 5).all()
 
 
+def test_report_from_traces_says_how_many_queries_came_from_them_and_how_often(tmp_path):
+    """Notebook 02 with ``traces``: an OTLP file of the sample's queries answered by BM25 and a
+    second ranking; the queries come from the traces, the production runs join the pool."""
+    from ragnb.io import read_beir
+    from ragnb.retrieve import BM25Retriever
+    from ragnb.traces import read_traces, write_example_traces
+
+    data = read_beir(PYDOCS)
+    bm25 = BM25Retriever().index(data.corpus).retrieve(data.judged_queries, k=10)
+    runs = {"prod": bm25, "canary": bm25.assign(score=-bm25["score"])}
+    spans = write_example_traces(
+        tmp_path / "spans.jsonl", data.judged_queries, runs, data.corpus, n_spans=200
+    )
+    asked = read_traces(spans).queries.sort_values("count", ascending=False, kind="stable")
+    params = {
+        **FAST,
+        "judge": "noisy",
+        "new_systems": "[]",
+        "traces": str(spans),
+        "max_queries": 4,
+        "consistency_samples": 0,
+        "simulate": False,
+        "export_dir": str(tmp_path / "export"),
+    }
+    report = render_report(NOTEBOOK, params, reports_dir=tmp_path)
+    text = visible_text(report.html.read_text(encoding="utf-8"))
+    counts = asked["count"].head(4).tolist()
+    sample = f"4 queries from traces: the most asked of the {len(asked)} distinct queries"
+    assert sample in text and text.index(sample) < text.index("Cost before spending")
+    assert "asked " + ", ".join(map(str, counts)) + " times" in text
+    assert "Queries from production traces" in text and "4 queries came from traces" in text
+    assert "200 retriever spans of 300 spans" in text
+    manifest = json.loads((tmp_path / "export" / "manifest.json").read_text())
+    info = manifest["dataset"]["traces"]
+    assert list(info["asked"].values()) == counts
+    assert info["systems"] == ["traces-canary", "traces-prod"]
+    table = pd.read_csv(tmp_path / "export" / "trace_queries.csv")
+    assert table["asked"].tolist() == counts
+    pools = pd.read_csv(tmp_path / "export" / "pool_provenance.csv")
+    assert {"traces-prod", "traces-canary", "bm25"} <= set(pools["system"])
+
+
 def test_default_report_uses_the_local_model_and_says_so(tmp_path):
     """The real default: judge='local' (SmolLM2-135M through llama.cpp), on a very small sample."""
     params = {

@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
     "docstrings": 0,
     "lazylibs": 0,
     "protocol": 0,
+    "traces": 0,
     # measures and what computes with them
     "measures": 1,
     "evaluate": 1,

@@ -129,8 +129,16 @@ class GoldenSetConfig(NotebookParams):
         queries without an id get ``q`` + 12 hex digits of the SHA-256 of their text
         (:func:`ragnb.readers.read_query_file`). Empty: the dataset's judged queries (all its
         queries when it has no qrels).
+    traces : str
+        A trace file as the query source (relative to the project root): OpenInference
+        retriever spans as OTLP JSON lines or Phoenix's span export (``.jsonl`` or
+        ``.parquet``; :func:`ragnb.traces.read_traces`). Its distinct queries, most asked
+        first, replace the dataset's (a query the dataset holds keeps its id and labels); each
+        retriever in it joins the pool as the system ``traces-<name>``; the report says how
+        many queries came from traces and how often each was asked. Write an example with
+        ``ragnb traces example``. Empty: no traces. Not with ``queries``.
     max_queries : int
-        Use the first ``max_queries`` queries (0: all).
+        Use the first ``max_queries`` queries (0: all); from traces, the most asked.
     retrievers : list of str
         Pool systems (S2): ``"bm25"`` (Lucene BM25, English stemming and stop words),
         ``"bm25-plain"`` (BM25 without stemming or stop words: a second lexical system),
@@ -275,6 +283,7 @@ class GoldenSetConfig(NotebookParams):
     dataset: str = SAMPLE_DATASET
     split: str = "test"
     queries: str = ""
+    traces: str = ""
     max_queries: int = 2
     retrievers: list[str] = field(default_factory=lambda: ["bm25", "dense"])
     embedder: str = STUDY_MODEL
@@ -348,6 +357,10 @@ class GoldenSetConfig(NotebookParams):
         if len(set(self.retrievers)) != len(self.retrievers):
             raise InputError(f"retrievers repeat a name: {self.retrievers}", column="retrievers")
         check_choice(self.judge, "judge", JUDGES)
+        if self.traces and self.queries:
+            raise InputError(
+                "give either traces or queries as the query source, not both", column="traces"
+            )
         if self.consistency_samples == 1:
             raise InputError(
                 "consistency_samples must be 0 (off) or 2 or more: one sample cannot agree with "

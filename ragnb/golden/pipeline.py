@@ -795,6 +795,26 @@ class GoldenPipeline:
         return replace(golden, judgements=judgements)
 
 
+def _query_source(
+    config: GoldenSetConfig, data: Any
+) -> tuple[pd.DataFrame, str, pd.DataFrame, dict[str, pd.DataFrame], dict[str, Any] | None]:
+    """The queries, their source in words, the corpus, the production runs and the trace
+    summary: from ``config.traces`` (:func:`~ragnb.golden.from_traces.trace_source`: the corpus
+    gains the documents only the spans carry) or else :func:`select_queries`."""
+    if not config.traces:
+        queries, source = select_queries(config, data)
+        return queries, source, data.corpus, {}, None
+    from ragnb.golden.from_traces import trace_source
+    from ragnb.paths import display_path
+
+    path = resolve_path(config.traces)
+    traced = trace_source(path, data, config.max_queries, display_path(path))
+    corpus = data.corpus
+    if not traced.corpus.empty:
+        corpus = pd.concat([data.corpus, traced.corpus], ignore_index=True)
+    return traced.queries[["query_id", "text"]], traced.source, corpus, traced.runs, traced.info
+
+
 def build_pipeline(
     config: GoldenSetConfig,
     *,
@@ -842,7 +862,7 @@ def build_pipeline(
     data = dataset
     if data is None:
         data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
-    queries, source = select_queries(config, data)
+    queries, source, corpus, production, traces_info = _query_source(config, data)
     run_dir = resolve_path(config.export_dir) if config.export_dir else None
     cache = cache if cache is not None else Cache(config.cache_dir or None)
     ledger = None
@@ -863,7 +883,10 @@ def build_pipeline(
             )
         return built[name]
 
-    pool = {name: system(name) for name in config.retrievers}
+    pool: dict[str, Retriever | pd.DataFrame] = {
+        **production,
+        **{name: system(name) for name in config.retrievers},
+    }
     new = {name: system(name) for name in config.new_systems if name not in pool}
     rewrite = None
     if config.rewrite:
@@ -876,7 +899,7 @@ def build_pipeline(
             )
         rewrite = LLMRewriter(client)
     pipeline = GoldenPipeline(
-        data.corpus,
+        corpus,
         queries,
         judge,
         pool,
@@ -896,7 +919,11 @@ def build_pipeline(
         budget_usd=config.budget_usd,
         cutoffs=config.cutoffs,
         config=config,
-        dataset_info={**data.summary(), "queries_from": source},
+        dataset_info={
+            **data.summary(),
+            "queries_from": source,
+            **({"traces": traces_info} if traces_info else {}),
+        },
         dataset=data,
         ledger=ledger,
         progress=progress,

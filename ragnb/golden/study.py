@@ -320,7 +320,7 @@ class GoldenSetResult(StudyResultBase):
 
         Parameters
         ----------
-        name : {"estimate", "summary", "ledger", "grades", "audit", "calibration", \
+        name : {"estimate", "traces", "summary", "ledger", "grades", "audit", "calibration", \
 "consistency", "judge_audit", "ppi", "drift", "nuggets", "simulation"}
 
         Raises
@@ -332,6 +332,7 @@ class GoldenSetResult(StudyResultBase):
 
         texts = {
             "estimate": self._estimate_text,
+            "traces": self._traces_text,
             "summary": self._summary_text,
             "ledger": self._ledger_text,
             "grades": self._grades_text,
@@ -350,6 +351,20 @@ class GoldenSetResult(StudyResultBase):
 
     def _estimate_text(self) -> str:
         return estimate_markdown(self.estimate, self.config.budget_usd)
+
+    def _traces_text(self) -> str:
+        from ragnb.golden.from_traces import traces_markdown
+
+        assert self.golden is not None  # section() answers "" before a golden set exists
+        info = self.golden.build.dataset_info.get("traces")
+        if info is None:
+            return (
+                "No trace file: the queries come from the dataset. Set `traces` to a file of "
+                "OpenInference retriever spans (OTLP JSON or Phoenix's export; write an example "
+                "with `ragnb traces example traces.jsonl`) to build the golden set from the "
+                "queries users asked and pool the production retriever."
+            )
+        return traces_markdown(info)
 
     def _summary_text(self) -> str:
         assert self.golden is not None  # section() answers "" before a golden set exists
@@ -434,7 +449,8 @@ class GoldenSetResult(StudyResultBase):
         has none (no golden set: an empty dict).
 
         ``judgements``, ``refined_top``, ``pool_provenance``, ``judged_at_k``, ``increments``
-        (new systems only), ``grade_distribution``, ``pool_overlap``, ``stop_reasons``,
+        (new systems only), ``trace_queries`` (queries from traces: how often each was
+        asked), ``grade_distribution``, ``pool_overlap``, ``stop_reasons``,
         ``convergence``, ``stages``, ``ledger`` (LLM judges only), ``spear``, ``spear_pr``,
         ``calibration_agreement``, ``calibration_confusion``, ``calibration_bias``,
         ``calibration_systems``, ``self_consistency`` and ``self_consistency_grades`` (when
@@ -455,6 +471,10 @@ class GoldenSetResult(StudyResultBase):
         }
         if gs.increments:
             out["increments"] = gs.increments_table()
+        if "traces" in gs.build.dataset_info:
+            from ragnb.golden.from_traces import trace_queries_table
+
+            out["trace_queries"] = trace_queries_table(gs.build.dataset_info["traces"], gs.queries)
         out.update(
             grade_distribution=gs.grade_distribution(),
             pool_overlap=gs.pool_overlap(),

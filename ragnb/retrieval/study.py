@@ -67,6 +67,15 @@ class RetrievalEvaluationConfig(NotebookParams):
     ----------
     retrievers : list of str
         Any of ``"bm25"``, ``"dense"``, ``"hybrid"`` (RRF of BM25 and dense).
+    runs : list of str
+        TREC run files (relative to the project root) evaluated beside the retrievers, each
+        named after its file's stem: e.g. the production run a golden set built from traces
+        pooled (``<run folder>/runs/traces-<retriever>.trec``, notebook 02), or those
+        ``ragnb traces import`` writes. Empty: none.
+    qrels : str
+        A TREC qrels file (relative to the project root) replacing the labels of ``split``:
+        e.g. a golden set's ``golden.qrels`` (notebook 02), to compare systems on it. Its
+        queries that the dataset holds are the ones evaluated. Empty: the dataset's labels.
     model : str
         Embedder for dense retrieval: a :func:`ragnb.embed.make_embedder` name (default
         :data:`ragnb.embed.STUDY_MODEL`, all-MiniLM-L6-v2 as int8 ONNX), a sentence-transformers
@@ -126,6 +135,8 @@ class RetrievalEvaluationConfig(NotebookParams):
     dataset: str = SAMPLE_DATASET
     split: str = "test"
     retrievers: list[str] = field(default_factory=lambda: list(RETRIEVERS))
+    runs: list[str] = field(default_factory=list)
+    qrels: str = ""
     model: str = STUDY_MODEL
     depth: int = 100
     cutoffs: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 20, 50, 100])
@@ -170,6 +181,19 @@ class RetrievalEvaluationConfig(NotebookParams):
                 column="proc_pool",
             )
         check_grid(self.sensitivity_a, self.sensitivity_cap4, self.sensitivity_cap3)
+        names = self.systems
+        if len(set(names)) != len(names):
+            raise InputError(
+                f"runs name the same system twice or a retriever's name: {names}", column="runs"
+            )
+
+    @property
+    def systems(self) -> list[str]:
+        """The systems compared, in order: ``retrievers``, then the stems of ``runs``."""
+        return [
+            *self.retrievers,
+            *(Path(p).name.removesuffix(".gz").split(".")[0] for p in self.runs),
+        ]
 
     @property
     def fusion_spec(self) -> Fusion:
@@ -302,7 +326,7 @@ class Comparison(StudyResultBase):
         for name in table.columns:
             if name.startswith(("RA-nWG", "N-Recall", "CompleteHit")):
                 table.insert(list(table.columns).index(name) + 1, f"n_valid {name}", valid[name])
-        return table.loc[[r for r in self.config.retrievers if r in table.index]]
+        return table.loc[[r for r in self.config.systems if r in table.index]]
 
     def by_k(self, graded: bool = False) -> pd.DataFrame:
         """Aggregate rows with a cutoff, for charts against K: the core measures, or (``graded``)
@@ -322,7 +346,7 @@ class Comparison(StudyResultBase):
         table = table[order]
         table.insert(0, "n_valid", rows.groupby("retriever")["n_valid"].min())
         table.insert(1, "n_queries", rows.groupby("retriever")["n_queries"].max())
-        return table.loc[[r for r in self.config.retrievers if r in table.index]]
+        return table.loc[[r for r in self.config.systems if r in table.index]]
 
     def drilldown(
         self,
@@ -488,8 +512,8 @@ class Comparison(StudyResultBase):
             )
         if self.significance is None:
             why = (
-                "a single retriever leaves nothing to compare"
-                if len(c.retrievers) < 2
+                "a single system leaves nothing to compare"
+                if len(c.systems) < 2
                 else "no measure of `significance` was computed"
             )
             out["significance"] = skipped("Significance testing", why)
@@ -572,9 +596,26 @@ def _proc_frame(
     return out[first + [c for c in out.columns if c not in first]]
 
 
+def _add_run_files(
+    config: RetrievalEvaluationConfig,
+    runs: dict[str, pd.DataFrame],
+    described: dict[str, dict[str, Any]],
+) -> None:
+    """Read ``config.runs`` into ``runs`` under their names
+    (:attr:`RetrievalEvaluationConfig.systems`); ``described`` says where each came from (no
+    seconds spent retrieving: ``NaN``)."""
+    from ragnb.paths import display_path, resolve_path
+    from ragnb.readers import read_run
+
+    for name, file in zip(config.systems[len(config.retrievers) :], config.runs, strict=True):
+        path = resolve_path(file)
+        runs[name] = read_run(path)
+        described[name] = {"kind": "run file", "path": display_path(path), "seconds": float("nan")}
+
+
 def _significance(config: RetrievalEvaluationConfig, per_query: pd.DataFrame, graded: bool) -> Any:
     """Pairwise comparison of the retrievers on ``config.significance`` (or None)."""
-    if len(config.retrievers) < 2:
+    if len(config.systems) < 2:
         return None
     available = set(per_query["measure"])
     wanted = [str(parse_measure(m)) for m in config.significance]
@@ -660,6 +701,13 @@ def run(
     """
     if dataset is None:
         dataset = config.read_dataset()
+    if config.qrels:
+        from dataclasses import replace
+
+        from ragnb.paths import resolve_path
+        from ragnb.readers import read_qrels
+
+        dataset = replace(dataset, qrels=read_qrels(resolve_path(config.qrels)))
     runs, described, cache = compute_runs(
         dataset,
         config.retrievers,
@@ -669,6 +717,7 @@ def run(
         progress=progress,
         fusion=config.fusion_spec,
     )
+    _add_run_files(config, runs, described)
     timings = {name: info.pop("seconds") for name, info in described.items()}
     measures = core_measures(config.cutoffs, config.alpha, config.rel)
     aggregates, per_queries, counts = [], [], {}
