@@ -64,7 +64,7 @@ def _differences(differences: Iterable[float] | np.ndarray) -> np.ndarray:
 
 def _sd(d: np.ndarray) -> float:
     sd = float(d.std(ddof=1))
-    if sd == 0.0:
+    if sd == 0.0 or np.all(d == d[0]):
         raise InputError(
             "every per-query difference is the same: their standard deviation is 0, so any "
             "effect is detected with certainty and a power analysis says nothing"
@@ -121,7 +121,10 @@ def paired_t_power(effect: float, sd: float, n_queries: int, alpha: float = 0.05
     df = n - 1
     crit = sps.t.ppf(1 - alpha / 2, df)
     nc = abs(effect) * math.sqrt(n) / sd
-    return float(sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc))
+    power = sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc)
+    if not np.isfinite(power):  # scipy's noncentral t fails far in the tail: normal limit
+        power = sps.norm.sf(crit - nc) + sps.norm.cdf(-crit - nc)
+    return float(min(1.0, power))
 
 
 def minimum_detectable_effect(
