@@ -236,11 +236,8 @@ def compare(
     (:func:`randomization_test`); the p-values of every comparison made (pairs x measures) are
     then adjusted together (Holm by default), so several baselines share one correction.
 
-    A system given as a list of runs (seeds of a dense retriever, folds of a tuned one) is
-    averaged per query over its runs before pairing; the intervals and tests then treat the
-    queries as the sampling unit, and the two-level interval ``ci_low_runs, ci_high_runs``
-    resamples the runs as well, so that the spread between seeds shows beside the spread
-    between queries.
+    A system given as a list of runs (seeds, folds) is averaged per query over its runs before
+    pairing; the two-level interval ``ci_low_runs, ci_high_runs`` also resamples the runs.
 
     Parameters
     ----------
@@ -293,8 +290,8 @@ def compare(
     comparison. ECIR (the comparison report). Holm (1979); Efron and Tibshirani (1993); see
     :func:`holm`, :func:`paired_bootstrap`, :func:`randomization_test`. Carterette, B. (2012).
     Multiple testing in statistical analysis of systems-based information retrieval
-    experiments. ACM TOIS 30(1), article 4 (one correction over every comparison reported).
-    Davison and Hinkley (1997), section 3.8 (several runs: :func:`two_level_bootstrap`).
+    experiments. ACM TOIS 30(1), 4 (one correction over every comparison). Davison and
+    Hinkley (1997), section 3.8 (several runs: :func:`two_level_bootstrap`).
 
     Examples
     --------
@@ -310,13 +307,7 @@ def compare(
     >>> res.table()["P@1"].tolist()
     ['0.7500', '0.2500']
     """
-    n_resamples = check_resamples(n_resamples)
-    confidence = check_fraction(confidence, "confidence")
-    alpha = check_fraction(alpha, "alpha")
-    if correction not in ("holm", "bonferroni", "none"):
-        raise InputError(f"unknown correction {correction!r}; use 'holm', 'bonferroni' or 'none'")
-    if ci_method not in ("percentile", "bca"):
-        raise InputError(f"unknown interval method {ci_method!r}; use 'percentile' or 'bca'")
+    settings = _checked_settings(n_resamples, confidence, alpha, correction, ci_method, seed)
     eval_measures = _measure_names(measures)
     items = _system_items(systems, system_column)
     names = [n for n, _ in items]
@@ -326,25 +317,10 @@ def compare(
     chosen = _chosen_measures(tables, eval_measures)
     several = any(len(r) > 1 for r in runs.values())
     means = _means_frame(tables, chosen, runs if several else None)
-    rows = []
-    for m in chosen:
-        series = {n: per_query_series(tables[n][m], None, f"system {n!r}") for n in names}
-        for sa, sb in to_compare:
-            row = _pair_row(m, sa, sb, series, n_resamples, confidence, ci_method, seed)
-            if several:
-                row.update(_two_level_row(m, sa, sb, runs, n_resamples, confidence, seed))
-            rows.append(row)
-    table = _with_adjusted_p(pd.DataFrame(rows), correction, alpha)
-    settings = {
-        "n_resamples": n_resamples,
-        "confidence": confidence,
-        "alpha": alpha,
-        "correction": correction,
-        "ci_method": ci_method,
-        "seed": seed,
-        "n_comparisons": len(table),
-    }
-    named = tuple(baselines or ([baseline] if baseline is not None else []))
+    rows = [r for m in chosen for r in _measure_rows(m, tables, runs, to_compare, settings)]
+    table = _with_adjusted_p(pd.DataFrame(rows), correction, settings["alpha"])
+    settings["n_comparisons"] = len(table)
+    named = tuple(baselines or ([] if baseline is None else [baseline]))
     return ComparisonResult(
         systems=tuple(names),
         measures=tuple(chosen),
@@ -355,6 +331,51 @@ def compare(
         baselines=named,
         per_query=_long_values(tables, chosen),
     )
+
+
+def _checked_settings(
+    n_resamples: int,
+    confidence: float,
+    alpha: float,
+    correction: Correction,
+    ci_method: CIMethod,
+    seed: int | None,
+) -> dict[str, Any]:
+    """:attr:`ComparisonResult.settings` (before ``n_comparisons``), each one checked."""
+    if correction not in ("holm", "bonferroni", "none"):
+        raise InputError(f"unknown correction {correction!r}; use 'holm', 'bonferroni' or 'none'")
+    if ci_method not in ("percentile", "bca"):
+        raise InputError(f"unknown interval method {ci_method!r}; use 'percentile' or 'bca'")
+    return {
+        "n_resamples": check_resamples(n_resamples),
+        "confidence": check_fraction(confidence, "confidence"),
+        "alpha": check_fraction(alpha, "alpha"),
+        "correction": correction,
+        "ci_method": ci_method,
+        "seed": seed,
+    }
+
+
+def _measure_rows(
+    measure: str,
+    tables: dict[str, pd.DataFrame],
+    runs: dict[str, list[pd.DataFrame]],
+    to_compare: list[tuple[str, str]],
+    settings: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The rows of :attr:`ComparisonResult.pairs` on one measure, before the adjustment; when
+    some system has several runs, the two-level intervals too."""
+    n_resamples, confidence, seed = (settings[k] for k in ("n_resamples", "confidence", "seed"))
+    series = {n: per_query_series(t[measure], None, f"system {n!r}") for n, t in tables.items()}
+    rows = []
+    for sa, sb in to_compare:
+        row = _pair_row(
+            measure, sa, sb, series, n_resamples, confidence, settings["ci_method"], seed
+        )
+        if any(len(r) > 1 for r in runs.values()):
+            row.update(_two_level_row(measure, sa, sb, runs, n_resamples, confidence, seed))
+        rows.append(row)
+    return rows
 
 
 def _system_runs(
