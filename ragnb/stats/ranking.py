@@ -27,12 +27,18 @@ __all__ = ["power_table", "rank_intervals", "ranking_table", "tie_groups"]
 class Compared(Protocol):
     """What the functions read from a comparison (:class:`ragnb.stats.ComparisonResult`)."""
 
-    systems: tuple[str, ...]
-    measures: tuple[str, ...]
-    means: pd.DataFrame
-    pairs: pd.DataFrame
-    settings: dict[str, Any]
-    per_query: pd.DataFrame
+    @property
+    def systems(self) -> tuple[str, ...]: ...
+    @property
+    def measures(self) -> tuple[str, ...]: ...
+    @property
+    def means(self) -> pd.DataFrame: ...
+    @property
+    def pairs(self) -> pd.DataFrame: ...
+    @property
+    def settings(self) -> dict[str, Any]: ...
+    @property
+    def per_query(self) -> pd.DataFrame: ...
 
 
 def _measure(comparison: Compared, measure: str | None) -> str:
@@ -344,7 +350,7 @@ def _power_row(
         return out | dict.fromkeys(
             ["mde_t", "mde_simulated", "queries_needed_t", "queries_needed_simulated"], np.nan
         )
-    sim = {"n_simulations": n_simulations, "seed": seed}
+    sim: dict[str, Any] = {"n_simulations": n_simulations, "seed": seed}
     out["mde_t"] = minimum_detectable_effect(d, alpha=alpha, power=power)
     out["mde_simulated"] = simulated_minimum_detectable_effect(d, alpha=alpha, power=power, **sim)
     for key, needed in (
