@@ -9,6 +9,8 @@
                    [--fail-under nDCG@10=0.60]... [--baseline BASE.trec [--max-drop D]]
     ragnb evaluate-samples SAMPLES.jsonl|.csv [-m id_based_context_recall@5]... [--per-query]
                    [--format ...] [--fail-under ...]... [--baseline BASE.jsonl [--max-drop D]]
+    ragnb compare QRELS --run NAME=RUN[,RUN...]... [-m nDCG@10]... [--baseline NAME]...
+                  [--target-effect 0.02] [--format table|csv|json]
     ragnb data build-sample [--out data/pydocs]
     ragnb llm serve [--model NAME] [--port N] [--n-ctx 2048] [--threads N]
     ragnb trec-eval [-q] [-c] [-n] [-J] [-l L] [-M M] [-m MEASURE[.PARAMS]]... QRELS RUN
@@ -123,6 +125,133 @@ def _cmd_evaluate_samples(args: argparse.Namespace) -> int:
     thresholds = _thresholds(args)
     result, base = _evaluate_samples(args, [t.measure for t in thresholds])
     return _print_and_gate(result, base, thresholds, args)
+
+
+def _run_specs(specs: Sequence[str]) -> dict[str, list[str]]:
+    """``--run NAME=FILE[,FILE...]`` (repeatable; a repeated NAME adds runs) as ``{name: files}``
+    in the order given."""
+    systems: dict[str, list[str]] = {}
+    for spec in specs:
+        name, sep, files = spec.partition("=")
+        paths = [f for f in files.split(",") if f]
+        if not sep or not name or not paths:
+            raise InputError(f"--run {spec!r}: expected NAME=FILE or NAME=FILE1,FILE2,...")
+        systems.setdefault(name, []).extend(paths)
+    if len(systems) < 2:
+        raise InputError(
+            f"compare needs at least two systems (--run NAME=FILE), got {len(systems)}"
+        )
+    return systems
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    """``ragnb compare QRELS --run NAME=RUN[,RUN...]...``: the comparison table with rank
+    intervals and tie groups, the pairs, and with ``--target-effect`` the power of each pair."""
+    from ragnb import stats
+
+    qrels = _read_trec_file(args.qrels, "qrels")
+    if qrels.empty:
+        raise InputError("the qrels file holds no judgements; nothing to compare", path=args.qrels)
+    systems = {
+        name: [_read_trec_file(path, "run") for path in paths]
+        for name, paths in _run_specs(args.run).items()
+    }
+    result = stats.compare(
+        systems,
+        args.measure or ["nDCG@10", "R@100"],
+        qrels=qrels,
+        baselines=args.baseline or None,
+        n_resamples=args.resamples,
+        alpha=args.alpha,
+        correction=args.correction,
+        seed=args.seed,
+    )
+    first = result.measures[0]
+    ranking = result.ranking(first)
+    power = None
+    if args.target_effect is not None:
+        power = result.power(first, target_effect=args.target_effect, power=args.power)
+    if args.format == "json":
+        payload = {
+            "means": result.means.to_dict(orient="records"),
+            "pairs": result.pairs.to_dict(orient="records"),
+            "ranking": ranking.to_dict(orient="records"),
+            "tie_groups": [list(g) for g in stats.tie_groups(result, first)],
+            "settings": result.settings,
+        }
+        if power is not None:
+            payload["power"] = power.to_dict(orient="records")
+        json.dump(payload, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    elif args.format == "csv":
+        result.pairs.to_csv(sys.stdout, index=False)
+    else:
+        _print_comparison(result, ranking, power)
+    return 0
+
+
+def _print_comparison(result: Any, ranking: Any, power: Any) -> None:
+    """The tables of ``ragnb compare`` as text."""
+    fmt = "{:.4f}".format
+    print(result.table(ranks=result.measures[0]).to_string(index=False))
+    print()
+    shown = result.pairs.drop(columns=["system_a", "system_b", "mean_a", "mean_b"])
+    print(shown.to_string(index=False, float_format=fmt))
+    if "n_runs" in result.means.columns:
+        print()
+        print(result.means.to_string(index=False, float_format=fmt))
+    print()
+    print(f"ranks on {result.measures[0]}:")
+    print(ranking.to_string(index=False, float_format=fmt))
+    if power is not None:
+        print()
+        print(f"power on {result.measures[0]}:")
+        print(power.to_string(index=False, float_format=fmt))
+
+
+def _add_compare_parser(sub: Any) -> None:
+    """The ``compare`` subcommand's arguments."""
+    p = sub.add_parser(
+        "compare",
+        help="compare systems' runs (several runs per system: seeds, folds) with intervals, "
+        "tests, rank intervals and tie groups",
+        usage="%(prog)s QRELS --run NAME=RUN[,RUN...]... [options]",
+    )
+    p.add_argument("qrels", metavar="QRELS", help="TREC qrels, BEIR qrels .tsv, or ranx qrels")
+    p.add_argument(
+        "--run",
+        action="append",
+        required=True,
+        metavar="NAME=RUN[,RUN...]",
+        help="a system and its run file; several comma-separated files (seeds, folds) are "
+        "averaged per query, the two-level interval resampling them (repeatable)",
+    )
+    p.add_argument(
+        "-m", "--measure", action="append", help="measure (repeatable; default nDCG@10 R@100)"
+    )
+    p.add_argument(
+        "--baseline",
+        action="append",
+        metavar="NAME",
+        help="compare every other system with this one (repeatable: one correction over all "
+        "baselines' tests); default all pairs",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument(
+        "--correction", choices=["holm", "bonferroni", "none"], default="holm", help="(holm)"
+    )
+    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap B (default 10000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    p.add_argument(
+        "--target-effect",
+        type=float,
+        default=None,
+        help="also print each pair's minimum detectable effect and the queries needed to "
+        "detect this difference of the first measure",
+    )
+    p.add_argument("--power", type=float, default=0.8, help="power of --target-effect (0.8)")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.set_defaults(func=_cmd_compare)
 
 
 def _thresholds(args: argparse.Namespace) -> list[Threshold]:
@@ -1024,6 +1153,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_evaluate_parser(sub)
     _add_evaluate_samples_parser(sub)
+    _add_compare_parser(sub)
 
     p = sub.add_parser("data", help="build the embedded sample dataset")
     dsub = p.add_subparsers(dest="data_command", required=True)

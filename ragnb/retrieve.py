@@ -12,7 +12,9 @@ Every retriever has ``name``, ``index(corpus)`` and ``retrieve(queries, k) -> ru
 - :class:`HybridRetriever`: fusion of two retrievers' runs (:mod:`ragnb.fusion`; reciprocal rank
   fusion by default).
 - :func:`compute_runs`: several retrievers by name on a dataset, the dense index shared with
-  hybrid.
+  hybrid. The names: ``"bm25"``, ``"bm25-plain"`` (BM25 without stemming or stop words),
+  ``"dense"`` (the configured embedder), ``"dense:<model>"`` (a further embedder, by a
+  :func:`ragnb.embed.make_embedder` name) and ``"hybrid"``.
 """
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RETRIEVERS",
+    "RETRIEVER_KINDS",
     "BM25Retriever",
     "DenseRetriever",
     "HybridRetriever",
     "Retriever",
+    "check_retrievers",
     "compute_runs",
     "doc_texts",
     "make_retriever",
@@ -326,7 +330,43 @@ class HybridRetriever(Retriever):
         return out
 
 
+#: The default set of retrievers the studies compare.
 RETRIEVERS = ("bm25", "dense", "hybrid")
+
+#: Every retriever name :func:`make_retriever` takes, besides ``"dense:<model>"``.
+RETRIEVER_KINDS = ("bm25", "bm25-plain", "dense", "hybrid")
+
+#: Prefix of a dense retriever with its own embedder: ``"dense:all-MiniLM-L6-v2"``.
+DENSE_PREFIX = "dense:"
+
+
+def check_retrievers(names: Sequence[str], column: str = "retrievers") -> None:
+    """Check a list of retriever names for :func:`compute_runs`.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Each one of :data:`RETRIEVER_KINDS` or ``"dense:<model>"``.
+    column : str, default "retrievers"
+        The parameter's name, for the error.
+
+    Raises
+    ------
+    InputError
+        On an empty list, an unknown name, ``"dense:"`` without a model, or a repeated name.
+    """
+    if not names:
+        raise InputError(f"{column} is empty: name at least one retriever", column=column)
+    for name in names:
+        dense_model = str(name).startswith(DENSE_PREFIX) and len(name) > len(DENSE_PREFIX)
+        if name not in RETRIEVER_KINDS and not dense_model:
+            raise InputError(
+                f"unknown retriever {name!r} in {column}; use {list(RETRIEVER_KINDS)} or "
+                f"'{DENSE_PREFIX}<model>' (an embedder name, e.g. 'dense:all-MiniLM-L6-v2')",
+                column=column,
+            )
+    if len(set(names)) != len(names):
+        raise InputError(f"{column} repeat a retriever: {list(names)}", column=column)
 
 
 def make_retriever(
@@ -341,8 +381,10 @@ def make_retriever(
     fusion: str | Fusion = "rrf",
     fusion_weights: Sequence[float] | None = None,
 ) -> Retriever:
-    """A retriever by name: ``"bm25"``, ``"dense"`` or ``"hybrid"`` (the two fused by
-    ``fusion``, RRF by default; weights in the order BM25, dense).
+    """A retriever by name: ``"bm25"``, ``"bm25-plain"`` (no stemming, no stop words),
+    ``"dense"`` (embedder ``model``), ``"dense:<model>"`` (embedder ``<model>``, the name kept as
+    the retriever's) or ``"hybrid"`` (BM25 and dense fused by ``fusion``, RRF by default;
+    weights in the order BM25, dense).
 
     Raises
     ------
@@ -351,6 +393,13 @@ def make_retriever(
     """
     if kind == "bm25":
         return BM25Retriever()
+    if kind == "bm25-plain":
+        return BM25Retriever(stemmer=None, stopwords=None, name="bm25-plain")
+    if kind.startswith(DENSE_PREFIX) and len(kind) > len(DENSE_PREFIX):
+        own = make_embedder(
+            kind[len(DENSE_PREFIX) :], cache=cache, cache_dir=cache_dir, progress=progress
+        )
+        return DenseRetriever(own, name=kind)
     if kind in ("dense", "hybrid"):
         embedder = make_embedder(model, cache=cache, cache_dir=cache_dir, progress=progress)
         dense = DenseRetriever(embedder)
@@ -364,7 +413,9 @@ def make_retriever(
             fusion=fusion,
             fusion_weights=fusion_weights,
         )
-    raise InputError(f"unknown retriever {kind!r}; use one of {list(RETRIEVERS)}")
+    raise InputError(
+        f"unknown retriever {kind!r}; use one of {list(RETRIEVER_KINDS)} or '{DENSE_PREFIX}<model>'"
+    )
 
 
 def compute_runs(
@@ -386,9 +437,11 @@ def compute_runs(
     dataset : BeirDataset
         Its corpus is indexed, its judged queries (:attr:`BeirDataset.judged_queries`) searched.
     retrievers : sequence of str
-        Any of ``"bm25"``, ``"dense"``, ``"hybrid"``.
+        Any of ``"bm25"``, ``"bm25-plain"``, ``"dense"``, ``"dense:<model>"``, ``"hybrid"``
+        (:func:`make_retriever`).
     embedder : str
-        Name for :func:`ragnb.embed.make_embedder`, through the embedding cache.
+        Name for :func:`ragnb.embed.make_embedder` of ``"dense"`` and ``"hybrid"``, through the
+        embedding cache.
     depth : int
         Documents per query.
     rrf_k : int
@@ -423,7 +476,7 @@ def compute_runs(
                 name, model=embedder, depth=depth, cache=cache, progress=progress, fusion=fused
             )
             retriever.index(dataset.corpus)
-        if isinstance(retriever, DenseRetriever):
+        if name == "dense" and isinstance(retriever, DenseRetriever):
             dense = retriever
         runs[name] = retriever.retrieve(queries, k=depth)
         described[name] = {**retriever.describe(), "seconds": time.perf_counter() - start}

@@ -45,9 +45,9 @@ from ragnb.retrieval.sensitivity import (
     ranwg_sensitivity,
     sensitivity_wide,
 )
-from ragnb.retrieve import RETRIEVERS, compute_runs
+from ragnb.retrieve import RETRIEVERS, check_retrievers, compute_runs
 from ragnb.tables import provenance_markdown
-from ragnb.validation import check_among, check_choice, check_number_in, check_positive_ints
+from ragnb.validation import check_choice, check_number_in, check_positive_ints
 
 __all__ = [
     "Comparison",
@@ -66,7 +66,9 @@ class RetrievalEvaluationConfig(NotebookParams):
     Attributes
     ----------
     retrievers : list of str
-        Any of ``"bm25"``, ``"dense"``, ``"hybrid"`` (RRF of BM25 and dense).
+        Any of ``"bm25"``, ``"dense"``, ``"hybrid"`` (RRF of BM25 and dense), ``"bm25-plain"``
+        (BM25 without stemming or stop words), ``"dense:<model>"`` (a further dense retriever
+        with its own embedder, e.g. ``"dense:all-MiniLM-L6-v2"``, the float model).
     runs : list of str
         TREC run files (relative to the project root) evaluated beside the retrievers, each
         named after its file's stem: e.g. the production run a golden set built from traces
@@ -122,6 +124,11 @@ class RetrievalEvaluationConfig(NotebookParams):
         Bootstrap and randomization resamples.
     seed : int
         Seed of the resampling.
+    target_effect : float > 0
+        A difference of the first significance measure to plan for (0.02: two nDCG@10
+        points): the queries each pair needs to detect it (:func:`ragnb.stats.power_table`).
+    target_power : float in (0, 1)
+        The power of the minimum detectable effects and of the queries needed.
     sensitivity_a : list of float
         Rarity exponents of the RA-nWG sensitivity grid (Dallaire Appendix A: 0, 0.5, 1, 2).
     sensitivity_cap4 : list of float in [0, 1]
@@ -157,12 +164,14 @@ class RetrievalEvaluationConfig(NotebookParams):
     )
     n_resamples: int = 10_000
     seed: int = 0
+    target_effect: float = 0.02
+    target_power: float = 0.8
     sensitivity_a: list[float] = field(default_factory=lambda: list(GRID_A))
     sensitivity_cap4: list[float] = field(default_factory=lambda: list(GRID_CAP4))
     sensitivity_cap3: list[float] = field(default_factory=lambda: list(GRID_CAP3))
 
     def __post_init__(self) -> None:
-        check_among(self.retrievers, "retrievers", RETRIEVERS)
+        check_retrievers(self.retrievers)
         check_positive_ints(self.cutoffs, "cutoffs")
         if max(self.cutoffs) > self.depth:
             raise InputError(
@@ -170,6 +179,16 @@ class RetrievalEvaluationConfig(NotebookParams):
                 column="cutoffs",
             )
         check_number_in(self.alpha, "alpha", 0, 1)
+        if not self.target_effect > 0:
+            raise InputError(
+                f"target_effect must be positive, got {self.target_effect!r}",
+                column="target_effect",
+            )
+        if not 0 < self.target_power < 1:
+            raise InputError(
+                f"target_power must lie strictly between 0 and 1, got {self.target_power!r}",
+                column="target_power",
+            )
         try:
             self.fusion_spec.weights_for(2)
         except InputError as e:
@@ -281,6 +300,14 @@ class Comparison(StudyResultBase):
         RA-nWG at the headline K of each retriever over the (a, cap4, cap3) grid, with ranks
         and Kendall's tau against the default setting
         (:func:`ragnb.retrieval.sensitivity.ranwg_sensitivity`); empty without grades.
+    ranks : DataFrame
+        The retrievers best first on the first significance measure with their bootstrap rank
+        intervals and tie groups (:func:`ragnb.stats.ranking_table`); empty without a
+        comparison.
+    power_analysis : DataFrame
+        Per compared pair on that measure: the minimum detectable effect at the queries at hand
+        and the queries ``target_effect`` needs at ``target_power``
+        (:func:`ragnb.stats.power_table`); empty without a comparison.
     """
 
     config: RetrievalEvaluationConfig
@@ -299,6 +326,8 @@ class Comparison(StudyResultBase):
     fusions: FusionComparison | None = None
     contexts: pd.DataFrame = field(default_factory=pd.DataFrame)
     sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ranks: pd.DataFrame = field(default_factory=pd.DataFrame)
+    power_analysis: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def sensitivity_table(self) -> pd.DataFrame:
         """The RA-nWG sensitivity grid, one row per (a, cap4, cap3) setting
@@ -368,6 +397,40 @@ class Comparison(StudyResultBase):
         wide.insert(0, ("query", ""), texts.reindex(wide.index).to_numpy())
         return wide
 
+    def _ranking_views(self) -> dict[str, Any]:
+        """``ranking``, ``ranking_note``, ``power``, ``power_note`` for :meth:`views`."""
+        sig, c = self.significance, self.config
+        measure = sig.measures[0]
+        groups = stats.tie_groups(sig, measure)
+        shown = "; ".join("{" + ", ".join(f"`{s}`" for s in g) + "}" for g in groups)
+        ranking_note = (
+            f"Ranks on {measure} with {sig.settings['confidence']:.0%} bootstrap intervals over "
+            f"the queries (Hall and Miller 2009); systems sharing a tie-group letter are not "
+            f"separable at alpha {sig.settings['alpha']} ({sig.settings['correction']}). Tie "
+            f"groups: {shown}."
+        )
+        power = self.power_analysis
+        note = f"Power on {measure} (two-sided paired t-test at alpha {sig.settings['alpha']}, "
+        note += f"power {c.target_power:.0%}; Sakai 2016)"
+        if power["mde_t"].notna().any():
+            n = int(power["n_queries"].max())
+            note += (
+                f": with {n} queries the minimum detectable effect is "
+                f"{power['mde_t'].min():.4f} to {power['mde_t'].max():.4f} across the pairs "
+                f"(simulated: {power['mde_simulated'].min():.4f} to "
+                f"{power['mde_simulated'].max():.4f}); detecting a difference of "
+                f"{c.target_effect:g} needs {_span(power['queries_needed_t'])} queries "
+                f"(simulated: {_span(power['queries_needed_simulated'])})."
+            )
+        else:
+            note += ": no pair has varying per-query differences to estimate it from."
+        return {
+            "ranking": self.ranks,
+            "ranking_note": ranking_note,
+            "power": power.set_index("pair"),
+            "power_note": note,
+        }
+
     def counts_table(self) -> pd.DataFrame:
         """The evaluation policies' counts per retriever (missing queries, rank disagreements,
         F_e short runs, ...)."""
@@ -402,7 +465,8 @@ class Comparison(StudyResultBase):
             ``aggregate`` and ``per_query`` (columns in the class docstring), ``proc``,
             ``contexts``, and when they ran ``fusion`` (one row per fusion method),
             ``fusion_heldout`` (tuned weights on held-out queries), ``significance``
-            (:attr:`ragnb.stats.ComparisonResult.pairs`), ``ranwg_sensitivity``.
+            (:attr:`ragnb.stats.ComparisonResult.pairs`), ``ranking`` (:attr:`ranks`),
+            ``power`` (:attr:`power_analysis`), ``ranwg_sensitivity``.
         """
         out = {
             "aggregate": self.aggregate,
@@ -415,6 +479,8 @@ class Comparison(StudyResultBase):
             out["fusion_heldout"] = self.fusions.heldout
         if self.significance is not None:
             out["significance"] = self.significance.pairs
+            out["ranking"] = self.ranks
+            out["power"] = self.power_analysis
         if not self.sensitivity.empty:
             out["ranwg_sensitivity"] = self.sensitivity
         return out
@@ -429,8 +495,9 @@ class Comparison(StudyResultBase):
             (:meth:`sensitivity_table`), ``proc`` (at the headline K), ``fusion``,
             ``fusion_heldout``, ``contexts`` (:meth:`context_headline`), ``significance``
             (the pairs) and ``significance_paper`` (Markdown,
-            :func:`ragnb.stats.comparison_table`), ``counts`` (:meth:`counts_table`),
-            ``drilldown`` (:meth:`drilldown`).
+            :func:`ragnb.stats.comparison_table`), ``ranking`` (:attr:`ranks`) with
+            ``ranking_note`` and ``power`` (:attr:`power_analysis`) with ``power_note``
+            (Markdown), ``counts`` (:meth:`counts_table`), ``drilldown`` (:meth:`drilldown`).
         """
         out: dict[str, Any] = {"headline": self.headline()}
         if self.graded:
@@ -449,6 +516,7 @@ class Comparison(StudyResultBase):
         if self.significance is not None:
             out["significance"] = self.significance.pairs
             out["significance_paper"] = stats.comparison_table(self.significance)
+            out.update(self._ranking_views())
         out["counts"] = self.counts_table()
         out["drilldown"] = self.drilldown()
         return out
@@ -631,6 +699,17 @@ def _significance(config: RetrievalEvaluationConfig, per_query: pd.DataFrame, gr
     )
 
 
+def _span(values: pd.Series) -> str:
+    """``"120 to 480"`` of the defined values (one value alone; "more than can be searched"
+    when none is defined)."""
+    known = values.dropna()
+    if known.empty:
+        return "more than can be searched"
+    low, high = int(known.min()), int(known.max())
+    text = f"{low}" if low == high else f"{low} to {high}"
+    return text + (" (some pairs: more)" if len(known) < len(values) else "")
+
+
 def _judged_notes(aggregate: pd.DataFrame, k: int, margin: float = 0.1) -> list[str]:
     """A note when retrievers' Judged@K differ by more than ``margin`` (incomplete pools)."""
     import warnings
@@ -755,6 +834,13 @@ def run(
     )
     comparison.proc = _proc_frame(config, dataset.qrels, graded_qrels, runs)
     comparison.significance = _significance(config, per_query, grade_map is not None)
+    if comparison.significance is not None:
+        comparison.ranks = comparison.significance.ranking(comparison.significance.measures[0])
+        comparison.power_analysis = comparison.significance.power(
+            comparison.significance.measures[0],
+            target_effect=config.target_effect,
+            power=config.target_power,
+        )
     comparison.notes = _judged_notes(aggregate, config.headline_k)
     if graded_qrels is not None:
         comparison.sensitivity = ranwg_sensitivity(

@@ -1,6 +1,9 @@
 """Comparing systems: paired bootstrap intervals, randomization tests, multiple-comparison
 corrections, agreement between two runs' top K lists, and a ranx-like comparison table
-(:func:`comparison_table`: Markdown or LaTeX with significance markers).
+(:func:`comparison_table`: Markdown or LaTeX with significance markers); which systems are tied
+and how firmly each is ranked (:func:`tie_groups`, :func:`rank_intervals`); the power of a
+comparison (:func:`minimum_detectable_effect`, :func:`queries_needed` and their simulated
+versions); several runs per system (:func:`two_level_bootstrap`).
 
 Per-query input
 ---------------
@@ -30,8 +33,18 @@ one pair does not depend on which other pairs are in the table.
 from ragnb.stats.bootstrap import BootstrapResult, CIMethod, paired_bootstrap
 from ragnb.stats.comparison import ComparisonResult, compare
 from ragnb.stats.corrections import Correction, adjust_p_values, bonferroni, holm
+from ragnb.stats.hierarchical import two_level_bootstrap
 from ragnb.stats.paired import PerQueryValues, pick_measure
+from ragnb.stats.power import (
+    minimum_detectable_effect,
+    paired_t_power,
+    queries_needed,
+    simulated_minimum_detectable_effect,
+    simulated_power,
+    simulated_queries_needed,
+)
 from ragnb.stats.randomization import RandomizationResult, randomization_test
+from ragnb.stats.ranking import power_table, rank_intervals, ranking_table, tie_groups
 from ragnb.stats.report import comparison_table, significance_markers
 from ragnb.stats.topk import KendallTopK, TopKAgreement, kendall_top_k, top_k_agreement
 
@@ -50,9 +63,20 @@ __all__ = [
     "comparison_table",
     "holm",
     "kendall_top_k",
+    "minimum_detectable_effect",
     "paired_bootstrap",
+    "paired_t_power",
     "pick_measure",
+    "power_table",
+    "queries_needed",
     "randomization_test",
+    "rank_intervals",
+    "ranking_table",
     "significance_markers",
+    "simulated_minimum_detectable_effect",
+    "simulated_power",
+    "simulated_queries_needed",
+    "tie_groups",
     "top_k_agreement",
+    "two_level_bootstrap",
 ]

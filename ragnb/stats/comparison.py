@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from ragnb.evaluate import EvaluationResult, evaluate
 from ragnb.measures import Measure
 from ragnb.stats.bootstrap import CIMethod, bootstrap_result
 from ragnb.stats.corrections import Correction, adjust_p_values
+from ragnb.stats.hierarchical import two_level_bootstrap
 from ragnb.stats.paired import (
     align_pair,
     check_fraction,
@@ -23,6 +24,7 @@ from ragnb.stats.paired import (
     pick_measure,
 )
 from ragnb.stats.randomization import randomization_result
+from ragnb.stats.ranking import power_table, ranking_table
 
 if TYPE_CHECKING:
     import altair as alt
@@ -43,20 +45,31 @@ class ComparisonResult:
         In input order; letters ``a, b, ...`` in :meth:`table` follow it.
     measures : tuple of str
     baseline : str or None
-        The system every other one was compared with, or None for all pairs.
+        The system every other one was compared with (``baseline=``, or the only one of
+        ``baselines=``), or None.
     means : DataFrame
         One row per system x measure: ``system``, ``measure``, ``value`` (mean over the queries
-        where the system's value is defined), ``n_valid``, ``n_queries``.
+        where the system's value is defined), ``n_valid``, ``n_queries``. When a system has
+        several runs, also ``n_runs``, ``sd_queries`` (standard deviation over the queries of
+        the run-averaged values) and ``sd_runs`` (standard deviation over the runs of each
+        run's mean: the spread between seeds; NaN with one run).
     pairs : DataFrame
         One row per compared pair x measure (measure-major): ``measure``, ``system_a``,
         ``system_b``, ``pair`` (``"a − b"``), ``mean_a``, ``mean_b`` (over the queries where
         both are defined), ``difference`` (``mean_a - mean_b``), ``ci_low``, ``ci_high``
         (bootstrap interval of the difference), ``p_value`` (randomization test),
         ``p_adjusted`` (across every row of this frame), ``significant`` (bool,
-        ``p_adjusted <= alpha``), ``n_queries``, ``n_dropped`` (int).
+        ``p_adjusted <= alpha``), ``n_queries``, ``n_dropped`` (int). When a system has several
+        runs, also ``ci_low_runs``, ``ci_high_runs``: the two-level interval over queries and
+        runs (:func:`ragnb.stats.two_level_bootstrap`), at least as wide as the other.
     settings : dict
         ``n_resamples``, ``confidence``, ``alpha``, ``correction``, ``ci_method``, ``seed``,
         ``n_comparisons``.
+    baselines : tuple of str
+        The systems every other one was compared with; empty for all pairs.
+    per_query : DataFrame
+        The values compared: ``system``, ``measure``, ``query_id``, ``value`` (the mean over a
+        system's runs when it has several).
     """
 
     systems: tuple[str, ...]
@@ -65,6 +78,8 @@ class ComparisonResult:
     means: pd.DataFrame
     pairs: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
+    baselines: tuple[str, ...] = ()
+    per_query: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def means_wide(self) -> pd.DataFrame:
         """Means, index ``system`` (input order), one column per measure."""
@@ -73,7 +88,21 @@ class ComparisonResult:
         wide.columns.name = None
         return wide
 
-    def table(self, digits: int = 4, markers: bool = True) -> pd.DataFrame:
+    def ranking(self, measure: str | None = None) -> pd.DataFrame:
+        """The systems best first with rank intervals and tie groups on ``measure`` (default:
+        the first); :func:`ragnb.stats.ranking_table`."""
+        return ranking_table(self, measure)
+
+    def power(
+        self, measure: str | None = None, *, target_effect: float = 0.02, power: float = 0.8
+    ) -> pd.DataFrame:
+        """Minimum detectable effect and queries needed for ``target_effect`` per compared pair
+        on ``measure`` (default: the first); :func:`ragnb.stats.power_table`."""
+        return power_table(self, measure, target_effect=target_effect, power=power)
+
+    def table(
+        self, digits: int = 4, markers: bool = True, ranks: str | None = None
+    ) -> pd.DataFrame:
         """A display table like ranx's ``compare`` report.
 
         Each cell is a system's mean, followed by the superscript letters of the systems it is
@@ -85,11 +114,15 @@ class ComparisonResult:
         digits : int, default 4
         markers : bool, default True
             False leaves the superscripts out.
+        ranks : str, optional
+            A measure: add its rank intervals (``1-2``, ``1-2``, ``3``) and tie groups (systems
+            sharing a letter are not separable) after ``system`` (:meth:`ranking`).
 
         Returns
         -------
         DataFrame
-            Columns ``#`` (letter), ``system``, then one str column per measure.
+            Columns ``#`` (letter), ``system``, with ``ranks`` also ``rank`` and ``tie_group``,
+            then one str column per measure.
 
         Raises
         ------
@@ -120,7 +153,12 @@ class ComparisonResult:
                     sup = "".join(_SUPERSCRIPTS[j] for j in sorted(better.get((s, m), [])))
                 cells.append(f"{means.loc[s, m]:.{digits}f}{sup}")
             out[m] = cells
-        return pd.DataFrame(out)
+        frame = pd.DataFrame(out)
+        if ranks is not None:
+            ranked = self.ranking(ranks).set_index("system")
+            frame.insert(2, "rank", ranked.loc[list(self.systems), "rank"].to_list())
+            frame.insert(3, "tie_group", ranked.loc[list(self.systems), "tie_group"].to_list())
+        return frame
 
     def chart(self, **kwargs: Any) -> alt.Chart:
         """:func:`ragnb.charts.comparison_chart` of :attr:`pairs`."""
@@ -181,6 +219,7 @@ def compare(
     *,
     qrels: pd.DataFrame | Mapping[str, Mapping[str, int]] | None = None,
     baseline: str | None = None,
+    baselines: Sequence[str] | None = None,
     system_column: str = "retriever",
     n_resamples: int = 10_000,
     confidence: float = 0.95,
@@ -192,19 +231,23 @@ def compare(
     """Compare several systems on several measures, like ranx's ``compare``, with intervals.
 
     For each measure and each compared pair (all pairs in input order, or each system against
-    ``baseline``): the mean difference with its paired bootstrap interval
-    (:func:`paired_bootstrap`) and the paired randomization p-value
+    ``baseline``, or against each of ``baselines``): the mean difference with its paired
+    bootstrap interval (:func:`paired_bootstrap`) and the paired randomization p-value
     (:func:`randomization_test`); the p-values of every comparison made (pairs x measures) are
-    then adjusted together (Holm by default).
+    then adjusted together (Holm by default), so several baselines share one correction.
+
+    A system given as a list of runs (seeds, folds) is averaged per query over its runs before
+    pairing; the two-level interval ``ci_low_runs, ci_high_runs`` also resamples the runs.
 
     Parameters
     ----------
-    systems : dict of str to (run DataFrame, per-query DataFrame or EvaluationResult), or DataFrame
+    systems : dict of str to values or list of values, or DataFrame
         Each system's run (then ``qrels`` and ``measures`` are required and the run is evaluated
         with :func:`ragnb.evaluate.evaluate`) or per-query values: a long frame ``query_id,
-        measure, value`` or a wide frame (index or column ``query_id``, one column per measure).
-        A single DataFrame is a long per-query frame with a ``system_column`` naming the system,
-        such as :attr:`ragnb.retrieval.study.Comparison.per_query`.
+        measure, value``, a wide frame (index or column ``query_id``, one column per measure) or
+        an EvaluationResult; or a list of those, one per run of the system (all on the same
+        queries). A single DataFrame is a long per-query frame with a ``system_column`` naming
+        the system, such as :attr:`ragnb.retrieval.study.Comparison.per_query`.
     measures : list of str or Measure, optional
         The measures to compare (aliases accepted). Default: every measure all systems share.
     qrels : DataFrame or dict, optional
@@ -212,6 +255,9 @@ def compare(
     baseline : str, optional
         Compare each other system with this one (difference = system - baseline) instead of all
         pairs (difference = earlier - later in input order).
+    baselines : list of str, optional
+        Compare each other system with each of these (difference = system - baseline); two
+        baselines are compared once (later - earlier in ``baselines``). Not with ``baseline``.
     system_column : str, default "retriever"
         The system column of a single long frame.
     n_resamples : int, default 10000
@@ -234,15 +280,18 @@ def compare(
     Raises
     ------
     InputError
-        With fewer than two systems, an unknown baseline or measure, runs without qrels,
-        systems whose queries differ on a measure (naming the systems and queries), or a
-        parameter out of range.
+        With fewer than two systems, an unknown or repeated baseline, both ``baseline`` and
+        ``baselines``, an unknown measure, runs without qrels, systems (or runs of one system)
+        whose queries differ (naming the systems and queries), or a parameter out of range.
 
     References
     ----------
     Bassani, E. (2022). ranx: A blazing-fast Python library for ranking evaluation and
     comparison. ECIR (the comparison report). Holm (1979); Efron and Tibshirani (1993); see
-    :func:`holm`, :func:`paired_bootstrap`, :func:`randomization_test`.
+    :func:`holm`, :func:`paired_bootstrap`, :func:`randomization_test`. Carterette, B. (2012).
+    Multiple testing in statistical analysis of systems-based information retrieval
+    experiments. ACM TOIS 30(1), 4 (one correction over every comparison). Davison and
+    Hinkley (1997), section 3.8 (several runs: :func:`two_level_bootstrap`).
 
     Examples
     --------
@@ -258,43 +307,150 @@ def compare(
     >>> res.table()["P@1"].tolist()
     ['0.7500', '0.2500']
     """
-    n_resamples = check_resamples(n_resamples)
-    confidence = check_fraction(confidence, "confidence")
-    alpha = check_fraction(alpha, "alpha")
+    settings = _checked_settings(n_resamples, confidence, alpha, correction, ci_method, seed)
+    eval_measures = _measure_names(measures)
+    items = _system_items(systems, system_column)
+    names = [n for n, _ in items]
+    to_compare = _pairs_to_compare(names, baseline, baselines)
+    runs = {n: _system_runs(n, v, eval_measures, qrels) for n, v in items}
+    tables = {n: _averaged(n, r) for n, r in runs.items()}
+    chosen = _chosen_measures(tables, eval_measures)
+    several = any(len(r) > 1 for r in runs.values())
+    means = _means_frame(tables, chosen, runs if several else None)
+    rows = [r for m in chosen for r in _measure_rows(m, tables, runs, to_compare, settings)]
+    table = _with_adjusted_p(pd.DataFrame(rows), correction, settings["alpha"])
+    settings["n_comparisons"] = len(table)
+    named = tuple(baselines or ([] if baseline is None else [baseline]))
+    return ComparisonResult(
+        systems=tuple(names),
+        measures=tuple(chosen),
+        baseline=named[0] if len(named) == 1 else None,
+        means=means,
+        pairs=table,
+        settings=settings,
+        baselines=named,
+        per_query=_long_values(tables, chosen),
+    )
+
+
+def _checked_settings(
+    n_resamples: int,
+    confidence: float,
+    alpha: float,
+    correction: Correction,
+    ci_method: CIMethod,
+    seed: int | None,
+) -> dict[str, Any]:
+    """:attr:`ComparisonResult.settings` (before ``n_comparisons``), each one checked."""
     if correction not in ("holm", "bonferroni", "none"):
         raise InputError(f"unknown correction {correction!r}; use 'holm', 'bonferroni' or 'none'")
     if ci_method not in ("percentile", "bca"):
         raise InputError(f"unknown interval method {ci_method!r}; use 'percentile' or 'bca'")
-    eval_measures = _measure_names(measures)
-    items = _system_items(systems, system_column)
-    names = [n for n, _ in items]
-    tables = {n: _wide_values(n, v, eval_measures, qrels) for n, v in items}
-    chosen = _chosen_measures(tables, eval_measures)
-    means = _means_frame(tables, chosen)
-    rows = [
-        _pair_row(m, sa, sb, series, n_resamples, confidence, ci_method, seed)
-        for m in chosen
-        for series in [{n: per_query_series(tables[n][m], None, f"system {n!r}") for n in names}]
-        for sa, sb in _pairs_to_compare(names, baseline)
-    ]
-    table = _with_adjusted_p(pd.DataFrame(rows), correction, alpha)
-    settings = {
-        "n_resamples": n_resamples,
-        "confidence": confidence,
-        "alpha": alpha,
+    return {
+        "n_resamples": check_resamples(n_resamples),
+        "confidence": check_fraction(confidence, "confidence"),
+        "alpha": check_fraction(alpha, "alpha"),
         "correction": correction,
         "ci_method": ci_method,
         "seed": seed,
-        "n_comparisons": len(table),
     }
-    return ComparisonResult(
-        systems=tuple(names),
-        measures=tuple(chosen),
-        baseline=baseline,
-        means=means,
-        pairs=table,
-        settings=settings,
-    )
+
+
+def _measure_rows(
+    measure: str,
+    tables: dict[str, pd.DataFrame],
+    runs: dict[str, list[pd.DataFrame]],
+    to_compare: list[tuple[str, str]],
+    settings: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The rows of :attr:`ComparisonResult.pairs` on one measure, before the adjustment; when
+    some system has several runs, the two-level intervals too."""
+    n_resamples, confidence, seed = (settings[k] for k in ("n_resamples", "confidence", "seed"))
+    series = {n: per_query_series(t[measure], None, f"system {n!r}") for n, t in tables.items()}
+    rows = []
+    for sa, sb in to_compare:
+        row = _pair_row(
+            measure, sa, sb, series, n_resamples, confidence, settings["ci_method"], seed
+        )
+        if any(len(r) > 1 for r in runs.values()):
+            row.update(_two_level_row(measure, sa, sb, runs, n_resamples, confidence, seed))
+        rows.append(row)
+    return rows
+
+
+def _system_runs(
+    name: str,
+    values: Any,
+    measures: list[str] | None,
+    qrels: pd.DataFrame | Mapping[str, Mapping[str, int]] | None,
+) -> list[pd.DataFrame]:
+    """A system's per-query values as one wide frame per run (one run unless given a list)."""
+    if not isinstance(values, list | tuple):
+        return [_wide_values(name, values, measures, qrels)]
+    if not values:
+        raise InputError(f"system {name!r} is an empty list of runs")
+    if len(values) == 1:
+        return [_wide_values(name, values[0], measures, qrels)]
+    return [_wide_values(f"{name} (run {i + 1})", v, measures, qrels) for i, v in enumerate(values)]
+
+
+def _averaged(name: str, runs: list[pd.DataFrame]) -> pd.DataFrame:
+    """The mean over a system's runs of each query's value (NaN if a run's value is NaN), on the
+    measures every run holds; the runs must hold the same queries."""
+    if len(runs) == 1:
+        return runs[0]
+    first = runs[0]
+    columns = [c for c in first.columns if all(c in r.columns for r in runs)]
+    for i, run in enumerate(runs[1:], start=2):
+        if set(run.index) != set(first.index):
+            odd = sorted(set(run.index) ^ set(first.index))
+            raise InputError(
+                f"system {name!r}: run {i} and run 1 do not hold the same queries "
+                f"({len(odd)} differ)",
+                query_id=str(odd[0]),
+            )
+    stacked = np.stack([r.loc[first.index, columns].to_numpy(np.float64) for r in runs])
+    return pd.DataFrame(stacked.mean(axis=0), index=first.index, columns=columns)
+
+
+def _two_level_row(
+    measure: str,
+    sa: str,
+    sb: str,
+    runs: dict[str, list[pd.DataFrame]],
+    n_resamples: int,
+    confidence: float,
+    seed: int | None,
+) -> dict[str, float]:
+    """``ci_low_runs``, ``ci_high_runs``: the two-level interval on the queries of the pair."""
+    matrices = []
+    for name in (sa, sb):
+        frame = np.stack([r[measure].astype("float64") for r in runs[name]])
+        matrices.append(pd.DataFrame(frame, columns=runs[name][0].index))
+    kept = matrices[0].columns[
+        matrices[0].notna().all().to_numpy() & matrices[1].notna().all().to_numpy()
+    ]
+    a, b = (m[sorted(kept)].to_numpy() for m in matrices)
+    low, high = two_level_bootstrap(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return {"ci_low_runs": low, "ci_high_runs": high}
+
+
+def _long_values(tables: dict[str, pd.DataFrame], chosen: list[str]) -> pd.DataFrame:
+    """:attr:`ComparisonResult.per_query`: ``system, measure, query_id, value``."""
+    parts = []
+    for m in chosen:
+        for name, table in tables.items():
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "system": name,
+                        "measure": m,
+                        "query_id": table.index.astype(str),
+                        "value": table[m].to_numpy(np.float64),
+                    }
+                )
+            )
+    return pd.concat(parts, ignore_index=True)
 
 
 def _measure_names(measures: Iterable[str | Measure] | str | Measure | None) -> list[str] | None:
@@ -348,24 +504,51 @@ def _chosen_measures(tables: dict[str, pd.DataFrame], requested: list[str] | Non
     return list(dict.fromkeys(chosen))
 
 
-def _pairs_to_compare(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
-    """Each system against ``baseline``, or all pairs in input order."""
-    if baseline is None:
-        return list(itertools.combinations(names, 2))
-    if baseline not in names:
-        raise InputError(f"baseline {baseline!r} is not one of the systems {names}")
-    return [(n, baseline) for n in names if n != baseline]
+def _pairs_to_compare(
+    names: list[str], baseline: str | None, baselines: Sequence[str] | None
+) -> list[tuple[str, str]]:
+    """Each system against ``baseline`` or each of ``baselines`` (two baselines once), or all
+    pairs in input order."""
+    if baseline is not None and baselines is not None:
+        raise InputError("pass baseline= or baselines=, not both")
+    if baselines is None:
+        if baseline is None:
+            return list(itertools.combinations(names, 2))
+        baselines = [baseline]
+    if isinstance(baselines, str) or not baselines:
+        raise InputError(f"baselines must be a non-empty list of system names, got {baselines!r}")
+    if len(set(baselines)) != len(baselines):
+        raise InputError(f"baselines repeat: {list(baselines)}")
+    pairs: list[tuple[str, str]] = []
+    for base in baselines:
+        if base not in names:
+            raise InputError(f"baseline {base!r} is not one of the systems {names}")
+        pairs += [(n, base) for n in names if n != base and (base, n) not in pairs]
+    return pairs
 
 
-def _means_frame(tables: dict[str, pd.DataFrame], chosen: list[str]) -> pd.DataFrame:
-    """:attr:`ComparisonResult.means`: one row per system x measure (measure-major)."""
+def _means_frame(
+    tables: dict[str, pd.DataFrame],
+    chosen: list[str],
+    runs: dict[str, list[pd.DataFrame]] | None = None,
+) -> pd.DataFrame:
+    """:attr:`ComparisonResult.means`: one row per system x measure (measure-major); with
+    ``runs``, the number of runs and the spreads between queries and between runs."""
     rows = []
     for m in chosen:
         for n, table in tables.items():
             col = table[m].astype("float64")
             mean = float(col.mean()) if col.notna().any() else np.nan
-            rows.append((n, m, mean, int(col.notna().sum()), len(col)))
-    return pd.DataFrame(rows, columns=["system", "measure", "value", "n_valid", "n_queries"])
+            row: tuple[Any, ...] = (n, m, mean, int(col.notna().sum()), len(col))
+            if runs is not None:
+                run_means = [float(r[m].astype("float64").mean()) for r in runs[n]]
+                sd_runs = float(np.std(run_means, ddof=1)) if len(run_means) > 1 else np.nan
+                row += (len(run_means), float(col.std(ddof=1)), sd_runs)
+            rows.append(row)
+    columns = ["system", "measure", "value", "n_valid", "n_queries"]
+    if runs is not None:
+        columns += ["n_runs", "sd_queries", "sd_runs"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _pair_row(

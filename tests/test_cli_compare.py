@@ -1,0 +1,98 @@
+"""``ragnb compare``: several run files per system, several baselines, rank intervals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ragnb.cli import main
+from ragnb.readers import read_qrels, read_run
+from ragnb.stats import compare
+
+
+def _write_run(path: Path, scores: np.ndarray, tag: str) -> str:
+    lines = []
+    for q in range(scores.shape[0]):
+        order = np.argsort(-scores[q])
+        for rank, d in enumerate(order[:10], start=1):
+            lines.append(f"q{q} Q0 d{d} {rank} {scores[q, d]:.6f} {tag}")
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, object]:
+    rng = np.random.default_rng(0)
+    n_q, n_d = 40, 30
+    rel = rng.random((n_q, n_d)) < 0.1
+    rel[:, 0] = True
+    qrels = tmp_path / "qrels"
+    qrels.write_text(
+        "".join(f"q{q} 0 d{d} 1\n" for q in range(n_q) for d in range(n_d) if rel[q, d])
+    )
+    signal = rel.astype(float)
+    bm25 = _write_run(tmp_path / "bm25.trec", signal * 0.8 + rng.random((n_q, n_d)), "bm25")
+    seeds = [
+        _write_run(tmp_path / f"dense{i}.trec", signal * 1.2 + rng.random((n_q, n_d)), "dense")
+        for i in range(3)
+    ]
+    weak = _write_run(tmp_path / "weak.trec", signal * 0.2 + rng.random((n_q, n_d)), "weak")
+    return {"qrels": str(qrels), "bm25": bm25, "seeds": seeds, "weak": weak}
+
+
+def test_compare_takes_several_runs_per_system(files, capsys) -> None:
+    args = [
+        "compare",
+        files["qrels"],
+        "--run",
+        f"bm25={files['bm25']}",
+        "--run",
+        "dense=" + ",".join(files["seeds"]),
+        "--run",
+        f"weak={files['weak']}",
+        "-m",
+        "nDCG@10",
+        "--resamples",
+        "1000",
+        "--format",
+        "json",
+    ]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    means = pd.DataFrame(out["means"]).set_index("system")
+    assert means.loc["dense", "n_runs"] == 3 and means.loc["bm25", "n_runs"] == 1
+    qrels = read_qrels(files["qrels"])
+    runs = [read_run(p) for p in files["seeds"]]
+    python = compare(
+        {"bm25": read_run(files["bm25"]), "dense": runs, "weak": read_run(files["weak"])},
+        ["nDCG@10"],
+        qrels=qrels,
+        n_resamples=1000,
+    )
+    pairs = pd.DataFrame(out["pairs"])
+    assert pairs["difference"].to_numpy() == pytest.approx(python.pairs["difference"].to_numpy())
+    wide = pairs["ci_high_runs"] - pairs["ci_low_runs"]
+    assert (wide >= pairs["ci_high"] - pairs["ci_low"] - 1e-12).all()
+    assert [r["system"] for r in out["ranking"]][0] == "dense"
+    assert any("weak" in g for g in out["tie_groups"])
+
+
+def test_compare_table_with_baselines_and_power(files, capsys) -> None:
+    args = ["compare", files["qrels"], "--run", f"bm25={files['bm25']}"]
+    args += ["--run", f"dense={files['seeds'][0]}", "--run", f"weak={files['weak']}"]
+    args += ["--baseline", "bm25", "--baseline", "weak", "--target-effect", "0.05"]
+    assert main([*args, "--resamples", "500", "-m", "nDCG@10"]) == 0
+    text = capsys.readouterr().out
+    assert "dense − bm25" in text and "dense − weak" in text and "weak − bm25" in text
+    assert "tie_group" in text and "queries_needed_t" in text
+
+
+def test_compare_bad_run_spec_exit_2(files, capsys) -> None:
+    assert main(["compare", files["qrels"], "--run", files["bm25"], "--run", "x=y"]) == 2
+    assert "NAME=FILE" in capsys.readouterr().err
+    assert main(["compare", files["qrels"], "--run", f"bm25={files['bm25']}"]) == 2
+    assert "at least two systems" in capsys.readouterr().err
