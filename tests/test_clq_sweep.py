@@ -253,3 +253,55 @@ def test_http_reranker_is_priced_from_the_tokens_it_used(small, tmp_path, openai
     assert row["cost_rerank_usd"] == pytest.approx(expected, rel=1e-9)
     assert row["cost_rerank_usd"] > 0 and row["rerank_p50_ms"] > 0
     assert row["cost_usd"] == pytest.approx(row["cost_retrieval_usd"] + row["cost_generator_usd"])
+
+
+def test_nugget_recall_is_a_sweep_measure_and_can_be_its_quality(small, tmp_path):
+    """Nugget files of a run folder (notebook 02's, corrected by hand here) score every
+    configuration: query 1's vital nugget is supported by every passage (recall 1), query 2's
+    nuggets by a passage outside the corpus (0) and partly by every passage (half credit)."""
+    import pandas as pd
+
+    from ragnb.judge.nuggets import NUGGET_FILES, read_nugget_qrels
+
+    q1, q2 = small.judged_queries["query_id"].astype(str).tolist()[:2]
+    docs = small.corpus["doc_id"].astype(str).tolist()
+    pd.DataFrame(
+        {
+            "query_id": [q1, q2, q2],
+            "nugget_id": ["n1", "n2", "n3"],
+            "text": ["a fact", "another", "a third"],
+            "importance": ["vital", "okay", "okay"],
+        }
+    ).to_csv(tmp_path / NUGGET_FILES["nuggets"], index=False)
+    rows = [(q1, "n1", d, "support") for d in docs] + [(q2, "n2", "not-in-corpus", "support")]
+    rows += [(q2, "n3", d, "partial_support") for d in docs]
+    pd.DataFrame(rows, columns=["query_id", "nugget_id", "doc_id", "label"]).to_csv(
+        tmp_path / NUGGET_FILES["assignments"], index=False
+    )
+    qrels = read_nugget_qrels(tmp_path)
+    grid = SweepGrid(
+        embedders=["wordllama"],
+        chunkers=["document"],
+        indexes=["flat"],
+        pool_ks=[50],
+        rerankers=["none"],
+        modes=["bm25"],
+    )
+    result = run_sweep(
+        grid,
+        small,
+        tmp_path / "sweep",
+        cache_dir=str(tmp_path / "cache"),
+        nugget_qrels=qrels,
+        quality="NuggetRecall(partial=0.5)@10",
+    )
+    row = result.results.iloc[0]
+    assert row["NuggetRecall@10"] == pytest.approx((1 + 0) / 2)
+    assert row["NuggetRecall(partial=0.5)@10"] == pytest.approx((1 + 0.25) / 2)
+    assert row["NuggetRecall(vital=1)@10"] == pytest.approx((1 + 0) / 2)  # q2: no vital nugget
+    assert row["quality"] == row["NuggetRecall(partial=0.5)@10"]
+    with pytest.raises(InputError, match="NuggetRecall@10"):
+        run_sweep(grid, small, tmp_path / "s2", nugget_qrels=qrels, quality="x")
+    (tmp_path / NUGGET_FILES["nuggets"]).unlink()
+    with pytest.raises(InputError, match="nuggets.csv: not found"):
+        read_nugget_qrels(tmp_path)

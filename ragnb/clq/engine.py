@@ -114,17 +114,30 @@ RESCORE_MEMO_BYTES = 256 * 2**20
 EVIDENCE_MEASURES = ["nDCG@10", "P@10"]
 
 
-def quality_measures(graded: bool) -> dict[str, list[str]]:
-    """The measures of a sweep: on the original qrels, and (graded data) on 1-5 grades.
+def quality_measures(graded: bool, nuggets: bool = False) -> dict[str, list[str]]:
+    """The measures of a sweep: on the original qrels, (graded data) on 1-5 grades, and (with
+    nugget qrels) AutoNuggetizer's four nugget recalls at 10.
+
+    Parameters
+    ----------
+    graded : bool
+        The qrels have grades mapped onto 1-5.
+    nuggets : bool, default False
+        The sweep has nugget qrels (:func:`ragnb.judge.nuggets.nugget_qrels`).
 
     Returns
     -------
     dict
-        ``{"binary": [...], "graded": [...]}``; ``graded`` is empty for binary data.
+        ``{"binary": [...], "graded": [...], "nuggets": [...]}``; ``graded`` is empty for binary
+        data, ``nuggets`` without nugget qrels.
     """
-    out = {"binary": ["nDCG@10", "R@100"], "graded": []}
+    from ragnb.measures.nuggets import nugget_measures
+
+    out: dict[str, list[str]] = {"binary": ["nDCG@10", "R@100"], "graded": [], "nuggets": []}
     if graded:
         out["graded"] = ["RA-nWG@10", "RA-nWG@30", "N-Recall4+@10", "N-Recall4+@30"]
+    if nuggets:
+        out["nuggets"] = nugget_measures(10)
     return out
 
 
@@ -223,6 +236,7 @@ class SweepState:
         reranker_options: dict[str, dict[str, Any]],
         evidence_dir: str | None,
         seed: int,
+        nugget_qrels: pd.DataFrame | None = None,
     ) -> None:
         from ragnb.measures import map_grades, resolve_grade_map
 
@@ -249,10 +263,11 @@ class SweepState:
         gm = resolve_grade_map(grade_map, dataset.qrels)
         self.grade_map = gm
         self.graded_qrels = None if gm is None else map_grades(dataset.qrels, gm[1])
-        self.measures = quality_measures(gm is not None)
+        self.nugget_qrels = nugget_qrels
+        self.measures = quality_measures(gm is not None, nuggets=nugget_qrels is not None)
         if quality == "auto":
             quality = "RA-nWG@10" if gm is not None else "nDCG@10"
-        available = self.measures["binary"] + self.measures["graded"]
+        available = [m for names in self.measures.values() for m in names]
         if quality not in available:
             raise InputError(
                 f"quality measure {quality!r} is not measured on this dataset; use one of "

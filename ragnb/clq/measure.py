@@ -302,6 +302,9 @@ def _quality(
         if sw.graded_qrels is not None:
             graded = evaluate(sw.graded_qrels, final_run, sw.measures["graded"])
             out.update(graded.aggregate_to_dict())
+        if sw.nugget_qrels is not None:
+            nuggets = evaluate(sw.nugget_qrels, final_run, sw.measures["nuggets"])
+            out.update(nuggets.aggregate_to_dict())
         depth = max(cfg.pool_k, int(pool_run.groupby("query_id").size().max() or 1))
         for qrels, names in ((sw.qrels, ["nDCG@10"]), (sw.graded_qrels, sw.measures["graded"])):
             if qrels is None or not names:

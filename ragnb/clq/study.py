@@ -28,6 +28,7 @@ from ragnb.clq.ray_executor import RayExecutor, make_executor
 from ragnb.clq.sweep import SweepResult, cap_dataset, run_sweep
 from ragnb.errors import InputError
 from ragnb.io import BeirDataset
+from ragnb.measures.nuggets import nugget_measures
 from ragnb.params import SAMPLE_DATASET, NotebookParams, fill_runner_doc
 from ragnb.paths import display_path, resolve_path
 from ragnb.protocol import StudyResultBase
@@ -96,7 +97,8 @@ class ClqTradeoffsConfig(NotebookParams):
     max_queries : int
         Judged-query cap, 0 for all (a sample drawn with ``seed``).
     quality : str
-        Headline measure (``auto``: RA-nWG@10 on graded data, else nDCG@10).
+        Headline measure (``auto``: RA-nWG@10 on graded data, else nDCG@10; with ``nuggets``
+        also ``NuggetRecall@10`` and its vital and partial-credit forms).
     grade_map : str
         Map of the qrels' grades onto 1-5 (as notebook 01).
     sla_ms : float
@@ -116,6 +118,11 @@ class ClqTradeoffsConfig(NotebookParams):
     evidence : str
         Evidence sentences for chunk-level relevance: ``"auto"`` (the dataset's ``raw/`` folder
         when it holds SciFact's release), ``"none"``, or a path.
+    nuggets : str
+        A folder holding ``nuggets.csv`` and ``nugget_assignments.csv`` (a golden set's run
+        folder, notebook 02, perhaps corrected by a person): every configuration is also scored
+        by AutoNuggetizer's four ``NuggetRecall`` scores at 10
+        (:func:`ragnb.judge.nuggets.read_nugget_qrels`); empty for none.
     export_dir : str
         Sweep folder (results.parquet, ...; resumable); empty for a temporary folder.
     resume : bool
@@ -170,6 +177,7 @@ class ClqTradeoffsConfig(NotebookParams):
     generator_k: int = 10
     prices_file: str = ""
     evidence: str = "auto"
+    nuggets: str = ""
     cache_dir: str = ""
     export_dir: str = ""
     resume: bool = True
@@ -281,6 +289,7 @@ class ClqReport(StudyResultBase):
                 "N-Recall4+@30",
                 "nDCG@10",
                 "R@100",
+                *nugget_measures(10),
             )
             if c in self.results.columns
         ]
@@ -445,6 +454,7 @@ class ClqReport(StudyResultBase):
             "RA-nWG@30",
             "N-Recall4+@10",
             "N-Recall4+@30",
+            *nugget_measures(10),
             "proc",
             "pct_proc",
             "rewrite_p50_ms",
@@ -787,6 +797,11 @@ def run(
         out_dir = Path(tempfile.mkdtemp(prefix="ragnb-clq-"))
         notes.append(f"no export_dir: the sweep ran in the temporary folder {out_dir}")
     evidence_dir = _evidence_dir(config.evidence, resolve_path(config.dataset))
+    nugget_qrels = None
+    if config.nuggets:
+        from ragnb.judge.nuggets import read_nugget_qrels
+
+        nugget_qrels = read_nugget_qrels(resolve_path(config.nuggets))
     judge = rewrite_judge or _rewrite_judge(config, out_dir, cost, notes)
     rewriters = [r for r in config.rewriters if judge is not None or r != "llm"] or ["none"]
     t0 = time.perf_counter()
@@ -796,6 +811,7 @@ def run(
             dataset,
             out_dir,
             evidence_dir=evidence_dir,
+            nugget_qrels=nugget_qrels,
             cost=cost,
             cache_dir=config.cache_dir or None,
             grade_map=config.grade_map,

@@ -206,6 +206,7 @@ def run_sweep(
     evidence_dir: str | None = None,
     seed: int = 0,
     rewrite_judge: Any = None,
+    nugget_qrels: pd.DataFrame | None = None,
 ) -> SweepResult:
     """Measure every configuration of ``grid`` on ``dataset``, resuming from ``out_dir``.
 
@@ -233,26 +234,23 @@ def run_sweep(
     warmup : int
         Untimed queries before each timed loop.
     resume : bool
-        Skip configurations already in ``results.parquet`` (False: measure all again and
-        append).
+        Skip configurations already in ``results.parquet`` (False: measure all, append).
     reranker_options : dict, optional
-        Keyword arguments per reranker spec for :func:`ragnb.rerank.make_reranker`
-        (``base_url``, ``judge``...).
+        Keyword arguments per reranker spec (:func:`ragnb.rerank.make_reranker`).
     recall_ks : sequence of int, optional
         K values of the recall-vs-efSearch curves; default the grid's pool sizes.
     on_config_done : callable, optional
-        Called with ``(config, row)`` after each configuration is saved (progress; tests use
-        it to interrupt a sweep).
+        Called with ``(config, row)`` after each configuration is saved.
     evidence_dir : str, optional
-        SciFact's release, the ``raw/`` folder of the BEIR folder
-        (:func:`ragnb.clq.evidence.scifact_evidence`).
-        Chunks are then cut on SciFact's own sentences and each configuration is also scored at
-        chunk level (``evidence_nDCG@10``, ``evidence_P@10``): a chunk is relevant when it holds
-        an evidence sentence of a relevant pair; pairs without marked evidence fall back to
-        document level (:func:`ragnb.clq.evidence.chunk_qrels`).
+        SciFact's release (the ``raw/`` folder, :func:`ragnb.clq.evidence.scifact_evidence`):
+        chunks are cut on its sentences and also scored at chunk level (``evidence_nDCG@10``,
+        ``evidence_P@10``; :func:`ragnb.clq.evidence.chunk_qrels`).
     seed : int
     rewrite_judge : ChatClient, optional
         The LLM client of the grid's ``"llm"`` rewriters (see ``SweepState.prepare_rewrites``).
+    nugget_qrels : DataFrame, optional
+        :func:`ragnb.judge.nuggets.read_nugget_qrels`: adds the four ``NuggetRecall`` at 10
+        (passages never assessed support no nugget); ``quality`` may name one.
 
     Returns
     -------
@@ -280,6 +278,7 @@ def run_sweep(
         reranker_options=reranker_options or {},
         evidence_dir=evidence_dir,
         seed=seed,
+        nugget_qrels=nugget_qrels,
     )
     grid.to_yaml(out / "grid.yaml")
     configs = grid.expand()

@@ -26,18 +26,16 @@ import pandas as pd
 from ragnb.golden.config import GoldenSetConfig
 from ragnb.golden.goldenset import GoldenSet
 from ragnb.golden.stages import passages_by_id
+from ragnb.judge.nuggets import NUGGET_FILES
+from ragnb.measures.nuggets import nugget_measures
 
 __all__ = [
-    "NUGGET_FILES",
     "NuggetCheck",
-    "nugget_measures",
     "nuggets_for",
     "nuggets_markdown",
     "nuggets_skipped",
 ]
 
-#: The run folder's files of the nugget section.
-NUGGET_FILES = {"nuggets": "nuggets.csv", "assignments": "nugget_assignments.csv"}
 #: Answer tokens a local model may spend on one nugget call.
 LOCAL_MAX_TOKENS = 256
 
@@ -54,7 +52,8 @@ class NuggetCheck:
         folder included).
     recall : DataFrame
         One row per pool system: ``system`` and one column per measure of
-        :func:`nugget_measures`, float in [0, 1], the mean over the queries with nuggets.
+        :func:`ragnb.measures.nuggets.nugget_measures`, float in [0, 1], the mean over the
+        queries with nuggets.
     counts : dict of str to int
         :func:`ragnb.judge.nuggets.nugget_counts`.
     k : int
@@ -72,23 +71,6 @@ class NuggetCheck:
     k: int
     model: str
     local: bool
-
-
-def nugget_measures(k: int) -> list[str]:
-    """AutoNuggetizer's four scores at cutoff ``k``: all and vital, strict and with partial
-    support worth 0.5.
-
-    Examples
-    --------
-    >>> nugget_measures(3)[:2]
-    ['NuggetRecall@3', 'NuggetRecall(vital=1)@3']
-    """
-    return [
-        f"NuggetRecall@{k}",
-        f"NuggetRecall(vital=1)@{k}",
-        f"NuggetRecall(partial=0.5)@{k}",
-        f"NuggetRecall(vital=1,partial=0.5)@{k}",
-    ]
 
 
 def nuggets_skipped(golden: GoldenSet) -> str:
@@ -165,9 +147,7 @@ def nuggets_for(golden: GoldenSet) -> NuggetCheck:
     )
     if folder is not None:
         assignments = nj.export_assignments(assignments, folder / NUGGET_FILES["assignments"])
-        held = pd.MultiIndex.from_frame(nuggets[["query_id", "nugget_id"]].astype(str))
-        of = pd.MultiIndex.from_frame(assignments[["query_id", "nugget_id"]].astype(str))
-        assignments = assignments[of.isin(held)].reset_index(drop=True)  # deleted nuggets' rows
+        assignments = nj.kept_assignments(nuggets, assignments)  # deleted nuggets' rows
     counts = nj.nugget_counts(nuggets, assignments)
     measures = nugget_measures(cfg.nugget_k)
     rows = []

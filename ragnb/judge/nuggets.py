@@ -87,13 +87,16 @@ __all__ = [
     "CREATE_STAGE",
     "IMPORTANCE_STAGE",
     "NUGGET_COLUMNS",
+    "NUGGET_FILES",
     "assign_nuggets",
     "create_nuggets",
     "export_assignments",
     "export_nuggets",
+    "kept_assignments",
     "nugget_counts",
     "nugget_qrels",
     "read_assignments",
+    "read_nugget_qrels",
     "read_nuggets",
 ]
 
@@ -103,6 +106,9 @@ IMPORTANCE_STAGE = "nugget_importance"
 ASSIGN_STAGE = "nugget_assign"
 #: Columns of the nuggets and assignments frames (and files).
 NUGGET_COLUMNS = ("query_id", "nugget_id", "text", "importance", "status")
+#: The files of a run folder's nuggets and their assignments (notebook 02 writes them; the CLQ
+#: sweep reads them, :func:`read_nugget_qrels`).
+NUGGET_FILES = {"nuggets": "nuggets.csv", "assignments": "nugget_assignments.csv"}
 ASSIGNMENT_COLUMNS = ("query_id", "nugget_id", "doc_id", "label", "status")
 #: The importance given to a nugget whose importance call gave no valid answer.
 DEFAULT_IMPORTANCE = "okay"
@@ -844,3 +850,43 @@ def read_assignments(path: str | os.PathLike[str]) -> pd.DataFrame:
     for row in rows:
         row.setdefault("status", "edited")
     return pd.DataFrame(rows, columns=[*ASSIGNMENT_COLUMNS, "line"]).astype(object)
+
+
+def read_nugget_qrels(folder: str | os.PathLike[str]) -> pd.DataFrame:
+    """The nugget qrels of a run folder: its ``nuggets.csv`` and ``nugget_assignments.csv``
+    (:data:`NUGGET_FILES`, written by notebook 02 and perhaps corrected by a person), as
+    :func:`nugget_qrels` gives them; assignments of nuggets no longer in the nuggets file (a
+    person deleted them) are left out.
+
+    Parameters
+    ----------
+    folder : str or PathLike
+        A golden set's run folder, or any folder holding the two files.
+
+    Returns
+    -------
+    DataFrame
+        ``query_id``, ``subtopic``, ``doc_id``, ``relevance``, ``importance``.
+
+    Raises
+    ------
+    InputError
+        A missing file (named), or what :func:`read_nuggets`, :func:`read_assignments` and
+        :func:`nugget_qrels` raise.
+    """
+    base = Path(folder)
+    paths = {k: base / name for k, name in NUGGET_FILES.items()}
+    for path in paths.values():
+        if not path.is_file():
+            need = sorted(NUGGET_FILES.values())
+            raise InputError(f"{path}: not found: nugget qrels need {need}")
+    nuggets = read_nuggets(paths["nuggets"])
+    return nugget_qrels(nuggets, kept_assignments(nuggets, read_assignments(paths["assignments"])))
+
+
+def kept_assignments(nuggets: pd.DataFrame, assignments: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``assignments`` whose nugget is in ``nuggets`` (a person may delete a nugget
+    from the nuggets file and leave its assignment rows), renumbered from 0."""
+    held = pd.MultiIndex.from_frame(nuggets[["query_id", "nugget_id"]].astype(str))
+    of = pd.MultiIndex.from_frame(assignments[["query_id", "nugget_id"]].astype(str))
+    return assignments[of.isin(held)].reset_index(drop=True)

@@ -64,10 +64,27 @@ from ragnb.measures.diversity import SubtopicArrays, prepare_subtopics
 from ragnb.measures.functions import Run, fill_doc
 from ragnb.measures.kernel import RankingArrays, safe_div
 
-__all__ = ["SUPPORT_GRADES", "nugget_recall"]
+__all__ = ["SUPPORT_GRADES", "nugget_measures", "nugget_recall"]
 
 #: Assignment label -> grade in nugget qrels.
 SUPPORT_GRADES = {"support": 2, "partial_support": 1, "not_support": 0}
+
+
+def nugget_measures(k: int) -> list[str]:
+    """AutoNuggetizer's four scores at cutoff ``k``: all and vital, strict and with partial
+    support worth 0.5.
+
+    Examples
+    --------
+    >>> nugget_measures(3)[:2]
+    ['NuggetRecall@3', 'NuggetRecall(vital=1)@3']
+    """
+    return [
+        f"NuggetRecall@{k}",
+        f"NuggetRecall(vital=1)@{k}",
+        f"NuggetRecall(partial=0.5)@{k}",
+        f"NuggetRecall(vital=1,partial=0.5)@{k}",
+    ]
 
 
 def _nugget_recall(arrays: RankingArrays, k: int, *, vital: int, partial: float) -> np.ndarray:
