@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -287,7 +288,8 @@ def test_a_constant_judge_is_flagged_on_the_console_in_the_manifest_and_first_sc
     assert "sk-test-degenerate" not in note
 
     # notebook 02's first screen, as its cells draw it: the run folder is reused, no new call
-    config = _golden_config(build_parser().parse_args(argv))
+    # nugget calls this handler cannot answer failed in the first run (not cached): left out
+    config = replace(_golden_config(build_parser().parse_args(argv)), nugget_max=0)
     before = openai_server.request_count()
     screen = golden.run(config).banner()
     assert openai_server.request_count() == before

@@ -94,11 +94,18 @@ class ComparisonResult:
         return ranking_table(self, measure)
 
     def power(
-        self, measure: str | None = None, *, target_effect: float = 0.02, power: float = 0.8
+        self,
+        measure: str | None = None,
+        *,
+        target_effect: float = 0.02,
+        power: float = 0.8,
+        n_simulations: int = 4000,
     ) -> pd.DataFrame:
         """Minimum detectable effect and queries needed for ``target_effect`` per compared pair
         on ``measure`` (default: the first); :func:`ragnb.stats.power_table`."""
-        return power_table(self, measure, target_effect=target_effect, power=power)
+        return power_table(
+            self, measure, target_effect=target_effect, power=power, n_simulations=n_simulations
+        )
 
     def table(
         self, digits: int = 4, markers: bool = True, ranks: str | None = None
