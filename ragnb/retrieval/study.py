@@ -61,6 +61,7 @@ __all__ = [
 #: estimate's standard error is about 0.013 at 0.8; the t-test columns are exact).
 POWER_SIMULATIONS = 1000
 
+
 @dataclass
 class RetrievalEvaluationConfig(NotebookParams):
     """Parameters of notebook 01 (``notebooks/01_retrieval_evaluation.ipynb``).
