@@ -53,6 +53,8 @@ from ragnb.readers import (
 
 __all__ = [
     "PARQUET_SUFFIXES",
+    "cell_from_spreadsheet",
+    "cell_for_spreadsheet",
     "AppendLog",
     "BeirDataset",
     "append_parquet",
@@ -260,6 +262,28 @@ def read_grade_map(path: str | os.PathLike[str]) -> dict[int, int]:
             "a grade map is a mapping of integer grades, like {2: 5, 1: 4, 0: 1}", path=path
         )
     return {int(k): int(v) for k, v in parsed.items()}
+
+
+#: Leading characters a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell_for_spreadsheet(text: str) -> str:
+    """``text`` with a ``'`` before a leading ``=``, ``+``, ``-``, ``@``, tab or carriage
+    return, so that a spreadsheet opening a CSV file shows the cell rather than runs it as a
+    formula (OWASP, "CSV Injection"); :func:`cell_from_spreadsheet` undoes it.
+
+    Examples
+    --------
+    >>> cell_for_spreadsheet("=1+1"), cell_from_spreadsheet("'=1+1"), cell_for_spreadsheet("a")
+    ("'=1+1", '=1+1', 'a')
+    """
+    return "'" + text if text[:1] in _FORMULA_STARTS else text
+
+
+def cell_from_spreadsheet(text: str) -> str:
+    """The text :func:`cell_for_spreadsheet` was given (a ``'`` it added is taken off)."""
+    return text[1:] if text[:1] == "'" and text[1:2] in _FORMULA_STARTS else text
 
 
 def write_table_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:

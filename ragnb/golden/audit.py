@@ -77,7 +77,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.golden.human import AUDIT_DESIGN, AUDIT_NOTE, HumanLabels
 from ragnb.golden.labelling import LabelStore, pair_items
-from ragnb.io import write_table_csv
+from ragnb.io import cell_for_spreadsheet, write_table_csv
 from ragnb.readers import read_qrels
 from ragnb.validation import check_positive_int, require_columns
 
@@ -218,7 +218,8 @@ def export_audit(
     rows, path = audit_source(source, path, top_n, AUDIT_FILE)
     rows = audit_rows(rows, path)
     texts = {
-        c: ["" if pd.isna(t) else _inert(str(t)) for t in rows[c]] for c in ("query", "passage")
+        c: ["" if pd.isna(t) else cell_for_spreadsheet(str(t)) for t in rows[c]]
+        for c in ("query", "passage")
     }
     write_table_csv(rows.assign(**texts), path)
     return path
@@ -245,13 +246,6 @@ def audit_rows(source: GoldenSet | pd.DataFrame, path: str | os.PathLike[str]) -
     if Path(path).exists():
         rows = _keep_grades(rows, read_audit(path))
     return rows
-
-
-def _inert(text: str) -> str:
-    """``text`` with a ``'`` before a leading ``=``, ``+``, ``-``, ``@``, tab or carriage
-    return, so that a spreadsheet shows it rather than runs it as a formula (OWASP, "CSV
-    Injection")."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def audit_source(

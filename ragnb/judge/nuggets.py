@@ -74,7 +74,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.io import write_table_csv
+from ragnb.io import cell_for_spreadsheet, cell_from_spreadsheet, write_table_csv
 from ragnb.llm.calls import CONSTRAINED, CallResult, LLMCall, response_format
 from ragnb.llm.client import ChatClient
 from ragnb.llm.prompts import PromptTemplate, load_prompt
@@ -640,11 +640,6 @@ def nugget_counts(nuggets: pd.DataFrame, assignments: pd.DataFrame | None = None
 # ----------------------------------------------------------------------------- files
 
 
-def _inert(text: str) -> str:
-    """A leading ``'`` before ``=``, ``+``, ``-``, ``@``: a spreadsheet shows the cell."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
 def _export(
     frame: pd.DataFrame,
     path: str | os.PathLike[str],
@@ -663,7 +658,9 @@ def _export(
         held = pd.MultiIndex.from_frame(old[key])
         new = rows[~pd.MultiIndex.from_frame(rows[key]).isin(held)]
         rows = pd.concat([old, new], ignore_index=True)
-    write_table_csv(rows.assign(text=rows["text"].map(_inert)) if "text" in rows else rows, path)
+    write_table_csv(
+        rows.assign(text=rows["text"].map(cell_for_spreadsheet)) if "text" in rows else rows, path
+    )
     return rows.astype(object)
 
 
@@ -787,10 +784,6 @@ def _check_cells(
         seen[key] = row["line"]
 
 
-def _uninert(text: str) -> str:
-    return text[1:] if text[:1] == "'" and text[1:2] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
 def read_nuggets(path: str | os.PathLike[str]) -> pd.DataFrame:
     """A nuggets CSV (:func:`export_nuggets`', perhaps corrected by a person) read back.
 
@@ -816,7 +809,7 @@ def read_nuggets(path: str | os.PathLike[str]) -> pd.DataFrame:
     rows = _read_rows(path, NUGGET_COLUMNS[:4])
     _check_cells(rows, path, ("query_id", "nugget_id"), {"importance": IMPORTANCE_LEVELS})
     for row in rows:
-        row["text"] = _uninert(row["text"].strip())
+        row["text"] = cell_from_spreadsheet(row["text"].strip())
         if not row["text"]:
             raise InputError("empty nugget text", path=path, line=row["line"], column="text")
         row.setdefault("status", "edited")
