@@ -326,19 +326,19 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
                 grade_map=grade_map,
                 ignore_self=args.ignore_self,
             )
-        with warnings.catch_warnings():  # the command says it once, in its notes
-            warnings.filterwarnings("ignore", message=r".*rank column that disagrees")
-            return evaluate(
-                qrels,
-                _read_trec_file(path, "run"),
-                measures,
-                order=args.order,
-                grade_map=grade_map,
-                ignore_self=args.ignore_self,
-            )
+        return evaluate(
+            qrels,
+            _read_trec_file(path, "run"),
+            measures,
+            order=args.order,
+            grade_map=grade_map,
+            ignore_self=args.ignore_self,
+        )
 
-    result = run_of(args.run)
-    base = run_of(args.baseline) if args.baseline else None
+    with warnings.catch_warnings():  # the command says it once, in its notes (both paths)
+        warnings.filterwarnings("ignore", message=r"[0-9]+ queries have a rank column")
+        result = run_of(args.run)
+        base = run_of(args.baseline) if args.baseline else None
     return result, base
 
 

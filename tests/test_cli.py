@@ -105,6 +105,13 @@ def test_evaluate_notes_missing_queries_and_rank_disagreement(tmp_path, capsys):
     assert "1 qrels queries absent from the run scored 0" in err
     assert "1 run queries without qrels left out" in err
     assert "1 queries ordered by score, not file rank" in err
+    with warnings.catch_warnings():  # the streamed path says it once too
+        warnings.simplefilter("error")
+        args = ["evaluate", str(tmp_path / "q"), str(tmp_path / "r"), "-m", "P@1", "--stream"]
+        assert main(args) == 0
+    out, err = capsys.readouterr()
+    assert table_rows(out) == [("P@1", "all", "0.5000")]
+    assert err.count("ordered by score, not file rank") == 1
     # by the file's ranks q1 ranks d0 first: P@1 q1 = 0 -> 0
     assert (
         main(
