@@ -295,8 +295,18 @@ STREAM_ABOVE_BYTES = 1 << 30
 def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
     """``QRELS RUN``: the evaluation, and the baseline run's (or None)."""
     from ragnb.evaluate import evaluate
+    from ragnb.io import PARQUET_SUFFIXES
+
+    def streamed(path: str) -> bool:
+        return bool(
+            args.stream
+            or path.lower().endswith(PARQUET_SUFFIXES)
+            or (os.path.isfile(path) and os.path.getsize(path) > STREAM_ABOVE_BYTES)
+        )
 
     grade_map = _grade_map(args.grade_map)
+    # the run before the qrels: its parser's buffers come and go before the rest is loaded
+    first_run = None if streamed(args.run) else _read_trec_file(args.run, "run")
     qrels = _read_trec_file(args.qrels, "qrels")
     if qrels.empty:
         raise InputError("the qrels file holds no judgements; nothing to evaluate", path=args.qrels)
@@ -307,15 +317,9 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
         *gated,
     ]
 
-    def run_of(path: str) -> Any:
+    def run_of(path: str, frame: Any = None) -> Any:
         """Evaluate one run file: streamed (ragnb.streaming) when large, parquet or --stream."""
-        from ragnb.io import PARQUET_SUFFIXES
-
-        if (
-            args.stream
-            or path.lower().endswith(PARQUET_SUFFIXES)
-            or (os.path.isfile(path) and os.path.getsize(path) > STREAM_ABOVE_BYTES)
-        ):
+        if streamed(path):
             from ragnb.streaming import evaluate_file
 
             return evaluate_file(
@@ -328,7 +332,7 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
             )
         return evaluate(
             qrels,
-            _read_trec_file(path, "run"),
+            _read_trec_file(path, "run") if frame is None else frame,
             measures,
             order=args.order,
             grade_map=grade_map,
@@ -337,7 +341,8 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
 
     with warnings.catch_warnings():  # the command says it once, in its notes (both paths)
         warnings.filterwarnings("ignore", message=r"[0-9]+ queries have a rank column")
-        result = run_of(args.run)
+        result = run_of(args.run, first_run)
+        del first_run
         base = run_of(args.baseline) if args.baseline else None
     return result, base
 

@@ -39,6 +39,7 @@ __all__ = [
     "doc_order",
     "rank_order",
     "join_grades",
+    "coded_join",
     "count_above",
     "run_chunks",
 ]
@@ -358,6 +359,97 @@ def join_grades(
                     grades[i, p] = q_grade[q_by_doc[b]]
                 a += 1
                 b += 1
+
+
+@_jit()
+def coded_join(
+    first,
+    size,
+    rows,
+    indirect,
+    codes,
+    score,
+    file_key,
+    has_file_key,
+    by_file,
+    row_of_group,
+    q_codes,
+    q_grade,
+    q_starts,
+    grades,
+    judged,
+    filled,
+    disagree,
+    dup,
+    g_lo,
+    g_hi,
+):
+    """Order each query of a dictionary-coded run and scatter its top ranks, joined with the
+    query's judgements, into the arrays (:func:`ragnb.engine.join_coded`).
+
+    Query ``g`` holds rows ``rows[first[g]:first[g] + size[g]]`` (``indirect``) or
+    ``first[g] .. first[g] + size[g] - 1``; ``codes[row]`` is the rank of its document id among
+    the run's distinct ids, so codes compare as the ids do. Its rows are sorted by code
+    (``dup[g]``: a row whose id repeats, else left alone), then put in evaluation order as
+    :func:`rank_order` does (score descending, ties by id descending; or the file key, ties by
+    row; ``disagree[g]`` when the two differ). Array row ``i = row_of_group[g]`` (-1: skipped)
+    receives the first ``grades.shape[1]`` ranks; a document is judged when its code is among
+    ``q_codes[q_starts[i]:q_starts[i + 1]]`` (ascending), with grade ``q_grade`` there.
+    """
+    width = grades.shape[1]
+    for g in range(g_lo, g_hi):
+        m = size[g]
+        f = first[g]
+        by_id = np.empty(m, dtype=np.int64)
+        keys = np.empty(m, dtype=np.float64)
+        for t in range(m):
+            r = rows[f + t] if indirect else f + t
+            by_id[t] = r
+            keys[t] = codes[r]
+        _sort_by_key(keys, by_id)
+        for t in range(1, m):
+            if keys[t] == keys[t - 1]:
+                dup[g] = by_id[t]
+                break
+        ordered = np.empty(m, dtype=np.int64)
+        for t in range(m):
+            r = by_id[m - 1 - t]
+            ordered[t] = r
+            keys[t] = -score[r]
+        _sort_by_key(keys, ordered)
+        if has_file_key or by_file:
+            by_key = np.empty(m, dtype=np.int64)
+            for t in range(m):
+                r = rows[f + t] if indirect else f + t
+                by_key[t] = r
+                keys[t] = file_key[r] if has_file_key else t
+            if has_file_key:
+                _sort_by_key(keys, by_key)
+                for t in range(m):
+                    if by_key[t] != ordered[t]:
+                        disagree[g] = True
+                        break
+            if by_file:
+                ordered = by_key
+        i = row_of_group[g]
+        if i < 0:
+            continue
+        qs = q_starts[i]
+        qe = q_starts[i + 1]
+        for p in range(min(m, width)):
+            filled[i, p] = True
+            c = codes[ordered[p]]
+            lo = qs
+            hi = qe
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if q_codes[mid] < c:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < qe and q_codes[lo] == c:
+                judged[i, p] = True
+                grades[i, p] = q_grade[lo]
 
 
 @_jit()

@@ -13,6 +13,7 @@ its queries, so every measure, ordering policy and grade map behaves as in memor
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragnb.engine import index_qrels
+from ragnb.engine import index_qrels, sorted_codes
 from ragnb.errors import InputError
 from ragnb.evaluate import (
     SUBTOPIC_COLUMN,
@@ -323,7 +324,9 @@ def _trec_source(path: Path) -> str:
     )
 
 
-def read_run_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
+def read_run_columnar(
+    path: str | os.PathLike[str], *, rank: bool = True
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Read a TREC run with DuckDB into arrow-backed columns: the lean, multi-threaded reader.
 
     Parameters
@@ -332,12 +335,16 @@ def read_run_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[
         A TREC run ``qid Q0 docid rank score tag`` (gzipped if the name ends in ``.gz``); read
         as :func:`ragnb.readers.read_run` reads it (``#`` comments skipped, text after the sixth
         column ignored).
+    rank : bool, default True
+        Read the ``rank`` column. False leaves it out, and unchecked where the file is read by
+        pyarrow, as trec_eval 10.0 does (it orders by score and reads no rank).
 
     Returns
     -------
     run : DataFrame
-        Columns ``query_id``, ``doc_id`` (arrow strings), ``score`` (float64), ``rank`` (int64),
-        in file order.
+        Columns ``query_id``, ``doc_id`` (arrow strings, dictionary-coded: an int32 code per row
+        and each distinct id once), ``score`` (float64), ``rank`` (int64, unless ``rank`` is
+        False), in file order.
     info : dict
         ``tag``: the tag of the last line (trec_eval's ``runid``), None for an empty file;
         ``extra_text_lines``: lines with text after the sixth column.
@@ -351,11 +358,12 @@ def read_run_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[
 
     Notes
     -----
-    About 40 bytes a row beside the ids' text, against several hundred for
-    :func:`ragnb.readers.read_run`'s Python objects.
+    About 20 bytes a row (two codes, the score and the rank) beside each distinct id's text,
+    against several hundred for :func:`ragnb.readers.read_run`'s Python objects;
+    :func:`ragnb.measures.prepare` joins dictionary-coded ids as integers.
     """
     path = Path(path)
-    fast = _plain_trec_run(path)
+    fast = _plain_trec_run(path, rank)
     if fast is not None:
         return fast
     duckdb = require("duckdb")
@@ -377,30 +385,29 @@ def read_run_columnar(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[
         "tag": table["tag"][-1].as_py() if len(table) else None,
         "extra_text_lines": extra,
     }
-    frame = pd.DataFrame(
-        {
-            "query_id": pd.Series(
-                table["query_id"].combine_chunks(), dtype=pd.ArrowDtype(pa.string())
-            ),
-            "doc_id": pd.Series(table["doc_id"].combine_chunks(), dtype=pd.ArrowDtype(pa.string())),
-            "score": table["score"].to_numpy(),
-            "rank": table["rank"].to_numpy(),
-        }
-    )
-    return frame, info
+    columns: dict[str, Any] = {}
+    for c in ("query_id", "doc_id"):
+        coded = pc.dictionary_encode(table[c].combine_chunks())
+        columns[c] = pd.Series(coded, dtype=pd.ArrowDtype(coded.type))
+    columns["score"] = table["score"].to_numpy()
+    if rank:
+        columns["rank"] = table["rank"].to_numpy()
+    return pd.DataFrame(columns), info
 
 
 def _plain_table(path: Path, names: list[str], types: dict[str, Any]) -> pa.Table | None:
     """The columns ``types`` names of a TREC file whose every line is ``names`` split by single
     spaces, parsed by pyarrow's CSV reader (several times faster than DuckDB's line splitting):
     None for any other file, and for ids that hold an empty field, a control character or a
-    leading ``#`` (a comment line), which the general readers take with trec_eval's meaning."""
+    leading ``#`` (a comment line), which the general readers take with trec_eval's meaning.
+    Id columns typed as dictionaries stay so (one code per row; each chunk's distinct ids are
+    checked), string ones are combined into one chunk."""
     from pyarrow import csv
 
     try:
         table = csv.read_csv(
             path,
-            read_options=csv.ReadOptions(column_names=names, block_size=1 << 24),
+            read_options=csv.ReadOptions(column_names=names, block_size=1 << 22),
             parse_options=csv.ParseOptions(
                 delimiter=" ",
                 quote_char=False,
@@ -420,42 +427,87 @@ def _plain_table(path: Path, names: list[str], types: dict[str, Any]) -> pa.Tabl
     if not len(table) or any(table[c].null_count for c in table.column_names):
         return None
     for column in ("query_id", "doc_id"):
-        arr = table[column].combine_chunks()
-        offsets = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + len(arr) + 1]
-        data = np.frombuffer(arr.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
-        if (np.diff(offsets) == 0).any() or (data < 14).any():
-            return None  # an empty field, or a tab, \f or \r inside one
-        if column == "query_id" and (data[offsets[:-1] - offsets[0]] == ord("#")).any():
+        if pa.types.is_dictionary(table[column].type):
+            values = [chunk.dictionary for chunk in table[column].chunks]
+        else:
+            values = [table[column].combine_chunks()]
+            table = table.set_column(table.schema.get_field_index(column), column, values[0])
+        if any(_odd_ids(v.cast(pa.large_string()), column == "query_id") for v in values):
             return None
-        table = table.set_column(table.schema.get_field_index(column), column, arr)
     return table
 
 
-def _plain_trec_run(path: Path) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+def _odd_ids(arr: pa.Array, comment_sign: bool) -> bool:
+    """Ids (a large_string array) the general readers must read: an empty one, one holding a
+    tab, ``\f`` or ``\r``, or (``comment_sign``) one starting with ``#``."""
+    offsets = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    if not len(arr):
+        return False
+    data = np.frombuffer(arr.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
+    if (np.diff(offsets) == 0).any() or (data < 14).any():
+        return True
+    return bool(comment_sign and (data[offsets[:-1] - offsets[0]] == ord("#")).any())
+
+
+def _plain_trec_run(path: Path, rank: bool) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """:func:`read_run_columnar` of a plain run (see :func:`_plain_table`) with finite scores."""
-    ids = pa.large_string()
-    table = _plain_table(
-        path,
-        ["query_id", "q0", "doc_id", "rank", "score", "tag"],
-        {
-            "query_id": ids,
-            "doc_id": ids,
-            "score": pa.float64(),
-            "rank": pa.int64(),
-            "tag": pa.dictionary(pa.int32(), pa.string()),
-        },
-    )
-    if table is None or not np.isfinite(table["score"].to_numpy()).all():
+    # a chunk's queries repeat (a dictionary per chunk is small), its documents do not
+    types = {"query_id": pa.dictionary(pa.int32(), pa.string()), "doc_id": pa.string()}
+    types["score"] = pa.float64()
+    if rank:
+        types["rank"] = pa.int64()
+    table = _plain_table(path, ["query_id", "q0", "doc_id", "rank", "score", "tag"], types)
+    if table is None or not all(np.isfinite(c.to_numpy()).all() for c in table["score"].chunks):
         return None  # trec_eval's number syntax decides: the general reader
-    frame = pd.DataFrame(
-        {
-            "query_id": pd.Series(table["query_id"].chunk(0), dtype=pd.ArrowDtype(ids)),
-            "doc_id": pd.Series(table["doc_id"].chunk(0), dtype=pd.ArrowDtype(ids)),
-            "score": table["score"].to_numpy(),
-            "rank": table["rank"].to_numpy(),
-        }
-    )
-    return frame, {"tag": str(table["tag"][-1].as_py()), "extra_text_lines": 0}
+    tag = _last_tag(path)
+    if tag is None:
+        return None
+    # column by column, chunk by chunk, each freed once copied: one column's copy at a time
+    chunks = {c: table[c].chunks for c in table.column_names}
+    del table
+    columns: dict[str, Any] = {}
+    for c in ("query_id", "doc_id"):  # one sorted dictionary per column (each id held once)
+        if c == "doc_id":  # one hash table over all chunks
+            chunks[c] = pc.dictionary_encode(pa.chunked_array(chunks.pop(c))).chunks
+        coded = sorted_codes(chunks.pop(c))
+        values = coded.dictionary.cast(pa.large_string())
+        ids = pa.DictionaryArray.from_arrays(coded.indices, values)
+        columns[c] = pd.Series(ids, dtype=pd.ArrowDtype(ids.type))
+    for c in list(chunks):
+        columns[c] = pd.Series(_concatenated(chunks.pop(c)))
+    pa.default_memory_pool().release_unused()  # the parser's buffers, kept by the allocator
+    return pd.DataFrame(columns, copy=False), {"tag": tag, "extra_text_lines": 0}
+
+
+def _concatenated(chunks: list[pa.Array]) -> np.ndarray:
+    """The numeric chunks as one array; the list is emptied as they are copied."""
+    out = np.empty(sum(len(c) for c in chunks), dtype=chunks[0].type.to_pandas_dtype())
+    at = 0
+    while chunks:
+        values = chunks.pop(0).to_numpy()
+        out[at : at + len(values)] = values
+        at += len(values)
+    return out
+
+
+def _last_tag(path: Path) -> str | None:
+    """The sixth field of the last line of a plain run (every line six fields split by single
+    spaces, as :func:`_plain_table` found), read from the end of the file; None when it is not
+    UTF-8."""
+    with path.open("rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        back = min(size, 1 << 12)
+        while True:
+            f.seek(size - back)
+            # lines end as pyarrow's CSV reader ends them: \n, \r\n or \r
+            lines = re.split(rb"\r\n|\n|\r", f.read(back).rstrip(b"\r\n"))
+            if len(lines) > 1 or back == size:
+                break
+            back = min(size, back * 8)
+    try:
+        return lines[-1].split(b" ")[5].decode("utf-8")
+    except (IndexError, UnicodeDecodeError):
+        return None
 
 
 def _plain_trec_qrels(path: Path) -> pd.DataFrame | None:

@@ -55,6 +55,7 @@ from ragnb.errors import InputError
 from ragnb.lazylibs import MissingExtra
 from ragnb.measures import Measure, RankingArrays, families, prepare
 from ragnb.measures.gains import GAIN_FAMILIES, gain_values
+from ragnb.measures.kernel import query_rows
 from ragnb.measures.reslists import rel_lists
 from ragnb.measures.trec import iprec_values, mean_of_levels
 from ragnb.readers import STDIN, c_atol, read_qrels, read_run
@@ -287,6 +288,10 @@ def parse_options(argv: Sequence[str]) -> TrecEvalOptions:
 
 
 # ----------------------------------------------------------------------------- values
+
+#: Queries evaluated at a time (:func:`ragnb.measures.kernel.query_rows`): the measures'
+#: temporaries stay a few megabytes whatever the number of queries.
+QUERY_BLOCK = 4096
 
 
 @dataclass(frozen=True)
@@ -610,7 +615,7 @@ def _read_run(path: str) -> tuple[pd.DataFrame, str | None, list[str]]:
         try:
             from ragnb.streaming import read_run_columnar
 
-            run, info = read_run_columnar(path)
+            run, info = read_run_columnar(path, rank=False)
         except (MissingExtra, InputError):
             pass
         else:
@@ -641,8 +646,10 @@ def _read_qrels(path: str) -> tuple[pd.DataFrame, list[str]]:
 
 
 def _read(opts: TrecEvalOptions) -> tuple[pd.DataFrame, pd.DataFrame, str, list[str]]:
-    qrels, qrels_notes = _read_qrels(opts.qrels)
+    # the run first: its parser's buffers come and go before the qrels and the compiled
+    # kernels take their share of memory
     run, tag, notes = _read_run(opts.run)
+    qrels, qrels_notes = _read_qrels(opts.qrels)
     if run.empty or tag is None:
         raise InputError("trec-eval: the run holds no line", path=opts.run)
     return qrels, run, tag, qrels_notes + notes
@@ -672,12 +679,18 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
     opts = parse_options(argv)
     qrels, run, runid, notes = _read(opts)
     arrays, lost = _evaluated(qrels, run, opts)
+    del run  # the arrays hold what the measures read
+    blocks = [
+        query_rows(arrays, start, start + QUERY_BLOCK)
+        for start in range(0, max(arrays.n_queries, 1), QUERY_BLOCK)
+    ]
     columns: list[_Column] = []
     for name in opts.measures:
         if name in ("runid", "num_q"):
             continue
-        for col in _columns(name, arrays, opts):
-            values = col.values.copy()
+        per_block = [_columns(name, block, opts) for block in blocks]
+        for j, col in enumerate(per_block[0]):
+            values = np.concatenate([cols[j].values for cols in per_block])
             if lost.any() and (name in ("utility", "relstring")):
                 values[lost] = "" if col.kind == "string" else 0.0
             total = None

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from ragnb.cli import main
@@ -160,6 +161,8 @@ RUN_LAYOUTS = {
     "a comment": "# a comment line\n" + PLAIN_RUN,
     "a seventh column": PLAIN_RUN.replace("tag\n", "tag more\n"),
     "blank lines": PLAIN_RUN.replace("\n", "\n\n"),
+    "CRLF line ends": PLAIN_RUN.replace("\n", "\r\n"),
+    "no final line end": PLAIN_RUN.rstrip("\n"),
     "gzipped": PLAIN_RUN,
 }
 
@@ -187,6 +190,8 @@ def test_columnar_run_reader_reads_every_layout_as_read_run(layout, tmp_path):
     assert frame["rank"].tolist() == [1, 2, 1, 2]
     assert info["tag"] == "last"
     assert info["extra_text_lines"] == (3 if layout == "a seventh column" else 0)
+    for col in ("query_id", "doc_id"):  # one int32 code per row, each id once
+        assert pa.types.is_dictionary(frame[col].dtype.pyarrow_dtype)
 
 
 def test_columnar_qrels_reader_reads_plain_qrels_and_names_a_duplicates_lines(tmp_path):

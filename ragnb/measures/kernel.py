@@ -16,7 +16,7 @@ and ``filled=False``; a retrieved document without a judgement holds grade 0, ``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -24,18 +24,21 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ragnb.engine import (
+    CodedRun,
     JoinedRanks,
     QrelsIndex,
     RunIndex,
     common_skip,
+    index_coded_run,
     index_qrels,
     index_run,
+    join_coded,
     joined_ranks,
     kernels,
     sort_run,
 )
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder, check_qrels, qrels_from_dict, run_from_dict
+from ragnb.frames import RunOrder, check_qrels, check_run, qrels_from_dict, run_from_dict
 from ragnb.validation import check_positive_int
 
 __all__ = [
@@ -48,6 +51,7 @@ __all__ = [
     "extend_arrays",
     "first_true",
     "ndcg_of",
+    "query_rows",
     "ranked_cells",
     "safe_div",
     "top_k",
@@ -437,8 +441,36 @@ def prepare(
         ranks = joined_ranks(run, qrels_index)
         if ranks is not None:
             return _arrays_from_ranks(qrels_index, ranks, depth=depth)
+    if isinstance(run, pd.DataFrame):  # doc ids dictionary-coded: joined as integers
+        coded = index_coded_run(run, order)
+        if coded is not None:
+            return _prepare_coded(qrels_index, coded, run, order=order, depth=depth)
     run_index = index_run(run, order)
     return _prepare_arrays(qrels_index, run_index, order=order, depth=depth)
+
+
+def _prepare_coded(
+    qrels: QrelsIndex, run: CodedRun, frame: pd.DataFrame, *, order: RunOrder, depth: int | None
+) -> RankingArrays:
+    """The padded arrays of a run whose doc ids are dictionary-coded (:func:`join_coded`)."""
+    groups = qrels.queries
+    n_q = len(groups.ids)
+    row_of_group = pd.Index(groups.ids).get_indexer(run.query_ids).astype(np.int64)
+    known = row_of_group >= 0
+    n_retrieved = np.zeros(n_q, dtype=np.int64)
+    n_retrieved[row_of_group[known]] = run.size[known]
+    full_depth = int(n_retrieved.max()) if n_q else 0
+    width = full_depth if depth is None else min(depth, full_depth)
+    grades, judged, filled, n_disagree = join_coded(
+        qrels,
+        run,
+        row_of_group,
+        width,
+        by_file=order == "file",
+        raise_duplicate=lambda: check_run(frame),
+    )
+    n_without = int((~known).sum())
+    return _finish(qrels, grades, judged, filled, n_retrieved, order, depth, n_disagree, n_without)
 
 
 def _arrays_from_ranks(
@@ -622,3 +654,46 @@ def check_arrays(arrays: Any) -> RankingArrays:
             f"expected RankingArrays from ragnb.measures.prepare, got {type(arrays).__name__}"
         )
     return arrays
+
+
+#: The fields of :class:`RankingArrays` with one entry (row) per query.
+PER_QUERY_FIELDS = (
+    "query_ids",
+    "grades",
+    "judged",
+    "filled",
+    "ideal",
+    "n_judged",
+    "n_retrieved",
+    "level_counts",
+)
+
+
+def query_rows(arrays: RankingArrays, start: int, stop: int) -> RankingArrays:
+    """The queries ``start`` to ``stop - 1`` of plain arrays, as arrays of their own (views).
+
+    Every measure's value for a query reads that query's row alone, so a measure computed on
+    consecutive blocks of queries equals the measure computed on all of them; blocks keep the
+    measures' temporaries (several float arrays of shape (queries, depth)) small.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        Plain arrays of :func:`prepare` (not a subclass with further per-cell fields).
+    start, stop : int
+        Query rows, ``0 <= start <= stop``; ``stop`` past the end is cut.
+
+    Returns
+    -------
+    RankingArrays
+        Same depth, grade levels, order and counts; the rows' arrays are views of ``arrays``'.
+
+    Raises
+    ------
+    InputError
+        On arrays of a subclass of :class:`RankingArrays`.
+    """
+    if type(arrays) is not RankingArrays:
+        raise InputError(f"query_rows takes plain RankingArrays, got {type(arrays).__name__}")
+    rows = slice(start, stop)
+    return replace(arrays, **{f: getattr(arrays, f)[rows] for f in PER_QUERY_FIELDS})

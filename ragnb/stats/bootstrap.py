@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 from ragnb.errors import InputError
 from ragnb.measures import Measure
@@ -83,6 +82,8 @@ def _bootstrap_interval(
     alpha = 1.0 - confidence
     levels = np.array([alpha / 2, 1 - alpha / 2])
     if method == "bca":
+        from scipy.special import ndtr, ndtri  # on first use: scipy costs every command
+
         # bias correction z0: share of resampled means below theta, ties counted half
         # (mid-rank, as scipy), clipped so that z0 stays finite
         below = ((boot < theta).sum() + (boot <= theta).sum()) / (2 * n_resamples)

@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
-from scipy import optimize
-from scipy import stats as sps
 
 from ragnb.errors import InputError
 from ragnb.stats.paired import RESAMPLE_BLOCK, check_fraction, check_resamples
@@ -46,6 +45,14 @@ __all__ = [
 
 #: The largest number of queries :func:`queries_needed` searches.
 MAX_QUERIES = 1_000_000
+
+
+def _sps() -> Any:
+    """``scipy.stats``, imported on first use: it takes about a second, and every ragnb command
+    that gates or compares imports this module."""
+    from scipy import stats
+
+    return stats
 
 
 def _differences(differences: Iterable[float] | np.ndarray) -> np.ndarray:
@@ -119,11 +126,11 @@ def paired_t_power(effect: float, sd: float, n_queries: int, alpha: float = 0.05
     if not sd > 0:
         raise InputError(f"sd must be positive, got {sd!r}")
     df = n - 1
-    crit = sps.t.ppf(1 - alpha / 2, df)
+    crit = _sps().t.ppf(1 - alpha / 2, df)
     nc = abs(effect) * math.sqrt(n) / sd
-    power = sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc)
+    power = _sps().nct.sf(crit, df, nc) + _sps().nct.cdf(-crit, df, nc)
     if not np.isfinite(power):  # scipy's noncentral t fails far in the tail: normal limit
-        power = sps.norm.sf(crit - nc) + sps.norm.cdf(-crit - nc)
+        power = _sps().norm.sf(crit - nc) + _sps().norm.cdf(-crit - nc)
     return float(min(1.0, power))
 
 
@@ -176,8 +183,10 @@ def minimum_detectable_effect(
     sd = _sd(d)
     n = _check_n(d.size if n_queries is None else n_queries)
     alpha, power = _check_alpha_power(alpha, power)
-    rough = (sps.t.ppf(1 - alpha / 2, n - 1) + sps.t.ppf(power, n - 1)) * sd / math.sqrt(n)
-    return float(optimize.brentq(lambda e: paired_t_power(e, sd, n, alpha) - power, 0.0, 4 * rough))
+    rough = (_sps().t.ppf(1 - alpha / 2, n - 1) + _sps().t.ppf(power, n - 1)) * sd / math.sqrt(n)
+    from scipy.optimize import brentq
+
+    return float(brentq(lambda e: paired_t_power(e, sd, n, alpha) - power, 0.0, 4 * rough))
 
 
 def queries_needed(
@@ -313,7 +322,7 @@ def simulated_power(
     n = _check_n(d.size if n_queries is None else n_queries)
     alpha = check_fraction(alpha, "alpha")
     means, se = _means_and_se(d - d.mean(), n, check_resamples(n_simulations), seed)
-    return _rejected(means, se, float(effect), sps.t.ppf(1 - alpha / 2, n - 1))
+    return _rejected(means, se, float(effect), _sps().t.ppf(1 - alpha / 2, n - 1))
 
 
 def _rejected(means: np.ndarray, se: np.ndarray, effect: float, crit: float) -> float:
@@ -364,7 +373,7 @@ def simulated_minimum_detectable_effect(
     n = _check_n(d.size if n_queries is None else n_queries)
     alpha, power = _check_alpha_power(alpha, power)
     n_simulations = check_resamples(n_simulations)
-    crit = sps.t.ppf(1 - alpha / 2, n - 1)
+    crit = _sps().t.ppf(1 - alpha / 2, n - 1)
     # shifting a resample by e leaves its se unchanged: t = (mean + e) / se
     means, se = _means_and_se(d - d.mean(), n, n_simulations, seed)
     if _rejected(means, se, 0.0, crit) >= power:
@@ -422,7 +431,7 @@ def simulated_queries_needed(
 
     def enough(n: int) -> bool:
         means, se = _means_and_se(centred, n, n_simulations, seed)
-        return _rejected(means, se, effect, sps.t.ppf(1 - alpha / 2, n - 1)) >= power
+        return _rejected(means, se, effect, _sps().t.ppf(1 - alpha / 2, n - 1)) >= power
 
     return _smallest_n(enough, effect, limit=100_000)
 
