@@ -872,8 +872,9 @@ def sorted_codes(chunks: list[pa.DictionaryArray]) -> pa.DictionaryArray:
 
     Notes
     -----
-    One hash table of the distinct values maps every chunk's dictionary onto them; the rows are
-    then mapped by a take per chunk. Peak memory: the chunks plus 4 bytes a row.
+    One hash table of the distinct values maps every distinct dictionary (consecutive chunks
+    may share one) onto them; the rows are then mapped by a take per chunk. Peak memory: the
+    chunks plus 4 bytes a row.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -882,29 +883,34 @@ def sorted_codes(chunks: list[pa.DictionaryArray]) -> pa.DictionaryArray:
         return pa.DictionaryArray.from_arrays(
             pa.array([], pa.int32()), pa.array([], pa.large_binary())
         )
-    dictionaries = [c.dictionary.cast(pa.large_binary()) for c in chunks]
-    first = dictionaries[0]
-    same = all(d is first or d.equals(first) for d in dictionaries[1:])
-    values = pc.unique(first if same else pa.chunked_array(dictionaries))
+    # runs of chunks sharing a dictionary (pyarrow's dictionary_encode of a chunked array)
+    shared: list[pa.Array] = []
+    of_chunk = []
+    for c in chunks:
+        d = c.dictionary.cast(pa.large_binary())
+        if not shared or not (d is shared[-1] or d.equals(shared[-1])):
+            shared.append(d)
+        of_chunk.append(len(shared) - 1)
+    values = pc.unique(pa.chunked_array(shared))
     by_id = pc.sort_indices(values)
-    n_rows = sum(len(c) for c in chunks)
-    if same and len(values) == len(first) and _is_identity(by_id.to_numpy()):
+    if len(shared) == 1 and len(values) == len(shared[0]) and _is_identity(by_id.to_numpy()):
         indices = pa.chunked_array([c.indices.cast(pa.int32()) for c in chunks])
-        indices = indices.chunk(0) if indices.num_chunks == 1 else indices.combine_chunks()
         chunks.clear()
-        return pa.DictionaryArray.from_arrays(indices, first)  # already one sorted set
+        indices = indices.chunk(0) if indices.num_chunks == 1 else indices.combine_chunks()
+        return pa.DictionaryArray.from_arrays(indices, shared[0])  # already one sorted set
     values = values.take(by_id)
-    # where each value of each chunk's dictionary is among ``values``
-    looked_up = pc.index_in(first if same else pa.chunked_array(dictionaries), value_set=values)
-    mapped = np.asarray(looked_up.to_numpy(), dtype=np.int32)
-    codes = np.empty(n_rows, dtype=np.int32)
-    at = base = 0
-    for dictionary in dictionaries:
+    # where each value of each dictionary is among ``values``: one hash table
+    mapped = np.asarray(
+        pc.index_in(pa.chunked_array(shared), value_set=values).to_numpy(), dtype=np.int32
+    )
+    base = np.cumsum([0] + [len(d) for d in shared])
+    codes = np.empty(sum(len(c) for c in chunks), dtype=np.int32)
+    at = 0
+    for k in of_chunk:
         chunk = chunks.pop(0)
         indices = chunk.indices.to_numpy(zero_copy_only=False)
-        np.take(mapped[base : base + len(dictionary)], indices, out=codes[at : at + len(indices)])
+        np.take(mapped[base[k] : base[k + 1]], indices, out=codes[at : at + len(indices)])
         at += len(indices)
-        base += 0 if same else len(dictionary)
         del chunk, indices
     return pa.DictionaryArray.from_arrays(pa.array(codes), values)
 

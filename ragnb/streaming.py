@@ -467,8 +467,8 @@ def _plain_trec_run(path: Path, rank: bool) -> tuple[pd.DataFrame, dict[str, Any
     del table
     columns: dict[str, Any] = {}
     for c in ("query_id", "doc_id"):  # one sorted dictionary per column (each id held once)
-        if c == "doc_id":  # one hash table over all chunks
-            chunks[c] = pc.dictionary_encode(pa.chunked_array(chunks.pop(c))).chunks
+        if c == "doc_id":
+            chunks[c] = _dictionary_encoded(chunks.pop(c))
         coded = sorted_codes(chunks.pop(c))
         values = coded.dictionary.cast(pa.large_string())
         ids = pa.DictionaryArray.from_arrays(coded.indices, values)
@@ -477,6 +477,22 @@ def _plain_trec_run(path: Path, rank: bool) -> tuple[pd.DataFrame, dict[str, Any
         columns[c] = pd.Series(_concatenated(chunks.pop(c)))
     pa.default_memory_pool().release_unused()  # the parser's buffers, kept by the allocator
     return pd.DataFrame(columns, copy=False), {"tag": tag, "extra_text_lines": 0}
+
+
+def _dictionary_encoded(chunks: list[pa.Array]) -> list[pa.DictionaryArray]:
+    """The string chunks dictionary-encoded, each half of them by one thread (a hash table
+    each; :func:`ragnb.engine.sorted_codes` merges the two dictionaries)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def encoded(part: list[pa.Array]) -> list[pa.DictionaryArray]:
+        return pc.dictionary_encode(pa.chunked_array(part)).chunks if part else []
+
+    half = len(chunks) // 2
+    parts = [chunks[:half], chunks[half:]]
+    chunks.clear()
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(encoded, parts)
+    return first + second
 
 
 def _concatenated(chunks: list[pa.Array]) -> np.ndarray:
