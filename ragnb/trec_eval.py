@@ -58,7 +58,7 @@ from ragnb.measures.gains import GAIN_FAMILIES, gain_values
 from ragnb.measures.kernel import query_rows
 from ragnb.measures.reslists import rel_lists
 from ragnb.measures.trec import iprec_values, mean_of_levels
-from ragnb.readers import STDIN, c_atol, read_qrels, read_run
+from ragnb.readers import STDIN, c_atof, c_atol, read_qrels, read_run
 
 __all__ = [
     "MEASURE_SETS",
@@ -67,6 +67,7 @@ __all__ = [
     "expand_measure_names",
     "format_lines",
     "parse_options",
+    "read_zscores",
     "run_trec_eval",
     "trec_eval_measure",
     "trec_eval_measures",
@@ -74,7 +75,8 @@ __all__ = [
 
 USAGE = (
     "Usage: ragnb trec-eval [-h] [-q] [-c] [-n] [-J] [-l<num>] [-M<num>] [-N<num>] "
-    "[-m<measure>[.<params>]]... [-R qrels] [-T trec_results] rel_info_file results_file\n"
+    "[-m<measure>[.<params>]]... [-R qrels] [-T trec_results] [-Z zscores_file] "
+    "rel_info_file results_file\n"
 )
 
 #: trec_eval's measures in its order of calculation and printing (``measures.c``).
@@ -179,6 +181,9 @@ class TrecEvalOptions:
         The trec_eval measures marked, in trec_eval's order.
     params : dict of str to str
         The parameter text of a measure (``"5,7,3"`` of ``-m P.5,7,3``), the first given.
+    zscores : str or None
+        ``-Z``: a file of ``qid measure mean stddev`` lines; each per-query value is printed as
+        its z-score against them, names prefixed with ``Z`` (:func:`read_zscores`).
     """
 
     qrels: str
@@ -192,6 +197,7 @@ class TrecEvalOptions:
     n_docs: int = 0
     measures: tuple[str, ...] = MEASURE_SETS["official"]
     params: dict[str, str] = field(default_factory=dict)
+    zscores: str | None = None
 
 
 def _mark(arg: str, marked: set[str], params: dict[str, str]) -> None:
@@ -237,7 +243,7 @@ def parse_options(argv: Sequence[str]) -> TrecEvalOptions:
     ------
     InputError
         An unknown option or measure, a measure of the preference formats, ``-R``/``-T`` other
-        than ``qrels``/``trec_results``, ``-Z``, or not exactly two files.
+        than ``qrels``/``trec_results``, or not exactly two files.
 
     Examples
     --------
@@ -279,7 +285,9 @@ def parse_options(argv: Sequence[str]) -> TrecEvalOptions:
             raise InputError(f"trec-eval: rel_info format {value!r} is not read (only qrels)")
         elif flag in ("-T", "--Results_format") and value != "trec_results":
             raise InputError(f"trec-eval: results format {value!r} is not read (only trec_results)")
-        elif flag in ("-Z", "--Zscore", "-h", "--help", "-v", "--version", "-D", "-o"):
+        elif flag in ("-Z", "--Zscore"):
+            kw["zscores"] = value
+        elif flag in ("-h", "--help", "-v", "--version", "-D", "-o"):
             raise InputError(f"trec-eval: option {flag} is not supported\n{USAGE}")
     if len(files) != 2:
         raise InputError(f"trec-eval: expected a qrels file and a run file\n{USAGE}")
@@ -699,10 +707,78 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
                 # whatever -l, -J and -M
                 total = float((qrels["relevance"] > 0).sum())
             columns.append(_Column(col.name, values, col.kind, total))
+    if opts.zscores is not None:
+        zscores = read_zscores(opts.zscores)
+        columns = [_as_zscores(col, arrays.query_ids, zscores) for col in columns]
     return format_lines(opts, arrays.query_ids, columns, runid), notes
 
 
-def _line(name: str, qid: str, value: float | str, kind: str) -> str:
+#: The value trec_eval gives a query and measure the ``-Z`` file has no mean for
+#: (``MISSING_ZSCORE_VALUE`` of ``trec_eval.h``).
+MISSING_ZSCORE = -1000000.0
+
+
+def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """The means and standard deviations of a ``-Z`` file, by (query, measure name).
+
+    trec_eval 10.0's ``get_zscores.c``: a line holds exactly four fields split by white space,
+    ``qid measure_name mean stddev``; the numbers are read by C's ``atof``.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+
+    Returns
+    -------
+    dict
+        ``{(qid, measure_name): (mean, stddev)}``; of two lines for the same pair, the first.
+
+    Raises
+    ------
+    InputError
+        An unreadable file or a line of another shape, naming the file and line.
+    """
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+    except OSError as exc:
+        raise InputError(f"trec-eval: cannot read the zscores file: {exc}", path=path) from None
+    if lines and lines[-1] == b"":
+        lines.pop()
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for lineno, line in enumerate(lines, start=1):
+        fields = line.split()  # C's isspace: space, \t, \r, \v, \f
+        if len(fields) != 4:
+            raise InputError("trec-eval: malformed zscores line", path=path, line=lineno)
+        qid, name, mean, sd = (f.decode("utf-8", "surrogateescape") for f in fields)
+        out.setdefault((qid, name), (c_atof(mean), c_atof(sd)))
+    return out
+
+
+def _as_zscores(
+    col: _Column, query_ids: np.ndarray, zscores: dict[tuple[str, str], tuple[float, float]]
+) -> _Column:
+    """A column's per-query values as z-scores (``convert_zscores.c``): ``(v - mean) / sd``; 0
+    where ``sd`` is 0 and ``v`` the mean; :data:`MISSING_ZSCORE` for a pair without a line or a
+    zero ``sd`` with another value. relstring stays as it is."""
+    if col.kind == "string":
+        return col
+    values = np.asarray(col.values, dtype=np.float64).copy()
+    for q, qid in enumerate(query_ids.tolist()):
+        mean, sd = zscores.get((str(qid), col.name), (math.nan, math.nan))
+        if sd != 0 and not math.isnan(sd):
+            values[q] = (values[q] - mean) / sd
+        elif sd == 0 and values[q] == mean:
+            values[q] = 0.0
+        else:
+            values[q] = MISSING_ZSCORE
+    return _Column(col.name, values, col.kind, col.total)
+
+
+def _line(name: str, qid: str, value: float | str, kind: str, z: bool = False) -> str:
+    if z and kind not in ("string", "raw"):  # a z-score: every number printed as a double
+        return f"Z{name:<22}\t{qid}\t{value:6.4f}\n"
     if kind == "string":
         return f"{name:<22}\t{qid}\t'{value}'\n"
     if kind == "long":
@@ -746,17 +822,18 @@ def format_lines(
         Lines ``%-22s\\t%s\\t%6.4f`` (``%ld`` for the counts, ``'%s'`` for relstring).
     """
     out: list[str] = []
+    z = opts.zscores is not None
     if opts.query:
         for q, qid in enumerate(query_ids):
             for col in columns:
                 if col.kind != "gm":
-                    out.append(_line(col.name, str(qid), col.values[q], col.kind))
+                    out.append(_line(col.name, str(qid), col.values[q], col.kind, z))
     if opts.summary:
         if "runid" in opts.measures:
             out.append(_line("runid", "all", runid, "raw"))
         if "num_q" in opts.measures:
-            out.append(_line("num_q", "all", len(query_ids), "long"))
+            out.append(_line("num_q", "all", len(query_ids), "long", z))
         for col in columns:
             if col.kind != "string":
-                out.append(_line(col.name, "all", _summary(col), col.kind))
+                out.append(_line(col.name, "all", _summary(col), col.kind, z))
     return "".join(out)

@@ -36,7 +36,7 @@ MEAS_PARAMS = (
     "-mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 -msuccess.2,5,20"
 )
 #: trec_eval's quicktest lines (files relative to tests/data/trec_eval) and expected output;
-#: the -R prefs, -R qrels_prefs, -R qrels_jg and -Z lines are left out (formats not read).
+#: the -R prefs, -R qrels_prefs and -R qrels_jg lines are left out (formats not read).
 QUICKTEST = [
     ("qrels.test results.test", "out.test"),
     ("qrels.test.with-comments results.test", "out.test"),
@@ -47,6 +47,7 @@ QUICKTEST = [
     ("-m all_trec -q -c -M100 qrels.test results.trunc", "out.test.aqcM"),
     ("-m all_trec -mrelstring.20 -q -l2 qrels.rel_level results.test", "out.test.aql"),
     (f"{MEAS_PARAMS} qrels.test results.test", "out.test.meas_params"),
+    ("-q -m all_trec -Z zscores_file qrels.test results.test", "out.test.aqZ"),
 ]
 
 
@@ -390,3 +391,23 @@ def test_num_rel_all_line_with_c_counts_grades_above_0_whatever_l(tmp_path):
     run.write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq2 Q0 c 1 1 t\n")
     out, _ = run_trec_eval(["-c", "-l2", "-q", "-m", "num_rel", str(qrels), str(run)])
     assert [line.split("\t")[2] for line in out.splitlines()] == ["1", "0", "1", "4"]
+
+
+def test_zscores_missing_pairs_zero_deviations_and_malformed_lines(tmp_path, capsys):
+    zscores = tmp_path / "z.txt"
+    # 301: P_5 has a mean and a deviation; num_ret a zero deviation at another value (missing);
+    # 302 has no line (every value missing); 303: P_5 a zero deviation at its own value (0)
+    zscores.write_text("301 P_5 0.2 0.1\n301 num_ret 5 0\n303 P_5 0.0 0\n")
+    argv = ["trec-eval", "-q", "-m", "P.5", "-m", "num_ret", "-Z", str(zscores)]
+    assert cli_main([*argv, str(DATA / "qrels.test"), str(DATA / "results.test")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    lines = {tuple(line.split("\t")[:2]): line.split("\t")[2] for line in out}
+    assert lines[("Znum_ret               ", "301")] == "-1000000.0000"
+    assert lines[("ZP_5                   ", "302")] == "-1000000.0000"
+    assert lines[("ZP_5                   ", "303")] == "0.0000"
+    raw = run_trec_eval(["-q", "-m", "P.5", str(DATA / "qrels.test"), str(DATA / "results.test")])
+    p5_301 = float(raw[0].splitlines()[0].split("\t")[2])
+    assert lines[("ZP_5                   ", "301")] == f"{(p5_301 - 0.2) / 0.1:6.4f}"
+    zscores.write_text("301 P_5 0.2 0.1\n301 P_10 0.2\n")
+    with pytest.raises(InputError, match=r"z.txt, line 2: trec-eval: malformed zscores line"):
+        run_trec_eval(["-Z", str(zscores), str(DATA / "qrels.test"), str(DATA / "results.test")])
