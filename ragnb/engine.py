@@ -636,8 +636,10 @@ def _order_keys(col: pd.Series) -> np.ndarray:
     else:
         values = col.to_numpy()
     kind = values.dtype.kind
-    if kind == "b" or (kind in "iu" and values.dtype.itemsize <= 4):
+    if kind == "b":
         return values.astype(np.float64)
+    if kind in "iu" and values.dtype.itemsize <= 4:
+        return values  # exact as float64 where the kernels read it: no copy
     if kind in "iu":
         if values.size == 0 or max(-int(values.min()), int(values.max())) < 2**53:
             return values  # exact as float64 where the kernels read it: no copy
@@ -677,9 +679,9 @@ class CodedRun:
         Position of each row's ``doc_id`` in ``dictionary``.
     dictionary : pyarrow.LargeBinaryArray
         The distinct document ids as UTF-8, ascending by byte (so by code point).
-    score : ndarray of float64, shape (n_rows,)
-        Keys ordering as the scores do (:func:`_order_keys`).
-    file_key : ndarray of float64, shape (n_rows,), or None
+    score : ndarray of float64 (or of integers exact as float64), shape (n_rows,)
+        Keys ordering as the scores do.
+    file_key : ndarray like ``score``, or None
         Keys of the ``rank`` column, when the run has one.
     """
 

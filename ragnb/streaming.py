@@ -343,8 +343,8 @@ def read_run_columnar(
     -------
     run : DataFrame
         Columns ``query_id``, ``doc_id`` (arrow strings, dictionary-coded: an int32 code per row
-        and each distinct id once), ``score`` (float64), ``rank`` (int64, unless ``rank`` is
-        False), in file order.
+        and each distinct id once), ``score`` (float64), ``rank`` (int32 or int64, unless
+        ``rank`` is False), in file order.
     info : dict
         ``tag``: the tag of the last line (trec_eval's ``runid``), None for an empty file;
         ``extra_text_lines``: lines with text after the sixth column.
@@ -454,8 +454,8 @@ def _plain_trec_run(path: Path, rank: bool) -> tuple[pd.DataFrame, dict[str, Any
     # a chunk's queries repeat (a dictionary per chunk is small), its documents do not
     types = {"query_id": pa.dictionary(pa.int32(), pa.string()), "doc_id": pa.string()}
     types["score"] = pa.float64()
-    if rank:
-        types["rank"] = pa.int64()
+    if rank:  # a rank beyond int32 (never seen) sends the file to the general reader
+        types["rank"] = pa.int32()
     table = _plain_table(path, ["query_id", "q0", "doc_id", "rank", "score", "tag"], types)
     if table is None or not all(np.isfinite(c.to_numpy()).all() for c in table["score"].chunks):
         return None  # trec_eval's number syntax decides: the general reader
