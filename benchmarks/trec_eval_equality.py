@@ -11,7 +11,8 @@ queries left out of the run and a few queries without qrels added):
 * ``trec_eval -q -c -m all_trec`` (the widened build; ``-c`` because the run lacks judged
   queries, which trec_eval 10.0 refuses otherwise) against ``ragnb evaluate`` with the same
   measure names (``P_5``, ``iprec_at_recall_0.10``, ``ndcg_cut_10``, ...; ``-l`` as each
-  measure's ``rel``), query by query: it prints how many (query, measure) values were compared
+  measure's ``rel``; the run read back from its file by ``read_run_columnar``, as the command
+  reads it), query by query: it prints how many (query, measure) values were compared
   and how many differ by more than ``--tol`` (1e-9), with their values. ``relstring`` is a
   string and is compared through the next point;
 * ``trec_eval -q -c -m all_trec`` (the build as it is) against ``ragnb trec-eval`` with the
@@ -47,6 +48,7 @@ from bm25_runs import SHARED_DATASETS, bm25_run  # noqa: E402
 from ragnb.evaluate import evaluate  # noqa: E402
 from ragnb.io import write_qrels, write_run  # noqa: E402
 from ragnb.measures import Measure, parse_measure  # noqa: E402
+from ragnb.streaming import read_run_columnar  # noqa: E402
 from ragnb.trec_eval import run_trec_eval  # noqa: E402
 
 #: The files whose ``%6.4f`` formats print the measures' values.
@@ -151,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         write_qrels(qrels, qrels_path, form="trec")
         write_run(run, run_path, tag="bm25")
         for level in LEVELS[name]:
-            n, diffs = compare_values(wide, qrels, run, qrels_path, run_path, level, args.tol)
+            # the run as `ragnb evaluate` reads the file: ids dictionary-coded
+            coded, _ = read_run_columnar(run_path)
+            n, diffs = compare_values(wide, qrels, coded, qrels_path, run_path, level, args.tol)
             text = compare_text(plain, qrels_path, run_path, level)
             n_queries = qrels["query_id"].nunique()
             same = "identical" if text is None else "DIFFERS"
