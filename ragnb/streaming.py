@@ -401,7 +401,7 @@ def _plain_table(path: Path, names: list[str], types: dict[str, Any]) -> pa.Tabl
     None for any other file, and for ids that hold an empty field, a control character or a
     leading ``#`` (a comment line), which the general readers take with trec_eval's meaning.
     Id columns typed as dictionaries stay so (one code per row; each chunk's distinct ids are
-    checked), string ones are combined into one chunk."""
+    checked); every column keeps pyarrow's chunks."""
     from pyarrow import csv
 
     try:
@@ -427,24 +427,25 @@ def _plain_table(path: Path, names: list[str], types: dict[str, Any]) -> pa.Tabl
     if not len(table) or any(table[c].null_count for c in table.column_names):
         return None
     for column in ("query_id", "doc_id"):
+        chunks = table[column].chunks
         if pa.types.is_dictionary(table[column].type):
-            values = [chunk.dictionary for chunk in table[column].chunks]
-        else:
-            values = [table[column].combine_chunks()]
-            table = table.set_column(table.schema.get_field_index(column), column, values[0])
-        if any(_odd_ids(v.cast(pa.large_string()), column == "query_id") for v in values):
+            chunks = [chunk.dictionary for chunk in chunks]
+        if any(_odd_ids(chunk, column == "query_id") for chunk in chunks):
             return None
     return table
 
 
 def _odd_ids(arr: pa.Array, comment_sign: bool) -> bool:
-    """Ids (a large_string array) the general readers must read: an empty one, one holding a
-    tab, ``\f`` or ``\r``, or (``comment_sign``) one starting with ``#``."""
-    offsets = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    """Ids (a string or large_string array) the general readers must read: an empty one, one
+    holding a tab, ``\f`` or ``\r``, or (``comment_sign``) one starting with ``#``."""
+    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(arr.buffers()[1], width)[arr.offset : arr.offset + len(arr) + 1]
     if not len(arr):
         return False
+    if (np.diff(offsets) == 0).any():
+        return True
     data = np.frombuffer(arr.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
-    if (np.diff(offsets) == 0).any() or (data < 14).any():
+    if (data < 14).any():
         return True
     return bool(comment_sign and (data[offsets[:-1] - offsets[0]] == ord("#")).any())
 
@@ -539,8 +540,8 @@ def _plain_trec_qrels(path: Path) -> pd.DataFrame | None:
         return None
     frame = pd.DataFrame(
         {
-            "query_id": pd.Series(table["query_id"].chunk(0), dtype=pd.ArrowDtype(ids)),
-            "doc_id": pd.Series(table["doc_id"].chunk(0), dtype=pd.ArrowDtype(ids)),
+            "query_id": pd.Series(table["query_id"].combine_chunks(), dtype=pd.ArrowDtype(ids)),
+            "doc_id": pd.Series(table["doc_id"].combine_chunks(), dtype=pd.ArrowDtype(ids)),
             "relevance": table["relevance"].to_numpy(),
         }
     )
