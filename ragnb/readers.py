@@ -65,6 +65,7 @@ __all__ = [
     "ranx_file_kind",
     "read_corpus",
     "read_qrels",
+    "read_qrels_jg",
     "read_queries",
     "read_query_file",
     "read_ranx_qrels",
@@ -486,7 +487,7 @@ def read_qrels(path: str | os.PathLike[str], *, as_trec_eval: bool = False) -> p
     if ranx_file_kind(path) != "trec":
         return read_ranx_qrels(path)
     if as_trec_eval:
-        return _qrels_frame(_trec_eval_qrels_rows(path))
+        return _qrels_frame([(q, d, g) for q, _, d, g in _trec_eval_qrels_rows(path)])
     rows: list[tuple[str, str, int]] = []
     seen: dict[tuple[str, str], int] = {}
     ncols = None
@@ -530,9 +531,44 @@ def read_qrels(path: str | os.PathLike[str], *, as_trec_eval: bool = False) -> p
     return _qrels_frame(rows)
 
 
-def _trec_eval_qrels_rows(path: Path) -> list[tuple[str, str, int]]:
-    """The judgements of a TREC qrels file as trec_eval 10.0's ``get_qrels.c`` reads them."""
-    rows: list[tuple[str, str, int]] = []
+def read_qrels_jg(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read qrels with judgment groups, trec_eval 10.0's ``qrels_jg`` format (``-R qrels_jg``).
+
+    ``qid jg docid rel``: the TREC qrels layout whose second field names the judgment group
+    (the set of judgements of one assessor or user). Read as :func:`read_qrels` reads TREC
+    qrels with ``as_trec_eval`` (``get_qrels_jg.c`` reads lines as ``get_qrels.c`` does), except
+    that a document may be judged once in each group.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The file (``.gz`` gunzipped); ``-`` reads the standard input.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``query_id``, ``judgment_group``, ``doc_id`` (str) and ``relevance`` (int64), in
+        file order.
+
+    Raises
+    ------
+    InputError
+        As ``read_qrels(path, as_trec_eval=True)``, a duplicate being the same document twice
+        in one query's group; each error names the file and line.
+    """
+    rows = _trec_eval_qrels_rows(Path(path), groups=True)
+    frame = pd.DataFrame(rows, columns=["query_id", "judgment_group", "doc_id", "relevance"])
+    for col in ("query_id", "judgment_group", "doc_id"):
+        frame[col] = frame[col].astype(object)
+    frame["relevance"] = frame["relevance"].astype("int64")
+    return frame
+
+
+def _trec_eval_qrels_rows(path: Path, groups: bool = False) -> list[tuple[str, str, str, int]]:
+    """The judgements ``(qid, iteration, docid, grade)`` of a TREC qrels file as trec_eval
+    10.0's ``get_qrels.c`` reads them; with ``groups``, the iteration field is a judgment group
+    and a document may be judged once per group (``get_qrels_jg.c``)."""
+    rows: list[tuple[str, str, str, int]] = []
     seen: dict[tuple[str, str], int] = {}
     odd_grades: list[int] = []
     read_comments: list[int] = []
@@ -556,11 +592,22 @@ def _trec_eval_qrels_rows(path: Path) -> list[tuple[str, str, int]]:
                     path=path,
                     line=lineno,
                 )
-            qid, _, did, grade = fields
+            qid, group, did, grade = fields
             if not _INTEGER.fullmatch(grade):
                 odd_grades.append(lineno)
-            _note_pair(seen, qid, did, "judgement of", path, lineno)
-            rows.append((qid, did, c_atol(grade)))
+            if groups:  # a document once per judgment group
+                first = seen.setdefault((qid, f"{group}\x00{did}"), lineno)
+                if first != lineno:
+                    raise InputError(
+                        f"duplicate judgement of doc {did!r} in judgment group {group!r} "
+                        f"(first on line {first})",
+                        path=path,
+                        line=lineno,
+                        query_id=qid,
+                    )
+            else:
+                _note_pair(seen, qid, did, "judgement of", path, lineno)
+            rows.append((qid, group, did, c_atol(grade)))
     if comment:
         raise InputError(
             "a comment as the last line: trec_eval 10.0 reads past the end of the file after "

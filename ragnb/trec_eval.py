@@ -45,7 +45,7 @@ import getopt
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -58,7 +58,7 @@ from ragnb.measures.gains import GAIN_FAMILIES, gain_values
 from ragnb.measures.kernel import query_rows
 from ragnb.measures.reslists import rel_lists
 from ragnb.measures.trec import iprec_values, mean_of_levels
-from ragnb.readers import STDIN, c_atof, c_atol, read_qrels, read_run
+from ragnb.readers import STDIN, c_atof, c_atol, read_qrels, read_qrels_jg, read_run
 
 __all__ = [
     "MEASURE_SETS",
@@ -75,7 +75,7 @@ __all__ = [
 
 USAGE = (
     "Usage: ragnb trec-eval [-h] [-q] [-c] [-n] [-J] [-l<num>] [-M<num>] [-N<num>] "
-    "[-m<measure>[.<params>]]... [-R qrels] [-T trec_results] [-Z zscores_file] "
+    "[-m<measure>[.<params>]]... [-R qrels|qrels_jg] [-T trec_results] [-Z zscores_file] "
     "rel_info_file results_file\n"
 )
 
@@ -85,7 +85,8 @@ TREC_MEASURES = (
     "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref",
     "Rprec_mult", "utility", "11pt_avg", "binG", "G", "dcg", "ndcg", "ndcg_rel", "Rndcg",
     "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall",
-    "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj",
+    "set_map", "set_F", "num_nonrel_judged_ret", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg",
+    "rbp", "rbp_resid", "unj",
 )  # fmt: skip
 
 #: trec_eval's measure sets (``te_trec_measure_nicknames``), the ones on qrels and runs.
@@ -105,9 +106,13 @@ MEASURE_SETS = {
         "success", "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G", "set_P",
         "set_recall", "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret",
     ),
+    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
 }  # fmt: skip
 #: Sets and formats of trec_eval that this command does not read.
-_UNSUPPORTED = ("all_prefs", "prefs", "qrels_jg")
+_UNSUPPORTED = ("all_prefs", "prefs")
+#: The measures of qrels with judgment groups (``-R qrels_jg``) and the measure each averages
+#: over a query's groups (``m_map_avgjg.c``, ``m_P_avgjg.c``, ``m_Rprec_mult_avgjg.c``).
+_AVERAGED_OVER_GROUPS = {"map_avgjg": "map", "P_avgjg": "P", "Rprec_mult_avgjg": "Rprec_mult"}
 
 _LONG_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 _RECALLS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -184,6 +189,9 @@ class TrecEvalOptions:
     zscores : str or None
         ``-Z``: a file of ``qid measure mean stddev`` lines; each per-query value is printed as
         its z-score against them, names prefixed with ``Z`` (:func:`read_zscores`).
+    judgment_groups : bool
+        ``-R qrels_jg``: the qrels name a judgment group in their second field
+        (:func:`ragnb.readers.read_qrels_jg`), read by the ``qrels_jg`` measures only.
     """
 
     qrels: str
@@ -198,6 +206,7 @@ class TrecEvalOptions:
     measures: tuple[str, ...] = MEASURE_SETS["official"]
     params: dict[str, str] = field(default_factory=dict)
     zscores: str | None = None
+    judgment_groups: bool = False
 
 
 def _mark(arg: str, marked: set[str], params: dict[str, str]) -> None:
@@ -281,8 +290,12 @@ def parse_options(argv: Sequence[str]) -> TrecEvalOptions:
             kw["max_docs"] = _int_option(flag, value)
         elif flag in ("-N", "--Number_docs_in_coll"):
             kw["n_docs"] = _int_option(flag, value)
+        elif flag in ("-R", "--Rel_info_format") and value == "qrels_jg":
+            kw["judgment_groups"] = True
         elif flag in ("-R", "--Rel_info_format") and value != "qrels":
-            raise InputError(f"trec-eval: rel_info format {value!r} is not read (only qrels)")
+            raise InputError(
+                f"trec-eval: rel_info format {value!r} is not read (only qrels and qrels_jg)"
+            )
         elif flag in ("-T", "--Results_format") and value != "trec_results":
             raise InputError(f"trec-eval: results format {value!r} is not read (only trec_results)")
         elif flag in ("-Z", "--Zscore"):
@@ -292,6 +305,15 @@ def parse_options(argv: Sequence[str]) -> TrecEvalOptions:
     if len(files) != 2:
         raise InputError(f"trec-eval: expected a qrels file and a run file\n{USAGE}")
     order = tuple(m for m in TREC_MEASURES if m in (marked or MEASURE_SETS["official"]))
+    by_group = [m for m in order if m in _AVERAGED_OVER_GROUPS]
+    other = [m for m in order if m not in _AVERAGED_OVER_GROUPS and m not in ("runid", "num_q")]
+    if kw.get("judgment_groups") and other:
+        raise InputError(
+            f"trec-eval: {other[0]} reads qrels, not qrels_jg (-R qrels_jg takes -m qrels_jg, "
+            f"{', '.join(_AVERAGED_OVER_GROUPS)}); trec_eval stops too"
+        )
+    if by_group and not kw.get("judgment_groups"):
+        raise InputError(f"trec-eval: {by_group[0]} reads qrels with judgment groups: -R qrels_jg")
     return TrecEvalOptions(files[0], files[1], measures=order, params=params, **kw)  # type: ignore[arg-type]
 
 
@@ -527,6 +549,11 @@ def expand_measure_names(names: Sequence[str]) -> list[str | Measure]:
     for text in names:
         name, dot, param = text.partition(".")
         listed = "," in param or "=" in param or name in _CUT_FAMILIES or name in _NUMERIC
+        if name in _AVERAGED_OVER_GROUPS or name == "qrels_jg":
+            raise InputError(
+                f"measure {text!r}: trec_eval's {name} averages over the judgment groups of "
+                "qrels_jg files; ragnb trec-eval -R qrels_jg prints it"
+            )
         if name in _NOT_NUMBERS:
             raise InputError(
                 f"measure {text!r}: trec_eval's {name} is {_NOT_NUMBERS[name]}, not a value "
@@ -685,6 +712,8 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
         run without ``-c``.
     """
     opts = parse_options(argv)
+    if opts.judgment_groups:
+        return _run_judgment_groups(opts)
     qrels, run, runid, notes = _read(opts)
     arrays, lost = _evaluated(qrels, run, opts)
     del run  # the arrays hold what the measures read
@@ -774,6 +803,40 @@ def _as_zscores(
         else:
             values[q] = MISSING_ZSCORE
     return _Column(col.name, values, col.kind, col.total)
+
+
+def _run_judgment_groups(opts: TrecEvalOptions) -> tuple[str, list[str]]:
+    """:func:`run_trec_eval` on qrels with judgment groups: each ``*_avgjg`` measure is its
+    measure on each judgment group of a query's qrels, summed in group order and divided by the
+    query's number of groups when above one (``m_map_avgjg.c`` and its two siblings)."""
+    run, runid, notes = _read_run(opts.run)
+    if run.empty or runid is None:
+        raise InputError("trec-eval: the run holds no line", path=opts.run)
+    qrels = read_qrels_jg(opts.qrels)
+    plain = qrels.drop_duplicates(["query_id", "doc_id"])[["query_id", "doc_id", "relevance"]]
+    arrays, _ = _evaluated(plain, run, opts)  # the queries, and trec_eval's missing check
+    rows = pd.Index(arrays.query_ids)
+    complete = replace(opts, complete=True)
+    sums: dict[str, np.ndarray] = {}  # by printed name, in trec_eval's order
+    n_groups = np.zeros(arrays.n_queries, dtype=np.int64)
+    for group in sorted(qrels["judgment_group"].unique()):  # strcmp order, as trec_eval's
+        judged = qrels[qrels["judgment_group"] == group].drop(columns="judgment_group")
+        group_arrays, _ = _evaluated(judged, run, complete)
+        at = rows.get_indexer(group_arrays.query_ids)
+        n_groups[at] += 1
+        for name in opts.measures:
+            base = _AVERAGED_OVER_GROUPS.get(name)
+            if base is None:
+                continue
+            params = {base: opts.params[name]} if name in opts.params else {}
+            for col in _columns(base, group_arrays, replace(opts, params=params)):
+                total = sums.setdefault(name + col.name[len(base) :], np.zeros(len(rows)))
+                total[at] += col.values
+    columns = [
+        _Column(shown, np.where(n_groups > 1, total / np.maximum(n_groups, 1), total))
+        for shown, total in sums.items()
+    ]
+    return format_lines(opts, arrays.query_ids, columns, runid), notes
 
 
 def _line(name: str, qid: str, value: float | str, kind: str, z: bool = False) -> str:

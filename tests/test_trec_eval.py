@@ -36,7 +36,7 @@ MEAS_PARAMS = (
     "-mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 -msuccess.2,5,20"
 )
 #: trec_eval's quicktest lines (files relative to tests/data/trec_eval) and expected output;
-#: the -R prefs, -R qrels_prefs and -R qrels_jg lines are left out (formats not read).
+#: the -R prefs and -R qrels_prefs lines are left out (preferences are not read).
 QUICKTEST = [
     ("qrels.test results.test", "out.test"),
     ("qrels.test.with-comments results.test", "out.test"),
@@ -48,6 +48,8 @@ QUICKTEST = [
     ("-m all_trec -mrelstring.20 -q -l2 qrels.rel_level results.test", "out.test.aql"),
     (f"{MEAS_PARAMS} qrels.test results.test", "out.test.meas_params"),
     ("-q -m all_trec -Z zscores_file qrels.test results.test", "out.test.aqZ"),
+    ("-m qrels_jg -q -R qrels_jg qrels.123.gz results.test", "out.test.qrels_jg"),
+    ("-m qrels_jg -q -R qrels_jg qrels.comments.123.gz results.test", "out.test.qrels_jg"),
 ]
 
 
@@ -411,3 +413,22 @@ def test_zscores_missing_pairs_zero_deviations_and_malformed_lines(tmp_path, cap
     zscores.write_text("301 P_5 0.2 0.1\n301 P_10 0.2\n")
     with pytest.raises(InputError, match=r"z.txt, line 2: trec-eval: malformed zscores line"):
         run_trec_eval(["-Z", str(zscores), str(DATA / "qrels.test"), str(DATA / "results.test")])
+
+
+def test_judgment_group_measures_need_qrels_jg_and_only_they_read_it(tmp_path):
+    qrels, run = str(DATA / "qrels.123.gz"), str(DATA / "results.test")
+    with pytest.raises(InputError, match=r"map reads qrels, not qrels_jg"):
+        run_trec_eval(["-R", "qrels_jg", "-m", "map", qrels, run])
+    with pytest.raises(InputError, match=r"map_avgjg reads qrels with judgment groups"):
+        run_trec_eval(["-m", "map_avgjg", str(DATA / "qrels.test"), run])
+    with pytest.raises(InputError, match=r"judgment groups of qrels_jg files"):
+        expand_measure_names(["P_avgjg.5"])  # ragnb evaluate's names
+    # one group: the measure itself; a duplicate within a group names its line
+    single = tmp_path / "one-group.qrels"
+    single.write_text((DATA / "qrels.test").read_text())
+    text, _ = run_trec_eval(["-R", "qrels_jg", "-m", "map_avgjg", str(single), run])
+    plain, _ = run_trec_eval(["-m", "map", str(DATA / "qrels.test"), run])
+    assert text.split("\t")[-1] == plain.split("\t")[-1]
+    single.write_text("301 0 d1 1\n301 1 d1 0\n301 0 d1 1\n")
+    with pytest.raises(InputError, match=r"line 3.*judgment group '0' \(first on line 1\)"):
+        run_trec_eval(["-R", "qrels_jg", "-m", "qrels_jg", str(single), run])
