@@ -247,6 +247,21 @@ def _sort_by_key(key, idx):
 
 
 @_jit()
+def _by_score(by_id, score):
+    """Rows in trec_eval's order, score descending and ties by id descending, from the rows
+    ``by_id`` sorted by id ascending (reversed, then a stable sort on minus the score)."""
+    m = by_id.shape[0]
+    out = np.empty(m, dtype=np.int64)
+    keys = np.empty(m, dtype=np.float64)
+    for i in range(m):
+        r = by_id[m - 1 - i]
+        out[i] = r
+        keys[i] = -score[r]
+    _sort_by_key(keys, out)
+    return out
+
+
+@_jit()
 def rank_order(
     by_doc, rows, starts, score, file_key, has_file_key, by_file, out, disagree, g_lo, g_hi
 ):
@@ -262,14 +277,9 @@ def rank_order(
         s = starts[g]
         e = starts[g + 1]
         m = e - s
-        by_score = np.empty(m, dtype=np.int64)
-        keys = np.empty(m, dtype=np.float64)
-        for i in range(m):
-            r = by_doc[e - 1 - i]
-            by_score[i] = r
-            keys[i] = -score[r]
-        _sort_by_key(keys, by_score)
+        by_score = _by_score(by_doc[s:e], score)
         if has_file_key:
+            keys = np.empty(m, dtype=np.float64)
             by_key = np.empty(m, dtype=np.int64)
             for i in range(m):
                 r = rows[s + i]
@@ -411,12 +421,7 @@ def coded_join(
             if keys[t] == keys[t - 1]:
                 dup[g] = by_id[t]
                 break
-        ordered = np.empty(m, dtype=np.int64)
-        for t in range(m):
-            r = by_id[m - 1 - t]
-            ordered[t] = r
-            keys[t] = -score[r]
-        _sort_by_key(keys, ordered)
+        ordered = _by_score(by_id, score)
         if has_file_key or by_file:
             by_key = np.empty(m, dtype=np.int64)
             for t in range(m):

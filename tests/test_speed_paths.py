@@ -23,18 +23,9 @@ from ragnb.engine import sort_run
 from ragnb.errors import InputError
 from ragnb.frames import check_qrels, check_run, qrels_from_dict, run_from_dict
 from ragnb.measures import prepare
+from ragnb.measures.kernel import PER_QUERY_FIELDS
 
-ARRAY_FIELDS = (
-    "query_ids",
-    "grades",
-    "judged",
-    "filled",
-    "ideal",
-    "n_judged",
-    "n_retrieved",
-    "grade_levels",
-    "level_counts",
-)
+ARRAY_FIELDS = (*PER_QUERY_FIELDS, "grade_levels")
 
 # ----------------------------------------------------------------------------- references
 
