@@ -23,7 +23,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,14 +35,13 @@ from ragnb.measures import (
     GRADED_FAMILIES,
     Measure,
     RankingArrays,
-    map_grades,
     parse_measures,
     prepare,
 )
 from ragnb.measures.diversity import document_qrels, prepare_subtopics
 from ragnb.measures.functions import aggregate_values
-from ragnb.measures.kernel import as_qrels_frame
-from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, prepare_sources
+from ragnb.measures.graded import map_arrays
+from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, add_sources
 
 __all__ = [
     "ON_RUBRIC",
@@ -242,35 +240,39 @@ def evaluate(
     subtopics = None
     if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
         subtopics, qrels = qrels, document_qrels(qrels)
+    arrays = _prepared(qrels, run, parsed, order)
     graded = [m.family in _GRADED for m in parsed]
-    if any(graded):
-        qrels = as_qrels_frame(qrels) if not isinstance(qrels, pd.DataFrame) else qrels
-        grade_map = checked_grade_map(qrels, parsed, grade_map)
+    if any(graded) and grade_map is None:  # the scale judged on every grade of the qrels
+        _check_graded_scale(arrays.grade_levels, [m for m in parsed if m.family in _GRADED])
     if grade_map == ON_RUBRIC:
         grade_map = None  # stated: the grades are already Dallaire's
-    arrays = _prepared(qrels, run, parsed, order)
     built: dict[str, RankingArrays] = {"plain": arrays}
 
     def arrays_for(m: Measure, is_graded: bool) -> RankingArrays:
-        """The arrays ``m`` reads, built once per kind: grade-mapped, sourced, subtopics."""
+        """The arrays ``m`` reads, built once per kind: grade-mapped, sourced, subtopics. The
+        run is joined with the qrels once; a grade map relabels the grades of those arrays."""
+        mapped = is_graded and grade_map is not None
         if m.family in _SUBTOPIC_FAMILIES and subtopics is not None:
             kind = "subtopics"
         elif m.family in _SOURCE_FAMILIES and (
             source_of is not None or (isinstance(run, pd.DataFrame) and SOURCE_COLUMN in run)
         ):
-            kind = "sourced"
+            kind = "sourced-mapped" if mapped else "sourced"
         else:
-            kind = "mapped" if is_graded and grade_map is not None else "plain"
+            kind = "mapped" if mapped else "plain"
         if kind not in built:
-            q = map_grades(qrels, grade_map) if is_graded and grade_map is not None else qrels
-            build: Callable[..., RankingArrays]
             if kind == "subtopics":
-                q, build = subtopics, prepare_subtopics
-            elif kind == "sourced":
-                build = partial(prepare_sources, source_of=source_of)
+                built[kind] = _prepared(
+                    subtopics, run, parsed, order, warn=False, build=prepare_subtopics
+                )
             else:
-                build = prepare
-            built[kind] = _prepared(q, run, parsed, order, warn=False, build=build)
+                if mapped and "mapped" not in built:
+                    built["mapped"] = map_arrays(arrays, grade_map)
+                base = built["mapped" if mapped else "plain"]
+                sourced = kind.startswith("sourced")
+                built[kind] = (
+                    add_sources(base, run, source_of=source_of, order=order) if sourced else base
+                )
         return built[kind]
 
     values = np.column_stack(
@@ -374,19 +376,18 @@ def checked_grade_map(
     """
     graded = [m for m in measures if m.family in _GRADED]
     if graded and grade_map is None:
-        _check_graded_scale(qrels, graded)
+        _check_graded_scale(qrels["relevance"].to_numpy(), graded)
         return ON_RUBRIC
     return grade_map
 
 
-def _check_graded_scale(qrels: pd.DataFrame, measures: list[Measure]) -> None:
+def _check_graded_scale(grades: np.ndarray, measures: list[Measure]) -> None:
     """Refuse to read a 0-3, 0-2 or 0-1 scale as Dallaire's 1-5 rubric without a map.
 
-    A scale counts as 1-5 when its grades reach 4 or 5 (a grade <= 0 is then a judged document
-    of utility 0, as grade 1). Grades above 5 are left to the graded measures' own check, which
-    names the query.
+    ``grades`` are the qrels' grades (or their distinct values). A scale counts as 1-5 when its
+    grades reach 4 or 5 (a grade <= 0 is then a judged document of utility 0, as grade 1).
+    Grades above 5 are left to the graded measures' own check, which names the query.
     """
-    grades = qrels["relevance"].to_numpy()
     if not len(grades) or int(grades.max()) >= 4:
         return
     high = int(grades.max())

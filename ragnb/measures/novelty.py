@@ -51,6 +51,7 @@ __all__ = [
     "SOURCE_COLUMN",
     "SourceOf",
     "SourcedArrays",
+    "add_sources",
     "default_source",
     "prepare_sources",
     "ra_nwg_novelty",
@@ -145,6 +146,33 @@ def prepare_sources(
         As :func:`ragnb.measures.prepare`; a bad ``source_of``; an empty ``source`` cell.
     """
     arrays = prepare(qrels, run, order=order, depth=depth)
+    return add_sources(arrays, run, source_of=source_of, order=order)
+
+
+def add_sources(
+    arrays: RankingArrays, run: Run, *, source_of: SourceOf = None, order: RunOrder = "score"
+) -> SourcedArrays:
+    """Prepared arrays plus the source of every ranked document (no second join with the qrels).
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        From :func:`ragnb.measures.prepare` on ``run`` with ``order`` (or those arrays with their
+        grades mapped, :func:`ragnb.measures.graded.map_arrays`).
+    run, source_of, order
+        As for :func:`prepare_sources`.
+
+    Returns
+    -------
+    SourcedArrays
+        ``arrays``' fields shared, plus ``source``: shape (n_queries, depth), int64 codes, -1
+        where the run fills no rank.
+
+    Raises
+    ------
+    InputError
+        A bad ``source_of``; an empty ``source`` cell.
+    """
     ranked, rows, cols = ranked_cells(arrays, run, order)
     codes, _ = pd.factorize(_source_labels(ranked, source_of))
     source = np.full((arrays.n_queries, arrays.depth), -1, dtype=np.int64)
