@@ -44,6 +44,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 
@@ -51,7 +52,7 @@ from ragnb.errors import InputError
 from ragnb.frames import RunOrder
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.kernel import RankingArrays, safe_div, top_k
+from ragnb.measures.kernel import RankingArrays, safe_div, sum_at, top_k
 from ragnb.measures.reslists import gain_levels, gains_of, level_counts, rel_lists
 
 __all__ = ["GAIN_FAMILIES", "gain_values", "normalised_cumulative_gain"]
@@ -64,7 +65,16 @@ def _discount(n: int) -> np.ndarray:
 def _gains(
     arrays: RankingArrays, gains: Mapping[int, float] | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(rels, run gains, ideal gains, levels, level gains x per-query counts) of the arrays."""
+    """(rels, run gains, ideal gains, levels, level gains x per-query counts) of the arrays;
+    read-only, built once per arrays for the linear gain."""
+    if not gains:
+        return arrays.derived("linear gains", partial(_gains_of, gains=None))
+    return _gains_of(arrays, gains)
+
+
+def _gains_of(
+    arrays: RankingArrays, gains: Mapping[int, float] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     rels = rel_lists(arrays)
     levels, counts = level_counts(arrays)
     level_gain, ideal = gain_levels(levels, counts, gains)
@@ -92,12 +102,11 @@ def _g(
 
 
 def _bin_g(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
-    v = arrays.relevant(rel, None)
-    r = np.cumsum(v, axis=1)
-    i = np.arange(v.shape[1])
+    cells = arrays.relevant_cells(rel)
+    r = arrays.hits(rel)[cells]
     with np.errstate(divide="ignore"):
-        terms = np.where(v, 1.0 / np.log2(3.0 + i - r), 0.0)
-    return safe_div(terms.sum(axis=1), arrays.n_relevant(rel))
+        terms = 1.0 / np.log2(3.0 + cells[1] - r)
+    return safe_div(sum_at(cells, terms, arrays.relevant(rel).shape), arrays.n_relevant(rel))
 
 
 def _ndcg_rel(

@@ -436,7 +436,7 @@ def _complete_hit(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
 def _precision_4plus(arrays: RankingArrays, k: int) -> np.ndarray:
     """Grade >= 4 documents in the top K / K."""
     _scale_counts(arrays)
-    return arrays.relevant(4, k).sum(axis=1) / k
+    return arrays.found(4, k) / k
 
 
 def _harm(arrays: RankingArrays, k: int) -> np.ndarray:

@@ -15,7 +15,7 @@ and ``filled=False``; a retrieved document without a judgement holds grade 0, ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
@@ -50,10 +50,12 @@ __all__ = [
     "ndcg_of",
     "ranked_cells",
     "safe_div",
+    "sum_at",
     "top_k",
 ]
 
 _Extended = TypeVar("_Extended", bound="RankingArrays")
+_Derived = TypeVar("_Derived")
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,6 +125,38 @@ class RankingArrays:
         """Queries of the qrels for which the run returns nothing."""
         return int((self.n_retrieved == 0).sum())
 
+    def derived(self, key: Hashable, build: Callable[[RankingArrays], _Derived]) -> _Derived:
+        """A value derived from these arrays, computed on first use and then shared.
+
+        Parameters
+        ----------
+        key : hashable
+            Names the value among the arrays' derived values; one key, one ``build``.
+        build : callable
+            ``build(arrays)`` returns an ndarray, or a tuple of them (and other values).
+
+        Returns
+        -------
+        ndarray or tuple
+            What the first ``build`` returned; every ndarray in it is made read-only, so that
+            the measures reading it share it safely.
+
+        Examples
+        --------
+        >>> arrays = prepare({"q1": {"a": 1}}, {"q1": {"a": 0.5, "b": 0.2}})
+        >>> arrays.derived("n_filled", lambda a: a.filled.sum(axis=1)).tolist()
+        [2]
+        """
+        cache = self.__dict__.setdefault("_derived", {})  # frozen: no __setattr__
+        value = cache.get(key)
+        if value is None:
+            value = build(self)
+            for a in value if isinstance(value, tuple) else (value,):
+                if isinstance(a, np.ndarray):
+                    a.setflags(write=False)
+            cache[key] = value
+        return value
+
     def relevant(self, rel: int, k: int | None = None) -> np.ndarray:
         """Relevance mask of the top ``k`` positions.
 
@@ -139,15 +173,67 @@ class RankingArrays:
         -------
         ndarray of bool, shape (n_queries, min(k, depth))
             Read-only: the whole-depth mask of each ``rel`` is computed once per arrays and
-            shared by every measure (a view of its first ``k`` columns).
+            shared by every measure (a view of its first ``k`` columns). ``relevant(0)`` holds
+            the documents trec_eval counts as judged (a grade >= 0).
         """
-        masks = self.__dict__.setdefault("_relevant_masks", {})  # frozen: no __setattr__
-        mask = masks.get(rel)
-        if mask is None:
-            mask = self.judged & (self.grades >= rel)
-            mask.setflags(write=False)
-            masks[rel] = mask
+        mask = self.derived(("relevant", rel), lambda a: a.judged & (a.grades >= rel))
         return top_k(mask, k)
+
+    def hits(self, rel: int, k: int | None = None) -> np.ndarray:
+        """Relevant documents at or above each of the top ``k`` ranks (``relevant``'s running
+        count).
+
+        Returns
+        -------
+        ndarray of int64, shape (n_queries, min(k, depth))
+            Read-only, shared like :meth:`relevant`; ``hits(rel)[:, i]`` is the number of
+            relevant documents in the top ``i + 1``.
+        """
+        count = self.derived(("hits", rel), lambda a: np.cumsum(a.relevant(rel), axis=1))
+        return top_k(count, k)
+
+    def found(self, rel: int, k: int | None = None) -> np.ndarray:
+        """Relevant documents in the top ``k`` of each query (the last column of :meth:`hits`).
+
+        Returns
+        -------
+        ndarray of int64, shape (n_queries,)
+        """
+        width = self.depth if k is None else min(k, self.depth)
+        hits = self.__dict__.get("_derived", {}).get(("hits", rel))
+        if hits is not None and width > 0:  # the running count is there: read its column
+            return hits[:, width - 1]
+        return self.derived(("found", rel, width), lambda a: a.relevant(rel, width).sum(axis=1))
+
+    def precision_at_relevant(self, rel: int, k: int | None = None) -> np.ndarray:
+        """P@i at each relevant rank i of the top ``k``, 0 at the other ranks.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_queries, min(k, depth))
+            Read-only, shared like :meth:`relevant`: ``hits / i`` where rank ``i`` (1-based)
+            holds a relevant document. Its row sums are the numerators of average precision.
+        """
+
+        def build(a: RankingArrays) -> np.ndarray:
+            precision = a.hits(rel) / np.arange(1, a.depth + 1)
+            return np.where(a.relevant(rel), precision, 0.0)
+
+        return top_k(self.derived(("precision_at_relevant", rel), build), k)
+
+    def relevant_cells(self, rel: int, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Row and column of every True of ``relevant(rel, k)``, in row-major order.
+
+        Returns
+        -------
+        rows, cols : ndarray of int64, shape (n_cells,)
+            Read-only; the whole-depth cells are found once per ``rel`` and shared.
+        """
+        rows, cols = self.derived(("cells", rel), lambda a: np.nonzero(a.relevant(rel)))
+        if k is None or k >= self.depth:
+            return rows, cols
+        inside = cols < k
+        return rows[inside], cols[inside]
 
     def n_relevant(self, rel: int) -> np.ndarray:
         """N_p: judged documents with grade >= ``rel``, per query.
@@ -155,8 +241,11 @@ class RankingArrays:
         Returns
         -------
         ndarray of int64, shape (n_queries,)
+            Read-only, computed once per ``rel``.
         """
-        return self.level_counts[:, self.grade_levels >= rel].sum(axis=1)
+        return self.derived(
+            ("n_relevant", rel), lambda a: a.level_counts[:, a.grade_levels >= rel].sum(axis=1)
+        )
 
 
 # ----------------------------------------------------------------------------- kernel helpers
@@ -239,6 +328,37 @@ def ndcg_of(
     if exp:
         gains, best = np.exp2(gains) - 1.0, np.exp2(best) - 1.0
     return safe_div(dcg(gains), dcg(best))
+
+
+def sum_at(
+    cells: tuple[np.ndarray, np.ndarray], values: np.ndarray | float, shape: tuple[int, int]
+) -> np.ndarray:
+    """Row sums of an array of ``shape`` that holds ``values`` at ``cells`` and 0 elsewhere.
+
+    A kernel that needs a term only at some cells (the relevant ranks, say) computes it there
+    and sums here; the sum runs over the whole row as numpy sums a dense array, so the result
+    is the same, to the bit, as ``np.where(mask, term, 0.0).sum(axis=1)``.
+
+    Parameters
+    ----------
+    cells : (rows, cols)
+        Integer arrays of the cells, as :meth:`RankingArrays.relevant_cells` gives them.
+    values : ndarray of float64, shape (n_cells,), or float
+        The term at each cell.
+    shape : (n_queries, width)
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+
+    Examples
+    --------
+    >>> sum_at((np.array([0, 0, 1]), np.array([0, 2, 1])), np.array([1.0, 0.5, 2.0]), (2, 3))
+    array([1.5, 2. ])
+    """
+    dense = np.zeros(shape, dtype=np.float64)
+    dense[cells] = values
+    return dense.sum(axis=1)
 
 
 def safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:

@@ -52,7 +52,7 @@ def rel_lists(arrays: RankingArrays) -> np.ndarray:
     ndarray of int64, shape (n_queries, depth)
         The qrels value of the document at each rank, :data:`NONPOOL` (-1) for a document
         without a judgement, :data:`UNJUDGED` (-2) for a negative judgement and :data:`PADDING`
-        (-3) beyond the run's end.
+        (-3) beyond the run's end. Read-only, built once per arrays.
 
     Examples
     --------
@@ -61,6 +61,10 @@ def rel_lists(arrays: RankingArrays) -> np.ndarray:
     >>> rel_lists(arrays).tolist()
     [[2, -1, -2]]
     """
+    return arrays.derived("rel_lists", _rel_lists)
+
+
+def _rel_lists(arrays: RankingArrays) -> np.ndarray:
     grades = arrays.grades.astype(np.int64)
     out = np.where(arrays.judged, np.where(grades < 0, UNJUDGED, grades), NONPOOL)
     return np.where(arrays.filled, out, PADDING)

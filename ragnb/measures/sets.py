@@ -48,7 +48,7 @@ __all__ = ["set_f", "utility"]
 def _counts(arrays: RankingArrays, rel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(retrieved, relevant retrieved, N_p) per query, as float64 arrays of shape (n_queries,)."""
     ret = arrays.n_retrieved.astype(np.float64)
-    rel_ret = arrays.relevant(rel, None).sum(axis=1).astype(np.float64)
+    rel_ret = arrays.found(rel).astype(np.float64)
     return ret, rel_ret, arrays.n_relevant(rel).astype(np.float64)
 
 
@@ -102,7 +102,7 @@ def _nonrel_judged_ret(arrays: RankingArrays, k: int | None, *, rel: int) -> np.
 
 
 def _relative_p(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
-    found = arrays.relevant(rel, k).sum(axis=1)
+    found = arrays.found(rel, k)
     return safe_div(found, np.minimum(k, arrays.n_relevant(rel)))
 
 
@@ -114,7 +114,7 @@ def _unjudged(arrays: RankingArrays, k: int) -> np.ndarray:
 def _rprec_mult(arrays: RankingArrays, k: int | None, *, mult: float, rel: int) -> np.ndarray:
     # trec_eval: (long) (mult * num_rel + 0.9), the cutoff in documents
     cut = np.floor(mult * arrays.n_relevant(rel) + 0.9).astype(np.int64)
-    hits = np.cumsum(arrays.relevant(rel, None), axis=1)
+    hits = arrays.hits(rel)
     width = hits.shape[1]
     found = np.zeros(arrays.n_queries)
     inside = (cut > 0) & (width > 0)
