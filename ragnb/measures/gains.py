@@ -90,15 +90,85 @@ def _same_width(got: np.ndarray, ideal: np.ndarray) -> tuple[np.ndarray, np.ndar
     )
 
 
+def _gain_cells(
+    arrays: RankingArrays, gains: Mapping[int, float] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The run's cells with a nonzero gain (row-major): rows, columns, gains, and the run's DCG
+    up to each of them (``np.cumsum(got * discount, axis=1)`` there); read-only, built once per
+    arrays for the linear gain."""
+    if not gains:
+        return arrays.derived("linear gain cells", partial(_cells_of_gains, gains=None))
+    return _cells_of_gains(arrays, gains)
+
+
+def _cells_of_gains(
+    arrays: RankingArrays, gains: Mapping[int, float] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    _, got, _, _, _ = _gains(arrays, gains)
+    rows, cols = np.nonzero(got)
+    values = got[rows, cols]
+    return rows, cols, values, _row_prefix(rows, values * _discount(got.shape[1])[cols])
+
+
+def _row_prefix(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running sums of ``values`` within each row, cells in row-major order (``rows`` sorted).
+
+    One cell after the other, as ``np.cumsum`` along the rows of the dense array adds them: the
+    zeros it adds between the cells change nothing, so the sums are the same to the bit.
+    """
+    out = values.copy()
+    n = len(rows)
+    if n < 2:
+        return out
+    start = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    step = np.arange(n) - np.repeat(start, np.diff(np.r_[start, n]))
+    order = np.argsort(step, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(step))]
+    for t in range(1, len(bounds) - 1):  # the t-th cell of every row, after the (t-1)-th
+        at = order[bounds[t] : bounds[t + 1]]
+        out[at] = out[at - 1] + values[at]
+    return out
+
+
+def _row_last(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray:
+    """The value at each row's last cell (cells in row-major order), 0 for a row without one."""
+    out = np.zeros(n_rows)
+    if len(rows):
+        last = np.flatnonzero(np.r_[rows[1:] != rows[:-1], True])
+        out[rows[last]] = values[last]
+    return out
+
+
+def _cost_at(ideal: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``np.cumsum(np.maximum(best, 1.0), axis=1)`` at the cells, ``best`` the ideal gains
+    zero-padded to the right: past the ideal's width it adds 1.0 rank after rank, as here."""
+    n_q, width = ideal.shape
+    small = np.cumsum(np.maximum(ideal, 1.0), axis=1)
+    out = np.empty(len(cols))
+    inside = cols < width
+    out[inside] = small[rows[inside], cols[inside]]
+    outside = np.flatnonzero(~inside)
+    if len(outside):
+        order = outside[np.argsort(cols[outside], kind="stable")]
+        bounds = np.searchsorted(cols[order], np.arange(width, int(cols[order[-1]]) + 2))
+        cost = small[:, -1] if width else np.zeros(n_q)
+        for i in range(len(bounds) - 1):
+            cost = cost + 1.0
+            at = order[bounds[i] : bounds[i + 1]]
+            out[at] = cost[rows[at]]
+    return out
+
+
 def _g(
     arrays: RankingArrays, k: int | None, *, gains: Mapping[int, float] | None = None
 ) -> np.ndarray:
     _, got, ideal, _, _ = _gains(arrays, gains)
-    got, best = _same_width(got, ideal)
-    cost = np.cumsum(np.maximum(best, 1.0), axis=1)
+    rows, cols, values, _ = _gain_cells(arrays, gains)
+    cost = _cost_at(ideal, rows, cols)
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(got != 0, got / np.log2(2.0 + cost - np.cumsum(got, axis=1)), 0.0)
-    return safe_div(terms.sum(axis=1), ideal.sum(axis=1))
+        terms = values / np.log2(2.0 + cost - _row_prefix(rows, values))
+    width = max(got.shape[1], ideal.shape[1])
+    return safe_div(sum_at((rows, cols), terms, (arrays.n_queries, width)), ideal.sum(axis=1))
 
 
 def _bin_g(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
@@ -113,16 +183,23 @@ def _ndcg_rel(
     arrays: RankingArrays, k: int | None, *, gains: Mapping[int, float] | None = None
 ) -> np.ndarray:
     _, got, ideal, _, _ = _gains(arrays, gains)
-    got, best = _same_width(got, ideal)
-    width = got.shape[1]
-    disc = _discount(width)
-    run_dcg, ideal_dcg = np.cumsum(got * disc, axis=1), np.cumsum(best * disc, axis=1)
+    rows, cols, values, run_dcg = _gain_cells(arrays, gains)
+    n_q, n_ideal = ideal.shape
+    width = max(got.shape[1], n_ideal)
+    # the ideal DCG stays at its total past the ideal's width (its gains are 0 there)
+    ideal_dcg = np.cumsum(ideal * _discount(n_ideal), axis=1)
+    if n_ideal:
+        ideal_at, ideal_last = ideal_dcg[rows, np.minimum(cols, n_ideal - 1)], ideal_dcg[:, -1]
+    else:
+        ideal_at, ideal_last = np.zeros(len(rows)), np.zeros(n_q)
+    positive = values > 0
+    cells = rows[positive], cols[positive]
     with np.errstate(divide="ignore", invalid="ignore"):
-        at = np.where(got > 0, run_dcg / ideal_dcg, 0.0).sum(axis=1)
-        n_rel = (best > 0).sum(axis=1)
-        last = width - 1
-        tail = (n_rel - (got > 0).sum(axis=1)) * run_dcg[:, last] / ideal_dcg[:, last]
-        total = at + tail if width else np.zeros(arrays.n_queries)
+        at = sum_at(cells, run_dcg[positive] / ideal_at[positive], (n_q, width))
+        n_rel = (ideal > 0).sum(axis=1)
+        n_found = np.bincount(cells[0], minlength=n_q)
+        tail = (n_rel - n_found) * _row_last(rows, run_dcg, n_q) / ideal_last
+        total = at + tail if width else np.zeros(n_q)
         return np.where(total > 0, total / np.maximum(n_rel, 1), 0.0)
 
 
@@ -134,26 +211,30 @@ def _rndcg(
     the whole run's DCG over the whole ideal DCG when the run goes on more than one rank past
     the last positive ideal gain; 0 without a change."""
     _, got, ideal, _, _ = _gains(arrays, gains)
+    cell_rows, _, _, run_cells = _gain_cells(arrays, gains)
     n_q = arrays.n_queries
     width = ideal.shape[1] + 1  # a zero after the ideal gains: the change where they end
     best = np.zeros((n_q, width))
     best[:, : ideal.shape[1]] = ideal
     disc = _discount(max(width, got.shape[1]))
     ideal_dcg = np.cumsum(best * disc[:width], axis=1)
-    run_dcg = np.cumsum(got * disc[: got.shape[1]], axis=1)
+    head = min(width, got.shape[1])  # the run's DCG at the ranks of the ideal
+    run_dcg = np.cumsum(got[:, :head] * disc[:head], axis=1)
     if not got.shape[1]:
         run_dcg = np.zeros((n_q, width))
-    elif got.shape[1] < width:  # the run's DCG stays at its total past its last rank
-        run_dcg = np.pad(run_dcg, ((0, 0), (0, width - got.shape[1])), mode="edge")
+    elif head < width:  # the run's DCG stays at its total past its last rank
+        run_dcg = np.pad(run_dcg, ((0, 0), (0, width - head)), mode="edge")
     change = best[:, 1:] != best[:, :-1]  # at rank i + 1: the ratio up to rank i
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(change, run_dcg[:, : width - 1] / ideal_dcg[:, : width - 1], 0.0)
     total, n_changes = ratios.sum(axis=1), change.sum(axis=1)
-    n_ret = arrays.filled.sum(axis=1)
+    n_ret = arrays.n_filled()
     n_ideal = (best > 0).sum(axis=1)
     past = (n_ret > n_ideal + 1) & (n_ideal > 0)
     rows = np.nonzero(past)[0]
-    total[rows] += run_dcg[rows, n_ret[rows] - 1] / ideal_dcg[rows, n_ideal[rows] - 1]
+    # the run's DCG at its last rank: its whole DCG (no gain past the run's end)
+    run_total = _row_last(cell_rows, run_cells, n_q)
+    total[rows] += run_total[rows] / ideal_dcg[rows, n_ideal[rows] - 1]
     n_changes += past
     out = np.where(n_changes > 0, total / np.maximum(n_changes, 1), 0.0)
     return np.where(arrays.n_relevant(rel) > 0, out, 0.0)

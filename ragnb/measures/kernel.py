@@ -221,6 +221,16 @@ class RankingArrays:
 
         return top_k(self.derived(("precision_at_relevant", rel), build), k)
 
+    def n_filled(self) -> np.ndarray:
+        """Ranks the run fills per query, at most ``depth`` (the row sums of ``filled``).
+
+        Returns
+        -------
+        ndarray of int64, shape (n_queries,)
+            Read-only, computed once.
+        """
+        return self.derived("n_filled", lambda a: a.filled.sum(axis=1))
+
     def relevant_cells(self, rel: int, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Row and column of every True of ``relevant(rel, k)``, in row-major order.
 
