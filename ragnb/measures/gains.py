@@ -53,7 +53,7 @@ from ragnb.frames import RunOrder
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, safe_div, sum_at, top_k
-from ragnb.measures.reslists import gain_levels, gains_of, level_counts, rel_lists
+from ragnb.measures.reslists import gain_levels, level_counts, level_index, rel_lists
 
 __all__ = ["GAIN_FAMILIES", "gain_values", "normalised_cumulative_gain"]
 
@@ -78,7 +78,8 @@ def _gains_of(
     rels = rel_lists(arrays)
     levels, counts = level_counts(arrays)
     level_gain, ideal = gain_levels(levels, counts, gains)
-    return rels, gains_of(rels, levels, level_gain), ideal, levels, np.c_[level_gain, counts.T]
+    got = np.r_[level_gain, 0.0, 0.0][level_index(arrays)]  # gains_of, by table
+    return rels, got, ideal, levels, np.c_[level_gain, counts.T]
 
 
 def _same_width(got: np.ndarray, ideal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -263,15 +264,18 @@ def _rbp_graded(
     low = np.minimum(np.where(has_top, np.minimum.accumulate(spread)[at_top], np.inf), low_named)
     high = np.maximum(np.where(has_top, np.maximum.accumulate(spread)[at_top], -np.inf), high_named)
     low, high = np.where(np.isfinite(low), low, 0.0), np.where(np.isfinite(high), high, 0.0)
-    at = np.clip(np.searchsorted(levels, rels), 0, max(len(levels) - 1, 0))
-    known = (rels >= 0) & (levels[at] == rels) if len(levels) else np.zeros(rels.shape, bool)
-    known &= np.take_along_axis(listed, at, axis=1) if len(levels) else known
-    row = np.where(known, level_gain[at] if len(levels) else 0.0, 0.0)
+    # the gain of each (query, level): one row of a table per query, its columns the levels,
+    # then a value >= 0 that is no level, then the negative values (-1, -2, -3: gain 0)
+    n_levels = len(levels)
+    row = np.zeros((arrays.n_queries, n_levels + 2))
+    row[:, :n_levels] = np.where(listed, level_gain[None, :], 0.0)
     rescale = ((low < 0) | (high > 1))[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
-        scaled = np.where(rels >= 0, (row - low[:, None]) / (high - low)[:, None], 0.0)
-    row = np.where(rescale, scaled, row)
-    return (1.0 - p) * (row @ p ** np.arange(rels.shape[1], dtype=np.float64))
+        scaled = (row - low[:, None]) / (high - low)[:, None]
+    scaled[:, -1] = 0.0
+    table = np.where(rescale, scaled, row)
+    per_rank = np.take_along_axis(table, level_index(arrays), axis=1)
+    return (1.0 - p) * (per_rank @ p ** np.arange(rels.shape[1], dtype=np.float64))
 
 
 def _rbp_graded_residual(arrays: RankingArrays, k: int | None, *, p: float) -> np.ndarray:

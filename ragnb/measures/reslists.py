@@ -29,6 +29,7 @@ __all__ = [
     "gain_levels",
     "gains_of",
     "level_counts",
+    "level_index",
     "rel_lists",
 ]
 
@@ -68,6 +69,45 @@ def _rel_lists(arrays: RankingArrays) -> np.ndarray:
     grades = arrays.grades.astype(np.int64)
     out = np.where(arrays.judged, np.where(grades < 0, UNJUDGED, grades), NONPOOL)
     return np.where(arrays.filled, out, PADDING)
+
+
+def level_index(arrays: RankingArrays) -> np.ndarray:
+    """Where each rank's relevance value stands among the levels of :func:`level_counts`.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+
+    Returns
+    -------
+    ndarray of int64, shape (n_queries, depth)
+        The index of the value of :func:`rel_lists` in ``levels``; ``n_levels`` for a value >= 0
+        that is no level, ``n_levels + 1`` for :data:`NONPOOL`, :data:`UNJUDGED` and
+        :data:`PADDING`. A per-level table with those two further columns, indexed by it, gives
+        a value at every rank. Read-only, built once per arrays.
+
+    Examples
+    --------
+    >>> from ragnb.measures import prepare
+    >>> arrays = prepare({"q": {"a": 2, "b": 0}}, {"q": {"a": 3.0, "x": 2.0, "b": 1.0}})
+    >>> level_index(arrays).tolist()  # levels 0, 2
+    [[1, 3, 0]]
+    """
+    return arrays.derived("level index", _level_index)
+
+
+def _level_index(arrays: RankingArrays) -> np.ndarray:
+    rels = rel_lists(arrays)
+    levels, _ = level_counts(arrays)
+    n = len(levels)
+    high = int(levels[-1]) if n else 0
+    if high < 2**20:  # a table from value + 3 (PADDING = -3) to the index
+        table = np.full(high + 4, n, dtype=np.int64)
+        table[:3] = n + 1
+        table[levels + 3] = np.arange(n)
+        return table[rels + 3]
+    at = np.clip(np.searchsorted(levels, rels), 0, n - 1)
+    return np.where(rels < 0, n + 1, np.where(levels[at] == rels, at, n))
 
 
 def level_counts(arrays: RankingArrays) -> tuple[np.ndarray, np.ndarray]:
