@@ -66,8 +66,10 @@ def rel_lists(arrays: RankingArrays) -> np.ndarray:
 
 
 def _rel_lists(arrays: RankingArrays) -> np.ndarray:
-    grades = arrays.grades.astype(np.int64)
-    out = np.where(arrays.judged, np.where(grades < 0, UNJUDGED, grades), NONPOOL)
+    grades = arrays.grades.astype(np.int64, copy=False)
+    if (arrays.grade_levels < 0).any():
+        grades = np.where(grades < 0, UNJUDGED, grades)
+    out = np.where(arrays.judged, grades, NONPOOL)
     return np.where(arrays.filled, out, PADDING)
 
 

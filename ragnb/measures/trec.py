@@ -140,23 +140,31 @@ def iprec_values(
     # trec_eval 9.0: (long) (recall * num_rel + 0.9); 10.0: lround(recall * num_rel)
     shift = 0.9 if trec_eval == 9 else 0.5
     need = np.maximum(np.floor(levels[None, :] * arrays.n_relevant(rel)[:, None] + shift), 1)
-    hits = arrays.hits(rel)
-    best, flat = arrays.derived(("iprec", rel), partial(_best_precision, rel=rel))
-    row = np.arange(n_q)[:, None]
-    pos = np.searchsorted(flat, (need + row * (depth + 1)).ravel()).reshape(need.shape)
-    pos -= row * depth
-    found = need <= hits[:, -1:]
-    return np.where(found, np.take_along_axis(best, np.minimum(pos, depth - 1), axis=1), 0.0)
+    # the c-th relevant document of a row is its (c-1)-th relevant cell after the row's first
+    start, best = arrays.derived(("iprec", rel), partial(_best_precision, rel=rel))
+    found = arrays.found(rel)[:, None]
+    inside = need <= found
+    at = np.where(inside, start[:, None] + need.astype(np.int64) - 1, 0)
+    return np.where(inside, best[at] if len(best) else 0.0, 0.0)
 
 
 def _best_precision(arrays: RankingArrays, *, rel: int) -> tuple[np.ndarray, np.ndarray]:
-    """The largest precision at or below each rank (at relevant ranks), and every row's hits
-    lifted above the row before it, flat (where the c-th relevant document is searched)."""
-    n_q, depth = arrays.n_queries, arrays.depth
-    at_relevant = arrays.precision_at_relevant(rel)
-    best = np.maximum.accumulate(at_relevant[:, ::-1], axis=1)[:, ::-1]
-    flat = (arrays.hits(rel) + np.arange(n_q)[:, None] * (depth + 1)).ravel()
-    return best, flat
+    """The first relevant cell of each row (an index into :meth:`RankingArrays.relevant_cells`)
+    and, at each relevant cell, the largest precision at it or at a deeper relevant rank of its
+    row (``np.maximum.accumulate`` from the deepest rank up; the other ranks hold 0)."""
+    rows, cols = arrays.relevant_cells(rel)
+    best = arrays.hits(rel)[rows, cols] / (cols + 1)
+    n = len(rows)
+    if n > 1:  # a running maximum within each row, from its last cell back
+        end = np.flatnonzero(np.r_[rows[1:] != rows[:-1], True])
+        back = np.repeat(end, np.diff(np.r_[-1, end])) - np.arange(n)  # cells after it
+        order = np.argsort(back, kind="stable")
+        bounds = np.r_[0, np.cumsum(np.bincount(back))]
+        for t in range(1, len(bounds) - 1):
+            at = order[bounds[t] : bounds[t + 1]]
+            best[at] = np.maximum(best[at], best[at + 1])
+    start = np.r_[0, np.cumsum(arrays.found(rel))[:-1]]
+    return start, best
 
 
 def _iprec(
