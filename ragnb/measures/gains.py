@@ -288,8 +288,8 @@ def _rbp_graded_residual(arrays: RankingArrays, k: int | None, *, p: float) -> n
 
 
 def _dcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
-    got = np.maximum(top_k(arrays.grades, k), 0).astype(np.float64) * top_k(arrays.judged, k)
-    return got @ _discount(got.shape[1])
+    # sum_i max(grade_i, 0) / log2(i + 1): the run's DCG of nDCG (unjudged grades are 0)
+    return arrays.run_dcg(k)
 
 
 def _ncg(arrays: RankingArrays, k: int) -> np.ndarray:

@@ -216,8 +216,10 @@ class RankingArrays:
         """
 
         def build(a: RankingArrays) -> np.ndarray:
-            precision = a.hits(rel) / np.arange(1, a.depth + 1)
-            return np.where(a.relevant(rel), precision, 0.0)
+            rows, cols = a.relevant_cells(rel)
+            at_relevant = np.zeros((a.n_queries, a.depth))
+            at_relevant[rows, cols] = a.hits(rel)[rows, cols] / (cols + 1)
+            return at_relevant
 
         return top_k(self.derived(("precision_at_relevant", rel), build), k)
 
@@ -230,6 +232,48 @@ class RankingArrays:
             Read-only, computed once.
         """
         return self.derived("n_filled", lambda a: a.filled.sum(axis=1))
+
+    def run_dcg(self, k: int | None = None, *, exp: bool = False) -> np.ndarray:
+        """DCG of each query's top ``k``, as :func:`ndcg_of` computes it for the run.
+
+        Parameters
+        ----------
+        k : int, optional
+            The cutoff K; default all ``depth`` ranks.
+        exp : bool, default False
+            Gain ``max(grade, 0)`` or, with ``exp``, ``2^max(grade, 0) - 1``.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_queries,)
+            Read-only, computed once per ``k`` and gain.
+        """
+        return self.derived(("run dcg", k, exp), lambda a: dcg(a._gains(a.grades, k, exp)))
+
+    def ideal_dcg(self, k: int | None = None, *, exp: bool = False) -> np.ndarray:
+        """DCG of the top ``k`` of each query's ideal ranking (the denominator of nDCG@K).
+
+        Returns
+        -------
+        ndarray of float64, shape (n_queries,)
+            Read-only, computed once per ``k`` and gain; as :meth:`run_dcg`.
+        """
+        return self.derived(("ideal dcg", k, exp), lambda a: dcg(a._gains(a.ideal, k, exp)))
+
+    def _gains(self, grades: np.ndarray, k: int | None, exp: bool) -> np.ndarray:
+        """:func:`ndcg_of`'s gains of the top ``k`` of ``grades`` (run or ideal): the same values,
+        without a pass where the grade levels show it changes nothing (no negative grade), and
+        ``2^g - 1`` read from a table of the levels' range."""
+        levels = self.grade_levels
+        top = top_k(grades, k)
+        nonnegative = not len(levels) or int(levels[0]) >= 0
+        gains = top if nonnegative else np.maximum(top, 0)
+        if not exp:
+            return gains
+        high = max(int(levels[-1]), 0) if len(levels) else 0
+        if high < 2**16:
+            return (np.exp2(np.arange(high + 1, dtype=np.int64)) - 1.0)[gains]
+        return np.exp2(gains) - 1.0
 
     def relevant_cells(self, rel: int, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Row and column of every True of ``relevant(rel, k)``, in row-major order.
