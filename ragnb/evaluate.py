@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder
@@ -409,9 +410,26 @@ def _check_graded_scale(grades: np.ndarray, measures: list[Measure]) -> None:
 _SCALES = {3: "0-3 (TREC DL)", 2: "0-2 (DBpedia-Entity)", 1: "0-1 (binary)"}
 
 
-def _repeat_str(values: np.ndarray, take: np.ndarray) -> pd.Series:
-    """``values[take]`` as a column of pandas' string dtype (what a frame makes of str values)."""
-    return pd.Series(values, dtype="str").take(take).reset_index(drop=True)
+def _str_column(values: np.ndarray, times: int, *, each: bool) -> pd.Series:
+    """``values`` ``times`` over (``each``: every value ``times`` in a row, else the whole
+    sequence ``times`` over), as a column of pandas' string dtype (what a frame makes of str
+    values). Built from the Arrow buffers of ``values`` by copying bytes, not string by string."""
+    chunk = pa.array(pd.Series(values, dtype="str").array).cast(pa.large_string())
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64)
+    offsets = offsets[chunk.offset : chunk.offset + len(chunk) + 1]
+    buffer = chunk.buffers()[2]
+    data = np.zeros(0, np.uint8) if buffer is None else np.frombuffer(buffer, dtype=np.uint8)
+    lengths = np.diff(offsets)
+    if each:
+        pieces = [np.tile(data[a:b], times) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+        lengths = np.repeat(lengths, times)
+    else:
+        pieces = [data[offsets[0] : offsets[-1]]] * times
+        lengths = np.tile(lengths, times)
+    joined = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
+    ends = np.r_[0, np.cumsum(lengths)].astype(np.int64)
+    whole = pa.LargeStringArray.from_buffers(len(lengths), pa.py_buffer(ends), pa.py_buffer(joined))
+    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([whole])), dtype="str")
 
 
 def _result(
@@ -477,12 +495,12 @@ def result_from_values(
             "n_queries": np.full(n_m, n_q, dtype=np.int64),
         }
     )
-    # The id and name columns are converted once per query / measure, then repeated by `take`
+    # The id and name columns are converted once per query / measure, then their bytes repeated
     # (converting n_queries * n_measures Python strings costs more than the measures).
     per_query = pd.DataFrame(
         {
-            "query_id": _repeat_str(query_ids, np.tile(np.arange(n_q), n_m)),
-            "measure": _repeat_str(np.asarray(names, dtype=object), np.repeat(np.arange(n_m), n_q)),
+            "query_id": _str_column(query_ids, n_m, each=False),
+            "measure": _str_column(np.asarray(names, dtype=object), n_q, each=True),
             "value": values.T.reshape(-1),
         }
     )

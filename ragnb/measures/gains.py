@@ -53,7 +53,7 @@ from ragnb.frames import RunOrder
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, safe_div, sum_at, top_k
-from ragnb.measures.reslists import gain_levels, level_counts, level_index, rel_lists
+from ragnb.measures.reslists import gain_levels, level_counts, level_index
 
 __all__ = ["GAIN_FAMILIES", "gain_values", "normalised_cumulative_gain"]
 
@@ -64,9 +64,9 @@ def _discount(n: int) -> np.ndarray:
 
 def _gains(
     arrays: RankingArrays, gains: Mapping[int, float] | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(rels, run gains, ideal gains, levels, level gains x per-query counts) of the arrays;
-    read-only, built once per arrays for the linear gain."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ideal gains, levels, level gains x per-query counts) of the arrays; read-only, built
+    once per arrays for the linear gain."""
     if not gains:
         return arrays.derived("linear gains", partial(_gains_of, gains=None))
     return _gains_of(arrays, gains)
@@ -74,21 +74,16 @@ def _gains(
 
 def _gains_of(
     arrays: RankingArrays, gains: Mapping[int, float] | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    rels = rel_lists(arrays)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     levels, counts = level_counts(arrays)
     level_gain, ideal = gain_levels(levels, counts, gains)
-    got = np.r_[level_gain, 0.0, 0.0][level_index(arrays)]  # gains_of, by table
-    return rels, got, ideal, levels, np.c_[level_gain, counts.T]
+    return ideal, levels, np.c_[level_gain, counts.T]
 
 
-def _same_width(got: np.ndarray, ideal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Run gains and ideal gains, shape (n_queries, width) each, zero-padded to one width."""
-    width = max(got.shape[1], ideal.shape[1])
-    return (
-        np.pad(got, ((0, 0), (0, width - got.shape[1]))),
-        np.pad(ideal, ((0, 0), (0, width - ideal.shape[1]))),
-    )
+def _run_gains(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.ndarray:
+    """The gain at each rank, shape (n_queries, depth), as :func:`~.reslists.gains_of`."""
+    _, _, table = _gains(arrays, gains)
+    return np.r_[table[:, 0], 0.0, 0.0][level_index(arrays)]
 
 
 def _gain_cells(
@@ -105,10 +100,23 @@ def _gain_cells(
 def _cells_of_gains(
     arrays: RankingArrays, gains: Mapping[int, float] | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    _, got, _, _, _ = _gains(arrays, gains)
-    rows, cols = np.nonzero(got)
-    values = got[rows, cols]
-    return rows, cols, values, _row_prefix(rows, values * _discount(got.shape[1])[cols])
+    if gains:
+        got = _run_gains(arrays, gains)
+        rows, cols = np.nonzero(got)
+        values = got[rows, cols]
+    else:  # the linear gain: judged grades >= 1 gain their grade, the other ranks 0
+        rows, cols = arrays.relevant_cells(1)
+        values = arrays.grades[rows, cols].astype(np.float64)
+    return rows, cols, values, _row_prefix(rows, values * _discount(arrays.depth)[cols])
+
+
+def _head_gains(arrays: RankingArrays, gains: Mapping[int, float] | None, width: int) -> np.ndarray:
+    """The gains of the top ``width`` ranks, shape (n_queries, min(width, depth))."""
+    rows, cols, values, _ = _gain_cells(arrays, gains)
+    head = np.zeros((arrays.n_queries, min(width, arrays.depth)))
+    inside = cols < head.shape[1]
+    head[rows[inside], cols[inside]] = values[inside]
+    return head
 
 
 def _row_prefix(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -163,12 +171,12 @@ def _cost_at(ideal: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarra
 def _g(
     arrays: RankingArrays, k: int | None, *, gains: Mapping[int, float] | None = None
 ) -> np.ndarray:
-    _, got, ideal, _, _ = _gains(arrays, gains)
+    ideal, _, _ = _gains(arrays, gains)
     rows, cols, values, _ = _gain_cells(arrays, gains)
     cost = _cost_at(ideal, rows, cols)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = values / np.log2(2.0 + cost - _row_prefix(rows, values))
-    width = max(got.shape[1], ideal.shape[1])
+    width = max(arrays.depth, ideal.shape[1])
     return safe_div(sum_at((rows, cols), terms, (arrays.n_queries, width)), ideal.sum(axis=1))
 
 
@@ -183,10 +191,10 @@ def _bin_g(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
 def _ndcg_rel(
     arrays: RankingArrays, k: int | None, *, gains: Mapping[int, float] | None = None
 ) -> np.ndarray:
-    _, got, ideal, _, _ = _gains(arrays, gains)
+    ideal, _, _ = _gains(arrays, gains)
     rows, cols, values, run_dcg = _gain_cells(arrays, gains)
     n_q, n_ideal = ideal.shape
-    width = max(got.shape[1], n_ideal)
+    width = max(arrays.depth, n_ideal)
     # the ideal DCG stays at its total past the ideal's width (its gains are 0 there)
     ideal_dcg = np.cumsum(ideal * _discount(n_ideal), axis=1)
     if n_ideal:
@@ -211,17 +219,17 @@ def _rndcg(
     before each rank where the ideal gain changes (its last change: where it reaches 0), plus
     the whole run's DCG over the whole ideal DCG when the run goes on more than one rank past
     the last positive ideal gain; 0 without a change."""
-    _, got, ideal, _, _ = _gains(arrays, gains)
+    ideal, _, _ = _gains(arrays, gains)
     cell_rows, _, _, run_cells = _gain_cells(arrays, gains)
     n_q = arrays.n_queries
     width = ideal.shape[1] + 1  # a zero after the ideal gains: the change where they end
     best = np.zeros((n_q, width))
     best[:, : ideal.shape[1]] = ideal
-    disc = _discount(max(width, got.shape[1]))
+    disc = _discount(max(width, arrays.depth))
     ideal_dcg = np.cumsum(best * disc[:width], axis=1)
-    head = min(width, got.shape[1])  # the run's DCG at the ranks of the ideal
-    run_dcg = np.cumsum(got[:, :head] * disc[:head], axis=1)
-    if not got.shape[1]:
+    head = min(width, arrays.depth)  # the run's DCG at the ranks of the ideal
+    run_dcg = np.cumsum(_head_gains(arrays, gains, head) * disc[:head], axis=1)
+    if not arrays.depth:
         run_dcg = np.zeros((n_q, width))
     elif head < width:  # the run's DCG stays at its total past its last rank
         run_dcg = np.pad(run_dcg, ((0, 0), (0, width - head)), mode="edge")
@@ -247,7 +255,7 @@ def _rbp_graded(
     """trec_eval's ``m_rbp.c``: gains of the levels its ``setup_gains`` lists for the query (0 up
     to its highest judged level, and every level named in ``gains``), rescaled into [0, 1] when
     they leave it."""
-    rels, _, _, levels, table = _gains(arrays, gains)
+    _, levels, table = _gains(arrays, gains)
     level_gain, counts = table[:, 0], table[:, 1:].T
     top = np.where(counts > 0, levels[None, :], -1).max(axis=1, initial=-1)
     listed = (levels[None, :] <= top[:, None]) | np.isin(levels, list(gains or {}))[None, :]
@@ -275,14 +283,14 @@ def _rbp_graded(
     scaled[:, -1] = 0.0
     table = np.where(rescale, scaled, row)
     per_rank = np.take_along_axis(table, level_index(arrays), axis=1)
-    return (1.0 - p) * (per_rank @ p ** np.arange(rels.shape[1], dtype=np.float64))
+    return (1.0 - p) * (per_rank @ p ** np.arange(arrays.depth, dtype=np.float64))
 
 
 def _rbp_graded_residual(arrays: RankingArrays, k: int | None, *, p: float) -> np.ndarray:
-    rels = rel_lists(arrays)
-    open_ = (rels < 0) & (rels != -3)
-    n_ret = arrays.filled.sum(axis=1)
-    weights = p ** np.arange(rels.shape[1], dtype=np.float64)
+    # trec_eval's relevance list below 0 but not padding: retrieved, no judgement >= 0
+    open_ = arrays.filled & ~arrays.relevant(0)
+    n_ret = arrays.n_filled()
+    weights = p ** np.arange(arrays.depth, dtype=np.float64)
     value = p ** n_ret.astype(np.float64) + (1.0 - p) * (open_ @ weights)
     return np.where(open_.any(axis=1), value, 0.0)
 
@@ -299,7 +307,8 @@ def _ncg(arrays: RankingArrays, k: int) -> np.ndarray:
 
 
 def _ndcg_gains(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.ndarray:
-    _, got, ideal, _, _ = _gains(arrays, gains)
+    ideal, _, _ = _gains(arrays, gains)
+    got = _run_gains(arrays, gains)
     return safe_div(got @ _discount(got.shape[1]), ideal @ _discount(ideal.shape[1]))
 
 

@@ -99,17 +99,19 @@ def level_index(arrays: RankingArrays) -> np.ndarray:
 
 
 def _level_index(arrays: RankingArrays) -> np.ndarray:
-    rels = rel_lists(arrays)
     levels, _ = level_counts(arrays)
     n = len(levels)
-    high = int(levels[-1]) if n else 0
-    if high < 2**20:  # a table from value + 3 (PADDING = -3) to the index
-        table = np.full(high + 4, n, dtype=np.int64)
-        table[:3] = n + 1
-        table[levels + 3] = np.arange(n)
-        return table[rels + 3]
-    at = np.clip(np.searchsorted(levels, rels), 0, n - 1)
-    return np.where(rels < 0, n + 1, np.where(levels[at] == rels, at, n))
+    grades = arrays.grades
+    every = arrays.grade_levels  # the judged grades >= 0 are levels; the others go to n + 1
+    low = min(int(every[0]), 0) if len(every) else 0
+    high = max(int(every[-1]), 0) if len(every) else 0
+    if high - low < 2**20:  # a table from grade - low to the index
+        table = np.full(high - low + 1, n + 1, dtype=np.int64)
+        table[levels - low] = np.arange(n)
+        return np.where(arrays.judged, table[grades - low] if low else table[grades], n + 1)
+    at = np.clip(np.searchsorted(levels, grades), 0, max(n - 1, 0))
+    known = (levels[at] == grades) if n else np.zeros(grades.shape, dtype=bool)
+    return np.where(arrays.judged & (grades >= 0), np.where(known, at, n), n + 1)
 
 
 def level_counts(arrays: RankingArrays) -> tuple[np.ndarray, np.ndarray]:
