@@ -182,7 +182,7 @@ def _g(
 
 def _bin_g(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     cells = arrays.relevant_cells(rel)
-    r = arrays.hits(rel)[cells]
+    r = arrays.hits_at(rel, *cells)
     with np.errstate(divide="ignore"):
         terms = 1.0 / np.log2(3.0 + cells[1] - r)
     return safe_div(sum_at(cells, terms, arrays.relevant(rel).shape), arrays.n_relevant(rel))

@@ -53,7 +53,7 @@ from ragnb.measures.base import (
     register_trec_alias,
 )
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.kernel import RankingArrays, ndcg_of, safe_div, sum_at
+from ragnb.measures.kernel import RankingArrays, dcg, safe_div, sum_at
 
 __all__ = ["bpref", "condensed_ndcg", "condensed_precision", "judged_gap_warning"]
 
@@ -80,41 +80,40 @@ def _bpref(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     n_rel = _level_total(arrays, (levels >= 0) & (levels >= rel))
     n_non = _level_total(arrays, (levels >= 0) & (levels < rel))
     # at a relevant rank: the judged non-relevant documents ranked above it
-    above = arrays.hits(0)[cells] - arrays.hits(top)[cells]
+    above = arrays.hits_at(0, *cells) - arrays.hits_at(top, *cells)
     rows = cells[0]
     penalty = safe_div(np.minimum(above, n_rel[rows]), np.minimum(n_non, n_rel)[rows])
     return safe_div(sum_at(cells, 1.0 - penalty, (arrays.n_queries, width)), n_rel)
 
 
-def _condensed_grades(arrays: RankingArrays, k: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _condensed_cells(
+    arrays: RankingArrays, k: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The run with documents not judged (grade >= 0) removed, cut at ``k``.
 
-    Returns grades and a ``filled`` mask of the condensed list, each (n_queries, width) with
-    ``width = min(k, depth)``. The judged documents keep their order: the column of each is the
-    number of judged documents at or above it, minus one (a cumulative count per row).
+    Returns the row, the column in the condensed list and the grade of each document kept
+    (row-major), and the list's width ``min(k, depth)``. The judged documents keep their order:
+    the column of each is the number of judged documents at or above it, minus one.
     """
     width = arrays.depth if k is None else min(k, arrays.depth)
     rows, cols = arrays.relevant_cells(0)  # trec_eval's judged: a grade >= 0
-    new_col = arrays.hits(0)[rows, cols] - 1
+    new_col = arrays.hits_at(0, rows, cols) - 1
     inside = new_col < width
-    rows, cols, new_col = rows[inside], cols[inside], new_col[inside]
-    grades = np.zeros((arrays.n_queries, width), dtype=np.int64)
-    filled = np.zeros((arrays.n_queries, width), dtype=bool)
-    grades[rows, new_col] = arrays.grades[rows, cols]
-    filled[rows, new_col] = True
-    return grades, filled
+    return rows[inside], new_col[inside], arrays.grades[rows[inside], cols[inside]], width
 
 
 def _condensed_ndcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """nDCG@k of the condensed list; ideal from all judged grades; shape (n_queries,)."""
-    grades, _ = _condensed_grades(arrays, k)  # already cut at k
-    return ndcg_of(grades, arrays.ideal, k)
+    rows, cols, grades, width = _condensed_cells(arrays, k)  # already cut at k
+    gains = np.zeros((arrays.n_queries, width))  # ndcg_of's max(grade, 0), as float
+    gains[rows, cols] = np.maximum(grades, 0)
+    return safe_div(dcg(gains), arrays.ideal_dcg(k))
 
 
 def _condensed_precision(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
     """Relevant documents in the top k of the condensed list, over k; shape (n_queries,)."""
-    grades, filled = _condensed_grades(arrays, k)
-    return (filled & (grades >= rel)).sum(axis=1) / k
+    rows, _, grades, _ = _condensed_cells(arrays, k)
+    return np.bincount(rows[grades >= rel], minlength=arrays.n_queries) / k
 
 
 register_family(

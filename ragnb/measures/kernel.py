@@ -192,17 +192,41 @@ class RankingArrays:
         count = self.derived(("hits", rel), lambda a: np.cumsum(a.relevant(rel), axis=1))
         return top_k(count, k)
 
+    def hits_at(self, rel: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """``hits(rel)[rows, cols]``, counted from the relevant cells (no dense running count).
+
+        Parameters
+        ----------
+        rel : int
+        rows, cols : ndarray of int
+            Cells of the arrays, any order.
+
+        Returns
+        -------
+        ndarray of int64, shape (len(rows),)
+            Relevant documents of the row at or above each cell's rank.
+        """
+        dense = self.__dict__.get("_derived", {}).get(("hits", rel))
+        if dense is not None:
+            return dense[rows, cols]
+        flat = self.derived(("flat cells", rel), lambda a: _flat(a, *a.relevant_cells(rel)))
+        first = self.derived(("first cell", rel), lambda a: np.r_[0, np.cumsum(a.found(rel))])
+        return np.searchsorted(flat, _flat(self, rows, cols), side="right") - first[rows]
+
     def found(self, rel: int, k: int | None = None) -> np.ndarray:
         """Relevant documents in the top ``k`` of each query (the last column of :meth:`hits`).
 
         Returns
         -------
         ndarray of int64, shape (n_queries,)
+            Read-only, computed once per ``rel`` and cutoff.
         """
         width = self.depth if k is None else min(k, self.depth)
-        hits = self.__dict__.get("_derived", {}).get(("hits", rel))
-        if hits is not None and width > 0:  # the running count is there: read its column
-            return hits[:, width - 1]
+        if width == self.depth:
+            return self.derived(
+                ("found", rel, width),
+                lambda a: np.bincount(a.relevant_cells(rel)[0], minlength=a.n_queries),
+            )
         return self.derived(("found", rel, width), lambda a: a.relevant(rel, width).sum(axis=1))
 
     def precision_at_relevant(self, rel: int, k: int | None = None) -> np.ndarray:
@@ -218,7 +242,7 @@ class RankingArrays:
         def build(a: RankingArrays) -> np.ndarray:
             rows, cols = a.relevant_cells(rel)
             at_relevant = np.zeros((a.n_queries, a.depth))
-            at_relevant[rows, cols] = a.hits(rel)[rows, cols] / (cols + 1)
+            at_relevant[rows, cols] = a.hits_at(rel, rows, cols) / (cols + 1)
             return at_relevant
 
         return top_k(self.derived(("precision_at_relevant", rel), build), k)
@@ -303,6 +327,11 @@ class RankingArrays:
 
 
 # ----------------------------------------------------------------------------- kernel helpers
+
+
+def _flat(arrays: RankingArrays, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Row-major positions of cells, int64."""
+    return rows.astype(np.int64) * arrays.depth + cols
 
 
 def top_k(a: np.ndarray, k: int | None) -> np.ndarray:

@@ -114,12 +114,11 @@ def _unjudged(arrays: RankingArrays, k: int) -> np.ndarray:
 def _rprec_mult(arrays: RankingArrays, k: int | None, *, mult: float, rel: int) -> np.ndarray:
     # trec_eval: (long) (mult * num_rel + 0.9), the cutoff in documents
     cut = np.floor(mult * arrays.n_relevant(rel) + 0.9).astype(np.int64)
-    hits = arrays.hits(rel)
-    width = hits.shape[1]
+    width = arrays.depth
     found = np.zeros(arrays.n_queries)
     inside = (cut > 0) & (width > 0)
     rows = np.nonzero(inside)[0]
-    found[rows] = hits[rows, np.minimum(cut[rows], width) - 1]
+    found[rows] = arrays.hits_at(rel, rows, np.minimum(cut[rows], width) - 1)
     return safe_div(found, cut)
 
 

@@ -72,9 +72,8 @@ def _rprec(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     n_rel = arrays.n_relevant(rel)
     if v.shape[1] == 0:
         return np.zeros(arrays.n_queries)
-    hits = arrays.hits(rel, k)
     last = np.clip(n_rel, 1, v.shape[1]) - 1
-    found = np.where(n_rel > 0, hits[np.arange(arrays.n_queries), last], 0)
+    found = np.where(n_rel > 0, arrays.hits_at(rel, np.arange(arrays.n_queries), last), 0)
     return safe_div(found, n_rel)
 
 
@@ -89,11 +88,12 @@ def _infap(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     width = arrays.depth if k is None else min(k, arrays.depth)
     rows, cols = cells = arrays.relevant_cells(rel, width)
     # the running counts above (and at) each relevant rank, read at those ranks only
-    x = arrays.hits(rel)[cells] - 1.0
-    n = (arrays.hits(0)[cells] - arrays.hits(rel)[cells]).astype(np.float64) if rel > 0 else 0.0
+    hits = arrays.hits_at(rel, *cells)
+    x = hits - 1.0
+    n = (arrays.hits_at(0, *cells) - hits).astype(np.float64) if rel > 0 else 0.0
     u = 0.0
     if (arrays.grade_levels == -1).any():  # grade -1: pooled, unjudged
-        u = (arrays.hits(-1)[cells] - arrays.hits(0)[cells]).astype(np.float64)
+        u = (arrays.hits_at(-1, *cells) - arrays.hits_at(0, *cells)).astype(np.float64)
     fj = cols.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         term = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((x + n + u) / fj) * (
@@ -153,7 +153,7 @@ def _best_precision(arrays: RankingArrays, *, rel: int) -> tuple[np.ndarray, np.
     and, at each relevant cell, the largest precision at it or at a deeper relevant rank of its
     row (``np.maximum.accumulate`` from the deepest rank up; the other ranks hold 0)."""
     rows, cols = arrays.relevant_cells(rel)
-    best = arrays.hits(rel)[rows, cols] / (cols + 1)
+    best = arrays.hits_at(rel, rows, cols) / (cols + 1)
     n = len(rows)
     if n > 1:  # a running maximum within each row, from its last cell back
         end = np.flatnonzero(np.r_[rows[1:] != rows[:-1], True])
