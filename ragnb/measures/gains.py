@@ -52,7 +52,7 @@ from ragnb.errors import InputError
 from ragnb.frames import RunOrder
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.kernel import RankingArrays, safe_div, sum_at, top_k
+from ragnb.measures.kernel import RankingArrays, row_steps, safe_div, sum_at, top_k
 from ragnb.measures.reslists import gain_levels, level_counts, level_index
 
 __all__ = ["GAIN_FAMILIES", "gain_values", "normalised_cumulative_gain"]
@@ -126,15 +126,7 @@ def _row_prefix(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
     zeros it adds between the cells change nothing, so the sums are the same to the bit.
     """
     out = values.copy()
-    n = len(rows)
-    if n < 2:
-        return out
-    start = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    step = np.arange(n) - np.repeat(start, np.diff(np.r_[start, n]))
-    order = np.argsort(step, kind="stable")
-    bounds = np.r_[0, np.cumsum(np.bincount(step))]
-    for t in range(1, len(bounds) - 1):  # the t-th cell of every row, after the (t-1)-th
-        at = order[bounds[t] : bounds[t + 1]]
+    for at in row_steps(rows)[1:]:  # the t-th cell of every row, after the (t-1)-th
         out[at] = out[at - 1] + values[at]
     return out
 
@@ -182,7 +174,7 @@ def _g(
 
 def _bin_g(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     cells = arrays.relevant_cells(rel)
-    r = arrays.hits_at(rel, *cells)
+    r = arrays.cell_hits(rel)
     with np.errstate(divide="ignore"):
         terms = 1.0 / np.log2(3.0 + cells[1] - r)
     return safe_div(sum_at(cells, terms, arrays.relevant(rel).shape), arrays.n_relevant(rel))

@@ -80,7 +80,10 @@ def _bpref(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     n_rel = _level_total(arrays, (levels >= 0) & (levels >= rel))
     n_non = _level_total(arrays, (levels >= 0) & (levels < rel))
     # at a relevant rank: the judged non-relevant documents ranked above it
-    above = arrays.hits_at(0, *cells) - arrays.hits_at(top, *cells)
+    whole = width == arrays.depth  # every relevant cell: their hits are their ranks in a row
+    above = arrays.hits_at(0, *cells) - (
+        arrays.cell_hits(top) if whole else arrays.hits_at(top, *cells)
+    )
     rows = cells[0]
     penalty = safe_div(np.minimum(above, n_rel[rows]), np.minimum(n_non, n_rel)[rows])
     return safe_div(sum_at(cells, 1.0 - penalty, (arrays.n_queries, width)), n_rel)
@@ -97,7 +100,7 @@ def _condensed_cells(
     """
     width = arrays.depth if k is None else min(k, arrays.depth)
     rows, cols = arrays.relevant_cells(0)  # trec_eval's judged: a grade >= 0
-    new_col = arrays.hits_at(0, rows, cols) - 1
+    new_col = arrays.cell_hits(0) - 1
     inside = new_col < width
     return rows[inside], new_col[inside], arrays.grades[rows[inside], cols[inside]], width
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, fields
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -49,6 +50,7 @@ __all__ = [
     "first_true",
     "ndcg_of",
     "ranked_cells",
+    "row_steps",
     "safe_div",
     "sum_at",
     "top_k",
@@ -209,9 +211,29 @@ class RankingArrays:
         dense = self.__dict__.get("_derived", {}).get(("hits", rel))
         if dense is not None:
             return dense[rows, cols]
-        flat = self.derived(("flat cells", rel), lambda a: _flat(a, *a.relevant_cells(rel)))
-        first = self.derived(("first cell", rel), lambda a: np.r_[0, np.cumsum(a.found(rel))])
-        return np.searchsorted(flat, _flat(self, rows, cols), side="right") - first[rows]
+        _, _, flat = self.derived(("cells", rel), partial(_cells_of, rel=rel))
+        return np.searchsorted(flat, _flat(self, rows, cols), side="right") - self._first(rel)[rows]
+
+    def cell_hits(self, rel: int) -> np.ndarray:
+        """``hits(rel)`` at the relevant cells themselves (:meth:`relevant_cells`, whole depth):
+        1, 2, ... along each row.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_cells,)
+            Read-only, computed once per ``rel``.
+        """
+
+        def build(a: RankingArrays) -> np.ndarray:
+            rows, _ = a.relevant_cells(rel)
+            return np.arange(1, len(rows) + 1) - a._first(rel)[rows]
+
+        return self.derived(("cell hits", rel), build)
+
+    def _first(self, rel: int) -> np.ndarray:
+        """Index of each row's first relevant cell among :meth:`relevant_cells`, shape
+        (n_queries + 1,) (the last entry: the number of cells)."""
+        return self.derived(("first cell", rel), lambda a: np.r_[0, np.cumsum(a.found(rel))])
 
     def found(self, rel: int, k: int | None = None) -> np.ndarray:
         """Relevant documents in the top ``k`` of each query (the last column of :meth:`hits`).
@@ -242,7 +264,7 @@ class RankingArrays:
         def build(a: RankingArrays) -> np.ndarray:
             rows, cols = a.relevant_cells(rel)
             at_relevant = np.zeros((a.n_queries, a.depth))
-            at_relevant[rows, cols] = a.hits_at(rel, rows, cols) / (cols + 1)
+            at_relevant[rows, cols] = a.cell_hits(rel) / (cols + 1)
             return at_relevant
 
         return top_k(self.derived(("precision_at_relevant", rel), build), k)
@@ -307,7 +329,7 @@ class RankingArrays:
         rows, cols : ndarray of int64, shape (n_cells,)
             Read-only; the whole-depth cells are found once per ``rel`` and shared.
         """
-        rows, cols = self.derived(("cells", rel), lambda a: np.nonzero(a.relevant(rel)))
+        rows, cols, _ = self.derived(("cells", rel), partial(_cells_of, rel=rel))
         if k is None or k >= self.depth:
             return rows, cols
         inside = cols < k
@@ -327,6 +349,13 @@ class RankingArrays:
 
 
 # ----------------------------------------------------------------------------- kernel helpers
+
+
+def _cells_of(arrays: RankingArrays, rel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, columns and row-major positions of the True cells of ``relevant(rel)``."""
+    flat = np.flatnonzero(arrays.relevant(rel))
+    rows = flat // max(arrays.depth, 1)
+    return rows, flat - rows * arrays.depth, flat
 
 
 def _flat(arrays: RankingArrays, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -442,6 +471,46 @@ def sum_at(
     dense = np.zeros(shape, dtype=np.float64)
     dense[cells] = values
     return dense.sum(axis=1)
+
+
+def row_steps(rows: np.ndarray, *, from_end: bool = False) -> list[np.ndarray]:
+    """The cells of each step along the rows: every row's first cell, then every row's second...
+
+    For loops that run along all rows at once (a running sum, a running maximum), one step a
+    pass, over cells given row by row.
+
+    Parameters
+    ----------
+    rows : ndarray of int, shape (n_cells,)
+        The row of each cell, non-decreasing (row-major cells).
+    from_end : bool, default False
+        Count the steps from each row's last cell instead.
+
+    Returns
+    -------
+    list of ndarray of int64
+        Element ``t``: the indices of the cells that are ``t`` cells after (``from_end``: before)
+        the first (last) cell of their row, ascending.
+
+    Examples
+    --------
+    >>> [s.tolist() for s in row_steps(np.array([0, 0, 0, 2, 2]))]
+    [[0, 3], [1, 4], [2]]
+    """
+    n = len(rows)
+    if n == 0:
+        return []
+    new_row = np.r_[True, rows[1:] != rows[:-1]]
+    if from_end:
+        last = np.flatnonzero(np.r_[new_row[1:], True])
+        step = np.repeat(last, np.diff(np.r_[-1, last])) - np.arange(n)
+    else:
+        first = np.flatnonzero(new_row)
+        step = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
+    small = step.astype(np.int16) if int(step.max()) < 2**15 else step  # a radix sort
+    order = np.argsort(small, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(step))]
+    return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:

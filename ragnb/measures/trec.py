@@ -48,7 +48,7 @@ from ragnb.measures.base import (
     register_trec_alias,
 )
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.kernel import RankingArrays, safe_div, sum_at
+from ragnb.measures.kernel import RankingArrays, row_steps, safe_div, sum_at
 
 __all__ = [
     "inferred_ap",
@@ -88,7 +88,8 @@ def _infap(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     width = arrays.depth if k is None else min(k, arrays.depth)
     rows, cols = cells = arrays.relevant_cells(rel, width)
     # the running counts above (and at) each relevant rank, read at those ranks only
-    hits = arrays.hits_at(rel, *cells)
+    whole = width == arrays.depth  # every relevant cell: their hits are their ranks in a row
+    hits = arrays.cell_hits(rel) if whole else arrays.hits_at(rel, *cells)
     x = hits - 1.0
     n = (arrays.hits_at(0, *cells) - hits).astype(np.float64) if rel > 0 else 0.0
     u = 0.0
@@ -153,16 +154,9 @@ def _best_precision(arrays: RankingArrays, *, rel: int) -> tuple[np.ndarray, np.
     and, at each relevant cell, the largest precision at it or at a deeper relevant rank of its
     row (``np.maximum.accumulate`` from the deepest rank up; the other ranks hold 0)."""
     rows, cols = arrays.relevant_cells(rel)
-    best = arrays.hits_at(rel, rows, cols) / (cols + 1)
-    n = len(rows)
-    if n > 1:  # a running maximum within each row, from its last cell back
-        end = np.flatnonzero(np.r_[rows[1:] != rows[:-1], True])
-        back = np.repeat(end, np.diff(np.r_[-1, end])) - np.arange(n)  # cells after it
-        order = np.argsort(back, kind="stable")
-        bounds = np.r_[0, np.cumsum(np.bincount(back))]
-        for t in range(1, len(bounds) - 1):
-            at = order[bounds[t] : bounds[t + 1]]
-            best[at] = np.maximum(best[at], best[at + 1])
+    best = arrays.cell_hits(rel) / (cols + 1)
+    for at in row_steps(rows, from_end=True)[1:]:  # a running maximum, from each row's end
+        best[at] = np.maximum(best[at], best[at + 1])
     start = np.r_[0, np.cumsum(arrays.found(rel))[:-1]]
     return start, best
 
