@@ -274,7 +274,11 @@ def _rbp_graded(
         scaled = (row - low[:, None]) / (high - low)[:, None]
     scaled[:, -1] = 0.0
     table = np.where(rescale, scaled, row)
-    per_rank = np.take_along_axis(table, level_index(arrays), axis=1)
+    # the table's value at every judged rank with a grade >= 0 (a level); 0 at the others
+    rows, cols = arrays.relevant_cells(0)
+    column = np.searchsorted(levels, arrays.grades[rows, cols])
+    per_rank = np.zeros((arrays.n_queries, arrays.depth))
+    per_rank[rows, cols] = table[rows, column]
     return (1.0 - p) * (per_rank @ p ** np.arange(arrays.depth, dtype=np.float64))
 
 

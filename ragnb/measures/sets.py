@@ -96,9 +96,10 @@ def _utility(
 
 
 def _nonrel_judged_ret(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
-    grades = top_k(arrays.grades, k)
-    judged_nonrel = top_k(arrays.judged, k) & (grades >= 0) & (grades < rel)
-    return judged_nonrel.sum(axis=1).astype(np.float64)
+    if rel <= 0:  # no grade is both >= 0 and < rel
+        return np.zeros(arrays.n_queries)
+    # judged with 0 <= grade < rel: the judged ones (grade >= 0) less the relevant ones
+    return (arrays.found(0, k) - arrays.found(rel, k)).astype(np.float64)
 
 
 def _relative_p(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
@@ -107,7 +108,7 @@ def _relative_p(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
 
 
 def _unjudged(arrays: RankingArrays, k: int) -> np.ndarray:
-    unjudged = top_k(arrays.filled, k) & ~(top_k(arrays.judged, k) & (top_k(arrays.grades, k) >= 0))
+    unjudged = top_k(arrays.filled, k) & ~arrays.relevant(0, k)  # no judgement >= 0
     return unjudged.sum(axis=1) / k
 
 
