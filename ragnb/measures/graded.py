@@ -319,7 +319,12 @@ def rarity_weights(
 
 
 def _scale_counts(arrays: RankingArrays) -> np.ndarray:
-    """``n_1..n_5`` per query, shape (n_queries, 5); grades <= 0 in ``n_1``; > 5 raise."""
+    """``n_1..n_5`` per query, shape (n_queries, 5); grades <= 0 in ``n_1``; > 5 raise.
+    Read-only, computed once per arrays."""
+    return arrays.derived("scale counts", _count_scale)
+
+
+def _count_scale(arrays: RankingArrays) -> np.ndarray:
     levels = arrays.grade_levels
     high = levels > 5
     if high.any():
@@ -338,10 +343,15 @@ def _scale_counts(arrays: RankingArrays) -> np.ndarray:
 
 
 def _top_scale_counts(arrays: RankingArrays, k: int) -> np.ndarray:
-    """Judged documents of each grade 1..5 in the top ``k``, shape (n_queries, 5)."""
-    grades = np.clip(arrays.grades[:, :k], 1, 5)
-    judged = arrays.judged[:, :k]
-    return np.stack([(judged & (grades == g)).sum(axis=1) for g in range(1, 6)], axis=1)
+    """Judged documents of each grade 1..5 in the top ``k``, shape (n_queries, 5); read-only,
+    computed once per arrays and ``k``."""
+
+    def count(a: RankingArrays) -> np.ndarray:
+        grades = np.clip(a.grades[:, :k], 1, 5)
+        judged = a.judged[:, :k]
+        return np.stack([(judged & (grades == g)).sum(axis=1) for g in range(1, 6)], axis=1)
+
+    return arrays.derived(("top scale counts", k), count)
 
 
 def _ideal_take(weights: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
@@ -388,7 +398,10 @@ def weights_of(
     Trade-offs", arXiv 2511.09545, Section 2.4.
     """
     counts = _scale_counts(arrays)
-    return counts, rarity_weights(counts, a=a, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)
+    return arrays.derived(
+        ("rarity weights", a, cap3, cap4, fb3, fb4),
+        lambda _: (counts, rarity_weights(counts, a=a, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)),
+    )
 
 
 def over_ideal(obs: np.ndarray, w: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
