@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.measures import RankingArrays, prepare
-from ragnb.measures.kernel import extend_arrays, ndcg_of, ranked_cells
+from ragnb.measures import RankingArrays, parse_measure, prepare
+from ragnb.measures.kernel import extend_arrays, ndcg_of, ranked_cells, row_steps, sum_at
 
 QRELS = {"q1": {"a": 2, "b": 0}, "q2": {"c": 1}}
 # q3 has no qrels; within q1 the score order is b, x, a (ties by doc_id descending: x before a)
@@ -60,3 +60,76 @@ def test_ndcg_of_linear_and_exponential_gain():
     assert linear[0] == pytest.approx(2 * d / (2 + d)) and linear[1] == 0.0
     expo = ndcg_of(grades, ideal, 2, exp=True)
     assert expo[0] == pytest.approx(3 * d / (3 + d)) and expo[1] == 0.0
+
+
+def _random_arrays(seed: int) -> RankingArrays:
+    rng = np.random.default_rng(seed)
+    qrels = {
+        f"q{q}": {f"d{d}": int(rng.integers(-1, 4)) for d in rng.choice(40, 10, replace=False)}
+        for q in range(20)
+    }
+    run = {
+        f"q{q}": {f"d{d}": float(rng.integers(0, 9)) for d in rng.choice(40, rng.integers(0, 25))}
+        for q in range(20)
+        if q % 7
+    }
+    return prepare(qrels, run)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shared_counts_equal_their_dense_definitions(seed):
+    arrays = _random_arrays(seed)
+    for rel in (-1, 0, 1, 2, 3):
+        mask = arrays.judged & (arrays.grades >= rel)
+        dense = np.cumsum(mask, axis=1)
+        rows, cols = arrays.relevant_cells(rel)
+        np.testing.assert_array_equal(arrays.relevant(rel), mask)
+        np.testing.assert_array_equal(np.stack([rows, cols]), np.stack(np.nonzero(mask)))
+        np.testing.assert_array_equal(arrays.cell_hits(rel), dense[rows, cols])
+        every = np.nonzero(np.ones(mask.shape, dtype=bool))
+        np.testing.assert_array_equal(arrays.hits_at(rel, *every), dense[every])
+        np.testing.assert_array_equal(arrays.found(rel), mask.sum(axis=1))
+        np.testing.assert_array_equal(arrays.found(rel, 3), mask[:, :3].sum(axis=1))
+        np.testing.assert_array_equal(arrays.hits(rel), dense)
+        precision = np.where(mask, dense / np.arange(1, arrays.depth + 1), 0.0)
+        np.testing.assert_array_equal(arrays.precision_at_relevant(rel), precision)
+    assert not arrays.hits(1).flags.writeable and not arrays.relevant(1).flags.writeable
+    np.testing.assert_array_equal(arrays.n_filled(), arrays.filled.sum(axis=1))
+    for k, exp in [(None, False), (3, False), (None, True), (2, True)]:
+        want = ndcg_of(arrays.grades, arrays.ideal, k, exp=exp)
+        got = np.divide(arrays.run_dcg(k, exp=exp), arrays.ideal_dcg(k, exp=exp))
+        np.testing.assert_array_equal(np.nan_to_num(got, nan=0.0), want)
+
+
+def test_sum_at_sums_rows_as_numpy_sums_the_dense_array():
+    rng = np.random.default_rng(0)
+    for width in (0, 1, 7, 9, 100, 130, 300):
+        mask = rng.random((50, width)) < 0.3
+        values = rng.normal(size=(50, width)) * 10.0 ** rng.integers(-8, 8, size=(50, width))
+        cells = np.nonzero(mask)
+        want = np.where(mask, values, 0.0).sum(axis=1)
+        assert sum_at(cells, values[cells], (50, width)).tobytes() == want.tobytes()
+
+
+def test_row_steps_orders_cells_by_their_place_in_their_row():
+    rows = np.array([0, 0, 0, 2, 5, 5])
+    assert [s.tolist() for s in row_steps(rows)] == [[0, 3, 4], [1, 5], [2]]
+    assert [s.tolist() for s in row_steps(rows, from_end=True)] == [[2, 3, 5], [1, 4], [0]]
+    assert row_steps(np.array([], dtype=np.int64)) == []
+
+
+def test_derived_values_are_built_once_and_read_only():
+    arrays = prepare(QRELS, RUN)
+    calls = []
+
+    def build(a: RankingArrays) -> np.ndarray:
+        calls.append(1)
+        return a.filled.sum(axis=1)
+
+    first, again = arrays.derived("n", build), arrays.derived("n", build)
+    assert first is again and len(calls) == 1 and not first.flags.writeable
+    # a measure's values are shared too, and each caller gets its own copy
+    m = parse_measure("P@2")
+    values = m.compute(arrays)
+    values[:] = -1.0
+    assert m.compute(arrays).tolist() == [0.0, 0.5]  # q1: b (grade 0), x; q2: c

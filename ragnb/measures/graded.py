@@ -217,7 +217,9 @@ def map_arrays(arrays: RankingArrays, mapping: str | Mapping[int, int]) -> Ranki
     counts = np.zeros((arrays.n_queries, len(new_levels)), dtype=np.int64)
     for i, j in enumerate(merged.ravel().tolist()):
         counts[:, j] += arrays.level_counts[:, i]
-    grades = np.where(arrays.judged, _relabel(arrays.grades, levels, new_of_level), 0)
+    grades = np.zeros(arrays.grades.shape, dtype=np.int64)  # unjudged cells stay 0
+    judged = np.flatnonzero(arrays.judged)
+    grades.ravel()[judged] = _relabel(arrays.grades.ravel()[judged], levels, new_of_level)
     # each query's mapped grades descending: the levels from the top, each over its count
     ideal = np.zeros(arrays.ideal.shape, dtype=np.int64)
     position = np.arange(ideal.shape[1], dtype=np.int64)
@@ -231,16 +233,16 @@ def map_arrays(arrays: RankingArrays, mapping: str | Mapping[int, int]) -> Ranki
 
 
 def _relabel(grades: np.ndarray, levels: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """``new[i]`` where ``grades`` is ``levels[i]`` (by a table over the levels' range when it is
-    small); other values (unjudged cells) get any of ``new``."""
+    """``new[i]`` where ``grades`` is ``levels[i]`` (every grade is one of the levels), by a
+    table over the levels' range when it is small."""
     if not len(levels):
         return np.zeros(grades.shape, dtype=np.int64)
     low, high = int(levels[0]), int(levels[-1])
     if high - low < 2**20:
         table = np.zeros(high - low + 1, dtype=np.int64)
         table[levels - low] = new
-        return table[np.clip(grades, low, high) - low]
-    return new[np.clip(np.searchsorted(levels, grades), 0, len(levels) - 1)]
+        return table[grades - low]
+    return new[np.searchsorted(levels, grades)]
 
 
 # ----------------------------------------------------------------------------- weights
