@@ -413,22 +413,25 @@ _SCALES = {3: "0-3 (TREC DL)", 2: "0-2 (DBpedia-Entity)", 1: "0-1 (binary)"}
 def _str_column(values: np.ndarray, times: int, *, each: bool) -> pd.Series:
     """``values`` ``times`` over (``each``: every value ``times`` in a row, else the whole
     sequence ``times`` over), as a column of pandas' string dtype (what a frame makes of str
-    values). Built from the Arrow buffers of ``values`` by copying bytes, not string by string."""
+    values). Written into Arrow buffers by repeating bytes, not string by string."""
     chunk = pa.array(pd.Series(values, dtype="str").array).cast(pa.large_string())
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64)
-    offsets = offsets[chunk.offset : chunk.offset + len(chunk) + 1]
+    n = len(chunk)
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[chunk.offset : chunk.offset + n + 1]
     buffer = chunk.buffers()[2]
-    data = np.zeros(0, np.uint8) if buffer is None else np.frombuffer(buffer, dtype=np.uint8)
-    lengths = np.diff(offsets)
-    if each:
-        pieces = [np.tile(data[a:b], times) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
-        lengths = np.repeat(lengths, times)
-    else:
-        pieces = [data[offsets[0] : offsets[-1]]] * times
-        lengths = np.tile(lengths, times)
-    joined = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
-    ends = np.r_[0, np.cumsum(lengths)].astype(np.int64)
-    whole = pa.LargeStringArray.from_buffers(len(lengths), pa.py_buffer(ends), pa.py_buffer(joined))
+    data = b"" if buffer is None else buffer.to_pybytes()[offsets[0] : offsets[-1]]
+    ends = offsets - offsets[0]
+    lengths = np.diff(ends)
+    if each:  # value i, times in a row
+        joined = b"".join(data[a:b] * times for a, b in zip(ends[:-1], ends[1:], strict=True))
+        steps = np.repeat(lengths, times)
+    else:  # the whole sequence, times over
+        joined = data * times
+        steps = np.tile(lengths, times)
+    positions = np.zeros(n * times + 1, dtype=np.int64)
+    np.cumsum(steps, out=positions[1:])
+    whole = pa.LargeStringArray.from_buffers(
+        n * times, pa.py_buffer(positions), pa.py_buffer(joined)
+    )
     return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([whole])), dtype="str")
 
 
