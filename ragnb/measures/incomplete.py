@@ -99,10 +99,17 @@ def _condensed_cells(
     the column of each is the number of judged documents at or above it, minus one.
     """
     width = arrays.depth if k is None else min(k, arrays.depth)
-    rows, cols = arrays.relevant_cells(0)  # trec_eval's judged: a grade >= 0
-    new_col = arrays.cell_hits(0) - 1
+    rows, new_col, grades = arrays.derived("condensed", _condensed)
+    if width == arrays.depth:
+        return rows, new_col, grades, width
     inside = new_col < width
-    return rows[inside], new_col[inside], arrays.grades[rows[inside], cols[inside]], width
+    return rows[inside], new_col[inside], grades[inside], width
+
+
+def _condensed(arrays: RankingArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The whole condensed list: row, column and grade of every judged (grade >= 0) rank."""
+    rows, cols = arrays.relevant_cells(0)  # trec_eval's judged: a grade >= 0
+    return rows, arrays.cell_hits(0) - 1, arrays.grades[rows, cols]
 
 
 def _condensed_ndcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
