@@ -248,32 +248,25 @@ def evaluate(
     if grade_map == ON_RUBRIC:
         grade_map = None  # stated: the grades are already Dallaire's
     built: dict[str, RankingArrays] = {"plain": arrays}
+    sourced = source_of is not None or (isinstance(run, pd.DataFrame) and SOURCE_COLUMN in run)
 
     def arrays_for(m: Measure, is_graded: bool) -> RankingArrays:
         """The arrays ``m`` reads, built once per kind: grade-mapped, sourced, subtopics. The
         run is joined with the qrels once; a grade map relabels the grades of those arrays."""
         mapped = is_graded and grade_map is not None
-        if m.family in _SUBTOPIC_FAMILIES and subtopics is not None:
-            kind = "subtopics"
-        elif m.family in _SOURCE_FAMILIES and (
-            source_of is not None or (isinstance(run, pd.DataFrame) and SOURCE_COLUMN in run)
-        ):
-            kind = "sourced-mapped" if mapped else "sourced"
-        else:
-            kind = "mapped" if mapped else "plain"
-        if kind not in built:
-            if kind == "subtopics":
-                built[kind] = _prepared(
-                    subtopics, run, parsed, order, warn=False, build=prepare_subtopics
-                )
-            else:
-                if mapped and "mapped" not in built:
-                    built["mapped"] = map_arrays(arrays, grade_map)
-                base = built["mapped" if mapped else "plain"]
-                sourced = kind.startswith("sourced")
-                built[kind] = (
-                    add_sources(base, run, source_of=source_of, order=order) if sourced else base
-                )
+        kind = _kind_of(m, mapped, has_subtopics=subtopics is not None, sourced=sourced)
+        if kind == "subtopics" and kind not in built:
+            built[kind] = _prepared(
+                subtopics, run, parsed, order, warn=False, build=prepare_subtopics
+            )
+        elif kind not in built:
+            if mapped and "mapped" not in built:
+                built["mapped"] = map_arrays(arrays, grade_map)
+            base = built["mapped" if mapped else "plain"]
+            on_sources = kind.startswith("sourced")
+            built[kind] = (
+                add_sources(base, run, source_of=source_of, order=order) if on_sources else base
+            )
         return built[kind]
 
     values = np.column_stack(
@@ -282,6 +275,16 @@ def evaluate(
     return _result(
         parsed, arrays, values, {"self_retrieved_dropped": n_self} if ignore_self else {}
     )
+
+
+def _kind_of(m: Measure, mapped: bool, *, has_subtopics: bool, sourced: bool) -> str:
+    """Which arrays ``m`` reads: ``"subtopics"``, ``"sourced"`` or ``"sourced-mapped"``,
+    ``"mapped"`` (grade-mapped) or ``"plain"``."""
+    if m.family in _SUBTOPIC_FAMILIES and has_subtopics:
+        return "subtopics"
+    if m.family in _SOURCE_FAMILIES and sourced:
+        return "sourced-mapped" if mapped else "sourced"
+    return "mapped" if mapped else "plain"
 
 
 def drop_self_retrieved(
