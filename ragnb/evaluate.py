@@ -490,9 +490,9 @@ def result_from_values(
     """
     n_q, n_m = values.shape
     names = [m.name for m in measures]
-    valid = ~np.isnan(values)
-    n_valid = valid.sum(axis=0)
-    means = np.array([aggregate_values(m, values[:, j]) for j, m in enumerate(measures)])
+    by_measure = values.T.reshape(n_m, n_q)  # a copy: one contiguous row per measure
+    n_valid = (~np.isnan(by_measure)).sum(axis=1)
+    means = np.array([aggregate_values(m, by_measure[j]) for j, m in enumerate(measures)])
     aggregate = pd.DataFrame(
         {
             "measure": pd.Series(names, dtype=object),
@@ -507,7 +507,7 @@ def result_from_values(
         {
             "query_id": _str_column(query_ids, n_m, each=False),
             "measure": _str_column(np.asarray(names, dtype=object), n_q, each=True),
-            "value": values.T.reshape(-1),
+            "value": by_measure.reshape(-1),
         }
     )
     return EvaluationResult(tuple(measures), aggregate, per_query, counts)
