@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder
@@ -416,8 +415,16 @@ _SCALES = {3: "0-3 (TREC DL)", 2: "0-2 (DBpedia-Entity)", 1: "0-1 (binary)"}
 def _str_column(values: np.ndarray, times: int, *, each: bool) -> pd.Series:
     """``values`` ``times`` over (``each``: every value ``times`` in a row, else the whole
     sequence ``times`` over), as a column of pandas' string dtype (what a frame makes of str
-    values). Written into Arrow buffers by repeating bytes, not string by string."""
-    chunk = pa.array(pd.Series(values, dtype="str").array).cast(pa.large_string())
+    values). With Arrow strings, written into Arrow buffers by repeating bytes, not string by
+    string; else by ``take``."""
+    base = pd.Series(values, dtype="str")
+    if getattr(base.dtype, "storage", None) != "pyarrow":  # no pyarrow: Python strings
+        n = len(base)
+        at = np.repeat(np.arange(n), times) if each else np.tile(np.arange(n), times)
+        return base.take(at).reset_index(drop=True)
+    import pyarrow as pa
+
+    chunk = pa.array(base.array).cast(pa.large_string())
     n = len(chunk)
     offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[chunk.offset : chunk.offset + n + 1]
     buffer = chunk.buffers()[2]
