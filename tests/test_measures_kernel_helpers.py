@@ -103,12 +103,17 @@ def test_shared_counts_equal_their_dense_definitions(seed):
 
 def test_sum_at_sums_rows_as_numpy_sums_the_dense_array():
     rng = np.random.default_rng(0)
-    for width in (0, 1, 7, 9, 100, 130, 300):
-        mask = rng.random((50, width)) < 0.3
-        values = rng.normal(size=(50, width)) * 10.0 ** rng.integers(-8, 8, size=(50, width))
-        cells = np.nonzero(mask)
-        want = np.where(mask, values, 0.0).sum(axis=1)
-        assert sum_at(cells, values[cells], (50, width)).tobytes() == want.tobytes()
+    # magnitudes 1e-8 .. 1e8: a sum in another order or grouping differs in its last bits
+    for width in (0, 1, 7, 8, 9, 15, 16, 17, 100, 127, 128, 129, 130, 257, 300, 1000):
+        for density in (0.05, 0.3, 1.0):
+            mask = rng.random((60, width)) < density
+            values = rng.normal(size=(60, width)) * 10.0 ** rng.integers(-8, 8, size=(60, width))
+            values[:, ::7] = -0.0 if density == 1.0 else values[:, ::7]  # signed zeros
+            cells = np.nonzero(mask)
+            want = np.where(mask, values, 0.0).sum(axis=1)
+            got = sum_at(cells, values[cells], (60, width))
+            assert got.tobytes() == want.tobytes(), (width, density)
+    assert sum_at((np.array([1]), np.array([2])), 2.5, (2, 4)).tolist() == [0.0, 2.5]
 
 
 def test_row_steps_orders_cells_by_their_place_in_their_row():
