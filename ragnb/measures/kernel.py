@@ -448,17 +448,13 @@ def sum_at(
     """Row sums of an array of ``shape`` that holds ``values`` at ``cells`` and 0 elsewhere.
 
     A kernel that needs a term only at some cells (the relevant ranks, say) computes it there
-    and sums here; the result is the same, to the bit, as ``np.where(mask, term, 0.0).sum(axis=1)``:
-    the cells' values are added in the order and grouping of numpy's pairwise summation along a
-    row (blocks of 8 running sums, halves above 128 columns), which the zeros between them do
-    not change. A ``-0.0`` among the values (whose sign a zero added to it would change) makes
-    the dense sum run instead.
+    and sums here; the sum runs over the whole row as numpy sums a dense array, so the result
+    is the same, to the bit, as ``np.where(mask, term, 0.0).sum(axis=1)``.
 
     Parameters
     ----------
     cells : (rows, cols)
-        Integer arrays of the cells, row-major (as :meth:`RankingArrays.relevant_cells` gives
-        them).
+        Integer arrays of the cells, as :meth:`RankingArrays.relevant_cells` gives them.
     values : ndarray of float64, shape (n_cells,), or float
         The term at each cell.
     shape : (n_queries, width)
@@ -472,44 +468,9 @@ def sum_at(
     >>> sum_at((np.array([0, 0, 1]), np.array([0, 2, 1])), np.array([1.0, 0.5, 2.0]), (2, 3))
     array([1.5, 2. ])
     """
-    rows, cols = cells
-    n_rows, width = shape
-    values = np.broadcast_to(np.asarray(values, dtype=np.float64), rows.shape)
-    if bool((np.signbit(values) & (values == 0)).any()):
-        dense = np.zeros(shape, dtype=np.float64)
-        dense[rows, cols] = values
-        return dense.sum(axis=1)
-    small = cols.astype(np.int16) if width < 2**15 else cols
-    order = np.argsort(small, kind="stable")  # by column, rows ascending within one
-    bounds = np.r_[0, np.cumsum(np.bincount(cols, minlength=width))]
-
-    def add(total: np.ndarray, column: int) -> None:
-        at = order[bounds[column] : bounds[column + 1]]
-        total[rows[at]] += values[at]
-
-    def pairwise(low: int, n: int) -> np.ndarray:
-        # numpy's pairwise_sum over the columns low .. low + n - 1 of every row
-        if n < 8:
-            total = np.zeros(n_rows) if n else np.full(n_rows, -0.0)
-            for column in range(low, low + n):
-                add(total, column)
-            return total
-        if n <= 128:
-            run = np.zeros((8, n_rows))
-            blocked = n - n % 8
-            for column in range(low, low + blocked):
-                add(run[(column - low) % 8], column)
-            total = ((run[0] + run[1]) + (run[2] + run[3])) + (
-                (run[4] + run[5]) + (run[6] + run[7])
-            )
-            for column in range(low + blocked, low + n):
-                add(total, column)
-            return total
-        half = n // 2
-        half -= half % 8
-        return pairwise(low, half) + pairwise(low + half, n - half)
-
-    return 0.0 + pairwise(0, width)
+    dense = np.zeros(shape, dtype=np.float64)
+    dense[cells] = values
+    return dense.sum(axis=1)
 
 
 def row_steps(rows: np.ndarray, *, from_end: bool = False) -> list[np.ndarray]:
