@@ -41,6 +41,7 @@ from ragnb.measures import (
 from ragnb.measures.diversity import document_qrels, prepare_subtopics
 from ragnb.measures.functions import aggregate_values
 from ragnb.measures.graded import map_arrays
+from ragnb.measures.kernel import cut_arrays
 from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, add_sources
 
 __all__ = [
@@ -262,10 +263,10 @@ def evaluate(
             if mapped and "mapped" not in built:
                 built["mapped"] = map_arrays(arrays, grade_map)
             base = built["mapped" if mapped else "plain"]
-            on_sources = kind.startswith("sourced")
-            built[kind] = (
-                add_sources(base, run, source_of=source_of, order=order) if on_sources else base
-            )
+            if kind.startswith("sourced"):  # the sources of the ranks those measures read
+                depth = _depth([m for m in parsed if m.family in _SOURCE_FAMILIES])
+                base = add_sources(cut_arrays(base, depth), run, source_of=source_of, order=order)
+            built[kind] = base
         return built[kind]
 
     values = np.column_stack(
@@ -335,9 +336,7 @@ def _prepared(
 ) -> RankingArrays:
     """``build`` (:func:`ragnb.measures.prepare`, or the sourced / subtopic variant) to the
     deepest cutoff of ``measures``, warning once when the run's ranks disagree with its scores."""
-    depths = [m.depth for m in measures]
-    depth = None if any(d is None for d in depths) else max(d for d in depths if d is not None)
-    arrays = build(qrels, run, order=order, depth=depth)
+    arrays = build(qrels, run, order=order, depth=_depth(measures))
     if warn and arrays.n_rank_disagreements and arrays.order == "score":
         warnings.warn(
             f"{arrays.n_rank_disagreements} queries have a rank column that disagrees with their "
@@ -347,6 +346,12 @@ def _prepared(
             stacklevel=3,
         )
     return arrays
+
+
+def _depth(measures: list[Measure]) -> int | None:
+    """The deepest cutoff ``measures`` read (None: the whole run)."""
+    depths = [m.depth for m in measures]
+    return None if any(d is None for d in depths) else max(d for d in depths if d is not None)
 
 
 def checked_grade_map(

@@ -11,7 +11,14 @@ import pandas as pd
 import pytest
 
 from ragnb.measures import RankingArrays, parse_measure, prepare
-from ragnb.measures.kernel import extend_arrays, ndcg_of, ranked_cells, row_steps, sum_at
+from ragnb.measures.kernel import (
+    cut_arrays,
+    extend_arrays,
+    ndcg_of,
+    ranked_cells,
+    row_steps,
+    sum_at,
+)
 
 QRELS = {"q1": {"a": 2, "b": 0}, "q2": {"c": 1}}
 # q3 has no qrels; within q1 the score order is b, x, a (ties by doc_id descending: x before a)
@@ -63,6 +70,10 @@ def test_ndcg_of_linear_and_exponential_gain():
 
 
 def _random_arrays(seed: int) -> RankingArrays:
+    return prepare(*_random_case(seed))
+
+
+def _random_case(seed: int) -> tuple[dict, dict]:
     rng = np.random.default_rng(seed)
     qrels = {
         f"q{q}": {f"d{d}": int(rng.integers(-1, 4)) for d in rng.choice(40, 10, replace=False)}
@@ -73,7 +84,7 @@ def _random_arrays(seed: int) -> RankingArrays:
         for q in range(20)
         if q % 7
     }
-    return prepare(qrels, run)
+    return qrels, run
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -138,3 +149,16 @@ def test_derived_values_are_built_once_and_read_only():
     values = m.compute(arrays)
     values[:] = -1.0
     assert m.compute(arrays).tolist() == [0.0, 0.5]  # q1: b (grade 0), x; q2: c
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cut_arrays_equal_arrays_prepared_to_that_depth(seed):
+    arrays = _random_arrays(seed)
+    for depth in (1, 3, 8, 500):
+        cut = cut_arrays(arrays, depth)
+        want = prepare(*_random_case(seed), depth=depth)
+        for name in ("grades", "judged", "filled", "ideal", "n_judged", "n_retrieved"):
+            np.testing.assert_array_equal(getattr(cut, name), getattr(want, name), name)
+        np.testing.assert_array_equal(cut.level_counts, want.level_counts)
+        assert cut.depth_cap == want.depth_cap == depth
+    assert cut_arrays(arrays, None) is arrays

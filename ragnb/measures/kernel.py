@@ -16,7 +16,7 @@ and ``filled=False``; a retrieved document without a judgement holds grade 0, ``
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -45,6 +45,7 @@ __all__ = [
     "as_qrels_frame",
     "as_run_frame",
     "check_arrays",
+    "cut_arrays",
     "dcg",
     "extend_arrays",
     "first_true",
@@ -623,10 +624,48 @@ def ranked_cells(
         The cell of each kept row: its query's row of the arrays and its rank - 1.
     """
     ranked = sort_run(as_run_frame(run), order, warn=False).run
-    rows = pd.Index(arrays.query_ids).get_indexer(ranked["query_id"])
     ranks = ranked["rank"].to_numpy(dtype=np.int64)
-    keep = np.flatnonzero((rows >= 0) & (ranks <= arrays.depth))
-    return ranked.iloc[keep], rows[keep], ranks[keep] - 1
+    near = np.flatnonzero(ranks <= arrays.depth)  # the query of these rows only is looked up
+    rows = pd.Index(arrays.query_ids).get_indexer(ranked["query_id"].take(near))
+    found = rows >= 0
+    keep = near[found]
+    return ranked.iloc[keep], rows[found], ranks[keep] - 1
+
+
+def cut_arrays(arrays: RankingArrays, depth: int | None) -> RankingArrays:
+    """The arrays of the top ``depth`` ranks only, as :func:`prepare` with ``depth`` gives them.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        From :func:`prepare` (or with mapped grades); not a subclass with further fields.
+    depth : int or None
+        The ranks kept; None keeps ``arrays`` as they are.
+
+    Returns
+    -------
+    RankingArrays
+        The ranked arrays and the ideal ranking cut at ``depth`` (views), ``depth_cap`` set;
+        the counts (``n_judged``, ``n_retrieved``, ``level_counts``) unchanged.
+
+    Examples
+    --------
+    >>> arrays = prepare({"q1": {"a": 1, "b": 2}}, {"q1": {"a": 0.5, "b": 0.2, "c": 0.1}})
+    >>> cut = cut_arrays(arrays, 1)
+    >>> cut.grades.tolist(), cut.ideal.tolist(), cut.depth_cap, cut.n_retrieved.tolist()
+    ([[1]], [[2]], 1, [3])
+    """
+    if depth is None:
+        return arrays
+    cap = depth if arrays.depth_cap is None else min(depth, arrays.depth_cap)
+    return replace(
+        arrays,
+        grades=arrays.grades[:, :depth],
+        judged=arrays.judged[:, :depth],
+        filled=arrays.filled[:, :depth],
+        ideal=arrays.ideal[:, :depth],
+        depth_cap=cap,
+    )
 
 
 def extend_arrays(arrays: RankingArrays, cls: type[_Extended], **extra: np.ndarray) -> _Extended:
