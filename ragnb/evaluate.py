@@ -269,9 +269,8 @@ def evaluate(
             built[kind] = base
         return built[kind]
 
-    values = np.column_stack(
-        [m.compute(arrays_for(m, g)) for m, g in zip(parsed, graded, strict=True)]
-    )
+    # one row per measure, seen as (n_queries, n_measures): the tables read the rows as they are
+    values = np.stack([m.compute(arrays_for(m, g)) for m, g in zip(parsed, graded, strict=True)]).T
     return _result(
         parsed, arrays, values, {"self_retrieved_dropped": n_self} if ignore_self else {}
     )
@@ -502,7 +501,7 @@ def result_from_values(
     """
     n_q, n_m = values.shape
     names = [m.name for m in measures]
-    by_measure = values.T.reshape(n_m, n_q)  # a copy: one contiguous row per measure
+    by_measure = values.T.reshape(n_m, n_q)  # one contiguous row per measure (copied if not)
     n_valid = (~np.isnan(by_measure)).sum(axis=1)
     means = np.array([aggregate_values(m, by_measure[j]) for j, m in enumerate(measures)])
     aggregate = pd.DataFrame(
