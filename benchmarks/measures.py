@@ -34,12 +34,15 @@ skipped with a note.
 
 Each timing is the best of ``--repeat`` calls (a call longer than 30 s is not repeated). Compile
 times (numba, for ragnb's kernels and ranx) are excluded by a warm-up on a small input first. The
+prepared rows time every call from arrays without derived values (the masks, counts and values
+that ``RankingArrays`` keeps once a measure computed them), so a repeat recomputes them. The
 machine and the load average are printed with the numbers.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import os
 import platform
@@ -227,7 +230,13 @@ def ragnb_plain(qrels: Any, run: Any, measures: list, **options: Any) -> dict[st
 
 
 def ragnb_prepared(arrays: Any, measures: list[Measure]) -> dict[str, float]:
-    """Macro means as ``evaluate`` takes them (NaN values left out)."""
+    """Macro means as ``evaluate`` takes them (NaN values left out).
+
+    Each call starts from the prepared arrays without the values measures derive from them and
+    share (``RankingArrays.derived``: relevance masks, counts, a measure's own values), so that a
+    repeated call computes everything again.
+    """
+    arrays = dataclasses.replace(arrays)
     out = {}
     for m in measures:
         values = m.compute(arrays)

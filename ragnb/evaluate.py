@@ -23,7 +23,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,14 +35,14 @@ from ragnb.measures import (
     GRADED_FAMILIES,
     Measure,
     RankingArrays,
-    map_grades,
     parse_measures,
     prepare,
 )
 from ragnb.measures.diversity import document_qrels, prepare_subtopics
 from ragnb.measures.functions import aggregate_values
-from ragnb.measures.kernel import as_qrels_frame
-from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, prepare_sources
+from ragnb.measures.graded import map_arrays
+from ragnb.measures.kernel import cut_arrays
+from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, add_sources
 
 __all__ = [
     "ON_RUBRIC",
@@ -242,43 +241,49 @@ def evaluate(
     subtopics = None
     if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
         subtopics, qrels = qrels, document_qrels(qrels)
+    arrays = _prepared(qrels, run, parsed, order)
     graded = [m.family in _GRADED for m in parsed]
-    if any(graded):
-        qrels = as_qrels_frame(qrels) if not isinstance(qrels, pd.DataFrame) else qrels
-        grade_map = checked_grade_map(qrels, parsed, grade_map)
+    if any(graded) and grade_map is None:  # the scale judged on every grade of the qrels
+        _check_graded_scale(arrays.grade_levels, [m for m in parsed if m.family in _GRADED])
     if grade_map == ON_RUBRIC:
         grade_map = None  # stated: the grades are already Dallaire's
-    arrays = _prepared(qrels, run, parsed, order)
     built: dict[str, RankingArrays] = {"plain": arrays}
+    sourced = source_of is not None or (isinstance(run, pd.DataFrame) and SOURCE_COLUMN in run)
 
     def arrays_for(m: Measure, is_graded: bool) -> RankingArrays:
-        """The arrays ``m`` reads, built once per kind: grade-mapped, sourced, subtopics."""
-        if m.family in _SUBTOPIC_FAMILIES and subtopics is not None:
-            kind = "subtopics"
-        elif m.family in _SOURCE_FAMILIES and (
-            source_of is not None or (isinstance(run, pd.DataFrame) and SOURCE_COLUMN in run)
-        ):
-            kind = "sourced"
-        else:
-            kind = "mapped" if is_graded and grade_map is not None else "plain"
-        if kind not in built:
-            q = map_grades(qrels, grade_map) if is_graded and grade_map is not None else qrels
-            build: Callable[..., RankingArrays]
-            if kind == "subtopics":
-                q, build = subtopics, prepare_subtopics
-            elif kind == "sourced":
-                build = partial(prepare_sources, source_of=source_of)
-            else:
-                build = prepare
-            built[kind] = _prepared(q, run, parsed, order, warn=False, build=build)
+        """The arrays ``m`` reads, built once per kind: grade-mapped, sourced, subtopics. The
+        run is joined with the qrels once; a grade map relabels the grades of those arrays."""
+        mapped = is_graded and grade_map is not None
+        kind = _kind_of(m, mapped, has_subtopics=subtopics is not None, sourced=sourced)
+        if kind == "subtopics" and kind not in built:
+            built[kind] = _prepared(
+                subtopics, run, parsed, order, warn=False, build=prepare_subtopics
+            )
+        elif kind not in built:
+            if mapped and "mapped" not in built and grade_map is not None:
+                built["mapped"] = map_arrays(arrays, grade_map)
+            base = built["mapped" if mapped else "plain"]
+            if kind.startswith("sourced"):  # the sources of the ranks those measures read
+                depth = _depth([m for m in parsed if m.family in _SOURCE_FAMILIES])
+                base = add_sources(cut_arrays(base, depth), run, source_of=source_of, order=order)
+            built[kind] = base
         return built[kind]
 
-    values = np.column_stack(
-        [m.compute(arrays_for(m, g)) for m, g in zip(parsed, graded, strict=True)]
-    )
+    # one row per measure, seen as (n_queries, n_measures): the tables read the rows as they are
+    values = np.stack([m.compute(arrays_for(m, g)) for m, g in zip(parsed, graded, strict=True)]).T
     return _result(
         parsed, arrays, values, {"self_retrieved_dropped": n_self} if ignore_self else {}
     )
+
+
+def _kind_of(m: Measure, mapped: bool, *, has_subtopics: bool, sourced: bool) -> str:
+    """Which arrays ``m`` reads: ``"subtopics"``, ``"sourced"`` or ``"sourced-mapped"``,
+    ``"mapped"`` (grade-mapped) or ``"plain"``."""
+    if m.family in _SUBTOPIC_FAMILIES and has_subtopics:
+        return "subtopics"
+    if m.family in _SOURCE_FAMILIES and sourced:
+        return "sourced-mapped" if mapped else "sourced"
+    return "mapped" if mapped else "plain"
 
 
 def drop_self_retrieved(
@@ -330,9 +335,7 @@ def _prepared(
 ) -> RankingArrays:
     """``build`` (:func:`ragnb.measures.prepare`, or the sourced / subtopic variant) to the
     deepest cutoff of ``measures``, warning once when the run's ranks disagree with its scores."""
-    depths = [m.depth for m in measures]
-    depth = None if any(d is None for d in depths) else max(d for d in depths if d is not None)
-    arrays = build(qrels, run, order=order, depth=depth)
+    arrays = build(qrels, run, order=order, depth=_depth(measures))
     if warn and arrays.n_rank_disagreements and arrays.order == "score":
         warnings.warn(
             f"{arrays.n_rank_disagreements} queries have a rank column that disagrees with their "
@@ -342,6 +345,12 @@ def _prepared(
             stacklevel=3,
         )
     return arrays
+
+
+def _depth(measures: list[Measure]) -> int | None:
+    """The deepest cutoff ``measures`` read (None: the whole run)."""
+    depths = [m.depth for m in measures]
+    return None if any(d is None for d in depths) else max(d for d in depths if d is not None)
 
 
 def checked_grade_map(
@@ -374,19 +383,18 @@ def checked_grade_map(
     """
     graded = [m for m in measures if m.family in _GRADED]
     if graded and grade_map is None:
-        _check_graded_scale(qrels, graded)
+        _check_graded_scale(qrels["relevance"].to_numpy(), graded)
         return ON_RUBRIC
     return grade_map
 
 
-def _check_graded_scale(qrels: pd.DataFrame, measures: list[Measure]) -> None:
+def _check_graded_scale(grades: np.ndarray, measures: list[Measure]) -> None:
     """Refuse to read a 0-3, 0-2 or 0-1 scale as Dallaire's 1-5 rubric without a map.
 
-    A scale counts as 1-5 when its grades reach 4 or 5 (a grade <= 0 is then a judged document
-    of utility 0, as grade 1). Grades above 5 are left to the graded measures' own check, which
-    names the query.
+    ``grades`` are the qrels' grades (or their distinct values). A scale counts as 1-5 when its
+    grades reach 4 or 5 (a grade <= 0 is then a judged document of utility 0, as grade 1).
+    Grades above 5 are left to the graded measures' own check, which names the query.
     """
-    grades = qrels["relevance"].to_numpy()
     if not len(grades) or int(grades.max()) >= 4:
         return
     high = int(grades.max())
@@ -408,9 +416,37 @@ def _check_graded_scale(qrels: pd.DataFrame, measures: list[Measure]) -> None:
 _SCALES = {3: "0-3 (TREC DL)", 2: "0-2 (DBpedia-Entity)", 1: "0-1 (binary)"}
 
 
-def _repeat_str(values: np.ndarray, take: np.ndarray) -> pd.Series:
-    """``values[take]`` as a column of pandas' string dtype (what a frame makes of str values)."""
-    return pd.Series(values, dtype="str").take(take).reset_index(drop=True)
+def _str_column(values: np.ndarray, times: int, *, each: bool) -> pd.Series:
+    """``values`` ``times`` over (``each``: every value ``times`` in a row, else the whole
+    sequence ``times`` over), as a column of pandas' string dtype (what a frame makes of str
+    values). With Arrow strings, written into Arrow buffers by repeating bytes, not string by
+    string; else by ``take``."""
+    base = pd.Series(values, dtype="str")
+    if getattr(base.dtype, "storage", None) != "pyarrow":  # no pyarrow: Python strings
+        n = len(base)
+        at = np.repeat(np.arange(n), times) if each else np.tile(np.arange(n), times)
+        return base.take(at).reset_index(drop=True)
+    import pyarrow as pa
+
+    chunk = pa.array(base.array).cast(pa.large_string())
+    n = len(chunk)
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[chunk.offset : chunk.offset + n + 1]
+    buffer = chunk.buffers()[2]
+    data = b"" if buffer is None else buffer.to_pybytes()[offsets[0] : offsets[-1]]
+    ends = offsets - offsets[0]
+    lengths = np.diff(ends)
+    if each:  # value i, times in a row
+        joined = b"".join(data[a:b] * times for a, b in zip(ends[:-1], ends[1:], strict=True))
+        steps = np.repeat(lengths, times)
+    else:  # the whole sequence, times over
+        joined = data * times
+        steps = np.tile(lengths, times)
+    positions = np.zeros(n * times + 1, dtype=np.int64)
+    np.cumsum(steps, out=positions[1:])
+    whole = pa.LargeStringArray.from_buffers(
+        n * times, pa.py_buffer(positions), pa.py_buffer(joined)
+    )
+    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([whole])), dtype="str")
 
 
 def _result(
@@ -465,9 +501,9 @@ def result_from_values(
     """
     n_q, n_m = values.shape
     names = [m.name for m in measures]
-    valid = ~np.isnan(values)
-    n_valid = valid.sum(axis=0)
-    means = np.array([aggregate_values(m, values[:, j]) for j, m in enumerate(measures)])
+    by_measure = values.T.reshape(n_m, n_q)  # one contiguous row per measure (copied if not)
+    n_valid = (~np.isnan(by_measure)).sum(axis=1)
+    means = np.array([aggregate_values(m, by_measure[j]) for j, m in enumerate(measures)])
     aggregate = pd.DataFrame(
         {
             "measure": pd.Series(names, dtype=object),
@@ -476,13 +512,13 @@ def result_from_values(
             "n_queries": np.full(n_m, n_q, dtype=np.int64),
         }
     )
-    # The id and name columns are converted once per query / measure, then repeated by `take`
+    # The id and name columns are converted once per query / measure, then their bytes repeated
     # (converting n_queries * n_measures Python strings costs more than the measures).
     per_query = pd.DataFrame(
         {
-            "query_id": _repeat_str(query_ids, np.tile(np.arange(n_q), n_m)),
-            "measure": _repeat_str(np.asarray(names, dtype=object), np.repeat(np.arange(n_m), n_q)),
-            "value": values.T.reshape(-1),
+            "query_id": _str_column(query_ids, n_m, each=False),
+            "measure": _str_column(np.asarray(names, dtype=object), n_q, each=True),
+            "value": by_measure.reshape(-1),
         }
     )
     return EvaluationResult(tuple(measures), aggregate, per_query, counts)

@@ -24,6 +24,7 @@ from ragnb.measures.graded import (
     GRADE_MAPS,
     complete_hit,
     harm_at_k,
+    map_arrays,
     map_grades,
     n_recall_4plus,
     n_recall_5,
@@ -536,3 +537,34 @@ def test_real_data_agrees_with_naive_reference(graded_bm25):
         rtol=0,
         atol=1e-15,
     )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_map_arrays_equals_preparing_the_mapped_qrels(seed):
+    """Relabelling the prepared arrays gives, array for array, what a second join of the mapped
+    qrels gives: negative grades, a map that is not monotone, two grades sent to one, a cap."""
+    rng = np.random.default_rng(seed)
+    grades = [-1, 0, 1, 2, 3]
+    qrels = {
+        f"q{q}": {f"d{d}": int(rng.choice(grades)) for d in rng.choice(30, 8, replace=False)}
+        for q in range(12)
+    }
+    run = {
+        f"q{q}": {f"d{d}": float(rng.integers(0, 5)) for d in rng.choice(30, 12, replace=False)}
+        for q in range(0, 14, 1 + seed % 2)
+    }
+    maps = ["trec-dl", {-1: 2, 0: 5, 1: 1, 2: 4, 3: 3}, {-1: 1, 0: 1, 1: 3, 2: 3, 3: 5}]
+    for mapping in maps:
+        for depth in (None, 4):
+            arrays = prepare(qrels, run, depth=depth)
+            if mapping == "trec-dl":  # this map has no -1: the error names a query holding it
+                with pytest.raises(InputError, match=r"grade -1 has no entry") as err:
+                    map_arrays(arrays, mapping)
+                assert err.value.query_id in qrels
+                continue
+            got = map_arrays(arrays, mapping)
+            want = prepare(map_grades(qrels, mapping), run, depth=depth)
+            for name in ("grades", "judged", "filled", "ideal", "n_judged", "grade_levels"):
+                np.testing.assert_array_equal(getattr(got, name), getattr(want, name), name)
+            np.testing.assert_array_equal(got.level_counts, want.level_counts)
+            assert not got.grades.flags.writeable and not got.ideal.flags.writeable

@@ -349,6 +349,8 @@ class Measure:
         Returns
         -------
         ndarray of float64, shape (n_queries,)
+            A new array; the values are computed once per arrays and measure (a measure built
+            on another, such as GMAP on AP, reuses them).
         """
         arrays = check_arrays(arrays)
         need = self.depth
@@ -357,8 +359,12 @@ class Measure:
                 f"{self}: needs {'the whole run' if need is None else f'{need} ranks'}, "
                 f"but the arrays were prepared with depth={arrays.depth_cap}"
             )
-        out = self.spec.kernel(arrays, self.cutoff, **self.params)
-        return np.asarray(out, dtype=np.float64)
+        values = arrays.derived(("values", self.name), self._values)
+        return values.copy()
+
+    def _values(self, arrays: RankingArrays) -> np.ndarray:
+        """The kernel's per-query values, as float64."""
+        return np.asarray(self.spec.kernel(arrays, self.cutoff, **self.params), dtype=np.float64)
 
     def flags(self, arrays: RankingArrays) -> dict[str, np.ndarray]:
         """Per-query flags the family reports (empty for most families).

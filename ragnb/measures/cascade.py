@@ -77,9 +77,7 @@ def _rbp_residual(arrays: RankingArrays, k: int | None, *, p: float, rel: int) -
     depth = arrays.n_retrieved if k is None else np.full(arrays.n_queries, k)
     seen = np.minimum(depth, width)
     positions = np.arange(width)
-    open_ = (positions < seen[:, None]) & ~(
-        top_k(arrays.judged, width) & (top_k(arrays.grades, width) >= 0)
-    )
+    open_ = (positions < seen[:, None]) & ~arrays.relevant(0, width)  # no judgement >= 0
     weights = p ** positions.astype(np.float64)
     return (1.0 - p) * (open_ @ weights) + p ** seen.astype(np.float64)
 

@@ -87,12 +87,13 @@ def _precision_sums(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _context_precision(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     """sum_k P@k v_k / sum_k v_k over the top k; 0 without a relevant document; (n_queries,)."""
-    return safe_div(*_precision_sums(arrays.relevant(rel, k)))
+    num = arrays.precision_at_relevant(rel, k).sum(axis=1)  # _precision_sums, shared
+    return safe_div(num, arrays.found(rel, k))
 
 
 def _pr_auc(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     """sum_k P@k v_k / N_p over the top k (step-wise PR area = AP); 0 when N_p = 0."""
-    num, _ = _precision_sums(arrays.relevant(rel, k))
+    num = arrays.precision_at_relevant(rel, k).sum(axis=1)
     return safe_div(num, arrays.n_relevant(rel))
 
 

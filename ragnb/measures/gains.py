@@ -44,6 +44,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 
@@ -51,8 +52,8 @@ from ragnb.errors import InputError
 from ragnb.frames import RunOrder
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.kernel import RankingArrays, safe_div, top_k
-from ragnb.measures.reslists import gain_levels, gains_of, level_counts, rel_lists
+from ragnb.measures.kernel import RankingArrays, row_steps, safe_div, sum_at, top_k
+from ragnb.measures.reslists import gain_levels, level_counts, level_index
 
 __all__ = ["GAIN_FAMILIES", "gain_values", "normalised_cumulative_gain"]
 
@@ -63,57 +64,143 @@ def _discount(n: int) -> np.ndarray:
 
 def _gains(
     arrays: RankingArrays, gains: Mapping[int, float] | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(rels, run gains, ideal gains, levels, level gains x per-query counts) of the arrays."""
-    rels = rel_lists(arrays)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ideal gains, levels, level gains x per-query counts) of the arrays; read-only, built
+    once per arrays for the linear gain."""
+    if not gains:
+        return arrays.derived("linear gains", partial(_gains_of, gains=None))
+    return _gains_of(arrays, gains)
+
+
+def _gains_of(
+    arrays: RankingArrays, gains: Mapping[int, float] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     levels, counts = level_counts(arrays)
     level_gain, ideal = gain_levels(levels, counts, gains)
-    return rels, gains_of(rels, levels, level_gain), ideal, levels, np.c_[level_gain, counts.T]
+    return ideal, levels, np.c_[level_gain, counts.T]
 
 
-def _same_width(got: np.ndarray, ideal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Run gains and ideal gains, shape (n_queries, width) each, zero-padded to one width."""
-    width = max(got.shape[1], ideal.shape[1])
-    return (
-        np.pad(got, ((0, 0), (0, width - got.shape[1]))),
-        np.pad(ideal, ((0, 0), (0, width - ideal.shape[1]))),
-    )
+def _run_gains(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.ndarray:
+    """The gain at each rank, shape (n_queries, depth), as :func:`~.reslists.gains_of`."""
+    _, _, table = _gains(arrays, gains)
+    return np.r_[table[:, 0], 0.0, 0.0][level_index(arrays)]
+
+
+def _gain_cells(
+    arrays: RankingArrays, gains: Mapping[int, float] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The run's cells with a nonzero gain (row-major): rows, columns, gains, and the run's DCG
+    up to each of them (``np.cumsum(got * discount, axis=1)`` there); read-only, built once per
+    arrays for the linear gain."""
+    if not gains:
+        return arrays.derived("linear gain cells", partial(_cells_of_gains, gains=None))
+    return _cells_of_gains(arrays, gains)
+
+
+def _cells_of_gains(
+    arrays: RankingArrays, gains: Mapping[int, float] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    if gains:
+        got = _run_gains(arrays, gains)
+        rows, cols = np.nonzero(got)
+        values = got[rows, cols]
+    else:  # the linear gain: judged grades >= 1 gain their grade, the other ranks 0
+        rows, cols = arrays.relevant_cells(1)
+        values = arrays.grades[rows, cols].astype(np.float64)
+    return rows, cols, values, _row_prefix(rows, values * _discount(arrays.depth)[cols])
+
+
+def _head_gains(arrays: RankingArrays, gains: Mapping[int, float] | None, width: int) -> np.ndarray:
+    """The gains of the top ``width`` ranks, shape (n_queries, min(width, depth))."""
+    rows, cols, values, _ = _gain_cells(arrays, gains)
+    head = np.zeros((arrays.n_queries, min(width, arrays.depth)))
+    inside = cols < head.shape[1]
+    head[rows[inside], cols[inside]] = values[inside]
+    return head
+
+
+def _row_prefix(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running sums of ``values`` within each row, cells in row-major order (``rows`` sorted).
+
+    One cell after the other, as ``np.cumsum`` along the rows of the dense array adds them: the
+    zeros it adds between the cells change nothing, so the sums are the same to the bit.
+    """
+    out = values.copy()
+    for at in row_steps(rows)[1:]:  # the t-th cell of every row, after the (t-1)-th
+        out[at] = out[at - 1] + values[at]
+    return out
+
+
+def _row_last(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarray:
+    """The value at each row's last cell (cells in row-major order), 0 for a row without one."""
+    out = np.zeros(n_rows)
+    if len(rows):
+        last = np.flatnonzero(np.r_[rows[1:] != rows[:-1], True])
+        out[rows[last]] = values[last]
+    return out
+
+
+def _cost_at(ideal: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``np.cumsum(np.maximum(best, 1.0), axis=1)`` at the cells, ``best`` the ideal gains
+    zero-padded to the right: past the ideal's width it adds 1.0 rank after rank, as here."""
+    n_q, width = ideal.shape
+    small = np.cumsum(np.maximum(ideal, 1.0), axis=1)
+    out = np.empty(len(cols))
+    inside = cols < width
+    out[inside] = small[rows[inside], cols[inside]]
+    outside = np.flatnonzero(~inside)
+    if len(outside):
+        order = outside[np.argsort(cols[outside], kind="stable")]
+        bounds = np.searchsorted(cols[order], np.arange(width, int(cols[order[-1]]) + 2))
+        cost = small[:, -1] if width else np.zeros(n_q)
+        for i in range(len(bounds) - 1):
+            cost = cost + 1.0
+            at = order[bounds[i] : bounds[i + 1]]
+            out[at] = cost[rows[at]]
+    return out
 
 
 def _g(
     arrays: RankingArrays, k: int | None, *, gains: Mapping[int, float] | None = None
 ) -> np.ndarray:
-    _, got, ideal, _, _ = _gains(arrays, gains)
-    got, best = _same_width(got, ideal)
-    cost = np.cumsum(np.maximum(best, 1.0), axis=1)
+    ideal, _, _ = _gains(arrays, gains)
+    rows, cols, values, _ = _gain_cells(arrays, gains)
+    cost = _cost_at(ideal, rows, cols)
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(got != 0, got / np.log2(2.0 + cost - np.cumsum(got, axis=1)), 0.0)
-    return safe_div(terms.sum(axis=1), ideal.sum(axis=1))
+        terms = values / np.log2(2.0 + cost - _row_prefix(rows, values))
+    width = max(arrays.depth, ideal.shape[1])
+    return safe_div(sum_at((rows, cols), terms, (arrays.n_queries, width)), ideal.sum(axis=1))
 
 
 def _bin_g(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
-    v = arrays.relevant(rel, None)
-    r = np.cumsum(v, axis=1)
-    i = np.arange(v.shape[1])
+    cells = arrays.relevant_cells(rel)
+    r = arrays.cell_hits(rel)
     with np.errstate(divide="ignore"):
-        terms = np.where(v, 1.0 / np.log2(3.0 + i - r), 0.0)
-    return safe_div(terms.sum(axis=1), arrays.n_relevant(rel))
+        terms = 1.0 / np.log2(3.0 + cells[1] - r)
+    return safe_div(sum_at(cells, terms, arrays.relevant(rel).shape), arrays.n_relevant(rel))
 
 
 def _ndcg_rel(
     arrays: RankingArrays, k: int | None, *, gains: Mapping[int, float] | None = None
 ) -> np.ndarray:
-    _, got, ideal, _, _ = _gains(arrays, gains)
-    got, best = _same_width(got, ideal)
-    width = got.shape[1]
-    disc = _discount(width)
-    run_dcg, ideal_dcg = np.cumsum(got * disc, axis=1), np.cumsum(best * disc, axis=1)
+    ideal, _, _ = _gains(arrays, gains)
+    rows, cols, values, run_dcg = _gain_cells(arrays, gains)
+    n_q, n_ideal = ideal.shape
+    width = max(arrays.depth, n_ideal)
+    # the ideal DCG stays at its total past the ideal's width (its gains are 0 there)
+    ideal_dcg = np.cumsum(ideal * _discount(n_ideal), axis=1)
+    if n_ideal:
+        ideal_at, ideal_last = ideal_dcg[rows, np.minimum(cols, n_ideal - 1)], ideal_dcg[:, -1]
+    else:
+        ideal_at, ideal_last = np.zeros(len(rows)), np.zeros(n_q)
+    positive = values > 0
+    cells = rows[positive], cols[positive]
     with np.errstate(divide="ignore", invalid="ignore"):
-        at = np.where(got > 0, run_dcg / ideal_dcg, 0.0).sum(axis=1)
-        n_rel = (best > 0).sum(axis=1)
-        last = width - 1
-        tail = (n_rel - (got > 0).sum(axis=1)) * run_dcg[:, last] / ideal_dcg[:, last]
-        total = at + tail if width else np.zeros(arrays.n_queries)
+        at = sum_at(cells, run_dcg[positive] / ideal_at[positive], (n_q, width))
+        n_rel = (ideal > 0).sum(axis=1)
+        n_found = np.bincount(cells[0], minlength=n_q)
+        tail = (n_rel - n_found) * _row_last(rows, run_dcg, n_q) / ideal_last
+        total = at + tail if width else np.zeros(n_q)
         return np.where(total > 0, total / np.maximum(n_rel, 1), 0.0)
 
 
@@ -124,27 +211,31 @@ def _rndcg(
     before each rank where the ideal gain changes (its last change: where it reaches 0), plus
     the whole run's DCG over the whole ideal DCG when the run goes on more than one rank past
     the last positive ideal gain; 0 without a change."""
-    _, got, ideal, _, _ = _gains(arrays, gains)
+    ideal, _, _ = _gains(arrays, gains)
+    cell_rows, _, _, run_cells = _gain_cells(arrays, gains)
     n_q = arrays.n_queries
     width = ideal.shape[1] + 1  # a zero after the ideal gains: the change where they end
     best = np.zeros((n_q, width))
     best[:, : ideal.shape[1]] = ideal
-    disc = _discount(max(width, got.shape[1]))
+    disc = _discount(max(width, arrays.depth))
     ideal_dcg = np.cumsum(best * disc[:width], axis=1)
-    run_dcg = np.cumsum(got * disc[: got.shape[1]], axis=1)
-    if not got.shape[1]:
+    head = min(width, arrays.depth)  # the run's DCG at the ranks of the ideal
+    run_dcg = np.cumsum(_head_gains(arrays, gains, head) * disc[:head], axis=1)
+    if not arrays.depth:
         run_dcg = np.zeros((n_q, width))
-    elif got.shape[1] < width:  # the run's DCG stays at its total past its last rank
-        run_dcg = np.pad(run_dcg, ((0, 0), (0, width - got.shape[1])), mode="edge")
+    elif head < width:  # the run's DCG stays at its total past its last rank
+        run_dcg = np.pad(run_dcg, ((0, 0), (0, width - head)), mode="edge")
     change = best[:, 1:] != best[:, :-1]  # at rank i + 1: the ratio up to rank i
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(change, run_dcg[:, : width - 1] / ideal_dcg[:, : width - 1], 0.0)
     total, n_changes = ratios.sum(axis=1), change.sum(axis=1)
-    n_ret = arrays.filled.sum(axis=1)
+    n_ret = arrays.n_filled()
     n_ideal = (best > 0).sum(axis=1)
     past = (n_ret > n_ideal + 1) & (n_ideal > 0)
     rows = np.nonzero(past)[0]
-    total[rows] += run_dcg[rows, n_ret[rows] - 1] / ideal_dcg[rows, n_ideal[rows] - 1]
+    # the run's DCG at its last rank: its whole DCG (no gain past the run's end)
+    run_total = _row_last(cell_rows, run_cells, n_q)
+    total[rows] += run_total[rows] / ideal_dcg[rows, n_ideal[rows] - 1]
     n_changes += past
     out = np.where(n_changes > 0, total / np.maximum(n_changes, 1), 0.0)
     return np.where(arrays.n_relevant(rel) > 0, out, 0.0)
@@ -156,7 +247,7 @@ def _rbp_graded(
     """trec_eval's ``m_rbp.c``: gains of the levels its ``setup_gains`` lists for the query (0 up
     to its highest judged level, and every level named in ``gains``), rescaled into [0, 1] when
     they leave it."""
-    rels, _, _, levels, table = _gains(arrays, gains)
+    _, levels, table = _gains(arrays, gains)
     level_gain, counts = table[:, 0], table[:, 1:].T
     top = np.where(counts > 0, levels[None, :], -1).max(axis=1, initial=-1)
     listed = (levels[None, :] <= top[:, None]) | np.isin(levels, list(gains or {}))[None, :]
@@ -173,29 +264,36 @@ def _rbp_graded(
     low = np.minimum(np.where(has_top, np.minimum.accumulate(spread)[at_top], np.inf), low_named)
     high = np.maximum(np.where(has_top, np.maximum.accumulate(spread)[at_top], -np.inf), high_named)
     low, high = np.where(np.isfinite(low), low, 0.0), np.where(np.isfinite(high), high, 0.0)
-    at = np.clip(np.searchsorted(levels, rels), 0, max(len(levels) - 1, 0))
-    known = (rels >= 0) & (levels[at] == rels) if len(levels) else np.zeros(rels.shape, bool)
-    known &= np.take_along_axis(listed, at, axis=1) if len(levels) else known
-    row = np.where(known, level_gain[at] if len(levels) else 0.0, 0.0)
+    # the gain of each (query, level): one row of a table per query, its columns the levels,
+    # then a value >= 0 that is no level, then the negative values (-1, -2, -3: gain 0)
+    n_levels = len(levels)
+    row = np.zeros((arrays.n_queries, n_levels + 2))
+    row[:, :n_levels] = np.where(listed, level_gain[None, :], 0.0)
     rescale = ((low < 0) | (high > 1))[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
-        scaled = np.where(rels >= 0, (row - low[:, None]) / (high - low)[:, None], 0.0)
-    row = np.where(rescale, scaled, row)
-    return (1.0 - p) * (row @ p ** np.arange(rels.shape[1], dtype=np.float64))
+        scaled = (row - low[:, None]) / (high - low)[:, None]
+    scaled[:, -1] = 0.0
+    table = np.where(rescale, scaled, row)
+    # the table's value at every judged rank with a grade >= 0 (a level); 0 at the others
+    rows, cols = arrays.relevant_cells(0)
+    column = np.searchsorted(levels, arrays.grades[rows, cols])
+    per_rank = np.zeros((arrays.n_queries, arrays.depth))
+    per_rank[rows, cols] = table[rows, column]
+    return (1.0 - p) * (per_rank @ p ** np.arange(arrays.depth, dtype=np.float64))
 
 
 def _rbp_graded_residual(arrays: RankingArrays, k: int | None, *, p: float) -> np.ndarray:
-    rels = rel_lists(arrays)
-    open_ = (rels < 0) & (rels != -3)
-    n_ret = arrays.filled.sum(axis=1)
-    weights = p ** np.arange(rels.shape[1], dtype=np.float64)
+    # trec_eval's relevance list below 0 but not padding: retrieved, no judgement >= 0
+    open_ = arrays.filled & ~arrays.relevant(0)
+    n_ret = arrays.n_filled()
+    weights = p ** np.arange(arrays.depth, dtype=np.float64)
     value = p ** n_ret.astype(np.float64) + (1.0 - p) * (open_ @ weights)
     return np.where(open_.any(axis=1), value, 0.0)
 
 
 def _dcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
-    got = np.maximum(top_k(arrays.grades, k), 0).astype(np.float64) * top_k(arrays.judged, k)
-    return got @ _discount(got.shape[1])
+    # sum_i max(grade_i, 0) / log2(i + 1): the run's DCG of nDCG (unjudged grades are 0)
+    return arrays.run_dcg(k)
 
 
 def _ncg(arrays: RankingArrays, k: int) -> np.ndarray:
@@ -205,7 +303,8 @@ def _ncg(arrays: RankingArrays, k: int) -> np.ndarray:
 
 
 def _ndcg_gains(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.ndarray:
-    _, got, ideal, _, _ = _gains(arrays, gains)
+    ideal, _, _ = _gains(arrays, gains)
+    got = _run_gains(arrays, gains)
     return safe_div(got @ _discount(got.shape[1]), ideal @ _discount(ideal.shape[1]))
 
 

@@ -45,6 +45,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -66,6 +67,7 @@ __all__ = [
     "complete_hit",
     "graded_measures",
     "harm_at_k",
+    "map_arrays",
     "map_grades",
     "n_recall_4plus",
     "n_recall_5",
@@ -127,21 +129,7 @@ def map_grades(qrels: Qrels, mapping: str | Mapping[int, int]) -> pd.DataFrame:
     >>> map_grades(qrels, "trec-dl")["relevance"].tolist()
     [5, 1, 3]
     """
-    name = mapping if isinstance(mapping, str) else "the given map"
-    if isinstance(mapping, str):
-        if mapping not in GRADE_MAPS:
-            raise InputError(f"unknown grade map {mapping!r}; known: {sorted(GRADE_MAPS)}")
-        mapping = GRADE_MAPS[mapping]
-    if not isinstance(mapping, Mapping):
-        raise InputError(f"a grade map must be a name or a dict, got {type(mapping).__name__}")
-    table: dict[int, int] = {}
-    for old, new in mapping.items():
-        ok = all(not isinstance(v, bool) and isinstance(v, int | np.integer) for v in (old, new))
-        if not ok or new > 5:
-            raise InputError(
-                f"{name} maps {old!r} to {new!r}; grades map integers to integers <= 5"
-            )
-        table[int(old)] = int(new)
+    name, table = _grade_table(mapping)
     if isinstance(qrels, pd.DataFrame):
         check_qrels(qrels)
         frame = qrels.copy()
@@ -159,6 +147,102 @@ def map_grades(qrels: Qrels, mapping: str | Mapping[int, int]) -> pd.DataFrame:
         )
     frame["relevance"] = pd.Series(grades, index=frame.index).map(table).astype(np.int64)
     return frame
+
+
+def _grade_table(mapping: str | Mapping[int, int]) -> tuple[str, dict[int, int]]:
+    """The map's name for messages and its ``{old grade: new grade}`` table, checked."""
+    name = mapping if isinstance(mapping, str) else "the given map"
+    if isinstance(mapping, str):
+        if mapping not in GRADE_MAPS:
+            raise InputError(f"unknown grade map {mapping!r}; known: {sorted(GRADE_MAPS)}")
+        mapping = GRADE_MAPS[mapping]
+    if not isinstance(mapping, Mapping):
+        raise InputError(f"a grade map must be a name or a dict, got {type(mapping).__name__}")
+    table: dict[int, int] = {}
+    for old, new in mapping.items():
+        ok = all(not isinstance(v, bool) and isinstance(v, int | np.integer) for v in (old, new))
+        if not ok or new > 5:
+            raise InputError(
+                f"{name} maps {old!r} to {new!r}; grades map integers to integers <= 5"
+            )
+        table[int(old)] = int(new)
+    return name, table
+
+
+def map_arrays(arrays: RankingArrays, mapping: str | Mapping[int, int]) -> RankingArrays:
+    """Arrays whose judged grades went through a grade map, without joining the run again.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        From :func:`ragnb.measures.prepare` on the qrels before the map.
+    mapping : str or mapping of int to int
+        As :func:`map_grades` takes it.
+
+    Returns
+    -------
+    RankingArrays
+        Equal, array for array, to ``prepare(map_grades(qrels, mapping), run)`` with the same
+        order and depth: the grade of every judged cell mapped (unjudged cells stay 0), the
+        ideal ranking re-sorted from the mapped grade counts, the grade levels merged where the
+        map sends two grades to one. Of the same class as ``arrays``, its further fields shared.
+
+    Raises
+    ------
+    InputError
+        As :func:`map_grades`: an unknown map name, a new grade that is not an integer <= 5, or
+        a grade of the qrels the map lacks (naming the grade and the first query holding it).
+
+    Examples
+    --------
+    >>> from ragnb.measures import prepare
+    >>> arrays = prepare({"q1": {"a": 3, "b": 0, "c": 2}}, {"q1": {"b": 0.9, "x": 0.5, "a": 0.1}})
+    >>> mapped = map_arrays(arrays, "trec-dl")
+    >>> mapped.grades.tolist(), mapped.ideal.tolist(), mapped.grade_levels.tolist()
+    ([[1, 0, 5]], [[5, 4, 1]], [1, 4, 5])
+    """
+    name, table = _grade_table(mapping)
+    levels = arrays.grade_levels
+    lacking = [i for i, g in enumerate(levels.tolist()) if g not in table]
+    if lacking:
+        row = int(np.flatnonzero(arrays.level_counts[:, lacking[0]])[0])
+        raise InputError(
+            f"grade {int(levels[lacking[0]])} has no entry in {name} "
+            f"{dict(sorted(table.items()))}; state where it goes on the 1-5 scale",
+            query_id=str(arrays.query_ids[row]),
+            column="relevance",
+        )
+    new_of_level = np.array([table[g] for g in levels.tolist()], dtype=np.int64)
+    new_levels, merged = np.unique(new_of_level, return_inverse=True)
+    counts = np.zeros((arrays.n_queries, len(new_levels)), dtype=np.int64)
+    for i, j in enumerate(merged.ravel().tolist()):
+        counts[:, j] += arrays.level_counts[:, i]
+    grades = np.zeros(arrays.grades.shape, dtype=np.int64)  # unjudged cells stay 0
+    judged = np.flatnonzero(arrays.judged)
+    grades.ravel()[judged] = _relabel(arrays.grades.ravel()[judged], levels, new_of_level)
+    # each query's mapped grades descending: the levels from the top, each over its count
+    ideal = np.zeros(arrays.ideal.shape, dtype=np.int64)
+    position = np.arange(arrays.ideal.shape[-1], dtype=np.int64)
+    end = np.zeros(arrays.n_queries, dtype=np.int64)
+    for j in range(len(new_levels) - 1, -1, -1):
+        start, end = end, end + counts[:, j]
+        ideal[(position >= start[:, None]) & (position < end[:, None])] = new_levels[j]
+    for a in (grades, ideal, new_levels, counts):
+        a.setflags(write=False)
+    return replace(arrays, grades=grades, ideal=ideal, grade_levels=new_levels, level_counts=counts)
+
+
+def _relabel(grades: np.ndarray, levels: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """``new[i]`` where ``grades`` is ``levels[i]`` (every grade is one of the levels), by a
+    table over the levels' range when it is small."""
+    if not len(levels):
+        return np.zeros(grades.shape, dtype=np.int64)
+    low, high = int(levels[0]), int(levels[-1])
+    if high - low < 2**20:
+        table = np.zeros(high - low + 1, dtype=np.int64)
+        table[levels - low] = new
+        return table[grades - low]
+    return new[np.searchsorted(levels, grades)]
 
 
 # ----------------------------------------------------------------------------- weights
@@ -237,7 +321,12 @@ def rarity_weights(
 
 
 def _scale_counts(arrays: RankingArrays) -> np.ndarray:
-    """``n_1..n_5`` per query, shape (n_queries, 5); grades <= 0 in ``n_1``; > 5 raise."""
+    """``n_1..n_5`` per query, shape (n_queries, 5); grades <= 0 in ``n_1``; > 5 raise.
+    Read-only, computed once per arrays."""
+    return arrays.derived("scale counts", _count_scale)
+
+
+def _count_scale(arrays: RankingArrays) -> np.ndarray:
     levels = arrays.grade_levels
     high = levels > 5
     if high.any():
@@ -256,10 +345,15 @@ def _scale_counts(arrays: RankingArrays) -> np.ndarray:
 
 
 def _top_scale_counts(arrays: RankingArrays, k: int) -> np.ndarray:
-    """Judged documents of each grade 1..5 in the top ``k``, shape (n_queries, 5)."""
-    grades = np.clip(arrays.grades[:, :k], 1, 5)
-    judged = arrays.judged[:, :k]
-    return np.stack([(judged & (grades == g)).sum(axis=1) for g in range(1, 6)], axis=1)
+    """Judged documents of each grade 1..5 in the top ``k``, shape (n_queries, 5); read-only,
+    computed once per arrays and ``k``."""
+
+    def count(a: RankingArrays) -> np.ndarray:
+        grades = np.clip(a.grades[:, :k], 1, 5)
+        judged = a.judged[:, :k]
+        return np.stack([(judged & (grades == g)).sum(axis=1) for g in range(1, 6)], axis=1)
+
+    return arrays.derived(("top scale counts", k), count)
 
 
 def _ideal_take(weights: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
@@ -306,7 +400,10 @@ def weights_of(
     Trade-offs", arXiv 2511.09545, Section 2.4.
     """
     counts = _scale_counts(arrays)
-    return counts, rarity_weights(counts, a=a, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)
+    return arrays.derived(
+        ("rarity weights", a, cap3, cap4, fb3, fb4),
+        lambda _: (counts, rarity_weights(counts, a=a, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)),
+    )
 
 
 def over_ideal(obs: np.ndarray, w: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
@@ -366,7 +463,7 @@ def _complete_hit(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
 def _precision_4plus(arrays: RankingArrays, k: int) -> np.ndarray:
     """Grade >= 4 documents in the top K / K."""
     _scale_counts(arrays)
-    return arrays.relevant(4, k).sum(axis=1) / k
+    return arrays.found(4, k) / k
 
 
 def _harm(arrays: RankingArrays, k: int) -> np.ndarray:

@@ -53,17 +53,12 @@ from ragnb.measures.base import (
     register_trec_alias,
 )
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.kernel import RankingArrays, ndcg_of, safe_div, top_k
+from ragnb.measures.kernel import RankingArrays, dcg, safe_div, sum_at
 
 __all__ = ["bpref", "condensed_ndcg", "condensed_precision", "judged_gap_warning"]
 
 
 # ----------------------------------------------------------------------------- kernels
-
-
-def _trec_judged(arrays: RankingArrays, k: int | None) -> np.ndarray:
-    """Positions whose document has a grade >= 0 (trec_eval's "judged"); shape (n_queries, k)."""
-    return top_k(arrays.judged, k) & (top_k(arrays.grades, k) >= 0)
 
 
 def _level_total(arrays: RankingArrays, keep: np.ndarray) -> np.ndarray:
@@ -78,46 +73,57 @@ def _bpref(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     non-relevant documents ranked above r, R the relevant and N the judged non-relevant documents
     of the query; a relevant document with none above scores 1, a query with R = 0 scores 0.
     """
-    judged = _trec_judged(arrays, k)
-    grades = top_k(arrays.grades, k)
-    is_rel = judged & (grades >= rel)
-    is_non = judged & (grades < rel)
+    width = arrays.depth if k is None else min(k, arrays.depth)
+    top = max(rel, 0)  # relevant and judged (grade >= 0)
+    cells = arrays.relevant_cells(top, width)
     levels = arrays.grade_levels
     n_rel = _level_total(arrays, (levels >= 0) & (levels >= rel))
     n_non = _level_total(arrays, (levels >= 0) & (levels < rel))
-    above = np.cumsum(is_non, axis=1)  # at a relevant position: non-relevant ranked above it
-    penalty = safe_div(np.minimum(above, n_rel[:, None]), np.minimum(n_non, n_rel)[:, None])
-    return safe_div(np.where(is_rel, 1.0 - penalty, 0.0).sum(axis=1), n_rel)
+    # at a relevant rank: the judged non-relevant documents ranked above it
+    whole = width == arrays.depth  # every relevant cell: their hits are their ranks in a row
+    above = arrays.hits_at(0, *cells) - (
+        arrays.cell_hits(top) if whole else arrays.hits_at(top, *cells)
+    )
+    rows = cells[0]
+    penalty = safe_div(np.minimum(above, n_rel[rows]), np.minimum(n_non, n_rel)[rows])
+    return safe_div(sum_at(cells, 1.0 - penalty, (arrays.n_queries, width)), n_rel)
 
 
-def _condensed_grades(arrays: RankingArrays, k: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _condensed_cells(
+    arrays: RankingArrays, k: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The run with documents not judged (grade >= 0) removed, cut at ``k``.
 
-    Returns grades and a ``filled`` mask of the condensed list, each (n_queries, width) with
-    ``width = min(k, depth)``. The judged documents keep their order: the column of each is the
-    number of judged documents at or above it, minus one (a cumulative count per row).
+    Returns the row, the column in the condensed list and the grade of each document kept
+    (row-major), and the list's width ``min(k, depth)``. The judged documents keep their order:
+    the column of each is the number of judged documents at or above it, minus one.
     """
-    keep = _trec_judged(arrays, None)
     width = arrays.depth if k is None else min(k, arrays.depth)
-    new_col = np.cumsum(keep, axis=1) - 1
-    rows, cols = np.nonzero(keep & (new_col < width))
-    grades = np.zeros((arrays.n_queries, width), dtype=np.int64)
-    filled = np.zeros((arrays.n_queries, width), dtype=bool)
-    grades[rows, new_col[rows, cols]] = arrays.grades[rows, cols]
-    filled[rows, new_col[rows, cols]] = True
-    return grades, filled
+    rows, new_col, grades = arrays.derived("condensed", _condensed)
+    if width == arrays.depth:
+        return rows, new_col, grades, width
+    inside = new_col < width
+    return rows[inside], new_col[inside], grades[inside], width
+
+
+def _condensed(arrays: RankingArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The whole condensed list: row, column and grade of every judged (grade >= 0) rank."""
+    rows, cols = arrays.relevant_cells(0)  # trec_eval's judged: a grade >= 0
+    return rows, arrays.cell_hits(0) - 1, arrays.grades[rows, cols]
 
 
 def _condensed_ndcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """nDCG@k of the condensed list; ideal from all judged grades; shape (n_queries,)."""
-    grades, _ = _condensed_grades(arrays, k)  # already cut at k
-    return ndcg_of(grades, arrays.ideal, k)
+    rows, cols, grades, width = _condensed_cells(arrays, k)  # already cut at k
+    gains = np.zeros((arrays.n_queries, width))  # ndcg_of's max(grade, 0), as float
+    gains[rows, cols] = np.maximum(grades, 0)
+    return safe_div(dcg(gains), arrays.ideal_dcg(k))
 
 
 def _condensed_precision(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
     """Relevant documents in the top k of the condensed list, over k; shape (n_queries,)."""
-    grades, filled = _condensed_grades(arrays, k)
-    return (filled & (grades >= rel)).sum(axis=1) / k
+    rows, _, grades, _ = _condensed_cells(arrays, k)
+    return np.bincount(rows[grades >= rel], minlength=arrays.n_queries) / k
 
 
 register_family(

@@ -15,8 +15,9 @@ and ``filled=False``; a retrieved document without a judgement holds grade 0, ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -47,17 +48,21 @@ __all__ = [
     "as_qrels_frame",
     "as_run_frame",
     "check_arrays",
+    "cut_arrays",
     "dcg",
     "extend_arrays",
     "first_true",
     "ndcg_of",
     "query_rows",
     "ranked_cells",
+    "row_steps",
     "safe_div",
+    "sum_at",
     "top_k",
 ]
 
 _Extended = TypeVar("_Extended", bound="RankingArrays")
+_Derived = TypeVar("_Derived")
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,6 +132,38 @@ class RankingArrays:
         """Queries of the qrels for which the run returns nothing."""
         return int((self.n_retrieved == 0).sum())
 
+    def derived(self, key: Hashable, build: Callable[[RankingArrays], _Derived]) -> _Derived:
+        """A value derived from these arrays, computed on first use and then shared.
+
+        Parameters
+        ----------
+        key : hashable
+            Names the value among the arrays' derived values; one key, one ``build``.
+        build : callable
+            ``build(arrays)`` returns an ndarray, or a tuple of them (and other values).
+
+        Returns
+        -------
+        ndarray or tuple
+            What the first ``build`` returned; every ndarray in it is made read-only, so that
+            the measures reading it share it safely.
+
+        Examples
+        --------
+        >>> arrays = prepare({"q1": {"a": 1}}, {"q1": {"a": 0.5, "b": 0.2}})
+        >>> arrays.derived("n_filled", lambda a: a.filled.sum(axis=1)).tolist()
+        [2]
+        """
+        cache = self.__dict__.setdefault("_derived", {})  # frozen: no __setattr__
+        value = cache.get(key)
+        if value is None:
+            value = build(self)
+            for a in value if isinstance(value, tuple) else (value,):
+                if isinstance(a, np.ndarray):
+                    a.setflags(write=False)
+            cache[key] = value
+        return value
+
     def relevant(self, rel: int, k: int | None = None) -> np.ndarray:
         """Relevance mask of the top ``k`` positions.
 
@@ -143,15 +180,165 @@ class RankingArrays:
         -------
         ndarray of bool, shape (n_queries, min(k, depth))
             Read-only: the whole-depth mask of each ``rel`` is computed once per arrays and
-            shared by every measure (a view of its first ``k`` columns).
+            shared by every measure (a view of its first ``k`` columns). ``relevant(0)`` holds
+            the documents trec_eval counts as judged (a grade >= 0).
         """
-        masks = self.__dict__.setdefault("_relevant_masks", {})  # frozen: no __setattr__
-        mask = masks.get(rel)
-        if mask is None:
-            mask = self.judged & (self.grades >= rel)
-            mask.setflags(write=False)
-            masks[rel] = mask
+        mask = self.derived(("relevant", rel), lambda a: a.judged & (a.grades >= rel))
         return top_k(mask, k)
+
+    def hits(self, rel: int, k: int | None = None) -> np.ndarray:
+        """Relevant documents at or above each of the top ``k`` ranks (``relevant``'s running
+        count).
+
+        Returns
+        -------
+        ndarray of int64, shape (n_queries, min(k, depth))
+            Read-only, shared like :meth:`relevant`; ``hits(rel)[:, i]`` is the number of
+            relevant documents in the top ``i + 1``.
+        """
+        count = self.derived(("hits", rel), lambda a: np.cumsum(a.relevant(rel), axis=1))
+        return top_k(count, k)
+
+    def hits_at(self, rel: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """``hits(rel)[rows, cols]``, counted from the relevant cells (no dense running count).
+
+        Parameters
+        ----------
+        rel : int
+        rows, cols : ndarray of int
+            Cells of the arrays, any order.
+
+        Returns
+        -------
+        ndarray of int64, shape (len(rows),)
+            Relevant documents of the row at or above each cell's rank.
+        """
+        dense = self.__dict__.get("_derived", {}).get(("hits", rel))
+        if dense is not None:
+            return dense[rows, cols]
+        _, _, flat = self.derived(("cells", rel), partial(_cells_of, rel=rel))
+        return np.searchsorted(flat, _flat(self, rows, cols), side="right") - self._first(rel)[rows]
+
+    def cell_hits(self, rel: int) -> np.ndarray:
+        """``hits(rel)`` at the relevant cells themselves (:meth:`relevant_cells`, whole depth):
+        1, 2, ... along each row.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_cells,)
+            Read-only, computed once per ``rel``.
+        """
+
+        def build(a: RankingArrays) -> np.ndarray:
+            rows, _ = a.relevant_cells(rel)
+            return np.arange(1, len(rows) + 1) - a._first(rel)[rows]
+
+        return self.derived(("cell hits", rel), build)
+
+    def _first(self, rel: int) -> np.ndarray:
+        """Index of each row's first relevant cell among :meth:`relevant_cells`, shape
+        (n_queries + 1,) (the last entry: the number of cells)."""
+        return self.derived(("first cell", rel), lambda a: np.r_[0, np.cumsum(a.found(rel))])
+
+    def found(self, rel: int, k: int | None = None) -> np.ndarray:
+        """Relevant documents in the top ``k`` of each query (the last column of :meth:`hits`).
+
+        Returns
+        -------
+        ndarray of int64, shape (n_queries,)
+            Read-only, computed once per ``rel`` and cutoff.
+        """
+        width = self.depth if k is None else min(k, self.depth)
+        if width == self.depth:
+            return self.derived(
+                ("found", rel, width),
+                lambda a: np.bincount(a.relevant_cells(rel)[0], minlength=a.n_queries),
+            )
+        return self.derived(("found", rel, width), lambda a: a.relevant(rel, width).sum(axis=1))
+
+    def precision_at_relevant(self, rel: int, k: int | None = None) -> np.ndarray:
+        """P@i at each relevant rank i of the top ``k``, 0 at the other ranks.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_queries, min(k, depth))
+            Read-only, shared like :meth:`relevant`: ``hits / i`` where rank ``i`` (1-based)
+            holds a relevant document. Its row sums are the numerators of average precision.
+        """
+
+        def build(a: RankingArrays) -> np.ndarray:
+            rows, cols = a.relevant_cells(rel)
+            at_relevant = np.zeros((a.n_queries, a.depth))
+            at_relevant[rows, cols] = a.cell_hits(rel) / (cols + 1)
+            return at_relevant
+
+        return top_k(self.derived(("precision_at_relevant", rel), build), k)
+
+    def n_filled(self) -> np.ndarray:
+        """Ranks the run fills per query, at most ``depth`` (the row sums of ``filled``).
+
+        Returns
+        -------
+        ndarray of int64, shape (n_queries,)
+            Read-only, computed once.
+        """
+        return self.derived("n_filled", lambda a: a.filled.sum(axis=1))
+
+    def run_dcg(self, k: int | None = None, *, exp: bool = False) -> np.ndarray:
+        """DCG of each query's top ``k``, as :func:`ndcg_of` computes it for the run.
+
+        Parameters
+        ----------
+        k : int, optional
+            The cutoff K; default all ``depth`` ranks.
+        exp : bool, default False
+            Gain ``max(grade, 0)`` or, with ``exp``, ``2^max(grade, 0) - 1``.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_queries,)
+            Read-only, computed once per ``k`` and gain.
+        """
+        return self.derived(("run dcg", k, exp), lambda a: dcg(a._gains(a.grades, k, exp)))
+
+    def ideal_dcg(self, k: int | None = None, *, exp: bool = False) -> np.ndarray:
+        """DCG of the top ``k`` of each query's ideal ranking (the denominator of nDCG@K).
+
+        Returns
+        -------
+        ndarray of float64, shape (n_queries,)
+            Read-only, computed once per ``k`` and gain; as :meth:`run_dcg`.
+        """
+        return self.derived(("ideal dcg", k, exp), lambda a: dcg(a._gains(a.ideal, k, exp)))
+
+    def _gains(self, grades: np.ndarray, k: int | None, exp: bool) -> np.ndarray:
+        """:func:`ndcg_of`'s gains of the top ``k`` of ``grades`` (run or ideal): the same values,
+        without a pass where the grade levels show it changes nothing (no negative grade), and
+        ``2^g - 1`` read from a table of the levels' range."""
+        levels = self.grade_levels
+        top = top_k(grades, k)
+        nonnegative = not len(levels) or int(levels[0]) >= 0
+        gains = top if nonnegative else np.maximum(top, 0)
+        if not exp:
+            return gains
+        high = max(int(levels[-1]), 0) if len(levels) else 0
+        if high < 2**16:
+            return (np.exp2(np.arange(high + 1, dtype=np.int64)) - 1.0)[gains]
+        return np.exp2(gains) - 1.0
+
+    def relevant_cells(self, rel: int, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Row and column of every True of ``relevant(rel, k)``, in row-major order.
+
+        Returns
+        -------
+        rows, cols : ndarray of int64, shape (n_cells,)
+            Read-only; the whole-depth cells are found once per ``rel`` and shared.
+        """
+        rows, cols, _ = self.derived(("cells", rel), partial(_cells_of, rel=rel))
+        if k is None or k >= self.depth:
+            return rows, cols
+        inside = cols < k
+        return rows[inside], cols[inside]
 
     def n_relevant(self, rel: int) -> np.ndarray:
         """N_p: judged documents with grade >= ``rel``, per query.
@@ -159,11 +346,26 @@ class RankingArrays:
         Returns
         -------
         ndarray of int64, shape (n_queries,)
+            Read-only, computed once per ``rel``.
         """
-        return self.level_counts[:, self.grade_levels >= rel].sum(axis=1)
+        return self.derived(
+            ("n_relevant", rel), lambda a: a.level_counts[:, a.grade_levels >= rel].sum(axis=1)
+        )
 
 
 # ----------------------------------------------------------------------------- kernel helpers
+
+
+def _cells_of(arrays: RankingArrays, rel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, columns and row-major positions of the True cells of ``relevant(rel)``."""
+    flat = np.flatnonzero(arrays.relevant(rel))
+    rows = flat // max(arrays.depth, 1)
+    return rows, flat - rows * arrays.depth, flat
+
+
+def _flat(arrays: RankingArrays, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Row-major positions of cells, int64."""
+    return rows.astype(np.int64) * arrays.depth + cols
 
 
 def top_k(a: np.ndarray, k: int | None) -> np.ndarray:
@@ -243,6 +445,77 @@ def ndcg_of(
     if exp:
         gains, best = np.exp2(gains) - 1.0, np.exp2(best) - 1.0
     return safe_div(dcg(gains), dcg(best))
+
+
+def sum_at(
+    cells: tuple[np.ndarray, np.ndarray], values: np.ndarray | float, shape: tuple[int, int]
+) -> np.ndarray:
+    """Row sums of an array of ``shape`` that holds ``values`` at ``cells`` and 0 elsewhere.
+
+    A kernel that needs a term only at some cells (the relevant ranks, say) computes it there
+    and sums here; the sum runs over the whole row as numpy sums a dense array, so the result
+    is the same, to the bit, as ``np.where(mask, term, 0.0).sum(axis=1)``.
+
+    Parameters
+    ----------
+    cells : (rows, cols)
+        Integer arrays of the cells, as :meth:`RankingArrays.relevant_cells` gives them.
+    values : ndarray of float64, shape (n_cells,), or float
+        The term at each cell.
+    shape : (n_queries, width)
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+
+    Examples
+    --------
+    >>> sum_at((np.array([0, 0, 1]), np.array([0, 2, 1])), np.array([1.0, 0.5, 2.0]), (2, 3))
+    array([1.5, 2. ])
+    """
+    dense = np.zeros(shape, dtype=np.float64)
+    dense[cells] = values
+    return dense.sum(axis=1)
+
+
+def row_steps(rows: np.ndarray, *, from_end: bool = False) -> list[np.ndarray]:
+    """The cells of each step along the rows: every row's first cell, then every row's second...
+
+    For loops that run along all rows at once (a running sum, a running maximum), one step a
+    pass, over cells given row by row.
+
+    Parameters
+    ----------
+    rows : ndarray of int, shape (n_cells,)
+        The row of each cell, non-decreasing (row-major cells).
+    from_end : bool, default False
+        Count the steps from each row's last cell instead.
+
+    Returns
+    -------
+    list of ndarray of int64
+        Element ``t``: the indices of the cells that are ``t`` cells after (``from_end``: before)
+        the first (last) cell of their row, ascending.
+
+    Examples
+    --------
+    >>> [s.tolist() for s in row_steps(np.array([0, 0, 0, 2, 2]))]
+    [[0, 3], [1, 4], [2]]
+    """
+    n = len(rows)
+    if n == 0:
+        return []
+    new_row = np.r_[True, rows[1:] != rows[:-1]]
+    if from_end:
+        last = np.flatnonzero(np.r_[new_row[1:], True])
+        step = np.repeat(last, np.diff(np.r_[-1, last])) - np.arange(n)
+    else:
+        first = np.flatnonzero(new_row)
+        step = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
+    small = step.astype(np.int16) if int(step.max()) < 2**15 else step  # a radix sort
+    order = np.argsort(small, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(step))]
+    return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def safe_div(num: ArrayLike, den: ArrayLike) -> np.ndarray:
@@ -355,10 +628,48 @@ def ranked_cells(
         The cell of each kept row: its query's row of the arrays and its rank - 1.
     """
     ranked = sort_run(as_run_frame(run), order, warn=False).run
-    rows = pd.Index(arrays.query_ids).get_indexer(ranked["query_id"])
     ranks = ranked["rank"].to_numpy(dtype=np.int64)
-    keep = np.flatnonzero((rows >= 0) & (ranks <= arrays.depth))
-    return ranked.iloc[keep], rows[keep], ranks[keep] - 1
+    near = np.flatnonzero(ranks <= arrays.depth)  # the query of these rows only is looked up
+    rows = pd.Index(arrays.query_ids).get_indexer(ranked["query_id"].take(near))
+    found = rows >= 0
+    keep = near[found]
+    return ranked.iloc[keep], rows[found], ranks[keep] - 1
+
+
+def cut_arrays(arrays: RankingArrays, depth: int | None) -> RankingArrays:
+    """The arrays of the top ``depth`` ranks only, as :func:`prepare` with ``depth`` gives them.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        From :func:`prepare` (or with mapped grades); not a subclass with further fields.
+    depth : int or None
+        The ranks kept; None keeps ``arrays`` as they are.
+
+    Returns
+    -------
+    RankingArrays
+        The ranked arrays and the ideal ranking cut at ``depth`` (views), ``depth_cap`` set;
+        the counts (``n_judged``, ``n_retrieved``, ``level_counts``) unchanged.
+
+    Examples
+    --------
+    >>> arrays = prepare({"q1": {"a": 1, "b": 2}}, {"q1": {"a": 0.5, "b": 0.2, "c": 0.1}})
+    >>> cut = cut_arrays(arrays, 1)
+    >>> cut.grades.tolist(), cut.ideal.tolist(), cut.depth_cap, cut.n_retrieved.tolist()
+    ([[1]], [[2]], 1, [3])
+    """
+    if depth is None:
+        return arrays
+    cap = depth if arrays.depth_cap is None else min(depth, arrays.depth_cap)
+    return replace(
+        arrays,
+        grades=arrays.grades[:, :depth],
+        judged=arrays.judged[:, :depth],
+        filled=arrays.filled[:, :depth],
+        ideal=arrays.ideal[:, :depth],
+        depth_cap=cap,
+    )
 
 
 def extend_arrays(arrays: RankingArrays, cls: type[_Extended], **extra: np.ndarray) -> _Extended:

@@ -20,14 +20,14 @@ import numpy as np
 from ragnb.frames import RunOrder
 from ragnb.measures.base import Measure, MeasureFamily, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.kernel import RankingArrays, ndcg_of
+from ragnb.measures.kernel import RankingArrays, safe_div
 
 __all__ = ["ndcg_at_k", "ndcg_exp_at_k"]
 
 
 def _ndcg(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """DCG@k of the run over DCG@k of all judged grades sorted; shape (n_queries,)."""
-    return ndcg_of(arrays.grades, arrays.ideal, k)
+    return safe_div(arrays.run_dcg(k), arrays.ideal_dcg(k))  # ndcg_of, shared DCGs
 
 
 register_family(
@@ -45,7 +45,7 @@ register_family(
 
 def _ndcg_exp(arrays: RankingArrays, k: int | None) -> np.ndarray:
     """nDCG with gain 2^grade - 1 (negative grades 0); shape (n_queries,)."""
-    return ndcg_of(arrays.grades, arrays.ideal, k, exp=True)
+    return safe_div(arrays.run_dcg(k, exp=True), arrays.ideal_dcg(k, exp=True))
 
 
 register_family(

@@ -51,6 +51,7 @@ __all__ = [
     "SOURCE_COLUMN",
     "SourceOf",
     "SourcedArrays",
+    "add_sources",
     "default_source",
     "prepare_sources",
     "ra_nwg_novelty",
@@ -145,6 +146,33 @@ def prepare_sources(
         As :func:`ragnb.measures.prepare`; a bad ``source_of``; an empty ``source`` cell.
     """
     arrays = prepare(qrels, run, order=order, depth=depth)
+    return add_sources(arrays, run, source_of=source_of, order=order)
+
+
+def add_sources(
+    arrays: RankingArrays, run: Run, *, source_of: SourceOf = None, order: RunOrder = "score"
+) -> SourcedArrays:
+    """Prepared arrays plus the source of every ranked document (no second join with the qrels).
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+        From :func:`ragnb.measures.prepare` on ``run`` with ``order`` (or those arrays with their
+        grades mapped, :func:`ragnb.measures.graded.map_arrays`).
+    run, source_of, order
+        As for :func:`prepare_sources`.
+
+    Returns
+    -------
+    SourcedArrays
+        ``arrays``' fields shared, plus ``source``: shape (n_queries, depth), int64 codes, -1
+        where the run fills no rank.
+
+    Raises
+    ------
+    InputError
+        A bad ``source_of``; an empty ``source`` cell.
+    """
     ranked, rows, cols = ranked_cells(arrays, run, order)
     codes, _ = pd.factorize(_source_labels(ranked, source_of))
     source = np.full((arrays.n_queries, arrays.depth), -1, dtype=np.int64)
@@ -157,6 +185,11 @@ def _first_of_source(source: np.ndarray) -> np.ndarray:
     n_q, width = source.shape
     first = np.zeros(source.shape, dtype=bool)
     if width == 0:
+        return first
+    if width <= 32:  # a short top K: compare each rank with the ranks above it
+        first[:, 0] = True
+        for j in range(1, width):
+            first[:, j] = ~(source[:, :j] == source[:, j : j + 1]).any(axis=1)
         return first
     key = np.arange(n_q, dtype=np.int64)[:, None] * (int(source.max()) + 2) + (source + 1)
     _, at = np.unique(key.ravel(), return_index=True)  # row-major: the first index is the top

@@ -14,7 +14,7 @@ __all__ = ["precision_at_k"]
 
 def _precision(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
     """Relevant documents in the top ``k`` divided by ``k``; shape (n_queries,)."""
-    return arrays.relevant(rel, k).sum(axis=1) / k
+    return arrays.found(rel, k) / k
 
 
 register_family(

@@ -49,7 +49,7 @@ _fill_kernel_doc = doc_filler(_KERNEL_ENTRIES)
 
 
 def _n_p(arrays: RankingArrays, k: int, rel: int) -> np.ndarray:
-    return arrays.relevant(rel, k).sum(axis=1).astype(np.float64)
+    return arrays.found(rel, k).astype(np.float64)
 
 
 def _f(n_p: np.ndarray, k: int, alpha: float, n_rel: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ __all__ = ["recall_at_k"]
 
 def _recall(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
     """Relevant documents in the top ``k`` over N_p (0 when N_p = 0); shape (n_queries,)."""
-    return safe_div(arrays.relevant(rel, k).sum(axis=1), arrays.n_relevant(rel))
+    return safe_div(arrays.found(rel, k), arrays.n_relevant(rel))
 
 
 register_family(

@@ -29,6 +29,7 @@ __all__ = [
     "gain_levels",
     "gains_of",
     "level_counts",
+    "level_index",
     "rel_lists",
 ]
 
@@ -52,7 +53,7 @@ def rel_lists(arrays: RankingArrays) -> np.ndarray:
     ndarray of int64, shape (n_queries, depth)
         The qrels value of the document at each rank, :data:`NONPOOL` (-1) for a document
         without a judgement, :data:`UNJUDGED` (-2) for a negative judgement and :data:`PADDING`
-        (-3) beyond the run's end.
+        (-3) beyond the run's end. Read-only, built once per arrays.
 
     Examples
     --------
@@ -61,9 +62,56 @@ def rel_lists(arrays: RankingArrays) -> np.ndarray:
     >>> rel_lists(arrays).tolist()
     [[2, -1, -2]]
     """
-    grades = arrays.grades.astype(np.int64)
-    out = np.where(arrays.judged, np.where(grades < 0, UNJUDGED, grades), NONPOOL)
+    return arrays.derived("rel_lists", _rel_lists)
+
+
+def _rel_lists(arrays: RankingArrays) -> np.ndarray:
+    grades = arrays.grades.astype(np.int64, copy=False)
+    if (arrays.grade_levels < 0).any():
+        grades = np.where(grades < 0, UNJUDGED, grades)
+    out = np.where(arrays.judged, grades, NONPOOL)
     return np.where(arrays.filled, out, PADDING)
+
+
+def level_index(arrays: RankingArrays) -> np.ndarray:
+    """Where each rank's relevance value stands among the levels of :func:`level_counts`.
+
+    Parameters
+    ----------
+    arrays : RankingArrays
+
+    Returns
+    -------
+    ndarray of int64, shape (n_queries, depth)
+        The index of the value of :func:`rel_lists` in ``levels``; ``n_levels`` for a value >= 0
+        that is no level, ``n_levels + 1`` for :data:`NONPOOL`, :data:`UNJUDGED` and
+        :data:`PADDING`. A per-level table with those two further columns, indexed by it, gives
+        a value at every rank. Read-only, built once per arrays.
+
+    Examples
+    --------
+    >>> from ragnb.measures import prepare
+    >>> arrays = prepare({"q": {"a": 2, "b": 0}}, {"q": {"a": 3.0, "x": 2.0, "b": 1.0}})
+    >>> level_index(arrays).tolist()  # levels 0, 2
+    [[1, 3, 0]]
+    """
+    return arrays.derived("level index", _level_index)
+
+
+def _level_index(arrays: RankingArrays) -> np.ndarray:
+    levels, _ = level_counts(arrays)
+    n = len(levels)
+    grades = arrays.grades
+    every = arrays.grade_levels  # the judged grades >= 0 are levels; the others go to n + 1
+    low = min(int(every[0]), 0) if len(every) else 0
+    high = max(int(every[-1]), 0) if len(every) else 0
+    if high - low < 2**20:  # a table from grade - low to the index
+        table = np.full(high - low + 1, n + 1, dtype=np.int64)
+        table[levels - low] = np.arange(n)
+        return np.where(arrays.judged, table[grades - low] if low else table[grades], n + 1)
+    at = np.clip(np.searchsorted(levels, grades), 0, max(n - 1, 0))
+    known = (levels[at] == grades) if n else np.zeros(grades.shape, dtype=bool)
+    return np.where(arrays.judged & (grades >= 0), np.where(known, at, n), n + 1)
 
 
 def level_counts(arrays: RankingArrays) -> tuple[np.ndarray, np.ndarray]:

@@ -48,7 +48,7 @@ __all__ = ["set_f", "utility"]
 def _counts(arrays: RankingArrays, rel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(retrieved, relevant retrieved, N_p) per query, as float64 arrays of shape (n_queries,)."""
     ret = arrays.n_retrieved.astype(np.float64)
-    rel_ret = arrays.relevant(rel, None).sum(axis=1).astype(np.float64)
+    rel_ret = arrays.found(rel).astype(np.float64)
     return ret, rel_ret, arrays.n_relevant(rel).astype(np.float64)
 
 
@@ -96,30 +96,30 @@ def _utility(
 
 
 def _nonrel_judged_ret(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
-    grades = top_k(arrays.grades, k)
-    judged_nonrel = top_k(arrays.judged, k) & (grades >= 0) & (grades < rel)
-    return judged_nonrel.sum(axis=1).astype(np.float64)
+    if rel <= 0:  # no grade is both >= 0 and < rel
+        return np.zeros(arrays.n_queries)
+    # judged with 0 <= grade < rel: the judged ones (grade >= 0) less the relevant ones
+    return (arrays.found(0, k) - arrays.found(rel, k)).astype(np.float64)
 
 
 def _relative_p(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
-    found = arrays.relevant(rel, k).sum(axis=1)
+    found = arrays.found(rel, k)
     return safe_div(found, np.minimum(k, arrays.n_relevant(rel)))
 
 
 def _unjudged(arrays: RankingArrays, k: int) -> np.ndarray:
-    unjudged = top_k(arrays.filled, k) & ~(top_k(arrays.judged, k) & (top_k(arrays.grades, k) >= 0))
+    unjudged = top_k(arrays.filled, k) & ~arrays.relevant(0, k)  # no judgement >= 0
     return unjudged.sum(axis=1) / k
 
 
 def _rprec_mult(arrays: RankingArrays, k: int | None, *, mult: float, rel: int) -> np.ndarray:
     # trec_eval: (long) (mult * num_rel + 0.9), the cutoff in documents
     cut = np.floor(mult * arrays.n_relevant(rel) + 0.9).astype(np.int64)
-    hits = np.cumsum(arrays.relevant(rel, None), axis=1)
-    width = hits.shape[1]
+    width = arrays.depth
     found = np.zeros(arrays.n_queries)
     inside = (cut > 0) & (width > 0)
     rows = np.nonzero(inside)[0]
-    found[rows] = hits[rows, np.minimum(cut[rows], width) - 1]
+    found[rows] = arrays.hits_at(rel, rows, np.minimum(cut[rows], width) - 1)
     return safe_div(found, cut)
 
 

@@ -34,6 +34,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
@@ -47,7 +48,7 @@ from ragnb.measures.base import (
     register_trec_alias,
 )
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.kernel import RankingArrays, safe_div, top_k
+from ragnb.measures.kernel import RankingArrays, row_steps, safe_div, sum_at
 
 __all__ = [
     "inferred_ap",
@@ -71,9 +72,8 @@ def _rprec(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     n_rel = arrays.n_relevant(rel)
     if v.shape[1] == 0:
         return np.zeros(arrays.n_queries)
-    hits = np.cumsum(v, axis=1)
     last = np.clip(n_rel, 1, v.shape[1]) - 1
-    found = np.where(n_rel > 0, hits[np.arange(arrays.n_queries), last], 0)
+    found = np.where(n_rel > 0, arrays.hits_at(rel, np.arange(arrays.n_queries), last), 0)
     return safe_div(found, n_rel)
 
 
@@ -85,20 +85,23 @@ def _infap(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     (x + eps)/(x + n + 2 eps)`` (1 at i = 0); the sum over N_p. Documents absent from the qrels
     (or graded below -1) are outside the pool and skipped.
     """
-    grades, judged = top_k(arrays.grades, k), top_k(arrays.judged, k)
-    relevant = judged & (grades >= rel)
-    nonrel = judged & (grades >= 0) & (grades < rel)
-    unjudged = judged & (grades == -1)
-    x = np.cumsum(relevant, axis=1) - 1.0  # relevant above, at the relevant ranks
-    n = np.cumsum(nonrel, axis=1).astype(np.float64)
-    u = np.cumsum(unjudged, axis=1).astype(np.float64)
-    fj = np.arange(grades.shape[1], dtype=np.float64)
+    width = arrays.depth if k is None else min(k, arrays.depth)
+    rows, cols = cells = arrays.relevant_cells(rel, width)
+    # the running counts above (and at) each relevant rank, read at those ranks only
+    whole = width == arrays.depth  # every relevant cell: their hits are their ranks in a row
+    hits = arrays.cell_hits(rel) if whole else arrays.hits_at(rel, *cells)
+    x = hits - 1.0
+    n = (arrays.hits_at(0, *cells) - hits).astype(np.float64) if rel > 0 else 0.0
+    u = 0.0
+    if (arrays.grade_levels == -1).any():  # grade -1: pooled, unjudged
+        u = (arrays.hits_at(-1, *cells) - arrays.hits_at(0, *cells)).astype(np.float64)
+    fj = cols.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         term = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((x + n + u) / fj) * (
             (x + INFAP_EPSILON) / (x + n + 2 * INFAP_EPSILON)
         )
-    term[:, :1] = 1.0
-    total = np.where(relevant, term, 0.0).sum(axis=1)
+    term[cols == 0] = 1.0
+    total = sum_at(cells, term, (arrays.n_queries, width))
     return safe_div(total, arrays.n_relevant(rel))
 
 
@@ -138,17 +141,24 @@ def iprec_values(
     # trec_eval 9.0: (long) (recall * num_rel + 0.9); 10.0: lround(recall * num_rel)
     shift = 0.9 if trec_eval == 9 else 0.5
     need = np.maximum(np.floor(levels[None, :] * arrays.n_relevant(rel)[:, None] + shift), 1)
-    hits = np.cumsum(v, axis=1)
-    at_relevant = np.where(v, hits / np.arange(1, depth + 1), 0.0)
-    best = np.maximum.accumulate(at_relevant[:, ::-1], axis=1)[:, ::-1]
-    # the rank of the c-th relevant document: a search in every row's hits at once, each row
-    # lifted above the one before it
-    row = np.arange(n_q)[:, None]
-    flat = (hits + row * (depth + 1)).ravel()
-    pos = np.searchsorted(flat, (need + row * (depth + 1)).ravel()).reshape(need.shape)
-    pos -= row * depth
-    found = need <= hits[:, -1:]
-    return np.where(found, np.take_along_axis(best, np.minimum(pos, depth - 1), axis=1), 0.0)
+    # the c-th relevant document of a row is its (c-1)-th relevant cell after the row's first
+    start, best = arrays.derived(("iprec", rel), partial(_best_precision, rel=rel))
+    found = arrays.found(rel)[:, None]
+    inside = need <= found
+    at = np.where(inside, start[:, None] + need.astype(np.int64) - 1, 0)
+    return np.where(inside, best[at] if len(best) else 0.0, 0.0)
+
+
+def _best_precision(arrays: RankingArrays, *, rel: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first relevant cell of each row (an index into :meth:`RankingArrays.relevant_cells`)
+    and, at each relevant cell, the largest precision at it or at a deeper relevant rank of its
+    row (``np.maximum.accumulate`` from the deepest rank up; the other ranks hold 0)."""
+    rows, cols = arrays.relevant_cells(rel)
+    best = arrays.cell_hits(rel) / (cols + 1)
+    for at in row_steps(rows, from_end=True)[1:]:  # a running maximum, from each row's end
+        best[at] = np.maximum(best[at], best[at + 1])
+    start = np.r_[0, np.cumsum(arrays.found(rel))[:-1]]
+    return start, best
 
 
 def _iprec(
@@ -166,7 +176,7 @@ def _num_ret(arrays: RankingArrays, k: int | None) -> np.ndarray:
 
 def _num_rel_ret(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
     """Relevant documents retrieved (within the top K); shape (n_queries,)."""
-    return arrays.relevant(rel, k).sum(axis=1).astype(np.float64)
+    return arrays.found(rel, k).astype(np.float64)
 
 
 def _num_rel(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
