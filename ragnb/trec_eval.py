@@ -717,25 +717,23 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
     qrels, run, runid, notes = _read(opts)
     arrays, lost = _evaluated(qrels, run, opts)
     del run  # the arrays hold what the measures read
-    blocks = [
-        query_rows(arrays, start, start + QUERY_BLOCK)
-        for start in range(0, max(arrays.n_queries, 1), QUERY_BLOCK)
-    ]
+    names = [name for name in opts.measures if name not in ("runid", "num_q")]
+    # block after block, every measure: a block's shared derived arrays go with it
+    per_block = []
+    for start in range(0, max(arrays.n_queries, 1), QUERY_BLOCK):
+        block = query_rows(arrays, start, start + QUERY_BLOCK)
+        per_block.append([(name, col) for name in names for col in _columns(name, block, opts)])
     columns: list[_Column] = []
-    for name in opts.measures:
-        if name in ("runid", "num_q"):
-            continue
-        per_block = [_columns(name, block, opts) for block in blocks]
-        for j, col in enumerate(per_block[0]):
-            values = np.concatenate([cols[j].values for cols in per_block])
-            if lost.any() and (name in ("utility", "relstring")):
-                values[lost] = "" if col.kind == "string" else 0.0
-            total = None
-            if name == "num_rel" and opts.complete:
-                # m_num_rel.c's te_calc_avg_num_rel: with -c, the qrels lines of grade > 0,
-                # whatever -l, -J and -M
-                total = float((qrels["relevance"] > 0).sum())
-            columns.append(_Column(col.name, values, col.kind, total))
+    for j, (name, col) in enumerate(per_block[0]):
+        values = np.concatenate([cols[j][1].values for cols in per_block])
+        if lost.any() and (name in ("utility", "relstring")):
+            values[lost] = "" if col.kind == "string" else 0.0
+        total = None
+        if name == "num_rel" and opts.complete:
+            # m_num_rel.c's te_calc_avg_num_rel: with -c, the qrels lines of grade > 0,
+            # whatever -l, -J and -M
+            total = float((qrels["relevance"] > 0).sum())
+        columns.append(_Column(col.name, values, col.kind, total))
     if opts.zscores is not None:
         zscores = read_zscores(opts.zscores)
         columns = [_as_zscores(col, arrays.query_ids, zscores) for col in columns]
