@@ -893,14 +893,13 @@ def sorted_codes(chunks: list[pa.DictionaryArray]) -> pa.DictionaryArray:
         if not shared or not (d is shared[-1] or d.equals(shared[-1])):
             shared.append(d)
         of_chunk.append(len(shared) - 1)
-    values = pc.unique(pa.chunked_array(shared))
-    by_id = pc.sort_indices(values)
-    if len(shared) == 1 and len(values) == len(shared[0]) and _is_identity(by_id.to_numpy()):
+    if len(shared) == 1 and _ascending(shared[0]):  # already one sorted set (the reader's)
         indices = pa.chunked_array([c.indices.cast(pa.int32()) for c in chunks])
         chunks.clear()
         indices = indices.chunk(0) if indices.num_chunks == 1 else indices.combine_chunks()
-        return pa.DictionaryArray.from_arrays(indices, shared[0])  # already one sorted set
-    values = values.take(by_id)
+        return pa.DictionaryArray.from_arrays(indices, shared[0])
+    values = pc.unique(pa.chunked_array(shared))
+    values = values.take(pc.sort_indices(values))
     # where each value of each dictionary is among ``values``: one hash table
     mapped = np.asarray(
         pc.index_in(pa.chunked_array(shared), value_set=values).to_numpy(), dtype=np.int32
@@ -917,8 +916,11 @@ def sorted_codes(chunks: list[pa.DictionaryArray]) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(pa.array(codes), values)
 
 
-def _is_identity(order: np.ndarray) -> bool:
-    return bool((order == np.arange(len(order))).all())
+def _ascending(values: pa.Array) -> bool:
+    """Each value byte-wise below the next (so distinct and sorted): one comparison pass."""
+    import pyarrow.compute as pc
+
+    return len(values) < 2 or bool(pc.all(pc.less(values[:-1], values[1:])).as_py())
 
 
 def _codes_of(arr: pa.DictionaryArray) -> tuple[np.ndarray, pa.Array]:

@@ -419,34 +419,16 @@ _SCALES = {3: "0-3 (TREC DL)", 2: "0-2 (DBpedia-Entity)", 1: "0-1 (binary)"}
 def _str_column(values: np.ndarray, times: int, *, each: bool) -> pd.Series:
     """``values`` ``times`` over (``each``: every value ``times`` in a row, else the whole
     sequence ``times`` over), as a column of pandas' string dtype (what a frame makes of str
-    values). With Arrow strings, written into Arrow buffers by repeating bytes, not string by
-    string; else by ``take``."""
+    values); with Arrow strings, by pyarrow's ``take``."""
     base = pd.Series(values, dtype="str")
+    n = len(base)
+    at = np.repeat(np.arange(n), times) if each else np.tile(np.arange(n), times)
     if getattr(base.dtype, "storage", None) != "pyarrow":  # no pyarrow: Python strings
-        n = len(base)
-        at = np.repeat(np.arange(n), times) if each else np.tile(np.arange(n), times)
         return base.take(at).reset_index(drop=True)
     import pyarrow as pa
 
-    chunk = pa.array(base.array).cast(pa.large_string())
-    n = len(chunk)
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[chunk.offset : chunk.offset + n + 1]
-    buffer = chunk.buffers()[2]
-    data = b"" if buffer is None else buffer.to_pybytes()[offsets[0] : offsets[-1]]
-    ends = offsets - offsets[0]
-    lengths = np.diff(ends)
-    if each:  # value i, times in a row
-        joined = b"".join(data[a:b] * times for a, b in zip(ends[:-1], ends[1:], strict=True))
-        steps = np.repeat(lengths, times)
-    else:  # the whole sequence, times over
-        joined = data * times
-        steps = np.tile(lengths, times)
-    positions = np.zeros(n * times + 1, dtype=np.int64)
-    np.cumsum(steps, out=positions[1:])
-    whole = pa.LargeStringArray.from_buffers(
-        n * times, pa.py_buffer(positions), pa.py_buffer(joined)
-    )
-    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([whole])), dtype="str")
+    taken = pa.array(base.array).cast(pa.large_string()).take(pa.array(at))
+    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([taken])), dtype="str")
 
 
 def _result(
