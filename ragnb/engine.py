@@ -961,8 +961,8 @@ def _spans(col: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
 # only the few documents whose score ties with a judged one are compared, as str. The run is read
 # in one pass, query by query (its ids' types, its scores, then its judged documents' scores while
 # its dict is still in the CPU cache): reading ten million scattered Python objects is what costs.
-# Applies when every document id of the run and of the qrels is a str, every query of the run is a
-# dict, no judged id is empty and the order is by score; otherwise joined_ranks returns None and
+# Applies when every document id of the run is a str (numpy's str_, a subclass, too) and every one
+# of the qrels exactly a str, every query of the run is a dict, no judged id is empty and the order is by score; otherwise joined_ranks returns None and
 # the caller takes the general path, which raises its errors. The arrays are identical to the
 # general path's (tests/test_dictjoin.py).
 @dataclass(frozen=True, eq=False)
@@ -1069,21 +1069,19 @@ def _read(
     offset = np.cumsum(block) - block
     lists = grouped.tolist()
     bounds = q_starts.tolist()
-    types: set[type] = set()
     nans = repeat(float("nan"))  # one endless supply for every look-up
+    join = "".join  # raises TypeError on an id that is not a str: the cheapest check in C
 
     def entries() -> Iterator[Iterable[object]]:
         for d, i in zip(inner, group.tolist(), strict=True):
-            types.update(map(type, d))
+            join(d)
             yield d.values()
             if i >= 0:
                 yield map(d.get, lists[bounds[i] : bounds[i + 1]], nans)
 
     try:
         values = np.fromiter(chain.from_iterable(entries()), np.float64, int(block.sum()))
-    except (TypeError, ValueError, OverflowError):
-        return None
-    if not types <= {str}:
+    except (TypeError, ValueError, OverflowError):  # an id not a str, a score not a number
         return None
     # the judged documents' scores, back in the qrels' layout
     hit = np.flatnonzero(group >= 0)

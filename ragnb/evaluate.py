@@ -23,6 +23,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -118,21 +119,43 @@ class EvaluationResult:
         the queries with a non-NaN value, the sum for the counts ``NumRet``, ``NumRelRet`` and
         ``NumRel`` as in trec_eval; NaN if there are none), ``n_valid`` (int, those
         queries), ``n_queries`` (int, queries of the qrels).
-    per_query : DataFrame
-        Long form: ``query_id`` (str), ``measure`` (str), ``value`` (float); rows grouped by
-        measure (requested order), then query (sorted).
     counts : dict
         ``queries_in_qrels``, ``queries_missing_from_run`` (scored as empty rankings),
         ``run_queries_without_qrels`` (left out), ``rank_disagreements`` (queries whose file
         ranks disagree with their scores), ``order`` (the ordering policy), and
         ``fe_short_runs``: ``{F_e measure name: queries whose run holds fewer than 2K
         documents}`` (missing queries are not included there).
+    query_ids : ndarray of str (object), shape (n_queries,)
+        The queries of the qrels, sorted: the rows of ``values``.
+    values : ndarray of float64, shape (n_queries, n_measures)
+        Per-query values (read-only), a column per measure in requested order; NaN where a
+        measure is undefined for a query.
+    per_query : DataFrame
+        Long form: ``query_id`` (str), ``measure`` (str), ``value`` (float); rows grouped by
+        measure (requested order), then query (sorted). Built from ``values`` on first access
+        (``n_queries * n_measures`` rows), then kept.
     """
 
     measures: tuple[Measure, ...]
     aggregate: pd.DataFrame
-    per_query: pd.DataFrame
     counts: dict[str, Any]
+    query_ids: np.ndarray
+    values: np.ndarray
+
+    @cached_property
+    def per_query(self) -> pd.DataFrame:
+        """The per-query values in long form (see the class docstring)."""
+        n_q, n_m = self.values.shape
+        names = np.asarray([m.name for m in self.measures], dtype=object)
+        # the id and name columns are converted once per query / measure, then their bytes
+        # repeated (converting n_queries * n_measures Python strings costs more than measuring)
+        return pd.DataFrame(
+            {
+                "query_id": _str_column(self.query_ids, n_m, each=False),
+                "measure": _str_column(names, n_q, each=True),
+                "value": self.values.T.reshape(-1),
+            }
+        )
 
     def per_query_wide(self) -> pd.DataFrame:
         """Per-query values, one column per measure.
@@ -142,7 +165,8 @@ class EvaluationResult:
         DataFrame
             Index ``query_id`` (sorted), columns the measure names in requested order.
         """
-        return wide_values(self.per_query, [m.name for m in self.measures])
+        index = pd.Index(self.query_ids, dtype="str", name="query_id")
+        return pd.DataFrame(self.values, index=index, columns=[m.name for m in self.measures])
 
     def aggregate_to_dict(self) -> dict[str, float]:
         """``{measure name: macro mean}``, in requested order."""
@@ -494,13 +518,6 @@ def result_from_values(
             "n_queries": np.full(n_m, n_q, dtype=np.int64),
         }
     )
-    # The id and name columns are converted once per query / measure, then their bytes repeated
-    # (converting n_queries * n_measures Python strings costs more than the measures).
-    per_query = pd.DataFrame(
-        {
-            "query_id": _str_column(query_ids, n_m, each=False),
-            "measure": _str_column(np.asarray(names, dtype=object), n_q, each=True),
-            "value": by_measure.reshape(-1),
-        }
-    )
-    return EvaluationResult(tuple(measures), aggregate, per_query, counts)
+    values = np.array(values, dtype=np.float64)  # the result's own, read-only
+    values.setflags(write=False)
+    return EvaluationResult(tuple(measures), aggregate, counts, query_ids, values)

@@ -877,8 +877,10 @@ def _retry_wait(
     :class:`Fault` to ``on_fault``, tells ``limiter`` of a 429 (:meth:`RateLimiter.throttled`)
     and asks ``policy`` (which raises :class:`GaveUp` when the request is not to be retried).
     A 429 does not count when ``limiter`` answered other requests since ``answers`` (its
-    count when the request was sent): the endpoint works and is rate limited. The one step of
-    :func:`call` and :func:`acall` after a failure.
+    count when the call's previous request was sent, or this one for the first): the endpoint
+    works and is rate limited. (Counting from the previous request, not this one: when a burst
+    is sent at once, the requests a server admits are answered after those it refuses.) The one
+    step of :func:`call` and :func:`acall` after a failure.
     """
     fault = classify(error, policy.timeout, keys)
     if fault is None:
@@ -918,9 +920,10 @@ def call(
     limiter : RateLimiter, optional
         Every request (retries included) first reserves one request and ``tokens`` tokens and
         waits what it says; an answer raises its allowed rate, a 429 lowers it (AIMD). A 429
-        while other requests to the endpoint were answered is a rate limit, not a failure: it
-        does not count toward ``policy.max_attempts``, so a job slowed by a rate limit drops
-        no item; a 429 with no answer in between counts (an exhausted quota ends the call).
+        while other requests to the endpoint were answered (since the call's previous request
+        was sent) is a rate limit, not a failure: it does not count toward
+        ``policy.max_attempts``, so a job slowed by a rate limit drops no item; a 429 with no
+        answer in between counts (an exhausted quota ends the call).
     tokens : int, default 0
         The request's counted prompt tokens.
     on_wait : callable (seconds) -> None, optional
@@ -941,6 +944,7 @@ def call(
     """
     keys = list(keys)
     tries = 0
+    since: int | None = None  # the limiter's answers when the previous request was sent
     while True:
         if limiter is not None:
             wait = limiter.reserve(tokens)
@@ -950,6 +954,7 @@ def call(
                     on_wait(wait)
         tries += 1
         answers = 0 if limiter is None else limiter.answers
+        since = answers if since is None else since
         try:
             answer = send(tries)
         except Exception as e:
@@ -958,7 +963,8 @@ def call(
             if limiter is not None:
                 limiter.answered()
             return answer
-        wait, counted = _retry_wait(error, tries, policy, keys, on_fault, limiter, answers)
+        wait, counted = _retry_wait(error, tries, policy, keys, on_fault, limiter, since)
+        since = answers
         tries -= not counted
         time.sleep(wait)
 
@@ -1001,6 +1007,7 @@ async def acall(
     keys = list(keys)
     pause = sleep or asyncio.sleep
     tries = 0
+    since: int | None = None  # the limiter's answers when the previous request was sent
     while True:
         if limiter is not None:
             wait = limiter.reserve(tokens)
@@ -1013,6 +1020,7 @@ async def acall(
             await before()
         tries += 1
         answers = 0 if limiter is None else limiter.answers
+        since = answers if since is None else since
         try:
             answer = await send(tries)
         except Exception as e:
@@ -1021,6 +1029,7 @@ async def acall(
             if limiter is not None:
                 limiter.answered()
             return answer
-        wait, counted = _retry_wait(error, tries, policy, keys, on_fault, limiter, answers)
+        wait, counted = _retry_wait(error, tries, policy, keys, on_fault, limiter, since)
+        since = answers
         tries -= not counted
         await pause(wait)

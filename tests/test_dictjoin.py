@@ -99,6 +99,14 @@ def test_inputs_outside_the_lookup_path_give_the_general_results(qrels, run):
     _assert_same(prepare(qrels, run), want)
 
 
+def test_run_ids_of_a_str_subclass_give_the_general_results():
+    qrels = {"q": {"a": 1, "b": 2, "c": 0}}
+    run = {"q": {np.str_(d): s for d, s in [("a", 0.5), ("b", 0.5), ("x", 0.7), ("c", 0.1)]}}
+    want = prepare(qrels_from_dict(qrels), run_from_dict(run))
+    _assert_same(prepare(qrels, run), want)
+    assert prepare(qrels, run).grades.tolist() == [[0, 2, 1, 0]]  # ties: b before a
+
+
 def test_errors_are_the_general_paths():
     qrels = {"q": {"a": 1}}
     with pytest.raises(InputError, match="duplicate"):

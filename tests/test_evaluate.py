@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.evaluate import EvaluationResult, evaluate
+from ragnb.evaluate import EvaluationResult, evaluate, wide_values
 from ragnb.measures import Measure, MeasureFamily, base, parse_measure
 
 QRELS = {"q1": {"a": 1, "b": 2, "c": 0}, "q2": {"d": 1}, "q3": {"e": 3}}
@@ -44,6 +44,12 @@ def test_tables_have_the_documented_columns_and_types():
     assert wide.index.name == "query_id" and wide.index.tolist() == ["q1", "q2", "q3"]
     assert wide.columns.tolist() == ["P@2", "nDCG@3", "RR"]
     assert wide.loc["q1", "RR"] == 1.0  # b (grade 2) first
+
+    # the wide table is the long one pivoted; the long one is built once, then kept
+    pd.testing.assert_frame_equal(wide, wide_values(pq, ["P@2", "nDCG@3", "RR"]))
+    assert res.per_query is pq
+    assert res.values.shape == (3, 3) and not res.values.flags.writeable
+    assert res.query_ids.tolist() == ["q1", "q2", "q3"]
 
     d = res.aggregate_to_dict()
     assert list(d) == ["P@2", "nDCG@3", "RR"]
