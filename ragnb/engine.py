@@ -962,9 +962,9 @@ def _spans(col: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
 # in one pass, query by query (its ids' types, its scores, then its judged documents' scores while
 # its dict is still in the CPU cache): reading ten million scattered Python objects is what costs.
 # Applies when every document id of the run is a str (numpy's str_, a subclass, too) and every one
-# of the qrels exactly a str, every query of the run is a dict, no judged id is empty and the order is by score; otherwise joined_ranks returns None and
-# the caller takes the general path, which raises its errors. The arrays are identical to the
-# general path's (tests/test_dictjoin.py).
+# of the qrels exactly a str, every query of the run is a dict, no judged id is empty and the order
+# is by score; otherwise joined_ranks returns None and the caller takes the general path, which
+# raises its errors. The arrays are identical to the general path's (tests/test_dictjoin.py).
 @dataclass(frozen=True, eq=False)
 class _Read:
     """The run read query by query (its non-empty queries, in dict order).
