@@ -36,7 +36,6 @@ from ragnb.engine import (
     join_coded,
     joined_ranks,
     kernels,
-    sort_run,
 )
 from ragnb.errors import InputError
 from ragnb.frames import RunOrder, check_qrels, check_run, qrels_from_dict, run_from_dict
@@ -616,24 +615,29 @@ def ranked_cells(
     order : {"score", "file"}
         The ordering policy the arrays were built with.
 
-    The run is put in evaluation order (:func:`ragnb.engine.sort_run`, without its warning); a
-    row is kept when its query is one of ``arrays.query_ids`` and its rank is within
-    ``arrays.depth``.
+    The run is put in evaluation order as row numbers (:func:`ragnb.engine.index_run`, as
+    :func:`prepare` orders it; no sorted copy of the frame); a row is kept when its query is one
+    of ``arrays.query_ids`` and its rank is within ``arrays.depth``, and only the kept rows are
+    taken from the frame.
 
     Returns
     -------
     ranked : DataFrame
-        The kept rows of the sorted run (ids as str, ``rank`` 1-based), in evaluation order.
+        The kept rows of the run (its columns but ``score`` and ``rank``, values as given), in
+        evaluation order.
     rows, cols : ndarray of int64, shape (len(ranked),)
         The cell of each kept row: its query's row of the arrays and its rank - 1.
     """
-    ranked = sort_run(as_run_frame(run), order, warn=False).run
-    ranks = ranked["rank"].to_numpy(dtype=np.int64)
-    near = np.flatnonzero(ranks <= arrays.depth)  # the query of these rows only is looked up
-    rows = pd.Index(arrays.query_ids).get_indexer(ranked["query_id"].take(near))
-    found = rows >= 0
-    keep = near[found]
-    return ranked.iloc[keep], rows[found], ranks[keep] - 1
+    frame = as_run_frame(run)
+    index = index_run(frame, order)
+    groups = index.queries
+    ranks = index.ranks()
+    row_of_group = pd.Index(arrays.query_ids).get_indexer(groups.ids).astype(np.int64)
+    rows = np.repeat(row_of_group, groups.sizes)
+    keep = np.flatnonzero((ranks <= arrays.depth) & (rows >= 0))
+    columns = [c for c in frame.columns if c not in ("score", "rank")]
+    ranked = frame[columns].take(index.order[keep])
+    return ranked, rows[keep], ranks[keep] - 1
 
 
 def cut_arrays(arrays: RankingArrays, depth: int | None) -> RankingArrays:
