@@ -59,6 +59,8 @@ $(REPORTS_STAMP): pyproject.toml $(LLAMA_STAMP) $(BASE_STAMP)
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl)[server]"
 	PIP_FIND_LINKS=$(LLAMA_WHEELS) $(BIN)/python -m pip install -q -e ".[reports]"
+	# numba's machine code for the evaluation kernels, cached now rather than on the first run
+	$(BIN)/python scripts/compile_kernels.py
 	touch $@
 
 $(TEST_STAMP): pyproject.toml $(REPORTS_STAMP)
