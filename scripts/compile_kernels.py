@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import pandas as pd
-
 from ragnb import groupsort
 from ragnb.evaluate import evaluate
+from ragnb.frames import qrels_from_dict, run_from_dict
+from ragnb.io import write_qrels, write_run
 from ragnb.streaming import read_run_columnar
 from ragnb.trec_eval import run_trec_eval
 
@@ -31,38 +31,21 @@ RUN = {"q1": {"a": 0.9, "x": 0.8, "b": 0.8, "c": 0.1}, "q2": {"d": 1.0, "a": 0.5
 MEASURES = ["nDCG@10", "P@10", "R@100", "AP", "Bpref", "infAP", "RR"]
 
 
-def _frames() -> tuple[pd.DataFrame, pd.DataFrame]:
-    qrels = pd.DataFrame(
-        [(q, d, g) for q, docs in QRELS.items() for d, g in docs.items()],
-        columns=["query_id", "doc_id", "relevance"],
-    )
-    run = pd.DataFrame(
-        [(q, d, s) for q, docs in RUN.items() for d, s in docs.items()],
-        columns=["query_id", "doc_id", "score"],
-    )
-    return qrels, run
-
-
 def main() -> None:
     if not groupsort.COMPILED:
         print("numba is not installed: nothing to compile")
         return
     start = time.perf_counter()
     evaluate(QRELS, RUN, MEASURES)
-    qrels, run = _frames()
+    qrels, run = qrels_from_dict(QRELS), run_from_dict(RUN)
     evaluate(qrels, run, MEASURES)
-    evaluate(qrels, run.astype({"query_id": "str", "doc_id": "str"}), MEASURES, order="file")
+    evaluate(qrels, run, MEASURES, order="file")
     evaluate(qrels, run.astype({"doc_id": "category"}), MEASURES)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         run_file, qrels_file = folder / "run.trec", folder / "qrels.txt"
-        ranked = run.sort_values(["query_id", "score"], ascending=[True, False])
-        ranked = ranked.assign(rank=ranked.groupby("query_id").cumcount() + 1)
-        lines = (f"{r.query_id} Q0 {r.doc_id} {r.rank} {r.score} t\n" for r in ranked.itertuples())
-        run_file.write_text("".join(lines))
-        qrels_file.write_text(
-            "".join(f"{r.query_id} 0 {r.doc_id} {r.relevance}\n" for r in qrels.itertuples())
-        )
+        write_run(run, run_file, tag="t")
+        write_qrels(qrels, qrels_file)
         coded = read_run_columnar(run_file)[0]
         evaluate(qrels, coded, MEASURES)
         evaluate(qrels, coded, MEASURES, order="file")
