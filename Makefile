@@ -108,6 +108,7 @@ lint: $(TEST_STAMP)
 	$(BIN)/ruff check ragnb tests benchmarks scripts docs
 	$(BIN)/ruff format --check ragnb tests benchmarks scripts docs
 	$(BIN)/mypy ragnb
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf reports/_executed reports/*.html $(CORE_VENV) site

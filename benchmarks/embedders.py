@@ -7,7 +7,7 @@ Usage (from the repository root)::
 
 Data: the first ``--n`` documents of ``../shared/datasets/scifact/corpus.jsonl`` (beside the
 repository) if present, else of the sample ``data/pydocs``, each as ``title + " " + text`` (the
-BEIR convention of :func:`ragnb.retrieve.doc_texts`).
+BEIR convention of :func:`ragnb.retrievers.retrieve.doc_texts`).
 
 Embedders: every name of :func:`ragnb.embed.offline.available_offline_embedders`, then the
 float sentence-transformers ``all-MiniLM-L6-v2`` (torch) for reference. Each one is built, warmed
@@ -54,17 +54,17 @@ from typing import Any
 
 import numpy as np
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.embed import CachedEmbedder, Embedder, SentenceTransformerEmbedder
 from ragnb.embed.offline import (
     OFFLINE_MODELS,
     available_offline_embedders,
     make_offline_embedder,
 )
-from ragnb.evaluate import evaluate
-from ragnb.io import read_beir
-from ragnb.readers import read_corpus
-from ragnb.retrieve import doc_texts
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.files import read_beir
+from ragnb.io.readers import read_corpus
+from ragnb.retrievers.retrieve import doc_texts
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = REPO.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"

@@ -5,17 +5,18 @@ Issue #14's "done means", end to end on the real local model:
 1. A dataset folder with SciFact's ``corpus.jsonl`` and ``queries.jsonl`` and **no qrels**
    (symbolic links in a temporary folder; nothing copied), and a query file ``queries.csv``
    (``query_id,text``) holding the first ``--queries`` queries of SciFact's test split: the
-   ``queries`` parameter of :class:`ragnb.golden.GoldenSetConfig`.
-2. :func:`ragnb.golden.pipeline.build_pipeline` with ``judge="local"`` (SmolLM2-135M-Instruct
-   behind llama.cpp on this machine: a tiny stand-in, not a judge to trust): pool (BM25 and
-   BM25 without stemming, top ``--depth``), grade, prune, refine, export the golden set as TREC
-   qrels with its manifest.
-3. A human-label file drawn by the sampler: :func:`ragnb.golden.labelling.calibration_sample`
-   over the judged pairs (stratified by judge grade and pool systems, ``--labels`` pairs, at
-   most half the judged pairs so that some stay unlabelled), each grade looked up in SciFact's
-   real ``qrels/test.tsv`` (a pair it does not list is not relevant), standing in for a person,
-   written through :class:`ragnb.golden.labelling.LabelStore` (``human.qrels`` and its
-   ``.sample.jsonl`` with the inclusion probabilities).
+   ``queries`` parameter of :class:`ragnb.studies.golden.GoldenSetConfig`.
+2. :func:`ragnb.studies.golden.pipeline.build_pipeline` with ``judge="local"``
+   (SmolLM2-135M-Instruct behind llama.cpp on this machine: a tiny stand-in, not a judge to trust):
+   pool (BM25 and BM25 without stemming, top ``--depth``), grade, prune, refine, export the golden
+   set as TREC qrels with its manifest.
+3. A human-label file drawn by the sampler:
+   :func:`ragnb.studies.golden.labelling.calibration_sample` over the judged pairs (stratified by
+   judge grade and pool systems, ``--labels`` pairs, at most half the judged pairs so that some stay
+   unlabelled), each grade looked up in SciFact's real ``qrels/test.tsv`` (a pair it does not list
+   is not relevant), standing in for a person, written through
+   :class:`ragnb.studies.golden.labelling.LabelStore` (``human.qrels`` and its ``.sample.jsonl``
+   with the inclusion probabilities).
 4. The notebook's calibration and PPI on that file (``human_labels``): agreement with bootstrap
    intervals, the judge's bias per grade, Kendall's tau, and per system the PPI++ interval
    beside human-only and judge-only (:func:`ragnb.ppi.ppi_system_estimates`, ``unit="pair"``),
@@ -46,7 +47,7 @@ SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
 def queries_alone(src: Path, folder: Path, n_queries: int) -> tuple[Path, Path]:
     """A BEIR folder without qrels (links to ``src``'s corpus and queries) and a ``queries.csv``
     of the first ``n_queries`` test queries."""
-    from ragnb.io import read_beir, write_table_csv
+    from ragnb.io.files import read_beir, write_table_csv
 
     data = folder / "scifact-no-qrels"
     data.mkdir(parents=True, exist_ok=True)
@@ -63,8 +64,8 @@ def queries_alone(src: Path, folder: Path, n_queries: int) -> tuple[Path, Path]:
 def human_file(gs: object, qrels: pd.DataFrame, path: Path, n: int, seed: int) -> pd.DataFrame:
     """``n`` judged pairs drawn by the sampler, labelled from ``qrels`` (absent: 0), written as a
     LabelStore would (labels file and sample table)."""
-    from ragnb.golden.human import draw_sample
-    from ragnb.golden.labelling import LabelStore
+    from ragnb.studies.golden.human import draw_sample
+    from ragnb.studies.golden.labelling import LabelStore
 
     judged = gs.judgements  # type: ignore[attr-defined]
     sample = draw_sample(judged[["query_id", "doc_id", "grade", "systems"]], n=n, seed=seed)
@@ -87,11 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="", help="run folder (default: a temp folder)")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from ragnb.golden import GoldenSetConfig
-    from ragnb.golden.evaluation import calibrate_judge, human_labels_for, ppi_for
-    from ragnb.golden.human import halving_markdown
-    from ragnb.golden.pipeline import build_pipeline
-    from ragnb.io import read_beir
+    from ragnb.io.files import read_beir
+    from ragnb.studies.golden import GoldenSetConfig
+    from ragnb.studies.golden.evaluation import calibrate_judge, human_labels_for, ppi_for
+    from ragnb.studies.golden.human import halving_markdown
+    from ragnb.studies.golden.pipeline import build_pipeline
 
     work = Path(args.out or tempfile.mkdtemp(prefix="golden-from-queries-"))
     data, csv = queries_alone(SCIFACT, work, args.queries)

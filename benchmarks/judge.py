@@ -87,9 +87,9 @@ def run(
     (``faults``: requests that got no answer and were retried)."""
     import openai  # noqa: F401  # the one-off import (~0.5 s) is not judging time
 
-    from ragnb.cache import Cache
+    from ragnb.core.cache import Cache
     from ragnb.judge import OpenAIJudge
-    from ragnb.ledger import Ledger
+    from ragnb.llm.ledger import Ledger
 
     items = [
         {
@@ -148,7 +148,7 @@ def _pairs(n: int, dataset: Path | None) -> Any:
     """``n`` judged (query, passage) pairs: SciFact's test qrels, else the embedded sample."""
     import pandas as pd
 
-    from ragnb.io import read_beir
+    from ragnb.io.files import read_beir
 
     if dataset is None:
         scifact = REPO.parent / "shared" / "datasets" / "scifact"
@@ -194,9 +194,9 @@ def run_local(
     """
     import openai
 
-    from ragnb.cache import Cache
+    from ragnb.core.cache import Cache
     from ragnb.judge import OpenAIJudge
-    from ragnb.ledger import Ledger
+    from ragnb.llm.ledger import Ledger
     from ragnb.llm.server import LocalLLMServer
 
     name, items = _pairs(n, dataset)

@@ -2,8 +2,8 @@
 with a simulated judge, on graded MS MARCO pairs.
 
 Bergum's post (Vespa blog) answers "Why didn't you try ... an ensemble of judges?" with "That is
-certainly an option, to use majority voting for example". This benchmark builds two ensembles
-with :class:`ragnb.judge.EnsembleJudge` and prints :func:`ragnb.golden.ensemble_agreement`'s two
+certainly an option, to use majority voting for example". This benchmark builds two ensembles with
+:class:`ragnb.judge.EnsembleJudge` and prints :func:`ragnb.studies.golden.ensemble_agreement`'s two
 tables for each (against human labels: each member and the ensemble; between members):
 
 A. SmolLM2-135M-Instruct (llama.cpp through :class:`ragnb.llm.server.LocalLLMServer`) with the
@@ -70,8 +70,8 @@ def agreement_tables(
 ) -> None:
     """Grade ``items`` with the ensemble of ``members`` (majority, then mean) and print the
     tables."""
-    from ragnb.golden import ensemble_agreement
     from ragnb.judge import EnsembleJudge
+    from ragnb.studies.golden import ensemble_agreement
 
     labels = range(SCALE[0], SCALE[1] + 1)
     rows = []
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     add_local_arguments(parser)
     args = parser.parse_args(argv)
 
-    from ragnb.cache import Cache
+    from ragnb.core.cache import Cache
     from ragnb.judge import NoisyJudge
     from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
 

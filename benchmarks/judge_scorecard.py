@@ -21,19 +21,19 @@ drawn per human grade, :func:`local_judge_agreement.choose_pairs`) are graded by
   (the key from ``$OPENAI_API_KEY``; priced by ragnb's price table), same prompt, constrained
   with ``json_schema``.
 
-Columns: ``pairs`` graded validly; ``exact`` agreement; Cohen's ``kappa`` (unweighted, Cohen
-1960), ``kappa_lin`` and ``kappa_quad`` (weighted, Cohen 1968); Krippendorff's ``alpha_ord``
-(ordinal) and ``alpha_int`` (interval), all from :mod:`ragnb.stats.agreement` on the valid
-pairs; ``sys_tau``: Kendall's tau-b between the six systems' nDCG@10 under human labels and
-under the judge's grades on the judged pairs (:func:`ragnb.golden.calibration.system_agreement`);
-``self_kappa`` and ``self_alpha``: the judge's agreement with itself, ``--samples`` answers per
-pair at ``--temperature`` (:class:`ragnb.judge.SelfConsistentJudge`, each sample its own cache
-entry; a simulated judge draws fresh noise, the random judge fresh seeds): Cohen's kappa averaged
-over every two samples and Krippendorff's alpha (ordinal) over all of them
-(:func:`ragnb.judge.self_agreement`; a constant judge's kappa is undefined, its alpha too);
-``parsed``: share of first answers that parse; ``per_s``: judgements per second (fresh calls;
-"cached" when the cache answered every pair); ``usd_per_1k``: US dollars per 1,000 judgements
-from the ledger (0 for the local model and the reference judges).
+Columns: ``pairs`` graded validly; ``exact`` agreement; Cohen's ``kappa`` (unweighted, Cohen 1960),
+``kappa_lin`` and ``kappa_quad`` (weighted, Cohen 1968); Krippendorff's ``alpha_ord`` (ordinal) and
+``alpha_int`` (interval), all from :mod:`ragnb.judge.agreement` on the valid pairs; ``sys_tau``:
+Kendall's tau-b between the six systems' nDCG@10 under human labels and under the judge's grades on
+the judged pairs (:func:`ragnb.studies.golden.calibration.system_agreement`); ``self_kappa`` and
+``self_alpha``: the judge's agreement with itself, ``--samples`` answers per pair at
+``--temperature`` (:class:`ragnb.judge.SelfConsistentJudge`, each sample its own cache entry; a
+simulated judge draws fresh noise, the random judge fresh seeds): Cohen's kappa averaged over every
+two samples and Krippendorff's alpha (ordinal) over all of them (:func:`ragnb.judge.self_agreement`;
+a constant judge's kappa is undefined, its alpha too); ``parsed``: share of first answers that
+parse; ``per_s``: judgements per second (fresh calls; "cached" when the cache answered every pair);
+``usd_per_1k``: US dollars per 1,000 judgements from the ledger (0 for the local model and the
+reference judges).
 
 The systems can be formed (six runs of the subset's queries), but their Kendall tau cannot tell
 judges apart here: the subset labels no pair 0, so every labelled pair is relevant to the
@@ -157,8 +157,8 @@ def self_consistency(
 
 def score(graded: Graded, human: pd.DataFrame, runs: dict[str, pd.DataFrame]) -> dict[str, Any]:
     """One row of the scorecard: ``graded``'s agreement with ``human`` (qrels on 1-5)."""
-    from ragnb.golden.calibration import system_agreement
-    from ragnb.stats.agreement import krippendorff_alpha, weighted_kappa
+    from ragnb.judge.agreement import krippendorff_alpha, weighted_kappa
+    from ragnb.studies.golden.calibration import system_agreement
 
     mine = judge_qrels(graded.frame, graded.column)
     pairs = human.merge(mine, on=["query_id", "doc_id"], suffixes=("_h", "_j"))
@@ -257,8 +257,8 @@ def local_judges(
 ) -> list[Graded]:
     """The local model with each option, each with its own ledger (priced at 0) in ``out``,
     and its self-agreement over ``samples`` answers at ``temperature`` (``samples`` >= 2)."""
-    from ragnb.golden.judging import LOCAL_MODEL_NAME
     from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer, local_llm_unavailable
+    from ragnb.studies.golden.judging import LOCAL_MODEL_NAME
 
     reason = local_llm_unavailable()
     if reason is not None:
@@ -314,7 +314,7 @@ def endpoint_judge(
 ) -> list[Graded]:
     """The endpoint of ``RAGNB_JUDGE_BASE_URL`` / ``RAGNB_JUDGE_MODEL``, when both are set."""
     from ragnb.judge import OpenAIJudge
-    from ragnb.ledger import Ledger
+    from ragnb.llm.ledger import Ledger
 
     base_url = os.environ.get("RAGNB_JUDGE_BASE_URL")
     model = os.environ.get("RAGNB_JUDGE_MODEL")
@@ -379,10 +379,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="folder for ledgers and table")
     args = parser.parse_args(argv)
 
-    from ragnb.cache import Cache
-    from ragnb.io import read_beir
+    from ragnb.core.cache import Cache
+    from ragnb.io.files import read_beir
     from ragnb.measures import map_grades
-    from ragnb.retrieve import doc_texts
+    from ragnb.retrievers.retrieve import doc_texts
 
     t0 = time.perf_counter()
     cache = Cache(args.cache_dir)

@@ -15,13 +15,13 @@ restricted to the pairs with a human label, then ``--n / 3`` drawn at random per
 (stratified: each grade weighs the same in the agreement statistics). Every call goes through
 the cache (a second run makes no call) and the ledger.
 
-Printed: the confusion matrix (human by judge, on 1-5), exact agreement, Cohen's kappa
-unweighted, linear and quadratic with bootstrap intervals over queries, Krippendorff's alpha
-(ordinal, interval), the judge's bias per human grade, the parse rate, judgements per second,
-and the systems' nDCG@10 under human labels vs judge grades on the judged pairs with Kendall's
-tau and its interval (:func:`ragnb.golden.calibrate`); once with the sampled grade and once with
-the expected grade rounded to the nearest integer. ``--unconstrained`` also grades the same
-pairs without the schema (one reminder after an unparsable answer) for comparison.
+Printed: the confusion matrix (human by judge, on 1-5), exact agreement, Cohen's kappa unweighted,
+linear and quadratic with bootstrap intervals over queries, Krippendorff's alpha (ordinal,
+interval), the judge's bias per human grade, the parse rate, judgements per second, and the systems'
+nDCG@10 under human labels vs judge grades on the judged pairs with Kendall's tau and its interval
+(:func:`ragnb.studies.golden.calibrate`); once with the sampled grade and once with the expected
+grade rounded to the nearest integer. ``--unconstrained`` also grades the same pairs without the
+schema (one reminder after an unparsable answer) for comparison.
 
 Last, the system tau of judges that read nothing (every pair 5, every pair 3, random grades).
 The systems are scored on the judged pairs only, and which sampled pairs a system retrieves
@@ -67,7 +67,7 @@ REFERENCES = (
 
 def system_runs(data: Any, cache: Any, depth: int = 10) -> dict[str, pd.DataFrame]:
     """The six systems' top ``depth`` on the judged queries (dense embeddings through ``cache``)."""
-    from ragnb.retrieve import BM25Retriever, HybridRetriever, make_retriever
+    from ragnb.retrievers.retrieve import BM25Retriever, HybridRetriever, make_retriever
 
     queries = data.judged_queries
     lexical = {
@@ -111,14 +111,14 @@ def labelled_pairs(dataset: Path, n: int, seed: int) -> tuple[Any, Any, Any, Any
     Returns
     -------
     data, chosen, items, human, text, n_labelled
-        The dataset (:func:`ragnb.io.read_beir`, split ``test``), the chosen pairs
+        The dataset (:func:`ragnb.io.files.read_beir`, split ``test``), the chosen pairs
         (:func:`choose_pairs`), the judge's items (:func:`pair_items`), the chosen labels mapped
         onto 1-5 by the ``trec-dl`` map, each document's text (Series by doc id), and the
         labelled pairs chosen from.
     """
-    from ragnb.io import read_beir
+    from ragnb.io.files import read_beir
     from ragnb.measures import map_grades
-    from ragnb.retrieve import doc_texts
+    from ragnb.retrievers.retrieve import doc_texts
 
     data = read_beir(dataset, split="test")
     pool = {"qrels": data.qrels[["query_id", "doc_id"]]}
@@ -165,9 +165,9 @@ def pair_items(chosen: pd.DataFrame, queries: pd.DataFrame, text: pd.Series) -> 
 def local_ledger(out: Path | None, prefix: str) -> tuple[Path, Any]:
     """The output folder (``out``, else a new temporary one named ``prefix...``) and a ledger in
     it that prices the local model at zero."""
-    from ragnb.ledger import Ledger
+    from ragnb.llm.ledger import Ledger
+    from ragnb.llm.prices import ModelPrice
     from ragnb.llm.server import DEFAULT_MODEL
-    from ragnb.prices import ModelPrice
 
     folder = Path(out) if out else Path(tempfile.mkdtemp(prefix=prefix))
     ledger = Ledger(folder / "ledger.jsonl")
@@ -250,7 +250,7 @@ def print_baselines(human: pd.DataFrame, runs: dict[str, pd.DataFrame]) -> None:
     calls every pair relevant already orders the systems much as the humans do: the system
     tau above is worth only what it adds to these.
     """
-    from ragnb.golden.calibration import system_agreement
+    from ragnb.studies.golden.calibration import system_agreement
 
     rng = np.random.default_rng(0)
     print("\nbaselines (judges that read nothing), Kendall tau-b of the system rankings:")
@@ -281,12 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from ragnb.cache import Cache
-    from ragnb.golden.calibration import calibrate
-    from ragnb.golden.judging import LOCAL_MODEL_NAME
-    from ragnb.io import read_beir
+    from ragnb.core.cache import Cache
+    from ragnb.io.files import read_beir
     from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
     from ragnb.measures import map_grades
+    from ragnb.studies.golden.calibration import calibrate
+    from ragnb.studies.golden.judging import LOCAL_MODEL_NAME
 
     if local_model_missing():
         return 2

@@ -58,7 +58,7 @@ import pandas as pd
 
 import ragnb
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
+from ragnb.evaluation.evaluate import evaluate
 from ragnb.measures import (
     GRADED_FAMILIES,
     Measure,

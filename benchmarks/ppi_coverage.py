@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ragnb.io import read_beir
+from ragnb.io.files import read_beir
 from ragnb.measures import map_grades
 from ragnb.ppi import coverage_simulation
-from ragnb.retrieve import BM25Retriever
+from ragnb.retrievers.retrieve import BM25Retriever
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 SUBSETS = {

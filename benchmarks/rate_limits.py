@@ -79,9 +79,9 @@ def job(
     concurrency: int,
 ) -> dict[str, Any]:
     """Grade ``n`` items against a server admitting ``server_requests`` per ``window`` s."""
-    from ragnb.cache import Cache
+    from ragnb.core.cache import Cache
     from ragnb.judge import OpenAIJudge
-    from ragnb.ledger import Ledger
+    from ragnb.llm.ledger import Ledger
 
     items = [
         {
@@ -163,7 +163,7 @@ def main() -> int:
         return 0
     import openai  # noqa: F401  # the one-off import is not judging time
 
-    from ragnb.ledger import count_tokens
+    from ragnb.llm.ledger import count_tokens
 
     count_tokens("warm the tokenizer", "gpt-4o-mini")  # its one-off load neither
     s = args.scale

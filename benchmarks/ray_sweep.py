@@ -3,9 +3,9 @@
 Runs one small grid (BM25 and one dense embedder, two index kinds, two pool sizes K) on the
 SciFact test split twice, each into its own sweep folder under ``--out``:
 
-1. ``serial``: :func:`ragnb.clq.sweep.run_sweep` with the default serial executor;
-2. ``ray``: the same call with :class:`ragnb.clq.ray_executor.RayExecutor` on a Ray cluster of
-   three nodes on 127.0.0.1 started here with ``ray.cluster_utils.Cluster`` (a head without CPUs
+1. ``serial``: :func:`ragnb.studies.clq.sweep.run_sweep` with the default serial executor;
+2. ``ray``: the same call with :class:`ragnb.studies.clq.ray_executor.RayExecutor` on a Ray cluster
+   of three nodes on 127.0.0.1 started here with ``ray.cluster_utils.Cluster`` (a head without CPUs
    for tasks and two worker nodes of ``--worker-cpus`` CPUs each), as in ``tests/test_ray.py``.
 
 Both share one embedding cache folder (``--cache-dir``); the serial sweep runs first, so the
@@ -33,10 +33,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ragnb.clq.grid import SweepGrid
-from ragnb.clq.ray_executor import RayExecutor
-from ragnb.clq.sweep import cap_dataset, run_sweep
-from ragnb.io import read_beir
+from ragnb.io.files import read_beir
+from ragnb.studies.clq.grid import SweepGrid
+from ragnb.studies.clq.ray_executor import RayExecutor
+from ragnb.studies.clq.sweep import cap_dataset, run_sweep
 
 SCIFACT = Path("/work/shared/datasets/scifact")
 #: Columns that depend on the clock (latency, cost from latency, build time, timestamps).

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="the dense retriever's model")
     args = parser.parse_args(argv)
 
-    from ragnb.report import render_report
+    from ragnb.report.render import render_report
 
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()

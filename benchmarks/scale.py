@@ -6,9 +6,9 @@ documents per query (grades 1-2, some outside the run), then evaluates it on nDC
 R@100 in separate processes, each printing its peak resident memory (``ru_maxrss``) and time per
 run row:
 
-* ``stream``: :func:`ragnb.streaming.evaluate_file` on the file;
-* ``memory``: read the parquet file into a DataFrame, then :func:`ragnb.evaluate.evaluate`
-  (only up to ``--memory-max`` queries);
+* ``stream``: :func:`ragnb.evaluation.streaming.evaluate_file` on the file;
+* ``memory``: read the parquet file into a DataFrame, then
+  :func:`ragnb.evaluation.evaluate.evaluate` (only up to ``--memory-max`` queries);
 * ``ranx`` / ``ir_measures``: the same file as dicts / namedtuples (only up to
   ``--others-max`` queries; beyond, they do not fit in memory on a small machine).
 
@@ -121,12 +121,12 @@ def measure(mode: str, run_path: Path, qrels_path: Path, out: Path, block_rows: 
     t0 = time.perf_counter()
     per_query = None
     if mode == "stream":
-        from ragnb.streaming import evaluate_file
+        from ragnb.evaluation.streaming import evaluate_file
 
         res = evaluate_file(qrels, run_path, MEASURES, block_rows=block_rows)
         agg, per_query = res.aggregate_to_dict(), res.per_query["value"].to_numpy()
     elif mode == "memory":
-        from ragnb.evaluate import evaluate
+        from ragnb.evaluation.evaluate import evaluate
 
         res = evaluate(qrels, pd.read_parquet(run_path), MEASURES)
         agg, per_query = res.aggregate_to_dict(), res.per_query["value"].to_numpy()

@@ -1,17 +1,17 @@
 """Do synthetic queries rank systems as real ones do? SciFact with its queries hidden.
 
-SciFact's corpus (``../shared/datasets/scifact``, 5,183 abstracts) is given to the synthetic
-query pipeline of :mod:`ragnb.llm.querygen` as if it had no queries: ``--n`` passages are
-sampled (seed ``--seed``), the local model (SmolLM2-135M-Instruct, Q4_1 GGUF, served by
-llama.cpp through :class:`ragnb.llm.server.LocalLLMServer`; a tiny stand-in) writes one
-query per passage, the styles keyword, question and conversational in turn, each answer held
-to its style's shape by a llama.cpp grammar. Generation stops when ``--budget`` seconds are
-spent (the passages not reached get no query; a rerun finds the answers so far in the cache).
-A query is kept when BM25 (Lucene defaults, ragnb's ``bm25``) ranks its source passage in the
-top ``--k`` (round-trip filter; Promptagator, Dai et al. 2022; InPars, Bonifacio et al. 2022)
-and it is not a near-duplicate (word-set Jaccard >= 0.8 on normalised text) of a kept one.
-The kept queries are written as a BEIR folder in a temporary directory (the corpus linked,
-never copied), with qrels pairing each query with its source passage (grade 1).
+SciFact's corpus (``../shared/datasets/scifact``, 5,183 abstracts) is given to the synthetic query
+pipeline of :mod:`ragnb.studies.retrieval.querygen` as if it had no queries: ``--n`` passages are
+sampled (seed ``--seed``), the local model (SmolLM2-135M-Instruct, Q4_1 GGUF, served by llama.cpp
+through :class:`ragnb.llm.server.LocalLLMServer`; a tiny stand-in) writes one query per passage, the
+styles keyword, question and conversational in turn, each answer held to its style's shape by a
+llama.cpp grammar. Generation stops when ``--budget`` seconds are spent (the passages not reached
+get no query; a rerun finds the answers so far in the cache). A query is kept when BM25 (Lucene
+defaults, ragnb's ``bm25``) ranks its source passage in the top ``--k`` (round-trip filter;
+Promptagator, Dai et al. 2022; InPars, Bonifacio et al. 2022) and it is not a near-duplicate
+(word-set Jaccard >= 0.8 on normalised text) of a kept one. The kept queries are written as a BEIR
+folder in a temporary directory (the corpus linked, never copied), with qrels pairing each query
+with its source passage (grade 1).
 
 Then four systems (bm25, bm25-plain: no stemming, no stop words; dense: all-MiniLM-L6-v2;
 hybrid: RRF of bm25 and dense) are evaluated on the synthetic queries and on SciFact's 300
@@ -46,7 +46,7 @@ SYSTEMS = ["bm25", "bm25-plain", "dense", "hybrid"]
 def systems(corpus: pd.DataFrame, cache: Any) -> dict[str, Any]:
     """The four retrievers, indexed on ``corpus`` (the dense index shared with hybrid)."""
     from ragnb.embed import make_embedder
-    from ragnb.retrieve import BM25Retriever, DenseRetriever, HybridRetriever
+    from ragnb.retrievers.retrieve import BM25Retriever, DenseRetriever, HybridRetriever
 
     bm25 = BM25Retriever().index(corpus)
     plain = BM25Retriever(stemmer=None, stopwords=None, name="bm25-plain").index(corpus)
@@ -58,7 +58,7 @@ def systems(corpus: pd.DataFrame, cache: Any) -> dict[str, Any]:
 
 def scores(retrievers: dict[str, Any], queries: pd.DataFrame, qrels: pd.DataFrame) -> pd.DataFrame:
     """Mean nDCG@10 and R@100 per system (rows) on ``queries``."""
-    from ragnb.evaluate import evaluate
+    from ragnb.evaluation.evaluate import evaluate
 
     rows = {}
     for name, r in retrievers.items():
@@ -69,12 +69,12 @@ def scores(retrievers: dict[str, Any], queries: pd.DataFrame, qrels: pd.DataFram
 
 def generate(args: argparse.Namespace, corpus: pd.DataFrame, out: Path) -> Any:
     """The synthetic queries, through the local model (cache, ledger in ``out``)."""
-    from ragnb.cache import Cache
-    from ragnb.ledger import Ledger
+    from ragnb.core.cache import Cache
     from ragnb.llm import ChatClient
-    from ragnb.llm.querygen import QueryGenerator, synthesize_queries
+    from ragnb.llm.ledger import Ledger
     from ragnb.llm.server import LocalLLMServer
-    from ragnb.transport import RetryPolicy
+    from ragnb.llm.transport import RetryPolicy
+    from ragnb.studies.retrieval.querygen import QueryGenerator, synthesize_queries
 
     with LocalLLMServer(n_threads=args.threads) as server:
         options = server.client_options()
@@ -112,10 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="", help="BEIR folder (default: a temporary one)")
     args = parser.parse_args(argv)
 
-    from ragnb.cache import Cache
-    from ragnb.io import read_beir
-    from ragnb.llm.querygen import is_synthetic, synthetic_notice, write_synthetic
-    from ragnb.stats.agreement import kendall_tau
+    from ragnb.core.cache import Cache
+    from ragnb.io.files import read_beir
+    from ragnb.judge.agreement import kendall_tau
+    from ragnb.studies.retrieval.querygen import is_synthetic, synthetic_notice, write_synthetic
 
     real = read_beir(DATASET, split="test")
     out = Path(args.out or tempfile.mkdtemp(prefix="ragnb-synthetic-scifact-"))

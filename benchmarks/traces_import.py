@@ -4,7 +4,7 @@ Generates (one request a line, never the whole file in memory) an OTLP JSON file
 OpenInference retriever spans: ``--queries`` distinct queries drawn with Zipf-like popularity
 (weight 1 / rank, some typed again in lower case), each request answered by two retrievers
 (``prod`` and ``canary``) with ``--depth`` documents each (id, score, content of about 150
-characters) out of ``--documents``. Then :func:`ragnb.traces.read_traces` imports it in a
+characters) out of ``--documents``. Then :func:`ragnb.io.traces.read_traces` imports it in a
 separate process for each file size given, which prints its time and peak resident memory
 (``ru_maxrss``): a streamed import's peak grows with the distinct queries and documents, not
 with the spans, so the peaks of a file ten times shorter and of the full file are close.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragnb.traces import otlp_request, retriever_span
+from ragnb.io.traces import otlp_request, retriever_span
 
 WORDS = (
     "sort list dict file path json parse thread lock socket encode decode regex match "
@@ -71,7 +71,7 @@ def generate(path: Path, spans: int, queries: int, documents: int, depth: int, s
 
 def import_once(path: Path) -> None:
     """Child process: import ``path`` and print time and peak memory as JSON."""
-    from ragnb.traces import read_traces
+    from ragnb.io.traces import read_traces
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()

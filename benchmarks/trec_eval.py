@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
         f"run: {args.queries * args.depth:,} lines, {size_mb:.0f} MB; qrels: "
         f"{args.queries * args.judged:,} lines; {made}"
     )
-    ragnb = [sys.executable, "-m", "ragnb.cli"]
+    ragnb = [sys.executable, "-m", "ragnb.cli.main"]
     jobs = [
         ("trec_eval, 3 measures", [str(binary), *THREE_C, str(qrels), str(run)], "c3"),
         ("ragnb trec-eval, 3 measures",

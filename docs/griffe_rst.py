@@ -3,14 +3,15 @@
 mkdocstrings renders docstrings as Markdown. ragnb's are numpydoc with a few reStructuredText
 constructs, which this extension rewrites on the loaded ``ragnb`` package before rendering:
 
-- cross-reference roles (``:func:`ragnb.evaluate.evaluate```, ``:class:`~ragnb.measures.Measure```,
-  ``:mod:`.precision```) become links to the API reference where the object is rendered, and
-  code elsewhere. A role whose target names no object of ``ragnb`` (a renamed or removed
-  function) is logged as a warning, so ``mkdocs build --strict`` fails on a broken reference;
+- cross-reference roles (``:func:`ragnb.evaluation.evaluate.evaluate```,
+  ``:class:`~ragnb.measures.Measure```, ``:mod:`.precision```) become links to the API reference
+  where the object is rendered, and code elsewhere. A role whose target names no object of ``ragnb``
+  (a renamed or removed function) is logged as a warning, so ``mkdocs build --strict`` fails on a
+  broken reference;
 - ``.. [1] Author, title`` citations become a list, and ``[1]_`` in the text ``[1]``;
 - simple tables (``=====  =====`` rules) become preformatted blocks;
-- ``{{Parameters: qrels, run}}`` lines, filled at import time by ``ragnb.docstrings.doc_filler``,
-  are replaced by the docstring of the imported object.
+- ``{{Parameters: qrels, run}}`` lines, filled at import time by
+  ``ragnb.core.docstrings.doc_filler``, are replaced by the docstring of the imported object.
 
 Configured in ``mkdocs.yml`` (``extensions: [docs/griffe_rst.py]`` of the python handler).
 """

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from ragnb.report import list_notebooks
+from ragnb.report.render import list_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"

@@ -1,59 +1,52 @@
 """ragnb: a Jupyter-first kit for evaluating the retrieval step of RAG systems.
 
-The entry points a user starts from, importable from ``ragnb`` directly (loaded on first use,
-so ``import ragnb`` stays cheap); the first of all is
-``from ragnb.evaluate import evaluate`` (a run against qrels on any measure; the module of the same
-name shadows it as an attribute of the package, so it is not repeated here):
+The entry points a user starts from, importable from ``ragnb`` directly (each loaded on first
+use, so ``import ragnb`` stays cheap):
 
-==========================  =====================================================================
-``read_beir``               a BEIR folder (corpus, queries, qrels) as frames (:mod:`ragnb.io`)
-``read_qrels``, ``read_run``  TREC qrels and run files as frames (:mod:`ragnb.readers`)
-``parse_measure``           a measure name (``"nDCG@10"``, ``"ndcg_cut_10"``) as a ``Measure``
-``compare``                 systems compared with significance tests (:mod:`ragnb.stats`)
-``make_retriever``          ``"bm25"``, ``"dense"`` or ``"hybrid"`` (:mod:`ragnb.retrieve`)
-``make_embedder``           an embedder by name, cached (:mod:`ragnb.embed`)
-``OpenAIJudge``             an LLM judge behind any OpenAI-compatible endpoint (:mod:`ragnb.judge`)
-``render_report``           a notebook rendered into an HTML report (:mod:`ragnb.report`)
-==========================  =====================================================================
+==============================  =================================================================
+``evaluate``                    a run scored against qrels on any measure
+                                (:mod:`ragnb.evaluation`)
+``compare``                     systems compared with significance tests (:mod:`ragnb.stats`)
+``read_run``, ``read_qrels``    TREC run and qrels files as frames (:mod:`ragnb.io`)
+``write_run``, ``write_qrels``  frames written as TREC files (:mod:`ragnb.io`)
+``read_beir``                   a BEIR folder (corpus, queries, qrels) as frames (:mod:`ragnb.io`)
+``parse_measure``               a measure name (``"nDCG@10"``, ``"ndcg_cut_10"``) as a ``Measure``
+``make_retriever``              ``"bm25"``, ``"dense"`` or ``"hybrid"`` (:mod:`ragnb.retrievers`)
+``make_embedder``               an embedder by name, cached (:mod:`ragnb.embed`)
+``OpenAIJudge``                 an LLM judge behind any OpenAI-compatible endpoint
+                                (:mod:`ragnb.judge`)
+``render_report``               a notebook rendered into an HTML report (:mod:`ragnb.report`)
+``RagnbError``                  the base of every exception ragnb raises (:mod:`ragnb.errors`)
+==============================  =================================================================
 
-Layers (each imports only from the ones above it; no study imports another):
-foundations (errors, validation, provenance, io, readers, frames, engine, cache, transport,
-prices, ledger, params, paths, tables, charts) -> measures, evaluate, stats -> backends (llm,
-embed, retrieve, rerank, judge, context, rewrite) -> studies (retrieval, golden, diagnostics,
-clq, correlation, whatif) -> delivery (report, cli).
+The package's folders are its layers, each importing only from those below it (the contracts
+are in ``pyproject.toml``, checked by import-linter): ``core``, ``frames``, ``io``, ``measures``,
+``evaluation``, ``stats`` and ``ppi``, the backends (``llm``, ``embed``, ``retrievers``,
+``rewrite``, ``judge``, ``rerank``, ``context``), ``report``, ``studies`` (one package per
+notebook, none importing another) and ``cli``.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ragnb.core.lazylibs import lazy_exports
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
-_ENTRY_POINTS = {
-    "read_beir": "ragnb.io",
-    "read_qrels": "ragnb.readers",
-    "read_run": "ragnb.readers",
-    "parse_measure": "ragnb.measures",
-    "compare": "ragnb.stats",
-    "make_retriever": "ragnb.retrieve",
+_EXPORTS = {
+    "evaluate": "ragnb.evaluation.evaluate",
+    "compare": "ragnb.stats.comparison",
+    "read_run": "ragnb.io.readers",
+    "read_qrels": "ragnb.io.readers",
+    "write_run": "ragnb.io.files",
+    "write_qrels": "ragnb.io.files",
+    "read_beir": "ragnb.io.files",
+    "parse_measure": "ragnb.measures.base",
+    "make_retriever": "ragnb.retrievers.retrieve",
     "make_embedder": "ragnb.embed",
-    "OpenAIJudge": "ragnb.judge",
-    "render_report": "ragnb.report",
+    "OpenAIJudge": "ragnb.judge.llm",
+    "render_report": "ragnb.report.render",
+    "RagnbError": "ragnb.errors",
 }
 
-__all__ = ["__version__", *sorted(_ENTRY_POINTS)]
-
-
-def __getattr__(name: str) -> Any:
-    """Load an entry point on first access (PEP 562); submodules import as usual."""
-    module = _ENTRY_POINTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ragnb' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_ENTRY_POINTS))
+__all__ = ["__version__", *sorted(_EXPORTS)]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,4 +1,8 @@
-"""Errors raised on bad user input, and when a judge cannot answer.
+"""Every exception ragnb raises, under one base: :class:`RagnbError`.
+
+``except ragnb.RagnbError`` catches anything ragnb raised on purpose. Each class also keeps the
+built-in base callers relied on before (``InputError`` is a ``ValueError``, ``MissingExtra`` an
+``ImportError``, the judge and budget errors ``RuntimeError``).
 
 Every error names where the problem is (file and line, query, column) so a user can fix the
 input without reading ragnb's code. Validation never uses ``assert``, which ``python -O`` strips.
@@ -7,11 +11,26 @@ input without reading ragnb's code. Validation never uses ``assert``, which ``py
 from __future__ import annotations
 
 from os import PathLike
+from typing import Any
 
-__all__ = ["InputError", "JudgeFailures", "JudgeUnavailable"]
+__all__ = [
+    "BudgetExceededError",
+    "GaveUp",
+    "InputError",
+    "JudgeFailures",
+    "JudgeUnavailable",
+    "MissingExtra",
+    "RagnbError",
+    "RerankError",
+    "install_hint",
+]
 
 
-class InputError(ValueError):
+class RagnbError(Exception):
+    """The base of every exception ragnb raises."""
+
+
+class InputError(RagnbError, ValueError):
     """Bad input data: a malformed file, a missing field, an impossible value.
 
     Parameters
@@ -59,7 +78,7 @@ class InputError(ValueError):
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
 
 
-class JudgeFailures(RuntimeError):
+class JudgeFailures(RagnbError, RuntimeError):
     """Too many judgements got no answer: the pipeline stops before the next stage.
 
     The message names how many failed, the most common cause (the HTTP status and the
@@ -104,3 +123,60 @@ class JudgeUnavailable(JudgeFailures):
     ) -> None:
         super().__init__(message, failed=failed, total=total, cause=cause)
         self.results = list(results or [])
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs ``extra``.
+
+    Examples
+    --------
+    >>> install_hint("embed")
+    'pip install "ragnb[embed]"'
+    """
+    return f'pip install "ragnb[{extra}]"'
+
+
+class MissingExtra(RagnbError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it.
+
+    Attributes
+    ----------
+    module : str
+        The module that could not be imported.
+    extra : str
+        The ragnb extra that installs it (``pip install "ragnb[<extra>]"``).
+    """
+
+    def __init__(self, module: str, extra: str, cause: BaseException | None = None) -> None:
+        self.module = module
+        self.extra = extra
+        detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+        super().__init__(
+            f"{module} is not installed{detail}: {install_hint(extra)}",
+            name=module,
+        )
+
+
+class GaveUp(RagnbError):
+    """A call to a server ended without an answer: the last fault and why no retry follows.
+
+    Attributes
+    ----------
+    reason : str
+        Why no retry follows.
+    fault : ragnb.llm.transport.Fault
+        The last fault (its HTTP status, if any, and the error).
+    """
+
+    def __init__(self, reason: str, fault: Any) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fault = fault
+
+
+class BudgetExceededError(RagnbError, RuntimeError):
+    """A cost estimate is over budget, or cannot be priced."""
+
+
+class RerankError(RagnbError, RuntimeError):
+    """A hosted reranker gave no usable answer (after retries where they make sense)."""

@@ -19,12 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from ragnb import groupsort
-from ragnb.evaluate import evaluate
-from ragnb.frames import qrels_from_dict, run_from_dict
-from ragnb.io import write_qrels, write_run
-from ragnb.streaming import read_run_columnar
-from ragnb.trec_eval import run_trec_eval
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.evaluation.streaming import read_run_columnar
+from ragnb.evaluation.trec_eval import run_trec_eval
+from ragnb.frames import groupsort
+from ragnb.frames.schema import qrels_from_dict, run_from_dict
+from ragnb.io.files import write_qrels, write_run
 
 QRELS = {"q1": {"a": 2, "b": 0, "c": 1}, "q2": {"a": 1, "d": 3}}
 RUN = {"q1": {"a": 0.9, "x": 0.8, "b": 0.8, "c": 0.1}, "q2": {"d": 1.0, "a": 0.5}, "q3": {"a": 1}}

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ragnb.io import read_beir
+from ragnb.io.files import read_beir
 
 #: The shared datasets (``../shared/datasets/<name>``) the oracle comparisons run on.
 SHARED_DATASETS = ("scifact", "msmarco-dl-subset", "dbpedia-entity-subset")

@@ -72,7 +72,7 @@ def msmarco_path() -> Path:
 @pytest.fixture(scope="session")
 def sample_report(tmp_path_factory: pytest.TempPathFactory):
     """Notebook 01 rendered on the embedded sample dataset (``data/pydocs``)."""
-    from ragnb.report import render_report
+    from ragnb.report.render import render_report
 
     out = tmp_path_factory.mktemp("reports-sample")
     return render_report(
@@ -88,7 +88,7 @@ def dbpedia_report(tmp_path_factory: pytest.TempPathFactory, dbpedia_path: Path)
     suite within its time budget; MiniLM's published reference point on SciFact is checked by
     ``benchmarks/reference_points.py``.
     """
-    from ragnb.report import render_report
+    from ragnb.report.render import render_report
 
     out = tmp_path_factory.mktemp("reports-dbpedia")
     return render_report(
@@ -103,7 +103,7 @@ def scifact_report(tmp_path_factory: pytest.TempPathFactory, scifact_path: Path)
     """Notebook 01 rendered on the 300 SciFact test queries and 5,183 abstracts, dense retrieval
     with WordLlama (static embeddings, seconds; the float all-MiniLM-L6-v2 takes 8 minutes here,
     so its MTEB reference point is held by ``benchmarks/reference_points.py``)."""
-    from ragnb.report import render_report
+    from ragnb.report.render import render_report
 
     out = tmp_path_factory.mktemp("reports-scifact")
     return render_report(

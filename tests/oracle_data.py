@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ragnb.readers import read_qrels, read_run
+from ragnb.io.readers import read_qrels, read_run
 
 ORACLE_DIR = Path(__file__).resolve().parent / "data" / "oracle"
 

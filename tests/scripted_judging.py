@@ -32,10 +32,10 @@ def items(n: int = 4, **extra: str) -> list[dict[str, str]]:
 def scripted_judge(server: Any, tmp_path: Any, *, prices: Any = None, **kwargs: Any) -> Any:
     """An ``OpenAIJudge`` of model ``judge-test`` on the scripted server: fast retries, a cache
     and a ledger (priced by ``prices``) under ``tmp_path``, no progress bar; ``kwargs`` override."""
-    from ragnb.cache import Cache
+    from ragnb.core.cache import Cache
     from ragnb.judge import OpenAIJudge
-    from ragnb.ledger import Ledger
-    from ragnb.transport import RetryPolicy
+    from ragnb.llm.ledger import Ledger
+    from ragnb.llm.transport import RetryPolicy
 
     kwargs.setdefault("retry", RetryPolicy(backoff_base=0.01, backoff_max=0.05, timeout=5.0))
     kwargs.setdefault("cache", Cache(tmp_path / "cache"))

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from test_diagnostics import NAMES, BagOfWordsEmbedder, small_table
 
-from ragnb.cache import Cache
-from ragnb.diagnostics import ABLATIONS, make_bundles
-from ragnb.diagnostics.retrieval_impact import ablation_retrieval, bundle_task
+from ragnb.core.cache import Cache
 from ragnb.embed import CachedEmbedder
 from ragnb.errors import InputError
+from ragnb.studies.diagnostics import ABLATIONS, make_bundles
+from ragnb.studies.diagnostics.retrieval_impact import ablation_retrieval, bundle_task
 
 CHOSEN = ["hard_name_mask", "initials_form", "edit_distance_near_miss"]
 

@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_diagnostics import NAMES, BagOfWordsEmbedder, hand_bundle, small_table
 
-from ragnb.diagnostics import (
+from ragnb.errors import InputError
+from ragnb.studies.diagnostics import (
     ABLATIONS,
     ablation_margins,
     ablation_table,
@@ -38,8 +39,7 @@ from ragnb.diagnostics import (
     summarize_ablations,
     unicode_normalization_stress,
 )
-from ragnb.diagnostics.ablations import NNBSP, initials, inverted_name, perturbed_name
-from ragnb.errors import InputError
+from ragnb.studies.diagnostics.ablations import NNBSP, initials, inverted_name, perturbed_name
 
 
 def reference_levenshtein(a: str, b: str) -> int:

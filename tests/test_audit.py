@@ -1,4 +1,4 @@
-"""ragnb.golden.audit on a golden set of the MS MARCO DL subset (graded 0-3 labels, a noisy
+"""ragnb.studies.golden.audit on a golden set of the MS MARCO DL subset (graded 0-3 labels, a noisy
 offline judge): the audit CSV of the refined top, its round trip with grades filled in as a
 spreadsheet saves them, folding into the golden qrels and the human labels, bad and torn files,
 and the labelling view on the audit rows."""
@@ -14,7 +14,11 @@ import pandas as pd
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.golden import (
+from ragnb.io.files import read_beir, read_records
+from ragnb.io.readers import read_qrels
+from ragnb.judge import NoisyJudge
+from ragnb.retrievers.retrieve import BM25Retriever
+from ragnb.studies.golden import (
     GoldenPipeline,
     audit_markdown,
     audit_sample,
@@ -23,13 +27,9 @@ from ragnb.golden import (
     read_audit,
     read_human_labels,
 )
-from ragnb.golden.audit import AUDIT_COLUMNS
-from ragnb.golden.evaluation import ppi_for
-from ragnb.io import read_beir, read_records
-from ragnb.judge import NoisyJudge
-from ragnb.readers import read_qrels
-from ragnb.retrieve import BM25Retriever
-from ragnb.widgets import audit_view, label_pairs
+from ragnb.studies.golden.audit import AUDIT_COLUMNS
+from ragnb.studies.golden.evaluation import ppi_for
+from ragnb.studies.golden.labelling_view import audit_view, label_pairs
 
 TOP_N = 5
 

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.cli import main
+from ragnb.cli.main import main
 from ragnb.errors import InputError
-from ragnb.io import atomic_write, write_run
-from ragnb.readers import read_corpus, read_qrels, read_queries, read_run
+from ragnb.io.files import atomic_write, write_run
+from ragnb.io.readers import read_corpus, read_qrels, read_queries, read_run
 
 RUN_OK = "q1 Q0 d1 1 3.0 t\n"
 
@@ -140,7 +140,7 @@ def test_interrupted_atomic_write_leaves_a_temporary_file_that_the_next_write_re
     target = tmp_path / "run.trec"
     code = (
         "import sys, time\n"
-        "from ragnb.io import atomic_write\n"
+        "from ragnb.io.files import atomic_write\n"
         f"with atomic_write({str(target)!r}) as f:\n"
         "    f.write('partial'); f.flush(); print('ready', flush=True); time.sleep(60)\n"
     )
@@ -174,7 +174,7 @@ def test_write_run_refuses_a_score_it_could_not_read_back(tmp_path):
     ],
 )
 def test_api_grades_must_be_integers_in_range(qrels, message):
-    from ragnb.evaluate import evaluate
+    from ragnb.evaluation.evaluate import evaluate
 
     with pytest.raises(InputError, match=message) as info:
         evaluate(qrels, {"q1": {"d1": 1.0}}, ["P@1"])
@@ -195,7 +195,7 @@ def test_api_grades_must_be_integers_in_range(qrels, message):
     ],
 )
 def test_api_run_with_a_missing_id_is_not_read_as_the_string_nan(run, column):
-    from ragnb.evaluate import evaluate
+    from ragnb.evaluation.evaluate import evaluate
 
     with pytest.raises(InputError, match=f"has no {column}") as info:
         evaluate({"q1": {"d1": 1}}, run, ["P@2"])

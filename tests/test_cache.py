@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from ragnb.cache import Cache, default_cache_dir, make_key, text_hash
-from ragnb.paths import display_path
+from ragnb.core.cache import Cache, default_cache_dir, make_key, text_hash
+from ragnb.core.paths import display_path
 
 
 @pytest.fixture

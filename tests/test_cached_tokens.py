@@ -10,18 +10,18 @@ import math
 import pytest
 from openai_server import PromptCache
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.errors import InputError
-from ragnb.golden.study import estimate_markdown
 from ragnb.judge import OpenAIJudge
-from ragnb.ledger import (
+from ragnb.llm import PromptTemplate
+from ragnb.llm.ledger import (
     Ledger,
     PriceTable,
     cacheable_tokens,
     count_message_tokens,
     estimate,
 )
-from ragnb.llm import PromptTemplate
+from ragnb.studies.golden.study import estimate_markdown
 
 PRICES = PriceTable.from_dict(
     {

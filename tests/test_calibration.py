@@ -15,8 +15,11 @@ import pandas as pd
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.golden import calibration as calibration_module
-from ragnb.golden.calibration import (
+from ragnb.judge import agreement as agreement_module
+from ragnb.judge.agreement import _tau_b_rows
+from ragnb.measures import pr_auc
+from ragnb.studies.golden import calibration as calibration_module
+from ragnb.studies.golden.calibration import (
     STATISTICS,
     Calibration,
     agreement_intervals,
@@ -34,9 +37,6 @@ from ragnb.golden.calibration import (
     tau_interval,
     weighted_kappa,
 )
-from ragnb.measures import pr_auc
-from ragnb.stats import agreement as agreement_module
-from ragnb.stats.agreement import _tau_b_rows
 
 # ----------------------------------------------------------------------------- kappa
 
@@ -571,7 +571,7 @@ def test_calibrate_without_bootstrap_and_old_constructions():
 def _msmarco_qrels(request, source: str):
     """TREC DL graded labels (1-3): the MS MARCO subset's (``shared``, 43 queries) or those of the
     DL-like case the repository carries (``carried``, 30 queries)."""
-    from ragnb.readers import read_qrels
+    from ragnb.io.readers import read_qrels
 
     if source == "carried":
         return oracle_data.qrels("dl-like")

@@ -1,4 +1,4 @@
-"""The ``ragnb`` command line, in process (``ragnb.cli.main``) and as the installed script."""
+"""The ``ragnb`` command line, in process (``ragnb.cli.main.main``) and as the installed script."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragnb.cli import main
-from ragnb.evaluate import evaluate
-from ragnb.readers import read_qrels, read_run
+from ragnb.cli.main import main
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.readers import read_qrels, read_run
 
 RAGNB = Path(sys.executable).parent / "ragnb"
 
@@ -180,9 +180,9 @@ def test_argparse_rejects_unknown_retriever(capsys):
 def test_golden_options_reach_the_config_by_their_field_names(tmp_path, monkeypatch):
     from dataclasses import fields
 
-    from ragnb.cli import _GOLDEN_OPTIONS_NOT_FIELDS, _golden_config, build_parser
-    from ragnb.golden import GoldenSetConfig
+    from ragnb.cli.main import _GOLDEN_OPTIONS_NOT_FIELDS, _golden_config, build_parser
     from ragnb.judge import DEFAULT_JUDGE_MODEL
+    from ragnb.studies.golden import GoldenSetConfig
 
     monkeypatch.chdir(tmp_path)
     argv = ["golden", "--dataset", "d", "--out", "o", "--queries", "q.txt", "--judge", "openai"]

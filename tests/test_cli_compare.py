@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.cli import main
-from ragnb.readers import read_qrels, read_run
+from ragnb.cli.main import main
+from ragnb.io.readers import read_qrels, read_run
 from ragnb.stats import compare
 
 

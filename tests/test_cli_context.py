@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.cli import main
+from ragnb.cli.main import main
 from ragnb.context import id_based_context_scores, non_llm_context_scores
 from ragnb.context.ragas import (
     ContextEvaluation,
@@ -30,8 +30,8 @@ from ragnb.context.ragas import (
     read_samples,
 )
 from ragnb.errors import InputError
-from ragnb.io import read_beir
-from ragnb.retrieve import make_retriever
+from ragnb.io.files import read_beir
+from ragnb.retrievers.retrieve import make_retriever
 
 N_QUERIES = 12
 CHUNK = 300  # characters of each abstract

@@ -1,4 +1,4 @@
-"""``ragnb run`` and ``ragnb params``: the studies through :mod:`ragnb.studies`, from the shell."""
+"""``ragnb run`` and ``ragnb params``: the studies through the registry, from a shell."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragnb.cli import main
-from ragnb.evaluate import evaluate
-from ragnb.params import SAMPLE_DATASET
-from ragnb.paths import resolve_path
-from ragnb.retrieve import compute_runs
-from ragnb.studies import STUDIES, study
+from ragnb.cli.main import main
+from ragnb.core.paths import resolve_path
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.report.params import SAMPLE_DATASET
+from ragnb.retrievers.retrieve import compute_runs
+from ragnb.studies.registry import STUDIES, study
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 WHATIF_CELL = "06_what_if.ipynb"
@@ -110,7 +110,7 @@ def test_run_whatif_prints_the_banner_and_exports_the_grid(tmp_path, capsys):
     ]
     grid = pd.read_csv(out / "grid.csv")
     p5 = grid[(grid["measure"] == "P@5") & (grid["alpha"] == 0.0)]["value"].item()
-    from ragnb.io import read_beir
+    from ragnb.io.files import read_beir
 
     dataset = read_beir(resolve_path(SAMPLE_DATASET))
     runs, _, _ = compute_runs(dataset, ["bm25"], depth=10, progress=False)

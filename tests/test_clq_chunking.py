@@ -8,16 +8,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragnb.clq.chunking import (
+from ragnb.errors import InputError
+from ragnb.io.files import read_beir
+from ragnb.studies.clq.chunking import (
     CHUNK_COLUMNS,
     Chunker,
     chunk_corpus,
     collapse_to_documents,
     split_sentences,
 )
-from ragnb.clq.evidence import chunk_qrels, scifact_evidence
-from ragnb.errors import InputError
-from ragnb.io import read_beir
+from ragnb.studies.clq.evidence import chunk_qrels, scifact_evidence
 
 WORDS = " ".join(f"w{i}" for i in range(25))
 SENTS = [

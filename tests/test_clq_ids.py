@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragnb.clq.grid import DEFAULTED_AXES, SweepGrid
 from ragnb.errors import InputError
+from ragnb.studies.clq.grid import DEFAULTED_AXES, SweepGrid
 
 
 def test_ids_recorded_by_earlier_sweeps_stay_the_same() -> None:

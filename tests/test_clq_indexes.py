@@ -8,9 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.clq.index_measures import exact_top_k, memory_estimate, memory_table, recall_vs_ef
-from ragnb.clq.indexes import INDEX_KINDS, SUPPORTED, make_index
 from ragnb.errors import InputError
+from ragnb.studies.clq.index_measures import (
+    exact_top_k,
+    memory_estimate,
+    memory_table,
+    recall_vs_ef,
+)
+from ragnb.studies.clq.indexes import INDEX_KINDS, SUPPORTED, make_index
 
 N, D, NQ, K = 2000, 64, 100, 10
 
@@ -225,7 +230,7 @@ def test_memory_table(built) -> None:
 
 @pytest.mark.parametrize(("kind", "backend"), sorted(SUPPORTED))
 def test_save_and_load_give_the_same_index(kind, backend, tmp_path):
-    from ragnb.clq.indexes import load_index
+    from ragnb.studies.clq.indexes import load_index
 
     rng = np.random.default_rng(7)
     x = rng.standard_normal((500, 32)).astype(np.float32)

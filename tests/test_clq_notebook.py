@@ -9,9 +9,9 @@ from dataclasses import fields
 
 import pytest
 
-from ragnb.clq.study import ClqTradeoffsConfig
 from ragnb.errors import InputError
-from ragnb.report import notebook_parameters, render_report, resolve_notebook
+from ragnb.report.render import notebook_parameters, render_report, resolve_notebook
+from ragnb.studies.clq.study import ClqTradeoffsConfig
 
 NOTEBOOK = "04_clq_tradeoffs"
 CHART = 'class="ragnb-chart"'
@@ -70,7 +70,7 @@ def test_tiny_grid_renders_offline_with_charts_and_recommendations(tmp_path):
 
 
 def test_parts_the_grid_leaves_out_are_named_in_the_banner_and_absent(tmp_path):
-    from ragnb.clq import run
+    from ragnb.studies.clq import run
 
     config = ClqTradeoffsConfig(
         embedders=["wordllama"],

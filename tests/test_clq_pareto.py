@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.clq.cost import CostModel, generator_cost_table, load_prices, rerank_cost_table
-from ragnb.clq.grid import SweepGrid
-from ragnb.clq.pareto import (
+from ragnb.errors import InputError
+from ragnb.studies.clq.cost import CostModel, generator_cost_table, load_prices, rerank_cost_table
+from ragnb.studies.clq.grid import SweepGrid
+from ragnb.studies.clq.pareto import (
     best_under_budget,
     best_under_sla,
     efficiency,
@@ -21,7 +22,6 @@ from ragnb.clq.pareto import (
     pareto_front,
     scenario_matrix,
 )
-from ragnb.errors import InputError
 
 
 def _frame(rows):

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragnb.clq.grid import SweepGrid
-from ragnb.clq.sweep import cap_dataset, run_sweep
 from ragnb.errors import InputError
-from ragnb.io import read_beir
+from ragnb.io.files import read_beir
 from ragnb.rewrite import denoise_query
+from ragnb.studies.clq.grid import SweepGrid
+from ragnb.studies.clq.sweep import cap_dataset, run_sweep
 
 PYDOCS = Path(__file__).resolve().parents[1] / "data" / "pydocs"
 BASE = dict(
@@ -92,8 +92,8 @@ def _rewrite_answer(request):
 
 
 def test_llm_rewrite_latency_and_cost_join_the_totals(small, tmp_path, openai_server):
-    from ragnb.clq.cost import CostModel, load_prices
     from ragnb.llm import ChatClient
+    from ragnb.studies.clq.cost import CostModel, load_prices
 
     prices, _ = load_prices(None)
     price = prices.price("gpt-5-nano")
@@ -174,7 +174,7 @@ def test_notebook_default_rewrites_a_small_part_of_the_grid():
     mode, reranker and K), so each rewriter adds 12 configurations to the 152 of the grid."""
     from dataclasses import replace
 
-    from ragnb.clq.study import ClqTradeoffsConfig
+    from ragnb.studies.clq.study import ClqTradeoffsConfig
 
     config = ClqTradeoffsConfig()
     plain = replace(config, rewriters=["none"]).grid().expand()

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragnb.clq.grid import SweepGrid
-from ragnb.clq.sweep import cap_dataset, run_sweep
 from ragnb.errors import InputError
-from ragnb.io import read_beir, read_parquet
+from ragnb.io.files import read_beir, read_parquet
+from ragnb.studies.clq.grid import SweepGrid
+from ragnb.studies.clq.sweep import cap_dataset, run_sweep
 
 PYDOCS = Path(__file__).resolve().parents[1] / "data" / "pydocs"
 GRID = dict(
@@ -163,8 +163,8 @@ def test_truncated_dimensions_reuse_the_full_vectors(small, tmp_path):
     exactly what make_embedder(..., dim=32) (TruncatedEmbedder) gives."""
     import warnings
 
-    from ragnb.clq.chunking import Chunker, chunk_corpus
     from ragnb.embed import make_embedder
+    from ragnb.studies.clq.chunking import Chunker, chunk_corpus
 
     grid = SweepGrid(
         embedders=["wordllama"],
@@ -219,10 +219,10 @@ def test_http_reranker_is_priced_from_the_tokens_it_used(small, tmp_path, openai
     the timed requests (query + candidate per candidate) times the price table's rate."""
     from openai_server import _n_words
 
-    from ragnb.clq.cost import CostModel, load_prices
+    from ragnb.studies.clq.cost import CostModel, load_prices
 
     prices, machine = load_prices(None)
-    rate = prices.price("rerank-2.5").input_usd_per_1m  # from ragnb/clq/prices.yaml
+    rate = prices.price("rerank-2.5").input_usd_per_1m  # from ragnb/studies/clq/prices.yaml
     grid = SweepGrid(
         embedders=["wordllama"],
         chunkers=["document"],

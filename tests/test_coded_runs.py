@@ -1,4 +1,5 @@
-"""Dictionary-coded runs (ragnb.engine.index_coded_run / join_coded) give the string path's arrays.
+"""Dictionary-coded runs (ragnb.frames.index.index_coded_run / join_coded) give the string path's
+arrays.
 
 A run whose ``doc_id`` is categorical or of an arrow dictionary type (as the columnar TREC reader
 gives it) is joined with its qrels as integer codes. Random runs with tied scores, unicode ids,
@@ -16,8 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from ragnb.engine import index_coded_run, sorted_codes
 from ragnb.errors import InputError
+from ragnb.frames.index import index_coded_run, sorted_codes
 from ragnb.measures import RankingArrays, prepare
 from ragnb.measures.kernel import PER_QUERY_FIELDS, query_rows
 

@@ -33,7 +33,7 @@ from ragnb.context.nonllm import (
     similarity_matrix,
 )
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
+from ragnb.evaluation.evaluate import evaluate
 from ragnb.measures import (
     context_precision_at_k,
     parse_measure,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.evaluate import evaluate
+from ragnb.evaluation.evaluate import evaluate
 
 BLOCKED = ("numba", "pyarrow", "duckdb", "openai")
 MEASURES = [
@@ -40,9 +40,9 @@ CHILD = """
 import json, sys
 for name in {blocked!r}:
     sys.modules[name] = None
-from ragnb import groupsort
-from ragnb.evaluate import evaluate
-from ragnb.readers import read_qrels, read_run
+from ragnb.frames import groupsort
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.readers import read_qrels, read_run
 result = evaluate(read_qrels(sys.argv[1]), read_run(sys.argv[2]), {measures!r})
 print(json.dumps({{"compiled": groupsort.COMPILED,
                    "per_query": result.per_query.to_dict(orient="records")}}))
@@ -73,8 +73,8 @@ def _write_random_case(folder: Path, seed: int) -> tuple[Path, Path]:
 
 @pytest.mark.filterwarnings("ignore:.*rank column that disagrees")  # ties ranked by position
 def test_plain_python_kernels_give_the_compiled_values(tmp_path: Path):
-    from ragnb import groupsort
-    from ragnb.readers import read_qrels, read_run
+    from ragnb.frames import groupsort
+    from ragnb.io.readers import read_qrels, read_run
 
     assert groupsort.COMPILED  # this process has the fast extra (make test installs it)
     for seed in range(2):
@@ -98,8 +98,8 @@ def test_plain_python_kernels_give_the_compiled_values(tmp_path: Path):
 def test_a_module_that_needs_an_extra_names_it():
     code = (
         f"import sys\nfor n in {BLOCKED!r}: sys.modules[n] = None\n"
-        "try:\n    import ragnb.streaming\nexcept ImportError as e:\n    print(e)\n"
-        "from ragnb.io import write_parquet\nimport pandas as pd\n"
+        "try:\n    import ragnb.evaluation.streaming\nexcept ImportError as e:\n    print(e)\n"
+        "from ragnb.io.files import write_parquet\nimport pandas as pd\n"
         "try:\n    write_parquet(pd.DataFrame({'a': [1]}), 'never-written.parquet')\n"
         "except ImportError as e:\n    print(e)\n"
     )

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ragnb.correlation import (
+from ragnb.studies.correlation import (
     acc_given_hit,
     alpha_grid,
     correlate,
@@ -23,7 +23,7 @@ from ragnb.correlation import (
     sample_set,
     simulate_grades,
 )
-from ragnb.correlation.analysis import segments
+from ragnb.studies.correlation.analysis import segments
 
 
 def synthetic_ranked(n_queries: int, configs, ks, seed: int = 0) -> pd.DataFrame:

@@ -10,8 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.cache import Cache
-from ragnb.correlation import (
+from ragnb.core.cache import Cache
+from ragnb.errors import InputError
+from ragnb.io.files import read_beir
+from ragnb.studies.correlation import (
     beir_query_texts,
     check_graded,
     check_ranked,
@@ -24,9 +26,7 @@ from ragnb.correlation import (
     validate_ranked,
     write_samples,
 )
-from ragnb.correlation.data import ranked_texts, subset_of
-from ragnb.errors import InputError
-from ragnb.io import read_beir
+from ragnb.studies.correlation.data import ranked_texts, subset_of
 
 
 def query_texts() -> pd.DataFrame:

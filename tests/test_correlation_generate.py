@@ -10,19 +10,19 @@ import pandas as pd
 import pytest
 from openai_server import ChatAnswer
 
-from ragnb.cache import Cache
-from ragnb.correlation import (
+from ragnb.core.cache import Cache
+from ragnb.errors import InputError
+from ragnb.judge import OpenAIJudge
+from ragnb.llm.ledger import Ledger, PriceTable
+from ragnb.llm.transport import RetryPolicy
+from ragnb.studies.correlation import (
     generate_graded,
     load_answer_prompt,
     read_graded,
     validate_graded,
     write_samples,
 )
-from ragnb.correlation.data import graded_labels
-from ragnb.errors import InputError
-from ragnb.judge import OpenAIJudge
-from ragnb.ledger import Ledger, PriceTable
-from ragnb.transport import RetryPolicy
+from ragnb.studies.correlation.data import graded_labels
 
 CHAT = "/v1/chat/completions"
 KEY = "sk-correlation-secret-0123"

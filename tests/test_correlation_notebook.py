@@ -12,9 +12,9 @@ from dataclasses import fields
 import pytest
 from browser import check_offline_render
 
-from ragnb.correlation import CorrelationConfig
 from ragnb.errors import InputError
-from ragnb.report import notebook_parameters, render_report, resolve_notebook
+from ragnb.report.render import notebook_parameters, render_report, resolve_notebook
+from ragnb.studies.correlation import CorrelationConfig
 
 NOTEBOOK = "05_measure_correlation"
 CHART = 'class="ragnb-chart"'
@@ -110,7 +110,7 @@ def test_simulated_report_says_so_first_and_renders_offline(tmp_path):
 
 
 def test_without_grades_the_banner_names_the_skipped_parts_and_their_tables_are_absent(tmp_path):
-    from ragnb.correlation import run
+    from ragnb.studies.correlation import run
 
     config = CorrelationConfig(
         embedders=["wordllama"], n_negatives=20, max_queries=10, llm="none", configs=[[20, 2]]

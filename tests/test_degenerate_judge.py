@@ -1,4 +1,4 @@
-"""Degenerate-judge checks (ragnb.golden.degenerate): hand-computed findings and their edge
+"""Degenerate-judge checks (ragnb.judge.degenerate): hand-computed findings and their edge
 cases; a judge answering one grade to everything flagged on ``ragnb golden``'s console, in the
 manifest, beside the qrels and on notebook 02's first screen, a judge whose grades fall down the
 pool flagged nowhere (both through the scripted OpenAI-compatible server on 127.0.0.1); an
@@ -16,21 +16,21 @@ import pytest
 from openai_server import ChatAnswer
 from test_golden import PYDOCS, small_beir
 
-from ragnb import golden
-from ragnb.cli import _golden_config, build_parser, main
+from ragnb.cli.main import _golden_config, build_parser, main
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.golden import (
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.files import read_beir
+from ragnb.judge import EnsembleJudge, QrelsJudge
+from ragnb.retrievers.retrieve import BM25Retriever
+from ragnb.studies import golden
+from ragnb.studies.golden import (
     CheckThresholds,
     GoldenPipeline,
     build_pipeline,
     check_grades,
     rank_association,
 )
-from ragnb.golden.stages import passages_by_id
-from ragnb.io import read_beir
-from ragnb.judge import EnsembleJudge, QrelsJudge
-from ragnb.retrieve import BM25Retriever
+from ragnb.studies.golden.stages import passages_by_id
 
 WARNING = "the judge's grades may say nothing"
 
@@ -389,7 +389,7 @@ def test_notebook_02_shows_the_findings_on_its_first_screen(openai_server, tmp_p
     """The one render: the first screen holds the findings in the report."""
     from test_golden_notebook import visible_text
 
-    from ragnb.report import render_report
+    from ragnb.report.render import render_report
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-degenerate")
     openai_server.chat.handler = grader(lambda query, passage: 5)

@@ -1,4 +1,4 @@
-"""Proper-name bundles and margins (ragnb.diagnostics.names): parsing metadata names, author
+"""Proper-name bundles and margins (ragnb.studies.diagnostics.names): parsing metadata names, author
 tables from real data, bundle construction, margin arithmetic on hand-set vectors, determinism,
 and a tiny real run with MiniLM.
 
@@ -17,7 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.diagnostics import (
+from ragnb.embed import Embedder
+from ragnb.errors import InputError
+from ragnb.studies.diagnostics import (
     ABLATIONS,
     CANDIDATE_IDS,
     Bundle,
@@ -33,8 +35,6 @@ from ragnb.diagnostics import (
     parse_person_names,
     scifact_author_table,
 )
-from ragnb.embed import Embedder
-from ragnb.errors import InputError
 
 
 class LookupEmbedder(Embedder):
@@ -321,7 +321,7 @@ def test_config_from_params():
 
 
 def test_doctests():
-    from ragnb.diagnostics import ablations, names, noise
+    from ragnb.studies.diagnostics import ablations, names, noise
 
     for module in (names, ablations, noise):
         result = doctest.testmod(module)

@@ -12,8 +12,11 @@ import pytest
 from browser import check_offline_render
 from openai_server import ChatAnswer
 
-from ragnb import diagnostics
-from ragnb.diagnostics import (
+from ragnb.errors import InputError
+from ragnb.io.files import read_author_table
+from ragnb.report.render import render_report
+from ragnb.studies import diagnostics
+from ragnb.studies.diagnostics import (
     ABLATIONS,
     DiagnosticsConfig,
     add_noise,
@@ -21,9 +24,6 @@ from ragnb.diagnostics import (
     load_author_table,
     sample_author_table,
 )
-from ragnb.errors import InputError
-from ragnb.io import read_author_table
-from ragnb.report import render_report
 
 NOTEBOOK = "03_embedder_diagnostics"
 FAST = {  # two quick embedders, a few bundles, BM25 impact on a subset
@@ -228,7 +228,7 @@ def test_llm_rewrite_goes_through_the_judge_client_and_cache(openai_server, tmp_
         llm_model="test-rewriter",
         cache_dir=str(tmp_path / "cache"),
     )
-    from ragnb.io import read_beir
+    from ragnb.io.files import read_beir
 
     data = read_beir(config.dataset_path())
     for text in data.judged_queries["text"]:

@@ -1,4 +1,4 @@
-"""The dict-run join by look-ups (ragnb.engine) gives the arrays of the general path.
+"""The dict-run join by look-ups (ragnb.frames.index) gives the arrays of the general path.
 
 ``prepare(qrels_dict, run_dict)`` takes the look-up path; the same dicts as frames take the
 general one (ids converted, sorted and merged). Random runs with many tied scores, unicode ids
@@ -15,9 +15,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ragnb.engine import index_qrels, joined_ranks
 from ragnb.errors import InputError
-from ragnb.frames import qrels_from_dict, run_from_dict
+from ragnb.frames.index import index_qrels, joined_ranks
+from ragnb.frames.schema import qrels_from_dict, run_from_dict
 from ragnb.measures import prepare
 
 ALPHABETS = [

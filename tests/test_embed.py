@@ -17,7 +17,7 @@ import openai
 import pytest
 from openai_server import Reply, hashed_embedding
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.embed import CachedEmbedder, OpenAIEmbedder
 from ragnb.embed.cached import KEY_PARTS, NAMESPACE
 from ragnb.errors import InputError

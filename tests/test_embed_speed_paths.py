@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import cpu_has_vnni
 
-from ragnb.cache import Cache, make_key, text_hash
+from ragnb.core.cache import Cache, make_key, text_hash
 from ragnb.embed import CachedEmbedder, Embedder, SentenceTransformerEmbedder
 from ragnb.embed.base import Kind
 from ragnb.embed.cached import NAMESPACE
@@ -205,8 +205,8 @@ def test_int8_graph_is_cached_keyed_and_written_atomically(int8_graph):
 
 def test_int8_embedder_close_to_float_and_batch_independent(int8_graph, scifact_path):
     from ragnb.embed.offline import make_offline_embedder
-    from ragnb.readers import read_corpus, read_queries
-    from ragnb.retrieve import doc_texts
+    from ragnb.io.readers import read_corpus, read_queries
+    from ragnb.retrievers.retrieve import doc_texts
 
     claims = read_queries(scifact_path / "queries.jsonl")["text"].head(24).tolist()
     texts = [*TEXTS, *claims, *doc_texts(read_corpus(scifact_path / "corpus.jsonl").head(24))]

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from conftest import cpu_has_vnni
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.embed import (
     CachedEmbedder,
     Embedder,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.evaluate import EvaluationResult, evaluate, wide_values
+from ragnb.evaluation.evaluate import EvaluationResult, evaluate, wide_values
 from ragnb.measures import Measure, MeasureFamily, base, parse_measure
 
 QRELS = {"q1": {"a": 1, "b": 2, "c": 0}, "q2": {"d": 1}, "q3": {"e": 3}}

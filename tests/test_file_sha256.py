@@ -1,4 +1,4 @@
-"""ragnb.provenance.file_sha256: the one file digest (golden-set stage markers, ONNX models)."""
+"""ragnb.core.provenance.file_sha256: the one file digest (golden-set stage markers, ONNX files)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from ragnb.golden import store
-from ragnb.provenance import file_sha256
+from ragnb.core.provenance import file_sha256
+from ragnb.studies.golden import store
 
 
 @pytest.mark.parametrize("size", [0, 5, (1 << 20) - 1, 1 << 20, (1 << 20) + 7, 3 * (1 << 20) + 1])

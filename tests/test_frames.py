@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import (
+from ragnb.frames.index import sort_run
+from ragnb.frames.schema import (
     check_qrels,
     check_run,
     qrels_from_dict,

@@ -1,4 +1,5 @@
-"""ragnb.fusion: every method and normalisation against ranx, by hand, and the weight search.
+"""ragnb.retrievers.fusion: every method and normalisation against ranx, by hand, and the weight
+search.
 
 The oracle is ranx's own fusion code (``ranx.fuse``, v0.3.21) run in a subprocess with
 ``NUMBA_DISABLE_JIT=1``: the same source, interpreted, so the test does not pay numba's
@@ -27,7 +28,8 @@ import pandas as pd
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.fusion import (
+from ragnb.io.files import read_beir
+from ragnb.retrievers.fusion import (
     METHODS,
     NORMS,
     RANK_METHODS,
@@ -40,7 +42,6 @@ from ragnb.fusion import (
     optimize_weights,
     parse_fusion,
 )
-from ragnb.io import read_beir
 
 RANX_NAMES = {
     "rrf": "rrf",
@@ -109,7 +110,7 @@ def runs_by_dataset(request):
             case: [oracle_data.run(case, s) for s in oracle_data.SYSTEMS]
             for case in oracle_data.CASES
         }
-    from ragnb.retrieve import BM25Retriever
+    from ragnb.retrievers.retrieve import BM25Retriever
 
     out = {}
     for fixture in ("scifact_path", "dbpedia_path", "msmarco_path"):

@@ -1,4 +1,4 @@
-"""Build gates (``ragnb.gates`` and ``ragnb evaluate --fail-under/--baseline``).
+"""Build gates (``ragnb.stats.gates`` and ``ragnb evaluate --fail-under/--baseline``).
 
 SciFact's BM25 run against a degraded copy (each query's top 10 reversed: the same documents in
 the top 100, so R@100 is unchanged while nDCG@10 falls), computed once for the module; Holm
@@ -16,10 +16,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragnb.cli import main
+from ragnb.cli.main import main
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.gates import (
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.files import read_beir, write_run
+from ragnb.retrievers.retrieve import make_retriever
+from ragnb.stats import holm, randomization_test
+from ragnb.stats.gates import (
     EXIT_GATE_FAILED,
     GATE_COLUMNS,
     Threshold,
@@ -28,9 +31,6 @@ from ragnb.gates import (
     parse_threshold,
     threshold_gates,
 )
-from ragnb.io import read_beir, write_run
-from ragnb.retrieve import make_retriever
-from ragnb.stats import holm, randomization_test
 
 RAGNB = Path(sys.executable).parent / "ragnb"
 MEASURES = ["nDCG@10", "R@100", "P@5"]
@@ -258,7 +258,7 @@ def test_report_with_no_gate_passes():
 def test_docstring_examples():
     import doctest
 
-    import ragnb.gates
+    import ragnb.stats.gates
 
-    result = doctest.testmod(ragnb.gates)
+    result = doctest.testmod(ragnb.stats.gates)
     assert result.attempted >= 5 and result.failed == 0

@@ -1,4 +1,4 @@
-"""The golden-set pipeline (ragnb.golden): S1-S6 on a real subset of data/pydocs, resumable
+"""The golden-set pipeline (ragnb.studies.golden): S1-S6 on a real subset of data/pydocs, resumable
 stages, incremental judging, the run folder and its manifest, and an LLM judge end to end
 against the local OpenAI-compatible server (with a canary API key)."""
 
@@ -16,7 +16,13 @@ import pytest
 from openai_server import ChatAnswer, error
 
 from ragnb.errors import InputError
-from ragnb.golden import (
+from ragnb.io.files import read_beir, read_json, write_jsonl, write_qrels
+from ragnb.io.readers import read_qrels
+from ragnb.judge import NoisyJudge, OpenAIJudge, QrelsJudge
+from ragnb.judge.base import Judge
+from ragnb.llm.ledger import BudgetExceededError, Ledger
+from ragnb.retrievers.retrieve import BM25Retriever, doc_texts
+from ragnb.studies.golden import (
     GoldenPipeline,
     GoldenSetConfig,
     build_pipeline,
@@ -28,12 +34,6 @@ from ragnb.golden import (
     prune_pool,
     public_judge_info,
 )
-from ragnb.io import read_beir, read_json, write_jsonl, write_qrels
-from ragnb.judge import NoisyJudge, OpenAIJudge, QrelsJudge
-from ragnb.judge.base import Judge
-from ragnb.ledger import BudgetExceededError, Ledger
-from ragnb.readers import read_qrels
-from ragnb.retrieve import BM25Retriever, doc_texts
 
 REPO = Path(__file__).resolve().parents[1]
 PYDOCS = REPO / "data" / "pydocs"
@@ -282,13 +282,13 @@ def test_second_run_is_a_noop_and_a_changed_parameter_reruns_only_its_stages(pyd
 
 
 def test_a_code_change_reruns_the_stages_that_run_it(pydocs, ten, tmp_path, monkeypatch):
-    import ragnb.golden.config
+    import ragnb.studies.golden.config
 
     build(pydocs, ten, QrelsJudge(pydocs.qrels, missing=0), tmp_path / "run").run()
     # as if the prune code had changed: S5 runs again, S1-S4 do not; S5's output is the same, and
     # S6 is keyed on that output, not on S5's inputs, so S6 is still valid and reused
     monkeypatch.setitem(
-        ragnb.golden.config.STAGE_CODE, "s5", ("ragnb.golden.stages", "ragnb.stats")
+        ragnb.studies.golden.config.STAGE_CODE, "s5", ("ragnb.studies.golden.stages", "ragnb.stats")
     )
     judge = CountingJudge(QrelsJudge(pydocs.qrels, missing=0))
     gs = build(pydocs, ten, judge, tmp_path / "run").run()
@@ -297,7 +297,7 @@ def test_a_code_change_reruns_the_stages_that_run_it(pydocs, ten, tmp_path, monk
     assert judge.graded == 0 and judge.ranked == 0
     # a change of the refinement code reruns S6
     monkeypatch.setitem(
-        ragnb.golden.config.STAGE_CODE, "s6", ("ragnb.golden.stages", "ragnb.stats")
+        ragnb.studies.golden.config.STAGE_CODE, "s6", ("ragnb.studies.golden.stages", "ragnb.stats")
     )
     gs = build(pydocs, ten, judge, tmp_path / "run").run()
     assert not gs.build.stage_records["s6"].reused and judge.ranked > 0
@@ -589,7 +589,7 @@ def test_budget_stops_the_run_before_any_grade_is_paid(openai_server, tmp_path, 
 
 
 def test_run_takes_an_already_built_dataset_and_judge(tmp_path):
-    from ragnb import golden
+    from ragnb.studies import golden
 
     data = read_beir(PYDOCS)
     judge = QrelsJudge(data.qrels, missing=0)

@@ -9,14 +9,14 @@ import math
 import numpy as np
 import pytest
 
-from ragnb.cli import main
+from ragnb.cli.main import main
 from ragnb.errors import InputError
-from ragnb.gates import judge_kappa_gates
-from ragnb.golden import GoldenSetConfig, calibrate_judge
-from ragnb.golden.drift import accepted_calibration, drift_gates, judge_drift
-from ragnb.golden.pipeline import build_pipeline
-from ragnb.io import read_json
+from ragnb.io.files import read_json
 from ragnb.judge import NoisyJudge, QrelsJudge
+from ragnb.stats.gates import judge_kappa_gates
+from ragnb.studies.golden import GoldenSetConfig, calibrate_judge
+from ragnb.studies.golden.drift import accepted_calibration, drift_gates, judge_drift
+from ragnb.studies.golden.pipeline import build_pipeline
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +176,7 @@ def grade_request_answer(request):
 
 
 def test_regrading_goes_through_the_judge_cache(openai_server, tmp_path, monkeypatch, capsys):
-    from ragnb.cache import Cache
+    from ragnb.core.cache import Cache
     from ragnb.judge import OpenAIJudge
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-drift")
@@ -221,7 +221,7 @@ def test_regrading_goes_through_the_judge_cache(openai_server, tmp_path, monkeyp
     assert again.pairs["candidate"].tolist() == other.pairs["candidate"].tolist()
 
     # the command: another model's calls are billed to the run folder's ledger, stage "drift"
-    from ragnb.ledger import Ledger
+    from ragnb.llm.ledger import Ledger
 
     args = ["golden", "audit", str(tmp_path / "run"), "--judge-kappa-min", "-1", "--no-ppi"]
     # manifest.json shows a folder outside the project by its name only: the command takes it
@@ -264,8 +264,8 @@ def test_notebook_02_drift_regrades_with_another_prompt_and_gates_it(
 ):
     from sklearn.metrics import cohen_kappa_score
 
-    from ragnb import golden as golden_study
-    from ragnb.ledger import Ledger
+    from ragnb.llm.ledger import Ledger
+    from ragnb.studies import golden as golden_study
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-drift")
     openai_server.chat.handler = prompt_request_answer
@@ -329,8 +329,8 @@ def test_notebook_02_drift_regrades_with_another_prompt_and_gates_it(
 
 def test_notebook_02_drift_is_skipped_with_its_reason(accepted, tmp_path):
     _, golden = accepted
-    from ragnb import golden as golden_study
-    from ragnb.golden.judge_checks import drift_for
+    from ragnb.studies import golden as golden_study
+    from ragnb.studies.golden.judge_checks import drift_for
 
     config = dataclasses.replace(golden.build.config, export_dir="", ppi_labels=0)
     offline = golden_study.run(config)

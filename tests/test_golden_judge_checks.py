@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 from test_golden import PYDOCS, CountingJudge, build, tiny_config
 
-from ragnb import golden
-from ragnb.cache import Cache
-from ragnb.golden import GoldenSetConfig
-from ragnb.golden.human import HumanLabels
-from ragnb.golden.judge_checks import judge_audit_for, self_consistency_for
-from ragnb.io import read_beir
+from ragnb.core.cache import Cache
+from ragnb.io.files import read_beir
 from ragnb.judge import NoisyJudge, OpenAIJudge, QrelsJudge, SelfConsistentJudge, self_agreement
-from ragnb.ledger import BudgetExceededError
+from ragnb.llm.ledger import BudgetExceededError
+from ragnb.studies import golden
+from ragnb.studies.golden import GoldenSetConfig
+from ragnb.studies.golden.human import HumanLabels
+from ragnb.studies.golden.judge_checks import judge_audit_for, self_consistency_for
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ import pytest
 from test_golden import PYDOCS, scan_for, scripted, small_beir
 
 from ragnb.errors import InputError
-from ragnb.golden import GoldenSetConfig
-from ragnb.report import notebook_parameters, render_report, resolve_notebook
+from ragnb.report.render import notebook_parameters, render_report, resolve_notebook
+from ragnb.studies.golden import GoldenSetConfig
 
 NOTEBOOK = "02_golden_set"
 CHART = 'class="ragnb-chart"'
@@ -223,9 +223,9 @@ def test_dbpedia_report_with_graded_judge_calibration_and_simulation(dbpedia_pat
 def test_report_from_traces_says_how_many_queries_came_from_them_and_how_often(tmp_path):
     """Notebook 02 with ``traces``: an OTLP file of the sample's queries answered by BM25 and a
     second ranking; the queries come from the traces, the production runs join the pool."""
-    from ragnb.io import read_beir
-    from ragnb.retrieve import BM25Retriever
-    from ragnb.traces import read_traces, write_example_traces
+    from ragnb.io.files import read_beir
+    from ragnb.io.traces import read_traces, write_example_traces
+    from ragnb.retrievers.retrieve import BM25Retriever
 
     data = read_beir(PYDOCS)
     bm25 = BM25Retriever().index(data.corpus).retrieve(data.judged_queries, k=10)

@@ -12,14 +12,19 @@ import pytest
 from test_golden import PYDOCS, scripted
 from test_golden_notebook import visible_text
 
-from ragnb import golden
-from ragnb.cli import main
+from ragnb.cli.main import main
 from ragnb.errors import InputError
-from ragnb.golden import GoldenSetConfig, LabelStore, build_pipeline, calibration_sample
-from ragnb.golden.evaluation import calibrate_judge, human_labels_for, ppi_for, ppi_labels_for
-from ragnb.io import read_beir, write_jsonl
-from ragnb.readers import query_id_of, read_qrels, read_query_file
-from ragnb.report import render_report
+from ragnb.io.files import read_beir, write_jsonl
+from ragnb.io.readers import query_id_of, read_qrels, read_query_file
+from ragnb.report.render import render_report
+from ragnb.studies import golden
+from ragnb.studies.golden import GoldenSetConfig, LabelStore, build_pipeline, calibration_sample
+from ragnb.studies.golden.evaluation import (
+    calibrate_judge,
+    human_labels_for,
+    ppi_for,
+    ppi_labels_for,
+)
 
 # ----------------------------------------------------------------------------- query files
 

@@ -9,12 +9,12 @@ import re
 
 import pytest
 
-from ragnb.cli import main
+from ragnb.cli.main import main
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.io import read_beir, write_run
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.files import read_beir, write_run
 from ragnb.measures import map_grades
-from ragnb.retrieve import BM25Retriever
+from ragnb.retrievers.retrieve import BM25Retriever
 
 
 @pytest.fixture(scope="module")

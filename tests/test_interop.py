@@ -1,4 +1,4 @@
-"""ragnb.interop: round trips with ranx and ir_measures, and evaluation through ranx."""
+"""ragnb.io.interop: round trips with ranx and ir_measures, and evaluation through ranx."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb import interop
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.frames import run_to_dict
-from ragnb.io import write_qrels, write_run
-from ragnb.readers import read_qrels, read_run
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.frames.schema import run_to_dict
+from ragnb.io import interop
+from ragnb.io.files import write_qrels, write_run
+from ragnb.io.readers import read_qrels, read_run
 
 ranx = pytest.importorskip("ranx")
 

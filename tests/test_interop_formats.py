@@ -19,13 +19,13 @@ import oracle_data
 import pandas as pd
 import pytest
 
-from ragnb import interop
-from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import qrels_to_dict, run_to_dict
-from ragnb.io import read_beir, write_qrels, write_ranx_qrels, write_ranx_run, write_run
-from ragnb.readers import read_qrels, read_run
-from ragnb.retrieve import make_retriever
+from ragnb.frames.index import sort_run
+from ragnb.frames.schema import qrels_to_dict, run_to_dict
+from ragnb.io import interop
+from ragnb.io.files import read_beir, write_qrels, write_ranx_qrels, write_ranx_run, write_run
+from ragnb.io.readers import read_qrels, read_run
+from ragnb.retrievers.retrieve import make_retriever
 from ragnb.stats import compare, comparison_table, significance_markers
 
 ranx = pytest.importorskip("ranx")

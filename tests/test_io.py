@@ -1,4 +1,4 @@
-"""ragnb.io: every malformed input names file and line; writers round-trip and are atomic.
+"""ragnb.io.files: every malformed input names file and line; writers round-trip and are atomic.
 
 Expected values are written by hand next to each input. Round trips are checked bit for bit,
 on awkward hand-picked floats and on random ones (hypothesis).
@@ -20,8 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragnb import io, readers
 from ragnb.errors import InputError
+from ragnb.io import files as io
+from ragnb.io import readers
 
 
 def write(path: Path, text: str) -> Path:
@@ -356,8 +357,8 @@ def test_read_yaml_names_file_and_line_and_a_shipped_name(tmp_path):
     path = write(tmp_path / "grid.yaml", "modes: [dense, bm25]\nks: [1, 2\nseed: 3\n")
     raises_at(io.read_yaml, path, 3, "malformed YAML")
     with pytest.raises(InputError) as info:
-        io.read_yaml(path, name="ragnb/prices.yaml")
-    assert info.value.path == "ragnb/prices.yaml" and str(tmp_path) not in str(info.value)
+        io.read_yaml(path, name="ragnb/llm/prices.yaml")
+    assert info.value.path == "ragnb/llm/prices.yaml" and str(tmp_path) not in str(info.value)
     ok = write(tmp_path / "ok.yaml", "modes: [dense, bm25]\nseed: 3\n")
     assert io.read_yaml(ok) == {"modes": ["dense", "bm25"], "seed": 3}
     assert io.read_yaml(write(tmp_path / "empty.yaml", "")) is None

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from openai_server import ChatAnswer
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.errors import InputError
 from ragnb.judge import (
     GRADE_COLUMNS,
@@ -27,16 +27,16 @@ from ragnb.judge import (
     OpenAIJudge,
     QrelsJudge,
 )
-from ragnb.ledger import Ledger, PriceTable
 from ragnb.llm import PromptTemplate, available_prompts, load_prompt
 from ragnb.llm.calls import INFLIGHT_NAMESPACE, KEY_PARTS, NAMESPACE
+from ragnb.llm.ledger import Ledger, PriceTable
 from ragnb.llm.prompts import (
     parse_integer,
     parse_json_grade,
     parse_json_order,
     parse_numbered_list,
 )
-from ragnb.transport import RetryPolicy
+from ragnb.llm.transport import RetryPolicy
 
 CHAT = "/v1/chat/completions"
 DOC = re.compile(r"passage number (\d+)")
@@ -466,7 +466,7 @@ def test_judge_parameters_are_validated(tmp_path):
     cache = Cache(tmp_path)
     for kw, match in [
         ({"concurrency": 0}, "concurrency"),
-        ({"retry": {"max_attempts": 3}}, "retry must be a ragnb.transport.RetryPolicy"),
+        ({"retry": {"max_attempts": 3}}, "retry must be a ragnb.llm.transport.RetryPolicy"),
         ({"request_params": {"messages": []}}, "may not set 'messages'"),
         ({"request_params": {"x": object()}}, "JSON values"),
         ({"prompt": "listwise"}, "not grade"),

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from openai_server import ChatAnswer
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.errors import InputError
 from ragnb.judge import (
     Judge,
@@ -25,8 +25,8 @@ from ragnb.judge import (
     combine_grades,
     self_agreement,
 )
-from ragnb.ledger import Ledger
-from ragnb.stats.agreement import krippendorff_alpha, krippendorff_alpha_coders, weighted_kappa
+from ragnb.judge.agreement import krippendorff_alpha, krippendorff_alpha_coders, weighted_kappa
+from ragnb.llm.ledger import Ledger
 
 QRELS = {f"q{q}": {f"d{d}": (q + d) % 3 for d in range(8)} for q in range(5)}
 ITEMS = [{"query_id": q, "doc_id": d} for q, docs in QRELS.items() for d in docs]

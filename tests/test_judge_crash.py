@@ -21,7 +21,7 @@ from pathlib import Path
 
 from openai_server import ChatAnswer
 
-from ragnb.ledger import Ledger
+from ragnb.llm.ledger import Ledger
 
 REPO = Path(__file__).resolve().parents[1]
 CHAT = "/v1/chat/completions"
@@ -33,10 +33,10 @@ WORKER = """
 import sys
 from pathlib import Path
 
-from ragnb.cache import Cache
-from ragnb.io import write_json
+from ragnb.core.cache import Cache
+from ragnb.io.files import write_json
 from ragnb.judge import OpenAIJudge
-from ragnb.ledger import Ledger, PriceTable
+from ragnb.llm.ledger import Ledger, PriceTable
 
 base_url, cache_dir, ledger_path, out_path, n, concurrency = sys.argv[1:7]
 prices = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output": 4.0}}})

@@ -18,9 +18,8 @@ import pytest
 from openai_server import ChatAnswer, error, rerank_score
 from scripted_judging import items, passage_number
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.errors import InputError
-from ragnb.golden import ensemble_agreement
 from ragnb.judge import (
     EnsembleJudge,
     NoisyJudge,
@@ -28,9 +27,10 @@ from ragnb.judge import (
     QrelsJudge,
     combine_grades,
 )
-from ragnb.ledger import Ledger
-from ragnb.stats.agreement import kendall_tau, krippendorff_alpha, weighted_kappa
-from ragnb.transport import RetryPolicy
+from ragnb.judge.agreement import kendall_tau, krippendorff_alpha, weighted_kappa
+from ragnb.llm.ledger import Ledger
+from ragnb.llm.transport import RetryPolicy
+from ragnb.studies.golden import ensemble_agreement
 
 CHAT = "/v1/chat/completions"
 # the grade each prompt gives passage number n
@@ -240,7 +240,7 @@ def test_expected_grade_is_the_members_mean_only_when_all_have_one():
 @pytest.fixture(scope="module")
 def msmarco_sample(msmarco_path):
     """40 labelled MS MARCO pairs (the first 40 by id of a fixed random draw), grades on 1-5."""
-    from ragnb.io import read_beir
+    from ragnb.io.files import read_beir
     from ragnb.measures import map_grades
 
     data = read_beir(msmarco_path)
@@ -324,9 +324,9 @@ def test_agreement_tables_on_msmarco_with_a_simulated_member(
 def test_docstring_examples():
     import doctest
 
-    import ragnb.golden.ensemble
     import ragnb.judge.ensemble
+    import ragnb.studies.golden.ensemble
 
-    for module in (ragnb.judge.ensemble, ragnb.golden.ensemble):
+    for module in (ragnb.judge.ensemble, ragnb.studies.golden.ensemble):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -19,12 +19,12 @@ import pytest
 from openai_server import ChatAnswer, Reply, disconnect, error, malformed
 from scripted_judging import items, passage_number, scripted_judge
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.errors import JudgeUnavailable
-from ragnb.io import write_json
+from ragnb.io.files import write_json
 from ragnb.judge import OpenAIJudge
-from ragnb.ledger import Ledger, PriceTable, estimate
-from ragnb.transport import RetryPolicy
+from ragnb.llm.ledger import Ledger, PriceTable, estimate
+from ragnb.llm.transport import RetryPolicy
 
 CHAT = "/v1/chat/completions"
 PRICES = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output": 4.0}}})

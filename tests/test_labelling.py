@@ -1,4 +1,4 @@
-"""ragnb.golden.labelling: the calibration sample, the crash-safe label store, the labelling
+"""ragnb.studies.golden.labelling: the calibration sample, the crash-safe label store, the labelling
 widget in-process, a kernel killed mid-labelling, and both the labelling widget and notebook 06's
 what-if widget driven in a real JupyterLab in headless Chromium."""
 
@@ -20,10 +20,10 @@ import pytest
 from browser import CHROMEDRIVER, CHROMIUM, open_chromium
 
 from ragnb.errors import InputError
-from ragnb.golden.labelling import LabelStore, calibration_sample
-from ragnb.io import read_beir, read_records
-from ragnb.readers import read_qrels
-from ragnb.widgets import LabellingWidget, label_pairs
+from ragnb.io.files import read_beir, read_records
+from ragnb.io.readers import read_qrels
+from ragnb.studies.golden.labelling import LabelStore, calibration_sample
+from ragnb.studies.golden.labelling_view import LabellingWidget, label_pairs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -292,7 +292,7 @@ def test_label_pairs_from_a_run_folder(tmp_path):
 
 WRITER = """
 import sys
-from ragnb.golden.labelling import LabelStore
+from ragnb.studies.golden.labelling import LabelStore
 store = LabelStore(sys.argv[1])
 for i in range(1_000_000):
     store.label(f"q{i // 7}", f"d{i}", i % 3)
@@ -328,7 +328,7 @@ def test_killing_the_labeller_loses_no_saved_label(tmp_path):
 
 UNDOER = """
 import sys
-from ragnb.golden.labelling import LabelStore
+from ragnb.studies.golden.labelling import LabelStore
 store = LabelStore(sys.argv[1])
 for i in range(1_000_000):
     store.label("q", f"d{i}", i % 3)
@@ -592,9 +592,9 @@ LABEL_CELLS = [
         """
         import os
         import pandas as pd
-        from ragnb.io import read_beir
+        from ragnb.io.files import read_beir
         open("kernel.pid", "w").write(str(os.getpid()))
-        from ragnb.widgets import label_pairs
+        from ragnb.studies.golden.labelling_view import label_pairs
         ds = read_beir({dataset!r})
         q = ds.qrels.drop_duplicates("query_id").head(6).reset_index(drop=True)
         neg = q.assign(doc_id=list(q["doc_id"].iloc[1:]) + [q["doc_id"].iloc[0]], relevance=0)

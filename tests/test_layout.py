@@ -1,144 +1,67 @@
-"""The package's layout stays as README's layout section draws it.
+"""What import-linter's contracts (``pyproject.toml``, run by ``make lint``) cannot say.
 
-Read from the source, not imported: every ``import`` and ``from ... import`` statement of every
-module under ``ragnb/`` (function-level imports included) is checked against the layers
-
-    foundations -> measures, evaluate, stats -> backends -> studies -> delivery
-
-A module may import its own layer or a lower one; no study imports another study. Modules meet
-through public names: no module imports a private name (``_name``) or a private module of another,
-and no two modules import each other, directly or around a loop. Functions stay short enough to
-read in one screen.
+The folders are the layers and import-linter checks that imports flow down them. Read from the
+source here: at most three modules stand loose at the top of ``ragnb/``; the layers contract names
+every package; modules meet through public names (no module imports a private name or a private
+module of another); no import circle, package ``__init__`` files included; every exception class
+derives from :class:`ragnb.errors.RagnbError`; every name the API reference lists imports; and
+functions stay short enough to read in one screen.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import pkgutil
+import re
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import ragnb
+from ragnb.errors import RagnbError
+
 PACKAGE = Path(__file__).resolve().parents[1] / "ragnb"
 
-#: Layer of each top-level module or package of ragnb (lower imports nothing higher).
-LAYERS: dict[str, int] = {
-    # foundations: errors, validation, files, frames, caches, transport, prices, provenance
-    "errors": 0,
-    "validation": 0,
-    "provenance": 0,
-    "io": 0,
-    "readers": 0,
-    "frames": 0,
-    "engine": 0,
-    "groupsort": 0,
-    "paths": 0,
-    "cache": 0,
-    "transport": 0,
-    "prices": 0,
-    "ledger": 0,
-    "params": 0,
-    "tables": 0,
-    "charts": 0,
-    "docstrings": 0,
-    "lazylibs": 0,
-    "protocol": 0,
-    "traces": 0,
-    # measures and what computes with them
-    "measures": 1,
-    "evaluate": 1,
-    "streaming": 1,
-    "stats": 1,
-    "interop": 1,
-    "fusion": 1,
-    "gates": 1,
-    "ppi": 1,
-    "trec_eval": 1,
-    # backends
-    "embed": 2,
-    "retrieve": 2,
-    "rerank": 2,
-    "judge": 2,
-    "llm": 2,
-    "rewrite": 2,
-    "context": 2,
-    # studies (one package per notebook)
-    "retrieval": 3,
-    "golden": 3,
-    "diagnostics": 3,
-    "clq": 3,
-    "correlation": 3,
-    "whatif": 3,
-    # delivery
-    "report": 4,
-    "cli": 4,
-    "sample_data": 4,
-    "studies": 4,
-    "widgets": 4,
-    "__init__": 4,
-}
-STUDIES = {name for name, layer in LAYERS.items() if layer == 3}
-
 MAX_FUNCTION_LINES = 120
+ROOT = PACKAGE.parent
+#: The modules that may stand loose at the top of the package.
+LOOSE = {"__init__", "__main__", "errors"}
 
 
 def _modules() -> list[Path]:
     return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def _top(path: Path) -> str:
-    rel = path.relative_to(PACKAGE)
-    return rel.parts[0].removesuffix(".py")
+def test_at_most_three_modules_stand_loose_at_the_top() -> None:
+    loose = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= 3 and set(loose) <= LOOSE, loose
 
 
-def _imported(tree: ast.AST, path: Path) -> set[str]:
-    """Top-level ragnb modules imported anywhere in the module (absolute or relative)."""
-    out: set[str] = set()
-    rel_parts = path.relative_to(PACKAGE).with_suffix("").parts
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                if parts[0] == "ragnb" and len(parts) > 1:
-                    out.add(parts[1])
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: resolve against the module's package
-                base = list(rel_parts[: len(rel_parts) - node.level])
-                parts = base + (node.module.split(".") if node.module else [])
-                if parts:
-                    out.add(parts[0])
-                else:
-                    out.update(a.name for a in node.names)
-            elif node.module and node.module.split(".")[0] == "ragnb":
-                parts = node.module.split(".")
-                if len(parts) > 1:
-                    out.add(parts[1])
-                else:  # from ragnb import x
-                    out.update(a.name for a in node.names)
-    return out
+def _contracts() -> list[dict]:
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        return tomllib.load(f)["tool"]["importlinter"]["contracts"]
 
 
-def test_every_module_has_a_layer() -> None:
-    unknown = sorted({_top(p) for p in _modules()} - set(LAYERS))
-    assert not unknown, f"modules without a layer in tests/test_layout.py: {unknown}"
+def test_the_layers_contract_names_every_package() -> None:
+    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
+    named = {m.strip() for layer in layers["layers"] for m in layer.replace(":", "|").split("|")}
+    packages = {f"ragnb.{p.stem}" for p in PACKAGE.glob("*.py") if p.stem not in LOOSE - {"errors"}}
+    packages |= {f"ragnb.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert named == packages, (sorted(packages - named), sorted(named - packages))
 
 
-def test_imports_flow_down_and_no_study_imports_another() -> None:
-    bad = []
-    for path in _modules():
-        me = _top(path)
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for other in sorted(_imported(tree, path)):
-            if other == me or other not in LAYERS or other == "__version__":
-                continue
-            if me in STUDIES and other in STUDIES:
-                bad.append(f"{path.relative_to(PACKAGE)}: study {me} imports study {other}")
-            elif LAYERS[other] > LAYERS[me]:
-                bad.append(
-                    f"{path.relative_to(PACKAGE)}: {me} (layer {LAYERS[me]}) imports "
-                    f"{other} (layer {LAYERS[other]})"
-                )
-    assert not bad, "imports against the layers:\n" + "\n".join(bad)
+def test_the_study_independence_contract_names_every_study() -> None:
+    (contract,) = [c for c in _contracts() if c["type"] == "independence"]
+    studies = {
+        f"ragnb.studies.{p.name}"
+        for p in (PACKAGE / "studies").iterdir()
+        if (p / "__init__.py").is_file()
+    }
+    assert set(contract["modules"]) == studies
 
 
 def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -154,20 +77,6 @@ def test_no_function_over_the_line_budget() -> None:
             if n > MAX_FUNCTION_LINES:
                 long.append(f"{path.relative_to(PACKAGE)}:{fn.lineno} {fn.name} ({n} lines)")
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)
-
-
-@pytest.mark.parametrize(
-    ("source", "expected"),
-    [
-        ("from ragnb.golden import study", {"golden"}),
-        ("import ragnb.clq.sweep", {"clq"}),
-        ("from ragnb import charts, tables", {"charts", "tables"}),
-        ("def f():\n    from ragnb.retrieval.study import x", {"retrieval"}),
-    ],
-)
-def test_the_import_reader_sees_every_form(source: str, expected: set[str]) -> None:
-    # the checks above are only as good as this reader: lazy imports inside functions count
-    assert _imported(ast.parse(source), PACKAGE / "x.py") == expected
 
 
 # ------------------------------------------------------------------ seams: public names, no cycle
@@ -222,20 +131,31 @@ def test_no_module_imports_a_private_name_of_another() -> None:
     assert not bad, "imports of private names across modules:\n" + "\n".join(bad)
 
 
+def _edges(tree: ast.AST, name: str, is_package: bool, modules: set[str]) -> set[str]:
+    """The modules a module imports, as a reader counts them: ``from x import y`` is an edge to
+    ``x`` and, when ``y`` is a module, to ``x.y`` too; ``import x.y`` one to ``x.y``. Lazy and
+    type-checking imports count."""
+    edges = set()
+    for module, imported in _import_targets(tree, name, is_package):
+        edges.add(module)
+        if imported and f"{module}.{imported}" in modules:
+            edges.add(f"{module}.{imported}")
+    return {e for e in edges if e in modules and e != name}
+
+
 def _import_graph() -> dict[str, set[str]]:
-    """Module -> the ragnb modules it imports (``from pkg import mod`` is an edge to ``pkg.mod``,
-    ``from pkg import name`` one to ``pkg``), lazy and type-checking imports included."""
+    """Module -> the ragnb modules it imports (:func:`_edges`), package ``__init__`` files
+    included as the package's own module."""
     paths = {_module_name(p): p for p in _modules()}
-    graph: dict[str, set[str]] = {}
-    for name, path in paths.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        edges = graph.setdefault(name, set())
-        for module, imported in _import_targets(tree, name, path.name == "__init__.py"):
-            full = f"{module}.{imported}" if imported else module
-            target = full if full in paths else module
-            if target in paths and target != name:
-                edges.add(target)
-    return graph
+    return {
+        name: _edges(
+            ast.parse(path.read_text(encoding="utf-8")),
+            name,
+            path.name == "__init__.py",
+            set(paths),
+        )
+        for name, path in paths.items()
+    }
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -310,7 +230,80 @@ def test_the_private_import_reader_sees_every_form(source: str, name: str, expec
     assert _private_imports(ast.parse(source), name, False) == expected
 
 
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (
+            "from ragnb.studies.golden import study",
+            {"ragnb.studies.golden", "ragnb.studies.golden.study"},
+        ),
+        ("from ragnb.studies.golden import GoldenSet", {"ragnb.studies.golden"}),
+        ("import ragnb.studies.clq.sweep", {"ragnb.studies.clq.sweep"}),
+        ("def f():\n    from ragnb.io.readers import read_run", {"ragnb.io.readers"}),
+        ("from . import study", {"ragnb.studies.golden", "ragnb.studies.golden.study"}),
+    ],
+)
+def test_the_graph_counts_imports_as_a_reader_does(source: str, expected: set[str]) -> None:
+    modules = {"ragnb.studies.golden", "ragnb.studies.golden.study", "ragnb.studies.clq.sweep"}
+    modules |= {"ragnb.io.readers"}
+    tree = ast.parse(source)
+    assert _edges(tree, "ragnb.studies.golden.pipeline", False, modules) == expected
+
+
 def test_the_cycle_finder_finds_loops_and_only_loops() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e2"}, "e2": set()}
     assert _cycles(graph) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# ------------------------------------------------------------------ errors and the public API
+
+
+def _all_modules() -> list[str]:
+    return [
+        m.name
+        for m in pkgutil.walk_packages(ragnb.__path__, "ragnb.")
+        if m.name != "ragnb.__main__"
+    ]
+
+
+def test_every_exception_class_derives_from_ragnb_error() -> None:
+    bad = []
+    for name in _all_modules():
+        module = importlib.import_module(name)
+        for cls_name, cls in vars(module).items():
+            if (
+                inspect.isclass(cls)
+                and issubclass(cls, BaseException)
+                and cls.__module__ == name
+                and not issubclass(cls, RagnbError)
+            ):
+                bad.append(f"{name}.{cls_name}")
+    assert not bad, "exceptions outside RagnbError: " + ", ".join(bad)
+
+
+def test_the_top_of_the_package_gives_callables() -> None:
+    from ragnb import compare, evaluate, read_qrels, read_run
+
+    for f in (evaluate, compare, read_run, read_qrels):
+        assert callable(f) and not inspect.ismodule(f), f
+    for name in ragnb.__all__:
+        assert getattr(ragnb, name) is not None, name
+
+
+def _api_reference_targets() -> list[str]:
+    names = []
+    for page in sorted((ROOT / "docs" / "api").glob("*.md")):
+        names += re.findall(r"^::: ?(ragnb[\w.]*)", page.read_text(encoding="utf-8"), re.M)
+    return names
+
+
+def test_every_name_the_api_reference_lists_imports() -> None:
+    names = _api_reference_targets()
+    assert len(names) >= 10
+    for dotted in names:
+        try:
+            importlib.import_module(dotted)
+        except ModuleNotFoundError:
+            module, _, attr = dotted.rpartition(".")
+            assert hasattr(importlib.import_module(module), attr), dotted

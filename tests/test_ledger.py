@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from openai_server import ChatAnswer
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.errors import InputError
 from ragnb.judge import OpenAIJudge, QrelsJudge
-from ragnb.ledger import (
+from ragnb.llm.ledger import (
     LEDGER_FIELDS,
     BudgetExceededError,
     Ledger,
@@ -205,7 +205,7 @@ def test_ledger_threads_append_whole_lines(tmp_path):
 
 APPENDER = """
 import sys, time
-from ragnb.ledger import Ledger, PriceTable
+from ragnb.llm.ledger import Ledger, PriceTable
 prices = PriceTable.from_dict({"models": {"m": {"input": 1, "output": 1}}})
 led = Ledger(sys.argv[1], prices=prices)
 i = 0

@@ -16,11 +16,11 @@ import pytest
 from openai_server import ChatAnswer
 from scripted_judging import items, passage_number
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.errors import InputError
 from ragnb.judge import OpenAIJudge
-from ragnb.ledger import Ledger, PriceTable
-from ragnb.transport import RetryPolicy
+from ragnb.llm.ledger import Ledger, PriceTable
+from ragnb.llm.transport import RetryPolicy
 
 PRICES = PriceTable.from_dict(
     {"batch_discount": 0.5, "models": {"judge-test": {"input": 1.0, "output": 4.0}}}
@@ -210,9 +210,9 @@ RESUME = """
 import sys
 sys.path.insert(0, {tests!r})
 from openai_server import ChatAnswer
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.judge import OpenAIJudge
-from ragnb.ledger import Ledger, PriceTable
+from ragnb.llm.ledger import Ledger, PriceTable
 from scripted_judging import items
 prices = PriceTable.from_dict({prices!r})
 judge = OpenAIJudge("judge-test", base_url={url!r}, api_key="sk-test", progress=False,

@@ -8,16 +8,16 @@ from __future__ import annotations
 import pytest
 from openai_server import ChatAnswer
 
-from ragnb.cache import Cache
-from ragnb.correlation.generate import load_answer_prompt
+from ragnb.core.cache import Cache
 from ragnb.errors import InputError
 from ragnb.judge import OpenAIJudge
-from ragnb.ledger import Ledger
 from ragnb.llm import ChatClient, load_prompt
+from ragnb.llm.ledger import Ledger
 from ragnb.llm.prompts import LABELS
-from ragnb.llm.querygen import QueryGenerator
+from ragnb.llm.transport import DEFAULT_RETRY, RetryPolicy
 from ragnb.rewrite import REWRITE_STAGE, LLMRewriter
-from ragnb.transport import DEFAULT_RETRY, RetryPolicy
+from ragnb.studies.correlation.generate import load_answer_prompt
+from ragnb.studies.retrieval.querygen import QueryGenerator
 
 #: Keys of calls of model "m" with the default settings, as the cache holds them.
 PINNED = {
@@ -90,7 +90,7 @@ def test_retry_settings_are_one_policy(tmp_path):
     info = judge.describe()
     assert (info["timeout_s"], info["max_attempts"]) == (7.5, 2)
     assert ChatClient("m", cache=Cache(tmp_path)).retry is DEFAULT_RETRY
-    with pytest.raises(InputError, match="retry must be a ragnb.transport.RetryPolicy"):
+    with pytest.raises(InputError, match="retry must be a ragnb.llm.transport.RetryPolicy"):
         ChatClient("m", cache=Cache(tmp_path), retry={"max_attempts": 2})  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         OpenAIJudge("m", cache=Cache(tmp_path), max_attempts=2)  # type: ignore[call-arg]

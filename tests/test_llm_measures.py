@@ -16,7 +16,6 @@ import pandas as pd
 import pytest
 from openai_server import ChatAnswer
 
-from ragnb.cache import Cache
 from ragnb.context.llm import (
     context_precision_from_verdicts,
     estimate_llm_measure,
@@ -24,11 +23,12 @@ from ragnb.context.llm import (
     llm_context_precision_without_reference,
     llm_context_recall,
 )
+from ragnb.core.cache import Cache
 from ragnb.errors import InputError
 from ragnb.judge import OpenAIJudge, QrelsJudge
-from ragnb.ledger import Ledger, PriceTable
+from ragnb.llm.ledger import Ledger, PriceTable
 from ragnb.llm.prompts import load_prompt
-from ragnb.transport import RetryPolicy
+from ragnb.llm.transport import RetryPolicy
 
 CHAT = "/v1/chat/completions"
 PRICES = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output": 4.0}}})

@@ -37,7 +37,6 @@ import pandas as pd
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.golden.judging import LOCAL_TOP_LOGPROBS
 from ragnb.llm.server import (
     DEFAULT_MODEL,
     LOCAL_API_KEY,
@@ -49,7 +48,8 @@ from ragnb.llm.server import (
     local_models,
     model_path,
 )
-from ragnb.transport import RetryPolicy
+from ragnb.llm.transport import RetryPolicy
+from ragnb.studies.golden.judging import LOCAL_TOP_LOGPROBS
 
 CHAT = "/v1/chat/completions"
 N_RELEVANT, N_OTHER = 4, 2
@@ -171,7 +171,7 @@ def scifact_ten(scifact_path: Path) -> pd.DataFrame:
 
 
 def scifact_pairs(scifact_path: Path, n_relevant: int, n_other: int) -> pd.DataFrame:
-    from ragnb.io import read_beir
+    from ragnb.io.files import read_beir
 
     data = read_beir(scifact_path, split="test")
     corpus = data.corpus.set_index("doc_id")
@@ -205,9 +205,9 @@ def judge_run(
     local_server: LocalLLMServer, scifact_items: pd.DataFrame, tmp_path_factory
 ) -> Iterator[JudgeRun]:
     """OpenAIJudge through the recording proxy to the real server: one grade_many."""
-    from ragnb.cache import Cache
+    from ragnb.core.cache import Cache
     from ragnb.judge import OpenAIJudge
-    from ragnb.ledger import Ledger
+    from ragnb.llm.ledger import Ledger
 
     tmp = tmp_path_factory.mktemp("local-llm")
     proxy = RecordingProxy(local_server.base_url)
@@ -411,10 +411,10 @@ def test_a_server_that_crashes_mid_job_ends_the_job_at_once_and_says_so(tmp_path
     enabled AMX state: the job must end within seconds, naming the crash and the server's log,
     not after counting connection failures."""
     require_local_llm()
-    from ragnb.cache import Cache
+    from ragnb.core.cache import Cache
     from ragnb.errors import JudgeUnavailable
     from ragnb.judge import OpenAIJudge
-    from ragnb.ledger import Ledger
+    from ragnb.llm.ledger import Ledger
 
     server = LocalLLMServer(DEFAULT_MODEL, n_threads=1).start()
     try:
@@ -478,7 +478,7 @@ def test_a_server_that_dies_during_start_up_says_how(tmp_path: Path):
 def test_cli_serve_prints_a_base_url_that_answers():
     require_local_llm()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ragnb.cli", "llm", "serve"],
+        [sys.executable, "-m", "ragnb.cli.main", "llm", "serve"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -523,9 +523,9 @@ def constrained_run(
 
 
 def constrained_judge(base_url: str, tmp: Path, **kwargs: Any) -> Any:
-    from ragnb.cache import Cache
+    from ragnb.core.cache import Cache
     from ragnb.judge import OpenAIJudge
-    from ragnb.ledger import Ledger
+    from ragnb.llm.ledger import Ledger
 
     kwargs.setdefault("constrained", "json_object_schema")
     return OpenAIJudge(
@@ -613,7 +613,7 @@ def test_rewriter_on_real_output(constrained_run: JudgeRun, scifact_ten: pd.Data
 
 
 def test_primer_generation_on_real_output(constrained_run: JudgeRun):
-    from ragnb.correlation.generate import generate_graded
+    from ragnb.studies.correlation.generate import generate_graded
 
     texts = pd.DataFrame(
         {
@@ -648,8 +648,8 @@ def test_primer_generation_on_real_output(constrained_run: JudgeRun):
 
 def test_golden_pipeline_with_the_local_judge(tmp_path: Path):
     require_local_llm()
-    from ragnb.golden import GoldenSetConfig, build_pipeline
-    from ragnb.golden.judging import stop_local_server
+    from ragnb.studies.golden import GoldenSetConfig, build_pipeline
+    from ragnb.studies.golden.judging import stop_local_server
 
     config = GoldenSetConfig(
         dataset="data/pydocs",
@@ -736,7 +736,7 @@ class PrimerRun:
 def primer_run(local_server: LocalLLMServer, tmp_path_factory) -> Iterator[PrimerRun]:
     """Notebook 05's study with ``llm="local"`` on TINY_05, through a recording proxy to the
     session's server, then a second run from the cache (which must send nothing)."""
-    from ragnb.correlation import CorrelationConfig, run
+    from ragnb.studies.correlation import CorrelationConfig, run
 
     cache_dir = tmp_path_factory.mktemp("primer") / "cache"
     proxy = RecordingProxy(local_server.base_url)
@@ -781,7 +781,7 @@ def test_notebook_05_renders_with_the_local_model_from_the_cache(
 ):
     """The default path (the notebook starts its own server) on the same samples: every
     answer comes from the first run's cache, so no request is sent."""
-    from ragnb.report import render_report
+    from ragnb.report.render import render_report
 
     params = {k: (json.dumps(v) if isinstance(v, list) else v) for k, v in TINY_05.items()}
     params.update(cache_dir=str(primer_run.cache_dir), export_dir=str(tmp_path / "run"))

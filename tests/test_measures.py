@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
+from ragnb.evaluation.evaluate import evaluate
 from ragnb.measures import (
     Measure,
     f_estimated,

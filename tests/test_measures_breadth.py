@@ -19,11 +19,11 @@ import oracle_data
 import pandas as pd
 import pytest
 
-from ragnb.cli import main as cli_main
+from ragnb.cli.main import main as cli_main
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.interop import from_ir_measures_qrels, to_ir_measures_qrels
-from ragnb.io import read_beir, write_qrels, write_run
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.files import read_beir, write_qrels, write_run
+from ragnb.io.interop import from_ir_measures_qrels, to_ir_measures_qrels
 from ragnb.measures import alpha_ndcg, parse_measure, prepare, prepare_subtopics
 from ragnb.measures.novelty import default_source, ra_nwg_novelty
 
@@ -52,7 +52,7 @@ def bm25(request):
             run = oracle_data.run(case)
             out[name] = (oracle_data.qrels(case), run, oracle_data.untied(run))
         return out
-    from ragnb.retrieve import BM25Retriever
+    from ragnb.retrievers.retrieve import BM25Retriever
 
     fixtures = ("scifact_path", "msmarco_path", "dbpedia_path")
     paths = {n: request.getfixturevalue(f) for n, f in zip(DATASETS, fixtures, strict=True)}
@@ -539,8 +539,8 @@ def test_cli_evaluate_takes_trec_names(tmp_path, capsys):
 def test_docstring_examples():
     import doctest
 
-    from ragnb import evaluate as evaluate_module
-    from ragnb import interop
+    from ragnb.evaluation import evaluate as evaluate_module
+    from ragnb.io import interop
     from ragnb.measures import base, cascade, diversity, ndcg, novelty, trec
 
     for module in (trec, cascade, diversity, ndcg, novelty, base, evaluate_module, interop):

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
+from ragnb.evaluation.evaluate import evaluate
 from ragnb.measures import parse_measure, prepare
 
 ALL = [

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.io import read_beir
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.files import read_beir
 from ragnb.measures import parse_measure, prepare
 from ragnb.measures.graded import (
     GRADE_MAPS,
@@ -33,7 +33,7 @@ from ragnb.measures.graded import (
     rarity_weights,
 )
 from ragnb.measures.novelty import default_source, prepare_sources, ra_nwg_novelty
-from ragnb.retrieve import BM25Retriever
+from ragnb.retrievers.retrieve import BM25Retriever
 
 NA = math.nan
 

@@ -13,14 +13,14 @@ import numpy as np
 import oracle_data
 import pytest
 
-from ragnb.evaluate import evaluate
-from ragnb.frames import qrels_to_dict, run_to_dict
-from ragnb.io import read_beir
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.frames.schema import qrels_to_dict, run_to_dict
+from ragnb.io.files import read_beir
 from ragnb.measures import map_grades
 
 
 def _bm25(path):
-    from ragnb.retrieve import BM25Retriever
+    from ragnb.retrievers.retrieve import BM25Retriever
 
     data = read_beir(path)
     return data.qrels, BM25Retriever().index(data.corpus).retrieve(data.judged_queries, 100)

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 import ragnb.measures.incomplete as incomplete_module
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.io import read_beir
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.files import read_beir
 from ragnb.measures import (
     bpref,
     condensed_ndcg,
@@ -328,7 +328,7 @@ def test_judged_gap_warning_validates(rates, margin, message):
 @cache
 def bm25_run(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Qrels and a BM25 top-100 run of the judged queries of a BEIR folder (shared, cached)."""
-    from ragnb.retrieve import BM25Retriever
+    from ragnb.retrievers.retrieve import BM25Retriever
 
     ds = read_beir(path)
     return ds.qrels, BM25Retriever().index(ds.corpus).retrieve(ds.judged_queries, 100)

@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 from bm25_runs import bm25_run
 
-from ragnb.engine import sort_run
-from ragnb.evaluate import evaluate
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.frames.index import sort_run
 from ragnb.measures import Measure, parse_measure
 
 TOL = 1e-9

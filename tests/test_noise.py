@@ -1,6 +1,6 @@
-"""Conversational noise (ragnb.diagnostics.noise): levels, determinism, the denoiser's recovery
-rate on the generator's own output, the cosine view with hand-checkable embeddings, the retrieval
-impact with a real BM25 on a few hundred passages, and a small real MiniLM run.
+"""Conversational noise (ragnb.studies.diagnostics.noise): levels, determinism, the denoiser's
+recovery rate on the generator's own output, the cosine view with hand-checkable embeddings, the
+retrieval impact with a real BM25 on a few hundred passages, and a small real MiniLM run.
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ import pandas as pd
 import pytest
 from test_diagnostics import BagOfWordsEmbedder
 
-from ragnb.diagnostics import (
+from ragnb.errors import InputError
+from ragnb.io.files import read_beir
+from ragnb.retrievers.retrieve import BM25Retriever
+from ragnb.studies.diagnostics import (
     LEVELS,
     add_noise,
     denoise,
@@ -24,10 +27,7 @@ from ragnb.diagnostics import (
     reference_passages,
     subset_dataset,
 )
-from ragnb.diagnostics.noise import PHRASES
-from ragnb.errors import InputError
-from ragnb.io import read_beir
-from ragnb.retrieve import BM25Retriever
+from ragnb.studies.diagnostics.noise import PHRASES
 
 CORE = "Can forests regulate the climate?"
 

@@ -17,10 +17,9 @@ import pandas as pd
 import pytest
 from openai_server import ChatAnswer
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.gates import check_gates
+from ragnb.evaluation.evaluate import evaluate
 from ragnb.judge.nuggets import (
     ASSIGN_STAGE,
     CREATE_STAGE,
@@ -34,10 +33,11 @@ from ragnb.judge.nuggets import (
     read_assignments,
     read_nuggets,
 )
-from ragnb.ledger import Ledger
 from ragnb.llm import ChatClient
+from ragnb.llm.ledger import Ledger
 from ragnb.measures import nugget_recall, parse_measure
-from ragnb.whatif.grid import precompute
+from ragnb.stats.gates import check_gates
+from ragnb.studies.whatif.grid import precompute
 
 QUERIES = {"q1": "what is bm25", "q2": "who made dense retrieval"}
 CORPUS = {
@@ -376,7 +376,7 @@ def test_the_local_model_runs_the_whole_path_and_a_second_run_is_cached(tmp_path
 
 
 def test_notebook_02_skips_nuggets_without_an_llm_and_says_why(tmp_path):
-    from ragnb import golden
+    from ragnb.studies import golden
 
     config = golden.GoldenSetConfig(
         judge="noisy",

@@ -13,7 +13,7 @@ import oracle_data
 import pytest
 from oracle_data import CASES, ORACLE_DIR, SYSTEMS
 
-from ragnb.engine import sort_run
+from ragnb.frames.index import sort_run
 
 SCRIPT = Path(__file__).resolve().parent / "data" / "make_oracle_data.py"
 GRADES = {"scifact-like": {0, 1}, "dl-like": {1, 2, 3}, "dbpedia-like": {0, 1, 2}}

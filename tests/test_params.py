@@ -7,8 +7,8 @@ from dataclasses import fields
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.report import notebook_parameters, resolve_notebook
-from ragnb.retrieval import RetrievalEvaluationConfig
+from ragnb.report.render import notebook_parameters, resolve_notebook
+from ragnb.studies.retrieval import RetrievalEvaluationConfig
 
 
 def test_from_namespace_takes_exactly_the_fields():

@@ -22,13 +22,13 @@ from openai_server import ChatAnswer, error
 from test_golden import PYDOCS, llm_config, small_beir
 from test_judge_crash import CHAT, answer, finish, start
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.errors import JudgeFailures, JudgeUnavailable
-from ragnb.golden import build_pipeline
 from ragnb.judge import OpenAIJudge
 from ragnb.judge.base import grade_requests as to_requests
-from ragnb.ledger import Ledger, PriceTable, count_message_tokens
 from ragnb.llm.calls import NAMESPACE
+from ragnb.llm.ledger import Ledger, PriceTable, count_message_tokens
+from ragnb.studies.golden import build_pipeline
 
 PRICES = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output": 4.0}}})
 
@@ -236,7 +236,7 @@ def test_a_torn_ledger_line_is_quarantined_and_the_next_entry_survives(tmp_path,
     led.close()
     with path.open("a", encoding="utf-8") as f:
         f.write('{"ts": "2025-01-01T00:00:00Z", "run_id": "x", "sta')  # a write cut short
-    with caplog.at_level(logging.WARNING, logger="ragnb.io"):
+    with caplog.at_level(logging.WARNING, logger="ragnb.io.files"):
         again = Ledger(path, prices=PRICES)
     assert again.torn_lines == 1 and len(again.entries) == 1
     assert str(path) in caplog.text and "torn" in caplog.text
@@ -259,7 +259,7 @@ def test_a_torn_cache_value_is_a_miss_logged_with_the_cache_path(openai_server, 
     blob = judge.cache.get(NAMESPACE, key)
     judge.cache.put(NAMESPACE, key, blob[: len(blob) // 2])  # torn
     again = make_judge(openai_server, tmp_path, cache=Cache(tmp_path / "cache"))
-    with caplog.at_level(logging.WARNING, logger="ragnb.cache"):
+    with caplog.at_level(logging.WARNING, logger="ragnb.core.cache"):
         df = again.grade_many(items(4))
     assert df["valid"].all() and df["grade"].tolist() == first["grade"].tolist()
     assert df["cached"].tolist() == [True, True, False, True]

@@ -9,9 +9,9 @@ from scipy import stats as sps
 
 from ragnb import ppi
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.io import read_beir
-from ragnb.retrieve import BM25Retriever
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.files import read_beir
+from ragnb.retrievers.retrieve import BM25Retriever
 
 T = sps.t.ppf  # Student quantile
 

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from test_measures_graded import naive, naive_weights, ranked_lists, scale
 
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.io import read_beir
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.files import read_beir
 from ragnb.measures import parse_measure
 from ragnb.measures.graded import map_grades
 from ragnb.measures.proc import ideal_reorder, proc_table
-from ragnb.retrieve import BM25Retriever
+from ragnb.retrievers.retrieve import BM25Retriever
 
 NA = math.nan
 

@@ -1,4 +1,4 @@
-"""Synthetic queries (ragnb.llm.querygen): generation through the chat client, the
+"""Synthetic queries (ragnb.studies.retrieval.querygen): generation through the chat client, the
 round-trip filter, near-duplicate removal, the written BEIR folder, cache and ledger."""
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.errors import InputError
-from ragnb.io import read_beir
-from ragnb.ledger import Ledger
+from ragnb.io.files import read_beir
 from ragnb.llm import ChatClient
-from ragnb.llm.querygen import (
+from ragnb.llm.ledger import Ledger
+from ragnb.llm.transport import RetryPolicy
+from ragnb.studies.retrieval.querygen import (
     QUERYGEN_STAGE,
     QueryGenerator,
     dedupe,
@@ -27,7 +28,6 @@ from ragnb.llm.querygen import (
     synthetic_notice,
     write_synthetic,
 )
-from ragnb.transport import RetryPolicy
 
 CORPUS = pd.DataFrame(
     {
@@ -357,8 +357,8 @@ def test_real_model_writes_one_query_per_passage_in_each_style(
 ):
     import re
 
-    from ragnb.llm.querygen import STYLES, sample_passages
-    from ragnb.readers import read_corpus
+    from ragnb.io.readers import read_corpus
+    from ragnb.studies.retrieval.querygen import STYLES, sample_passages
 
     passages = sample_passages(read_corpus(scifact_path / "corpus.jsonl"), 3, seed=0)
     client = ChatClient(

@@ -18,14 +18,14 @@ import pytest
 from openai_server import ChatAnswer, RateLimited, openai_duration, rerank_answer
 from scripted_judging import items, passage_number, scripted_judge
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.embed import OpenAIEmbedder
 from ragnb.errors import InputError
 from ragnb.judge import OpenAIJudge
-from ragnb.ledger import Ledger, PriceTable, count_message_tokens
 from ragnb.llm import ChatClient
+from ragnb.llm.ledger import Ledger, PriceTable, count_message_tokens
+from ragnb.llm.transport import RateLimiter, RetryPolicy, rate_limiter, reset_seconds
 from ragnb.rerank import HTTPReranker
-from ragnb.transport import RateLimiter, RetryPolicy, rate_limiter, reset_seconds
 
 CHAT = "/v1/chat/completions"
 PRICES = PriceTable.from_dict({"models": {"judge-test": {"input": 1.0, "output": 4.0}}})
@@ -434,9 +434,9 @@ def test_golden_set_parameters_rpm_and_tpm_reach_the_judge(openai_server, tmp_pa
     # server admitting 15 requests per second, and the run folder's ledger shows the waits
     from test_golden_drift import grade_request_answer
 
-    from ragnb.golden import GoldenSetConfig
-    from ragnb.golden.judging import make_judge as golden_judge
-    from ragnb.golden.pipeline import build_pipeline
+    from ragnb.studies.golden import GoldenSetConfig
+    from ragnb.studies.golden.judging import make_judge as golden_judge
+    from ragnb.studies.golden.pipeline import build_pipeline
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-rpm")
     limited = RateLimited(grade_request_answer, requests=15, window=1.0)

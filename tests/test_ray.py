@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.clq.chunking import Chunker, chunk_corpus
-from ragnb.clq.grid import SweepGrid
-from ragnb.clq.ray_executor import RayExecutor
-from ragnb.clq.sweep import cap_dataset, run_sweep
 from ragnb.embed import make_embedder
 from ragnb.embed.distributed import embed_corpus_ray
-from ragnb.io import read_beir, read_parquet
+from ragnb.io.files import read_beir, read_parquet
+from ragnb.studies.clq.chunking import Chunker, chunk_corpus
+from ragnb.studies.clq.grid import SweepGrid
+from ragnb.studies.clq.ray_executor import RayExecutor
+from ragnb.studies.clq.sweep import cap_dataset, run_sweep
 
 PYDOCS = Path(__file__).resolve().parents[1] / "data" / "pydocs"
 GRID = dict(

@@ -1,5 +1,6 @@
-"""Small shared helpers: ragnb.readers.iter_run_lines, ragnb.validation (convert_entry, the
-positive-integer and required-column checks), ragnb.evaluate.wide_values / aggregate_means."""
+"""Small shared helpers: ragnb.io.readers.iter_run_lines, ragnb.core.validation (convert_entry, the
+positive-integer and required-column checks), ragnb.evaluation.evaluate.wide_values /
+aggregate_means."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import ragnb.evaluate
-import ragnb.validation
+import ragnb.core.validation
+import ragnb.evaluation.evaluate
+from ragnb.core.validation import check_positive_int, check_positive_ints, convert_entry
 from ragnb.errors import InputError
-from ragnb.evaluate import aggregate_means, wide_values
-from ragnb.readers import iter_run_lines, read_run
-from ragnb.validation import check_positive_int, check_positive_ints, convert_entry
+from ragnb.evaluation.evaluate import aggregate_means, wide_values
+from ragnb.io.readers import iter_run_lines, read_run
 
 
 def test_iter_run_lines_yields_checked_lines_and_skips_blanks(tmp_path):
@@ -54,7 +55,7 @@ def test_convert_entry_names_query_and_document():
     with pytest.raises(InputError, match="grade of 'd7' is not an integer: 'x'") as info:
         convert_entry(int, "x", "q3", "d7", "grade", "an integer")
     assert info.value.query_id == "q3"
-    assert doctest.testmod(ragnb.validation).failed == 0
+    assert doctest.testmod(ragnb.core.validation).failed == 0
 
 
 def test_positive_integer_checks_take_integers_only():
@@ -74,13 +75,13 @@ def test_positive_integer_checks_take_integers_only():
 
 
 def test_studies_check_columns_and_integers_through_the_validation_module():
-    """The checks that used to be written inline now come from ragnb.validation: the same
+    """The checks that used to be written inline now come from ragnb.core.validation: the same
     wording everywhere, naming the first missing column."""
-    from ragnb.diagnostics.ablations import summarize_ablations
-    from ragnb.golden.labelling import calibration_sample
     from ragnb.measures.proc import proc_table
     from ragnb.stats import top_k_agreement
-    from ragnb.whatif.grid import grid_measures
+    from ragnb.studies.diagnostics.ablations import summarize_ablations
+    from ragnb.studies.golden.labelling import calibration_sample
+    from ragnb.studies.whatif.grid import grid_measures
 
     with pytest.raises(InputError, match="the margins frame lacks column") as info:
         summarize_ablations(pd.DataFrame({"ablation": ["x"], "run": [0]}))
@@ -101,10 +102,10 @@ def test_studies_check_columns_and_integers_through_the_validation_module():
 def test_config_integers_are_checked_not_truncated():
     """A count given as 2.7 is refused, not truncated to 2: the CLQ pool sizes, the chunks sent
     to the generator and a golden set's Judged@K cutoffs."""
-    from ragnb.clq.cost import CostModel
-    from ragnb.clq.grid import SweepGrid
-    from ragnb.golden import GoldenPipeline
     from ragnb.judge import NoisyJudge
+    from ragnb.studies.clq.cost import CostModel
+    from ragnb.studies.clq.grid import SweepGrid
+    from ragnb.studies.golden import GoldenPipeline
 
     assert SweepGrid(pool_ks=[50.0, 100]).pool_ks == [50, 100]
     for bad in ([2.7], [0], ["50"]):
@@ -147,4 +148,4 @@ def test_wide_values_orders_rows_and_columns():
     assert list(wide_values(long, ["P@5"], ["b", "a"]).index) == ["b", "a"]
     agg = pd.DataFrame({"measure": ["R@5", "P@5"], "value": [0.75, 0.3]})
     assert aggregate_means(agg) == {"R@5": 0.75, "P@5": 0.3}
-    assert doctest.testmod(ragnb.evaluate).failed == 0
+    assert doctest.testmod(ragnb.evaluation.evaluate).failed == 0

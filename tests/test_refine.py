@@ -1,5 +1,6 @@
-"""S6 listwise refinement (ragnb.golden.refine): hand-computed PL updates, lock rules, topological
-order, the stopping rules, budgets, determinism, and convergence with a noiseless judge."""
+"""S6 listwise refinement (ragnb.studies.golden.refine): hand-computed PL updates, lock rules,
+topological order, the stopping rules, budgets, determinism, and convergence with a noiseless
+judge."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragnb.errors import InputError
-from ragnb.golden.refine import (
+from ragnb.studies.golden.refine import (
     HISTORY_COLUMNS,
     LockGraph,
     RefineConfig,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ragnb.paths import display_path
-from ragnb.report import build_index, redact_local_paths, render_report
+from ragnb.core.paths import display_path
+from ragnb.report.render import build_index, redact_local_paths, render_report
 
 REPO = Path(__file__).resolve().parents[1]
 USER = "zqalice7"  # a user name that appears nowhere else
@@ -88,7 +88,7 @@ def test_paths_given_to_a_notebook_outside_project_and_home_are_shown_by_name(
 
 
 def test_provenance_block_names_the_dataset_folder_by_display_path(tmp_path, monkeypatch):
-    from ragnb.tables import provenance_markdown
+    from ragnb.report.tables import provenance_markdown
 
     monkeypatch.setenv("HOME", str(tmp_path / "home" / USER))
     folder = f"/srv/{USER}-data/synthetic"
@@ -98,7 +98,7 @@ def test_provenance_block_names_the_dataset_folder_by_display_path(tmp_path, mon
 
 
 def test_cache_summary_names_its_file_under_home_as_tilde(tmp_path, monkeypatch):
-    from ragnb.cache import Cache
+    from ragnb.core.cache import Cache
 
     home = tmp_path / "home" / USER
     monkeypatch.setenv("HOME", str(home))
@@ -111,7 +111,7 @@ def test_cache_summary_names_its_file_under_home_as_tilde(tmp_path, monkeypatch)
 
 
 def test_default_author_table_names_its_dataset_without_a_local_path():
-    from ragnb.diagnostics.author_tables import default_author_table
+    from ragnb.studies.diagnostics.author_tables import default_author_table
 
     source = default_author_table().attrs["source"]
     assert source.endswith("works: data/pydocs"), source

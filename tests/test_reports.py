@@ -11,7 +11,7 @@ import pytest
 from browser import check_offline_render
 
 from ragnb.errors import InputError
-from ragnb.report import render_report, resolve_notebook
+from ragnb.report.render import render_report, resolve_notebook
 
 
 def test_unknown_parameter_is_an_error(tmp_path):
@@ -132,7 +132,7 @@ def test_scifact_report_draws_offline_in_chromium(scifact_report, tmp_path):
 
 def _small_beir(src: Path, dst: Path, n_queries: int = 8) -> Path:
     """The first ``n_queries`` judged queries of ``src`` and only the documents they judge."""
-    from ragnb.io import read_beir, write_jsonl, write_qrels
+    from ragnb.io.files import read_beir, write_jsonl, write_qrels
 
     data = read_beir(src)
     qids = sorted(data.qrels["query_id"].unique())[:n_queries]
@@ -184,7 +184,7 @@ def test_export_drops_live_widgets_so_nothing_loads_from_a_cdn(tmp_path):
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-    from ragnb.report import WIDGET_VIEW, export_html
+    from ragnb.report.render import WIDGET_VIEW, export_html
 
     view = {"model_id": "abc", "version_major": 2, "version_minor": 0}
     cell = new_code_cell(

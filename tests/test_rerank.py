@@ -17,11 +17,11 @@ import pandas as pd
 import pytest
 from openai_server import ChatAnswer, error, malformed, rerank_answer, rerank_score
 
-from ragnb.cache import Cache
-from ragnb.engine import sort_run
+from ragnb.core.cache import Cache
 from ragnb.errors import InputError
+from ragnb.frames.index import sort_run
 from ragnb.judge import OpenAIJudge
-from ragnb.ledger import Ledger, PriceTable
+from ragnb.llm.ledger import Ledger, PriceTable
 from ragnb.rerank import (
     CrossEncoderReranker,
     EmbedderRescorer,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragnb.report import render_report
+from ragnb.report.render import render_report
 
 FUSION = "wsum/z-score(0.3,0.7)"
 

@@ -6,8 +6,13 @@ from __future__ import annotations
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.retrieval import RetrievalEvaluationConfig, run
-from ragnb.retrieve import BM25Retriever, DenseRetriever, check_retrievers, make_retriever
+from ragnb.retrievers.retrieve import (
+    BM25Retriever,
+    DenseRetriever,
+    check_retrievers,
+    make_retriever,
+)
+from ragnb.studies.retrieval import RetrievalEvaluationConfig, run
 
 
 def test_retriever_kinds() -> None:

@@ -1,4 +1,5 @@
-"""ragnb.retrieve: RRF by hand, BM25 by hand and on SciFact, dense retrieval through the cache.
+"""ragnb.retrievers.retrieve: RRF by hand, BM25 by hand and on SciFact, dense retrieval through the
+cache.
 
 The dense tests embed about 150 short passages of the embedded sample ``data/pydocs`` once with
 the default MiniLM model into a fresh cache folder; every later retriever on that folder must
@@ -17,11 +18,11 @@ import pytest
 
 from ragnb.embed import make_embedder
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.frames import check_run
-from ragnb.fusion import fuse, rrf
-from ragnb.io import read_beir
-from ragnb.retrieve import (
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.frames.schema import check_run
+from ragnb.io.files import read_beir
+from ragnb.retrievers.fusion import fuse, rrf
+from ragnb.retrievers.retrieve import (
     BM25Retriever,
     DenseRetriever,
     HybridRetriever,
@@ -404,7 +405,7 @@ def test_hybrid_is_rrf_of_bm25_and_dense(dense_cold):
 
 
 def test_hybrid_takes_a_fusion_method_and_weights(dense_cold):
-    """The hybrid run is ragnb.fusion.fuse of the two depth-20 runs (weights BM25, dense)."""
+    """The hybrid run is ragnb.retrievers.fusion.fuse of the two depth-20 runs (BM25, dense)."""
     corpus, queries = dense_cold["corpus"], dense_cold["queries"]
     embedder = make_embedder(cache_dir=dense_cold["cache_dir"], progress=False)
     dense = DenseRetriever(embedder).index(corpus)

@@ -1,4 +1,4 @@
-"""Tests of ragnb.sample_data: the pydocs dataset built from the standard library's docstrings."""
+"""ragnb.io.sample_data: the pydocs dataset built from the standard library's docstrings."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import ragnb.io
-from ragnb import sample_data
-from ragnb.io import read_beir, read_json
-from ragnb.sample_data import RELATED, build_sample
+import ragnb.io.files
+from ragnb.io import sample_data
+from ragnb.io.files import read_beir, read_json
+from ragnb.io.sample_data import RELATED, build_sample
 
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "pydocs"
 FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "README.md", "recipe.json")
@@ -180,7 +180,7 @@ def test_interrupted_build_keeps_the_old_dataset(
     def crash(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ragnb.io, "write_qrels", crash)  # build_sample imports it lazily
+    monkeypatch.setattr(ragnb.io.files, "write_qrels", crash)  # build_sample imports it lazily
     with pytest.raises(KeyboardInterrupt):
         build_sample(out, seed=1)
     assert {name: (out / name).read_bytes() for name in FILES} == before

@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.io import read_beir
+from ragnb.io.files import read_beir
 from ragnb.measures import map_grades, ra_nwg
-from ragnb.retrieval import RetrievalEvaluationConfig
-from ragnb.retrieval.sensitivity import ranwg_sensitivity, sensitivity_wide
-from ragnb.retrieve import BM25Retriever
+from ragnb.retrievers.retrieve import BM25Retriever
+from ragnb.studies.retrieval import RetrievalEvaluationConfig
+from ragnb.studies.retrieval.sensitivity import ranwg_sensitivity, sensitivity_wide
 
 
 def _flip_case():

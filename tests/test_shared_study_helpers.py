@@ -1,5 +1,5 @@
 """Helpers that several studies share: the two rule sets of the denoiser, the ablated runs of the
-name ablations, and the line chart, small multiples and value tooltip of ragnb.charts."""
+name ablations, and the line chart, small multiples and value tooltip of ragnb.report.charts."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 from test_diagnostics import NAMES, small_table
 
-from ragnb.charts import line_chart, panels, value_tooltip
-from ragnb.diagnostics import ABLATIONS, add_noise, denoise, make_bundles
-from ragnb.diagnostics.ablations import ablated_runs
 from ragnb.errors import InputError
+from ragnb.report.charts import line_chart, panels, value_tooltip
 from ragnb.rewrite import RULES, denoise_query
+from ragnb.studies.diagnostics import ABLATIONS, add_noise, denoise, make_bundles
+from ragnb.studies.diagnostics.ablations import ablated_runs
 
 NOISY = "Hi! Quick question: Can forests regulate the climate? Thanks! 🙏"
 

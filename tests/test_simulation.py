@@ -11,8 +11,9 @@ import pytest
 from scipy.stats import norm
 
 from ragnb.errors import InputError
-from ragnb.golden.simulated_judge import window_starts
-from ragnb.golden.simulation import (
+from ragnb.io.files import read_beir
+from ragnb.studies.golden.simulated_judge import window_starts
+from ragnb.studies.golden.simulation import (
     FRAME_COLUMNS,
     METRICS,
     NoisyUtilityRanker,
@@ -24,7 +25,6 @@ from ragnb.golden.simulation import (
     sliding_window_rank,
     summarise,
 )
-from ragnb.io import read_beir
 
 
 @pytest.fixture(scope="module")

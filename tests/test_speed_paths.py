@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import check_qrels, check_run, qrels_from_dict, run_from_dict
+from ragnb.frames.index import sort_run
+from ragnb.frames.schema import check_qrels, check_run, qrels_from_dict, run_from_dict
 from ragnb.measures import prepare
 from ragnb.measures.kernel import PER_QUERY_FIELDS
 

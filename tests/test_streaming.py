@@ -1,4 +1,4 @@
-"""Streaming evaluation of run files (ragnb.streaming): identical to the in-memory path."""
+"""Streaming evaluation of run files (ragnb.evaluation.streaming): equal to the in-memory path."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from ragnb.cli import main
+from ragnb.cli.main import main
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.readers import read_qrels, read_run
-from ragnb.streaming import evaluate_file, iter_query_blocks
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.evaluation.streaming import evaluate_file, iter_query_blocks
+from ragnb.io.readers import read_qrels, read_run
 
 MEASURES = ["nDCG@10", "P@10", "R@100", "MAP", "MRR", "NumRet", "NumRelRet"]
 
@@ -171,7 +171,7 @@ RUN_LAYOUTS = {
 def test_columnar_run_reader_reads_every_layout_as_read_run(layout, tmp_path):
     import gzip
 
-    from ragnb.streaming import read_run_columnar
+    from ragnb.evaluation.streaming import read_run_columnar
 
     path = tmp_path / ("run.txt.gz" if layout == "gzipped" else "run.txt")
     text = RUN_LAYOUTS[layout]
@@ -195,7 +195,7 @@ def test_columnar_run_reader_reads_every_layout_as_read_run(layout, tmp_path):
 
 
 def test_columnar_qrels_reader_reads_plain_qrels_and_names_a_duplicates_lines(tmp_path):
-    from ragnb.streaming import read_qrels_columnar
+    from ragnb.evaluation.streaming import read_qrels_columnar
 
     path = tmp_path / "qrels.txt"
     path.write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d1 1\n")
@@ -210,7 +210,7 @@ def test_columnar_qrels_reader_reads_plain_qrels_and_names_a_duplicates_lines(tm
 
 
 def test_columnar_run_reader_rejects_a_bad_line_with_its_file_and_line(tmp_path):
-    from ragnb.streaming import read_run_columnar
+    from ragnb.evaluation.streaming import read_run_columnar
 
     path = tmp_path / "run.txt"
     path.write_text(PLAIN_RUN + "q3 Q0 d1 1\n")

@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from ragnb.protocol import StudyResult, export_tables, skipped
-from ragnb.report import notebook_parameters
-from ragnb.studies import STUDIES, study, sync_parameters
+from ragnb.report.protocol import StudyResult, export_tables, skipped
+from ragnb.report.render import notebook_parameters
+from ragnb.studies.registry import STUDIES, study, sync_parameters
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -82,7 +82,7 @@ TINY: dict[str, Callable[[Path], tuple[Any, dict[str, Any]]]] = {}
 
 
 def _tiny_retrieval(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
-    from ragnb.retrieval import RetrievalEvaluationConfig
+    from ragnb.studies.retrieval import RetrievalEvaluationConfig
 
     config = RetrievalEvaluationConfig(
         retrievers=["bm25"], depth=10, cutoffs=[1, 5, 10], proc_pool=10, n_resamples=100
@@ -94,7 +94,7 @@ TINY["retrieval"] = _tiny_retrieval
 
 
 def _tiny_diagnostics(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
-    from ragnb.diagnostics import DiagnosticsConfig
+    from ragnb.studies.diagnostics import DiagnosticsConfig
 
     config = DiagnosticsConfig(
         embedders=["wordllama"],
@@ -118,7 +118,7 @@ TINY["diagnostics"] = _tiny_diagnostics
 
 
 def _tiny_whatif(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
-    from ragnb.whatif import WhatIfConfig
+    from ragnb.studies.whatif import WhatIfConfig
 
     config = WhatIfConfig(
         retrievers=["bm25"],
@@ -135,7 +135,7 @@ TINY["whatif"] = _tiny_whatif
 
 
 def _tiny_golden(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
-    from ragnb.golden import GoldenSetConfig
+    from ragnb.studies.golden import GoldenSetConfig
 
     sizes = {"max_queries": 3, "depth": 5, "min_pool": 5, "top_n": 3, "sim_queries": 2}
     simulated = {"sim_noise_levels": [1.0], "sim_budgets": [1.0]}
@@ -174,7 +174,7 @@ def test_each_study_answers_the_protocol(entry, tmp_path):
 
 
 def _tiny_clq(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
-    from ragnb.clq import ClqTradeoffsConfig
+    from ragnb.studies.clq import ClqTradeoffsConfig
 
     config = ClqTradeoffsConfig(
         embedders=["wordllama"],
@@ -195,7 +195,7 @@ def _tiny_clq(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
 
 
 def _tiny_correlation(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
-    from ragnb.correlation import CorrelationConfig
+    from ragnb.studies.correlation import CorrelationConfig
 
     config = CorrelationConfig(
         embedders=["wordllama"],

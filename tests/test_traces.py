@@ -16,14 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.cli import main
+from ragnb.cli.main import main
 from ragnb.errors import InputError
-from ragnb.golden.from_traces import TRACE_SYSTEM_PREFIX, trace_source
-from ragnb.interop import read_traces as interop_read_traces
-from ragnb.io import read_beir
-from ragnb.readers import read_run
-from ragnb.retrieve import BM25Retriever
-from ragnb.traces import (
+from ragnb.io.files import read_beir
+from ragnb.io.interop import read_traces as interop_read_traces
+from ragnb.io.readers import read_run
+from ragnb.io.traces import (
     BAD_SPAN_CAUSES,
     otlp_request,
     query_key,
@@ -31,6 +29,8 @@ from ragnb.traces import (
     retriever_span,
     write_example_traces,
 )
+from ragnb.retrievers.retrieve import BM25Retriever
+from ragnb.studies.golden.from_traces import TRACE_SYSTEM_PREFIX, trace_source
 
 PYDOCS = Path(__file__).resolve().parents[1] / "data" / "pydocs"
 DEPTH = 5
@@ -306,8 +306,8 @@ def test_notebook_01_compares_the_production_run_with_the_retrievers_on_the_gold
 ):
     """Notebook 02 from traces exports the golden qrels and the production runs; notebook 01
     evaluates those runs beside its own retrievers on the golden qrels."""
-    from ragnb import golden, retrieval
-    from ragnb.readers import read_qrels
+    from ragnb.io.readers import read_qrels
+    from ragnb.studies import golden, retrieval
 
     export = tmp_path / "golden"
     config = golden.GoldenSetConfig(

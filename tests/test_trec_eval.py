@@ -16,18 +16,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.cli import main as cli_main
+from ragnb.cli.main import main as cli_main
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.measures import Measure, parse_measure
-from ragnb.readers import read_qrels, read_run
-from ragnb.trec_eval import (
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.evaluation.trec_eval import (
     MEASURE_SETS,
     expand_measure_names,
     parse_options,
     run_trec_eval,
     trec_eval_measure,
 )
+from ragnb.io.readers import read_qrels, read_run
+from ragnb.measures import Measure, parse_measure
 
 DATA = Path(__file__).parent / "data" / "trec_eval"
 MEAS_PARAMS = (

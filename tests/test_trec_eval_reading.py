@@ -18,9 +18,9 @@ import warnings
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.readers import c_atof, c_atol, read_qrels, read_run
-from ragnb.streaming import read_qrels_columnar
-from ragnb.trec_eval import run_trec_eval
+from ragnb.evaluation.streaming import read_qrels_columnar
+from ragnb.evaluation.trec_eval import run_trec_eval
+from ragnb.io.readers import c_atof, c_atol, read_qrels, read_run
 
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 1\n"
 RUN = "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.4 t\nq2 Q0 d3 1 0.3 t\n"

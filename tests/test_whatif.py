@@ -8,12 +8,12 @@ import pandas as pd
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.io import read_beir, write_run
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.files import read_beir, write_run
 from ragnb.measures import map_grades
-from ragnb.retrieve import BM25Retriever
-from ragnb.whatif.charts import rank_bump_chart, what_if_chart
-from ragnb.whatif.grid import (
+from ragnb.retrievers.retrieve import BM25Retriever
+from ragnb.studies.whatif.charts import rank_bump_chart, what_if_chart
+from ragnb.studies.whatif.grid import (
     DEFAULT_ALPHAS,
     chart_rows,
     combine,
@@ -23,7 +23,7 @@ from ragnb.whatif.grid import (
     slider_table,
     top_changes,
 )
-from ragnb.whatif.study import WhatIfConfig, load_runs
+from ragnb.studies.whatif.study import WhatIfConfig, load_runs
 
 KS = [1, 3, 5, 10, 20]
 ALPHAS = [0.0, 0.25, 0.5, 0.75, 1.0]
@@ -174,7 +174,7 @@ def test_rank_table_and_top_changes_by_hand():
     pq = pd.DataFrame(rows, columns=["retriever", "alpha", "value"]).assign(
         dataset="d", family="F", k=5, measure=lambda f: "F@5", query_id="q"
     )
-    from ragnb.whatif.grid import WhatIfFrames
+    from ragnb.studies.whatif.grid import WhatIfFrames
 
     fr = WhatIfFrames(pq, (5,), (0.0, 0.5, 1.0), ("F",))
     ranks = rank_table(fr, ["F"])
@@ -223,7 +223,7 @@ def test_load_runs(tmp_path, pydocs):
 
 def test_combine_datasets(frames):
     other = frames.per_query.assign(dataset="pydocs-copy")
-    from ragnb.whatif.grid import WhatIfFrames
+    from ragnb.studies.whatif.grid import WhatIfFrames
 
     both = combine([frames, WhatIfFrames(other, frames.ks, frames.alphas, frames.families)])
     assert both.datasets == ["pydocs", "pydocs-copy"]
@@ -252,9 +252,9 @@ def test_slider_chart_spec(frames):
 def test_doctests():
     import doctest
 
-    import ragnb.whatif.grid
-    import ragnb.whatif.study
+    import ragnb.studies.whatif.grid
+    import ragnb.studies.whatif.study
 
-    results = [doctest.testmod(m) for m in (ragnb.whatif.grid, ragnb.whatif.study)]
+    results = [doctest.testmod(m) for m in (ragnb.studies.whatif.grid, ragnb.studies.whatif.study)]
     result = doctest.TestResults(sum(r.failed for r in results), sum(r.attempted for r in results))
     assert result.attempted >= 5 and result.failed == 0

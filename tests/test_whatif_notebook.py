@@ -11,11 +11,11 @@ import nbformat
 import pytest
 from browser import check_offline_render, open_offline
 
-from ragnb.io import read_beir
-from ragnb.paths import project_root
-from ragnb.readers import read_run
-from ragnb.report import render_report, resolve_notebook
-from ragnb.whatif.grid import precompute
+from ragnb.core.paths import project_root
+from ragnb.io.files import read_beir
+from ragnb.io.readers import read_run
+from ragnb.report.render import render_report, resolve_notebook
+from ragnb.studies.whatif.grid import precompute
 
 NOTEBOOK = "06_what_if"
 
@@ -31,7 +31,7 @@ def test_notebook_is_committed_without_outputs():
 # tables, the Output widget's text and an independent evaluation of the same run.
 MOVE_SLIDER = """
 import json
-from ragnb.evaluate import evaluate
+from ragnb.evaluation.evaluate import evaluate
 before = widget.table.copy()
 text_before = widget.output.outputs[0]["data"]["text/plain"]
 widget.k_slider.value = 20
@@ -117,7 +117,7 @@ def test_interactive_frontend_follows_the_requests_allow_stdin():
         for allow in (True, False):
             lines: list[str] = []
             kc.execute_interactive(
-                "from ragnb.whatif.widgets import interactive_frontend\n"
+                "from ragnb.studies.whatif.widgets import interactive_frontend\n"
                 "print(interactive_frontend())",
                 allow_stdin=allow,
                 output_hook=lambda msg, lines=lines: lines.append(msg["content"].get("text", "")),

@@ -1,4 +1,4 @@
-"""ragnb.whatif.widgets: the what-if view as a function, and the ipywidgets controls over it."""
+"""ragnb.studies.whatif.widgets: the what-if view as a function, and the ipywidgets controls."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.io import read_beir
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.io.files import read_beir
 from ragnb.measures import map_grades
-from ragnb.retrieve import BM25Retriever
-from ragnb.whatif.grid import WhatIfFrames, combine, precompute
-from ragnb.whatif.widgets import WhatIfWidget, interactive_frontend, view
+from ragnb.retrievers.retrieve import BM25Retriever
+from ragnb.studies.whatif.grid import WhatIfFrames, combine, precompute
+from ragnb.studies.whatif.widgets import WhatIfWidget, interactive_frontend, view
 
 
 @pytest.fixture(scope="module")

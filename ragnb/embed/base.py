@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragnb.validation import check_positive_int, l2_normalise
+from ragnb.core.validation import check_positive_int, l2_normalise
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -1,6 +1,6 @@
 """The cache every embedding goes through: :class:`CachedEmbedder` wraps any backend.
 
-Every text is looked up in :class:`ragnb.cache.Cache` under the key (model id, model
+Every text is looked up in :class:`ragnb.core.cache.Cache` under the key (model id, model
 parameters, kind, SHA-256 of the text), all in one bulk read; only the misses go to the backend,
 in batches, with a progress bar, and their vectors are written in bulk (one transaction per call,
 or per ``flush_seconds`` of a long call), so the cache adds next to nothing to the backend's time.
@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ragnb.cache import Cache
+from ragnb.core.cache import Cache
+from ragnb.core.validation import check_int_at_least
 from ragnb.embed.base import Embedder, Kind
-from ragnb.validation import check_int_at_least
 
 __all__ = ["KEY_PARTS", "NAMESPACE", "CachedEmbedder"]
 
@@ -36,7 +36,7 @@ class CachedEmbedder:
     ----------
     backend : Embedder
     cache : Cache, optional
-        Default: a :class:`~ragnb.cache.Cache` at the default location.
+        Default: a :class:`~ragnb.core.cache.Cache` at the default location.
     progress : bool, default True
         Show a tqdm progress bar (on stderr) while the backend embeds misses.
     flush_seconds : float, default 60
@@ -86,8 +86,8 @@ class CachedEmbedder:
         return self._keys([text], kind)[0]
 
     def _keys(self, texts: Sequence[str], kind: Kind) -> list[str]:
-        """The cache key of every text: :func:`ragnb.cache.make_key` of (model, params, kind,
-        :func:`ragnb.cache.text_hash` of the text), the JSON of the shared parts made once.
+        """The cache key of every text: :func:`ragnb.core.cache.make_key` of (model, params, kind,
+        :func:`ragnb.core.cache.text_hash` of the text), the JSON of the shared parts made once.
 
         ``text_sha256`` sorts last among the key parts, so the canonical JSON of ``make_key`` is
         that of the other parts with it appended.

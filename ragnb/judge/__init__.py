@@ -14,7 +14,7 @@ Judges
     Any OpenAI-compatible chat endpoint (``base_url``) through a :class:`ragnb.llm.ChatClient`;
     editable prompt templates (:mod:`ragnb.llm.prompts`), strict parsing with one reminder,
     bounded concurrency, retries honouring ``Retry-After``, the project cache, a cost ledger
-    (:mod:`ragnb.ledger`).
+    (:mod:`ragnb.llm.ledger`).
 :class:`QrelsJudge`, :class:`NoisyJudge`
     Offline: existing labels, labels plus noise (:mod:`ragnb.judge.offline`).
 :class:`EnsembleJudge`, :class:`SelfConsistentJudge`

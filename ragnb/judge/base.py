@@ -471,7 +471,7 @@ class Judge(ABC):
         """One result per request, same order."""
 
     def plan(self, items: Any, *, kind: str = "grade", stage: str | None = None) -> list[Any]:
-        """The LLM calls a job would make (see :func:`ragnb.ledger.estimate`): none offline."""
+        """The LLM calls a job would make (see :func:`ragnb.llm.ledger.estimate`): none offline."""
         (grade_requests if kind == "grade" else rank_requests)(items)
         return []
 

@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragnb.core.validation import require_columns
 from ragnb.errors import InputError
+from ragnb.judge.agreement import check_bootstrap, percentile_interval, resampled_sums
 from ragnb.judge.base import Judge, rank_requests
 from ragnb.measures.kernel import as_qrels_frame
-from ragnb.stats.agreement import check_bootstrap, percentile_interval, resampled_sums
-from ragnb.validation import require_columns
 
 __all__ = [
     "BIAS_COLUMNS",

@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
+from ragnb.judge.agreement import STATISTICS, krippendorff_alpha_coders, weighted_kappa
 from ragnb.judge.base import Judge
 from ragnb.judge.ensemble import EnsembleGrades, EnsembleJudge
-from ragnb.stats.agreement import STATISTICS, krippendorff_alpha_coders, weighted_kappa
 
 __all__ = ["SELF_AGREEMENT", "SelfConsistentJudge", "self_agreement"]
 
@@ -80,7 +80,7 @@ class SelfConsistentJudge(EnsembleJudge):
     answered samples from the cache), :meth:`grade_members` returns each sample's frame
     beside the combined one (for :func:`self_agreement`), :meth:`rank` orders a batch by the
     samples' mean position. :meth:`plan` lists every sample's calls, so
-    :func:`ragnb.ledger.estimate` prices them all.
+    :func:`ragnb.llm.ledger.estimate` prices them all.
 
     References
     ----------

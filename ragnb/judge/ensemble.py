@@ -6,7 +6,7 @@ cache and ledger exactly as alone (an answered call is cached once and never sen
 failed call is not cached and is sent again on the next run); the ensemble's grade is the
 members' majority vote or their rounded mean grade (:func:`combine_grades`), and the members'
 grades stay available (:meth:`EnsembleJudge.grade_members`) so their agreement can be measured
-(:func:`ragnb.golden.ensemble_agreement`).
+(:func:`ragnb.studies.golden.ensemble_agreement`).
 
 Bergum's post answers "Why didn't you try more LLMs to have more judges, like an ensemble of
 judges?" with "That is certainly an option, to use majority voting for example"; this is that
@@ -289,7 +289,7 @@ class EnsembleJudge(Judge):
         )
 
     def plan(self, items: Any, *, kind: str = "grade", stage: str | None = None) -> list[Any]:
-        """Every member's planned calls (see :func:`ragnb.ledger.estimate`), member by member."""
+        """Every member's planned calls (:func:`ragnb.llm.ledger.estimate`), member by member."""
         return [c for m in self.members for c in m.plan(items, kind=kind, stage=stage)]
 
     # -- the verbs

@@ -9,8 +9,8 @@ the rest:
   are sent, and the judge options the call carries); neither the API key nor the base URL is
   part of it;
 - **sending them** (the client): the cache first, then bounded concurrency through the one HTTP
-  transport (:mod:`ragnb.transport`), one reminder of the answer format after an invalid
-  answer, every HTTP request in the cost ledger (:class:`~ragnb.ledger.Ledger`);
+  transport (:mod:`ragnb.llm.transport`), one reminder of the answer format after an invalid
+  answer, every HTTP request in the cost ledger (:class:`~ragnb.llm.ledger.Ledger`);
 - **reading answers** (here): strict parsing by the template (an invalid answer is never
   coerced) into :class:`~ragnb.judge.GradeResult` and :class:`~ragnb.judge.RankResult` rows.
 
@@ -39,9 +39,9 @@ from ragnb.judge.base import (
     grade_requests,
     rank_requests,
 )
-from ragnb.ledger import PlannedCall
 from ragnb.llm.calls import CONSTRAINED, CallResult, LLMCall, response_format
 from ragnb.llm.client import ChatClient, ClientSettings, fill_client_doc
+from ragnb.llm.ledger import PlannedCall
 from ragnb.llm.prompts import LABELS, PromptTemplate, load_prompt
 
 __all__ = ["DEFAULT_JUDGE_MODEL", "OpenAIJudge"]
@@ -368,7 +368,7 @@ class OpenAIJudge(Judge):
 
     def plan(self, items: Any, *, kind: str = "grade", stage: str | None = None) -> list[Any]:
         """The calls :meth:`grade_many` (``kind="grade"``) or :meth:`rank_many` would make, with
-        whether each is cached: what :func:`ragnb.ledger.estimate` prices."""
+        whether each is cached: what :func:`ragnb.llm.ledger.estimate` prices."""
         if kind == "grade":
             calls = self._grade_calls(grade_requests(items))
         elif kind == "rank":
@@ -378,7 +378,7 @@ class OpenAIJudge(Judge):
         return self.plan_calls(calls, stage)
 
     def plan_calls(self, calls: Sequence[LLMCall], stage: str | None = None) -> list[PlannedCall]:
-        """:class:`~ragnb.ledger.PlannedCall` rows for ``calls``
+        """:class:`~ragnb.llm.ledger.PlannedCall` rows for ``calls``
         (:meth:`ragnb.llm.ChatClient.plan_calls`)."""
         return self.client.plan_calls(calls, stage)
 

@@ -11,7 +11,7 @@ prompt rather than at a generated answer:
    query ``support``, ``partial_support`` or ``not_support`` (``window`` nuggets per call);
 3. :func:`nugget_qrels` turns the two frames into nugget qrels (subtopic qrels with an
    ``importance`` column, :mod:`ragnb.measures.nuggets`), which
-   :func:`ragnb.evaluate.evaluate` reads for ``NuggetRecall@K`` (and its ``vital`` and
+   :func:`ragnb.evaluation.evaluate.evaluate` reads for ``NuggetRecall@K`` (and its ``vital`` and
    ``partial`` variants).
 
 Every call goes through a :class:`~ragnb.llm.ChatClient`: cached (a second run sends nothing),
@@ -74,7 +74,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.io import cell_for_spreadsheet, cell_from_spreadsheet, write_table_csv
+from ragnb.io.files import cell_for_spreadsheet, cell_from_spreadsheet, write_table_csv
 from ragnb.llm.calls import CONSTRAINED, CallResult, LLMCall, response_format
 from ragnb.llm.client import ChatClient
 from ragnb.llm.prompts import PromptTemplate, load_prompt
@@ -520,7 +520,7 @@ def _top_pairs(run: pd.DataFrame | Mapping[str, pd.DataFrame], k: int) -> list[t
 
 
 def nugget_qrels(nuggets: pd.DataFrame, assignments: pd.DataFrame) -> pd.DataFrame:
-    """Nugget qrels for :func:`ragnb.evaluate.evaluate` (``NuggetRecall@K``).
+    """Nugget qrels for :func:`ragnb.evaluation.evaluate.evaluate` (``NuggetRecall@K``).
 
     Parameters
     ----------

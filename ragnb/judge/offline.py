@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragnb.core.provenance import sha256_json
 from ragnb.errors import InputError
 from ragnb.judge.base import GradeRequest, GradeResult, Judge, RankRequest, RankResult, check_sample
-from ragnb.provenance import sha256_json
 
 __all__ = ["NoisyJudge", "QrelsJudge"]
 
 
 def _labels(qrels: Any) -> dict[tuple[str, str], int]:
-    from ragnb.frames import check_qrels, qrels_from_dict
+    from ragnb.frames.schema import check_qrels, qrels_from_dict
 
     if isinstance(qrels, Mapping):
         qrels = qrels_from_dict(qrels)

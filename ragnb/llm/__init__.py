@@ -2,8 +2,8 @@
 
 Every LLM use of ragnb sends its calls through a :class:`ChatClient`: the judge
 (:class:`ragnb.judge.OpenAIJudge` grades and ranks on one), query rewriting
-(:class:`ragnb.rewrite.LLMRewriter`), synthetic queries (:mod:`ragnb.llm.querygen`), the Primer
-answers (:func:`ragnb.correlation.generate.generate_graded`), claim extraction
+(:class:`ragnb.rewrite.LLMRewriter`), synthetic queries (notebook 01),
+the Primer answers (:func:`ragnb.studies.correlation.generate.generate_graded`), claim extraction
 (:func:`ragnb.context.llm_context_recall`) and listwise reranking
 (:class:`ragnb.rerank.LLMListwiseReranker`, through a judge).
 
@@ -19,12 +19,10 @@ Modules
     The provider's batch API (``batch=True``): one batch per job, resumed after a crash.
 :mod:`ragnb.llm.client`
     :class:`ChatClient`, the settings in one place (retries as one
-    :class:`~ragnb.transport.RetryPolicy`).
+    :class:`~ragnb.llm.transport.RetryPolicy`).
 :mod:`ragnb.llm.server`
     :class:`LocalLLMServer`, a llama.cpp server on 127.0.0.1 with a packaged model; its
     :meth:`~LocalLLMServer.client_options` set up a client in one call.
-:mod:`ragnb.llm.querygen`
-    Synthetic queries for a corpus without any.
 
 Examples
 --------

@@ -41,10 +41,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragnb.io import atomic_write
-from ragnb.lazylibs import require
-from ragnb.provenance import safe_url
-from ragnb.transport import GaveUp, RateLimiter, RetryPolicy, call, http_client
+from ragnb.core.lazylibs import require
+from ragnb.core.provenance import safe_url
+from ragnb.io.files import atomic_write
+from ragnb.llm.transport import GaveUp, RateLimiter, RetryPolicy, call, http_client
 
 __all__ = [
     "BATCH_STATES",
@@ -218,7 +218,7 @@ class BatchAPI:
 
         Raises
         ------
-        ragnb.transport.GaveUp
+        ragnb.llm.transport.GaveUp
             When the upload or the creation failed after every attempt (nothing was billed;
             the state file is removed).
         """

@@ -33,7 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ragnb.cache import make_key
+from ragnb.core.cache import make_key
+from ragnb.errors import RagnbError
 from ragnb.llm.prompts import PromptTemplate
 
 __all__ = [
@@ -111,7 +112,7 @@ class Audit:
 
     @property
     def total_tokens(self) -> int:
-        """``input_tokens + output_tokens`` (read by :mod:`ragnb.golden.refine` to cap budgets)."""
+        """``input_tokens + output_tokens`` (what refinement reads to cap its budget)."""
         return self.input_tokens + self.output_tokens
 
     def audit(self) -> dict[str, Any]:
@@ -407,7 +408,7 @@ def expected_grade(
     return sum(g * p for g, p in probs.items()) / total
 
 
-class _Malformed(ValueError):
+class _Malformed(RagnbError, ValueError):
     """A 2xx body that is JSON but not a chat completion (retried like a truncated body)."""
 
 

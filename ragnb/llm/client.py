@@ -3,14 +3,14 @@
 A :class:`ChatClient` renders prompt templates (:mod:`ragnb.llm.prompts`) into
 :class:`~ragnb.llm.calls.LLMCall` objects with their cache keys and sends them
 (:class:`~ragnb.llm.sender.CallSender`): the cache first, then bounded concurrency through the one
-HTTP transport (:mod:`ragnb.transport`: retries, Retry-After, backoff, circuit breaker,
+HTTP transport (:mod:`ragnb.llm.transport`: retries, Retry-After, backoff, circuit breaker,
 redaction), one reminder of the answer format after an invalid answer, every HTTP request in the
-cost ledger (:class:`~ragnb.ledger.Ledger`), every final answer cached at once.
+cost ledger (:class:`~ragnb.llm.ledger.Ledger`), every final answer cached at once.
 
 Every LLM use of ragnb goes through it: the judge (:class:`ragnb.judge.OpenAIJudge`, which adds
 grading), query rewriting (:class:`ragnb.rewrite.LLMRewriter`), synthetic queries
-(:class:`ragnb.llm.querygen.QueryGenerator`), the Primer answers
-(:func:`ragnb.correlation.generate.generate_graded`), claim extraction
+(:class:`ragnb.studies.retrieval.querygen.QueryGenerator`), the Primer answers
+(:func:`ragnb.studies.correlation.generate.generate_graded`), claim extraction
 (:func:`ragnb.context.llm_context_recall`) and nugget creation and assignment
 (:mod:`ragnb.judge.nuggets`).
 """
@@ -21,10 +21,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
-from ragnb.cache import Cache
-from ragnb.docstrings import doc_filler
+from ragnb.core.cache import Cache
+from ragnb.core.docstrings import doc_filler
+from ragnb.core.provenance import safe_url
 from ragnb.errors import InputError
-from ragnb.ledger import Ledger, PlannedCall
 from ragnb.llm.calls import (
     INFLIGHT_NAMESPACE,
     KEY_PARTS,
@@ -33,10 +33,15 @@ from ragnb.llm.calls import (
     LLMCall,
     build_call,
 )
+from ragnb.llm.ledger import Ledger, PlannedCall
 from ragnb.llm.prompts import PromptTemplate
 from ragnb.llm.sender import CallSender
-from ragnb.provenance import safe_url
-from ragnb.transport import DEFAULT_RETRY, RetryPolicy, check_request_params, check_retry_settings
+from ragnb.llm.transport import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    check_request_params,
+    check_retry_settings,
+)
 
 __all__ = ["CLIENT_ENTRIES", "ChatClient", "ClientSettings", "fill_client_doc"]
 
@@ -67,7 +72,7 @@ CLIENT_ENTRIES: dict[str, str] = {
         "rpm, tpm : float, optional\n"
         "    Requests and prompt tokens per minute at most (None: no budget of its own). One\n"
         "    budget per endpoint (base URL + model) for the whole process, shared by every\n"
-        "    thread and client of it (:func:`ragnb.transport.rate_limiter`): token buckets\n"
+        "    thread and client of it (:func:`ragnb.llm.transport.rate_limiter`): token buckets\n"
         "    charged one request and its counted prompt tokens, a burst of one second's worth.\n"
         "    The server's ``x-ratelimit-remaining-*`` and ``x-ratelimit-reset-*`` headers are\n"
         "    followed where it sends them; a 429 halves the allowed rate and each answer raises\n"
@@ -93,7 +98,7 @@ CLIENT_ENTRIES: dict[str, str] = {
         "batch_poll_s : float, default 30.0\n    Seconds between two polls of a batch in progress."
     ),
     "retry": (
-        "retry : RetryPolicy, default ragnb.transport.DEFAULT_RETRY\n"
+        "retry : RetryPolicy, default ragnb.llm.transport.DEFAULT_RETRY\n"
         "    Per message: HTTP requests at most (first try + retries after faults; the\n"
         "    reminder is a new message with its own attempts), seconds per request, the\n"
         "    exponential backoff when the server gives no ``Retry-After``, and the longest\n"
@@ -110,7 +115,8 @@ CLIENT_ENTRIES: dict[str, str] = {
     ),
     "cache": (
         "cache : Cache, optional\n"
-        "    Default: a :class:`~ragnb.cache.Cache` in ``cache_dir`` (default location if None)."
+        "    Default: a :class:`~ragnb.core.cache.Cache` in ``cache_dir`` (default location if\n"
+        "    None)."
     ),
     "ledger": (
         "ledger : Ledger, optional\n    Default: an in-memory ledger with the shipped price table."
@@ -237,7 +243,7 @@ class ChatClient:
         if not isinstance(model, str) or not model:
             raise InputError(f"model must be a non-empty string, got {model!r}")
         if not isinstance(retry, RetryPolicy):
-            raise InputError(f"retry must be a ragnb.transport.RetryPolicy, got {retry!r}")
+            raise InputError(f"retry must be a ragnb.llm.transport.RetryPolicy, got {retry!r}")
         check_retry_settings({"concurrency": concurrency}, {"batch_poll_s": batch_poll_s})
         params = check_request_params(request_params, ("model", "messages", "stream", "n"))
         self.model = model
@@ -370,9 +376,9 @@ class ChatClient:
         )
 
     def plan_calls(self, calls: Sequence[LLMCall], stage: str | None = None) -> list[PlannedCall]:
-        """:class:`~ragnb.ledger.PlannedCall` rows for ``calls`` (what :func:`ragnb.ledger.estimate`
-        prices): one per distinct prompt (a prompt repeated in a job is sent once), flagged when
-        its answer is cached."""
+        """:class:`~ragnb.llm.ledger.PlannedCall` rows for ``calls`` (what
+        :func:`ragnb.llm.ledger.estimate` prices): one per distinct prompt (a prompt repeated in a
+        job is sent once), flagged when its answer is cached."""
         unique: dict[str, LLMCall] = {}
         for c in calls:
             unique.setdefault(c.key, c)

@@ -669,7 +669,7 @@ class PromptTemplate:
         InputError
             On malformed YAML or an invalid template (naming the file).
         """
-        from ragnb.io import read_yaml
+        from ragnb.io.files import read_yaml
 
         return cls.from_dict(read_yaml(path), path=str(path))
 

@@ -5,14 +5,14 @@ How one call is sent
 1. A cache hit is returned at once (``cached=True``, listed in the ledger at cost 0).
 2. Otherwise the key is marked *in flight* in the cache (namespace ``judge-inflight``) and the
    request is sent, at most ``concurrency`` at a time (asyncio, ``openai.AsyncOpenAI`` with the
-   client's own retries off), through :mod:`ragnb.transport`: 408, 409, 429, 5xx, timeouts,
+   client's own retries off), through :mod:`ragnb.llm.transport`: 408, 409, 429, 5xx, timeouts,
    dropped connections and unparseable bodies are retried after the server's Retry-After or a
    jittered backoff, at most ``max_attempts`` requests per message. A 429's wait also pauses
    every other request. Before each request, the endpoint's rate limiter
-   (:class:`ragnb.transport.RateLimiter`: ``rpm``, ``tpm``, the server's ``x-ratelimit-*``
+   (:class:`ragnb.llm.transport.RateLimiter`: ``rpm``, ``tpm``, the server's ``x-ratelimit-*``
    headers, AIMD after a 429) says how long to wait; the ledger line of the request records
    the seconds it waited (``wait_s``). A 429 is retried, never recorded as an answer. A
-   job-wide circuit breaker (:class:`ragnb.transport.CircuitBreaker`)
+   job-wide circuit breaker (:class:`ragnb.llm.transport.CircuitBreaker`)
    stops the whole job after ``max_connection_failures`` connection failures in a row (nothing
    answers at that URL) or one 401, 403 or 404 (the key, the URL or the model is wrong): the
    calls not yet answered are reported ``failed`` with that reason at once, and
@@ -25,7 +25,7 @@ How one call is sent
    it is final, so a crash loses only the calls in flight. A call that ends ``failed`` (no
    answer) is not cached: the next run sends it again. A call sent again although an earlier
    run had marked it in flight is flagged ``repeated`` (in the result and the ledger). A cached
-   value that does not decode (torn) is a miss, reported by :meth:`ragnb.cache.Cache.corrupt`
+   value that does not decode (torn) is a miss, reported by :meth:`ragnb.core.cache.Cache.corrupt`
    with the cache file's path, and overwritten by the fresh answer.
 
 Request options
@@ -48,13 +48,13 @@ batch API instead (:mod:`ragnb.llm.batch`): each gets a write-ahead ledger line 
 call the batch did not answer is ``failed``, not cached, and submitted again by the next run. A
 batch an earlier run submitted (its state file beside the cache) is resumed, not paid twice.
 
-Every HTTP request is appended to the :class:`~ragnb.ledger.Ledger` twice: a ``pending`` line
+Every HTTP request is appended to the :class:`~ragnb.llm.ledger.Ledger` twice: a ``pending`` line
 before it is sent (write-ahead, with the prompt's token count and the template's expected answer
 length) and its outcome (attempt number, status, usage tokens, the prompt tokens the provider
 read from its prompt cache) when it ends. An answer without
-``usage`` is costed from local token counts (:func:`ragnb.ledger.count_message_tokens`) and
+``usage`` is costed from local token counts (:func:`ragnb.llm.ledger.count_message_tokens`) and
 flagged ``usage_estimated``. Requests an earlier run left pending (killed in flight) are
-reconciled (:meth:`ragnb.ledger.Ledger.reconcile`) when this run sends their prompt again.
+reconciled (:meth:`ragnb.llm.ledger.Ledger.reconcile`) when this run sends their prompt again.
 """
 
 from __future__ import annotations
@@ -69,10 +69,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ragnb.cache import Cache
-from ragnb.errors import JudgeUnavailable
-from ragnb.lazylibs import require
-from ragnb.ledger import Ledger, count_message_tokens, count_tokens
+from ragnb.core.cache import Cache
+from ragnb.core.lazylibs import require
+from ragnb.core.provenance import safe_url
+from ragnb.errors import JudgeUnavailable, RagnbError
 from ragnb.llm.batch import BatchAPI, BatchState, failed_reason, line_answer
 from ragnb.llm.calls import (
     INFLIGHT_NAMESPACE,
@@ -85,8 +85,8 @@ from ragnb.llm.calls import (
     read_completion,
     read_logprobs,
 )
-from ragnb.provenance import safe_url
-from ragnb.transport import (
+from ragnb.llm.ledger import Ledger, count_message_tokens, count_tokens
+from ragnb.llm.transport import (
     CircuitBreaker,
     Fault,
     GaveUp,
@@ -116,7 +116,7 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
         return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]
 
 
-class _Failed(Exception):
+class _Failed(RagnbError):
     """No answer for a message after every allowed attempt."""
 
     def __init__(self, reason: str) -> None:
@@ -200,10 +200,10 @@ class CallSender:
         "json_schema", "logprobs": 5}``), named in the error when a server rejects them.
     health_check : callable, optional
         Says why the server cannot answer (a crashed local server) after a connection
-        failure; a reason stops the job at once (:class:`~ragnb.transport.CircuitBreaker`).
+        failure; a reason stops the job at once (:class:`~ragnb.llm.transport.CircuitBreaker`).
     rpm, tpm : float, optional
         Requests and prompt tokens per minute at most for the endpoint (base URL + model),
-        shared by every client of it in the process (:func:`ragnb.transport.rate_limiter`).
+        shared by every client of it in the process (:func:`ragnb.llm.transport.rate_limiter`).
     batch : bool, default False
         Send the uncached calls of a run as one batch of the provider's batch API.
     batch_poll_s : float, default 30.0
@@ -825,8 +825,8 @@ class CallSender:
         self, stage: str, kind: str, call: LLMCall, attempt: int, repeated: bool
     ) -> dict[str, Any]:
         """The keywords that name one request (or cache hit) on its ledger lines: the same on
-        its pending line (:meth:`ragnb.ledger.Ledger.begin`) and its outcome
-        (:meth:`~ragnb.ledger.Ledger.record`)."""
+        its pending line (:meth:`ragnb.llm.ledger.Ledger.begin`) and its outcome
+        (:meth:`~ragnb.llm.ledger.Ledger.record`)."""
         return {
             "stage": stage,
             "model": self.model,

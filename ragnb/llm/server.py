@@ -51,9 +51,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragnb.core.validation import check_int_at_least, check_positive_int
 from ragnb.errors import InputError
-from ragnb.transport import RetryPolicy
-from ragnb.validation import check_int_at_least, check_positive_int
+from ragnb.llm.transport import RetryPolicy
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -471,7 +471,7 @@ class LocalLLMServer:
             ``model`` (the name the server serves), ``base_url``, ``api_key``
             (:data:`LOCAL_API_KEY`), ``health_check`` (:meth:`failure`: a crash ends the job at
             once, named as a crash), ``concurrency`` 1 (the server answers one request at a
-            time) and ``retry``: the default :class:`~ragnb.transport.RetryPolicy` with
+            time) and ``retry``: the default :class:`~ragnb.llm.transport.RetryPolicy` with
             :data:`LOCAL_TIMEOUT` seconds per request.
 
         Raises

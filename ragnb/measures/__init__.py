@@ -38,7 +38,7 @@ NuggetRec. NuggetRecall@K: nuggets supported in the top K /     :mod:`.nuggets`
 Binary measures take ``rel`` (default 1, trec_eval's relevance level): ``P(rel=2)@10``.
 
 Usage: :func:`parse_measure` for names, :func:`prepare` for the shared arrays, and
-:func:`ragnb.evaluate.evaluate` for tables.
+:func:`ragnb.evaluation.evaluate.evaluate` for tables.
 """
 
 from ragnb.measures import (  # noqa: F401

@@ -146,8 +146,8 @@ class MeasureFamily:
     summary : str
         One line, with the formula.
     aggregate : {"mean", "sum", "gmean"}
-        How :func:`ragnb.evaluate.evaluate` aggregates the per-query values: the macro mean, the
-        sum over queries (trec_eval's and ir_measures' ``num_ret``, ``num_rel``), or the
+        How :func:`ragnb.evaluation.evaluate.evaluate` aggregates the per-query values: the macro
+        mean, the sum over queries (trec_eval's and ir_measures' ``num_ret``, ``num_rel``), or the
         geometric mean of the values floored at 1e-5 (trec_eval's ``gm_map``, ``gm_bpref``).
     """
 

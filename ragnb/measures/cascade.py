@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, top_k

@@ -49,9 +49,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ragnb.engine import sort_run
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder
+from ragnb.frames.index import sort_run
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import REL, Measure, MeasureFamily, register_alias, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import (
@@ -337,7 +337,8 @@ def pooled_qrels(
     ----------
     {{qrels}}
     runs : mapping of str to run, or sequence of runs
-        The runs being compared (frames or dicts, as for :func:`ragnb.evaluate.evaluate`).
+        The runs being compared (frames or dicts, as for
+        :func:`ragnb.evaluation.evaluate.evaluate`).
     k : int, optional
         Pool only the top ``k`` of each run (the depth the systems are compared at); default all.
     {{order}}

@@ -3,14 +3,13 @@
 Subtopic qrels
 --------------
 A frame with columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance`` (int): one row per
-(query, subtopic, document) judgement, as the TREC Web track's diversity qrels
-``qid subtopic docid rel`` (ir_measures reads the subtopic from the TREC ``iteration`` column).
-A document relevant to several subtopics has several rows. An optional column ``importance``
-(``"vital"`` or ``"okay"``, one value per query and subtopic) marks the subtopics a good answer
-must hold: nugget qrels (:mod:`ragnb.measures.nuggets`) carry it; without the column every
-subtopic is vital. For the other measures
-:func:`ragnb.evaluate.evaluate` reads the document-level qrels these imply: each (query, document)
-with its largest grade over the subtopics (:func:`document_qrels`).
+(query, subtopic, document) judgement, as the TREC Web track's diversity qrels ``qid subtopic docid
+rel`` (ir_measures reads the subtopic from the TREC ``iteration`` column). A document relevant to
+several subtopics has several rows. An optional column ``importance`` (``"vital"`` or ``"okay"``,
+one value per query and subtopic) marks the subtopics a good answer must hold: nugget qrels
+(:mod:`ragnb.measures.nuggets`) carry it; without the column every subtopic is vital. For the other
+measures :func:`ragnb.evaluation.evaluate.evaluate` reads the document-level qrels these imply: each
+(query, document) with its largest grade over the subtopics (:func:`document_qrels`).
 
 Measure
 -------
@@ -39,7 +38,14 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder, require_columns
+from ragnb.frames.schema import (
+    IMPORTANCE_COLUMN,
+    IMPORTANCE_LEVELS,
+    SUBTOPIC_COLUMNS,
+    RunOrder,
+    check_subtopic_qrels,
+    document_qrels,
+)
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.functions import Run, fill_doc
 from ragnb.measures.kernel import RankingArrays, dcg, extend_arrays, prepare, ranked_cells, safe_div
@@ -53,12 +59,6 @@ __all__ = [
     "document_qrels",
     "prepare_subtopics",
 ]
-
-#: Columns of a subtopic qrels frame.
-SUBTOPIC_COLUMNS = ("query_id", "subtopic", "doc_id", "relevance")
-#: The optional column of a subtopic qrels frame naming each subtopic's importance, its values.
-IMPORTANCE_COLUMN = "importance"
-IMPORTANCE_LEVELS = ("vital", "okay")
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,82 +83,6 @@ class SubtopicArrays(RankingArrays):
     pool_grades: np.ndarray
     subtopics: np.ndarray
     vital: np.ndarray
-
-
-def _check_subtopic_qrels(qrels: pd.DataFrame) -> pd.DataFrame:
-    if not isinstance(qrels, pd.DataFrame):
-        raise InputError(
-            f"subtopic qrels must be a DataFrame with columns {list(SUBTOPIC_COLUMNS)}, got "
-            f"{type(qrels).__name__}"
-        )
-    require_columns(qrels, SUBTOPIC_COLUMNS, "subtopic qrels frame")
-    if not pd.api.types.is_integer_dtype(qrels["relevance"]):
-        raise InputError("subtopic qrels grades must be integers", column="relevance")
-    frame = pd.DataFrame({c: qrels[c] for c in SUBTOPIC_COLUMNS})
-    frame[IMPORTANCE_COLUMN] = _importance(qrels)
-    for col in ("query_id", "subtopic", "doc_id"):
-        if frame[col].isna().any():
-            row = int(np.flatnonzero(frame[col].isna().to_numpy())[0])
-            raise InputError(f"subtopic qrels row {row} has no {col}", column=col)
-        frame[col] = frame[col].astype(str)
-    dup = frame.duplicated(["query_id", "subtopic", "doc_id"])
-    if dup.any():
-        row = frame[dup].iloc[0]
-        raise InputError(
-            f"subtopic qrels judge doc {row['doc_id']!r} twice for subtopic {row['subtopic']!r}",
-            query_id=row["query_id"],
-        )
-    if len(frame) == 0:
-        raise InputError("subtopic qrels hold no judgements; nothing to evaluate")
-    levels = frame.groupby(["query_id", "subtopic"], sort=False)[IMPORTANCE_COLUMN].nunique()
-    if (levels > 1).any():
-        query_id, subtopic = levels.index[int(np.flatnonzero(levels.to_numpy() > 1)[0])]
-        raise InputError(
-            f"subtopic {subtopic!r} is both vital and okay; give it one importance",
-            query_id=query_id,
-            column=IMPORTANCE_COLUMN,
-        )
-    return frame
-
-
-def _importance(qrels: pd.DataFrame) -> pd.Series:
-    """The ``importance`` column checked (``"vital"`` where absent)."""
-    if IMPORTANCE_COLUMN not in qrels.columns:
-        return pd.Series(IMPORTANCE_LEVELS[0], index=qrels.index, dtype=object)
-    values = qrels[IMPORTANCE_COLUMN]
-    bad = ~values.isin(IMPORTANCE_LEVELS).to_numpy()
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            f"subtopic qrels row {row}: importance {values.iloc[row]!r} is not one of "
-            f"{list(IMPORTANCE_LEVELS)}",
-            column=IMPORTANCE_COLUMN,
-        )
-    return values.astype(object)
-
-
-def document_qrels(subtopic_qrels: pd.DataFrame) -> pd.DataFrame:
-    """Document-level qrels of subtopic qrels: each (query, document) with its largest grade.
-
-    Parameters
-    ----------
-    subtopic_qrels : DataFrame
-        Columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance``.
-
-    Returns
-    -------
-    DataFrame
-        Columns ``query_id``, ``doc_id`` (str), ``relevance`` (int64), sorted by query and document.
-
-    Raises
-    ------
-    InputError
-        Missing columns, non-integer grades, or a (query, subtopic, document) judged twice.
-    """
-    frame = _check_subtopic_qrels(subtopic_qrels)
-    out = frame.groupby(["query_id", "doc_id"], sort=True, as_index=False)["relevance"].max()
-    out["relevance"] = out["relevance"].astype(np.int64)
-    return out
 
 
 def prepare_subtopics(
@@ -186,7 +110,7 @@ def prepare_subtopics(
     InputError
         On malformed subtopic qrels or run.
     """
-    frame = _check_subtopic_qrels(subtopic_qrels)
+    frame = check_subtopic_qrels(subtopic_qrels)
     arrays = prepare(document_qrels(frame), run, order=order, depth=depth)
     n_q = arrays.n_queries
     row_of = pd.Index(arrays.query_ids).get_indexer(frame["query_id"])

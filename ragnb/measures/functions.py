@@ -14,8 +14,8 @@ from typing import TypeAlias
 import numpy as np
 import pandas as pd
 
-from ragnb.docstrings import doc_filler
-from ragnb.frames import RunOrder
+from ragnb.core.docstrings import doc_filler
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import Measure
 from ragnb.measures.kernel import prepare
 
@@ -45,7 +45,7 @@ DOC_ENTRIES: dict[str, str] = {
     "k_optional": "k : int, optional\n    Cutoff K >= 1; default (None) the whole run.",
     "rel": "rel : int, default 1\n    A judged document with grade >= ``rel`` is relevant.",
     "order": 'order : {"score", "file"}, default "score"\n'
-    "    Run ordering, see :func:`ragnb.engine.sort_run`.",
+    "    Run ordering, see :func:`ragnb.frames.index.sort_run`.",
     "mean": "float in [0, 1]\n    Macro mean of the per-query values.",
     "bad_input": "InputError\n    On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.",
     # references cited word for word by several measures
@@ -56,7 +56,7 @@ DOC_ENTRIES: dict[str, str] = {
     "ref_dallaire_2_4": ".. [1] Dallaire, arXiv:2511.09545, Section 2.4.",
 }
 #: Expands the ``{{name, ...}}`` lines of a measure's docstring from :data:`DOC_ENTRIES`
-#: (:func:`ragnb.docstrings.doc_filler`); an unknown name raises KeyError at import time.
+#: (:func:`ragnb.core.docstrings.doc_filler`); an unknown name raises KeyError at import time.
 fill_doc = doc_filler(DOC_ENTRIES)
 
 

@@ -49,7 +49,7 @@ from functools import partial
 import numpy as np
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, row_steps, safe_div, sum_at, top_k

@@ -16,8 +16,8 @@ Scale conventions
 
 Measures
 --------
-Values are per query; a NA is NaN, which :func:`ragnb.evaluate.evaluate` leaves out of the macro
-mean and counts out of ``n_valid``.
+Values are per query; a NA is NaN, which :func:`ragnb.evaluation.evaluate.evaluate` leaves out of
+the macro mean and counts out of ``n_valid``.
 
 ``RA-nWG@K``
     Rarity-aware normalised weighted gain: the weights ``w_g`` of the top K over the K largest
@@ -55,7 +55,7 @@ import yaml
 from numpy.typing import ArrayLike
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder, check_qrels
+from ragnb.frames.schema import RunOrder, check_qrels
 from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, as_qrels_frame

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import (
     REL,
     Measure,
@@ -185,7 +185,8 @@ def bpref(
     Returns
     -------
     float in [0, 1]
-        Macro mean of the per-query values (shape (n_queries,) in :func:`ragnb.evaluate`).
+        Macro mean of the per-query values (shape (n_queries,) in
+        :func:`ragnb.evaluation.evaluate`).
 
     {{Raises: bad_input}}
 

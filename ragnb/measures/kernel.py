@@ -8,9 +8,9 @@ Layout
 ------
 Rows are the queries of the qrels, sorted by ``query_id`` (string order). Columns of the ranked
 arrays are rank positions 0, 1, ..., ``depth - 1`` of the run in evaluation order (see
-:func:`ragnb.engine.sort_run`). A position the run does not fill holds grade 0, ``judged=False``
-and ``filled=False``; a retrieved document without a judgement holds grade 0, ``judged=False``,
-``filled=True``.
+:func:`ragnb.frames.index.sort_run`). A position the run does not fill holds grade 0,
+``judged=False`` and ``filled=False``; a retrieved document without a judgement holds grade 0,
+``judged=False``, ``filled=True``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ragnb.engine import (
+from ragnb.core.validation import check_positive_int
+from ragnb.errors import InputError
+from ragnb.frames.index import (
     CodedRun,
     JoinedRanks,
     QrelsIndex,
@@ -37,9 +39,7 @@ from ragnb.engine import (
     joined_ranks,
     kernels,
 )
-from ragnb.errors import InputError
-from ragnb.frames import RunOrder, check_qrels, check_run, qrels_from_dict, run_from_dict
-from ragnb.validation import check_positive_int
+from ragnb.frames.schema import RunOrder, check_qrels, check_run, qrels_from_dict, run_from_dict
 
 __all__ = [
     "RankingArrays",
@@ -615,7 +615,7 @@ def ranked_cells(
     order : {"score", "file"}
         The ordering policy the arrays were built with.
 
-    The run is put in evaluation order as row numbers (:func:`ragnb.engine.index_run`, as
+    The run is put in evaluation order as row numbers (:func:`ragnb.frames.index.index_run`, as
     :func:`prepare` orders it; no sorted copy of the frame); a row is kept when its query is one
     of ``arrays.query_ids`` and its rank is within ``arrays.depth``, and only the kept rows are
     taken from the frame.
@@ -715,7 +715,7 @@ def prepare(
     run : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``score``, or ``{query_id: {doc_id: score}}``.
     order : {"score", "file"}, default "score"
-        Ordering policy, see :func:`ragnb.engine.sort_run` (``"score"`` is trec_eval's: score
+        Ordering policy, see :func:`ragnb.frames.index.sort_run` (``"score"`` is trec_eval's: score
         descending, ties by ``doc_id`` descending).
     depth : int, optional
         Keep only the top ``depth`` ranks (the largest cutoff the measures need); default the whole
@@ -734,10 +734,10 @@ def prepare(
 
     Notes
     -----
-    No frame is sorted and no string column is hashed or sorted as a whole: both inputs are
-    grouped by query as row numbers (:func:`ragnb.engine.index_run`, ``index_qrels``), and each
+    No frame is sorted and no string column is hashed or sorted as a whole: both inputs are grouped
+    by query as row numbers (:func:`ragnb.frames.index.index_run`, ``index_qrels``), and each
     query's ranked documents are matched with its judgements by merging the two lists sorted by
-    ``doc_id``, in compiled code (:mod:`ragnb.groupsort`). Dicts of dicts are read directly,
+    ``doc_id``, in compiled code (:mod:`ragnb.frames.groupsort`). Dicts of dicts are read directly,
     without building frames.
 
     Examples

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragnb.frames import RunOrder
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import Measure, MeasureFamily, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, safe_div

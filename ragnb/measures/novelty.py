@@ -9,9 +9,9 @@
 Sources
 -------
 The source of each ranked document comes, in this order of precedence, from ``source_of`` (a
-``{doc_id: source}`` dict, a document it lacks being its own source, or a function of the id),
-from a ``source`` column of the run frame, or from :func:`default_source` (the id up to the first
-``#``, the ``<document>#<chunk>`` naming of chunked corpora). :func:`ragnb.evaluate.evaluate`
+``{doc_id: source}`` dict, a document it lacks being its own source, or a function of the id), from
+a ``source`` column of the run frame, or from :func:`default_source` (the id up to the first ``#``,
+the ``<document>#<chunk>`` naming of chunked corpora). :func:`ragnb.evaluation.evaluate.evaluate`
 computes ``RA-nWG-nov`` when the run frame has a ``source`` column or ``source_of`` is given.
 
 Changed in this version: before, the j-th repeat (by weight) weighed ``beta**j``; the paper's
@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.functions import Qrels, Run, aggregate_values
 from ragnb.measures.graded import (

@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.diversity import SubtopicArrays, prepare_subtopics
 from ragnb.measures.functions import Run, fill_doc

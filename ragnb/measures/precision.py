@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragnb.frames import RunOrder
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays
@@ -37,7 +37,8 @@ def precision_at_k(
     Returns
     -------
     float in [0, 1]
-        Macro mean of the per-query values (shape (n_queries,) in :func:`ragnb.evaluate`).
+        Macro mean of the per-query values (shape (n_queries,) in
+        :func:`ragnb.evaluation.evaluate`).
 
     Notes
     -----

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragnb.docstrings import doc_filler
-from ragnb.frames import RunOrder
+from ragnb.core.docstrings import doc_filler
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import ALPHA, REL, Measure, MeasureFamily, register_alias, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, dcg, safe_div
@@ -38,7 +38,7 @@ __all__ = [
 
 # ----------------------------------------------------------------------------- kernels
 
-#: numpydoc entries the kernels share (:func:`ragnb.docstrings.doc_filler`).
+#: numpydoc entries the kernels share (:func:`ragnb.core.docstrings.doc_filler`).
 _KERNEL_ENTRIES = {
     "arrays": "arrays : RankingArrays\n    The arrays of :func:`ragnb.measures.prepare`.",
     "k": "k : int\n    The cutoff K, >= 1.",
@@ -253,11 +253,11 @@ def f_estimated(
 
     Notes
     -----
-    ``F_e(alpha)@K = n_p / (alpha K + (1 - alpha) n_p(2K))`` with ``n_p(2K)`` the relevant
-    documents in the top 2K of the run, a crude estimate of ``N_p`` from the run alone [1]. Needs
-    2K ranks: a query whose run holds fewer than 2K documents gets a smaller estimate;
-    :func:`ragnb.evaluate` counts these queries (``counts["fe_short_runs"]``). A denominator of 0
-    gives 0.
+    ``F_e(alpha)@K = n_p / (alpha K + (1 - alpha) n_p(2K))`` with ``n_p(2K)`` the relevant documents
+    in the top 2K of the run, a crude estimate of ``N_p`` from the run alone [1]. Needs 2K ranks: a
+    query whose run holds fewer than 2K documents gets a smaller estimate;
+    :func:`ragnb.evaluation.evaluate` counts these queries (``counts["fe_short_runs"]``). A
+    denominator of 0 gives 0.
 
     References
     ----------

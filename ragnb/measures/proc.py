@@ -26,14 +26,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ragnb.engine import sort_run
+from ragnb.core.validation import check_positive_int
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder
+from ragnb.frames.index import sort_run
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import Measure, parse_measure, parse_measures
 from ragnb.measures.functions import fill_doc
 from ragnb.measures.graded import Qrels, Run, rarity_weights
 from ragnb.measures.kernel import as_qrels_frame, as_run_frame, prepare
-from ragnb.validation import check_positive_int
 
 __all__ = ["ProcResult", "ideal_reorder", "proc_table"]
 
@@ -90,7 +90,7 @@ def ideal_reorder(
         measure, or None, by grade.
     order : {"score", "file"}, default "score"
         How ``run`` is ordered before its top ``pool_depth`` are taken
-        (:func:`ragnb.engine.sort_run`).
+        (:func:`ragnb.frames.index.sort_run`).
 
     Returns
     -------

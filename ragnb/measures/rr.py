@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragnb.frames import RunOrder
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, first_true, safe_div

@@ -16,10 +16,10 @@ NumRelRet[@K]           relevant documents retrieved (summed)            ``NumRe
 NumRel                  relevant documents judged, N_p (summed)          ``num_rel``
 ======================= ================================================ =========================
 
-The three counts aggregate by **sum** over the queries, as trec_eval's ``all`` line and
-ir_measures do; :func:`ragnb.evaluate.evaluate` reports the sum for them and the macro mean for
-every other measure. Average precision (trec_eval ``map``, ``map_cut_K``; ir_measures ``AP``,
-``AP@K``) is :mod:`ragnb.measures.context`'s ``PR-AUC``, one implementation under both names.
+The three counts aggregate by **sum** over the queries, as trec_eval's ``all`` line and ir_measures
+do; :func:`ragnb.evaluation.evaluate.evaluate` reports the sum for them and the macro mean for every
+other measure. Average precision (trec_eval ``map``, ``map_cut_K``; ir_measures ``AP``, ``AP@K``) is
+:mod:`ragnb.measures.context`'s ``PR-AUC``, one implementation under both names.
 
 References
 ----------
@@ -38,7 +38,7 @@ from functools import partial
 
 import numpy as np
 
-from ragnb.frames import RunOrder
+from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import (
     REL,
     Measure,

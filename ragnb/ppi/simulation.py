@@ -15,8 +15,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ragnb.core.validation import check_positive_int
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder, check_qrels
+from ragnb.frames.schema import RunOrder, check_qrels
 from ragnb.measures import Measure, parse_measures
 from ragnb.ppi.means import check_alpha, ppi_estimate, srs_design, stratified_design
 from ragnb.ppi.systems import (
@@ -26,7 +27,6 @@ from ragnb.ppi.systems import (
     query_values,
     system_runs,
 )
-from ragnb.validation import check_positive_int
 
 #: The default simulated judge: P(judge grade = true grade + offset), clipped to the scale. A
 #: lenient, noisy labeller: right 55% of the time, one grade too high 25%, two too high 5%, one

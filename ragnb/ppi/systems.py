@@ -3,9 +3,9 @@
 :func:`ppi_system_estimates` applies eq. (1) of :mod:`ragnb.ppi.means` to retrieval measures in two
 designs. ``unit="query"``: the humans label whole queries (every pair the measures read); any
 per-query measure of :mod:`ragnb.measures` is computed on human and judge qrels by
-:func:`ragnb.evaluate.evaluate`, and the query is the unit. ``unit="pair"``: the humans label
-individual (query, document) pairs; only measures linear in the per-pair labels qualify (``P@K``,
-``Precision4+@K``, and DCG@K over a fixed normaliser: nDCG@K with the judge's ideal DCG,
+:func:`ragnb.evaluation.evaluate.evaluate`, and the query is the unit. ``unit="pair"``: the humans
+label individual (query, document) pairs; only measures linear in the per-pair labels qualify
+(``P@K``, ``Precision4+@K``, and DCG@K over a fixed normaliser: nDCG@K with the judge's ideal DCG,
 ``ndcg_ideal="judge"``). A system's measure is then ``sum_i a_i g(y_i)``: ``g`` a function of pair
 ``i``'s grade, ``a_i`` its weight in the mean over queries (0 for pairs the system did not rank in
 its top K), and the unit value is ``N a_i g(y_i)`` so that the measure is the mean of the unit
@@ -23,13 +23,13 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ragnb.engine import sort_run
+from ragnb.core.validation import require_columns
 from ragnb.errors import InputError
-from ragnb.evaluate import evaluate
-from ragnb.frames import RunOrder, check_qrels
+from ragnb.evaluation.evaluate import evaluate
+from ragnb.frames.index import sort_run
+from ragnb.frames.schema import RunOrder, check_qrels
 from ragnb.measures import Measure, parse_measures
 from ragnb.ppi.means import check_alpha, make_design, ppi_estimate
-from ragnb.validation import require_columns
 
 Unit = Literal["query", "pair"]
 
@@ -314,7 +314,7 @@ def query_values(
     queries: pd.Index,
     order: RunOrder,
 ) -> tuple[list[tuple[str, str]], np.ndarray]:
-    """Per-query values of every (system, measure), by :func:`ragnb.evaluate.evaluate`.
+    """Per-query values of every (system, measure), by :func:`ragnb.evaluation.evaluate.evaluate`.
 
     Parameters
     ----------
@@ -394,8 +394,8 @@ def ppi_system_estimates(
     (``unit="query"``) or the (query, document) pairs the systems rank in their top K for those
     queries (``unit="pair"``; a pair the judge did not grade counts as grade 0, unjudged). The
     labelled units are those of ``human_qrels``. The estimand is the measure computed with human
-    labels on the whole population, as :func:`ragnb.evaluate.evaluate` would with complete
-    human qrels.
+    labels on the whole population, as :func:`ragnb.evaluation.evaluate.evaluate` would with
+    complete human qrels.
 
     Parameters
     ----------

@@ -18,7 +18,7 @@ Rerankers (``make_reranker(spec)``), one module each beside :mod:`ragnb.rerank.b
     A sentence-transformers ``CrossEncoder`` scores each (query, passage) pair.
 ``"http:<model>"`` -> :class:`HTTPReranker` (:mod:`~ragnb.rerank.http`)
     A hosted reranker behind the common ``POST /rerank`` shape (Voyage, Cohere, Jina; TEI with
-    ``documents_field="texts"``), with retries (:mod:`ragnb.transport`) and the project cache.
+    ``documents_field="texts"``), with retries (:mod:`ragnb.llm.transport`) and the project cache.
 ``"llm:<model>"`` -> :class:`LLMListwiseReranker` (:mod:`~ragnb.rerank.listwise`)
     An LLM orders sliding windows of 20 candidates (overlap 10) from the bottom of the list to
     the top (RankGPT; SPEAR appendix E), through :class:`ragnb.judge.OpenAIJudge`'s ``rank`` verb.
@@ -26,7 +26,7 @@ Rerankers (``make_reranker(spec)``), one module each beside :mod:`ragnb.rerank.b
 Only the first stage's candidates are reordered: a reranker never adds documents. Dallaire
 (section 5.2) advises thinning near-duplicates before reranking, which
 :func:`suppress_near_duplicates` does (:mod:`~ragnb.rerank.dedup`). Token-metered rerankers are
-priced from the one price table (:mod:`ragnb.prices`).
+priced from the one price table (:mod:`ragnb.llm.prices`).
 
 References
 ----------
@@ -72,10 +72,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # RERANK_PRICES: the shipped price table (ragnb/prices.yaml, which holds the Voyage rerank
+    # RERANK_PRICES: the shipped price table (ragnb/llm/prices.yaml, which holds the Voyage rerank
     # prices), read when first asked for rather than at import
     if name == "RERANK_PRICES":
-        from ragnb.prices import PriceTable
+        from ragnb.llm.prices import PriceTable
 
         return PriceTable.load()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragnb.engine import sort_run
-from ragnb.errors import InputError
-from ragnb.validation import check_positive_int
+from ragnb.core.validation import check_positive_int
+from ragnb.errors import InputError, RerankError
+from ragnb.frames.index import sort_run
 
 __all__ = ["USAGE_KEYS", "CandidateGroup", "NoReranker", "RerankError", "Reranker"]
 
@@ -34,10 +34,6 @@ USAGE_KEYS = (
     "estimated_tokens",
     "failures",
 )
-
-
-class RerankError(RuntimeError):
-    """A hosted reranker gave no usable answer (after retries where they make sense)."""
 
 
 # ----------------------------------------------------------------------------- candidates

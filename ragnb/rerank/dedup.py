@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from ragnb.engine import sort_run
+from ragnb.core.validation import l2_normalise
 from ragnb.errors import InputError
-from ragnb.validation import l2_normalise
+from ragnb.frames.index import sort_run
 
 __all__ = ["suppress_near_duplicates"]
 

@@ -1,8 +1,8 @@
 """A hosted reranker behind the common ``POST /rerank`` shape (Voyage, Cohere, Jina, TEI).
 
-Requests go through the one HTTP transport (:mod:`ragnb.transport`: retries, Retry-After,
+Requests go through the one HTTP transport (:mod:`ragnb.llm.transport`: retries, Retry-After,
 backoff, redaction of the key) and the project cache; prices come from the one price table
-(:mod:`ragnb.prices`).
+(:mod:`ragnb.llm.prices`).
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ragnb.cache import Cache, make_key, text_hash
+from ragnb.core.cache import Cache, make_key, text_hash
+from ragnb.core.lazylibs import require
+from ragnb.core.provenance import safe_url
 from ragnb.errors import InputError
-from ragnb.lazylibs import require
-from ragnb.ledger import count_tokens
-from ragnb.prices import PriceTable
-from ragnb.provenance import safe_url
-from ragnb.rerank.base import CandidateGroup, Reranker, RerankError
-from ragnb.transport import (
+from ragnb.llm.ledger import count_tokens
+from ragnb.llm.prices import PriceTable
+from ragnb.llm.transport import (
     DEFAULT_RETRY,
     Fault,
     GaveUp,
@@ -36,6 +35,7 @@ from ragnb.transport import (
     http_client,
     rate_limiter,
 )
+from ragnb.rerank.base import CandidateGroup, Reranker, RerankError
 
 __all__ = ["KEY_PARTS", "NAMESPACE", "HTTPReranker", "parse_rerank_response"]
 
@@ -155,7 +155,7 @@ class HTTPReranker(Reranker):
         ``x-should-retry: false``), timeouts, dropped connections and unparseable (truncated)
         bodies are retried after the wait the server asks for (``Retry-After``), else
         ``backoff_base * 2**(retry - 1)`` seconds capped at ``backoff_max``, with jitter; other
-        errors stop at once (:mod:`ragnb.transport`).
+        errors stop at once (:mod:`ragnb.llm.transport`).
     backoff_base, backoff_max, max_retry_wait : float, seconds
         A server asking for a wait longer than ``max_retry_wait`` makes the call fail.
     concurrency : int, default 4
@@ -163,15 +163,15 @@ class HTTPReranker(Reranker):
     rpm, tpm : float, optional
         Requests and tokens per minute at most (None: no budget of its own), one budget per
         endpoint (base URL + model) shared by every thread and client of the process
-        (:func:`ragnb.transport.rate_limiter`); a request is charged its documents' and query's
+        (:func:`ragnb.llm.transport.rate_limiter`); a request is charged its documents' and query's
         tokens counted offline as in the Notes. The server's ``x-ratelimit-*`` headers are
         followed where it sends them, and a 429 lowers the allowed rate (AIMD) and is retried.
     cache : Cache or False, optional
         Answers are cached under (model, parameters, SHA-256 of the query, SHA-256 of the
-        documents), so a second run makes no request; default a :class:`~ragnb.cache.Cache` in
+        documents), so a second run makes no request; default a :class:`~ragnb.core.cache.Cache` in
         ``cache_dir``; False: no cache (every call is sent, for latency measurements).
     prices : PriceTable, optional
-        For :meth:`cost_usd`; default the shipped table (:meth:`ragnb.prices.PriceTable.load`).
+        For :meth:`cost_usd`; default the shipped table (:meth:`ragnb.llm.prices.PriceTable.load`).
 
     Raises
     ------
@@ -184,7 +184,7 @@ class HTTPReranker(Reranker):
     Notes
     -----
     Tokens are the server's ``usage.total_tokens``; when it reports none, they are counted
-    offline (:func:`ragnb.ledger.count_tokens`) the way Voyage bills them, query tokens times
+    offline (:func:`ragnb.llm.ledger.count_tokens`) the way Voyage bills them, query tokens times
     documents plus the documents' tokens, and the call is counted in ``estimated_tokens``.
 
     References
@@ -399,7 +399,7 @@ class HTTPReranker(Reranker):
             return self._client
 
     def _post(self, body: dict[str, Any], query_id: str, tokens: int = 0) -> Any:
-        """POST ``body`` through :mod:`ragnb.transport` (retries, Retry-After, backoff, the rate
+        """POST ``body`` through :mod:`ragnb.llm.transport` (retries, Retry-After, backoff, the rate
         limit, redaction), charging ``tokens`` to the endpoint's token budget; the key is read
         from ``api_key_env`` at each request.
 

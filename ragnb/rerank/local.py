@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ragnb.core.lazylibs import require
+from ragnb.core.validation import check_positive_int, l2_normalise
 from ragnb.errors import InputError
-from ragnb.lazylibs import require
 from ragnb.rerank.base import CandidateGroup, Reranker
-from ragnb.validation import check_positive_int, l2_normalise
 
 if TYPE_CHECKING:
     from ragnb.embed import CachedEmbedder, Embedder

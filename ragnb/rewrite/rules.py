@@ -18,7 +18,7 @@ microseconds per query.
   "please"...), and white space collapsed. A rewrite that would leave nothing returns the
   normalised, lower-cased query instead.
 * ``"trim"`` (the conversational-noise study of notebook 03,
-  :func:`ragnb.diagnostics.denoise`): emoji removed, then regular expressions that describe
+  :func:`ragnb.studies.diagnostics.denoise`): emoji removed, then regular expressions that describe
   the *kind* of phrase strip the lead-in (greetings, filler lead-ins, apologies, first-person
   asides ending in an ellipsis) from the start and the closing ("Thanks!") from the end,
   keeping the question's case and punctuation.
@@ -208,7 +208,7 @@ def denoise_query(query: str, language: str = "en", *, rules: str = "normalise")
         Which stop-phrases, filler words, lead-ins and closings to drop.
     rules : {"normalise", "trim"}, default "normalise"
         ``"normalise"``: the CLQ sweep's rewriter (see the module docstring). ``"trim"``:
-        notebook 03's denoiser (:func:`ragnb.diagnostics.denoise`): removes emoji anywhere;
+        notebook 03's denoiser (:func:`ragnb.studies.diagnostics.denoise`): removes emoji anywhere;
         then, repeatedly from the start, greetings, filler lead-ins closed by a comma or colon,
         apologies (to the end of their sentence) and first-person asides that end in an
         ellipsis; then, repeatedly from the end, closings ("Thanks!", "Merci d'avance !"),

@@ -10,11 +10,12 @@ Per-query input
 The paired functions take the per-query values of two systems on one measure, each as
 
 * a Series indexed by ``query_id``, or a ``{query_id: value}`` dict;
-* a long frame ``query_id, measure, value`` (:attr:`ragnb.evaluate.EvaluationResult.per_query`),
-  with ``measure=`` naming the measure when the frame holds several;
+* a long frame ``query_id, measure, value``
+  (:attr:`ragnb.evaluation.evaluate.EvaluationResult.per_query`), with ``measure=`` naming the
+  measure when the frame holds several;
 * a wide frame with index or column ``query_id`` and one column per measure
-  (:meth:`~ragnb.evaluate.EvaluationResult.per_query_wide`), with ``measure=``;
-* an :class:`~ragnb.evaluate.EvaluationResult`.
+  (:meth:`~ragnb.evaluation.evaluate.EvaluationResult.per_query_wide`), with ``measure=``;
+* an :class:`~ragnb.evaluation.evaluate.EvaluationResult`.
 
 Measure names may be aliases (``ndcg_cut_10`` finds ``nDCG@10``; :func:`pick_measure`). The two
 systems are paired by ``query_id`` and must hold the same queries (the error names those that

@@ -5,13 +5,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.evaluate import EvaluationResult, evaluate
+from ragnb.evaluation.evaluate import EvaluationResult, evaluate
 from ragnb.measures import Measure
 from ragnb.stats.bootstrap import CIMethod, bootstrap_result
 from ragnb.stats.corrections import Correction, adjust_p_values
@@ -25,10 +25,6 @@ from ragnb.stats.paired import (
 )
 from ragnb.stats.randomization import randomization_result
 from ragnb.stats.ranking import power_table, ranking_table
-
-if TYPE_CHECKING:
-    import altair as alt
-
 
 # ranx's superscripts (ranx/data_structures/report.py); Unicode has no superscript q
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -167,12 +163,6 @@ class ComparisonResult:
             frame.insert(3, "tie_group", ranked.loc[list(self.systems), "tie_group"].to_list())
         return frame
 
-    def chart(self, **kwargs: Any) -> alt.Chart:
-        """:func:`ragnb.charts.comparison_chart` of :attr:`pairs`."""
-        from ragnb.charts import comparison_chart
-
-        return comparison_chart(self.pairs, **kwargs)
-
 
 def _is_run(frame: pd.DataFrame) -> bool:
     return {"doc_id", "score"} <= set(frame.columns)
@@ -250,11 +240,11 @@ def compare(
     ----------
     systems : dict of str to values or list of values, or DataFrame
         Each system's run (then ``qrels`` and ``measures`` are required and the run is evaluated
-        with :func:`ragnb.evaluate.evaluate`) or per-query values: a long frame ``query_id,
-        measure, value``, a wide frame (index or column ``query_id``, one column per measure) or
-        an EvaluationResult; or a list of those, one per run of the system (all on the same
-        queries). A single DataFrame is a long per-query frame with a ``system_column`` naming
-        the system, such as :attr:`ragnb.retrieval.study.Comparison.per_query`.
+        with :func:`ragnb.evaluation.evaluate.evaluate`) or per-query values: a long frame
+        ``query_id, measure, value``, a wide frame (index or column ``query_id``, one column per
+        measure) or an EvaluationResult; or a list of those, one per run of the system (all on the
+        same queries). A single DataFrame is a long per-query frame with a ``system_column`` naming
+        the system, such as :attr:`ragnb.studies.retrieval.study.Comparison.per_query`.
     measures : list of str or Measure, optional
         The measures to compare (aliases accepted). Default: every measure all systems share.
     qrels : DataFrame or dict, optional

@@ -10,10 +10,10 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
+from ragnb.core.validation import check_positive_int
 from ragnb.errors import InputError
-from ragnb.evaluate import EvaluationResult
+from ragnb.evaluation.evaluate import EvaluationResult
 from ragnb.measures import Measure, parse_measure
-from ragnb.validation import check_positive_int
 
 PerQueryValues: TypeAlias = pd.Series | pd.DataFrame | EvaluationResult | Mapping[str, float]
 

@@ -9,11 +9,11 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ragnb.engine import sort_run
+from ragnb.core.validation import check_positive_int
 from ragnb.errors import InputError
-from ragnb.frames import RunOrder
+from ragnb.frames.index import sort_run
+from ragnb.frames.schema import RunOrder
 from ragnb.stats.paired import RESAMPLE_BLOCK
-from ragnb.validation import check_positive_int
 
 
 class KendallTopK(NamedTuple):
@@ -158,7 +158,7 @@ class TopKAgreement:
     p : float
         The penalty parameter of K^(p).
     order : {"score", "file"}
-        How each run was ordered (:func:`ragnb.engine.sort_run`).
+        How each run was ordered (:func:`ragnb.frames.index.sort_run`).
     per_query : DataFrame
         One row per query of either run (sorted): ``query_id`` (str), ``k_a``, ``k_b`` (int,
         list lengths, at most K; 0 when the query is absent from that run), ``n_common`` (int),
@@ -194,7 +194,7 @@ def top_k_agreement(
 ) -> TopKAgreement:
     """Overlap@K and Fagin et al.'s top-K Kendall tau between two runs, per query.
 
-    Each run is put in evaluation order (:func:`ragnb.engine.sort_run`: by default score
+    Each run is put in evaluation order (:func:`ragnb.frames.index.sort_run`: by default score
     descending, ties by ``doc_id`` descending, as trec_eval) and cut at K. Per query:
     ``overlap = |top-K(A) ∩ top-K(B)| / K`` and the normalised K^(p) of :func:`kendall_top_k`.
     A query missing from one run has an empty list there: overlap 0, and a Kendall distance of 1

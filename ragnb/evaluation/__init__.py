@@ -1,0 +1,17 @@
+"""Runs scored against qrels: :func:`evaluate` in memory (:mod:`ragnb.evaluation.evaluate`),
+files larger than memory (:mod:`ragnb.evaluation.streaming`) and the drop-in for trec_eval 10.0's
+command (:mod:`ragnb.evaluation.trec_eval`).
+"""
+
+from __future__ import annotations
+
+from ragnb.core.lazylibs import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    [
+        "ragnb.evaluation.evaluate",
+        "ragnb.evaluation.streaming",
+        "ragnb.evaluation.trec_eval",
+    ],
+)

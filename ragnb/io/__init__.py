@@ -1,0 +1,19 @@
+"""Every file ragnb reads or writes: TREC runs, qrels and z-scores, BEIR folders, query files,
+JSON, parquet and CSV tables (:mod:`ragnb.io.readers`, :mod:`ragnb.io.files`), production traces
+(:mod:`ragnb.io.traces`), objects of ranx, ir_measures, PyTerrier and ir_datasets
+(:mod:`ragnb.io.interop`) and the shipped sample dataset (:mod:`ragnb.io.sample_data`).
+"""
+
+from __future__ import annotations
+
+from ragnb.core.lazylibs import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    [
+        "ragnb.io.readers",
+        "ragnb.io.files",
+        "ragnb.io.traces",
+        "ragnb.io.interop",
+    ],
+)
