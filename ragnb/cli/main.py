@@ -359,7 +359,7 @@ def _read_trec_file(path: str, kind: str) -> Any:
     if path == STDIN or ranx_file_kind(path) != "trec":
         return read(path)
     try:
-        from ragnb.evaluation.streaming import read_qrels_columnar, read_run_columnar
+        from ragnb.io.columnar import read_qrels_columnar, read_run_columnar
     except MissingExtra:
         return read(path)
     if kind == "run":
