@@ -46,8 +46,8 @@ sys.path.insert(0, str(REPO / "tests"))
 from bm25_runs import SHARED_DATASETS, bm25_run  # noqa: E402
 
 from ragnb.evaluation.evaluate import evaluate  # noqa: E402
-from ragnb.evaluation.streaming import read_run_columnar  # noqa: E402
 from ragnb.evaluation.trec_eval import run_trec_eval  # noqa: E402
+from ragnb.io.columnar import read_run_columnar  # noqa: E402
 from ragnb.io.files import write_qrels, write_run  # noqa: E402
 from ragnb.measures import Measure, parse_measure  # noqa: E402
 

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 from ragnb.evaluation.evaluate import evaluate
-from ragnb.evaluation.streaming import read_run_columnar
 from ragnb.evaluation.trec_eval import run_trec_eval
 from ragnb.frames import groupsort
 from ragnb.frames.schema import qrels_from_dict, run_from_dict
+from ragnb.io.columnar import read_run_columnar
 from ragnb.io.files import write_qrels, write_run
 
 QRELS = {"q1": {"a": 2, "b": 0, "c": 1}, "q2": {"a": 1, "d": 3}}

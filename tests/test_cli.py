@@ -180,7 +180,8 @@ def test_argparse_rejects_unknown_retriever(capsys):
 def test_golden_options_reach_the_config_by_their_field_names(tmp_path, monkeypatch):
     from dataclasses import fields
 
-    from ragnb.cli.main import _GOLDEN_OPTIONS_NOT_FIELDS, _golden_config, build_parser
+    from ragnb.cli.golden import _GOLDEN_OPTIONS_NOT_FIELDS, _golden_config
+    from ragnb.cli.main import build_parser
     from ragnb.judge import DEFAULT_JUDGE_MODEL
     from ragnb.studies.golden import GoldenSetConfig
 

@@ -16,7 +16,8 @@ import pytest
 from openai_server import ChatAnswer
 from test_golden import PYDOCS, small_beir
 
-from ragnb.cli.main import _golden_config, build_parser, main
+from ragnb.cli.golden import _golden_config
+from ragnb.cli.main import build_parser, main
 from ragnb.errors import InputError
 from ragnb.evaluation.evaluate import evaluate
 from ragnb.io.files import read_beir

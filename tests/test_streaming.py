@@ -13,7 +13,8 @@ import pytest
 from ragnb.cli.main import main
 from ragnb.errors import InputError
 from ragnb.evaluation.evaluate import evaluate
-from ragnb.evaluation.streaming import evaluate_file, iter_query_blocks
+from ragnb.evaluation.streaming import evaluate_file
+from ragnb.io.columnar import iter_query_blocks
 from ragnb.io.readers import read_qrels, read_run
 
 MEASURES = ["nDCG@10", "P@10", "R@100", "MAP", "MRR", "NumRet", "NumRelRet"]
@@ -171,7 +172,7 @@ RUN_LAYOUTS = {
 def test_columnar_run_reader_reads_every_layout_as_read_run(layout, tmp_path):
     import gzip
 
-    from ragnb.evaluation.streaming import read_run_columnar
+    from ragnb.io.columnar import read_run_columnar
 
     path = tmp_path / ("run.txt.gz" if layout == "gzipped" else "run.txt")
     text = RUN_LAYOUTS[layout]
@@ -195,7 +196,7 @@ def test_columnar_run_reader_reads_every_layout_as_read_run(layout, tmp_path):
 
 
 def test_columnar_qrels_reader_reads_plain_qrels_and_names_a_duplicates_lines(tmp_path):
-    from ragnb.evaluation.streaming import read_qrels_columnar
+    from ragnb.io.columnar import read_qrels_columnar
 
     path = tmp_path / "qrels.txt"
     path.write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d1 1\n")
@@ -210,7 +211,7 @@ def test_columnar_qrels_reader_reads_plain_qrels_and_names_a_duplicates_lines(tm
 
 
 def test_columnar_run_reader_rejects_a_bad_line_with_its_file_and_line(tmp_path):
-    from ragnb.evaluation.streaming import read_run_columnar
+    from ragnb.io.columnar import read_run_columnar
 
     path = tmp_path / "run.txt"
     path.write_text(PLAIN_RUN + "q3 Q0 d1 1\n")

@@ -18,8 +18,8 @@ import warnings
 import pytest
 
 from ragnb.errors import InputError
-from ragnb.evaluation.streaming import read_qrels_columnar
 from ragnb.evaluation.trec_eval import run_trec_eval
+from ragnb.io.columnar import read_qrels_columnar
 from ragnb.io.readers import c_atof, c_atol, read_qrels, read_run
 
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 1\n"

@@ -12,7 +12,9 @@ from typing import Any
 
 __all__ = [
     "display_path",
+    "from_working_dir",
     "local_path_prefixes",
+    "notebooks_folder",
     "project_root",
     "public_paths",
     "resolve_path",
@@ -39,6 +41,25 @@ def resolve_path(path: str | os.PathLike[str], root: Path | None = None) -> Path
     if root is None:
         root = project_root()
     return root / p
+
+
+def from_working_dir(path: str | os.PathLike[str]) -> str:
+    """A path typed on the command line, made absolute from the working folder.
+
+    The library takes a relative path from the project root (:func:`resolve_path`); a command
+    takes it from where it is run, so it passes the absolute path on.
+
+    Examples
+    --------
+    >>> from_working_dir("/data/scifact")
+    '/data/scifact'
+    """
+    return str(Path(path).resolve())
+
+
+def notebooks_folder(folder: str | os.PathLike[str] | None = None) -> Path:
+    """``folder`` as a Path, or the project's ``notebooks/`` when None or empty."""
+    return Path(folder) if folder else project_root() / "notebooks"
 
 
 def display_path(path: str | os.PathLike[str], root: Path | None = None) -> str:

@@ -1,5 +1,6 @@
 """Runs scored against qrels: :func:`evaluate` in memory (:mod:`ragnb.evaluation.evaluate`),
-files larger than memory (:mod:`ragnb.evaluation.streaming`) and the drop-in for trec_eval 10.0's
+files larger than memory (:mod:`ragnb.evaluation.streaming`), run files as the reader opened them
+(:mod:`ragnb.evaluation.runfiles`) and the drop-in for trec_eval 10.0's
 command (:mod:`ragnb.evaluation.trec_eval`).
 """
 
@@ -12,6 +13,7 @@ __getattr__, __dir__ = lazy_exports(
     [
         "ragnb.evaluation.evaluate",
         "ragnb.evaluation.streaming",
+        "ragnb.evaluation.runfiles",
         "ragnb.evaluation.trec_eval",
     ],
 )

@@ -21,7 +21,8 @@ Conventions of trec_eval 10.0 kept here
   of each query, then ``-J`` drops the documents without a judgement >= 0.
 * ``runid`` is the tag of the run's last line; ``num_q`` the queries evaluated.
 * Files are read as trec_eval 10.0 reads them (``get_trec_results.c``, ``get_qrels.c``;
-  :func:`ragnb.io.readers.read_run` and :func:`ragnb.io.readers.read_qrels` with ``as_trec_eval``):
+  :func:`ragnb.io.dispatch.read_run_file` and :func:`ragnb.io.dispatch.read_qrels_file` with
+  ``as_trec_eval``):
   a run line is six fields or more (the rank ignored, the score read by C's ``atof``), blank
   and ``#`` lines skipped; a qrels line is exactly four fields (the grade read by C's
   ``atol``), a ``#`` line in the first column skipped unless it follows another. What trec_eval
@@ -51,10 +52,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from ragnb.core.lazylibs import MissingExtra
 from ragnb.errors import InputError
 from ragnb.frames.index import sort_run
-from ragnb.io.readers import STDIN, c_atof, c_atol, read_qrels, read_qrels_jg, read_run
+from ragnb.io.dispatch import read_qrels_file, read_run_file
+from ragnb.io.readers import c_atol, read_qrels_jg, read_zscores
 from ragnb.measures import Measure, RankingArrays, families, prepare
 from ragnb.measures.gains import GAIN_FAMILIES, gain_values
 from ragnb.measures.kernel import query_rows
@@ -68,7 +69,6 @@ __all__ = [
     "expand_measure_names",
     "format_lines",
     "parse_options",
-    "read_zscores",
     "run_trec_eval",
     "trec_eval_measure",
     "trec_eval_measures",
@@ -189,7 +189,7 @@ class TrecEvalOptions:
         The parameter text of a measure (``"5,7,3"`` of ``-m P.5,7,3``), the first given.
     zscores : str or None
         ``-Z``: a file of ``qid measure mean stddev`` lines; each per-query value is printed as
-        its z-score against them, names prefixed with ``Z`` (:func:`read_zscores`).
+        its z-score against them, names prefixed with ``Z`` (:func:`ragnb.io.readers.read_zscores`).
     judgment_groups : bool
         ``-R qrels_jg``: the qrels name a judgment group in their second field
         (:func:`ragnb.io.readers.read_qrels_jg`), read by the ``qrels_jg`` measures only.
@@ -643,42 +643,21 @@ def _evaluated(
 
 
 def _read_run(path: str) -> tuple[pd.DataFrame, str | None, list[str]]:
-    """The run as trec_eval 10.0 reads it, the tag of its last line and the readers' notes:
-    DuckDB's columnar reader when the ``fast`` extra is installed and every line is plain (a
-    line it does not read, such as a rank that is not an integer, sends the file to the Python
-    reader, as it does for standard input or without the extra)."""
-    if path != STDIN:
-        try:
-            from ragnb.evaluation.streaming import read_run_columnar
-
-            run, info = read_run_columnar(path, rank=False)
-        except (MissingExtra, InputError):
-            pass
-        else:
-            n = info["extra_text_lines"]
-            note = f"{path}: {n} line(s) carry text after the sixth column; it is ignored, as "
-            return run, info["tag"], [note + "trec_eval ignores it"] if n else []
+    """The run as trec_eval 10.0 reads it (no rank), the tag of its last line and the readers'
+    notes (:func:`ragnb.io.dispatch.read_run_file` chooses the reader)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        run = read_run(path, as_trec_eval=True)
-    tag = str(run["tag"].iloc[-1]) if len(run) else None
-    return run, tag, [str(w.message) for w in caught]
+        run = read_run_file(path, as_trec_eval=True, rank=False)
+    assert run.frame is not None  # read in memory
+    return run.frame, run.tag, [*run.notes, *(str(w.message) for w in caught)]
 
 
 def _read_qrels(path: str) -> tuple[pd.DataFrame, list[str]]:
     """The qrels as trec_eval 10.0 reads them and the readers' notes, as :func:`_read_run`."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if path != STDIN:
-            try:
-                from ragnb.evaluation.streaming import read_qrels_columnar
-
-                qrels, _ = read_qrels_columnar(path, as_trec_eval=True)
-            except MissingExtra:
-                qrels = read_qrels(path, as_trec_eval=True)
-        else:
-            qrels = read_qrels(path, as_trec_eval=True)
-    return qrels, [str(w.message) for w in caught]
+        qrels = read_qrels_file(path, as_trec_eval=True)
+    return qrels.frame, [*qrels.notes, *(str(w.message) for w in caught)]
 
 
 def _read(opts: TrecEvalOptions) -> tuple[pd.DataFrame, pd.DataFrame, str, list[str]]:
@@ -744,44 +723,6 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
 #: The value trec_eval gives a query and measure the ``-Z`` file has no mean for
 #: (``MISSING_ZSCORE_VALUE`` of ``trec_eval.h``).
 MISSING_ZSCORE = -1000000.0
-
-
-def read_zscores(path: str) -> dict[tuple[str, str], tuple[float, float]]:
-    """The means and standard deviations of a ``-Z`` file, by (query, measure name).
-
-    trec_eval 10.0's ``get_zscores.c``: a line holds exactly four fields split by white space,
-    ``qid measure_name mean stddev``; the numbers are read by C's ``atof``.
-
-    Parameters
-    ----------
-    path : str
-        The file.
-
-    Returns
-    -------
-    dict
-        ``{(qid, measure_name): (mean, stddev)}``; of two lines for the same pair, the first.
-
-    Raises
-    ------
-    InputError
-        An unreadable file or a line of another shape, naming the file and line.
-    """
-    try:
-        with open(path, "rb") as f:
-            lines = f.read().split(b"\n")
-    except OSError as exc:
-        raise InputError(f"trec-eval: cannot read the zscores file: {exc}", path=path) from None
-    if lines and lines[-1] == b"":
-        lines.pop()
-    out: dict[tuple[str, str], tuple[float, float]] = {}
-    for lineno, line in enumerate(lines, start=1):
-        fields = line.split()  # C's isspace: space, \t, \r, \v, \f
-        if len(fields) != 4:
-            raise InputError("trec-eval: malformed zscores line", path=path, line=lineno)
-        qid, name, mean, sd = (f.decode("utf-8", "surrogateescape") for f in fields)
-        out.setdefault((qid, name), (c_atof(mean), c_atof(sd)))
-    return out
 
 
 def _as_zscores(

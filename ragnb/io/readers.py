@@ -71,6 +71,7 @@ __all__ = [
     "read_ranx_qrels",
     "read_ranx_run",
     "read_run",
+    "read_zscores",
 ]
 
 #: Text encoding of every file ragnb reads: UTF-8, a leading byte-order mark stripped (a BOM
@@ -562,6 +563,44 @@ def read_qrels_jg(path: str | os.PathLike[str]) -> pd.DataFrame:
         frame[col] = frame[col].astype(object)
     frame["relevance"] = frame["relevance"].astype("int64")
     return frame
+
+
+def read_zscores(path: str | os.PathLike[str]) -> dict[tuple[str, str], tuple[float, float]]:
+    """The means and standard deviations of a trec_eval ``-Z`` file, by (query, measure name).
+
+    trec_eval 10.0's ``get_zscores.c``: a line holds exactly four fields split by white space,
+    ``qid measure_name mean stddev``; the numbers are read by C's ``atof``.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The file.
+
+    Returns
+    -------
+    dict
+        ``{(qid, measure_name): (mean, stddev)}``; of two lines for the same pair, the first.
+
+    Raises
+    ------
+    InputError
+        An unreadable file or a line of another shape, naming the file and line.
+    """
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+    except OSError as exc:
+        raise InputError(f"trec-eval: cannot read the zscores file: {exc}", path=path) from None
+    if lines and lines[-1] == b"":
+        lines.pop()
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for lineno, line in enumerate(lines, start=1):
+        fields = line.split()  # C's isspace: space, \t, \r, \v, \f
+        if len(fields) != 4:
+            raise InputError("trec-eval: malformed zscores line", path=path, line=lineno)
+        qid, name, mean, sd = (f.decode("utf-8", "surrogateescape") for f in fields)
+        out.setdefault((qid, name), (c_atof(mean), c_atof(sd)))
+    return out
 
 
 def _trec_eval_qrels_rows(path: Path, groups: bool = False) -> list[tuple[str, str, str, int]]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ragnb.core.lazylibs import require
-from ragnb.core.paths import display_path, local_path_prefixes, project_root
+from ragnb.core.paths import display_path, local_path_prefixes, notebooks_folder, project_root
 from ragnb.errors import InputError
 from ragnb.io.files import atomic_write
 
@@ -43,7 +43,7 @@ EXECUTED = "_executed"
 
 def list_notebooks(notebooks_dir: Path | None = None) -> list[Path]:
     """The report notebooks, sorted by name (``notebooks/*.ipynb``)."""
-    folder = notebooks_dir or project_root() / "notebooks"
+    folder = notebooks_folder(notebooks_dir)
     return sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
 
 
@@ -58,7 +58,7 @@ def resolve_notebook(name: str | os.PathLike[str], notebooks_dir: Path | None = 
     path = Path(name)
     if path.suffix == ".ipynb" and path.exists():
         return path
-    folder = notebooks_dir or project_root() / "notebooks"
+    folder = notebooks_folder(notebooks_dir)
     candidate = folder / (path.name if path.suffix == ".ipynb" else f"{path.name}.ipynb")
     if candidate.exists():
         return candidate
