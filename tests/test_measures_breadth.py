@@ -131,7 +131,7 @@ def test_pytrec_eval_oracle_per_query(bm25, name):
     assert got["NumRet"] == agg[ir_measures.NumRet] == len(evaluated)
     assert got["NumRel"] == agg[ir_measures.NumRel]
     assert got["NumRelRet"] == agg[ir_measures.NumRet(rel=1)]
-    assert 0 < got["PR-AUC"] < 1 and 0 < got["infAP"] < 1
+    assert 0 < got["AP"] < 1 and 0 < got["infAP"] < 1
 
 
 @pytest.mark.skipif(shutil.which("perl") is None, reason="gdeval.pl needs perl")
@@ -308,13 +308,14 @@ def test_rbp_residual_against_reference(bm25):
 @pytest.mark.parametrize(
     ("alias", "canonical"),
     [
-        ("map", "PR-AUC"),
-        ("MAP", "PR-AUC"),
-        ("AP", "PR-AUC"),
-        ("AP@10", "PR-AUC@10"),
-        ("map_cut_10", "PR-AUC@10"),
-        ("map@10", "PR-AUC@10"),
-        ("AP(rel=2)@10", "PR-AUC(rel=2)@10"),
+        ("map", "AP"),
+        ("MAP", "AP"),
+        ("AP", "AP"),
+        ("AP@10", "AP@10"),
+        ("map_cut_10", "AP@10"),
+        ("map@10", "AP@10"),
+        ("AP(rel=2)@10", "AP(rel=2)@10"),
+        ("PR-AUC(rel=2)@10", "PR-AUC(rel=2)@10"),
         ("Rprec", "Rprec"),
         ("R-Prec", "Rprec"),
         ("r-precision", "Rprec"),
@@ -530,8 +531,8 @@ def test_cli_evaluate_takes_trec_names(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0
     lines = {line.split("\t")[0].strip(): line for line in out.splitlines() if "\tall\t" in line}
-    assert set(lines) == {"PR-AUC", "Rprec", "NumRet", "IPrec(recall=0.5)"}
-    assert "\t0.2500\t" in lines["PR-AUC"] and "\t0.2500\t" in lines["Rprec"]  # q1 1/2, q2 0
+    assert set(lines) == {"AP", "Rprec", "NumRet", "IPrec(recall=0.5)"}
+    assert "\t0.2500\t" in lines["AP"] and "\t0.2500\t" in lines["Rprec"]  # q1 1/2, q2 0
     assert "\t0.5000\t" in lines["IPrec(recall=0.5)"]  # q1 1, q2 0
     assert "\t3.0000\t" in lines["NumRet"]  # summed, not averaged
 

@@ -19,15 +19,17 @@ import pytest
 from ragnb.cli.main import main as cli_main
 from ragnb.errors import InputError
 from ragnb.evaluation.evaluate import evaluate
-from ragnb.evaluation.trec_eval import (
-    MEASURE_SETS,
-    expand_measure_names,
-    parse_options,
-    run_trec_eval,
-    trec_eval_measure,
-)
+from ragnb.evaluation.trec_eval import parse_options, run_trec_eval
 from ragnb.io.readers import read_qrels, read_run
 from ragnb.measures import Measure, parse_measure
+from ragnb.measures.trec_names import (
+    MEASURE_SETS,
+    expand_measure_names,
+    print_kind,
+    trec_eval_measure,
+    trec_eval_measures,
+    trec_eval_printed,
+)
 
 DATA = Path(__file__).parent / "data" / "trec_eval"
 MEAS_PARAMS = (
@@ -171,7 +173,7 @@ def test_geometric_mean_aggregate_is_trec_evals_gm_map():
     qrels, run = read_qrels(DATA / "qrels.test"), read_run(DATA / "results.test")
     result = evaluate(qrels, run, ["gm_map", "map"])
     per_query = result.per_query_wide()["GMAP"].to_numpy()
-    assert np.allclose(per_query, result.per_query_wide()["PR-AUC"].to_numpy())
+    assert np.allclose(per_query, result.per_query_wide()["AP"].to_numpy())
     expected = math.exp(np.log(np.maximum(per_query, 1e-5)).mean())
     assert result.aggregate_to_dict()["GMAP"] == pytest.approx(expected)
     assert f"{expected:.4f}" == "0.1051"  # out.test.a
@@ -244,6 +246,31 @@ def test_trec_eval_rbp_and_residual_by_hand():
     assert values["RBP-graded-residual"] == pytest.approx(0.9**3 + 0.1 * 0.9**2)
     judged = evaluate(qrels, {"q": {"b": 2.0, "a": 1.0}}, ["rbp_resid"]).aggregate_to_dict()
     assert judged["RBP-graded-residual"] == 0.0  # trec_eval: 0 when every document is judged
+
+
+def test_map_prints_as_average_precision_not_pr_auc(capsys):
+    """trec_eval's map and map_cut are AP, printed under that name; PR-AUC keeps its own name
+    (SPEAR's), with the same values."""
+    argv = ["evaluate", str(DATA / "qrels.test"), str(DATA / "results.test")]
+    assert cli_main([*argv, "-m", "map", "-m", "map_cut.10", "-m", "PR-AUC@10"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    got = {name.strip(): value for name, qid, value, *_ in lines if qid == "all"}
+    assert list(got) == ["AP", "AP@10", "PR-AUC@10"]
+    assert got["AP"] == "0.1785" and got["AP@10"] == got["PR-AUC@10"]  # out.test: map 0.1785
+    assert str(parse_measure("map")) == str(trec_eval_measure("map")) == "AP"
+    assert [str(m) for m in expand_measure_names(["map", "map_cut.5"])] == ["map", "AP@5"]
+
+
+def test_registry_names_each_measure_as_trec_eval_prints_it():
+    """trec_eval name -> measures -> trec_eval name, for every value of all_trec."""
+    named = [(shown, m) for name in MEASURE_SETS["all_trec"][2:] for shown, m in
+             trec_eval_measures(name, level=2, n_docs=100) if m is not None]  # fmt: skip
+    assert len(named) == 97
+    assert all(trec_eval_printed(m) == shown for shown, m in named)
+    assert all(parse_measure(shown) == m for shown, m in named if m.spec.param("rel") is None)
+    assert trec_eval_printed("Utility(a=2)") == "utility_2,-1,0,0"
+    assert trec_eval_printed("PR-AUC") is None and trec_eval_printed("nDCG'@10") is None
+    assert print_kind("num_ret") == "long" and print_kind("gm_bpref") == "gm"
 
 
 def test_every_measure_set_name_is_a_trec_eval_measure():

@@ -5,10 +5,11 @@ same files and prints the same lines as trec_eval 10.0's ``trec_eval``: the same
 (``P_10``, ``iprec_at_recall_0.10``, ``ndcg_cut_10``, ...), parameters (``-m P.5,7,3``, ``-m
 ndcg.1=3,2=9``, ``-m utility.2,-1,0,0``), measure sets (``official``, the default; ``all_trec``;
 ``set``), in trec_eval's order and format (``%-22s\\t%s\\t%6.4f``). Every value is a ragnb measure
-(:func:`trec_eval_measure` gives its name) computed by :func:`ragnb.measures.prepare` and
-:meth:`ragnb.measures.Measure.compute`, the evaluation of
-:func:`ragnb.evaluation.evaluate.evaluate`; this module only maps names and flags and formats the
-lines.
+computed by :func:`ragnb.measures.prepare` and :meth:`ragnb.measures.Measure.compute`, the
+evaluation of :func:`ragnb.evaluation.evaluate.evaluate`; the names, sets and order are the
+measure registry's (:mod:`ragnb.measures.trec_names`). This module reads the flags, runs the
+measures and formats the lines (:func:`expand_measure_names` is the registry's, for ``ragnb
+evaluate``).
 
 Conventions of trec_eval 10.0 kept here
 ---------------------------------------
@@ -46,7 +47,7 @@ from __future__ import annotations
 import getopt
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -55,23 +56,35 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.frames.index import sort_run
 from ragnb.io.dispatch import read_qrels_file, read_run_file
-from ragnb.io.readers import c_atol, read_qrels_jg, read_zscores
-from ragnb.measures import Measure, RankingArrays, families, prepare
-from ragnb.measures.gains import GAIN_FAMILIES, gain_values
+from ragnb.io.readers import (
+    read_qrels_jg,
+    read_zscores,
+)
+from ragnb.measures import RankingArrays, prepare
+from ragnb.measures.gains import gain_values
 from ragnb.measures.kernel import query_rows
 from ragnb.measures.reslists import rel_lists
 from ragnb.measures.trec import iprec_values, mean_of_levels
+from ragnb.measures.trec_names import (
+    AVERAGED_OVER_GROUPS,
+    MEASURE_SETS,
+    TREC_MEASURES,
+    UNREAD_SETS,
+    expand_measure_names,
+    parse_numbers,
+    parse_pairs,
+    print_kind,
+    trec_eval_family,
+    trec_eval_measures,
+    trec_eval_name,
+)
 
 __all__ = [
-    "MEASURE_SETS",
-    "TREC_MEASURES",
     "TrecEvalOptions",
     "expand_measure_names",
     "format_lines",
     "parse_options",
     "run_trec_eval",
-    "trec_eval_measure",
-    "trec_eval_measures",
 ]
 
 USAGE = (
@@ -79,86 +92,6 @@ USAGE = (
     "[-m<measure>[.<params>]]... [-R qrels|qrels_jg] [-T trec_results] [-Z zscores_file] "
     "rel_info_file results_file\n"
 )
-
-#: trec_eval's measures in its order of calculation and printing (``measures.c``).
-TREC_MEASURES = (
-    "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
-    "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref",
-    "Rprec_mult", "utility", "11pt_avg", "binG", "G", "dcg", "ndcg", "ndcg_rel", "Rndcg",
-    "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall",
-    "set_map", "set_F", "num_nonrel_judged_ret", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg",
-    "rbp", "rbp_resid", "unj",
-)  # fmt: skip
-
-#: trec_eval's measure sets (``te_trec_measure_nicknames``), the ones on qrels and runs.
-MEASURE_SETS = {
-    "official": (
-        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
-        "bpref", "recip_rank", "iprec_at_recall", "P",
-    ),
-    "set": (
-        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
-        "set_relative_P", "set_map", "set_F",
-    ),
-    "all_trec": (
-        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
-        "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "unj", "rbp", "rbp_resid",
-        "infAP", "gm_bpref", "utility", "11pt_avg", "ndcg", "relative_P", "Rprec_mult",
-        "success", "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G", "set_P",
-        "set_recall", "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret",
-    ),
-    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
-}  # fmt: skip
-#: Sets and formats of trec_eval that this command does not read.
-_UNSUPPORTED = ("all_prefs", "prefs")
-#: The measures of qrels with judgment groups (``-R qrels_jg``) and the measure each averages
-#: over a query's groups (``m_map_avgjg.c``, ``m_P_avgjg.c``, ``m_Rprec_mult_avgjg.c``).
-_AVERAGED_OVER_GROUPS = {"map_avgjg": "map", "P_avgjg": "P", "Rprec_mult_avgjg": "Rprec_mult"}
-
-_LONG_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-_RECALLS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
-#: trec_eval name -> ragnb family, for the measures with a list of integer cutoffs.
-_CUT_FAMILIES = {
-    "P": ("P", _LONG_CUTOFFS),
-    "recall": ("R", _LONG_CUTOFFS),
-    "ndcg_cut": ("nDCG", _LONG_CUTOFFS),
-    "map_cut": ("PR-AUC", _LONG_CUTOFFS),
-    "relative_P": ("RelativeP", _LONG_CUTOFFS),
-    "success": ("Success", (1, 5, 10)),
-    "unj": ("Unjudged", (5, 10, 20)),
-}
-#: trec_eval name -> ragnb family, for the measures without parameters.
-_PLAIN = {
-    "num_ret": "NumRet",
-    "num_rel": "NumRel",
-    "num_rel_ret": "NumRelRet",
-    "map": "PR-AUC",
-    "gm_map": "GMAP",
-    "Rprec": "Rprec",
-    "bpref": "Bpref",
-    "recip_rank": "RR",
-    "infAP": "infAP",
-    "gm_bpref": "GM-bpref",
-    "binG": "binG",
-    "set_P": "SetP",
-    "set_relative_P": "SetRelP",
-    "set_recall": "SetR",
-    "set_map": "SetAP",
-    "num_nonrel_judged_ret": "NumNonrelJudgedRet",
-}
-#: Measures whose parameters are numbers (not ``name=value`` pairs), besides the cutoff lists.
-_NUMERIC = ("iprec_at_recall", "Rprec_mult", "utility", "set_F", "11pt_avg", "relstring")
-#: Measures printed as integers (``%ld``) and summed in the ``all`` line.
-_LONG = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
-#: Measures printed only in the ``all`` line, as a geometric mean.
-_GEOMETRIC = ("gm_map", "gm_bpref")
-#: trec_eval's names that print no number per query: what each prints instead.
-_NOT_NUMBERS = {
-    "runid": "the run's name (the all line only)",
-    "num_q": "the count of queries (the all line only)",
-    "relstring": "a string of grades",
-}
 
 
 @dataclass(frozen=True)
@@ -216,7 +149,7 @@ def _mark(arg: str, marked: set[str], params: dict[str, str]) -> None:
         if not param:
             raise InputError(f"trec-eval: improper measure in parameter {name!r}")
         params.setdefault(name, param)
-    if name in _UNSUPPORTED:
+    if name in UNREAD_SETS:
         raise InputError(
             f"trec-eval: measure set {name!r} needs trec_eval's preference or qrels_jg formats, "
             "which ragnb does not read"
@@ -306,12 +239,12 @@ def parse_options(argv: Sequence[str]) -> TrecEvalOptions:
     if len(files) != 2:
         raise InputError(f"trec-eval: expected a qrels file and a run file\n{USAGE}")
     order = tuple(m for m in TREC_MEASURES if m in (marked or MEASURE_SETS["official"]))
-    by_group = [m for m in order if m in _AVERAGED_OVER_GROUPS]
-    other = [m for m in order if m not in _AVERAGED_OVER_GROUPS and m not in ("runid", "num_q")]
+    by_group = [m for m in order if m in AVERAGED_OVER_GROUPS]
+    other = [m for m in order if m not in AVERAGED_OVER_GROUPS and m not in ("runid", "num_q")]
     if kw.get("judgment_groups") and other:
         raise InputError(
             f"trec-eval: {other[0]} reads qrels, not qrels_jg (-R qrels_jg takes -m qrels_jg, "
-            f"{', '.join(_AVERAGED_OVER_GROUPS)}); trec_eval stops too"
+            f"{', '.join(AVERAGED_OVER_GROUPS)}); trec_eval stops too"
         )
     if by_group and not kw.get("judgment_groups"):
         raise InputError(f"trec-eval: {by_group[0]} reads qrels with judgment groups: -R qrels_jg")
@@ -335,248 +268,37 @@ class _Column:
     total: float | None = None  # the all line's value when it is not the values' summary
 
 
-def _cutoffs(text: str, cast: Callable[[str], float]) -> list[float]:
-    values = sorted(cast(t) for t in text.split(","))
-    if values[0] < 0 or (cast is c_atol and values[0] <= 0):
-        raise InputError(f"trec-eval: negative cutoff in {text!r}")
-    if len(set(values)) != len(values):
-        raise InputError(f"trec-eval: duplicate cutoff in {text!r}")
-    return values
-
-
-def _atof(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise InputError(f"trec-eval: parameter {text!r} is not a number") from None
-
-
-def _pairs(text: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for item in text.split(","):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise InputError(f"trec-eval: expected name=value pairs, got {text!r}")
-        out[key.strip()] = _atof(value)
-    return out
-
-
-def trec_eval_measure(
-    name: str, param: float | None = None, *, level: int = 1, n_docs: int = 0
-) -> Measure:
-    """The ragnb measure computing a trec_eval measure at one cutoff or parameter.
-
-    Parameters
-    ----------
-    name : str
-        A trec_eval measure, e.g. ``"P"``, ``"iprec_at_recall"``, ``"map"``.
-    param : float, optional
-        Its cutoff (``P``, ``ndcg_cut``, ...), recall level or multiple of R.
-    level : int, default 1
-        trec_eval's ``-l``: given to every measure with a ``rel`` parameter.
-    n_docs : int, default 0
-        trec_eval's ``-N`` (``utility``).
-
-    Returns
-    -------
-    Measure
-
-    Raises
-    ------
-    InputError
-        A name without a ragnb measure (``runid``, ``num_q``, ``relstring``).
-
-    Examples
-    --------
-    >>> str(trec_eval_measure("iprec_at_recall", 0.1)), str(trec_eval_measure("P", 10, level=2))
-    ('IPrec(recall=0.1,trec_eval=10)', 'P(rel=2)@10')
-    """
-    extra: dict[str, float] = {}
-    cutoff = None
-    if name in _CUT_FAMILIES:
-        family, cutoff = _CUT_FAMILIES[name][0], int(param or 0)
-    elif name == "iprec_at_recall":
-        family, extra = "IPrec", {"recall": float(param or 0.0), "trec_eval": 10}
-    elif name == "Rprec_mult":
-        family, extra = "RprecMult", {"mult": float(param or 0.0)}
-    elif name == "11pt_avg":
-        family, extra = "IPrec-11pt", {"trec_eval": 10}
-    elif name == "utility":
-        family, extra = "Utility", {"n": n_docs}
-    elif name == "set_F":
-        family, extra = "SetF", {} if param is None else {"beta": param}
-    elif name in _PLAIN:
-        family = _PLAIN[name]
-    elif name in GAIN_FAMILIES:  # gains or persistence come as name=value pairs
-        family = GAIN_FAMILIES[name]
-    elif name == "rbp_resid":
-        family = "RBP-graded-residual"
-    elif name == "dcg":
-        family = "DCG"
-    else:
-        raise InputError(f"trec-eval: {name!r} has no ragnb measure")
-    if families()[family].param("rel") is not None:
-        extra["rel"] = level
-    return Measure(family, cutoff, **extra)
-
-
-def trec_eval_measures(
-    name: str, param: str | None = None, *, level: int = 1, n_docs: int = 0
-) -> list[tuple[str, Measure | None]]:
-    """The values a trec_eval measure prints, with the ragnb measure of each.
-
-    Parameters
-    ----------
-    name : str
-        A trec_eval measure (``"P"``, ``"ndcg"``, ...).
-    param : str, optional
-        Its parameter text as after the dot of ``-m``: ``"5,7,3"``, ``".25,.5"``,
-        ``"2,-1,0,0"``, ``"1=3,2=9"``, ``"p=0.8"``.
-    level, n_docs : int
-        trec_eval's ``-l`` and ``-N``.
-
-    Returns
-    -------
-    list of (str, Measure or None)
-        trec_eval's printed name of each value (``P_5``, ``iprec_at_recall_0.25``,
-        ``utility_2,-1,0,0``) and its ragnb measure; None for what no one ragnb measure names
-        (``relstring``, ``11pt_avg`` at other recall levels, gain-based measures with other
-        gains).
-
-    Raises
-    ------
-    InputError
-        A cutoff list that is not positive and distinct, or a malformed parameter.
-
-    Examples
-    --------
-    >>> [(n, str(m)) for n, m in trec_eval_measures("P", "10,5")]
-    [('P_5', 'P@5'), ('P_10', 'P@10')]
-    >>> trec_eval_measures("ndcg", "1=3,2=9")[0][1] is None
-    True
-    """
-
-    def one(value: float | None = None) -> Measure:
-        return trec_eval_measure(name, value, level=level, n_docs=n_docs)
-
-    if name in _CUT_FAMILIES:
-        cuts = _cutoffs(param, c_atol) if param else _CUT_FAMILIES[name][1]
-        return [(f"{name}_{int(k)}", one(k)) for k in cuts]
-    if name in ("iprec_at_recall", "Rprec_mult"):
-        levels: Sequence[float] = _RECALLS if name[0] == "i" else _MULTS
-        if param:
-            levels = _cutoffs(param, _atof)
-        return [(f"{name}_{k:3.2f}", one(k)) for k in levels]
-    shown = name if param is None else f"{name}_{param}"
-    if name == "relstring":
-        return [(shown, None)]
-    if param is None or name == "11pt_avg":
-        return [(shown, one() if param is None else None)]
-    if name == "utility":
-        coef = [_atof(t) for t in param.split(",")]
-        if len(coef) != 4:
-            raise InputError(f"trec-eval: utility takes 4 coefficients, got {param!r}")
-        a, b, c, d = coef
-        return [(shown, Measure("Utility", a=a, b=b, c=c, d=d, n=n_docs, rel=level))]
-    if name == "set_F":
-        return [(shown, one(_atof(param.split(",")[0])))]
-    pairs = _pairs(param)
-    if name in ("rbp", "rbp_resid") and set(pairs) <= {"p"}:
-        family = "RBP-graded" if name == "rbp" else "RBP-graded-residual"
-        return [(shown, Measure(family, p=pairs.get("p", 0.9)))]
-    return [(shown, None)]
-
-
 def _columns(name: str, arrays: RankingArrays, opts: TrecEvalOptions) -> list[_Column]:
-    """The printed columns of one trec_eval measure."""
+    """The printed columns of one trec_eval measure: the values of its ragnb measures, and what
+    no one ragnb measure names (``relstring``, ``11pt_avg`` at other recall levels, gains given
+    per level)."""
     param = opts.params.get(name)
-    kind = "long" if name in _LONG else "gm" if name in _GEOMETRIC else "float"
+    kind = print_kind(name)
+    family = trec_eval_family(name)
     out = []
     named = trec_eval_measures(name, param, level=opts.level, n_docs=opts.n_docs)
-    if name == "iprec_at_recall":  # every level in one pass
-        recalls = [m.params["recall"] for _, m in named if m is not None]
+    measures = [m for _, m in named if m is not None]
+    if family == "IPrec" and len(measures) == len(named):  # every level in one pass
+        recalls = [m.params["recall"] for m in measures]
         values = iprec_values(arrays, recalls, rel=opts.level, trec_eval=10)
         return [_Column(shown, values[:, j], kind) for j, (shown, _) in enumerate(named)]
     for shown, m in named:
         if m is not None:
             out.append(_Column(shown, m.compute(arrays), kind))
-        elif name == "relstring":
-            length = int(_atof(param)) if param else 10
-            out.append(_Column(shown, _relstrings(arrays, length), "string"))
-        elif name == "11pt_avg":
-            levels = [_atof(t) for t in str(param).split(",")]
-            values = iprec_values(arrays, levels, rel=opts.level, trec_eval=10)
+        elif kind == "string":
+            numbers = parse_numbers(param) if param else list(trec_eval_name(name).defaults)
+            if len(numbers) != 1:
+                raise InputError(f"trec-eval: parameter {param!r} is not a number")
+            out.append(_Column(shown, _relstrings(arrays, int(numbers[0])), kind))
+        elif family == "IPrec-11pt":
+            values = iprec_values(arrays, parse_numbers(str(param)), rel=opts.level, trec_eval=10)
             out.append(_Column(shown, mean_of_levels(values)))
         else:
-            pairs = _pairs(str(param))
+            pairs = parse_pairs(str(param))
             gains = {int(k): v for k, v in pairs.items() if k.lstrip("-").isdigit()}
             p = pairs.get("p", 0.9)
-            values = gain_values(arrays, name, gains, p=p, rel=opts.level)
+            values = gain_values(arrays, str(family), gains, p=p, rel=opts.level)
             out.append(_Column(shown, values))
-    return out
-
-
-def expand_measure_names(names: Sequence[str]) -> list[str | Measure]:
-    """Measure names with trec_eval's ``-m`` syntax expanded into ragnb measures.
-
-    ``P.5,7,3`` gives ``P@3``, ``P@5``, ``P@7``; ``iprec_at_recall..10,.25`` the two
-    ``IPrec(recall=r,trec_eval=10)``; ``utility.2,-1,0,0`` ``Utility(a=2)``; a bare cutoff
-    measure (``P``, ``ndcg_cut``) or a measure set (``official``, ``all_trec``, ``set``) its
-    trec_eval defaults. Other names are returned unchanged (``P.10`` and ranx's ``rbp.95`` are
-    read by :func:`ragnb.measures.parse_measure`).
-
-    Parameters
-    ----------
-    names : sequence of str
-
-    Returns
-    -------
-    list of str or Measure
-
-    Raises
-    ------
-    InputError
-        A trec_eval parameter that no ragnb measure takes (``ndcg.1=3,2=9``, ``11pt_avg`` at
-        other recall levels), or ``runid``, ``num_q`` or ``relstring``, which print no number
-        per query (``ragnb trec-eval`` prints those).
-
-    Examples
-    --------
-    >>> [str(m) for m in expand_measure_names(["P.5,7,3", "nDCG@10"])]
-    ['P@3', 'P@5', 'P@7', 'nDCG@10']
-    """
-    out: list[str | Measure] = []
-    parts: list[tuple[str, str | None]]
-    for text in names:
-        name, dot, param = text.partition(".")
-        listed = "," in param or "=" in param or name in _CUT_FAMILIES or name in _NUMERIC
-        if name in _AVERAGED_OVER_GROUPS or name == "qrels_jg":
-            raise InputError(
-                f"measure {text!r}: trec_eval's {name} averages over the judgment groups of "
-                "qrels_jg files; ragnb trec-eval -R qrels_jg prints it"
-            )
-        if name in _NOT_NUMBERS:
-            raise InputError(
-                f"measure {text!r}: trec_eval's {name} is {_NOT_NUMBERS[name]}, not a value "
-                "per query that ragnb evaluate averages; ragnb trec-eval prints it"
-            )
-        if name in MEASURE_SETS and not dot:
-            parts = [(n, None) for n in MEASURE_SETS[name] if n not in ("runid", "num_q")]
-        elif name in TREC_MEASURES and ((dot and listed) or (not dot and name in _CUT_FAMILIES)):
-            parts = [(name, param or None)]
-        else:
-            out.append(text)
-            continue
-        for one, one_param in parts:
-            for shown, m in trec_eval_measures(one, one_param):
-                if m is None:
-                    if one == "relstring":
-                        continue
-                    raise InputError(
-                        f"measure {text!r}: {shown} is not one ragnb measure; ragnb trec-eval "
-                        "prints it"
-                    )
-                out.append(m)
     return out
 
 
@@ -765,7 +487,7 @@ def _run_judgment_groups(opts: TrecEvalOptions) -> tuple[str, list[str]]:
         at = rows.get_indexer(group_arrays.query_ids)
         n_groups[at] += 1
         for name in opts.measures:
-            base = _AVERAGED_OVER_GROUPS.get(name)
+            base = AVERAGED_OVER_GROUPS.get(name)
             if base is None:
                 continue
             params = {base: opts.params[name]} if name in opts.params else {}

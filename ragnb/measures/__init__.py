@@ -17,8 +17,8 @@ nDCG_inK@K recall-free nDCG, ideal = the top K re-sorted        :mod:`.primer`
 Bpref[@K]  trec_eval bpref: judged non-relevant above relevant  :mod:`.incomplete`
 nDCG', P'  condensed lists: unjudged removed before cutting     :mod:`.incomplete`
 ContextPr. ContextPrecision@K: sum P@k v_k / sum v_k (ragas)    :mod:`.context`
-PR-AUC[@K] step-wise PR area = AP (trec_eval map), SPEAR;      :mod:`.context`
-           also named AP, MAP, map, map_cut_K
+AP[@K]     average precision (trec_eval map, map_cut_K; MAP)    :mod:`.context`
+PR-AUC[@K] step-wise PR area (SPEAR), the value of AP[@K]       :mod:`.context`
 Rprec      relevant in the top N_p / N_p                        :mod:`.trec`
 infAP      inferred AP (Yilmaz and Aslam 2006), trec_eval's     :mod:`.trec`
 IPrec      interpolated precision at recall r (``IPrec@0.5``)   :mod:`.trec`
@@ -38,7 +38,8 @@ NuggetRec. NuggetRecall@K: nuggets supported in the top K /     :mod:`.nuggets`
 Binary measures take ``rel`` (default 1, trec_eval's relevance level): ``P(rel=2)@10``.
 
 Usage: :func:`parse_measure` for names, :func:`prepare` for the shared arrays, and
-:func:`ragnb.evaluation.evaluate.evaluate` for tables.
+:func:`ragnb.evaluation.evaluate.evaluate` for tables. trec_eval's names (``P_10``, ``map``,
+``-m P.5,10``, the set ``all_trec``) are answered by :mod:`ragnb.measures.trec_names`.
 """
 
 from ragnb.measures import (  # noqa: F401
@@ -60,17 +61,20 @@ from ragnb.measures import (  # noqa: F401
     sets,
     success,
     trec,
+    trec_names,
 )
 from ragnb.measures.base import (
     Measure,
     MeasureFamily,
     ParamSpec,
+    TrecEvalName,
     families,
     parse_measure,
     parse_measures,
     register_alias,
     register_family,
     register_trec_alias,
+    trec_eval_names,
 )
 from ragnb.measures.cascade import expected_reciprocal_rank, rank_biased_precision, rbp_residual
 from ragnb.measures.context import context_precision_at_k, pooled_qrels, pr_auc, pr_curve
@@ -116,6 +120,7 @@ __all__ = [
     "MeasureFamily",
     "ParamSpec",
     "RankingArrays",
+    "TrecEvalName",
     "alpha_ndcg",
     "bpref",
     "complete_hit",
@@ -167,4 +172,5 @@ __all__ = [
     "success_at_k",
     "t_measure",
     "t_unnormalised",
+    "trec_eval_names",
 ]

@@ -18,11 +18,13 @@ Other tools' names are accepted and normalised to the canonical name: trec_eval'
 ``P.10``), ranx's (``precision@10``, ``recall@100``, ``ndcg@10``, ``mrr``, ``hit_rate@10``,
 ``f1@10`` = ``F(alpha=0.5)@10``) and ir_measures' (its names are ours: ``nDCG@10``,
 ``P(rel=2)@10``, ``R@100``, ``RR``, ``Success@10``, ``Judged@10``; plus ``NDCG``, ``MRR``,
-``Precision``, ``Recall``). ``HitRate@10`` is ``Success@10``. Average precision is ``PR-AUC``
-(``map``, ``map_cut_10``, ``AP``, ``AP@10``, ranx ``map@10``); trec_eval's ``Rprec``, ``infAP``,
+``Precision``, ``Recall``). ``HitRate@10`` is ``Success@10``. Average precision is ``AP``
+(``map``, ``map_cut_10``, ``AP@10``, ranx ``map@10``); trec_eval's ``Rprec``, ``infAP``,
 ``num_ret``, ``num_rel``, ``num_rel_ret``, ``iprec_at_recall_0.50`` and ir_measures' ``ERR@10``,
 ``RBP(p=0.8)``, ``IPrec@0.5``, ``NumRet(rel=1)``, ``nDCG(dcg='exp-log2')@10``, ``alpha_nDCG@10``
-and ranx's ``r-precision``, ``ndcg_burges@10``, ``rbp.95`` are read too (see each module).
+and ranx's ``r-precision``, ``ndcg_burges@10``, ``rbp.95`` are read too (see each module). A
+family's trec_eval names are data on it (:class:`TrecEvalName`);
+:mod:`ragnb.measures.trec_names` answers from them.
 
 The model is ir_measures' ``measures/base.py`` (MacAvaney et al., ECIR 2022).
 """
@@ -32,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -45,12 +47,14 @@ __all__ = [
     "Measure",
     "MeasureFamily",
     "ParamSpec",
+    "TrecEvalName",
     "families",
     "parse_measure",
     "parse_measures",
     "register_alias",
     "register_family",
     "register_trec_alias",
+    "trec_eval_names",
 ]
 
 ParamValue = int | float
@@ -123,6 +127,80 @@ REL = ParamSpec(
 ALPHA = ParamSpec("alpha", float, None, 0.0, 1.0, doc="trade-off weight in [0, 1], required")
 
 
+#: trec_eval's default cutoffs of ``P``, ``recall``, ``ndcg_cut``, ``map_cut`` and
+#: ``relative_P`` (``meas_init.c``'s ``long_cutoff_array``).
+TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+
+
+@dataclass(frozen=True)
+class TrecEvalName:
+    """A name trec_eval 10.0 gives a family's measures, and how its ``-m NAME.PARAMS`` reads.
+
+    Attributes
+    ----------
+    name : str
+        trec_eval's name: ``"P"``, ``"map"``, ``"iprec_at_recall"``.
+    syntax : {"pairs", "list", "values", "numbers"}
+        What the text after the dot of ``-m`` holds. ``"list"``: numbers, one measure each,
+        setting ``over`` (``P.5,10`` is ``P@5`` and ``P@10``, printed ``P_5`` and ``P_10``;
+        ``iprec_at_recall..1`` is ``IPrec(recall=0.1,...)``, printed ``iprec_at_recall_0.10``).
+        ``"values"``: numbers setting the parameters ``reads`` in order (``utility.2,-1,0,0``:
+        ``a``, ``b``, ``c``, ``d``; one parameter reads the first number, as ``set_F``).
+        ``"numbers"``: numbers that make no one ragnb measure (``11pt_avg``'s recall levels,
+        ``relstring``'s length). ``"pairs"`` (trec_eval's other measures): ``name=value``
+        pairs, setting the parameters ``reads`` (``rbp.p=0.8``); another pair, such as a gain
+        per level (``ndcg.1=3,2=9``), makes no one ragnb measure.
+    over : str, optional
+        For ``"list"``: ``"k"``, the cutoff, or the parameter the numbers set (``"recall"``).
+    defaults : tuple of float
+        The numbers a bare name stands for: the cutoffs or levels of a ``"list"``
+        (``P``: 5, 10, 15, 20, 30, 100, 200, 500, 1000), ``relstring``'s length.
+    reads : tuple of str
+        The parameters set by ``"values"`` and ``"pairs"``.
+    params : mapping of str to int or float
+        Parameters implied by the name (``iprec_at_recall``: ``trec_eval=10``).
+
+    Notes
+    -----
+    How trec_eval prints a measure follows from its family's ``aggregate``: ``"sum"`` is a count,
+    printed ``%ld`` and summed in the ``all`` line; ``"gmean"`` prints in the ``all`` line only;
+    ``"mean"`` prints ``%6.4f``. Every family with a ``rel`` parameter takes trec_eval's ``-l``
+    there, and one with ``n`` trec_eval's ``-N``.
+
+    Examples
+    --------
+    >>> TrecEvalName("P", "list", over="k", defaults=(5, 10)).printed(10)
+    'P_10'
+    >>> TrecEvalName("Rprec_mult", "list", over="mult", defaults=(0.2,)).printed(0.2)
+    'Rprec_mult_0.20'
+    """
+
+    name: str
+    syntax: Literal["pairs", "list", "values", "numbers"] = "pairs"
+    over: str | None = None
+    defaults: tuple[float, ...] = ()
+    reads: tuple[str, ...] = ()
+    params: Mapping[str, ParamValue] = field(default_factory=dict)
+
+    def printed(self, value: float | None = None, text: str | None = None) -> str:
+        """The name trec_eval prints: for one number of a ``"list"`` (``P_10``,
+        ``iprec_at_recall_0.10``), else with the parameter text as given (``utility_2,-1,0,0``)."""
+        if self.syntax == "list" and value is not None:
+            return f"{self.name}_{int(value)}" if self.over == "k" else f"{self.name}_{value:3.2f}"
+        return self.name if text is None else f"{self.name}_{text}"
+
+    def alias_pattern(self) -> str:
+        """The whole-name pattern :func:`parse_measure` reads the name with: ``P_10`` and
+        ``P.10`` for a list of cutoffs, ``Rprec_mult_0.2`` for a list of a parameter, the bare
+        name otherwise."""
+        name = re.escape(self.name)
+        if self.syntax != "list":
+            return name
+        if self.over == "k":
+            return rf"{name}[._](?P<k>\d+)"
+        return rf"{name}[._](?P<{self.over}>\d*\.?\d+)"
+
+
 @dataclass(frozen=True)
 class MeasureFamily:
     """A family of measures sharing a kernel: ``P``, ``nDCG``, ``F``, ...
@@ -149,6 +227,9 @@ class MeasureFamily:
         How :func:`ragnb.evaluation.evaluate.evaluate` aggregates the per-query values: the macro
         mean, the sum over queries (trec_eval's and ir_measures' ``num_ret``, ``num_rel``), or the
         geometric mean of the values floored at 1e-5 (trec_eval's ``gm_map``, ``gm_bpref``).
+    trec_eval : tuple of TrecEvalName
+        trec_eval 10.0's names of the family's measures (``P``; ``map`` for ``AP``): they parse
+        as aliases, and :mod:`ragnb.measures.trec_names` answers with them.
     """
 
     name: str
@@ -159,6 +240,7 @@ class MeasureFamily:
     flags: Callable[..., dict[str, np.ndarray]] | None = None
     summary: str = ""
     aggregate: Literal["mean", "sum", "gmean"] = "mean"
+    trec_eval: tuple[TrecEvalName, ...] = ()
 
     def param(self, name: str) -> ParamSpec | None:
         for spec in self.params:
@@ -170,12 +252,17 @@ class MeasureFamily:
 _FAMILIES: dict[str, MeasureFamily] = {}
 _HEAD_ALIASES: dict[str, tuple[str, dict[str, ParamValue]]] = {}
 _TREC_ALIASES: list[tuple[re.Pattern[str], str, dict[str, ParamValue]]] = []
+_TREC_EVAL_NAMES: dict[str, tuple[str, TrecEvalName]] = {}
 
 
 def register_family(
     family: MeasureFamily, *, aliases: Iterable[str] = (), trec: Iterable[str] = ()
 ) -> MeasureFamily:
     """Add a family to the registry (its name must be new), with its plain aliases.
+
+    The family's trec_eval names (:attr:`MeasureFamily.trec_eval`) are read as aliases too:
+    ``P_10`` and ``P.10`` for a list of cutoffs, the bare name otherwise (unless it is the
+    family's name or a head alias, such as ``map``, which also reads ``map@10``).
 
     Parameters
     ----------
@@ -194,9 +281,17 @@ def register_family(
         raise ValueError(f"measure family {family.name!r} is already registered")
     if not re.fullmatch(r"[^\s()@,=]+", family.name):
         raise ValueError(f"bad family name {family.name!r}")
+    taken = [t.name for t in family.trec_eval if t.name in _TREC_EVAL_NAMES]
+    if taken:
+        raise ValueError(f"trec_eval name {taken[0]!r} is already registered")
     _FAMILIES[family.name] = family
     for alias in aliases:
         register_alias(alias, family.name)
+    for trec_name in family.trec_eval:
+        _TREC_EVAL_NAMES[trec_name.name] = (family.name, trec_name)
+        bare = trec_name.name in _FAMILIES or trec_name.name in _HEAD_ALIASES
+        if trec_name.syntax == "list" or not bare:
+            register_trec_alias(trec_name.alias_pattern(), family.name, **trec_name.params)
     for pattern in trec:
         register_trec_alias(pattern, family.name)
     return family
@@ -221,6 +316,12 @@ def register_trec_alias(pattern: str, family: str, **params: ParamValue) -> None
 def families() -> dict[str, MeasureFamily]:
     """The registered families by canonical name (a copy)."""
     return dict(_FAMILIES)
+
+
+def trec_eval_names() -> dict[str, tuple[str, TrecEvalName]]:
+    """trec_eval's names the families carry: ``{name: (family, TrecEvalName)}`` (a copy), in
+    the order of registration (``{"P": ("P", TrecEvalName("P", "list", ...)), ...}``)."""
+    return dict(_TREC_EVAL_NAMES)
 
 
 def _format_value(value: ParamValue) -> str:

@@ -1,4 +1,4 @@
-"""Rank-weighted precision of RAG evaluation: ContextPrecision@K and PR-AUC, with the PR curve.
+"""Rank-weighted precision of RAG evaluation: ContextPrecision@K, PR-AUC and AP, with the PR curve.
 
 Both average the precision at the ranks of the relevant documents; they differ in the divisor:
 
@@ -26,10 +26,11 @@ ranked list. Computed step-wise (precision at each recall step times the step's 
 trapezoids, which Davis and Goadrich show overestimate the area), that area is exactly average
 precision: recall rises by ``1 / N_p`` at each relevant rank and the precision there is P@k. So
 ``PR-AUC = AP`` (trec_eval ``map``) and ``PR-AUC@K = AP@K`` (``map_cut_K``), tested against
-ir_measures. What SPEAR changes is the ground truth, not the formula: its N_p is the size of a
-pseudo ground truth, the relevant chunks found by **any** of the compared retrievers ("subset
-sampling", Section 2.1), so recall is relative to the pool of the systems compared. Build that
-ground truth with :func:`pooled_qrels` and evaluate PR-AUC on it.
+ir_measures; the two names are two measures of one kernel, each printed under its own name.
+What SPEAR changes is the ground truth, not the formula: its N_p is the size of a pseudo ground
+truth, the relevant chunks found by **any** of the compared retrievers ("subset sampling",
+Section 2.1), so recall is relative to the pool of the systems compared. Build that ground truth
+with :func:`pooled_qrels` and evaluate PR-AUC on it.
 
 References
 ----------
@@ -52,7 +53,15 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.frames.index import sort_run
 from ragnb.frames.schema import RunOrder
-from ragnb.measures.base import REL, Measure, MeasureFamily, register_alias, register_family
+from ragnb.measures.base import (
+    REL,
+    TREC_CUTOFFS,
+    Measure,
+    MeasureFamily,
+    TrecEvalName,
+    register_alias,
+    register_family,
+)
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import (
     RankingArrays,
@@ -113,12 +122,25 @@ register_family(
         params=(REL,),
         cutoff="optional",
         summary="PR-AUC@K = step-wise area under the PR curve to rank K = sum_k P@k v_k / N_p "
-        "(trec_eval map / map_cut_K)",
+        "(SPEAR; the value of AP@K)",
     ),
-    # average precision under its other names: ir_measures AP, AP@K; trec_eval map,
-    # map_cut_K; ranx map, map@K
-    aliases=("AP", "MAP", "map", "mAP"),
-    trec=(r"map_cut[._](?P<k>\d+)",),
+)
+# average precision under its names, one kernel with PR-AUC: ir_measures AP, AP@K; trec_eval
+# map, map_cut_K; ranx map, map@K. Each prints as AP, the name of the measure asked for.
+register_family(
+    MeasureFamily(
+        "AP",
+        _pr_auc,
+        params=(REL,),
+        cutoff="optional",
+        summary="AP@K = average precision to rank K = sum_k P@k v_k / N_p (trec_eval map / "
+        "map_cut_K; the value of PR-AUC@K)",
+        trec_eval=(
+            TrecEvalName("map"),
+            TrecEvalName("map_cut", "list", over="k", defaults=TREC_CUTOFFS),
+        ),
+    ),
+    aliases=("MAP", "map", "mAP"),
 )
 register_alias("context_precision", "ContextPrecision")
 

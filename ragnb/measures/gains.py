@@ -50,12 +50,19 @@ import numpy as np
 
 from ragnb.errors import InputError
 from ragnb.frames.schema import RunOrder
-from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
+from ragnb.measures.base import (
+    REL,
+    Measure,
+    MeasureFamily,
+    ParamSpec,
+    TrecEvalName,
+    register_family,
+)
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, row_steps, safe_div, sum_at, top_k
 from ragnb.measures.reslists import gain_levels, level_counts, level_index
 
-__all__ = ["GAIN_FAMILIES", "gain_values", "normalised_cumulative_gain"]
+__all__ = ["gain_values", "normalised_cumulative_gain"]
 
 
 def _discount(n: int) -> np.ndarray:
@@ -308,19 +315,9 @@ def _ndcg_gains(arrays: RankingArrays, gains: Mapping[int, float] | None) -> np.
     return safe_div(got @ _discount(got.shape[1]), ideal @ _discount(ideal.shape[1]))
 
 
-#: The measures :func:`gain_values` evaluates with other gains: trec_eval name -> ragnb family.
-GAIN_FAMILIES = {
-    "ndcg": "nDCG",
-    "G": "G",
-    "ndcg_rel": "nDCG-rel",
-    "Rndcg": "RnDCG",
-    "rbp": "RBP-graded",
-}
-
-
 def gain_values(
     arrays: RankingArrays,
-    name: str,
+    family: str,
     gains: Mapping[int, float] | None = None,
     *,
     p: float = 0.9,
@@ -332,8 +329,8 @@ def gain_values(
     ----------
     arrays : RankingArrays
         From :func:`ragnb.measures.prepare`, whole runs (no depth cap).
-    name : {"ndcg", "G", "ndcg_rel", "Rndcg", "rbp"}
-        The trec_eval measure.
+    family : {"nDCG", "G", "nDCG-rel", "RnDCG", "RBP-graded"}
+        The measure: trec_eval's ``ndcg``, ``G``, ``ndcg_rel``, ``Rndcg`` or ``rbp``.
     gains : mapping of int to float, optional
         Gain of a qrels level; the others gain their value (trec_eval ``-m ndcg.1=3,2=9``).
     p : float in (0, 1), default 0.9
@@ -348,7 +345,7 @@ def gain_values(
     Raises
     ------
     InputError
-        An unknown ``name``.
+        Another ``family``.
 
     References
     ----------
@@ -358,31 +355,42 @@ def gain_values(
     --------
     >>> from ragnb.measures import prepare
     >>> arrays = prepare({"q": {"a": 1, "b": 2}}, {"q": {"a": 2.0, "b": 1.0}})
-    >>> round(float(gain_values(arrays, "ndcg", {2: 1.0, 1: 3.0})[0]), 4)
+    >>> round(float(gain_values(arrays, "nDCG", {2: 1.0, 1: 3.0})[0]), 4)
     1.0
     """
-    if name == "ndcg":
+    if family == "nDCG":
         return _ndcg_gains(arrays, gains)
-    if name == "G":
+    if family == "G":
         return _g(arrays, None, gains=gains)
-    if name == "ndcg_rel":
+    if family == "nDCG-rel":
         return _ndcg_rel(arrays, None, gains=gains)
-    if name == "Rndcg":
+    if family == "RnDCG":
         return _rndcg(arrays, None, rel=rel, gains=gains)
-    if name == "rbp":
+    if family == "RBP-graded":
         return _rbp_graded(arrays, None, p=p, gains=gains)
-    raise InputError(f"no gain-based measure {name!r}; known: {', '.join(GAIN_FAMILIES)}")
+    known = "nDCG, G, nDCG-rel, RnDCG, RBP-graded"
+    raise InputError(f"no gain-based measure {family!r} with gains per level; known: {known}")
 
 
 RBP_P = ParamSpec("p", float, 0.9, 0.0, 1.0, doc="persistence p in [0, 1), trec_eval's 0.9")
 
-# trec_eval's gain measures of the whole run (no cutoff): name, kernel, parameters, its names
-for _name, _kernel, _params, _trec, _summary in (
-    ("G", _g, (), (), "G = gain-aware cumulated gain over the ideal gains (trec_eval G)"),
+# trec_eval's gain measures of the whole run (no cutoff): name, kernel, parameters, trec_eval's
+# name (its name=value pairs: a gain per level, as ndcg.1=3,2=9, and rbp's p), the pattern of
+# rbp.p=0.8 and the summary
+for _name, _kernel, _params, _trec_eval, _trec, _summary in (
+    (
+        "G",
+        _g,
+        (),
+        TrecEvalName("G"),
+        (),
+        "G = gain-aware cumulated gain over the ideal gains (trec_eval G)",
+    ),
     (
         "binG",
         _bin_g,
         (REL,),
+        TrecEvalName("binG"),
         (),
         "binG = sum over relevant ranks i of 1 / log2(2 + i - r) / N_p (trec_eval binG)",
     ),
@@ -390,34 +398,46 @@ for _name, _kernel, _params, _trec, _summary in (
         "nDCG-rel",
         _ndcg_rel,
         (),
-        (r"ndcg_rel",),
+        TrecEvalName("ndcg_rel"),
+        (),
         "nDCG-rel = nDCG averaged at the relevant ranks (trec_eval ndcg_rel)",
     ),
     (
         "RnDCG",
         _rndcg,
         (REL,),
-        (r"Rndcg",),
+        TrecEvalName("Rndcg"),
+        (),
         "RnDCG = nDCG averaged where the ideal gain changes level (trec_eval Rndcg)",
     ),
     (
         "RBP-graded",
         _rbp_graded,
         (RBP_P,),
-        (r"rbp", r"rbp[._]p=(?P<p>\d*\.?\d+)"),
+        TrecEvalName("rbp", reads=("p",)),
+        (r"rbp[._]p=(?P<p>\d*\.?\d+)",),
         "RBP-graded = (1 - p) sum_i g_i p^(i-1), gains rescaled into [0, 1] (trec_eval rbp)",
     ),
     (
         "RBP-graded-residual",
         _rbp_graded_residual,
         (RBP_P,),
-        (r"rbp_resid", r"rbp_resid[._]p=(?P<p>\d*\.?\d+)"),
+        TrecEvalName("rbp_resid", reads=("p",)),
+        (r"rbp_resid[._]p=(?P<p>\d*\.?\d+)",),
         "RBP-graded-residual = p^ret + (1 - p) sum of p^(i-1) over unjudged ranks, 0 without one "
         "(trec_eval rbp_resid)",
     ),
 ):
     register_family(
-        MeasureFamily(_name, _kernel, params=_params, cutoff="none", summary=_summary), trec=_trec
+        MeasureFamily(
+            _name,
+            _kernel,
+            params=_params,
+            cutoff="none",
+            summary=_summary,
+            trec_eval=(_trec_eval,),
+        ),
+        trec=_trec,
     )
 register_family(
     MeasureFamily(
@@ -425,8 +445,9 @@ register_family(
         _dcg,
         cutoff="optional",
         summary="DCG@K = sum_{i<=K} max(grade, 0) / log2(i + 1), unnormalised (trec_eval dcg)",
+        trec_eval=(TrecEvalName("dcg"),),
     ),
-    trec=(r"dcg", r"dcg_cut[._](?P<k>\d+)"),
+    trec=(r"dcg_cut[._](?P<k>\d+)",),
 )
 register_family(
     MeasureFamily(

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragnb.measures.base import REL, Kernel, Measure, MeasureFamily, register_family
+from ragnb.measures.base import REL, Kernel, Measure, MeasureFamily, TrecEvalName, register_family
 from ragnb.measures.kernel import RankingArrays
 
 __all__: list[str] = []
 
 
 def _values_of(family: str) -> Kernel:
-    """The kernel of a geometric mean: the per-query values of ``family`` (``PR-AUC``,
+    """The kernel of a geometric mean: the per-query values of ``family`` (``AP``,
     ``Bpref``) at the same cutoff and ``rel``, shape (n_queries,)."""
 
     def kernel(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
@@ -41,7 +41,7 @@ def _values_of(family: str) -> Kernel:
 
 # name, the family averaged (as the summary writes it) and trec_eval's name
 for _name, _family, _shown, _trec in (
-    ("GMAP", "PR-AUC", "AP", "gm_map"),
+    ("GMAP", "AP", "AP", "gm_map"),
     ("GM-bpref", "Bpref", "bpref", "gm_bpref"),
 ):
     register_family(
@@ -53,6 +53,6 @@ for _name, _family, _shown, _trec in (
             summary=f"{_name} = exp(mean over queries of log max({_shown}, 1e-5)) "
             f"(trec_eval {_trec})",
             aggregate="gmean",
+            trec_eval=(TrecEvalName(_trec),),
         ),
-        trec=(_trec,),
     )

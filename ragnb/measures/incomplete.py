@@ -48,7 +48,7 @@ from ragnb.measures.base import (
     REL,
     Measure,
     MeasureFamily,
-    register_alias,
+    TrecEvalName,
     register_family,
     register_trec_alias,
 )
@@ -134,7 +134,9 @@ register_family(
         cutoff="optional",
         summary="Bpref = (1/R) sum over retrieved relevant r of "
         "(1 - min(judged non-relevant above r, R) / min(N, R)); unjudged documents ignored",
-    )
+        trec_eval=(TrecEvalName("bpref"),),
+    ),
+    aliases=("bpref",),
 )
 register_family(
     MeasureFamily(
@@ -154,7 +156,6 @@ register_family(
         summary="P'@K = P@K of the condensed list (unjudged documents removed first)",
     )
 )
-register_alias("bpref", "Bpref")
 # ir_measures' spelling of the condensed lists (its printed form; True or 1, spaces allowed).
 _J = r"\s*judged_only\s*=\s*(?:True|true|1)\s*"
 _AT = r"(?:\s*@\s*(?P<k>\d+))"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames.schema import RunOrder
-from ragnb.measures.base import Measure, MeasureFamily, register_family
+from ragnb.measures.base import TREC_CUTOFFS, Measure, MeasureFamily, TrecEvalName, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, safe_div
 
@@ -37,9 +37,13 @@ register_family(
         cutoff="optional",
         summary="nDCG@K = DCG@K / ideal DCG@K; gain = max(grade, 0), discount 1/log2(rank+1), "
         "ideal from all judged documents",
+        # ndcg takes trec_eval's gains per level (ndcg.1=3,2=9): no one ragnb measure then
+        trec_eval=(
+            TrecEvalName("ndcg"),
+            TrecEvalName("ndcg_cut", "list", over="k", defaults=TREC_CUTOFFS),
+        ),
     ),
     aliases=("NDCG", "ndcg"),
-    trec=(r"ndcg_cut[._](?P<k>\d+)",),
 )
 
 

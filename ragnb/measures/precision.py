@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames.schema import RunOrder
-from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
+from ragnb.measures.base import (
+    REL,
+    TREC_CUTOFFS,
+    Measure,
+    MeasureFamily,
+    TrecEvalName,
+    register_family,
+)
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays
 
@@ -19,10 +26,13 @@ def _precision(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
 
 register_family(
     MeasureFamily(
-        "P", _precision, params=(REL,), summary="P@K = (relevant documents in the top K) / K"
+        "P",
+        _precision,
+        params=(REL,),
+        summary="P@K = (relevant documents in the top K) / K",
+        trec_eval=(TrecEvalName("P", "list", over="k", defaults=TREC_CUTOFFS),),
     ),
     aliases=("Precision", "precision"),
-    trec=(r"P[._](?P<k>\d+)",),
 )
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames.schema import RunOrder
-from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
+from ragnb.measures.base import (
+    REL,
+    TREC_CUTOFFS,
+    Measure,
+    MeasureFamily,
+    TrecEvalName,
+    register_family,
+)
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, safe_div
 
@@ -23,9 +30,9 @@ register_family(
         _recall,
         params=(REL,),
         summary="R@K = (relevant documents in the top K) / N_p; 0 when N_p = 0",
+        trec_eval=(TrecEvalName("recall", "list", over="k", defaults=TREC_CUTOFFS),),
     ),
     aliases=("Recall", "recall"),
-    trec=(r"recall[._](?P<k>\d+)",),
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames.schema import RunOrder
-from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
+from ragnb.measures.base import REL, Measure, MeasureFamily, TrecEvalName, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, first_true, safe_div
 
@@ -24,9 +24,9 @@ register_family(
         params=(REL,),
         cutoff="optional",
         summary="RR@K = 1 / rank of the first relevant document in the top K; 0 if none",
+        trec_eval=(TrecEvalName("recip_rank"),),
     ),
     aliases=("MRR", "mrr"),
-    trec=(r"recip_rank",),
 )
 
 

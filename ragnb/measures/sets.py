@@ -38,7 +38,15 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames.schema import RunOrder
-from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
+from ragnb.measures.base import (
+    REL,
+    TREC_CUTOFFS,
+    Measure,
+    MeasureFamily,
+    ParamSpec,
+    TrecEvalName,
+    register_family,
+)
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, safe_div, top_k
 
@@ -132,6 +140,8 @@ UTILITY_PARAMS = (
     ParamSpec("d", float, 0.0, doc="worth of a non-relevant document not retrieved"),
     ParamSpec("n", int, 0, 0, None, doc="documents in the collection (trec_eval -N)"),
 )
+#: trec_eval's default multiples of R for Rprec_mult (``m_Rprec_mult.c``).
+_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 for _name, _kernel, _summary, _trec in (
     ("SetP", _set_p, "SetP = relevant retrieved / retrieved", "set_P"),
     ("SetR", _set_r, "SetR = relevant retrieved / N_p", "set_recall"),
@@ -139,8 +149,14 @@ for _name, _kernel, _summary, _trec in (
     ("SetAP", _set_ap, "SetAP = SetP x SetR", "set_map"),
 ):
     register_family(
-        MeasureFamily(_name, _kernel, params=(REL,), cutoff="none", summary=_summary),
-        trec=(_trec,),
+        MeasureFamily(
+            _name,
+            _kernel,
+            params=(REL,),
+            cutoff="none",
+            summary=_summary,
+            trec_eval=(TrecEvalName(_trec),),
+        ),
     )
 register_family(
     MeasureFamily(
@@ -149,8 +165,9 @@ register_family(
         params=(BETA, REL),
         cutoff="none",
         summary="SetF = (beta + 1) P R / (beta P + R) on the retrieved set (trec_eval set_F)",
+        trec_eval=(TrecEvalName("set_F", "values", reads=("beta",)),),
     ),
-    trec=(r"set_F", r"set_F[._](?P<beta>\d*\.?\d+)"),
+    trec=(r"set_F[._](?P<beta>\d*\.?\d+)",),
 )
 register_family(
     MeasureFamily(
@@ -160,8 +177,8 @@ register_family(
         cutoff="none",
         summary="Utility = a rr + b (ret - rr) + c (R - rr) + d (n + rr - ret - R) "
         "(trec_eval utility)",
+        trec_eval=(TrecEvalName("utility", "values", reads=("a", "b", "c", "d")),),
     ),
-    trec=(r"utility",),
 )
 register_family(
     MeasureFamily(
@@ -172,8 +189,8 @@ register_family(
         summary="NumNonrelJudgedRet = judged non-relevant documents retrieved, summed "
         "(trec_eval num_nonrel_judged_ret)",
         aggregate="sum",
+        trec_eval=(TrecEvalName("num_nonrel_judged_ret"),),
     ),
-    trec=(r"num_nonrel_judged_ret",),
 )
 register_family(
     MeasureFamily(
@@ -181,8 +198,8 @@ register_family(
         _relative_p,
         params=(REL,),
         summary="RelativeP@K = relevant in the top K / min(K, N_p) (trec_eval relative_P)",
+        trec_eval=(TrecEvalName("relative_P", "list", over="k", defaults=TREC_CUTOFFS),),
     ),
-    trec=(r"relative_P[._](?P<k>\d+)",),
 )
 register_family(
     MeasureFamily(
@@ -190,8 +207,8 @@ register_family(
         _unjudged,
         summary="Unjudged@K = retrieved documents without a judgement >= 0 in the top K / K "
         "(trec_eval unj)",
+        trec_eval=(TrecEvalName("unj", "list", over="k", defaults=(5, 10, 20)),),
     ),
-    trec=(r"unj[._](?P<k>\d+)",),
 )
 register_family(
     MeasureFamily(
@@ -201,8 +218,8 @@ register_family(
         cutoff="none",
         summary="RprecMult(mult=m) = relevant in the top c / c, c = floor(m N_p + 0.9) "
         "(trec_eval Rprec_mult)",
+        trec_eval=(TrecEvalName("Rprec_mult", "list", over="mult", defaults=_MULTS),),
     ),
-    trec=(r"Rprec_mult[._](?P<mult>\d*\.?\d+)",),
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ragnb.frames.schema import RunOrder
-from ragnb.measures.base import REL, Measure, MeasureFamily, register_family
+from ragnb.measures.base import REL, Measure, MeasureFamily, TrecEvalName, register_family
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays
 
@@ -23,9 +23,9 @@ register_family(
         _success,
         params=(REL,),
         summary="Success@K = 1 if a relevant document is in the top K, else 0",
+        trec_eval=(TrecEvalName("success", "list", over="k", defaults=(1, 5, 10)),),
     ),
     aliases=("success", "HitRate", "hit_rate"),
-    trec=(r"success[._](?P<k>\d+)",),
 )
 
 

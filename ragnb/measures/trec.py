@@ -19,7 +19,7 @@ NumRel                  relevant documents judged, N_p (summed)          ``num_r
 The three counts aggregate by **sum** over the queries, as trec_eval's ``all`` line and ir_measures
 do; :func:`ragnb.evaluation.evaluate.evaluate` reports the sum for them and the macro mean for every
 other measure. Average precision (trec_eval ``map``, ``map_cut_K``; ir_measures ``AP``, ``AP@K``) is
-:mod:`ragnb.measures.context`'s ``PR-AUC``, one implementation under both names.
+:mod:`ragnb.measures.context`'s ``AP``, one kernel with its ``PR-AUC``.
 
 References
 ----------
@@ -44,8 +44,8 @@ from ragnb.measures.base import (
     Measure,
     MeasureFamily,
     ParamSpec,
+    TrecEvalName,
     register_family,
-    register_trec_alias,
 )
 from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
 from ragnb.measures.kernel import RankingArrays, row_steps, safe_div, sum_at
@@ -218,6 +218,7 @@ register_family(
         params=(REL,),
         cutoff="optional",
         summary="Rprec = relevant in the top R / R, R = N_p (trec_eval Rprec)",
+        trec_eval=(TrecEvalName("Rprec"),),
     ),
     aliases=("R-Prec", "RPrec", "r-precision", "r_precision"),
 )
@@ -229,6 +230,7 @@ register_family(
         cutoff="optional",
         summary="infAP = inferred AP (Yilmaz and Aslam 2006; trec_eval infAP, grade -1 = pooled "
         "but unjudged)",
+        trec_eval=(TrecEvalName("infAP"),),
     ),
     aliases=("infap",),
 )
@@ -241,13 +243,21 @@ register_family(
         summary="IPrec(recall=r) = max P@i over ranks at or after the c-th relevant document, "
         "c = floor(r N_p + 0.9) (trec_eval 9, ir_measures IPrec@r) or round(r N_p) (trec_eval "
         "10 iprec_at_recall_r, IPrec(trec_eval=10))",
+        trec_eval=(
+            TrecEvalName(
+                "iprec_at_recall",
+                "list",
+                over="recall",
+                defaults=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+                params={"trec_eval": 10},
+            ),
+        ),
     ),
     trec=(
         rf"IPrec@{_RECALL}",
         rf"IPrec\(rel=(?P<rel>\d+)\)@{_RECALL}",
     ),
 )
-register_trec_alias(rf"iprec_at_recall[._]{_RECALL}", "IPrec", trec_eval=10)
 register_family(
     MeasureFamily(
         "IPrec-11pt",
@@ -255,9 +265,10 @@ register_family(
         params=(REL, TREC_EVAL),
         cutoff="none",
         summary="IPrec-11pt = mean of IPrec at recall 0, 0.1, ..., 1 (trec_eval 11pt_avg)",
+        # 11pt_avg.r1,r2,... averages other recall levels: no one ragnb measure then
+        trec_eval=(TrecEvalName("11pt_avg", "numbers", params={"trec_eval": 10}),),
     ),
 )
-register_trec_alias(r"11pt_avg", "IPrec-11pt", trec_eval=10)
 register_family(
     MeasureFamily(
         "NumRet",
@@ -266,8 +277,8 @@ register_family(
         depth=lambda k: k or 1,
         summary="NumRet = documents retrieved, summed over queries (trec_eval num_ret)",
         aggregate="sum",
+        trec_eval=(TrecEvalName("num_ret"),),
     ),
-    trec=(r"num_ret",),
 )
 register_family(
     MeasureFamily(
@@ -278,8 +289,9 @@ register_family(
         summary="NumRelRet = relevant documents retrieved, summed (trec_eval num_rel_ret, "
         "ir_measures NumRet(rel=1))",
         aggregate="sum",
+        trec_eval=(TrecEvalName("num_rel_ret"),),
     ),
-    trec=(r"num_rel_ret", r"NumRet\(rel=(?P<rel>\d+)\)"),
+    trec=(r"NumRet\(rel=(?P<rel>\d+)\)",),
 )
 register_family(
     MeasureFamily(
@@ -290,8 +302,8 @@ register_family(
         depth=lambda k: 1,
         summary="NumRel = judged documents with grade >= rel, summed (trec_eval num_rel)",
         aggregate="sum",
+        trec_eval=(TrecEvalName("num_rel"),),
     ),
-    trec=(r"num_rel",),
 )
 
 
