@@ -1,6 +1,6 @@
 """A golden set from queries alone on SciFact, then PPI intervals from a sampled human-label file.
 
-Issue #14's "done means", end to end on the real local model:
+End to end on the real local model:
 
 1. A dataset folder with SciFact's ``corpus.jsonl`` and ``queries.jsonl`` and **no qrels**
    (symbolic links in a temporary folder; nothing copied), and a query file ``queries.csv``

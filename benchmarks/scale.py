@@ -16,7 +16,7 @@ Per-query values of the streamed and in-memory paths are compared (bit-identical
 
 Usage::
 
-    python benchmarks/scale.py --queries 1000000          # the issue's 100 M rows
+    python benchmarks/scale.py --queries 1000000          # 100 M rows
     python benchmarks/scale.py --queries 100000 --modes stream memory ranx
 """
 

@@ -538,7 +538,7 @@ class Comparison(StudyResultBase):
         dict of str to altair.Chart
             ``measure_vs_k`` (core measures against K), ``per_query`` (per-query
             distributions at the headline K), ``graded_vs_k``, ``proc_vs_k``, ``significance``
-            (:meth:`ragnb.stats.ComparisonResult.chart`).
+            (:func:`ragnb.report.charts.comparison_chart`).
         """
         try:
             import ragnb.studies.retrieval.charts as charts
