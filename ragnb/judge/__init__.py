@@ -16,7 +16,8 @@ Judges
     bounded concurrency, retries honouring ``Retry-After``, the project cache, a cost ledger
     (:mod:`ragnb.llm.ledger`).
 :class:`QrelsJudge`, :class:`NoisyJudge`
-    Offline: existing labels, labels plus noise (:mod:`ragnb.judge.offline`).
+    Offline: existing labels (:mod:`ragnb.judge.offline`); the simulated judge, labels or
+    latent utilities seen through noise (:mod:`ragnb.judge.simulated`).
 :class:`EnsembleJudge`, :class:`SelfConsistentJudge`
     Several judges, or several samples of one judge (:mod:`ragnb.judge.consistency`), combined
     by a vote; :func:`self_agreement` measures how far the samples agree.
@@ -51,7 +52,8 @@ from ragnb.judge.bias import PositionAudit, bias_audit, passage_features, positi
 from ragnb.judge.consistency import SelfConsistentJudge, self_agreement
 from ragnb.judge.ensemble import EnsembleGrades, EnsembleJudge, combine_grades
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL, OpenAIJudge
-from ragnb.judge.offline import NoisyJudge, QrelsJudge
+from ragnb.judge.offline import QrelsJudge
+from ragnb.judge.simulated import NoisyJudge
 
 __all__ = [
     "DEFAULT_JUDGE_MODEL",
