@@ -414,8 +414,9 @@ class GoldenSet:
     # -- the degenerate-judge checks
 
     def graded_sets(self) -> list[GradeSet]:
-        """Every set of grades the golden set is made from (:func:`~.degenerate.grade_sets`):
-        S4's, each ensemble member's, S6's listwise answers, and per increment the new system's
+        """Every set of grades the golden set is made from
+        (:func:`ragnb.judge.degenerate.grade_sets`): S4's, each ensemble member's, S6's listwise
+        answers, and per increment the new system's
         whole top ``k`` (the pairs it judged and those judged before: the unjudged rest alone
         is the residue the pool missed, mostly irrelevant whatever the judge)."""
         increments = [(inc.system, self._increment_top(inc)) for inc in self.increments]
