@@ -3,7 +3,7 @@ with a simulated judge, on graded MS MARCO pairs.
 
 Bergum's post (Vespa blog) answers "Why didn't you try ... an ensemble of judges?" with "That is
 certainly an option, to use majority voting for example". This benchmark builds two ensembles with
-:class:`ragnb.judge.EnsembleJudge` and prints :func:`ragnb.studies.golden.ensemble_agreement`'s two
+:class:`ragnb.judge.EnsembleJudge` and prints :func:`ragnb.judge.ensemble_agreement`'s two
 tables for each (against human labels: each member and the ensemble; between members):
 
 A. SmolLM2-135M-Instruct (llama.cpp through :class:`ragnb.llm.server.LocalLLMServer`) with the
@@ -70,8 +70,7 @@ def agreement_tables(
 ) -> None:
     """Grade ``items`` with the ensemble of ``members`` (majority, then mean) and print the
     tables."""
-    from ragnb.judge import EnsembleJudge
-    from ragnb.studies.golden import ensemble_agreement
+    from ragnb.judge import EnsembleJudge, ensemble_agreement
 
     labels = range(SCALE[0], SCALE[1] + 1)
     rows = []

@@ -25,7 +25,7 @@ Columns: ``pairs`` graded validly; ``exact`` agreement; Cohen's ``kappa`` (unwei
 ``kappa_lin`` and ``kappa_quad`` (weighted, Cohen 1968); Krippendorff's ``alpha_ord`` (ordinal) and
 ``alpha_int`` (interval), all from :mod:`ragnb.judge.agreement` on the valid pairs; ``sys_tau``:
 Kendall's tau-b between the six systems' nDCG@10 under human labels and under the judge's grades on
-the judged pairs (:func:`ragnb.studies.golden.calibration.system_agreement`); ``self_kappa`` and
+the judged pairs (:func:`ragnb.judge.calibration.system_agreement`); ``self_kappa`` and
 ``self_alpha``: the judge's agreement with itself, ``--samples`` answers per pair at
 ``--temperature`` (:class:`ragnb.judge.SelfConsistentJudge`, each sample its own cache entry; a
 simulated judge draws fresh noise, the random judge fresh seeds): Cohen's kappa averaged over every
@@ -158,7 +158,7 @@ def self_consistency(
 def score(graded: Graded, human: pd.DataFrame, runs: dict[str, pd.DataFrame]) -> dict[str, Any]:
     """One row of the scorecard: ``graded``'s agreement with ``human`` (qrels on 1-5)."""
     from ragnb.judge.agreement import krippendorff_alpha, weighted_kappa
-    from ragnb.studies.golden.calibration import system_agreement
+    from ragnb.judge.calibration import system_agreement
 
     mine = judge_qrels(graded.frame, graded.column)
     pairs = human.merge(mine, on=["query_id", "doc_id"], suffixes=("_h", "_j"))

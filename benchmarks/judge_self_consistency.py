@@ -7,7 +7,7 @@ its own cache entry). Printed:
 
 1. the samples' agreement with each other (:func:`ragnb.judge.self_agreement`: mean pairwise
    Cohen's kappa, Krippendorff's alpha over all samples) beside each sample's and the
-   majority's agreement with the human labels (:func:`ragnb.studies.golden.ensemble_agreement`);
+   majority's agreement with the human labels (:func:`ragnb.judge.ensemble_agreement`);
 2. the bias audit (:func:`ragnb.judge.bias_audit`): slopes of the majority grade and of
    (majority - human) against passage length (per 100 words) and query-term overlap, 95%
    bootstrap intervals over queries;
@@ -81,9 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from ragnb.core.cache import Cache
-    from ragnb.judge import SelfConsistentJudge, bias_audit, position_audit, self_agreement
+    from ragnb.judge import (
+        SelfConsistentJudge,
+        bias_audit,
+        ensemble_agreement,
+        position_audit,
+        self_agreement,
+    )
     from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
-    from ragnb.studies.golden import ensemble_agreement
 
     if lja.local_model_missing():
         return 2

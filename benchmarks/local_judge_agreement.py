@@ -250,7 +250,7 @@ def print_baselines(human: pd.DataFrame, runs: dict[str, pd.DataFrame]) -> None:
     calls every pair relevant already orders the systems much as the humans do: the system
     tau above is worth only what it adds to these.
     """
-    from ragnb.studies.golden.calibration import system_agreement
+    from ragnb.judge.calibration import system_agreement
 
     rng = np.random.default_rng(0)
     print("\nbaselines (judges that read nothing), Kendall tau-b of the system rankings:")
@@ -283,9 +283,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from ragnb.core.cache import Cache
     from ragnb.io.files import read_beir
+    from ragnb.judge.calibration import calibrate
     from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
     from ragnb.measures import map_grades
-    from ragnb.studies.golden.calibration import calibrate
     from ragnb.studies.golden.judging import LOCAL_MODEL_NAME
 
     if local_model_missing():

@@ -7,11 +7,12 @@ Usage (from the repository root)::
 
 For the MS MARCO DL and DBpedia-Entity subsets of ``../shared/datasets``: three BM25 systems
 (Lucene BM25 with stemming; without stemming or stop words; k1 = 0.9, b = 0.3) retrieve the top
-10 for every query with qrels. The qrels are the truth; a simulated judge
-(:func:`ragnb.ppi.simulate_judge`, lenient: +1 grade 25%, +2 5%, -1 15%, seeded) labels every
-pair, so judge-only estimates are biased upwards. In each draw ``n`` pairs of the population
-(the pairs the systems rank in their top 10) reveal their true grade and the human-only, PPI
-(lam = 1) and PPI++ (cross-fitted lam) 95% intervals are computed
+10 for every query with qrels. The qrels are the truth; a simulated judge (the noise model
+of :class:`ragnb.judge.NoisyJudge` with ``noise="confusion"``, :func:`ragnb.ppi.confusion_grades`;
+lenient: +1 grade 25%, +2 5%, -1 15%, seeded) labels every pair, so judge-only estimates are
+biased upwards. In each draw ``n`` pairs of the population (the pairs the systems rank in their
+top 10) reveal their true grade and the human-only, PPI (lam = 1) and PPI++ (cross-fitted lam)
+95% intervals are computed
 (:func:`ragnb.ppi.coverage_simulation`, ``unit="pair"``) for ``P@10`` (``P(rel=2)@10`` on MS
 MARCO, whose grade 1 means "related") and ``nDCG@10`` over the judge's ideal DCG@10 (the linear
 form of nDCG per pair). Printed per dataset, measure, ``n`` and method: coverage and interval

@@ -16,27 +16,28 @@ import pytest
 
 from ragnb.errors import InputError
 from ragnb.judge import agreement as agreement_module
-from ragnb.judge.agreement import _tau_b_rows
-from ragnb.measures import pr_auc
-from ragnb.studies.golden import calibration as calibration_module
-from ragnb.studies.golden.calibration import (
+from ragnb.judge import calibration as calibration_module
+from ragnb.judge.agreement import (
     STATISTICS,
-    Calibration,
+    _tau_b_rows,
     agreement_intervals,
-    agreement_pairs,
-    calibrate,
     confusion_matrix,
-    interpolated_pr,
     judge_bias,
     kendall_tau,
     krippendorff_alpha,
-    spear_evaluate,
-    spear_pool,
-    system_agreement,
-    system_tau_interval,
     tau_interval,
     weighted_kappa,
 )
+from ragnb.judge.calibration import (
+    Calibration,
+    agreement_pairs,
+    calibrate,
+    system_agreement,
+    system_tau_interval,
+)
+from ragnb.measures import pr_auc
+from ragnb.studies.golden import spear as spear_module
+from ragnb.studies.golden.spear import interpolated_pr, spear_evaluate, spear_pool
 
 # ----------------------------------------------------------------------------- kappa
 
@@ -632,7 +633,7 @@ def test_tau_interval_on_msmarco_systems(request, source, n_queries):
 
 
 def test_agreement_doctests():
-    for module in (agreement_module, calibration_module):
+    for module in (agreement_module, calibration_module, spear_module):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 

@@ -13,9 +13,10 @@ from ragnb.cli.main import main
 from ragnb.errors import InputError
 from ragnb.io.files import read_json
 from ragnb.judge import NoisyJudge, QrelsJudge
+from ragnb.judge.drift import drift_gates
 from ragnb.stats.gates import judge_kappa_gates
 from ragnb.studies.golden import GoldenSetConfig, calibrate_judge
-from ragnb.studies.golden.drift import accepted_calibration, drift_gates, judge_drift
+from ragnb.studies.golden.judge_checks import accepted_calibration, judge_drift
 from ragnb.studies.golden.pipeline import build_pipeline
 
 

@@ -26,11 +26,11 @@ from ragnb.judge import (
     OpenAIJudge,
     QrelsJudge,
     combine_grades,
+    ensemble_agreement,
 )
 from ragnb.judge.agreement import kendall_tau, krippendorff_alpha, weighted_kappa
 from ragnb.llm.ledger import Ledger
 from ragnb.llm.transport import RetryPolicy
-from ragnb.studies.golden import ensemble_agreement
 
 CHAT = "/v1/chat/completions"
 # the grade each prompt gives passage number n
@@ -325,8 +325,7 @@ def test_docstring_examples():
     import doctest
 
     import ragnb.judge.ensemble
-    import ragnb.studies.golden.ensemble
 
-    for module in (ragnb.judge.ensemble, ragnb.studies.golden.ensemble):
+    for module in (ragnb.judge.ensemble,):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__

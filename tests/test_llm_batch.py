@@ -135,9 +135,10 @@ def test_batch_is_described_and_not_in_the_cache_key(openai_server, tmp_path):
     assert judge.describe()["batch"] is True and judge.describe()["batch_poll_s"] == 0.01
     assert single.describe()["batch"] is False
     values = {"query": "q", "passage": "p"}
+    opts, single_opts = judge.call_options(judge.prompt), single.call_options(single.prompt)
     assert (
-        judge.make_call(judge.prompt, values, item="i").key
-        == single.make_call(single.prompt, values, item="i").key
+        judge.client.make_call(judge.prompt, values, item="i", **opts).key
+        == single.client.make_call(single.prompt, values, item="i", **single_opts).key
     )
     with pytest.raises(InputError, match="batch_poll_s"):
         make_judge(openai_server, tmp_path, batch_poll_s=-1)
@@ -146,8 +147,10 @@ def test_batch_is_described_and_not_in_the_cache_key(openai_server, tmp_path):
 def test_a_partly_failed_batch_leaves_the_failed_items_for_the_next_run(openai_server, tmp_path):
     openai_server.chat.handler = rubric
     judge = make_judge(openai_server, tmp_path)
+    opts = judge.call_options(judge.prompt)
     calls = [
-        judge.make_call(judge.prompt, i, item=f"{i['query_id']}/{i['doc_id']}") for i in items(10)
+        judge.client.make_call(judge.prompt, i, item=f"{i['query_id']}/{i['doc_id']}", **opts)
+        for i in items(10)
     ]
     failing = {calls[1].key, calls[7].key}
     openai_server.batch.fail = set(failing)

@@ -40,9 +40,18 @@ def test_cache_keys_keep_their_values(tmp_path):
     rank = judge.rank_prompt
     answer = load_answer_prompt()
     keys = {
-        "grade": judge.make_call(judge.prompt, {"query": "q", "passage": "p"}, item="i").key,
-        "rank": judge.make_call(
-            rank, rank.rank_fields("q", ["a", "b"]), item="i", labels=LABELS[:2]
+        "grade": client.make_call(
+            judge.prompt,
+            {"query": "q", "passage": "p"},
+            item="i",
+            **judge.call_options(judge.prompt),
+        ).key,
+        "rank": client.make_call(
+            rank,
+            rank.rank_fields("q", ["a", "b"]),
+            item="i",
+            labels=LABELS[:2],
+            **judge.call_options(rank, LABELS[:2]),
         ).key,
         "rewrite": LLMRewriter(client).call("hi q", "q0").key,
         "claims": client.make_call(
@@ -58,8 +67,11 @@ def test_cache_keys_keep_their_values(tmp_path):
     options = OpenAIJudge(
         "m", cache=Cache(tmp_path), progress=False, constrained="json_object_schema", logprobs=5
     )
-    keys["grade constrained logprobs=5"] = options.make_call(
-        options.prompt, {"query": "q", "passage": "p"}, item="i"
+    keys["grade constrained logprobs=5"] = options.client.make_call(
+        options.prompt,
+        {"query": "q", "passage": "p"},
+        item="i",
+        **options.call_options(options.prompt),
     ).key
     assert keys == PINNED
 
@@ -69,7 +81,7 @@ def test_judge_and_its_client_give_calls_without_options_the_same_key(tmp_path):
         "m", cache=Cache(tmp_path), progress=False, constrained="json_object_schema", logprobs=5
     )
     tpl = load_prompt("query-rewrite")
-    via_judge = judge.make_call(tpl, {"query": "x"}, item="q0")
+    via_judge = judge.client.make_call(tpl, {"query": "x"}, item="q0", **judge.call_options(tpl))
     via_client = judge.client.make_call(tpl, {"query": "x"}, item="q0")
     assert via_judge.key == via_client.key and not via_client.body
     assert judge.client.params == {"temperature": 0.0, "request_params": {}, "reminder": True}

@@ -11,6 +11,7 @@ from ragnb import ppi
 from ragnb.errors import InputError
 from ragnb.evaluation.evaluate import evaluate
 from ragnb.io.files import read_beir
+from ragnb.judge import NoisyJudge
 from ragnb.retrievers.retrieve import BM25Retriever
 
 T = sps.t.ppf  # Student quantile
@@ -137,6 +138,14 @@ QRELS = pd.DataFrame(
         "relevance": [2, 0, 1, 1, 0, 0, 2, 1, 1, 0],
     }
 )
+
+
+def _simulated_judge(qrels: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """The lenient simulated judge of the PPI simulation (its default confusion)."""
+    judge = NoisyJudge(qrels, noise="confusion", stream="calls", seed=seed)
+    return judge.noisy_qrels()
+
+
 RUN = pd.DataFrame(
     {
         "query_id": ["q1"] * 3 + ["q2"] * 2 + ["q3"] * 2 + ["q4"] * 3,
@@ -184,7 +193,7 @@ def test_biased_but_exact_judge_gives_the_truth(unit):
 
 
 def test_query_unit_with_inclusion_table():
-    judge = ppi.simulate_judge(QRELS, seed=3)
+    judge = _simulated_judge(QRELS, seed=3)
     human = QRELS[QRELS["query_id"].isin(["q1", "q2", "q4"])]
     table = pd.DataFrame({"query_id": ["q1", "q2", "q4"], "inclusion_probability": 0.75})
     out = ppi.ppi_system_estimates(judge, human, {"s": RUN}, ["P@2"], inclusion=table)
@@ -266,7 +275,7 @@ def test_labels_for_width_reach_the_width_and_halving_is_its_special_case():
 
 
 def test_system_estimates_give_labels_for_a_target_width():
-    judge = ppi.simulate_judge(QRELS, seed=3)
+    judge = _simulated_judge(QRELS, seed=3)
     human = QRELS[QRELS["query_id"].isin(["q1", "q2", "q3"])]
     out = ppi.ppi_system_estimates(judge, human, {"s": RUN}, ["P@2"], target_width=0.01)
     assert "labels_for_width" in out.columns and out["labels_for_width"].iloc[0] >= 0

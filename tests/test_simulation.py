@@ -12,19 +12,17 @@ from scipy.stats import norm
 
 from ragnb.errors import InputError
 from ragnb.io.files import read_beir
-from ragnb.studies.golden.simulated_judge import window_starts
+from ragnb.judge.simulated import NoisyJudge, TokenCost, estimate_passage_tokens
 from ragnb.studies.golden.simulation import (
     FRAME_COLUMNS,
     METRICS,
-    NoisyUtilityRanker,
-    TokenCost,
     compare_methods,
-    estimate_passage_tokens,
     latent_utilities,
     simulate,
     sliding_window_rank,
     summarise,
 )
+from ragnb.studies.golden.sliding_window import window_starts
 
 
 @pytest.fixture(scope="module")
@@ -50,13 +48,13 @@ def test_token_cost_by_hand():
 
 
 def test_noiseless_judge_sorts_and_charges_tokens():
-    judge = NoisyUtilityRanker({"a": 0.1, "b": 2.0, "c": 1.0, "d": -1.0}, 0.0)
-    answer = judge.rank("q", ["a", "b", "c", "d"])
+    judge = NoisyJudge.from_utilities({"a": 0.1, "b": 2.0, "c": 1.0, "d": -1.0}, 0.0)
+    answer = judge.rank_items("q", ["a", "b", "c", "d"])
     assert answer.permutation == [1, 2, 0, 3]
     assert answer.tokens == TokenCost()(4) == 300 + 4 * 110
     assert (judge.calls, judge.tokens_used) == (1, 740)
     with pytest.raises(InputError, match="knows no item 'z'"):
-        judge.rank("q", ["a", "z"])
+        judge.rank_items("q", ["a", "z"])
 
 
 @pytest.mark.parametrize(
@@ -69,9 +67,9 @@ def test_noiseless_judge_sorts_and_charges_tokens():
     ],
 )
 def test_noise_models_give_their_pairwise_probabilities(model, p_correct):
-    judge = NoisyUtilityRanker({"a": 0.5, "b": 0.0}, 0.5, model=model, seed=0)
+    judge = NoisyJudge.from_utilities({"a": 0.5, "b": 0.0}, 0.5, model=model, seed=0)
     n = 20_000
-    wins = sum(judge.rank("q", ["a", "b"]).permutation[0] == 0 for _ in range(n))
+    wins = sum(judge.rank_items("q", ["a", "b"]).permutation[0] == 0 for _ in range(n))
     se = math.sqrt(p_correct * (1 - p_correct) / n)
     assert abs(wins / n - p_correct) < 4 * se  # 0.760 and 0.783
 
@@ -89,7 +87,7 @@ def test_sliding_window_brings_the_best_to_the_top_in_one_pass():
     rng = np.random.default_rng(0)
     names = [f"d{i}" for i in range(45)]
     utility = dict(zip(names, rng.permutation(45).astype(float), strict=True))
-    judge = NoisyUtilityRanker(utility, 0.0)
+    judge = NoisyJudge.from_utilities(utility, 0.0).rank_items
     res = sliding_window_rank("q", {d: d for d in names}, judge, passes=3)
     true = sorted(names, key=lambda d: -utility[d])
     assert res.orders[0][:10] == true[:10]  # window 20, step 10: the top 10 is exact

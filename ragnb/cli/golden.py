@@ -204,9 +204,10 @@ def _cmd_golden_audit(args: argparse.Namespace) -> int:
 
     from ragnb.core.cache import Cache
     from ragnb.io.files import read_json
+    from ragnb.judge.drift import drift_gates
     from ragnb.llm.ledger import LEDGER_FILE, Ledger
     from ragnb.studies.golden import GoldenSetConfig
-    from ragnb.studies.golden.drift import accepted_calibration, drift_gates, judge_drift
+    from ragnb.studies.golden.judge_checks import accepted_calibration, judge_drift
     from ragnb.studies.golden.judging import make_judge, stop_local_server
     from ragnb.studies.golden.pipeline import build_pipeline
 
@@ -276,7 +277,7 @@ def _audit_paths(config: GoldenSetConfig, args: argparse.Namespace, manifest: Pa
 
 def audit_parser() -> argparse.ArgumentParser:
     """``ragnb golden audit``: the judge-drift gate of a built golden set."""
-    from ragnb.studies.golden.drift import KAPPA_STATISTICS
+    from ragnb.judge.drift import KAPPA_STATISTICS
 
     p = argparse.ArgumentParser(
         prog="ragnb golden audit",

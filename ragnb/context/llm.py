@@ -214,7 +214,9 @@ def _precision_calls(
         calls = []
         for j, ctx in enumerate(_contexts(frame, i, k)):
             values = {"query": query, tpl.item_field: ctx, "answer": answer}
-            calls.append(judge.make_call(tpl, values, item=f"s{i}/c{j + 1}", query_id=f"s{i}"))
+            item, qid = f"s{i}/c{j + 1}", f"s{i}"
+            options = judge.call_options(tpl)
+            calls.append(judge.client.make_call(tpl, values, item=item, query_id=qid, **options))
         out.append(calls)
     return out
 
@@ -326,11 +328,12 @@ def _attribution_calls(
 ) -> list[LLMCall]:
     """Sample ``i``'s claim attribution calls: each claim against the numbered contexts."""
     return [
-        judge.make_call(
+        judge.client.make_call(
             att,
             {att.item_field: claim, "contexts": block},
             item=f"s{i}/claim{j + 1}",
             query_id=f"s{i}",
+            **judge.call_options(att),
         )
         for j, claim in enumerate(claims)
     ]

@@ -16,16 +16,29 @@ Judges
     bounded concurrency, retries honouring ``Retry-After``, the project cache, a cost ledger
     (:mod:`ragnb.llm.ledger`).
 :class:`QrelsJudge`, :class:`NoisyJudge`
-    Offline: existing labels, labels plus noise (:mod:`ragnb.judge.offline`).
+    Offline: existing labels (:mod:`ragnb.judge.offline`); the simulated judge, labels or
+    latent utilities seen through noise (:mod:`ragnb.judge.simulated`).
 :class:`EnsembleJudge`, :class:`SelfConsistentJudge`
     Several judges, or several samples of one judge (:mod:`ragnb.judge.consistency`), combined
     by a vote; :func:`self_agreement` measures how far the samples agree.
 
-Auditing grades
----------------
-:func:`bias_audit` (slopes of grades and errors against passage length and query-term overlap)
-and :func:`position_audit` (listwise answers in reversed and shuffled orders), in
-:mod:`ragnb.judge.bias`.
+Checking a judge
+----------------
+Every check of a judge lives here; a study gives it its pairs and labels.
+
+- :func:`bias_audit` (slopes of grades and errors against passage length and query-term
+  overlap) and :func:`position_audit` (listwise answers in reversed and shuffled orders), in
+  :mod:`ragnb.judge.bias`;
+- :func:`calibrate`: the judge against human labels (confusion matrix, kappas, alphas with
+  bootstrap intervals, bias per grade, systems ranked under both), :mod:`ragnb.judge.calibration`
+  (the statistics on arrays: :mod:`ragnb.judge.agreement`);
+- :func:`self_agreement` and :func:`consistency_table` (a judge against itself,
+  :mod:`ragnb.judge.consistency`), :func:`ensemble_agreement` (the members of an ensemble against
+  human labels and each other, :mod:`ragnb.judge.ensemble`);
+- :class:`JudgeDrift` and :func:`drift_gates`: two judges against the same human labels, and the
+  kappa gate (:mod:`ragnb.judge.drift`);
+- the degenerate-judge checks (one grade for nearly every pair, no variation within queries, no
+  association with the pooled rank, invalid answers), :mod:`ragnb.judge.degenerate`.
 
 Examples
 --------
@@ -48,20 +61,32 @@ from ragnb.judge.base import (
     RankResult,
 )
 from ragnb.judge.bias import PositionAudit, bias_audit, passage_features, position_audit
-from ragnb.judge.consistency import SelfConsistentJudge, self_agreement
-from ragnb.judge.ensemble import EnsembleGrades, EnsembleJudge, combine_grades
+from ragnb.judge.calibration import Calibration, calibrate
+from ragnb.judge.consistency import SelfConsistentJudge, consistency_table, self_agreement
+from ragnb.judge.drift import JudgeDrift, drift_gates
+from ragnb.judge.ensemble import (
+    EnsembleAgreement,
+    EnsembleGrades,
+    EnsembleJudge,
+    combine_grades,
+    ensemble_agreement,
+)
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL, OpenAIJudge
-from ragnb.judge.offline import NoisyJudge, QrelsJudge
+from ragnb.judge.offline import QrelsJudge
+from ragnb.judge.simulated import NoisyJudge
 
 __all__ = [
+    "Calibration",
     "DEFAULT_JUDGE_MODEL",
     "GRADE_COLUMNS",
     "RANK_COLUMNS",
+    "EnsembleAgreement",
     "EnsembleGrades",
     "EnsembleJudge",
     "GradeRequest",
     "GradeResult",
     "Judge",
+    "JudgeDrift",
     "NoisyJudge",
     "OpenAIJudge",
     "PositionAudit",
@@ -70,7 +95,11 @@ __all__ = [
     "RankResult",
     "SelfConsistentJudge",
     "bias_audit",
+    "calibrate",
     "combine_grades",
+    "consistency_table",
+    "drift_gates",
+    "ensemble_agreement",
     "passage_features",
     "position_audit",
     "self_agreement",

@@ -1,7 +1,7 @@
 """Agreement between two raters' grades of the same items, with bootstrap confidence intervals.
 
 Inter-rater statistics on aligned arrays (e.g. human labels and an LLM judge's grades of the same
-(query, document) pairs, as :func:`ragnb.studies.golden.calibration.calibrate` compares them):
+(query, document) pairs, as :func:`ragnb.judge.calibration.calibrate` compares them):
 
 - the confusion matrix (:func:`confusion_matrix`);
 - Cohen's kappa, unweighted and weighted (linear, quadratic) [1]_ (:func:`weighted_kappa`);
@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 #: numpydoc entries of the percentile bootstrap over queries of Kendall's tau, shared word for word
-#: by :func:`tau_interval` and :func:`ragnb.studies.golden.calibration.system_tau_interval` (which
+#: by :func:`tau_interval` and :func:`ragnb.judge.calibration.system_tau_interval` (which
 #: passes them on); :func:`fill_tau_doc` expands them (:func:`ragnb.core.docstrings.doc_filler`).
 TAU_BOOTSTRAP_ENTRIES: dict[str, str] = {
     "n_boot": "n_boot : int >= 0, default 1000",

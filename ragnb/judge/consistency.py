@@ -8,6 +8,8 @@ quorum), of which it is one: the samples are its members. :func:`self_agreement`
 far the samples agree: Cohen's kappa between every two samples (their mean) and
 Krippendorff's alpha over all of them. A judge whose samples disagree grades by chance as much
 as by the passage; its agreement with people cannot be higher than its agreement with itself.
+:func:`consistency_table` puts the samples' agreement with each other beside each sample's and
+the majority's agreement with human labels (:func:`ragnb.judge.ensemble.ensemble_agreement`).
 
 References
 ----------
@@ -32,9 +34,14 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.judge.agreement import STATISTICS, krippendorff_alpha_coders, weighted_kappa
 from ragnb.judge.base import Judge
-from ragnb.judge.ensemble import EnsembleGrades, EnsembleJudge
+from ragnb.judge.ensemble import (
+    AGREEMENT_COLUMNS,
+    EnsembleGrades,
+    EnsembleJudge,
+    ensemble_agreement,
+)
 
-__all__ = ["SELF_AGREEMENT", "SelfConsistentJudge", "self_agreement"]
+__all__ = ["SELF_AGREEMENT", "SelfConsistentJudge", "consistency_table", "self_agreement"]
 
 #: The statistics of :func:`self_agreement`, in row order: the first four are means over every
 #: two samples, the alphas are over all samples at once.
@@ -261,3 +268,57 @@ def self_agreement(grades: Any, *, labels: Sequence[int] | None = None) -> pd.Da
     out["n_pairs"] = n_pairs
     out["n_samples"] = len(names)
     return out
+
+
+def consistency_table(
+    grades: EnsembleGrades,
+    *,
+    human: Any = None,
+    labels: Sequence[int] | None = None,
+    combined: str = "ensemble",
+) -> pd.DataFrame:
+    """The samples' agreement with each other, and each sample's and their combination's
+    agreement with human labels, in one table.
+
+    Parameters
+    ----------
+    grades : EnsembleGrades
+        :meth:`SelfConsistentJudge.grade_members`' result.
+    human : DataFrame or dict, optional
+        Human qrels on the judge's scale; adds one row per sample and one for the combination.
+    labels : sequence of int, optional
+        The grade scale (pass the judge's full scale).
+    combined : str, default "ensemble"
+        The name of the combination's row (e.g. ``"majority of 3"``).
+
+    Returns
+    -------
+    DataFrame
+        One row per comparison: ``rater`` ("samples with each other", each sample's name,
+        ``combined``), ``against`` ("itself" or "human labels"), ``n_pairs``, then
+        :data:`ragnb.judge.ensemble.AGREEMENT_COLUMNS` (the self row: exact agreement and the
+        kappas averaged over every two samples (:func:`self_agreement`), the alphas among all
+        samples; Kendall's tau-b NaN).
+    """
+    own = self_agreement(grades, labels=labels)
+    values = own.set_index("statistic")["value"]
+    rows = [
+        {
+            "rater": "samples with each other",
+            "against": "itself",
+            "n_pairs": int(own["n_pairs"].iloc[0]),
+            **{c: float(values.get(c, np.nan)) for c in AGREEMENT_COLUMNS},
+        }
+    ]
+    if human is not None:
+        agree = ensemble_agreement(human, grades, labels=labels).table
+        for _, r in agree.iterrows():
+            rows.append(
+                {
+                    "rater": combined if r["judge"] == "ensemble" else r["judge"],
+                    "against": "human labels",
+                    "n_pairs": int(r["n_pairs"]),
+                    **{c: float(r[c]) for c in AGREEMENT_COLUMNS},
+                }
+            )
+    return pd.DataFrame(rows, columns=["rater", "against", "n_pairs", *AGREEMENT_COLUMNS])

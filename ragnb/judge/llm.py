@@ -40,7 +40,7 @@ from ragnb.judge.base import (
     rank_requests,
 )
 from ragnb.llm.calls import CONSTRAINED, CallResult, LLMCall, response_format
-from ragnb.llm.client import ChatClient, ClientSettings, fill_client_doc
+from ragnb.llm.client import CallOptions, ChatClient, ClientSettings, fill_client_doc
 from ragnb.llm.ledger import PlannedCall
 from ragnb.llm.prompts import LABELS, PromptTemplate, load_prompt
 
@@ -278,27 +278,33 @@ class OpenAIJudge(Judge):
 
     # -- building calls
 
-    def make_call(
-        self,
-        template: PromptTemplate,
-        values: Mapping[str, str],
-        *,
-        item: str,
-        query_id: str = "",
-        labels: Sequence[str] | None = None,
-    ) -> LLMCall:
-        """Render ``template`` with ``values`` into a call with its cache key.
+    def call_options(
+        self, template: PromptTemplate, labels: Sequence[str] | None = None
+    ) -> CallOptions:
+        """The judge's options for a call of ``template``, as the keywords of
+        :meth:`ragnb.llm.ChatClient.make_call`: ``{"params": ..., "body": ...}``.
 
-        The call carries the judge's options that apply to it: ``response_format`` when
-        ``constrained`` is on and the template's answer has a schema
-        (:meth:`~ragnb.llm.PromptTemplate.response_schema`), ``logprobs`` for grade templates;
-        its key holds exactly those; a judge drawn by :meth:`with_sample` adds its temperature
-        (to the key and the body) and its sample index (to the key).
+        A judge's call is its client's call (``judge.client.make_call(template, values,
+        item=..., **judge.call_options(template, labels))``) carrying the judge's options that
+        apply to it: ``response_format`` when ``constrained`` is on and the template's answer has
+        a schema (:meth:`~ragnb.llm.PromptTemplate.response_schema`), ``logprobs`` for grade
+        templates; its key holds exactly those; a judge drawn by :meth:`with_sample` adds its
+        temperature (to the key and the body) and its sample index (to the key).
+
+        Parameters
+        ----------
+        template : PromptTemplate
+        labels : sequence of str, optional
+            The labels of a listwise answer (``A``, ``B``, ...).
+
+        Returns
+        -------
+        CallOptions
+            ``params`` (added to the call's cache key) and ``body`` (added to its request).
 
         Raises
         ------
         InputError
-            When a field of the template is missing from ``values`` (naming ``item``), or
             ``constrained="json_schema"`` meets an ``integer`` answer.
         """
         params: dict[str, Any] = {}
@@ -318,9 +324,7 @@ class OpenAIJudge(Judge):
             body["temperature"] = self.sample_temperature
         if self.sample:
             params["sample"] = self.sample
-        return self.client.make_call(
-            template, values, item=item, query_id=query_id, labels=labels, params=params, body=body
-        )
+        return CallOptions(params=params, body=body)
 
     def _check_prompt(self, template: PromptTemplate) -> None:
         """Refuse a template the options cannot serve (before any call)."""
@@ -347,7 +351,11 @@ class OpenAIJudge(Judge):
                 values["query"] = r.query
             if r.passage is not None:
                 values[tpl.item_field] = r.passage
-            calls.append(self.make_call(tpl, values, item=r.item, query_id=r.query_id))
+            calls.append(
+                self.client.make_call(
+                    tpl, values, item=r.item, query_id=r.query_id, **self.call_options(tpl)
+                )
+            )
         return calls
 
     def _rank_calls(self, requests: list[RankRequest]) -> list[LLMCall]:
@@ -361,8 +369,11 @@ class OpenAIJudge(Judge):
                 )
             values = tpl.rank_fields(r.query, r.passages)
             labels = LABELS[: len(r.passages)]
+            options = self.call_options(tpl, labels)
             calls.append(
-                self.make_call(tpl, values, item=r.item, query_id=r.query_id, labels=labels)
+                self.client.make_call(
+                    tpl, values, item=r.item, query_id=r.query_id, labels=labels, **options
+                )
             )
         return calls
 

@@ -43,7 +43,13 @@ from ragnb.llm.transport import (
     check_retry_settings,
 )
 
-__all__ = ["CLIENT_ENTRIES", "ChatClient", "ClientSettings", "fill_client_doc"]
+__all__ = [
+    "CLIENT_ENTRIES",
+    "CallOptions",
+    "ChatClient",
+    "ClientSettings",
+    "fill_client_doc",
+]
 
 #: numpydoc entries of the client settings that :class:`ChatClient` and the classes built on it
 #: (:class:`ragnb.judge.OpenAIJudge`) share; :data:`fill_client_doc` substitutes them.
@@ -144,6 +150,15 @@ CLIENT_ENTRIES: dict[str, str] = {
 }
 #: Decorator expanding :data:`CLIENT_ENTRIES`.
 fill_client_doc = doc_filler(CLIENT_ENTRIES)
+
+
+class CallOptions(TypedDict):
+    """What a caller adds to one call of :meth:`ChatClient.make_call` (its keywords): ``params``
+    join the call's cache key, ``body`` its request (a judge's options:
+    :meth:`ragnb.judge.OpenAIJudge.call_options`)."""
+
+    params: dict[str, Any]
+    body: dict[str, Any]
 
 
 class ClientSettings(TypedDict, total=False):

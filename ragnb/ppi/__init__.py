@@ -12,8 +12,9 @@ nothing. This package estimates means that way, for retrieval measures of severa
   :func:`judge_mean`.
 - :mod:`ragnb.ppi.systems`: retrieval measures as units, per query or per (query, document)
   pair: :func:`ppi_system_estimates`, :func:`pair_contributions`, :data:`LINEAR_FAMILIES`.
-- :mod:`ragnb.ppi.simulation`: a simulated judge (:func:`simulate_judge`) and the coverage of
-  the intervals when most labels are hidden (:func:`coverage_simulation`).
+- :mod:`ragnb.ppi.simulation`: the noise model of a simulated judge (:func:`confusion_grades`,
+  drawn by :class:`ragnb.judge.NoisyJudge` with ``noise="confusion"``) and the coverage of the
+  intervals when most labels are hidden (:func:`coverage_simulation`).
 
 The references (Angelopoulos et al. 2023, PPI++, ARES, Cochran 1977, ``ppi_py``) are listed
 once, in :mod:`ragnb.ppi.means`.
@@ -21,7 +22,7 @@ once, in :mod:`ragnb.ppi.means`.
 
 from ragnb.ppi.means import PPIEstimate, classical_mean, judge_mean, ppi_mean
 from ragnb.ppi.simulation import DEFAULT_CONFUSION as DEFAULT_CONFUSION
-from ragnb.ppi.simulation import coverage_simulation, simulate_judge
+from ragnb.ppi.simulation import confusion_grades, coverage_simulation
 from ragnb.ppi.systems import (
     LINEAR_FAMILIES,
     pair_contributions,
@@ -32,10 +33,10 @@ __all__ = [
     "LINEAR_FAMILIES",
     "PPIEstimate",
     "classical_mean",
+    "confusion_grades",
     "coverage_simulation",
     "judge_mean",
     "pair_contributions",
     "ppi_mean",
     "ppi_system_estimates",
-    "simulate_judge",
 ]

@@ -1,8 +1,9 @@
 """Coverage of human-only, PPI and PPI++ intervals by simulation, with a simulated judge.
 
-:func:`simulate_judge` is a noisy, biased but correlated judge (a Toeplitz confusion over grade
-offsets); :func:`coverage_simulation` hides most true labels, reveals a sample and checks the
-intervals of :mod:`ragnb.ppi.means` against the truth, unit by unit as in
+:func:`confusion_grades` is the noise model of a noisy, biased but correlated judge (a Toeplitz
+confusion over grade offsets; the simulated judge itself is :class:`ragnb.judge.NoisyJudge`,
+``noise="confusion"``); :func:`coverage_simulation` hides most true labels, reveals a sample and
+checks the intervals of :mod:`ragnb.ppi.means` against the truth, unit by unit as in
 :mod:`ragnb.ppi.systems`.
 """
 
@@ -34,57 +35,89 @@ from ragnb.ppi.systems import (
 DEFAULT_CONFUSION: Mapping[int, float] = {-1: 0.15, 0: 0.55, 1: 0.25, 2: 0.05}
 
 
-def simulate_judge(
-    qrels: pd.DataFrame,
-    *,
-    confusion: Mapping[int, float] | None = None,
-    grades: Sequence[int] | None = None,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """A noisy, biased but correlated judge: each grade shifted by a random offset.
-
-    Parameters
-    ----------
-    qrels : DataFrame
-        The true grades (``query_id``, ``doc_id``, ``relevance``).
-    confusion : mapping of int to float, optional
-        ``{offset: probability}`` (summing to 1): the judge's grade is ``true + offset``,
-        clipped to the scale; a Toeplitz confusion matrix whose mean offset is the judge's
-        systematic bias. Default :data:`DEFAULT_CONFUSION` (lenient: mean offset +0.25).
-    grades : sequence of int, optional
-        The scale's lowest and highest grade are ``min(grades)``, ``max(grades)``; default
-        ``min(0, min grade)`` to the highest grade of ``qrels``.
-    seed : int, default 0
-
-    Returns
-    -------
-    DataFrame
-        The same pairs with the judge's ``relevance``.
+def check_confusion(confusion: Mapping[int, float] | None) -> dict[int, float]:
+    """A confusion over grade offsets, checked (``None``: :data:`DEFAULT_CONFUSION`).
 
     Raises
     ------
     InputError
-        Probabilities that are negative or do not sum to 1; malformed qrels.
-
-    Examples
-    --------
-    >>> q = pd.DataFrame({"query_id": ["q"] * 3, "doc_id": list("abc"), "relevance": [0, 1, 2]})
-    >>> simulate_judge(q, confusion={0: 1.0})["relevance"].tolist()   # a perfect judge
-    [0, 1, 2]
+        Probabilities that are negative or do not sum to 1.
     """
-    check_qrels(qrels)
     conf = dict(DEFAULT_CONFUSION if confusion is None else confusion)
-    offsets = np.array(sorted(conf), dtype=np.int64)
     probs = np.array([conf[o] for o in sorted(conf)], dtype=float)
     if np.any(probs < 0) or abs(probs.sum() - 1) > 1e-9:
         raise InputError(f"confusion probabilities must be >= 0 and sum to 1, got {conf}")
+    return {int(o): float(conf[o]) for o in sorted(conf)}
+
+
+def confusion_grades(
+    grades: np.ndarray,
+    confusion: Mapping[int, float] | None = None,
+    *,
+    rng: np.random.Generator,
+    low: float | None = None,
+    high: float | None = None,
+) -> np.ndarray:
+    """The noise model of a noisy, biased but correlated judge: each grade shifted by a random
+    offset.
+
+    The judge's grade is ``true + offset``, ``offset`` drawn from ``confusion`` (a Toeplitz
+    confusion matrix whose mean offset is the judge's systematic bias), clipped to
+    ``[low, high]``. The simulated judge :class:`ragnb.judge.NoisyJudge` (``noise="confusion"``)
+    and :func:`coverage_simulation` draw their noise here.
+
+    Parameters
+    ----------
+    grades : ndarray of shape (n,)
+        The true grades.
+    confusion : mapping of int to float, optional
+        ``{offset: probability}`` (summing to 1); default :data:`DEFAULT_CONFUSION` (lenient:
+        mean offset +0.25).
+    rng : Generator
+        The offsets are ``rng.choice`` over the sorted offsets, ``n`` at once.
+    low, high : float, optional
+        Bounds of the scale (None: no bound).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        The judge's grades, the dtype of ``grades + offset`` (int64 for integer grades).
+
+    Raises
+    ------
+    InputError
+        As :func:`check_confusion`.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> confusion_grades(np.array([0, 1, 2]), {0: 1.0}, rng=rng).tolist()   # a perfect judge
+    [0, 1, 2]
+    >>> confusion_grades(np.array([0, 1, 2]), {1: 1.0}, rng=rng, high=2).tolist()
+    [1, 2, 2]
+    """
+    conf = check_confusion(confusion)
+    offsets = np.array(list(conf), dtype=np.int64)
+    probs = np.array(list(conf.values()), dtype=float)
+    grades = np.asarray(grades)
+    shift = offsets[rng.choice(offsets.size, size=grades.size, p=probs)]
+    out = grades + shift.reshape(grades.shape)
+    if low is not None or high is not None:
+        out = np.clip(out, low, high)
+    return out
+
+
+def _simulated_qrels(
+    qrels: pd.DataFrame, confusion: Mapping[int, float] | None, seed: int
+) -> pd.DataFrame:
+    """The default judge of :func:`coverage_simulation`: :func:`confusion_grades` of every pair
+    of ``qrels``, on the scale ``min(0, lowest grade)`` to the highest grade."""
+    check_qrels(qrels)
     rel = qrels["relevance"].to_numpy(dtype=np.int64)
-    lo = min(0, int(rel.min())) if grades is None else int(min(grades))
-    hi = int(rel.max()) if grades is None else int(max(grades))
-    rng = np.random.default_rng(seed)
-    shift = offsets[rng.choice(offsets.size, size=rel.size, p=probs)]
+    lo, hi = min(0, int(rel.min())), int(rel.max())
     out = qrels[["query_id", "doc_id"]].copy()
-    out["relevance"] = np.clip(rel + shift, lo, hi).astype(np.int64)
+    noisy = confusion_grades(rel, confusion, rng=np.random.default_rng(seed), low=lo, high=hi)
+    out["relevance"] = noisy.astype(np.int64)
     return out.reset_index(drop=True)
 
 
@@ -126,7 +159,7 @@ def coverage_simulation(
     """Coverage and width of human-only, PPI and PPI++ intervals when most labels are hidden.
 
     The full qrels are the truth. A judge labels every unit (by default
-    :func:`simulate_judge` with ``confusion`` and ``seed``: biased, so judge-only estimates
+    :func:`confusion_grades` with ``confusion`` and ``seed``: biased, so judge-only estimates
     miss the truth). In each of ``n_draws`` draws, ``n`` units are sampled to reveal their true
     labels, the three intervals are computed (population ``"finite"``), and each is checked
     against the true value of every (system, measure).
@@ -146,7 +179,7 @@ def coverage_simulation(
         The judge's qrels; default simulated on ``qrels_full`` (plus the unjudged pairs of the
         population, true grade 0, for ``unit="pair"``).
     confusion : mapping of int to float, optional
-        For the simulated judge, see :func:`simulate_judge`.
+        For the simulated judge, see :func:`confusion_grades`.
     n_labels : sequence of int, default (50, 100, 200, 400)
         Sample sizes, each at least 2 and below the population size.
     n_draws : int, default 500
@@ -242,7 +275,7 @@ def _true_and_judged_values(
             ["query_id", "doc_id"]
         )
         if judge is None:
-            judge = simulate_judge(truth_q, confusion=confusion, seed=seed)
+            judge = _simulated_qrels(truth_q, confusion, seed)
         # The normaliser of nDCG[judge ideal] comes from the judge's grades.
         pop = pair_population(judge, systems, parsed, ndcg_ideal, order)
         truth_grades = grades_of(pop.pairs, truth_q, 0.0)
@@ -251,7 +284,7 @@ def _true_and_judged_values(
         yhat_all = pop.values(judge_grades)
         return pop.rows, y_all, yhat_all, judge_grades
     if judge is None:
-        judge = simulate_judge(qrels_full, confusion=confusion, seed=seed)
+        judge = _simulated_qrels(qrels_full, confusion, seed)
     queries = pd.Index(sorted(qrels_full["query_id"].astype(str).unique()))
     rows, y_all = query_values(qrels_full, systems, parsed, queries, order)
     _, yhat_all = query_values(judge, systems, parsed, queries, order)

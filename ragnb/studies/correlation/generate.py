@@ -227,7 +227,10 @@ def generate_graded(
             continue
         values = {"query": qt[g.id], grader.item_field: res.value, "reference": ires.value}
         item = f"{g.id}/{g.E}/Nc={g.Nc}/Np={g.Np}/K={g.K}/grade"
-        grade_calls.append(judge.make_call(grader, values, item=item, query_id=g.id))
+        options = judge.call_options(grader)
+        grade_calls.append(
+            judge.client.make_call(grader, values, item=item, query_id=g.id, **options)
+        )
         grade_pos.append(i)
     grade_res: list[CallResult] = judge.run(grade_calls, stage="grade", kind="grade")
     grades = np.full(len(skeleton), math.nan)

@@ -20,16 +20,20 @@
   Markdown and tables (cost estimate, calibration, PPI, simulation summary).
 - :mod:`ragnb.studies.golden.refine`: Plackett-Luce listwise refinement (Dallaire, Algorithm 1),
   with its update and lock rules in :mod:`ragnb.studies.golden.plackett_luce`.
-- :mod:`ragnb.studies.golden.calibration`: judge against human labels;
+- :mod:`ragnb.studies.golden.spear`: SPEAR's relative evaluation of the pool systems (the judge
+  against human labels is :mod:`ragnb.judge.calibration`);
   :mod:`ragnb.studies.golden.human`: where the human labels come from (a file, the dataset, a
   calibration sample) and the PPI estimates; :mod:`ragnb.studies.golden.labelling`: the sample and
   label store for collecting them (the JupyterLab view: :mod:`ragnb.studies.golden.labelling_view`).
 - :mod:`ragnb.studies.golden.audit`: the refined top exported for a human audit (CSV and the
   labelling view) and folded back as human labels.
-- :mod:`ragnb.studies.golden.simulation`: refinement against one-shot judging at equal budget.
-- :mod:`ragnb.studies.golden.drift`: another judge or prompt re-grades the human-labelled sample and
-  is compared with the golden set's judge (kappa, bias per grade, PPI estimates); the kappa gate of
-  ``ragnb golden audit``.
+- :mod:`ragnb.studies.golden.simulation`: refinement against one-shot judging at equal budget
+  (the one-shot baseline: :mod:`ragnb.studies.golden.sliding_window`; the simulated listwise
+  judge: :class:`ragnb.judge.NoisyJudge`).
+- :mod:`ragnb.studies.golden.judge_checks`: the checks of :mod:`ragnb.judge` run on a golden
+  set: self-consistency, the bias audit, and drift (another judge or prompt re-grades the
+  human-labelled sample and is compared with the golden set's judge: kappa, bias per grade, PPI
+  estimates; the kappa gate of ``ragnb golden audit``).
 
 Query rewriting (S1) is :class:`ragnb.rewrite.LLMRewriter` (also importable from here).
 """
@@ -41,6 +45,8 @@ from ragnb.judge.degenerate import (
     findings_markdown,
     rank_association,
 )
+from ragnb.judge.drift import JudgeDrift, drift_gates
+from ragnb.judge.ensemble import EnsembleAgreement, ensemble_agreement
 from ragnb.rewrite import LLMRewriter
 from ragnb.studies.golden.analysis import grade_distribution, judged_table, pool_overlap
 from ragnb.studies.golden.audit import (
@@ -58,8 +64,6 @@ from ragnb.studies.golden.config import (
     STAGES,
     GoldenSetConfig,
 )
-from ragnb.studies.golden.drift import JudgeDrift, accepted_calibration, drift_gates, judge_drift
-from ragnb.studies.golden.ensemble import EnsembleAgreement, ensemble_agreement
 from ragnb.studies.golden.evaluation import (
     calibrate_judge,
     human_labels_for,
@@ -71,6 +75,7 @@ from ragnb.studies.golden.evaluation import (
 from ragnb.studies.golden.fingerprints import judge_fingerprint
 from ragnb.studies.golden.goldenset import BuildRecord, GoldenSet, Increment
 from ragnb.studies.golden.human import NO_LABELS, HumanLabels, read_human_labels
+from ragnb.studies.golden.judge_checks import accepted_calibration, judge_drift
 from ragnb.studies.golden.judging import human_labels, judge_banner, make_judge, public_judge_info
 from ragnb.studies.golden.labelling import LabelStore, calibration_sample
 from ragnb.studies.golden.pipeline import GoldenPipeline, build_pipeline

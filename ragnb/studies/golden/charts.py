@@ -134,7 +134,7 @@ def confusion_matrix_chart(frame: pd.DataFrame, *, size: int = 44) -> alt.LayerC
     Parameters
     ----------
     frame : DataFrame
-        :func:`ragnb.studies.golden.calibration.confusion_matrix`: columns ``human``, ``judge``
+        :func:`ragnb.judge.agreement.confusion_matrix`: columns ``human``, ``judge``
         (int), ``count`` (int), ``share`` (float).
     """
     labels = sorted(set(frame["human"]) | set(frame["judge"]))
@@ -163,7 +163,7 @@ def system_agreement_chart(
     Parameters
     ----------
     frame : DataFrame
-        :func:`ragnb.studies.golden.calibration.system_agreement`: columns ``system``, ``measure``
+        :func:`ragnb.judge.calibration.system_agreement`: columns ``system``, ``measure``
         (str), ``human``, ``judge`` (float).
     title : str, optional
         E.g. the Kendall tau.
@@ -202,7 +202,7 @@ def pr_curve_chart(frame: pd.DataFrame, *, width: int = 300, height: int = 220) 
     Parameters
     ----------
     frame : DataFrame
-        :attr:`ragnb.studies.golden.calibration.SpearResult.interpolated`: columns ``system``,
+        :attr:`ragnb.studies.golden.spear.SpearResult.interpolated`: columns ``system``,
         ``recall``, ``precision`` (floats in [0, 1]), ``n_queries``.
     """
     return (

@@ -147,7 +147,7 @@ def calibrate_judge(
     *,
     measure: str | None = None,
 ) -> Any:
-    """The judge against human labels (:func:`ragnb.studies.golden.calibration.calibrate`).
+    """The judge against human labels (:func:`ragnb.judge.calibration.calibrate`).
 
     Parameters
     ----------
@@ -167,7 +167,7 @@ def calibrate_judge(
     InputError
         When there is no human label.
     """
-    from ragnb.studies.golden.calibration import calibrate
+    from ragnb.judge.calibration import calibrate
 
     if human is None:
         human = human_labels_for(golden)
@@ -187,14 +187,14 @@ def calibrate_judge(
 
 def spear_for(golden: GoldenSet, k: int | None = None) -> Any:
     """SPEAR's relative evaluation of the pool systems on the golden grades
-    (:func:`~ragnb.studies.golden.calibration.spear_evaluate`), at ``k`` (default ``depth``);
+    (:func:`~ragnb.studies.golden.spear.spear_evaluate`), at ``k`` (default ``depth``);
     relevant means a grade >= ``keep_grade``.
 
     Returns
     -------
     SpearResult
     """
-    from ragnb.studies.golden.calibration import spear_evaluate
+    from ragnb.studies.golden.spear import spear_evaluate
 
     build = golden.build
     return spear_evaluate(golden.qrels, golden.runs, k or build.depth, rel=build.keep_grade)

@@ -1,7 +1,7 @@
 """Human labels for a golden set: where they come from, on the judge's scale, and what they buy.
 
 A golden set built from queries alone has no labels but the judge's. Calibration
-(:func:`ragnb.studies.golden.calibration.calibrate`) and prediction-powered estimates
+(:func:`ragnb.judge.calibration.calibrate`) and prediction-powered estimates
 (:func:`ragnb.ppi.ppi_system_estimates`) need some human labels; this module finds them:
 
 1. a ``human_labels`` file (TREC qrels, e.g. written by the labelling widget's

@@ -1,19 +1,29 @@
 """Notebook 02's judge checks on a built golden set: self-consistency, the bias audit and drift.
 
+The checks themselves live in :mod:`ragnb.judge`; this module gives them a golden set's pairs,
+texts, judge, config and run folder.
+
 - :func:`self_consistency_for`: the golden set's judge grades every S4 pair ``samples`` times
   at ``temperature`` (:class:`ragnb.judge.SelfConsistentJudge`, each sample its own cache entry,
-  ledger stage ``consistency``); the samples' agreement with each other
-  (:func:`ragnb.judge.self_agreement`) beside each sample's and the majority's agreement with
-  the human labels (:func:`ragnb.studies.golden.ensemble_agreement`).
+  ledger stage ``consistency``); the samples' agreement with each other beside each sample's and
+  the majority's agreement with the human labels (:func:`ragnb.judge.consistency_table`).
 - :func:`judge_audit_for`: the slopes of the S4 grades, and of the judge's errors against the
   human labels, against passage length and query-term overlap (:func:`ragnb.judge.bias_audit`);
   the position test of the listwise judge on one batch per query, the first ``refine_batch``
   passages of the pruned pool in their original, reversed and shuffled orders
   (:func:`ragnb.judge.position_audit`, ledger stage ``position_audit``).
+- :func:`judge_drift`: another judge or prompt re-grades a golden set's human-labelled sample
+  (and, for the PPI++ estimates, every judged pair) through its cache (:func:`regrade`); both
+  judges are compared with the humans (:class:`ragnb.judge.drift.JudgeDrift`: kappas with
+  intervals resampling queries, bias per human grade, the PPI++ estimates of the golden set's
+  measures under each judge, :func:`ragnb.studies.golden.human.ppi_estimates`). The reference
+  judge's grades are the stored judgements, so its agreement equals the calibration the golden
+  set was accepted with; :func:`accepted_calibration` reads that calibration from the run folder
+  (``calibration/calibration.json``) for the gate (:func:`ragnb.judge.drift.drift_gates`,
+  ``ragnb golden audit --judge-kappa-min 0.4``).
 - :func:`drift_for`: the golden set's LLM judge with another prompt (``drift_prompt``) re-grades the
-  human-labelled sample, and every judged pair when there are PPI labels
-  (:func:`ragnb.studies.golden.drift.judge_drift`, ledger stage ``drift``), and the candidate is
-  gated (:func:`ragnb.studies.golden.drift.drift_gates`) on ``drift_kappa_min`` and on the lower end
+  human-labelled sample, and every judged pair when there are PPI labels (:func:`judge_drift`,
+  ledger stage ``drift``), and the candidate is gated on ``drift_kappa_min`` and on the lower end
   of the calibration the golden set was built with.
 
 All three price their LLM calls before sending any and stop with
@@ -32,47 +42,57 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.judge import (
-    PositionAudit,
-    SelfConsistentJudge,
-    bias_audit,
-    position_audit,
-    self_agreement,
+from ragnb.judge.base import Judge
+from ragnb.judge.bias import PositionAudit, bias_audit, position_audit
+from ragnb.judge.consistency import SelfConsistentJudge, consistency_table
+from ragnb.judge.drift import (
+    JudgeDrift,
+    drift_agreement,
+    drift_gates,
+    kappa_statistic,
+    regraded_row,
 )
 from ragnb.stats.gates import GateReport
 from ragnb.studies.golden.config import GoldenSetConfig
-from ragnb.studies.golden.drift import DRIFT_STAGE, JudgeDrift, drift_gates, judge_drift
-from ragnb.studies.golden.ensemble import AGREEMENT_COLUMNS, ensemble_agreement
-from ragnb.studies.golden.evaluation import ppi_labels_for
+from ragnb.studies.golden.evaluation import human_labels_for, ppi_labels_for
 from ragnb.studies.golden.goldenset import GoldenSet
+from ragnb.studies.golden.human import HumanLabels, ppi_estimates
 from ragnb.studies.golden.stages import grading_items, passages_by_id
 
 __all__ = [
     "CONSISTENCY_STAGE",
+    "DRIFT_STAGE",
     "POSITION_STAGE",
     "DriftCheck",
     "JudgeAudit",
     "SelfConsistency",
+    "accepted_calibration",
     "audit_markdown",
     "consistency_markdown",
     "drift_for",
     "drift_markdown",
     "drift_skipped",
     "judge_audit_for",
+    "judge_drift",
+    "regrade",
     "self_consistency_for",
 ]
 
-#: Ledger stages of the calls of the self-consistency samples and of the position test.
+#: Ledger stages of the calls of the self-consistency samples, of the position test and of the
+#: drift check's candidate judge.
 CONSISTENCY_STAGE = "consistency"
 POSITION_STAGE = "position_audit"
+DRIFT_STAGE = "drift"
 #: What the report says of a judge at about chance, and of the local model.
 _CHANCE = (
     "A kappa near 0 is agreement at chance: the grades carry about as much information about "
@@ -89,9 +109,9 @@ class SelfConsistency:
     table : DataFrame
         One row per comparison: ``rater`` ("samples with each other", "sample i", "majority of n"),
         ``against`` ("itself" or "human labels"), ``n_pairs``, then
-        :data:`ragnb.studies.golden.ensemble.AGREEMENT_COLUMNS` (the self row: exact agreement and
+        :data:`ragnb.judge.ensemble.AGREEMENT_COLUMNS` (the self row: exact agreement and
         the kappas averaged over every two samples, the alphas among all samples; kendall tau-b
-        NaN).
+        NaN): :func:`ragnb.judge.consistency_table`.
     grades : DataFrame
         One row per S4 pair: ``query_id``, ``doc_id``, one Int64 column per sample and
         ``ensemble`` (:meth:`ragnb.judge.EnsembleGrades.wide`).
@@ -138,7 +158,7 @@ class DriftCheck:
         Both judges against the human labels: kappas with intervals, bias per human grade,
         PPI++ estimates under each judge, what was re-graded.
     gates : GateReport
-        :func:`~ragnb.studies.golden.drift.drift_gates`: the candidate's kappa against
+        :func:`~ragnb.judge.drift.drift_gates`: the candidate's kappa against
         ``drift_kappa_min`` and against the lower end of the reference judge's interval (the
         calibration the golden set was built with).
     prompt : str
@@ -214,29 +234,12 @@ def self_consistency_for(golden: GoldenSet, human: Any = None) -> SelfConsistenc
     graded = judge.grade_members(items, stage=CONSISTENCY_STAGE)
     scale = golden.judge.scale
     labels = None if scale is None else list(range(scale[0], scale[1] + 1))
-    own = self_agreement(graded, labels=labels)
-    values = own.set_index("statistic")["value"]
-    rows = [
-        {
-            "rater": "samples with each other",
-            "against": "itself",
-            "n_pairs": int(own["n_pairs"].iloc[0]),
-            **{c: float(values.get(c, np.nan)) for c in AGREEMENT_COLUMNS},
-        }
-    ]
-    if human is not None:
-        agree = ensemble_agreement(human.qrels, graded, labels=labels).table
-        names = {"ensemble": f"{judge.combine} of {judge.samples}"}
-        for _, r in agree.iterrows():
-            rows.append(
-                {
-                    "rater": names.get(r["judge"], r["judge"]),
-                    "against": "human labels",
-                    "n_pairs": int(r["n_pairs"]),
-                    **{c: float(r[c]) for c in AGREEMENT_COLUMNS},
-                }
-            )
-    table = pd.DataFrame(rows, columns=["rater", "against", "n_pairs", *AGREEMENT_COLUMNS])
+    table = consistency_table(
+        graded,
+        human=None if human is None else human.qrels,
+        labels=labels,
+        combined=f"{judge.combine} of {judge.samples}",
+    )
     return SelfConsistency(
         table, graded.wide(), judge.samples, judge.temperature, golden.judge.judge_id
     )
@@ -302,6 +305,238 @@ def judge_audit_for(golden: GoldenSet, human: Any = None) -> JudgeAudit:
     else:
         notes.append("No query has two pooled passages: no position test.")
     return JudgeAudit(slopes, position, notes)
+
+
+# ----------------------------------------------------------------------------- drift
+
+
+def regrade(
+    golden: GoldenSet, judge: Judge, pairs: pd.DataFrame, *, stage: str = DRIFT_STAGE
+) -> pd.DataFrame:
+    """Grade ``pairs`` of a golden set with ``judge``, reading the texts the golden set's judge
+    read (S1's normalised queries, the corpus passages).
+
+    Parameters
+    ----------
+    golden : GoldenSet
+    judge : Judge
+        Its cache serves the pairs it has graded before (no call, no cost).
+    pairs : DataFrame
+        ``query_id``, ``doc_id`` of the golden set's queries and corpus.
+    stage : str, default :data:`DRIFT_STAGE`
+        Ledger label of the calls.
+
+    Returns
+    -------
+    DataFrame
+        One row per pair, input order: ``query_id``, ``doc_id``, ``grade`` (Int64, <NA> unless
+        valid), ``valid`` (bool), ``cached`` (bool, the answer came from the cache).
+
+    Raises
+    ------
+    InputError
+        A pair whose query or document the golden set does not hold (named).
+    """
+    texts = passages_by_id(golden.build.corpus)
+    known = set(golden.queries["query_id"].astype(str))
+    for q, d in zip(pairs["query_id"], pairs["doc_id"], strict=True):
+        if str(q) not in known or str(d) not in texts:
+            raise InputError(
+                f"pair ({q}, {d}) is not in the golden set: re-grading needs its query and "
+                "passage text",
+                query_id=str(q),
+            )
+    todo = pairs[["query_id", "doc_id"]].astype(str).reset_index(drop=True)
+    if todo.empty:
+        cols = {"grade": "Int64", "valid": bool, "cached": bool}
+        return todo.assign(**{c: pd.Series(dtype=t) for c, t in cols.items()})
+    g = judge.grade_many(grading_items(todo, golden.queries, texts), stage=stage)
+    return todo.assign(
+        grade=g["grade"].astype("Int64").to_numpy(),
+        valid=g["valid"].to_numpy(dtype=bool),
+        cached=g["cached"].to_numpy(dtype=bool),
+    )
+
+
+def _sample_pairs(golden: GoldenSet, human: HumanLabels) -> pd.DataFrame:
+    """The pairs both the humans and the golden set's judge labelled (what calibration
+    compares): ``query_id``, ``doc_id``, ``human``, ``reference``."""
+    h = human.qrels[["query_id", "doc_id", "relevance"]].astype({"query_id": str, "doc_id": str})
+    j = golden.judgements[["query_id", "doc_id", "grade"]].astype({"query_id": str, "doc_id": str})
+    pairs = h.rename(columns={"relevance": "human"}).merge(
+        j.rename(columns={"grade": "reference"}), on=["query_id", "doc_id"]
+    )
+    if pairs.empty:
+        raise InputError(
+            "no (query, document) pair carries both a human label and a grade of the golden set"
+        )
+    return pairs.astype({"human": np.int64, "reference": np.int64})
+
+
+def _ppi(
+    golden: GoldenSet, regraded: pd.DataFrame, measures: list[str], notes: list[str]
+) -> pd.DataFrame:
+    """PPI++ estimates under the golden set's judge and under the candidate's grades of every
+    judged pair (invalid answers left out of the candidate's qrels)."""
+    human = ppi_labels_for(golden)
+    if human is None:
+        notes.append("PPI estimates: not computed (no human labels for a PPI sample)")
+        return pd.DataFrame()
+    valid = regraded[regraded["valid"]]
+    judgements = golden.judgements.astype({"query_id": str, "doc_id": str})
+    grades = valid.set_index(["query_id", "doc_id"])["grade"]
+    keys = pd.MultiIndex.from_frame(judgements[["query_id", "doc_id"]])
+    kept = judgements[keys.isin(grades.index)].copy()
+    kept["grade"] = grades.loc[list(zip(kept["query_id"], kept["doc_id"], strict=True))].to_numpy(
+        np.int64
+    )
+    candidate = dataclasses.replace(golden, judgements=kept.reset_index(drop=True))
+    parts = []
+    for role, g in (("reference", golden), ("candidate", candidate)):
+        table, more = ppi_estimates(g, human, measures)
+        notes.extend(f"PPI ({role}): {n}" for n in more)
+        if not table.empty:
+            parts.append(table.assign(judge=role))
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    return out[["judge", *[c for c in out.columns if c != "judge"]]]
+
+
+def judge_drift(
+    golden: GoldenSet,
+    judge: Judge,
+    *,
+    human: HumanLabels | None = None,
+    ppi: bool = True,
+    n_boot: int = 1000,
+    seed: int | None = 0,
+    ci: float = 0.95,
+) -> JudgeDrift:
+    """Re-grade a golden set's human-labelled sample with ``judge`` and compare it, and the
+    golden set's own judge, with the humans.
+
+    Parameters
+    ----------
+    golden : GoldenSet
+        Its judgements are the reference judge's grades (no call).
+    judge : Judge
+        The candidate (another model, prompt or setting), on the golden set's grade scale. Its
+        cache serves the pairs graded before.
+    human : HumanLabels, optional
+        Default :func:`~ragnb.studies.golden.evaluation.human_labels_for` (what calibration uses),
+        so the reference judge's kappa equals the calibration the golden set was accepted with.
+    ppi : bool, default True
+        Also re-grade every judged pair of the golden set and give the PPI++ estimates of its
+        ``ppi_measures`` under each judge (human sample:
+        :func:`~ragnb.studies.golden.evaluation.ppi_labels_for`).
+    n_boot : int >= 0, default 1000
+        Bootstrap resamples of the queries for the kappa intervals (0: none).
+    seed : int or None, default 0
+    ci : float in (0, 1), default 0.95
+
+    Returns
+    -------
+    JudgeDrift
+        :class:`ragnb.judge.drift.JudgeDrift`.
+
+    Raises
+    ------
+    InputError
+        No human label, no pair labelled by both, a candidate on another grade scale, a bad
+        bootstrap setting.
+
+    References
+    ----------
+    .. [1] J. Cohen, Psychological Bulletin 70(4), 1968 (weighted kappa).
+    .. [2] A. N. Angelopoulos, J. C. Duchi and T. Zrnic, "PPI++", arXiv:2311.01453, 2023.
+    """
+    scale = golden.judge.scale
+    if tuple(judge.scale or ()) != tuple(scale or ()):
+        raise InputError(
+            f"the candidate judge {judge.judge_id} grades on {judge.scale}, the golden set's "
+            f"judge {golden.judge.judge_id} on {scale}: kappa compares grades on one scale"
+        )
+    human = human if human is not None else human_labels_for(golden)
+    if human is None:
+        raise InputError(
+            "no human labels: give the golden set a human_labels file or a dataset with qrels"
+        )
+    pairs = _sample_pairs(golden, human)
+    population = golden.judgements[["query_id", "doc_id"]].astype(str) if ppi else pairs
+    regraded = regrade(golden, judge, population)
+    graded = regraded.set_index(["query_id", "doc_id"])
+    on_sample = graded.loc[list(zip(pairs["query_id"], pairs["doc_id"], strict=True))]
+    pairs["candidate"] = on_sample["grade"].where(on_sample["valid"]).astype("Int64").to_numpy()
+    rows = [regraded_row("human-labelled sample", on_sample.reset_index())]
+    if ppi:
+        rows.append(regraded_row("golden pairs", regraded))
+    notes = list(human.notes)
+    invalid = int(pairs["candidate"].isna().sum())
+    if invalid:
+        notes.append(f"{invalid} invalid answers of the candidate left out of its agreement")
+    labels = None if scale is None else list(range(scale[0], scale[1] + 1))
+    agreement, bias = drift_agreement(pairs, labels, n_boot, seed, ci)
+    measures = list(golden.build.config.ppi_measures) if golden.build.config else []
+    table = _ppi(golden, regraded, measures, notes) if ppi and measures else pd.DataFrame()
+    return JudgeDrift(
+        reference_id=golden.judge.judge_id,
+        candidate_id=judge.judge_id,
+        pairs=pairs,
+        agreement=agreement,
+        bias=bias,
+        ppi=table,
+        regraded=pd.DataFrame(rows),
+        settings={
+            "n_boot": n_boot,
+            "seed": seed,
+            "ci": ci,
+            "labels": labels,
+            "human_source": human.source,
+        },
+        notes=notes,
+    )
+
+
+def accepted_calibration(folder: str | Path, weights: str = "none") -> dict[str, Any] | None:
+    """The kappa a golden set was accepted with: its run folder's
+    ``calibration/calibration.json`` (written by the golden set's export).
+
+    Parameters
+    ----------
+    folder : str or Path
+        The golden set's run folder.
+    weights : {"none", "linear", "quadratic"}
+
+    Returns
+    -------
+    dict or None
+        ``value``, ``low``, ``high`` (float), ``pairs`` (int), ``source`` (the file); None when
+        the folder holds no calibration.
+
+    Raises
+    ------
+    InputError
+        A calibration file without that kappa (named).
+    """
+    from ragnb.io.files import read_json
+
+    path = Path(folder) / "calibration" / "calibration.json"
+    if not path.is_file():
+        return None
+    data = read_json(path)
+    stat = kappa_statistic(weights)
+    value = data.get("agreement", {}).get(stat)
+    iv = data.get("intervals", {}).get(stat, {})
+    if value is None:
+        raise InputError(f"{path}: no {stat!r} in its 'agreement'")
+    return {
+        "value": float(value),
+        "low": float(iv.get("low", math.nan)),
+        "high": float(iv.get("high", math.nan)),
+        "pairs": int(data.get("pairs", 0)),
+        "source": str(path),
+    }
 
 
 def drift_skipped(golden: GoldenSet, human: Any) -> str:

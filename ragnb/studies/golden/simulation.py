@@ -19,17 +19,17 @@ Latent utility
     grade map) and ``h(d)`` in [0, 1) a hash of (seed, query id, doc id): deterministic,
     independent of row order, and with ``jitter < 1`` the labels stay in order. The true order
     is total (ties, which have probability ~0, go by doc id).
-Judge (:class:`NoisyUtilityRanker`)
+Judge (:meth:`ragnb.judge.NoisyJudge.from_utilities`)
     Each call draws fresh noise for every item of the window and returns the argsort of
     ``u + noise``, highest first. ``model="thurstone"`` (default): ``noise ~ N(0, sd^2)``
     (Thurstone's case V). ``model="plackett-luce"``: Gumbel noise of the same standard deviation
     (scale ``sd * sqrt(6) / pi``), which samples a Plackett-Luce order with worths
     ``exp(u / scale)``. ``sd`` is in label units: sd 1 blurs adjacent labels.
-Tokens (:class:`TokenCost`)
+Tokens (:class:`ragnb.judge.simulated.TokenCost`)
     A call over ``k`` passages costs ``prompt_tokens + k * (passage_tokens + item_overhead)``:
     the instructions and query, then each passage with its identifier and its share of the
     answer (the output permutation). ``passage_tokens`` defaults to the corpus mean estimated by
-    :func:`estimate_passage_tokens` when a corpus is given, else 100.
+    :func:`~ragnb.judge.simulated.estimate_passage_tokens` when a corpus is given, else 100.
 
 Equal budget
 ------------
@@ -94,17 +94,13 @@ import pandas as pd
 
 from ragnb.core.validation import require_columns
 from ragnb.errors import InputError
+from ragnb.judge.simulated import Model, NoisyJudge, TokenCost, estimate_passage_tokens
 from ragnb.measures.graded import map_grades
 from ragnb.measures.kernel import as_qrels_frame
 from ragnb.stats import kendall_top_k, paired_bootstrap, randomization_test
-from ragnb.studies.golden.refine import RefineConfig, initial_scores_from_grades, refine
-from ragnb.studies.golden.simulated_judge import (
-    Model,
-    NoisyUtilityRanker,
-    SimulatedRanking,
+from ragnb.studies.golden.refine import RankFn, RefineConfig, initial_scores_from_grades, refine
+from ragnb.studies.golden.sliding_window import (
     SlidingWindowResult,
-    TokenCost,
-    estimate_passage_tokens,
     sliding_window_rank,
     window_starts,
 )
@@ -112,12 +108,8 @@ from ragnb.studies.golden.simulated_judge import (
 __all__ = [
     "FRAME_COLUMNS",
     "METRICS",
-    "NoisyUtilityRanker",
-    "SimulatedRanking",
     "SlidingWindowResult",
-    "TokenCost",
     "compare_methods",
-    "estimate_passage_tokens",
     "latent_utilities",
     "simulate",
     "sliding_window_rank",
@@ -301,7 +293,8 @@ def simulate(
         The refinement's parameters (default ``RefineConfig()``); ``top_n`` and ``seed`` are set
         here, and ``max_iterations`` is raised if the largest budget could pay for more calls.
     model : {"thurstone", "plackett-luce"}, default "thurstone"
-        Noise model of the judge (:class:`NoisyUtilityRanker`), the same for every arm.
+        Noise model of the judge (:meth:`ragnb.judge.NoisyJudge.from_utilities`), the same for
+        every arm.
     prior : {"none", "grades"}, default "none"
         Starting point of both arms: a random order, or the labels.
     pool : {"graded", "uniform"}, default "graded"
@@ -435,9 +428,17 @@ def _start(
     return docs, initial_scores_from_grades([case.level[d] for d in docs])
 
 
+def _judge(case: _QueryCase, sd: float, setup: _Setup, seed: np.random.SeedSequence) -> RankFn:
+    """The simulated listwise judge of one arm: its own noise stream over the pool's utilities."""
+    judge = NoisyJudge.from_utilities(
+        case.utility, sd, model=setup.model, cost=setup.cost, seed=seed, query_id=case.qid
+    )
+    return judge.rank_items
+
+
 def _replicate(setup: _Setup, case: _QueryCase, sd: float, rep: int) -> list[tuple[Any, ...]]:
     """The rows of one (query, noise sd, replicate): every budget, every method."""
-    qid, cost, max_passes = case.qid, setup.cost, math.floor(max(setup.budgets))
+    qid, max_passes = case.qid, math.floor(max(setup.budgets))
     ss = _query_seed(setup.seed, qid, round(sd * 1e6), rep).spawn(4)
     docs, init = _start(case, setup.prior, np.random.default_rng(ss[0]))
     pool_items: dict[Hashable, str] = {d: d for d in docs}
@@ -446,7 +447,7 @@ def _replicate(setup: _Setup, case: _QueryCase, sd: float, rep: int) -> list[tup
     slide = sliding_window_rank(
         qid,
         pool_items,
-        NoisyUtilityRanker(case.utility, sd, model=setup.model, cost=cost, seed=ss[1]),
+        _judge(case, sd, setup, ss[1]),
         window=setup.window,
         step=setup.step,
         passes=max(1, max_passes),
@@ -455,7 +456,7 @@ def _replicate(setup: _Setup, case: _QueryCase, sd: float, rep: int) -> list[tup
     res = refine(
         qid,
         pool_items,
-        NoisyUtilityRanker(case.utility, sd, model=setup.model, cost=cost, seed=ss[2]),
+        _judge(case, sd, setup, ss[2]),
         config=replace(case.config, seed=seed_refine),
         initial_scores=init,
         max_tokens=math.floor(max(setup.budgets) * case.one_pass),

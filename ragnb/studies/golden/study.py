@@ -34,7 +34,7 @@ __all__ = [
 
 #: The tables :meth:`GoldenSet.export` writes itself (the rest go through :meth:`export`).
 _GOLDEN_TABLES = ("judgements", "refined_top", "pool_provenance", "judged_at_k")
-#: The files of :meth:`Calibration.export <ragnb.studies.golden.calibration.Calibration.export>`.
+#: The files of :meth:`Calibration.export <ragnb.judge.calibration.Calibration.export>`.
 _CALIBRATION_FILES = (
     "pairs.csv",
     "confusion.csv",
