@@ -159,16 +159,8 @@ class SelfConsistentJudge(EnsembleJudge):
         and the sampled judge's :meth:`~ragnb.judge.Judge.fingerprint`."""
         return {**self._identity(), "judge": self.judge.fingerprint()}
 
-    def _identity(self) -> dict[str, Any]:
-        return {
-            "class": type(self).__name__,
-            "scale": list(self.scale) if self.scale else None,
-            "samples": self.samples,
-            "temperature": self.temperature,
-            "combine": self.combine,
-            "tie": self.tie,
-            "quorum": self.quorum,
-        }
+    def _own_params(self) -> dict[str, Any]:
+        return {"samples": self.samples, "temperature": self.temperature}
 
 
 def _sample_matrix(grades: Any) -> tuple[np.ndarray, list[str]]:

@@ -289,11 +289,7 @@ class EnsembleJudge(Judge):
     def describe(self) -> dict[str, Any]:
         return {
             "judge_id": self.judge_id,
-            "class": type(self).__name__,
-            "scale": list(self.scale) if self.scale else None,
-            "combine": self.combine,
-            "tie": self.tie,
-            "quorum": self.quorum,
+            **self._identity(),
             "members": [
                 {"name": n, **m.describe()} for n, m in zip(self.names, self.members, strict=True)
             ],
@@ -303,14 +299,23 @@ class EnsembleJudge(Judge):
         """What identifies the ensemble's grades: the class, scale, ``combine``, ``tie`` and
         ``quorum``, and each member's :meth:`~ragnb.judge.Judge.fingerprint` in order (never a
         cache path, URL or key; the member names are labels and left out)."""
+        return {**self._identity(), "members": [m.fingerprint() for m in self.members]}
+
+    def _identity(self) -> dict[str, Any]:
+        """The class, the scale, a subclass's own parameters (:meth:`_own_params`) and the rule:
+        what :meth:`describe` and :meth:`fingerprint` share."""
         return {
             "class": type(self).__name__,
             "scale": list(self.scale) if self.scale else None,
+            **self._own_params(),
             "combine": self.combine,
             "tie": self.tie,
             "quorum": self.quorum,
-            "members": [m.fingerprint() for m in self.members],
         }
+
+    def _own_params(self) -> dict[str, Any]:
+        """Parameters a subclass adds to the identity (none here)."""
+        return {}
 
     def with_sample(self, sample: int, temperature: float | None = None) -> EnsembleJudge:
         """The ensemble of its members' ``sample``-th draws (:meth:`ragnb.judge.Judge.with_sample`
