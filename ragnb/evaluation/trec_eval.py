@@ -56,10 +56,7 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.frames.index import sort_run
 from ragnb.io.dispatch import read_qrels_file, read_run_file
-from ragnb.io.readers import (
-    read_qrels_jg,
-    read_zscores,
-)
+from ragnb.io.readers import read_qrels_jg, read_zscores
 from ragnb.measures import RankingArrays, prepare
 from ragnb.measures.gains import gain_values
 from ragnb.measures.kernel import query_rows

@@ -497,6 +497,7 @@ def parse_measure(name: str | Measure) -> Measure:
     Returns
     -------
     Measure
+        Its name round-trips: ``parse_measure(str(m)) == m``.
 
     Raises
     ------

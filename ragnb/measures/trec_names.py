@@ -214,6 +214,7 @@ def trec_eval_measure(
     Returns
     -------
     Measure
+        The registered measure trec_eval computes under that name (``map`` is ``AP``).
 
     Raises
     ------
