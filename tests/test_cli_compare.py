@@ -96,3 +96,47 @@ def test_compare_bad_run_spec_exit_2(files, capsys) -> None:
     assert "NAME=FILE" in capsys.readouterr().err
     assert main(["compare", files["qrels"], "--run", f"bm25={files['bm25']}"]) == 2
     assert "at least two systems" in capsys.readouterr().err
+
+
+def _beir_folder(folder: Path, n_q: int = 40, n_d: int = 30) -> str:
+    """A BEIR folder of ``n_d`` documents and ``n_q`` queries, ids as in ``files``."""
+    folder.mkdir()
+    docs = [{"_id": f"d{d}", "title": "", "text": f"doc {d} word{d}"} for d in range(n_d)]
+    queries = [{"_id": f"q{q}", "text": f"word{q % n_d}"} for q in range(n_q)]
+    for name, rows in (("corpus.jsonl", docs), ("queries.jsonl", queries)):
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(folder)
+
+
+def test_compare_ranks_the_kits_retrievers_beside_the_runs(files, tmp_path, capsys) -> None:
+    dataset = _beir_folder(tmp_path / "beir")
+    args = ["compare", files["qrels"], "--run", f"prod={files['bm25']}", "--retriever", "bm25"]
+    assert main([*args, "--dataset", dataset, "--resamples", "200"]) == 0
+    table = capsys.readouterr().out.split("\n\n")[0]
+    assert sorted(row.split()[1] for row in table.splitlines()[1:]) == ["bm25", "prod"]
+    queries = tmp_path / "some.jsonl"
+    queries.write_text(
+        "".join(json.dumps({"_id": f"q{q}", "text": "word1"}) + "\n" for q in (1, 2))
+    )
+    argv = [*args, "--dataset", dataset, "--queries", str(queries), "--resamples", "200"]
+    assert main(argv) == 0
+    assert "38 of the 40 queries of the qrels have no text in" in capsys.readouterr().err
+
+
+def test_compare_says_what_the_kits_retrievers_lack(files, tmp_path, capsys) -> None:
+    dataset = _beir_folder(tmp_path / "beir")
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"_id": "x1", "text": "word1"}) + "\n")
+    base = ["compare", files["qrels"], "--run", f"bm25={files['bm25']}"]
+    cases = [
+        (["--retriever", "hybrid2", "--dataset", dataset], "unknown retriever 'hybrid2'"),
+        (["--retriever", "bm25-plain"], "--retriever needs --dataset DIR"),
+        (["--retriever", "bm25", "--dataset", dataset], "['bm25'] named twice"),
+        (
+            ["--retriever", "bm25-plain", "--dataset", dataset, "--queries", str(other)],
+            "other.jsonl: none of the 40 queries of the qrels",
+        ),
+    ]
+    for extra, message in cases:
+        assert main([*base, *extra]) == 2
+        assert message in capsys.readouterr().err

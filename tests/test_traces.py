@@ -281,6 +281,43 @@ def test_cli_import_writes_a_beir_folder_and_one_run_per_retriever(tmp_path, exa
     assert json.loads((out / "traces.json").read_text())["retriever_spans"] == 200
 
 
+def test_cli_import_with_a_dataset_names_queries_as_a_golden_set_does(
+    tmp_path, example, pydocs, capsys
+):
+    out = tmp_path / "prod"
+    assert main(["traces", "import", str(example), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "query ids: q + 12 hex digits" in printed and "import with --dataset DIR" in printed
+    argv = ["traces", "import", str(example), "--out", str(out), "--dataset", str(PYDOCS)]
+    assert main(argv) == 0
+    traces = read_traces(example)
+    n = len(traces.queries)
+    assert f"query ids: {n} of {n} taken from {PYDOCS / 'queries.jsonl'}" in capsys.readouterr().out
+    golden = trace_source(example, pydocs).queries
+    lines = [json.loads(x) for x in (out / "queries.jsonl").read_text().splitlines()]
+    assert {q["_id"] for q in lines} == set(golden["query_id"])
+    for name in traces.runs:
+        run = read_run(out / "runs" / f"{name}.trec")
+        assert set(run["query_id"]) == set(golden["query_id"])
+    summary = json.loads((out / "traces.json").read_text())
+    assert summary["dataset_ids"] == n and summary["ids_from"].endswith("queries.jsonl")
+    assert main([*argv[:-1], str(tmp_path)]) == 2
+    assert "--dataset: no queries.jsonl in this folder" in capsys.readouterr().err
+
+
+def test_a_query_the_dataset_lacks_keeps_its_trace_id(example, pydocs):
+    traces = read_traces(example)
+    first = traces.queries.iloc[0]
+    held = pydocs.queries[pydocs.queries["text"].map(query_key) != query_key(first["text"])]
+    renamed = traces.with_dataset_ids(held, "q.jsonl")
+    assert renamed.queries["query_id"].iloc[0] == first["query_id"]  # q + hash of its text
+    assert renamed.queries["query_id"].iloc[1] in set(held["query_id"])
+    n = len(traces.queries)
+    assert renamed.dataset_ids == n - 1
+    assert set(renamed.runs["bm25"]["query_id"]) == set(renamed.queries["query_id"])
+    assert f"query ids: {n - 1} of {n} taken from q.jsonl" in renamed.describe()
+
+
 def test_cli_import_of_a_bad_file_says_where(tmp_path, capsys):
     path = tmp_path / "t.jsonl"
     path.write_text("[1, 2]\n", encoding="utf-8")

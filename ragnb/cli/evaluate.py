@@ -59,10 +59,6 @@ def _run_specs(specs: Sequence[str]) -> dict[str, list[str]]:
         if not sep or not name or not paths:
             raise InputError(f"--run {spec!r}: expected NAME=FILE or NAME=FILE1,FILE2,...")
         systems.setdefault(name, []).extend(paths)
-    if len(systems) < 2:
-        raise InputError(
-            f"compare needs at least two systems (--run NAME=FILE), got {len(systems)}"
-        )
     return systems
 
 
@@ -75,8 +71,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if qrels.empty:
         raise InputError("the qrels file holds no judgements; nothing to compare", path=args.qrels)
     systems = {
-        name: [_read_run(path) for path in paths] for name, paths in _run_specs(args.run).items()
+        name: [_read_run(path) for path in paths]
+        for name, paths in _run_specs(args.run or []).items()
     }
+    systems.update(_kit_runs(args, qrels, set(systems)))
+    if len(systems) < 2:
+        raise InputError(
+            "compare needs at least two systems (--run NAME=FILE, --retriever NAME), got "
+            f"{len(systems)}"
+        )
     result = stats.compare(
         systems,
         args.measure or ["nDCG@10", "R@100"],
@@ -111,6 +114,50 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kit_runs(args: argparse.Namespace, qrels: Any, taken: set[str]) -> dict[str, list[Any]]:
+    """``--retriever NAME``: the kit's retrievers ranking the qrels' queries (their text from
+    ``--queries``, else ``--dataset``'s queries.jsonl) over ``--dataset``'s corpus, one run
+    each, named by the retriever; a note on stderr counts the qrels' queries without a text."""
+    if not args.retriever:
+        return {}
+    if not args.dataset:
+        raise InputError("--retriever needs --dataset DIR: the corpus the kit's retrievers rank")
+    from dataclasses import replace
+    from pathlib import Path
+
+    from ragnb.io.files import read_beir
+    from ragnb.io.readers import read_query_file
+    from ragnb.retrievers.retrieve import check_retrievers, compute_runs
+
+    check_retrievers(args.retriever, column="--retriever")
+    named = sorted(taken.intersection(args.retriever))
+    if named:
+        raise InputError(f"{named} named twice: by --run and by --retriever; rename the --run")
+    data = read_beir(args.dataset, qrels="optional")
+    source = args.queries or str(Path(args.dataset) / "queries.jsonl")
+    queries = read_query_file(args.queries) if args.queries else data.queries
+    wanted = set(qrels["query_id"])
+    found = queries[queries["query_id"].isin(wanted)].reset_index(drop=True)
+    if found.empty:
+        raise InputError(
+            f"none of the {len(wanted)} queries of the qrels {args.qrels} is in this file (no "
+            "shared query id): give the queries the qrels judge with --queries",
+            path=source,
+        )
+    missing = len(wanted) - found["query_id"].nunique()
+    if missing:
+        print(
+            f"note: {missing} of the {len(wanted)} queries of the qrels have no text in {source}: "
+            "the kit's retrievers return nothing for them",
+            file=sys.stderr,
+        )
+    data = replace(data, queries=found, qrels=qrels)
+    runs, _, _ = compute_runs(
+        data, args.retriever, depth=args.depth, cache_dir=args.cache_dir, progress=True
+    )
+    return {name: [run] for name, run in runs.items()}
+
+
 def _print_comparison(result: Any, ranking: Any, power: Any) -> None:
     """The tables of ``ragnb compare`` as text."""
     fmt = "{:.4f}".format
@@ -136,17 +183,34 @@ def _add_compare_parser(sub: Any) -> None:
         "compare",
         help="compare systems' runs (several runs per system: seeds, folds) with intervals, "
         "tests, rank intervals and tie groups",
-        usage="%(prog)s QRELS --run NAME=RUN[,RUN...]... [options]",
+        usage="%(prog)s QRELS --run NAME=RUN[,RUN...]... [--retriever NAME... --dataset DIR] "
+        "[options]",
     )
     p.add_argument("qrels", metavar="QRELS", help="TREC qrels, BEIR qrels .tsv, or ranx qrels")
     p.add_argument(
         "--run",
         action="append",
-        required=True,
         metavar="NAME=RUN[,RUN...]",
         help="a system and its run file; several comma-separated files (seeds, folds) are "
         "averaged per query, the two-level interval resampling them (repeatable)",
     )
+    k = p.add_argument_group("the kit's retrievers as systems")
+    k.add_argument(
+        "--retriever",
+        action="append",
+        metavar="NAME",
+        help="a kit retriever (bm25, bm25-plain, dense, hybrid, dense:MODEL) ranking the qrels' "
+        "queries over --dataset's corpus, a system named NAME (repeatable)",
+    )
+    k.add_argument("--dataset", default="", help="BEIR folder: the corpus --retriever ranks")
+    k.add_argument(
+        "--queries",
+        default="",
+        help="the queries' text (.jsonl, .csv, .txt; default --dataset's queries.jsonl), e.g. "
+        "the queries.jsonl of `ragnb traces import`",
+    )
+    k.add_argument("--depth", type=int, default=100, help="documents per query (default 100)")
+    k.add_argument("--cache-dir", default="", help="embedding cache folder")
     p.add_argument(
         "-m", "--measure", action="append", help="measure (repeatable; default nDCG@10 R@100)"
     )

@@ -58,6 +58,7 @@ __all__ = [
     "query_key",
     "read_traces",
     "retriever_span",
+    "shared_query_ids",
     "write_example_traces",
     "write_traces_folder",
 ]
@@ -481,10 +482,11 @@ class Traces:
     ----------
     queries : DataFrame
         ``query_id``, ``text``, ``count``: one row per distinct query (:func:`query_key`), in
-        the order first seen. ``query_id`` is :func:`ragnb.io.readers.query_id_of` of the key;
-        ``text`` the first wording seen (white space collapsed); ``count`` (int >= 1) the
-        requests that asked it: its retriever spans, the spans of one trace counted once when
-        they follow each other in the file (as exporters write a trace's spans together).
+        the order first seen. ``query_id`` is :func:`ragnb.io.readers.query_id_of` of the key
+        (or a dataset's id: :meth:`with_dataset_ids`); ``text`` the first wording seen (white
+        space collapsed); ``count`` (int >= 1) the requests that asked it: its retriever spans,
+        the spans of one trace counted once when they follow each other in the file (as
+        exporters write a trace's spans together).
     runs : dict of str to DataFrame
         One run per retriever (the span's name, or the ``retriever_attribute`` value):
         ``query_id``, ``doc_id``, ``score`` (float; a span without scores ranks its documents
@@ -502,6 +504,12 @@ class Traces:
         Spans of kind ``RETRIEVER``, bad ones included.
     path : str
         The file read.
+    ids_from : str
+        Whose query ids ``queries`` and ``runs`` carry for the queries a dataset holds: ""
+        (none: every id is the hash of the text) or the dataset's queries file
+        (:meth:`with_dataset_ids`).
+    dataset_ids : int
+        How many queries carry a dataset's id (0 when ``ids_from`` is "").
     """
 
     queries: pd.DataFrame
@@ -511,6 +519,43 @@ class Traces:
     spans: int
     retriever_spans: int
     path: str
+    ids_from: str = ""
+    dataset_ids: int = 0
+
+    def with_dataset_ids(self, dataset_queries: pd.DataFrame, source: str = "") -> Traces:
+        """These traces with the ids of the queries a dataset holds (:func:`shared_query_ids`).
+
+        ``ragnb traces import --dataset`` and a golden set built from traces
+        (:func:`ragnb.studies.golden.from_traces.trace_source`) both name queries this way, so
+        the production runs written by one score against the qrels written by the other.
+
+        Parameters
+        ----------
+        dataset_queries : DataFrame
+            ``query_id``, ``text``: the dataset's queries (its ``queries.jsonl``).
+        source : str, default ""
+            How :meth:`describe` names them (e.g. the file).
+
+        Returns
+        -------
+        Traces
+            ``queries`` and every run renamed; the rest as it is.
+        """
+        from dataclasses import replace
+
+        rename = shared_query_ids(self.queries, dataset_queries)
+        queries = self.queries.assign(query_id=self.queries["query_id"].map(rename))
+        runs = {
+            name: run.assign(query_id=run["query_id"].map(rename))
+            for name, run in self.runs.items()
+        }
+        return replace(
+            self,
+            queries=queries,
+            runs=runs,
+            ids_from=source or "a dataset",
+            dataset_ids=sum(old != new for old, new in rename.items()),
+        )
 
     def bad_by_cause(self) -> dict[str, int]:
         """Bad spans per cause, every cause of :data:`BAD_SPAN_CAUSES` listed (0 when none)."""
@@ -529,6 +574,7 @@ class Traces:
             "requests": int(self.queries["count"].sum()),
             "runs": {name: int(run["query_id"].nunique()) for name, run in self.runs.items()},
             "corpus": len(self.corpus),
+            "dataset_ids": self.dataset_ids,
         }
 
     def describe(self) -> str:
@@ -541,9 +587,50 @@ class Traces:
         for name, n in s["runs"].items():
             lines.append(f"run {name}: {n} queries")
         lines.append(f"corpus rows with content: {s['corpus']}")
+        if self.ids_from:
+            lines.append(
+                f"query ids: {s['dataset_ids']} of {s['queries']} taken from {self.ids_from} "
+                "(the queries it holds; any other: q + 12 hex digits of the text's SHA-256)"
+            )
+        else:
+            lines.append("query ids: q + 12 hex digits of the SHA-256 of the normalised text")
         causes = ", ".join(f"{c}: {n}" for c, n in s["bad_by_cause"].items())
         lines.append(f"bad spans: {s['bad_spans']} ({causes})")
         return "\n".join(lines)
+
+
+def shared_query_ids(queries: pd.DataFrame, dataset_queries: pd.DataFrame) -> dict[str, str]:
+    """The id each trace query takes when a dataset is at hand: the dataset's id of a query it
+    holds (the same text once normalised, :func:`query_key`), else the trace's own id (``q`` +
+    12 hex digits of the SHA-256 of the normalised text).
+
+    Parameters
+    ----------
+    queries : DataFrame
+        ``query_id``, ``text``: :attr:`Traces.queries`.
+    dataset_queries : DataFrame
+        ``query_id``, ``text``: the dataset's queries; of two with the same normalised text, the
+        first in file order lends its id.
+
+    Returns
+    -------
+    dict of str to str
+        Trace query id -> id.
+
+    Examples
+    --------
+    >>> traced = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["What is BM25?", "other"]})
+    >>> known = pd.DataFrame({"query_id": ["bm25"], "text": ["what is  BM25?"]})
+    >>> shared_query_ids(traced, known)
+    {'q1': 'bm25', 'q2': 'q2'}
+    """
+    known: dict[str, str] = {}
+    for qid, text in zip(dataset_queries["query_id"], dataset_queries["text"], strict=True):
+        known.setdefault(query_key(str(text)), str(qid))
+    return {
+        str(qid): known.get(query_key(str(text)), str(qid))
+        for qid, text in zip(queries["query_id"], queries["text"], strict=True)
+    }
 
 
 def _frames(collector: _Collector, path: Path) -> Traces:
@@ -704,7 +791,9 @@ def write_traces_folder(traces: Traces, folder: str | os.PathLike[str]) -> dict[
     out["bad_spans"] = folder / "bad_spans.csv"
     write_table_csv(traces.bad, out["bad_spans"])
     out["summary"] = folder / "traces.json"
-    write_json({**traces.summary(), "path": traces.path}, out["summary"])
+    write_json(
+        {**traces.summary(), "path": traces.path, "ids_from": traces.ids_from}, out["summary"]
+    )
     return out
 
 

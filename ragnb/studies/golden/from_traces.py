@@ -4,9 +4,10 @@ run pooled with the kit's retrievers.
 :func:`trace_source` reads a trace file (:func:`ragnb.io.traces.read_traces`) for notebook 02's
 ``traces`` parameter. Queries the dataset already holds (same text once normalised,
 :func:`ragnb.io.traces.query_key`) keep the dataset's id, so its labels stay usable by offline
-judges and calibration; the others keep their trace id. The most asked queries come first, so
-``max_queries`` keeps the head of the traffic. Each retriever of the trace joins the pool as the
-system ``traces-<name>``.
+judges and calibration; the others keep their trace id
+(:meth:`ragnb.io.traces.Traces.with_dataset_ids`: the ids ``ragnb traces import --dataset`` writes
+too). The most asked queries come first, so ``max_queries`` keeps the head of the traffic. Each
+retriever of the trace joins the pool as the system ``traces-<name>``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.io.traces import query_key, read_traces
+from ragnb.io.traces import read_traces
 
 __all__ = [
     "TRACE_SYSTEM_PREFIX",
@@ -96,16 +97,8 @@ def trace_source(path: Path, dataset: Any, max_queries: int = 0, display: str = 
     FileNotFoundError
         When the file does not exist.
     """
-    traces = read_traces(path)
-    known = {
-        query_key(t): q
-        for q, t in zip(dataset.queries["query_id"], dataset.queries["text"], strict=True)
-    }
-    q = traces.queries.copy()
-    mapped = [known.get(query_key(t), qid) for qid, t in zip(q["query_id"], q["text"], strict=True)]
-    rename = dict(zip(q["query_id"], mapped, strict=True))
-    q["query_id"] = mapped
-    q = q.sort_values("count", ascending=False, kind="stable").reset_index(drop=True)
+    traces = read_traces(path).with_dataset_ids(dataset.queries)
+    q = traces.queries.sort_values("count", ascending=False, kind="stable").reset_index(drop=True)
     if max_queries:
         q = q.head(max_queries)
     keep = set(q["query_id"])
@@ -114,7 +107,6 @@ def trace_source(path: Path, dataset: Any, max_queries: int = 0, display: str = 
     with_text = corpus_ids | set(extra["doc_id"])
     runs, dropped = {}, 0
     for name, run in traces.runs.items():
-        run = run.assign(query_id=run["query_id"].map(rename))
         run = run[run["query_id"].isin(keep)]
         judgeable = run["doc_id"].isin(with_text)
         dropped += int((~judgeable).sum())
