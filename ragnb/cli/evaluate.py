@@ -282,7 +282,8 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
     # the run before the qrels: its parser's buffers come and go before the rest is loaded
     run = open_run(args.run, stream=args.stream)
     _print_notes(run.notes)
-    qrels = _read_qrels(args.qrels)
+    qrels = _read_qrels(args.qrels, diversity=args.qrels_format == "diversity")
+    nuggets = _read_nuggets(args.nuggets, args.queries)
     if qrels.empty:
         raise InputError("the qrels file holds no judgements; nothing to evaluate", path=args.qrels)
     from ragnb.evaluation.trec_eval import expand_measure_names
@@ -292,6 +293,7 @@ def _evaluate_run(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]
         *gated,
     ]
     options = {"order": args.order, "grade_map": grade_map, "ignore_self": args.ignore_self}
+    options["nuggets"] = nuggets
     with warnings.catch_warnings():  # the command says it once, in its notes (both paths)
         warnings.filterwarnings("ignore", message=r"[0-9]+ queries have a rank column")
         result = evaluate_run_file(qrels, run, measures, **options)
@@ -319,13 +321,34 @@ def _read_run(path: str) -> Any:
     return run.frame
 
 
-def _read_qrels(path: str) -> Any:
+def _read_qrels(path: str, *, diversity: bool = False) -> Any:
     """A qrels file in memory, read as :func:`ragnb.io.dispatch.read_qrels_file` chooses."""
     from ragnb.io.dispatch import read_qrels_file
 
-    qrels = read_qrels_file(path)
+    qrels = read_qrels_file(path, diversity=diversity)
     _print_notes(qrels.notes)
     return qrels.frame
+
+
+def _read_nuggets(folder: str | None, queries: str | None) -> Any:
+    """``--nuggets DIR``: the folder's nugget qrels, the nugget checks' warning on stderr."""
+    if folder is None:
+        if queries is not None:
+            raise InputError("--queries is read with --nuggets DIR (to check the nuggets)")
+        return None
+    from pathlib import Path
+
+    from ragnb.io.nuggets import NUGGET_FILES, nugget_qrels, read_nugget_folder
+    from ragnb.io.readers import read_query_file
+    from ragnb.judge.nugget_checks import check_nuggets, nugget_warning
+
+    nuggets, assignments = read_nugget_folder(folder)
+    path = Path(folder) / NUGGET_FILES["nuggets"]
+    texts = None if queries is None else read_query_file(queries)
+    warning = nugget_warning(check_nuggets(nuggets, texts, source=str(path)))
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    return nugget_qrels(nuggets, assignments, path=path)
 
 
 def _evaluate_samples(args: argparse.Namespace, gated: list[str]) -> tuple[Any, Any]:
@@ -391,6 +414,18 @@ def _print_evaluation(result: Any, args: argparse.Namespace, report: Any) -> Non
         notes.append(f"{counts['run_queries_without_qrels']} run queries without qrels left out")
     if counts.get("rank_disagreements"):
         notes.append(f"{counts['rank_disagreements']} queries ordered by score, not file rank")
+    if "queries_with_nuggets" in counts and any(
+        m.family == "NuggetRecall" for m in result.measures
+    ):
+        notes.append(
+            f"{counts['queries_with_nuggets']} of {counts['queries_in_qrels']} queries have "
+            f"nuggets; NuggetRecall leaves the other {counts['queries_without_nuggets']} out of "
+            "its mean (n_valid)"
+        )
+    if counts.get("nugget_queries_without_qrels"):
+        notes.append(
+            f"{counts['nugget_queries_without_qrels']} queries with nuggets but no qrels left out"
+        )
     if "self_retrieved_dropped" in counts:
         notes.append(
             f"{counts['self_retrieved_dropped']} retrieved documents with the query's own id "
@@ -536,8 +571,34 @@ def _add_evaluate_parser(sub: Any) -> None:
         action="store_true",
         help="drop retrieved documents whose id is the query id (BEIR ArguAna, Quora); counted",
     )
+    _add_judgement_options(p)
     _add_gate_options(p, "baseline run: fail on a significant drop against it")
     p.set_defaults(func=_cmd_evaluate)
+
+
+def _add_judgement_options(p: argparse.ArgumentParser) -> None:
+    """Subtopic and nugget judgements: alpha-nDCG's diversity qrels, NuggetRecall's nuggets."""
+    g = p.add_argument_group("subtopics and nuggets")
+    g.add_argument(
+        "--qrels-format",
+        choices=["auto", "diversity"],
+        default="auto",
+        help="auto: TREC, BEIR or ranx qrels by the file name (default); diversity: TREC "
+        "diversity qrels 'qid subtopic docid rel' (alpha-nDCG@K; the other measures read each "
+        "document's largest grade)",
+    )
+    g.add_argument(
+        "--nuggets",
+        metavar="DIR",
+        help="a folder holding nuggets.csv and nugget_assignments.csv (ragnb golden's run "
+        "folder): NuggetRecall@K reads them; queries without nuggets are left out of its mean",
+    )
+    g.add_argument(
+        "--queries",
+        metavar="FILE",
+        help="with --nuggets: the query texts (.txt/.csv/.jsonl), to flag nuggets that repeat "
+        "their question",
+    )
 
 
 def _add_evaluate_samples_parser(sub: Any) -> None:

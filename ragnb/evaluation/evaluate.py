@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.frames.schema import RunOrder, document_qrels
+from ragnb.frames.schema import RunOrder, check_subtopic_qrels, document_qrels
 from ragnb.measures import (
     GRADE_MAPS,
     GRADED_FAMILIES,
@@ -50,8 +50,11 @@ __all__ = [
     "EvaluationResult",
     "aggregate_means",
     "checked_grade_map",
+    "checked_nuggets",
     "drop_self_retrieved",
     "evaluate",
+    "nugget_coverage",
+    "nugget_judgements",
     "result_from_values",
     "wide_values",
 ]
@@ -65,6 +68,8 @@ _GRADED = (*GRADED_FAMILIES, "RA-nWG-nov")
 #: Families that read document sources / subtopic judgements (nugget qrels are subtopic qrels).
 _SOURCE_FAMILIES = ("RA-nWG-nov",)
 _SUBTOPIC_FAMILIES = ("alpha-nDCG", "NuggetRecall")
+#: The family that reads ``nuggets=`` when given.
+NUGGETS = "NuggetRecall"
 
 
 def wide_values(
@@ -191,6 +196,7 @@ def evaluate(
     grade_map: str | Mapping[int, int] | None = None,
     source_of: SourceOf = None,
     ignore_self: bool = False,
+    nuggets: pd.DataFrame | None = None,
 ) -> EvaluationResult:
     """Evaluate ``run`` against ``qrels`` on ``measures``.
 
@@ -231,6 +237,13 @@ def evaluate(
         Drop every retrieved document whose id is the query's id before evaluating (BEIR's
         ArguAna and Quora, whose queries are corpus documents; :func:`drop_self_retrieved`);
         ``counts["self_retrieved_dropped"]`` says how many.
+    nuggets : DataFrame, optional
+        Nugget qrels (``query_id``, ``subtopic`` the nugget id, ``doc_id``, ``relevance`` 2
+        support / 1 partial / 0, ``importance``; :func:`ragnb.io.nuggets.read_nugget_qrels`
+        reads a folder's nugget files) for ``NuggetRecall``, while every other measure reads
+        ``qrels``. A query of the qrels without nuggets is left out of NuggetRecall's mean (NaN,
+        not in ``n_valid``): recall of no nugget is undefined, and AutoNuggetizer scores the
+        topics that have nuggets. ``counts`` then hold :func:`nugget_coverage`'s.
 
     Returns
     -------
@@ -242,8 +255,9 @@ def evaluate(
     InputError
         On malformed or empty qrels, a malformed run, an unknown measure or ``order``,
         graded measures on qrels whose scale is not 1-5 and no ``grade_map`` (the message names
-        the scale found and the maps available), ``RA-nWG-nov`` without sources or
-        ``alpha-nDCG`` or ``NuggetRecall`` without subtopic qrels.
+        the scale found and the maps available), ``RA-nWG-nov`` without sources,
+        ``alpha-nDCG`` without subtopic qrels, ``NuggetRecall`` without nuggets or subtopic
+        qrels, malformed ``nuggets``.
 
     Warns
     -----
@@ -261,6 +275,7 @@ def evaluate(
     (1, 1)
     """
     parsed = parse_measures(measures)
+    nuggets = None if nuggets is None else checked_nuggets(nuggets)
     run, n_self = drop_self_retrieved(run) if ignore_self else (run, 0)
     subtopics = None
     if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
@@ -271,33 +286,155 @@ def evaluate(
         _check_graded_scale(arrays.grade_levels, [m for m in parsed if m.family in _GRADED])
     if grade_map == ON_RUBRIC:
         grade_map = None  # stated: the grades are already Dallaire's
-    built: dict[str, RankingArrays] = {"plain": arrays}
-    sourced = source_of is not None or (isinstance(run, pd.DataFrame) and SOURCE_COLUMN in run)
+    inputs = _Inputs(arrays, run, parsed, order, grade_map, source_of, subtopics, nuggets)
+    # one row per measure, seen as (n_queries, n_measures): the tables read the rows as they are
+    values = np.stack([inputs.values(m, g) for m, g in zip(parsed, graded, strict=True)]).T
+    extra: dict[str, Any] = {"self_retrieved_dropped": n_self} if ignore_self else {}
+    judged = nugget_judgements(subtopics, parsed, nuggets)
+    if judged is not None:
+        extra.update(nugget_coverage(arrays.query_ids, judged))
+    return _result(parsed, arrays, values, extra)
 
-    def arrays_for(m: Measure, is_graded: bool) -> RankingArrays:
-        """The arrays ``m`` reads, built once per kind: grade-mapped, sourced, subtopics. The
-        run is joined with the qrels once; a grade map relabels the grades of those arrays."""
-        mapped = is_graded and grade_map is not None
-        kind = _kind_of(m, mapped, has_subtopics=subtopics is not None, sourced=sourced)
+
+@dataclass
+class _Inputs:
+    """What :func:`evaluate` measures on, and the arrays each measure reads, built once per
+    kind (grade-mapped, sourced, subtopics, nuggets): the run is joined with the qrels once; a
+    grade map relabels the grades of those arrays."""
+
+    arrays: RankingArrays
+    run: Any
+    parsed: list[Measure]
+    order: RunOrder
+    grade_map: Any
+    source_of: SourceOf
+    subtopics: pd.DataFrame | None
+    nuggets: pd.DataFrame | None
+    built: dict[str, RankingArrays] = field(default_factory=dict)
+    #: The arrays of the nuggets of the qrels' queries: unset, or None when none has any.
+    nugget_arrays: list[RankingArrays | None] = field(default_factory=list)
+
+    def values(self, m: Measure, is_graded: bool) -> np.ndarray:
+        """``m``'s value per query of the qrels, shape (n_queries,)."""
+        if self.nuggets is not None and m.family == NUGGETS:
+            return self._nugget_values(m)
+        return m.compute(self._arrays_for(m, is_graded))
+
+    def _arrays_for(self, m: Measure, is_graded: bool) -> RankingArrays:
+        built, parsed = self.built, self.parsed
+        built.setdefault("plain", self.arrays)
+        mapped = is_graded and self.grade_map is not None
+        sourced = self.source_of is not None or (
+            isinstance(self.run, pd.DataFrame) and SOURCE_COLUMN in self.run
+        )
+        kind = _kind_of(m, mapped, has_subtopics=self.subtopics is not None, sourced=sourced)
         if kind == "subtopics" and kind not in built:
             built[kind] = _prepared(
-                subtopics, run, parsed, order, warn=False, build=prepare_subtopics
+                self.subtopics, self.run, parsed, self.order, warn=False, build=prepare_subtopics
             )
         elif kind not in built:
-            if mapped and "mapped" not in built and grade_map is not None:
-                built["mapped"] = map_arrays(arrays, grade_map)
+            if mapped and "mapped" not in built and self.grade_map is not None:
+                built["mapped"] = map_arrays(self.arrays, self.grade_map)
             base = built["mapped" if mapped else "plain"]
             if kind.startswith("sourced"):  # the sources of the ranks those measures read
                 depth = _depth([m for m in parsed if m.family in _SOURCE_FAMILIES])
-                base = add_sources(cut_arrays(base, depth), run, source_of=source_of, order=order)
+                base = add_sources(
+                    cut_arrays(base, depth), self.run, source_of=self.source_of, order=self.order
+                )
             built[kind] = base
         return built[kind]
 
-    # one row per measure, seen as (n_queries, n_measures): the tables read the rows as they are
-    values = np.stack([m.compute(arrays_for(m, g)) for m, g in zip(parsed, graded, strict=True)]).T
-    return _result(
-        parsed, arrays, values, {"self_retrieved_dropped": n_self} if ignore_self else {}
-    )
+    def _nugget_values(self, m: Measure) -> np.ndarray:
+        """NuggetRecall on the nuggets of the qrels' queries; NaN for a query without any."""
+        if not self.nugget_arrays and self.nuggets is not None:
+            held = self.nuggets[self.nuggets["query_id"].isin(set(self.arrays.query_ids))]
+            on = [m for m in self.parsed if m.family == NUGGETS]
+            self.nugget_arrays.append(
+                _prepared(held, self.run, on, self.order, warn=False, build=prepare_subtopics)
+                if len(held)
+                else None
+            )
+        out = np.full(self.arrays.n_queries, np.nan)
+        arrays = self.nugget_arrays[0]
+        if arrays is not None:
+            out[pd.Index(self.arrays.query_ids).get_indexer(arrays.query_ids)] = m.compute(arrays)
+        return out
+
+
+def checked_nuggets(nuggets: pd.DataFrame) -> pd.DataFrame:
+    """Nugget qrels checked as :func:`evaluate` reads them (``nuggets=``).
+
+    Parameters
+    ----------
+    nuggets : DataFrame
+        ``query_id``, ``subtopic`` (the nugget id), ``doc_id``, ``relevance`` and optionally
+        ``importance`` (:func:`ragnb.io.nuggets.nugget_qrels`).
+
+    Returns
+    -------
+    DataFrame
+        The columns with string ids and ``importance`` (``"vital"`` where absent).
+
+    Raises
+    ------
+    InputError
+        Not a frame, or what :func:`ragnb.frames.schema.check_subtopic_qrels` raises.
+    """
+    if not isinstance(nuggets, pd.DataFrame):
+        raise InputError(
+            "nuggets must be nugget qrels: a DataFrame with columns query_id, subtopic, doc_id, "
+            f"relevance, importance (ragnb.io.nuggets.read_nugget_qrels), got "
+            f"{type(nuggets).__name__}"
+        )
+    return check_subtopic_qrels(nuggets)
+
+
+def nugget_judgements(
+    qrels: Any, measures: list[Measure], nuggets: pd.DataFrame | None
+) -> pd.DataFrame | None:
+    """The nugget qrels whose coverage :func:`evaluate`'s counts report (:func:`nugget_coverage`):
+    ``nuggets`` when given, subtopic ``qrels`` when a NuggetRecall of ``measures`` reads them,
+    else None."""
+    if nuggets is not None:
+        return nuggets
+    subtopics = isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns
+    if subtopics and any(m.family == NUGGETS for m in measures):
+        return qrels
+    return None
+
+
+def nugget_coverage(query_ids: Iterable[Any], nuggets: pd.DataFrame) -> dict[str, int]:
+    """Which evaluated queries have nuggets: the counts :func:`evaluate` adds.
+
+    Parameters
+    ----------
+    query_ids : iterable of str
+        The evaluated queries (those of the qrels).
+    nuggets : DataFrame
+        Nugget (or subtopic) qrels, column ``query_id``.
+
+    Returns
+    -------
+    dict of str to int
+        ``queries_with_nuggets`` (evaluated queries with a nugget: NuggetRecall's ``n_valid``),
+        ``queries_without_nuggets`` (evaluated queries without: left out of NuggetRecall's
+        mean), ``nugget_queries_without_qrels`` (queries with nuggets that are not evaluated,
+        left out).
+
+    Examples
+    --------
+    >>> nugget_coverage(["q1", "q2", "q3"], pd.DataFrame({"query_id": ["q1", "q1", "q9"]}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'queries_with_nuggets': 1, 'queries_without_nuggets': 2,
+     'nugget_queries_without_qrels': 1}
+    """
+    evaluated = {str(q) for q in query_ids}
+    held = set(nuggets["query_id"].astype(str))
+    return {
+        "queries_with_nuggets": len(evaluated & held),
+        "queries_without_nuggets": len(evaluated - held),
+        "nugget_queries_without_qrels": len(held - evaluated),
+    }
 
 
 def _kind_of(m: Measure, mapped: bool, *, has_subtopics: bool, sourced: bool) -> str:

@@ -4,6 +4,7 @@ queries (:func:`ragnb.evaluation.streaming.evaluate_file`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -23,6 +24,7 @@ def evaluate_run_file(
     order: RunOrder = "score",
     grade_map: str | Mapping[int, int] | None = None,
     ignore_self: bool = False,
+    nuggets: pd.DataFrame | None = None,
 ) -> EvaluationResult:
     """Evaluate the run file ``run`` against ``qrels``, in memory or in blocks as it was opened.
 
@@ -33,7 +35,7 @@ def evaluate_run_file(
     run : RunFile
         From :func:`ragnb.io.dispatch.open_run`: a run in memory, or a file to read in blocks
         (``run.streamed``).
-    measures, order, grade_map, ignore_self
+    measures, order, grade_map, ignore_self, nuggets
         As :func:`ragnb.evaluation.evaluate.evaluate`.
 
     Returns
@@ -49,12 +51,14 @@ def evaluate_run_file(
     MissingExtra
         A run to read in blocks without the ``fast`` extra.
     """
+    options: dict[str, Any] = {
+        "order": order,
+        "grade_map": grade_map,
+        "ignore_self": ignore_self,
+        "nuggets": nuggets,
+    }
     if run.frame is None:
         from ragnb.evaluation.streaming import evaluate_file
 
-        return evaluate_file(
-            qrels, run.path, measures, order=order, grade_map=grade_map, ignore_self=ignore_self
-        )
-    return evaluate(
-        qrels, run.frame, measures, order=order, grade_map=grade_map, ignore_self=ignore_self
-    )
+        return evaluate_file(qrels, run.path, measures, **options)
+    return evaluate(qrels, run.frame, measures, **options)

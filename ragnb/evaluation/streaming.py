@@ -30,7 +30,10 @@ from ragnb.evaluation.evaluate import (
     SUBTOPIC_COLUMN,
     EvaluationResult,
     checked_grade_map,
+    checked_nuggets,
     evaluate,
+    nugget_coverage,
+    nugget_judgements,
     result_from_values,
 )
 from ragnb.frames.schema import RunOrder, document_qrels
@@ -61,6 +64,7 @@ def evaluate_file(
     memory_limit: str = "1GB",
     temp_dir: str | os.PathLike[str] | None = None,
     ignore_self: bool = False,
+    nuggets: pd.DataFrame | None = None,
 ) -> EvaluationResult:
     """Evaluate the run file ``run_path`` against ``qrels`` in blocks of whole queries.
 
@@ -74,7 +78,7 @@ def evaluate_file(
         ``rank`` and ``source``. Rows need not be grouped by query.
     measures : list of str or Measure
         As :func:`ragnb.evaluation.evaluate.evaluate`.
-    order, grade_map, source_of, ignore_self
+    order, grade_map, source_of, ignore_self, nuggets
         As :func:`ragnb.evaluation.evaluate.evaluate`. With ``order="file"`` the order within a
         query is the ``rank`` column (a TREC run always has one); the grouping sort does not keep
         the file order of rows with equal ranks.
@@ -124,6 +128,9 @@ def evaluate_file(
     options: dict[str, Any] = {"order": order, "grade_map": grade_map, "source_of": source_of}
     if ignore_self:
         options["ignore_self"] = True
+    nuggets = None if nuggets is None else checked_nuggets(nuggets)
+    options["nuggets"] = nuggets
+    judged = nugget_judgements(qrels, parsed, nuggets)
     parts: list[tuple[np.ndarray, np.ndarray]] = []
     counts: dict[str, Any] = {}
     blocks = iter_run_blocks(path, block_rows, memory_limit=memory_limit, temp_dir=temp_dir)
@@ -157,6 +164,7 @@ def evaluate_file(
         "order": order,
         "fe_short_runs": counts["fe_short_runs"],
         **({"self_retrieved_dropped": counts["self_retrieved_dropped"]} if ignore_self else {}),
+        **(nugget_coverage(qids, judged) if judged is not None else {}),
     }
     return result_from_values(parsed, qids[by_id], values[by_id], counts)
 

@@ -43,6 +43,7 @@ __all__ = [
     "IMPORTANCE_COLUMN",
     "IMPORTANCE_LEVELS",
     "SUBTOPIC_COLUMNS",
+    "SUPPORT_GRADES",
     "check_subtopic_qrels",
     "document_qrels",
     "QRELS_COLUMNS",
@@ -386,6 +387,9 @@ SUBTOPIC_COLUMNS = ("query_id", "subtopic", "doc_id", "relevance")
 #: The optional column of a subtopic qrels frame naming each subtopic's importance, its values.
 IMPORTANCE_COLUMN = "importance"
 IMPORTANCE_LEVELS = ("vital", "okay")
+#: A nugget's assignment label -> its grade in nugget qrels (subtopic qrels whose subtopics are
+#: nuggets, :mod:`ragnb.measures.nuggets`).
+SUPPORT_GRADES = {"support": 2, "partial_support": 1, "not_support": 0}
 
 
 def check_subtopic_qrels(qrels: pd.DataFrame) -> pd.DataFrame:

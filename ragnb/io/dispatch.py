@@ -32,7 +32,7 @@ import pandas as pd
 from ragnb.core.lazylibs import MissingExtra
 from ragnb.errors import InputError
 from ragnb.io.files import PARQUET_SUFFIXES
-from ragnb.io.readers import STDIN, ranx_file_kind, read_qrels, read_run
+from ragnb.io.readers import STDIN, ranx_file_kind, read_diversity_qrels, read_qrels, read_run
 
 if TYPE_CHECKING:
     from ragnb.io.columnar import QueryBlock
@@ -126,7 +126,7 @@ class RunFile:
 @dataclass(frozen=True)
 class QrelsFile:
     """A qrels file read in memory: ``path``, ``frame`` (columns ``query_id``, ``doc_id``,
-    ``relevance``) and ``notes`` (as :class:`RunFile`'s)."""
+    ``relevance``; diversity qrels also ``subtopic``) and ``notes`` (as :class:`RunFile`'s)."""
 
     path: str
     frame: pd.DataFrame
@@ -233,7 +233,9 @@ def read_run_file(
     return RunFile(str(path), frame, tag)
 
 
-def read_qrels_file(path: str | os.PathLike[str], *, as_trec_eval: bool = False) -> QrelsFile:
+def read_qrels_file(
+    path: str | os.PathLike[str], *, as_trec_eval: bool = False, diversity: bool = False
+) -> QrelsFile:
     """Read a qrels file in memory with the reader its format and the installed extras call for.
 
     Parameters
@@ -243,19 +245,33 @@ def read_qrels_file(path: str | os.PathLike[str], *, as_trec_eval: bool = False)
         JSON or LZ4 qrels.
     as_trec_eval : bool, default False
         Read as trec_eval 10.0 reads (``read_qrels(path, as_trec_eval=True)``).
+    diversity : bool, default False
+        Read TREC diversity qrels ``qid subtopic docid rel``
+        (:func:`ragnb.io.readers.read_diversity_qrels`; ``ragnb evaluate --qrels-format
+        diversity``). Never guessed: ordinary TREC qrels have the same four columns.
 
     Returns
     -------
     QrelsFile
         TREC qrels with the ``fast`` extra as arrow columns
         (:func:`ragnb.io.columnar.read_qrels_columnar`, which hands any file it does not take to
-        :func:`ragnb.io.readers.read_qrels`); the rest as ``read_qrels`` reads them.
+        :func:`ragnb.io.readers.read_qrels`); the rest as ``read_qrels`` reads them; diversity
+        qrels with their ``subtopic`` column.
 
     Raises
     ------
     InputError
-        A malformed file, naming the file and line.
+        A malformed file, naming the file and line; ``diversity`` with ``as_trec_eval`` or a
+        file that is not TREC text.
     """
+    if diversity:
+        if as_trec_eval or file_format(path) not in ("trec", "stdin"):
+            raise InputError(
+                "diversity qrels are TREC text (qid subtopic docid rel), not a ranx file, and "
+                "trec_eval does not read them",
+                path=str(path),
+            )
+        return QrelsFile(str(path), read_diversity_qrels(path))
     if file_format(path) == "trec":
         try:
             from ragnb.io.columnar import read_qrels_columnar

@@ -13,6 +13,11 @@ BEIR ``corpus.jsonl`` / ``queries.jsonl``
 TREC qrels
     ``qid iter docid rel``, whitespace-separated (the ``iter`` column is ignored); BEIR's TSV
     form ``query-id<TAB>corpus-id<TAB>score`` with an optional header line.
+TREC diversity qrels (:func:`read_diversity_qrels`)
+    ``qid subtopic docid rel``, whitespace-separated, as the TREC Web track's diversity qrels
+    (ndeval's input): the second column is the subtopic a judgement is about, so a document
+    judged for several subtopics has several lines. Read only when asked for: ordinary TREC
+    qrels put an iteration number there, usually 0.
 TREC run
     ``qid Q0 docid rank score tag``, whitespace-separated. TREC qrels and runs may be gzipped
     (a name ending in ``.gz``). With ``as_trec_eval=True`` both are read as trec_eval 10.0
@@ -64,6 +69,7 @@ __all__ = [
     "query_id_of",
     "ranx_file_kind",
     "read_corpus",
+    "read_diversity_qrels",
     "read_qrels",
     "read_qrels_jg",
     "read_queries",
@@ -526,10 +532,116 @@ def read_qrels(path: str | os.PathLike[str], *, as_trec_eval: bool = False) -> p
                 (parts[0], parts[1], parts[2]) if ncols == 3 else (parts[0], parts[2], parts[3])
             )
             rel = _parse_grade(grade, path, lineno)
+            if ncols == 4 and (qid, did) in seen:
+                _raise_duplicate(path, lineno, parts[1], seen[(qid, did)], qid, did)
             _note_pair(seen, qid, did, "judgement of", path, lineno)
             rows.append((qid, did, rel))
     _note_extra_text(path, extra, first_extra, "fourth")
     return _qrels_frame(rows)
+
+
+def _raise_duplicate(path: Path, lineno: int, second: str, first: int, qid: str, did: str) -> None:
+    """A TREC qrels pair judged twice (error path only): when the two lines' second columns
+    differ, the error says the file may be diversity qrels and how to read it."""
+    hint = ""
+    with open_text(path, errors="surrogateescape") as f:
+        for n, line in enumerate(f if str(path) != STDIN else (), start=1):
+            if n == first:
+                fields = line.split()
+                if len(fields) > 1 and fields[1] != second:
+                    hint = (
+                        f"; the two lines differ in the second column ({fields[1]!r}, "
+                        f"{second!r}): if it is a subtopic, these are TREC diversity qrels (qid "
+                        "subtopic docid rel): read them with --qrels-format diversity "
+                        "(read_diversity_qrels in Python)"
+                    )
+                break
+    raise InputError(
+        f"duplicate judgement of doc {did!r} (first on line {first}){hint}",
+        path=path,
+        line=lineno,
+        query_id=qid,
+    )
+
+
+def read_diversity_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read TREC diversity qrels ``qid subtopic docid rel`` (the TREC Web track's, ndeval's).
+
+    The second column is the subtopic (an intent of the query) a judgement is about: a document
+    relevant to three subtopics has three lines. :func:`ragnb.evaluation.evaluate.evaluate` reads
+    the frame for ``alpha-nDCG@K``, and the largest grade of each document over its subtopics
+    for every other measure. Ordinary TREC qrels (``qid iter docid rel``) have the same shape
+    with an iteration number in the second column, so no rule tells the two apart by their
+    content: this reader is called only when asked (``ragnb evaluate --qrels-format
+    diversity``, :func:`ragnb.io.dispatch.read_qrels_file` with ``diversity=True``).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Whitespace-separated, four columns a line (text after the fourth column is ignored and
+        counted in one ``UserWarning``); comment lines (first non-blank character ``#``) and
+        blank lines are skipped; gunzipped if the name ends in ``.gz``; ``-`` reads the
+        standard input.
+
+    Returns
+    -------
+    DataFrame
+        ``query_id``, ``subtopic``, ``doc_id`` (str), ``relevance`` (int64), file order.
+
+    Raises
+    ------
+    InputError
+        Fewer than four columns, a grade that is not an integer, the same (query, subtopic,
+        document) judged twice, a byte that is not UTF-8, or no judgement; naming the file and
+        line.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "div.qrels"
+    >>> _ = p.write_text("1 1 d1 1\\n1 2 d1 1\\n1 2 d2 0\\n")
+    >>> read_diversity_qrels(p).values.tolist()
+    [['1', '1', 'd1', 1], ['1', '2', 'd1', 1], ['1', '2', 'd2', 0]]
+    """
+    path = Path(path)
+    rows: list[tuple[str, str, str, int]] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    extra, first_extra = 0, 0
+    with open_text(path, errors="surrogateescape") as f:
+        for lineno, line in enumerate(f, start=1):
+            _check_utf8(line, path, lineno)
+            if _is_comment(line) or not line.strip():
+                continue
+            parts = line.split()
+            if len(parts) < 4:
+                raise InputError(
+                    f"expected 4 columns (qid subtopic docid rel), found {len(parts)}",
+                    path=path,
+                    line=lineno,
+                )
+            if len(parts) > 4:
+                extra, first_extra = extra + 1, first_extra or lineno
+            qid, subtopic, did = parts[0], parts[1], parts[2]
+            rel = _parse_grade(parts[3], path, lineno)
+            key = (qid, subtopic, did)
+            if key in seen:
+                raise InputError(
+                    f"doc {did!r} judged twice for subtopic {subtopic!r} (first on line "
+                    f"{seen[key]})",
+                    path=path,
+                    line=lineno,
+                    query_id=qid,
+                )
+            seen[key] = lineno
+            rows.append((qid, subtopic, did, rel))
+    if not rows:
+        raise InputError("the file holds no judgements", path=path)
+    _note_extra_text(path, extra, first_extra, "fourth")
+    frame = pd.DataFrame(
+        rows, columns=["query_id", "subtopic", "doc_id", "relevance"], dtype=object
+    )
+    frame["relevance"] = frame["relevance"].astype("int64")
+    return frame
 
 
 def read_qrels_jg(path: str | os.PathLike[str]) -> pd.DataFrame:

@@ -38,7 +38,9 @@ Every check of a judge lives here; a study gives it its pairs and labels.
 - :class:`JudgeDrift` and :func:`drift_gates`: two judges against the same human labels, and the
   kappa gate (:mod:`ragnb.judge.drift`);
 - the degenerate-judge checks (one grade for nearly every pair, no variation within queries, no
-  association with the pooled rank, invalid answers), :mod:`ragnb.judge.degenerate`.
+  association with the pooled rank, invalid answers), :mod:`ragnb.judge.degenerate`;
+- :func:`check_nuggets`: nuggets that carry no content (empty, numbered placeholders, copies of
+  the question), :mod:`ragnb.judge.nugget_checks`.
 
 Examples
 --------
@@ -72,6 +74,7 @@ from ragnb.judge.ensemble import (
     ensemble_agreement,
 )
 from ragnb.judge.llm import DEFAULT_JUDGE_MODEL, OpenAIJudge
+from ragnb.judge.nugget_checks import check_nuggets
 from ragnb.judge.offline import QrelsJudge
 from ragnb.judge.simulated import NoisyJudge
 
@@ -96,6 +99,7 @@ __all__ = [
     "SelfConsistentJudge",
     "bias_audit",
     "calibrate",
+    "check_nuggets",
     "combine_grades",
     "consistency_table",
     "drift_gates",

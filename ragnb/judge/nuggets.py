@@ -27,10 +27,10 @@ Files a person corrects
 spreadsheet shows it rather than runs it); exporting again keeps every row already in the file,
 so corrections survive a rerun: a query's nuggets in the file are kept whole (a nugget a person
 deleted stays deleted), an assignment row of the file is kept. :func:`read_nuggets` and
-:func:`read_assignments` read a corrected file back, naming the file, line and column of
-anything wrong. A person may reword a nugget (then delete its assignment rows to have it
-assigned again), change its importance, delete it, add one (assigned on the next run), or change
-a label.
+:func:`read_assignments` (from :mod:`ragnb.io.nuggets`, the readers of these files) read a
+corrected file back, naming the file, line and column of anything wrong. A person may reword a
+nugget (then delete its assignment rows to have it assigned again), change its importance,
+delete it, add one (assigned on the next run), or change a label.
 
 ========================= =========================================================================
 frame                     columns
@@ -62,8 +62,6 @@ References
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -74,11 +72,22 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.io.files import cell_for_spreadsheet, cell_from_spreadsheet, write_table_csv
+from ragnb.io.files import cell_for_spreadsheet, write_table_csv
+from ragnb.io.nuggets import (
+    ASSIGNMENT_COLUMNS,
+    NUGGET_COLUMNS,
+    NUGGET_FILES,
+    kept_assignments,
+    nugget_qrels,
+    read_assignments,
+    read_nugget_folder,
+    read_nugget_qrels,
+    read_nuggets,
+)
 from ragnb.llm.calls import CONSTRAINED, CallResult, LLMCall, response_format
 from ragnb.llm.client import ChatClient
 from ragnb.llm.prompts import PromptTemplate, load_prompt
-from ragnb.measures.diversity import IMPORTANCE_COLUMN, IMPORTANCE_LEVELS
+from ragnb.measures.diversity import IMPORTANCE_LEVELS
 from ragnb.measures.nuggets import SUPPORT_GRADES
 
 __all__ = [
@@ -96,6 +105,7 @@ __all__ = [
     "nugget_counts",
     "nugget_qrels",
     "read_assignments",
+    "read_nugget_folder",
     "read_nugget_qrels",
     "read_nuggets",
 ]
@@ -104,12 +114,6 @@ __all__ = [
 CREATE_STAGE = "nugget_create"
 IMPORTANCE_STAGE = "nugget_importance"
 ASSIGN_STAGE = "nugget_assign"
-#: Columns of the nuggets and assignments frames (and files).
-NUGGET_COLUMNS = ("query_id", "nugget_id", "text", "importance", "status")
-#: The files of a run folder's nuggets and their assignments (notebook 02 writes them; the CLQ
-#: sweep reads them, :func:`read_nugget_qrels`).
-NUGGET_FILES = {"nuggets": "nuggets.csv", "assignments": "nugget_assignments.csv"}
-ASSIGNMENT_COLUMNS = ("query_id", "nugget_id", "doc_id", "label", "status")
 #: The importance given to a nugget whose importance call gave no valid answer.
 DEFAULT_IMPORTANCE = "okay"
 
@@ -516,95 +520,7 @@ def _top_pairs(run: pd.DataFrame | Mapping[str, pd.DataFrame], k: int) -> list[t
     return list(pairs)
 
 
-# ----------------------------------------------------------------------------- qrels and counts
-
-
-def nugget_qrels(nuggets: pd.DataFrame, assignments: pd.DataFrame) -> pd.DataFrame:
-    """Nugget qrels for :func:`ragnb.evaluation.evaluate.evaluate` (``NuggetRecall@K``).
-
-    Parameters
-    ----------
-    nuggets : DataFrame
-        Columns ``query_id``, ``nugget_id``, ``importance``.
-    assignments : DataFrame
-        Columns ``query_id``, ``nugget_id``, ``doc_id``, ``label`` (empty: not assessed, read
-        as ``not_support``).
-
-    Returns
-    -------
-    DataFrame
-        ``query_id``, ``subtopic`` (the nugget id), ``doc_id``, ``relevance`` (int64: 2
-        support, 1 partial support, 0 otherwise), ``importance``; one row per assignment.
-
-    Raises
-    ------
-    InputError
-        An assignment of a nugget not in ``nuggets``, a label that is not one of
-        :data:`ragnb.measures.nuggets.SUPPORT_GRADES`, a nugget without any assignment row
-        (it could never count), or no nugget at all.
-
-    Examples
-    --------
-    >>> nuggets = pd.DataFrame({"query_id": ["q", "q"], "nugget_id": ["n01", "n02"],
-    ...                         "importance": ["vital", "okay"]})
-    >>> assignments = pd.DataFrame({"query_id": ["q", "q"], "nugget_id": ["n01", "n02"],
-    ...                             "doc_id": ["d1", "d1"], "label": ["support", ""]})
-    >>> nugget_qrels(nuggets, assignments)["relevance"].tolist()
-    [2, 0]
-    """
-    for frame, what, cols in (
-        (nuggets, "nuggets", ("query_id", "nugget_id", "importance")),
-        (assignments, "assignments", ("query_id", "nugget_id", "doc_id", "label")),
-    ):
-        for col in cols:
-            if col not in frame.columns:
-                raise InputError(f"{what} have no column {col!r}", column=col)
-    if len(nuggets) == 0:
-        raise InputError("no nuggets: nothing to evaluate")
-    keys = nuggets[["query_id", "nugget_id"]].astype(str)
-    importance = dict(
-        zip(
-            zip(keys["query_id"], keys["nugget_id"], strict=True),
-            nuggets["importance"],
-            strict=True,
-        )
-    )
-    grades = {**SUPPORT_GRADES, "": 0}
-    rows = []
-    for q, n, d, label in zip(
-        *(assignments[c].astype(str) for c in ("query_id", "nugget_id", "doc_id")),
-        assignments["label"].fillna("").astype(str).str.strip(),
-        strict=True,
-    ):
-        if (q, n) not in importance:
-            raise InputError(
-                f"an assignment names nugget {n!r}, not among the nuggets (a deleted nugget? "
-                "delete its assignment rows too)",
-                query_id=q,
-                column="nugget_id",
-            )
-        if label not in grades:
-            raise InputError(
-                f"label {label!r} of nugget {n!r} and passage {d!r} is not one of "
-                f"{list(SUPPORT_GRADES)}",
-                query_id=q,
-                column="label",
-            )
-        rows.append((q, n, d, grades[label], importance[(q, n)]))
-    assessed = {(q, n) for q, n, *_ in rows}
-    for q, n in importance:
-        if (q, n) not in assessed:
-            raise InputError(
-                f"nugget {n!r} has no assignment row, so it could never count: assign it "
-                "(assign_nuggets) or add its rows to the assignments",
-                query_id=q,
-                column="nugget_id",
-            )
-    out = pd.DataFrame(
-        rows, columns=["query_id", "subtopic", "doc_id", "relevance", IMPORTANCE_COLUMN]
-    )
-    out["relevance"] = out["relevance"].astype(np.int64)
-    return out
+# ----------------------------------------------------------------------------- counts
 
 
 def nugget_counts(nuggets: pd.DataFrame, assignments: pd.DataFrame | None = None) -> dict[str, int]:
@@ -714,172 +630,3 @@ def export_assignments(assignments: pd.DataFrame, path: str | os.PathLike[str]) 
     """
     key = ["query_id", "nugget_id", "doc_id"]
     return _export(assignments, path, ASSIGNMENT_COLUMNS, key, read_assignments)
-
-
-def _read_rows(path: str | os.PathLike[str], required: Sequence[str]) -> list[dict[str, Any]]:
-    """The records of a UTF-8 CSV as dicts with their ``line`` (the header is line 1)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text; save the CSV as UTF-8", path=path) from None
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    try:
-        header = [h.strip() for h in next(reader, [])]
-        for col in required:
-            if col not in header:
-                raise InputError(
-                    f"missing column {col!r}; the header has {header}",
-                    path=path,
-                    line=1,
-                    column=col,
-                )
-        rows, start = [], reader.line_num + 1
-        for fields in reader:
-            if any(f.strip() for f in fields):
-                if len(fields) != len(header):
-                    raise InputError(
-                        f"{len(fields)} cells where the header has {len(header)}",
-                        path=path,
-                        line=start,
-                    )
-                rows.append({"line": start, **dict(zip(header, fields, strict=True))})
-            start = reader.line_num + 1
-    except csv.Error as e:
-        raise InputError(f"malformed CSV ({e})", path=path, line=start) from None
-    return rows
-
-
-def _check_cells(
-    rows: list[dict[str, Any]], path: Any, ids: Sequence[str], allowed: dict[str, Sequence[str]]
-) -> None:
-    """Ids non-empty without spaces, each key once, cells of ``allowed`` among their values."""
-    seen: dict[tuple[str, ...], int] = {}
-    for row in rows:
-        for col in ids:
-            row[col] = row[col].strip()
-            if not row[col] or any(c.isspace() for c in row[col]):
-                raise InputError(
-                    f"{row[col]!r} is empty or holds white space: not an id",
-                    path=path,
-                    line=row["line"],
-                    column=col,
-                )
-        for col, values in allowed.items():
-            row[col] = row[col].strip()
-            if row[col] not in values:
-                raise InputError(
-                    f"{row[col]!r} is not one of {[v for v in values if v]}",
-                    path=path,
-                    line=row["line"],
-                    column=col,
-                )
-        key = tuple(row[c] for c in ids)
-        if key in seen:
-            raise InputError(
-                f"{key} is also on line {seen[key]}", path=path, line=row["line"], column=ids[-1]
-            )
-        seen[key] = row["line"]
-
-
-def read_nuggets(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """A nuggets CSV (:func:`export_nuggets`', perhaps corrected by a person) read back.
-
-    Parameters
-    ----------
-    path : str or PathLike
-        UTF-8 CSV with at least ``query_id``, ``nugget_id``, ``text``, ``importance``.
-
-    Returns
-    -------
-    DataFrame
-        :data:`NUGGET_COLUMNS` (``status`` "edited" where the file has none) plus ``line``.
-
-    Raises
-    ------
-    InputError
-        Naming the file, line and column: a missing column, a row of another cell count, an
-        empty id or text, an importance other than vital or okay, a nugget given twice, text
-        that is not UTF-8.
-    FileNotFoundError
-        When ``path`` does not exist.
-    """
-    rows = _read_rows(path, NUGGET_COLUMNS[:4])
-    _check_cells(rows, path, ("query_id", "nugget_id"), {"importance": IMPORTANCE_LEVELS})
-    for row in rows:
-        row["text"] = cell_from_spreadsheet(row["text"].strip())
-        if not row["text"]:
-            raise InputError("empty nugget text", path=path, line=row["line"], column="text")
-        row.setdefault("status", "edited")
-    return pd.DataFrame(rows, columns=[*NUGGET_COLUMNS, "line"]).astype(object)
-
-
-def read_assignments(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """An assignments CSV (:func:`export_assignments`', perhaps corrected) read back.
-
-    Parameters
-    ----------
-    path : str or PathLike
-        UTF-8 CSV with at least ``query_id``, ``nugget_id``, ``doc_id``, ``label``.
-
-    Returns
-    -------
-    DataFrame
-        :data:`ASSIGNMENT_COLUMNS` (``status`` "edited" where the file has none) plus ``line``.
-
-    Raises
-    ------
-    InputError
-        Naming the file, line and column: a missing column, an empty id, a label other than
-        ``support``, ``partial_support``, ``not_support`` or empty, a triple given twice.
-    FileNotFoundError
-        When ``path`` does not exist.
-    """
-    rows = _read_rows(path, ASSIGNMENT_COLUMNS[:4])
-    labels = (*SUPPORT_GRADES, "")
-    _check_cells(rows, path, ("query_id", "nugget_id", "doc_id"), {"label": labels})
-    for row in rows:
-        row.setdefault("status", "edited")
-    return pd.DataFrame(rows, columns=[*ASSIGNMENT_COLUMNS, "line"]).astype(object)
-
-
-def read_nugget_qrels(folder: str | os.PathLike[str]) -> pd.DataFrame:
-    """The nugget qrels of a run folder: its ``nuggets.csv`` and ``nugget_assignments.csv``
-    (:data:`NUGGET_FILES`, written by notebook 02 and perhaps corrected by a person), as
-    :func:`nugget_qrels` gives them; assignments of nuggets no longer in the nuggets file (a
-    person deleted them) are left out.
-
-    Parameters
-    ----------
-    folder : str or PathLike
-        A golden set's run folder, or any folder holding the two files.
-
-    Returns
-    -------
-    DataFrame
-        ``query_id``, ``subtopic``, ``doc_id``, ``relevance``, ``importance``.
-
-    Raises
-    ------
-    InputError
-        A missing file (named), or what :func:`read_nuggets`, :func:`read_assignments` and
-        :func:`nugget_qrels` raise.
-    """
-    base = Path(folder)
-    paths = {k: base / name for k, name in NUGGET_FILES.items()}
-    for path in paths.values():
-        if not path.is_file():
-            need = sorted(NUGGET_FILES.values())
-            raise InputError(f"{path}: not found: nugget qrels need {need}")
-    nuggets = read_nuggets(paths["nuggets"])
-    return nugget_qrels(nuggets, kept_assignments(nuggets, read_assignments(paths["assignments"])))
-
-
-def kept_assignments(nuggets: pd.DataFrame, assignments: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``assignments`` whose nugget is in ``nuggets`` (a person may delete a nugget
-    from the nuggets file and leave its assignment rows), renumbered from 0."""
-    held = pd.MultiIndex.from_frame(nuggets[["query_id", "nugget_id"]].astype(str))
-    of = pd.MultiIndex.from_frame(assignments[["query_id", "nugget_id"]].astype(str))
-    return assignments[of.isin(held)].reset_index(drop=True)

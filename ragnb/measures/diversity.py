@@ -177,9 +177,10 @@ def _alpha_ndcg(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.
     """alpha-DCG@k over the greedy ideal's; 0 without a relevant judgement; (n_queries,)."""
     if not isinstance(arrays, SubtopicArrays):
         raise InputError(
-            f"alpha-nDCG@{k} needs subtopic judgements, which these arrays do not carry: give "
-            "evaluate() qrels with a 'subtopic' column (query_id, subtopic, doc_id, relevance), "
-            "or use ragnb.measures.diversity.alpha_ndcg / prepare_subtopics"
+            f"alpha-nDCG@{k} needs subtopic judgements: give TREC diversity qrels (qid subtopic "
+            "docid rel) read as such (ragnb evaluate --qrels-format diversity; in Python "
+            "evaluate() on ragnb.io.readers.read_diversity_qrels(path), or any qrels frame with "
+            "a 'subtopic' column)"
         )
     judged = arrays.subtopic_grades[:, :k, :] >= rel
     before: np.ndarray = np.cumsum(judged, axis=1) - judged

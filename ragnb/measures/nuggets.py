@@ -58,16 +58,13 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.frames.schema import RunOrder
+from ragnb.frames.schema import SUPPORT_GRADES, RunOrder
 from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
 from ragnb.measures.diversity import SubtopicArrays, prepare_subtopics
 from ragnb.measures.functions import Run, fill_doc
 from ragnb.measures.kernel import RankingArrays, safe_div
 
 __all__ = ["SUPPORT_GRADES", "nugget_measures", "nugget_recall"]
-
-#: Assignment label -> grade in nugget qrels.
-SUPPORT_GRADES = {"support": 2, "partial_support": 1, "not_support": 0}
 
 
 def nugget_measures(k: int) -> list[str]:
@@ -91,9 +88,9 @@ def _nugget_recall(arrays: RankingArrays, k: int, *, vital: int, partial: float)
     """Credited nuggets in the top k over the query's nuggets; 0 without any; (n_queries,)."""
     if not isinstance(arrays, SubtopicArrays):
         raise InputError(
-            f"NuggetRecall@{k} needs nugget judgements, which these arrays do not carry: give "
-            "evaluate() nugget qrels (query_id, subtopic, doc_id, relevance, importance; see "
-            "ragnb.judge.nuggets.nugget_qrels), or use ragnb.measures.nuggets.nugget_recall"
+            f"NuggetRecall@{k} needs nugget judgements: give the folder of nuggets.csv and "
+            "nugget_assignments.csv (ragnb evaluate --nuggets DIR; in Python evaluate(..., "
+            "nuggets=ragnb.io.nuggets.read_nugget_qrels(DIR)))"
         )
     top = arrays.subtopic_grades[:, :k, :]
     best = top.max(axis=1) if top.shape[1] else np.zeros(arrays.subtopics.shape, np.int64)

@@ -800,7 +800,7 @@ def run(
     evidence_dir = _evidence_dir(config.evidence, resolve_path(config.dataset))
     nugget_qrels = None
     if config.nuggets:
-        from ragnb.judge.nuggets import read_nugget_qrels
+        from ragnb.io.nuggets import read_nugget_qrels
 
         nugget_qrels = read_nugget_qrels(resolve_path(config.nuggets))
     judge = rewrite_judge or _rewrite_judge(config, out_dir, cost, notes)

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragnb.judge.nuggets import NUGGET_FILES
+from ragnb.io.nuggets import NUGGET_FILES
 from ragnb.measures.nuggets import nugget_measures
 from ragnb.studies.golden.config import GoldenSetConfig
 from ragnb.studies.golden.goldenset import GoldenSet
