@@ -10,7 +10,9 @@ with the closest one.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -157,3 +159,48 @@ def test_run_takes_paths_from_the_working_folder(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "**Dataset** `mydocs`" in done.stdout and "8 judged queries of 8" in done.stdout
     assert (tmp_path / "exported" / "runs" / "bm25.trec").is_file()
+
+
+@pytest.mark.slow
+def test_a_non_editable_install_renders_a_report_from_any_folder(tmp_path):
+    """``pip install`` of the built wheel (no checkout beside it): ``ragnb report`` finds the
+    notebook and the sample dataset the wheel ships in ``share/ragnb``."""
+    checkout = Path(__file__).resolve().parents[1]
+    source = tmp_path / "source"  # the files a wheel is built from, not the whole checkout
+    for part in ("pyproject.toml", "README.md"):
+        (source / part).parent.mkdir(parents=True, exist_ok=True)
+        (source / part).write_bytes((checkout / part).read_bytes())
+    for part in ("ragnb", "notebooks", "data/pydocs"):
+        shutil.copytree(
+            checkout / part, source / part, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    pip = [sys.executable, "-m", "pip"]
+    wheels = tmp_path / "wheels"
+    build = pip + ["wheel", "-q", "--no-deps", "--no-build-isolation", str(source), "-w"]
+    subprocess.run([*build, str(wheels)], check=True, capture_output=True, timeout=300)
+    (wheel,) = wheels.glob("ragnb-*.whl")
+    site = tmp_path / "site"
+    install = pip + ["install", "-q", "--no-deps", "--target", str(site), str(wheel)]
+    subprocess.run(install, check=True, capture_output=True, timeout=300)
+    assert (site / "share" / "ragnb" / "notebooks" / f"{NOTEBOOK}.ipynb").is_file()
+    assert (site / "share" / "ragnb" / "data" / "pydocs" / "corpus.jsonl").is_file()
+
+    home = tmp_path / "user"
+    home.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site)}  # the installed copy, not the checkout
+    env.pop("RAGNB_ROOT", None)
+    args = ["report", NOTEBOOK, "--out", "out", "-p", "retrievers=[bm25]", "-p", "depth=20"]
+    done = subprocess.run(
+        [str(RAGNB), *args, "-p", "n_resamples=200"],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    page = (home / "out" / f"{NOTEBOOK}.html").read_text(encoding="utf-8")
+    # the shipped sample dataset: 1683 documents
+    assert "<code>pydocs</code>" in page or "<code>data/pydocs</code>" in page
+    assert "1683 documents" in page
+    assert (home / "out" / NOTEBOOK / "runs" / "bm25.trec").is_file()
