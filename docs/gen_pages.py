@@ -2,7 +2,7 @@
 
 - Each user-guide page ``guide/<notebook>.md`` gets a "Parameters" table read from the
   notebook's cell tagged ``parameters`` (name, type, default, help), the cell that
-  ``ragnb report -p NAME VALUE`` and papermill override, so the table cannot drift from it.
+  ``ragnb report -p NAME=VALUE`` and papermill override, so the table cannot drift from it.
 - ``benchmarks.md`` is ``benchmarks/README.md``, the measurements, as a page of the site.
 - ``layout.md`` gets its table of layers where it holds ``LAYERS_MARKER``: one row per package
   of the ``layers`` contract of ``[tool.importlinter]`` in ``pyproject.toml`` (the contract
@@ -68,7 +68,7 @@ def parameters_markdown(notebook: Path) -> str:
         "",
         f"Read from the `parameters` cell of `notebooks/{notebook.name}` when this site was "
         "built. Set one with `ragnb report "
-        f"{notebook.stem} -p NAME VALUE` (repeatable); an unknown name is an error, and a value "
+        f"{notebook.stem} -p NAME=VALUE` (repeatable); an unknown name is an error, and a value "
         "is read as the type below.",
         "",
         "| name | type | default | what it sets |",

@@ -225,12 +225,18 @@ def no_execution(monkeypatch):
 
 
 def test_report_unknown_parameter_exit_2(no_execution, capsys):
-    code = main(["report", "01_retrieval_evaluation", "-p", "no_such_knob", "3"])
+    code = main(["report", "01_retrieval_evaluation", "-p", "no_such_knob=3"])
     out, err = capsys.readouterr()
     assert code == 2
     assert err.startswith("ragnb: error:")
-    assert "no parameter 'no_such_knob'" in err
-    assert "'dataset'" in err  # and lists the parameters it does take
+    assert "unknown parameter 'no_such_knob'" in err
+    assert "dataset, depth" in err  # and lists the parameters it does take
+
+
+def test_report_parameter_in_two_words_exit_2_shows_the_one_word_form(no_execution, capsys):
+    assert main(["report", "01_retrieval_evaluation", "-p", "depth", "20"]) == 2
+    err = capsys.readouterr().err
+    assert err == "ragnb: error: -p takes NAME=VALUE: write -p depth=20, not -p depth 20\n"
 
 
 def test_report_needs_notebook_or_all(no_execution, capsys):

@@ -75,7 +75,9 @@ def test_configure_reads_strings_as_the_field_types():
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["-p", "no_such_knob=3"], "has no parameter 'no_such_knob'"),
+        (["-p", "no_such_knob=3"], "unknown parameter 'no_such_knob'"),
+        (["-p", "dept=3"], "unknown parameter 'dept' (did you mean 'depth'?)"),
+        (["-p", "depth", "20"], "write -p depth=20, not -p depth 20"),
         (["-p", "depth=many"], "parameter 'depth' takes a int, got 'many'"),
         (["-p", "depth"], "-p takes NAME=VALUE, got 'depth'"),
         (["-p", "retrievers=[splade]"], "splade"),

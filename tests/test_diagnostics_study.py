@@ -39,7 +39,7 @@ FAST = {  # two quick embedders, a few bundles, BM25 impact on a subset
 
 
 def test_unknown_parameter_and_bad_values_are_errors(tmp_path):
-    with pytest.raises(InputError, match="has no parameter 'embeders'"):
+    with pytest.raises(InputError, match=r"unknown parameter 'embeders' \(did you mean 'embed"):
         render_report(NOTEBOOK, {"embeders": ["wordllama"]}, reports_dir=tmp_path)
     with pytest.raises(InputError, match="unknown parameter"):
         DiagnosticsConfig.from_params(embeders=["wordllama"])

@@ -15,7 +15,7 @@ from ragnb.report.render import render_report, resolve_notebook
 
 
 def test_unknown_parameter_is_an_error(tmp_path):
-    with pytest.raises(InputError, match="no parameter 'datset'"):
+    with pytest.raises(InputError, match=r"unknown parameter 'datset' \(did you mean 'dataset'"):
         render_report("01_retrieval_evaluation", {"datset": "x"}, reports_dir=tmp_path)
     with pytest.raises(InputError, match="takes a int"):
         render_report("01_retrieval_evaluation", {"depth": "many"}, reports_dir=tmp_path)

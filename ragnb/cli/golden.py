@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragnb.cli.options import add_param_option, params_of
 from ragnb.core.paths import from_working_dir
 from ragnb.errors import InputError
 
@@ -21,7 +22,7 @@ __all__ = ["add_parser", "audit_parser"]
 
 #: Options of ``ragnb golden`` that are no :class:`~ragnb.studies.golden.GoldenSetConfig` field of
 #: the same name (:func:`_golden_config` sets what they stand for; a test checks the rest).
-_GOLDEN_OPTIONS_NOT_FIELDS = ("retriever", "out", "quiet")
+_GOLDEN_OPTIONS_NOT_FIELDS = ("retriever", "out", "quiet", "param")
 
 
 def _golden_config(args: argparse.Namespace) -> GoldenSetConfig:
@@ -30,25 +31,30 @@ def _golden_config(args: argparse.Namespace) -> GoldenSetConfig:
     dataclass only; here the paths become absolute, the options of
     :data:`_GOLDEN_OPTIONS_NOT_FIELDS` are translated and the command's fixed settings (no
     incremental systems, no simulation, calibration and PPI only with ``--human-labels``) are
-    set."""
+    set. ``-p NAME=VALUE`` sets the option of that name (``-p depth=20`` is ``--depth 20``) or
+    any other config field (``-p nugget_max=3``), after the fixed settings."""
     from dataclasses import fields
 
+    from ragnb.report.params import paths_from_working_dir
     from ragnb.studies.golden import GoldenSetConfig
+    from ragnb.studies.registry import study
 
-    given = vars(args)
+    extra = paths_from_working_dir(study("golden").coerce(params_of(args)))
+    given = vars(args) | {k: v for k, v in extra.items() if k in vars(args)}  # -p depth=20
     values = {f.name: given[f.name] for f in fields(GoldenSetConfig) if f.name in given}
     for name in ("queries", "traces", "human_labels"):
         values[name] = from_working_dir(given[name]) if given[name] else ""
     values.update(
-        dataset=from_working_dir(args.dataset),
-        retrievers=args.retriever or ["bm25", "dense"],
-        min_pool=args.min_pool if args.min_pool else args.depth,
+        dataset=from_working_dir(given["dataset"]),
+        retrievers=given["retriever"] or ["bm25", "dense"],
+        min_pool=given["min_pool"] if given["min_pool"] else given["depth"],
         new_systems=[],
         simulate=False,
         calibrate=bool(given["human_labels"]),
         ppi_labels=0,
-        export_dir=from_working_dir(args.out),
+        export_dir=from_working_dir(given["out"]),
     )
+    values.update({k: v for k, v in extra.items() if k not in given})
     return GoldenSetConfig(**values)
 
 
@@ -189,6 +195,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cache-dir", default="", help="cache of embeddings and LLM answers")
     p.add_argument("--out", required=True, help="run folder to write")
     p.add_argument("--quiet", action="store_true", help="no line per stage")
+    add_param_option(p, "a field of the golden set's config (notebook 02's parameters)")
     p.set_defaults(func=_cmd_golden)
 
 

@@ -2,8 +2,8 @@
 
 ::
 
-    ragnb report NOTEBOOK [-p NAME VALUE]... [--dataset PATH]
-    ragnb report --all [--dataset PATH]
+    ragnb report NOTEBOOK [-p NAME=VALUE]... [--dataset PATH] [--out DIR]
+    ragnb report --all [--dataset PATH] [--out DIR]
     ragnb retrieve --dataset PATH --retriever bm25|dense|hybrid [--model M] [-k 100] --out RUN
     ragnb evaluate QRELS RUN -m nDCG@10 -m P@5 ... [--per-query] [--format table|csv|json]
                    [--fail-under nDCG@10=0.60]... [--baseline BASE.trec [--max-drop D]]
@@ -16,7 +16,7 @@
     ragnb trec-eval [-q] [-c] [-n] [-J] [-l L] [-M M] [-m MEASURE[.PARAMS]]... QRELS RUN
     ragnb golden --dataset PATH [--queries FILE | --traces FILE] --out DIR
                  [--judge local|openai|noisy|qrels] [--max-queries N] [--depth 5]
-                 [--human-labels QRELS] ...
+                 [--human-labels QRELS] [-p NAME=VALUE]... ...
     ragnb golden audit DIR [--judge-kappa-min 0.4] [--judge J --model M --prompt P ...]
     ragnb run STUDY [-p NAME=VALUE]... [--export DIR]
     ragnb params [--check | --write] [--only STUDY]... [--notebooks DIR]
@@ -24,11 +24,12 @@
     ragnb traces example OUT [--dataset data/pydocs] [--spans 200] [--retrievers bm25 dense]
 
 Bad input ends with ``ragnb: error: ...`` naming the file, line, query or parameter, and exit
-status 2. ``ragnb evaluate`` and ``ragnb evaluate-samples`` exit with 1 when a build gate
-(``--fail-under``, ``--baseline``) fails, after printing the table; ``ragnb golden audit`` exits
-with 1 when the judge's kappa against the human labels falls below ``--judge-kappa-min`` or
-below the calibration the golden set was accepted with; ``ragnb params --check``
-exits with 1 when a notebook's parameters cell differs from its config.
+status 2; ``report``, ``run`` and ``golden`` take parameters as ``-p NAME=VALUE``, and refuse
+an unknown name with the closest known one. ``ragnb evaluate`` and ``ragnb evaluate-samples``
+exit with 1 when a build gate (``--fail-under``, ``--baseline``) fails, after printing the table;
+``ragnb golden audit`` exits with 1 when the judge's kappa against the human labels falls below
+``--judge-kappa-min`` or below the calibration the golden set was accepted with; ``ragnb params
+--check`` exits with 1 when a notebook's parameters cell differs from its config.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import sys
 from collections.abc import Sequence
 
 from ragnb.cli import data, evaluate, golden, llm, report, traces, trec_eval
+from ragnb.cli.options import param_syntax_error
 from ragnb.core.lazylibs import MissingExtra
 from ragnb.errors import InputError
 
@@ -71,6 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (InputError, FileNotFoundError) as e:
             print(f"ragnb: error: {e}", file=sys.stderr)
             return 2
+    wrong = param_syntax_error(argv)
+    if wrong is not None:
+        print(f"ragnb: error: {wrong}", file=sys.stderr)
+        return 2
     parser = golden.audit_parser() if argv[:2] == ["golden", "audit"] else build_parser()
     args = parser.parse_args(argv[2:] if argv[:2] == ["golden", "audit"] else argv)
     try:

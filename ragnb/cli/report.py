@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
+from ragnb.cli.options import add_param_option, params_of
 from ragnb.core.paths import from_working_dir, notebooks_folder
 from ragnb.errors import InputError
 
@@ -15,11 +17,15 @@ __all__ = ["add_report_parser", "add_study_parsers"]
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    """Render notebooks into ``--out``; paths on the command line are taken from the working
+    folder, and every notebook's parameters are checked before any runs."""
     from ragnb.report import render as report
+    from ragnb.report.params import paths_from_working_dir
+    from ragnb.studies.registry import STUDIES
 
-    params = dict(args.param or [])
+    params: dict[str, Any] = params_of(args)
     if args.dataset:
-        params["dataset"] = from_working_dir(args.dataset)
+        params["dataset"] = args.dataset
     if args.all:
         if args.notebook:
             raise InputError("give either a NOTEBOOK or --all, not both")
@@ -28,6 +34,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
         names = [args.notebook]
     else:
         raise InputError("name a NOTEBOOK or use --all")
+    out = Path(from_working_dir(args.out))
+    studies = {s.notebook: s for s in STUDIES}
     plans = []
     for name in names:  # check every notebook's parameters before running any
         path = report.resolve_notebook(name)
@@ -35,45 +43,52 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if args.all:  # a shared --dataset goes to the notebooks that take one
             declared = report.notebook_parameters(path)
             mine = {k: v for k, v in params.items() if k in declared or k != "dataset"}
-        report.check_parameters(path, mine)
-        plans.append((path, mine))
+        checked = paths_from_working_dir(report.check_parameters(path, mine))
+        if path.stem in studies:  # the config's own checks, before the kernel starts
+            studies[path.stem].configure(checked)
+        plans.append((path, checked))
     for path, mine in plans:
-        result = report.render_report(path, mine, update_index=False)
-        print(f"{result.notebook}: {result.html} ({result.seconds:.1f} s)")
-    index = report.build_index()
+        result = report.render_report(
+            path, mine, reports_dir=out, update_index=False, progress=not args.quiet
+        )
+        print(f"{result.notebook}: {result.html} ({result.seconds:.1f} s)", flush=True)
+    index = report.build_index(out)
     print(f"index: {index}")
     return 0
 
 
 def add_report_parser(sub: Any) -> None:
     """The ``report`` subcommand's arguments."""
-    p = sub.add_parser("report", help="execute notebooks into HTML reports")
-    p.add_argument("notebook", nargs="?", help="notebook name in notebooks/ (or a path)")
-    p.add_argument("--all", action="store_true", help="every notebook in notebooks/")
-    p.add_argument(
-        "-p",
-        "--param",
-        nargs=2,
-        action="append",
-        metavar=("NAME", "VALUE"),
-        help="a notebook parameter (repeatable); unknown names are an error",
+    p = sub.add_parser(
+        "report",
+        help="execute notebooks into HTML reports",
+        description="Execute a notebook of ragnb (or every one with --all) with papermill and "
+        "write OUT/<notebook>.html, its data (runs, tables, provenance) under "
+        "OUT/<notebook>/, the executed notebook under OUT/_executed/ and OUT/index.html. "
+        "Paths given here are taken from the working folder.",
     )
+    p.add_argument("notebook", nargs="?", help="notebook name (01_retrieval_evaluation, ...)")
+    p.add_argument("--all", action="store_true", help="every notebook, one after the other")
+    add_param_option(p, "a notebook parameter")
     p.add_argument("--dataset", help="BEIR folder; sets the notebook parameter 'dataset'")
+    p.add_argument(
+        "--out",
+        default="reports",
+        metavar="DIR",
+        help="folder of the reports (default: reports/ in the working folder)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar over the cells")
     p.set_defaults(func=_cmd_report)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     """Run one study from its config's defaults and ``-p`` overrides; print its banner."""
+    from ragnb.report.params import paths_from_working_dir
     from ragnb.studies.registry import study
 
     chosen = study(args.study)
-    params = {}
-    for item in args.param or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise InputError(f"-p takes NAME=VALUE, got {item!r}")
-        params[name.strip()] = value
-    result = chosen.run(chosen.configure(params))
+    values = paths_from_working_dir(chosen.coerce(params_of(args)))
+    result = chosen.run(chosen.config_class().from_params(**values))  # type: ignore[attr-defined]
     print(result.banner())
     if args.export:
         for path in result.export(from_working_dir(args.export)):
@@ -105,16 +120,10 @@ def add_study_parsers(sub: Any) -> None:
         help="run a study (a notebook's analysis) and print its first screen",
         description=f"Run one study ({names}, or a notebook name or number) with its config's "
         "defaults and the -p overrides, print its banner (Markdown) and, with --export, the "
-        "files written.",
+        "files written. Paths given here are taken from the working folder.",
     )
     p.add_argument("study", help=f"study name ({names}), notebook name or number")
-    p.add_argument(
-        "-p",
-        "--param",
-        action="append",
-        metavar="NAME=VALUE",
-        help="a config field (repeatable), read as the field's type; unknown names are an error",
-    )
+    add_param_option(p, "a config field, read as the field's type")
     p.add_argument("--export", metavar="DIR", help="write the tables, provenance and files here")
     p.set_defaults(func=_cmd_run)
 

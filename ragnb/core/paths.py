@@ -6,6 +6,8 @@ name).
 from __future__ import annotations
 
 import os
+import site
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 __all__ = [
     "display_path",
     "from_working_dir",
+    "installed_roots",
     "local_path_prefixes",
     "notebooks_folder",
     "project_root",
@@ -21,10 +24,38 @@ __all__ = [
 ]
 
 
+#: Where an installed ragnb keeps its notebooks and sample data, below an installation prefix
+#: (``[tool.setuptools.data-files]`` in ``pyproject.toml``).
+SHARE = Path("share") / "ragnb"
+
+
+def installed_roots() -> list[Path]:
+    """The folders where an installed (non-editable) ragnb may keep ``notebooks/`` and
+    ``data/pydocs``, most likely first: ``share/ragnb`` under the environment's prefix, beside the
+    package (``pip install --target``) and under the user base (``pip install --user``)."""
+    package_parent = Path(__file__).resolve().parents[2]
+    prefixes = [Path(sys.prefix), package_parent, Path(site.getuserbase())]
+    return [prefix / SHARE for prefix in dict.fromkeys(prefixes)]
+
+
 def project_root() -> Path:
-    """The folder holding ``notebooks/`` (``$RAGNB_ROOT``, else the package's parent folder)."""
+    """The folder holding ``notebooks/`` and ``data/pydocs``.
+
+    ``$RAGNB_ROOT`` when set; else the checkout the package is imported from (an editable
+    install or a clone), recognised by its ``notebooks/`` folder; else the ``share/ragnb``
+    folder an installed ragnb ships them in (:func:`installed_roots`). With none of these, the
+    package's parent folder.
+    """
     env = os.environ.get("RAGNB_ROOT")
-    return Path(env) if env else Path(__file__).resolve().parents[2]
+    if env:
+        return Path(env)
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "notebooks").is_dir():
+        return checkout
+    for root in installed_roots():
+        if (root / "notebooks").is_dir():
+            return root
+    return checkout
 
 
 def resolve_path(path: str | os.PathLike[str], root: Path | None = None) -> Path:

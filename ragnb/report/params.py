@@ -10,13 +10,13 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ragnb.core.docstrings import doc_filler
-from ragnb.core.paths import resolve_path
+from ragnb.core.paths import from_working_dir, resolve_path
 from ragnb.core.validation import check_int_at_least
 from ragnb.errors import InputError
 
@@ -24,17 +24,94 @@ if TYPE_CHECKING:
     from ragnb.io.files import BeirDataset
 
 __all__ = [
+    "PATH_PARAMETERS",
     "RUNNER_ENTRIES",
     "SAMPLE_DATASET",
     "NotebookParams",
     "fill_runner_doc",
     "parameter_docs",
     "parameters_cell",
+    "paths_from_working_dir",
+    "unknown_parameter",
 ]
 
 #: The shipped sample dataset (``ragnb data build-sample``), relative to the project root: every
 #: study's default ``dataset``.
 SAMPLE_DATASET = "data/pydocs"
+
+#: The parameters of notebooks 01-06 that name a file or folder (a list of them for ``runs`` of
+#: notebook 01). The library takes a relative one from the project root; a command takes it from
+#: the working folder (:func:`paths_from_working_dir`).
+PATH_PARAMETERS = frozenset(
+    {
+        "dataset",
+        "queries",
+        "traces",
+        "qrels",
+        "runs",
+        "runs_dir",
+        "human_labels",
+        "cache_dir",
+        "export_dir",
+        "nuggets",
+        "evidence",
+        "prices_file",
+        "query_texts_path",
+        "ranked_path",
+        "graded_path",
+    }
+)
+
+#: Values of a path parameter that name no path (``evidence="auto"``).
+_NOT_PATHS = ("", "auto", "none")
+
+
+def paths_from_working_dir(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with each relative path of :data:`PATH_PARAMETERS` made absolute from the
+    working folder, as a command line means it.
+
+    A string value is a path, a list of strings a list of paths (``runs``); other values
+    (``runs=15``, the number of runs of notebook 03) and the words ``auto`` and ``none`` are
+    kept as they are.
+
+    Examples
+    --------
+    >>> paths_from_working_dir({"depth": 20, "dataset": "/data/scifact", "evidence": "auto"})
+    {'depth': 20, 'dataset': '/data/scifact', 'evidence': 'auto'}
+    """
+
+    def absolute(value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() not in _NOT_PATHS:
+            return from_working_dir(value)
+        return value
+
+    out = dict(params)
+    for name, value in params.items():
+        if name not in PATH_PARAMETERS:
+            continue
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            out[name] = [absolute(v) for v in value]
+        else:
+            out[name] = absolute(value)
+    return out
+
+
+def unknown_parameter(name: str, known: Iterable[str], owner: str) -> InputError:
+    """The error for a parameter ``owner`` does not take: the closest known name when one is
+    close (:func:`difflib.get_close_matches`), else the list of known names.
+
+    Examples
+    --------
+    >>> str(unknown_parameter("dept", ["depth", "dataset"], "notebook '01'"))
+    "notebook '01': unknown parameter 'dept' (did you mean 'depth'?)"
+    """
+    import difflib
+
+    names = sorted(known)
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(names)}"
+    return InputError(f"{owner}: unknown parameter {name!r} ({hint})")
+
 
 #: numpydoc entries shared by the studies' runners, which take a :class:`NotebookParams` config (the
 #: ``run`` of :mod:`ragnb.studies.retrieval`, :mod:`ragnb.studies.whatif` and
@@ -78,7 +155,7 @@ class NotebookParams:
         names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
         unknown = sorted(set(params) - names)
         if unknown:
-            raise InputError(f"unknown parameter(s) {unknown}; known: {sorted(names)}")
+            raise unknown_parameter(unknown[0], names, cls.__name__)
         return cls(**params)
 
     @classmethod

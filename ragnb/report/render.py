@@ -24,6 +24,7 @@ from ragnb.core.lazylibs import require
 from ragnb.core.paths import display_path, local_path_prefixes, notebooks_folder, project_root
 from ragnb.errors import InputError
 from ragnb.io.files import atomic_write
+from ragnb.report.params import unknown_parameter
 
 __all__ = [
     "ReportResult",
@@ -135,16 +136,14 @@ def check_parameters(path: Path, params: dict[str, Any]) -> dict[str, Any]:
     Raises
     ------
     InputError
-        Naming the unknown parameter and listing the notebook's parameters.
+        Naming the unknown parameter and the closest one the notebook takes
+        (:func:`ragnb.report.params.unknown_parameter`).
     """
     declared = notebook_parameters(path)
     out = {}
     for name, value in params.items():
         if name not in declared:
-            raise InputError(
-                f"notebook {path.stem!r} has no parameter {name!r}; it takes {sorted(declared)}",
-                column=name,
-            )
+            raise unknown_parameter(name, declared, f"notebook {path.stem!r}")
         out[name] = coerce_parameter(name, value, declared[name])
     return out
 
@@ -257,6 +256,7 @@ def render_report(
     reports_dir: str | os.PathLike[str] | None = None,
     kernel_name: str | None = None,
     update_index: bool = True,
+    progress: bool = False,
 ) -> ReportResult:
     """Execute a notebook with papermill and export it as ``reports/<notebook>.html``.
 
@@ -273,6 +273,8 @@ def render_report(
         environment when ipykernel is installed there).
     update_index : bool, default True
         Rebuild ``index.html`` afterwards.
+    progress : bool, default False
+        Show papermill's progress bar over the notebook's cells (tqdm, on stderr).
 
     Notes
     -----
@@ -307,7 +309,7 @@ def render_report(
         str(tmp_executed),
         parameters=params,
         kernel_name=kernel_name,
-        progress_bar=False,
+        progress_bar=progress,
         cwd=str(project_root()),
     )
     # the executed notebook lands beside the report: no absolute local path in it either

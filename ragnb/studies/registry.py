@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragnb.errors import InputError
-from ragnb.report.params import parameters_cell
+from ragnb.report.params import parameters_cell, unknown_parameter
 
 __all__ = ["STUDIES", "Study", "study", "sync_parameters"]
 
@@ -66,24 +66,41 @@ class Study:
         Raises
         ------
         InputError
-            On a name that is not a field (the known names are listed), a value that cannot be
-            read as the field's type, or a bad value (the config's own checks).
+            On a name that is not a field (naming the closest one), a value that cannot be read
+            as the field's type, or a bad value (the config's own checks).
+        """
+        return self.config_class().from_params(**self.coerce(params))  # type: ignore[attr-defined]
+
+    def coerce(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``params`` read as the config's field types, without building the config.
+
+        Parameters
+        ----------
+        params : mapping of str to Any, optional
+            Field name to value, as :meth:`configure` takes them.
+
+        Returns
+        -------
+        dict of str to Any
+
+        Raises
+        ------
+        InputError
+            On a name that is not a field (naming the closest field,
+            :func:`ragnb.report.params.unknown_parameter`) or a value that cannot be read as the
+            field's type.
         """
         from ragnb.report.render import coerce_parameter
 
-        cls = self.config_class()
-        types = {f.name: f.type for f in fields(cls)}
+        types = {f.name: f.type for f in fields(self.config_class())}
         values = {}
         for name, value in (params or {}).items():
             if name not in types:
-                raise InputError(
-                    f"study {self.name!r} has no parameter {name!r}; it takes {sorted(types)}",
-                    column=name,
-                )
+                raise unknown_parameter(name, types, f"study {self.name!r}")
             kind = types[name]
             kind = kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
             values[name] = coerce_parameter(name, value, {"inferred_type_name": kind})
-        return cls.from_params(**values)  # type: ignore[attr-defined]
+        return values
 
     def run(self, config: Any = None, **kwargs: Any) -> Any:
         """``package.run(config, **kwargs)``; ``config`` defaults to the config's defaults."""

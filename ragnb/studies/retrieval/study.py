@@ -59,6 +59,11 @@ __all__ = [
 ]
 
 
+#: The default cutoffs K of notebook 01; with a ``depth`` below 100 they stop at ``depth``.
+CUTOFFS = (1, 3, 5, 10, 20, 50, 100)
+#: The default PROC candidate pool; with a ``depth`` below it, the pool is the whole run.
+PROC_POOL = 100
+
 #: Simulated experiments per search step of the power table's simulation columns (a power
 #: estimate's standard error is about 0.013 at 0.8; the t-test columns are exact).
 POWER_SIMULATIONS = 1000
@@ -92,7 +97,8 @@ class RetrievalEvaluationConfig(NotebookParams):
     depth : int
         Documents retrieved per query (the run's length).
     cutoffs : list of int
-        Cutoffs K at which each measure is computed.
+        Cutoffs K at which each measure is computed; the default list stops at ``depth`` when
+        depth is below 100 (depth 20: 1, 3, 5, 10, 20).
     headline_k : int
         The cutoff of the summary table.
     alpha : float in [0, 1]
@@ -123,7 +129,7 @@ class RetrievalEvaluationConfig(NotebookParams):
         mapping written as YAML/JSON, e.g. ``"{2: 5, 1: 4, 0: 1}"``.
     proc_pool : int
         Candidate pool depth for PROC: each retriever's top ``proc_pool`` documents, ideally
-        reordered (Dallaire section 2.4).
+        reordered (Dallaire section 2.4); the default 100 becomes ``depth`` when depth is lower.
     significance : list of str
         Measures compared between retrievers with paired bootstrap CIs and randomization tests,
         Holm-corrected; graded measures are dropped when the dataset has no grades.
@@ -153,7 +159,7 @@ class RetrievalEvaluationConfig(NotebookParams):
     qrels: str = ""
     model: str = STUDY_MODEL
     depth: int = 100
-    cutoffs: list[int] = field(default_factory=lambda: [1, 3, 5, 10, 20, 50, 100])
+    cutoffs: list[int] = field(default_factory=lambda: list(CUTOFFS))
     headline_k: int = 10
     alpha: float = 0.5
     rel: int = 1
@@ -165,7 +171,7 @@ class RetrievalEvaluationConfig(NotebookParams):
     cache_dir: str = ""
     export_dir: str = ""
     grade_map: str = "auto"
-    proc_pool: int = 100
+    proc_pool: int = PROC_POOL
     significance: list[str] = field(
         default_factory=lambda: ["nDCG@10", "R@100", "RA-nWG@10", "N-Recall4+@10"]
     )
@@ -180,6 +186,12 @@ class RetrievalEvaluationConfig(NotebookParams):
     def __post_init__(self) -> None:
         check_retrievers(self.retrievers)
         check_positive_ints(self.cutoffs, "cutoffs")
+        if list(self.cutoffs) == list(CUTOFFS) and self.depth < max(CUTOFFS):
+            # the default cutoffs stop at a shorter depth (depth=20: 1, 3, 5, 10, 20)
+            shorter = [k for k in CUTOFFS if k < self.depth]
+            self.cutoffs = [*shorter, self.depth]
+        if self.proc_pool == PROC_POOL and self.depth < PROC_POOL:
+            self.proc_pool = self.depth  # the default pool is the whole run
         if max(self.cutoffs) > self.depth:
             raise InputError(
                 f"the largest cutoff ({max(self.cutoffs)}) exceeds depth ({self.depth})",
