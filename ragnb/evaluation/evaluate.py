@@ -32,7 +32,6 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.frames.schema import RunOrder, document_qrels
 from ragnb.measures import (
-    GRADE_MAPS,
     GRADED_FAMILIES,
     Measure,
     RankingArrays,
@@ -41,7 +40,7 @@ from ragnb.measures import (
 )
 from ragnb.measures.diversity import prepare_subtopics
 from ragnb.measures.functions import aggregate_values
-from ragnb.measures.graded import map_arrays
+from ragnb.measures.graded import check_graded_scale, map_arrays
 from ragnb.measures.kernel import cut_arrays
 from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, add_sources
 
@@ -52,6 +51,7 @@ __all__ = [
     "checked_grade_map",
     "drop_self_retrieved",
     "evaluate",
+    "no_shared_query",
     "result_from_values",
     "wide_values",
 ]
@@ -248,7 +248,10 @@ def evaluate(
     Warns
     -----
     UserWarning
-        When the run's ``rank`` column disagrees with its scores and ``order="score"``.
+        When the run's ``rank`` column disagrees with its scores and ``order="score"``; when
+        none of the run's queries is in the qrels (every query then scores 0;
+        :func:`ragnb.evaluation.runfiles.evaluate_run_file` and ``ragnb evaluate`` refuse such
+        a run file).
 
     Examples
     --------
@@ -266,6 +269,9 @@ def evaluate(
     if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
         subtopics, qrels = qrels, document_qrels(qrels)
     arrays = _prepared(qrels, run, parsed, order)
+    if arrays.n_run_queries_without_qrels and arrays.n_missing_from_run == arrays.n_queries:
+        # an error where files are read (ragnb evaluate, compare); frames are scored, warned
+        warnings.warn(str(no_shared_query(arrays.query_ids, run)), UserWarning, stacklevel=2)
     graded = [m.family in _GRADED for m in parsed]
     if any(graded) and grade_map is None:  # the scale judged on every grade of the qrels
         _check_graded_scale(arrays.grade_levels, [m for m in parsed if m.family in _GRADED])
@@ -297,6 +303,40 @@ def evaluate(
     values = np.stack([m.compute(arrays_for(m, g)) for m, g in zip(parsed, graded, strict=True)]).T
     return _result(
         parsed, arrays, values, {"self_retrieved_dropped": n_self} if ignore_self else {}
+    )
+
+
+def no_shared_query(
+    qrels_ids: Iterable[Any], run: Any, *, path: str | None = None, n_run: int | None = None
+) -> InputError:
+    """The error of a run none of whose queries is in the qrels (a run of another collection,
+    or ids written differently), with an id of each side.
+
+    Parameters
+    ----------
+    qrels_ids : iterable
+        The qrels' query ids.
+    run : DataFrame, dict or iterable
+        The run (its ``query_id`` column or keys), or its query ids.
+    path : str, optional
+        The run file, named in the error.
+    n_run : int, optional
+        The run's number of queries when ``run`` holds only some of them.
+
+    Returns
+    -------
+    InputError
+    """
+    if isinstance(run, pd.DataFrame):
+        run = pd.unique(run["query_id"])
+    run_ids = [str(q) for q in run]
+    q_ids = sorted(str(q) for q in qrels_ids)
+    example = f" (e.g. {run_ids[0]!r})" if run_ids else ""
+    return InputError(
+        f"the run and the qrels share no query id: the run's {n_run or len(run_ids)} queries"
+        f"{example} are none of the qrels' {len(q_ids)} (e.g. {q_ids[0]!r}); is it a run of "
+        "another collection, or are its ids written differently?",
+        path=path,
     )
 
 
@@ -413,31 +453,10 @@ def checked_grade_map(
 
 
 def _check_graded_scale(grades: np.ndarray, measures: list[Measure]) -> None:
-    """Refuse to read a 0-3, 0-2 or 0-1 scale as Dallaire's 1-5 rubric without a map.
-
-    ``grades`` are the qrels' grades (or their distinct values). A scale counts as 1-5 when its
-    grades reach 4 or 5 (a grade <= 0 is then a judged document of utility 0, as grade 1).
-    Grades above 5 are left to the graded measures' own check, which names the query.
-    """
-    if not len(grades) or int(grades.max()) >= 4:
-        return
-    high = int(grades.max())
-    scale = _SCALES.get(high, f"0-{high}")
-    found = sorted(int(g) for g in np.unique(grades))
-    names = [m.name for m in measures]
-    raise InputError(
-        f"graded measures {names} read Dallaire's 1-5 grades, but these qrels hold grades "
-        f"{found}: a {scale} scale, not 1-5; give a grade map ("
-        + ", ".join(f"{name!r}" for name in sorted(GRADE_MAPS))
-        + f", a mapping {{grade: 1-5 grade}}, or {ON_RUBRIC!r} if these are 1-5 grades) with "
-        "grade_map=..., or ragnb evaluate "
-        "--grade-map NAME|FILE",
-        column="relevance",
-    )
-
-
-#: How a scale that tops out at 3, 2 or 1 is usually called (the maps of GRADE_MAPS).
-_SCALES = {3: "0-3 (TREC DL)", 2: "0-2 (DBpedia-Entity)", 1: "0-1 (binary)"}
+    """:func:`ragnb.measures.graded.check_graded_scale` with the ways :func:`evaluate` and
+    ``ragnb evaluate`` take a map."""
+    how = "with grade_map=..., or ragnb evaluate --grade-map NAME|FILE"
+    check_graded_scale(grades, [m.name for m in measures], how)
 
 
 def _str_column(values: np.ndarray, times: int, *, each: bool) -> pd.Series:

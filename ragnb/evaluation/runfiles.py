@@ -7,9 +7,10 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from ragnb.evaluation.evaluate import EvaluationResult, evaluate
+from ragnb.errors import DuplicateEntry
+from ragnb.evaluation.evaluate import EvaluationResult, evaluate, no_shared_query
 from ragnb.frames.schema import RunOrder
-from ragnb.io.dispatch import RunFile
+from ragnb.io.dispatch import RunFile, locate_duplicate
 from ragnb.measures import Measure
 
 __all__ = ["evaluate_run_file"]
@@ -45,16 +46,33 @@ def evaluate_run_file(
     ------
     InputError
         As :func:`ragnb.evaluation.evaluate.evaluate` and
-        :func:`ragnb.evaluation.streaming.evaluate_file`.
+        :func:`ragnb.evaluation.streaming.evaluate_file`; a pair given twice in the run names
+        the file and line (:func:`ragnb.io.dispatch.locate_duplicate`); so does a run none of
+        whose queries is in the qrels.
     MissingExtra
         A run to read in blocks without the ``fast`` extra.
     """
     if run.frame is None:
         from ragnb.evaluation.streaming import evaluate_file
 
-        return evaluate_file(
+        result = evaluate_file(
             qrels, run.path, measures, order=order, grade_map=grade_map, ignore_self=ignore_self
         )
-    return evaluate(
-        qrels, run.frame, measures, order=order, grade_map=grade_map, ignore_self=ignore_self
-    )
+        counts = result.counts
+        if counts["run_queries_without_qrels"] and (
+            counts["queries_missing_from_run"] == counts["queries_in_qrels"]
+        ):
+            n_run = counts["run_queries_without_qrels"]
+            raise no_shared_query(result.query_ids, [], path=run.path, n_run=n_run)
+        return result
+    run_ids = pd.unique(run.frame["query_id"])
+    if not pd.Index(run_ids).isin(pd.unique(qrels["query_id"])).any():
+        raise no_shared_query(pd.unique(qrels["query_id"]), run_ids, path=run.path)
+    try:
+        return evaluate(
+            qrels, run.frame, measures, order=order, grade_map=grade_map, ignore_self=ignore_self
+        )
+    except DuplicateEntry as e:
+        if e.what != "run":
+            raise
+        raise locate_duplicate(run.path, e) from None

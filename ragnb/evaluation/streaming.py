@@ -135,7 +135,8 @@ def evaluate_file(
         empty = pd.DataFrame({"query_id": [], "doc_id": [], "score": []})
         empty = empty.astype({"query_id": object, "doc_id": object, "score": "float64"})
         _add_block(parts, counts, evaluate(qrels[missing_np], empty, parsed, **options))
-    counts["queries_missing_from_run"] = int(missing_np.sum())
+    # queries, not judgements: a missing query has a row per judged document
+    counts["queries_missing_from_run"] = len(pd.unique(qrels["query_id"].to_numpy()[missing_np]))
     qids = np.concatenate([p[0] for p in parts])
     values = np.concatenate([p[1] for p in parts])
     by_id = np.argsort(qids, kind="stable")
