@@ -35,6 +35,7 @@ from ragnb.measures import (
     GRADED_FAMILIES,
     Measure,
     RankingArrays,
+    parse_measure,
     parse_measures,
     prepare,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "checked_grade_map",
     "drop_self_retrieved",
     "evaluate",
+    "measure_labels",
     "no_shared_query",
     "result_from_values",
     "wide_values",
@@ -134,6 +136,10 @@ class EvaluationResult:
         Long form: ``query_id`` (str), ``measure`` (str), ``value`` (float); rows grouped by
         measure (requested order), then query (sorted). Built from ``values`` on first access
         (``n_queries * n_measures`` rows), then kept.
+    labels : tuple of str
+        The name each measure was requested under (``map``, ``AP`` and ``MAP`` are one measure,
+        ``AP`` in the tables; a :class:`~ragnb.measures.Measure` object by its canonical name),
+        as ``ragnb evaluate`` prints them; empty: the canonical names (:attr:`names`).
     """
 
     measures: tuple[Measure, ...]
@@ -141,6 +147,13 @@ class EvaluationResult:
     counts: dict[str, Any]
     query_ids: np.ndarray
     values: np.ndarray
+    labels: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> list[str]:
+        """The names the measures were requested under: :attr:`labels`, else the canonical
+        names."""
+        return list(self.labels) if self.labels else [m.name for m in self.measures]
 
     @cached_property
     def per_query(self) -> pd.DataFrame:
@@ -263,15 +276,13 @@ def evaluate(
     >>> res.counts["queries_missing_from_run"], res.counts["run_queries_without_qrels"]
     (1, 1)
     """
-    parsed = parse_measures(measures)
+    parsed, labels = _parsed(measures)
     run, n_self = drop_self_retrieved(run) if ignore_self else (run, 0)
     subtopics = None
     if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
         subtopics, qrels = qrels, document_qrels(qrels)
     arrays = _prepared(qrels, run, parsed, order)
-    if arrays.n_run_queries_without_qrels and arrays.n_missing_from_run == arrays.n_queries:
-        # an error where files are read (ragnb evaluate, compare); frames are scored, warned
-        warnings.warn(str(no_shared_query(arrays.query_ids, run)), UserWarning, stacklevel=2)
+    _warn_if_disjoint(arrays, run)
     graded = [m.family in _GRADED for m in parsed]
     if any(graded) and grade_map is None:  # the scale judged on every grade of the qrels
         _check_graded_scale(arrays.grade_levels, [m for m in parsed if m.family in _GRADED])
@@ -301,9 +312,8 @@ def evaluate(
 
     # one row per measure, seen as (n_queries, n_measures): the tables read the rows as they are
     values = np.stack([m.compute(arrays_for(m, g)) for m, g in zip(parsed, graded, strict=True)]).T
-    return _result(
-        parsed, arrays, values, {"self_retrieved_dropped": n_self} if ignore_self else {}
-    )
+    extra = {"self_retrieved_dropped": n_self} if ignore_self else {}
+    return _result(parsed, arrays, values, extra, labels)
 
 
 def no_shared_query(
@@ -338,6 +348,39 @@ def no_shared_query(
         "another collection, or are its ids written differently?",
         path=path,
     )
+
+
+def _parsed(measures: Iterable[str | Measure] | str | Measure) -> tuple[list[Measure], list[str]]:
+    """The measures parsed, duplicates once, and the name each was asked for."""
+    given = [measures] if isinstance(measures, str | Measure) else list(measures)
+    parsed = parse_measures(given)
+    return parsed, measure_labels(given, parsed)
+
+
+def _warn_if_disjoint(arrays: RankingArrays, run: Any) -> None:
+    """Warn when none of the run's queries is in the qrels: an error where files are read
+    (``ragnb evaluate``, ``ragnb compare``), a warning on frames, which are scored (0)."""
+    if arrays.n_run_queries_without_qrels and arrays.n_missing_from_run == arrays.n_queries:
+        warnings.warn(str(no_shared_query(arrays.query_ids, run)), UserWarning, stacklevel=3)
+
+
+def measure_labels(given: Iterable[str | Measure], parsed: list[Measure]) -> list[str]:
+    """The name each of ``parsed`` is shown under: the first name given for it, as typed
+    (stripped); a Measure object by its canonical name.
+
+    Examples
+    --------
+    >>> names = ["map", "MAP", "P_10"]
+    >>> measure_labels(names, parse_measures(names))
+    ['map', 'P_10']
+    """
+    first: dict[Measure, str] = {}
+    for item in given:
+        if isinstance(item, Measure):
+            first.setdefault(item, item.name)
+        else:
+            first.setdefault(parse_measure(item), str(item).strip())
+    return [first[m] for m in parsed]
 
 
 def _kind_of(m: Measure, mapped: bool, *, has_subtopics: bool, sourced: bool) -> str:
@@ -479,9 +522,10 @@ def _result(
     arrays: RankingArrays,
     values: np.ndarray,
     extra_counts: dict[str, Any] | None = None,
+    labels: list[str] | None = None,
 ) -> EvaluationResult:
     """Assemble tables from a (n_queries, n_measures) value matrix; ``extra_counts`` are added
-    to the counts."""
+    to the counts, ``labels`` name the measures in the tables."""
     fe_short = {
         m.name: int(m.flags(arrays)["short_run"].sum()) for m in measures if m.family == "F_e"
     }
@@ -494,11 +538,15 @@ def _result(
         "fe_short_runs": fe_short,
         **(extra_counts or {}),
     }
-    return result_from_values(measures, arrays.query_ids, values, counts)
+    return result_from_values(measures, arrays.query_ids, values, counts, labels)
 
 
 def result_from_values(
-    measures: list[Measure], query_ids: np.ndarray, values: np.ndarray, counts: dict[str, Any]
+    measures: list[Measure],
+    query_ids: np.ndarray,
+    values: np.ndarray,
+    counts: dict[str, Any],
+    labels: list[str] | None = None,
 ) -> EvaluationResult:
     """The :class:`EvaluationResult` of per-query values: aggregate and per-query tables.
 
@@ -515,6 +563,9 @@ def result_from_values(
         Per-query values; NaN is "undefined" and left out of the aggregate.
     counts : dict
         :attr:`EvaluationResult.counts`, kept as given.
+    labels : list of str, optional
+        The name each measure was requested under (:func:`measure_labels`), kept as
+        :attr:`EvaluationResult.labels`.
 
     Returns
     -------
@@ -539,4 +590,6 @@ def result_from_values(
     )
     values = np.array(values, dtype=np.float64)  # the result's own, read-only
     values.setflags(write=False)
-    return EvaluationResult(tuple(measures), aggregate, counts, query_ids, values)
+    return EvaluationResult(
+        tuple(measures), aggregate, counts, query_ids, values, tuple(labels or ())
+    )

@@ -31,6 +31,7 @@ from ragnb.evaluation.evaluate import (
     EvaluationResult,
     checked_grade_map,
     evaluate,
+    measure_labels,
     result_from_values,
 )
 from ragnb.frames.schema import RunOrder, document_qrels
@@ -116,6 +117,7 @@ def evaluate_file(
     if not path.is_file():
         raise InputError("run file not found", path=path)
     block_rows = check_int_at_least(block_rows, "block_rows", 1)
+    measures = [measures] if isinstance(measures, str | Measure) else list(measures)
     parsed = parse_measures(measures)
     qrels, grade_map = _checked_qrels(qrels, parsed, grade_map)
     if qrels.empty:
@@ -159,7 +161,8 @@ def evaluate_file(
         "fe_short_runs": counts["fe_short_runs"],
         **({"self_retrieved_dropped": counts["self_retrieved_dropped"]} if ignore_self else {}),
     }
-    return result_from_values(parsed, qids[by_id], values[by_id], counts)
+    labels = measure_labels(measures, parsed)
+    return result_from_values(parsed, qids[by_id], values[by_id], counts, labels)
 
 
 def _stream(
