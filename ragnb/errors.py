@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "BudgetExceededError",
+    "DuplicateEntry",
     "GaveUp",
     "InputError",
     "JudgeFailures",
@@ -76,6 +77,31 @@ class InputError(RagnbError, ValueError):
         if column is not None:
             where.append(f"column {column!r}")
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class DuplicateEntry(InputError):
+    """A (query, document) pair given twice in a run or qrels frame.
+
+    Found where the frame is checked or joined with the qrels, after its file was read: the
+    readers of files (:mod:`ragnb.io.dispatch`) turn it into an error naming the file and line.
+
+    Attributes
+    ----------
+    doc_id : str
+        The document given twice.
+    what : str
+        ``"run"`` or ``"qrels"``.
+
+    Examples
+    --------
+    >>> str(DuplicateEntry("run", "d1", query_id="q1"))
+    "query 'q1': duplicate (run) entry for doc_id 'd1'"
+    """
+
+    def __init__(self, what: str, doc_id: str, *, query_id: str | None = None) -> None:
+        super().__init__(f"duplicate ({what}) entry for doc_id {doc_id!r}", query_id=query_id)
+        self.what = what
+        self.doc_id = doc_id
 
 
 class JudgeFailures(RagnbError, RuntimeError):

@@ -142,8 +142,13 @@ def test_public_functions_are_the_macro_means():
     )
     assert precision_4plus(QRELS, RUN, 3) == pytest.approx(mean("Precision4+@3"), abs=1e-15)
     assert harm_at_k(QRELS, RUN, 10) == pytest.approx(mean("Harm@10"), abs=1e-15)
-    # a query set where RA-nWG is never defined gives NaN, not an error
-    assert math.isnan(ra_nwg({"q": {"a": 1}}, {"q": {"a": 1.0}}, 5))
+    # a query set where RA-nWG is never defined gives NaN, not an error, once the grades are
+    # stated to be on the 1-5 rubric; unstated, a scale without a 4 or 5 is refused, as
+    # evaluate refuses it
+    stated = evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, ["RA-nWG@5"], grade_map="1-5")
+    assert math.isnan(stated.aggregate_to_dict()["RA-nWG@5"])
+    with pytest.raises(InputError, match="not 1-5"):
+        ra_nwg({"q": {"a": 1}}, {"q": {"a": 1.0}}, 5)
 
 
 def test_weights_hand_computed():

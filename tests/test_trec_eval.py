@@ -249,14 +249,15 @@ def test_trec_eval_rbp_and_residual_by_hand():
 
 
 def test_map_prints_as_average_precision_not_pr_auc(capsys):
-    """trec_eval's map and map_cut are AP, printed under that name; PR-AUC keeps its own name
-    (SPEAR's), with the same values."""
+    """trec_eval's map and map_cut are AP; ragnb evaluate prints map under the name asked for,
+    map_cut.10 (a set of cutoffs) as AP@10; PR-AUC keeps its own name (SPEAR's), with the same
+    values."""
     argv = ["evaluate", str(DATA / "qrels.test"), str(DATA / "results.test")]
     assert cli_main([*argv, "-m", "map", "-m", "map_cut.10", "-m", "PR-AUC@10"]) == 0
     lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     got = {name.strip(): value for name, qid, value, *_ in lines if qid == "all"}
-    assert list(got) == ["AP", "AP@10", "PR-AUC@10"]
-    assert got["AP"] == "0.1785" and got["AP@10"] == got["PR-AUC@10"]  # out.test: map 0.1785
+    assert list(got) == ["map", "AP@10", "PR-AUC@10"]
+    assert got["map"] == "0.1785" and got["AP@10"] == got["PR-AUC@10"]  # out.test: map 0.1785
     assert str(parse_measure("map")) == str(trec_eval_measure("map")) == "AP"
     assert [str(m) for m in expand_measure_names(["map", "map_cut.5"])] == ["map", "AP@5"]
 

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragnb.errors import InputError
+from ragnb.errors import DuplicateEntry, InputError
 
 if TYPE_CHECKING:
     from ragnb.stats.gates import Threshold
@@ -68,28 +68,32 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from ragnb import stats
 
     qrels = _read_qrels(args.qrels)
-    if qrels.empty:
-        raise InputError("the qrels file holds no judgements; nothing to compare", path=args.qrels)
-    systems = {
-        name: [_read_run(path) for path in paths]
+    files = {
+        name: [(path, _read_run(path)) for path in paths]
         for name, paths in _run_specs(args.run or []).items()
     }
+    notes = _coverage_notes(qrels, files)
+    systems = {name: [frame for _, frame in runs] for name, runs in files.items()}
     systems.update(_kit_runs(args, qrels, set(systems)))
     if len(systems) < 2:
         raise InputError(
             "compare needs at least two systems (--run NAME=FILE, --retriever NAME), got "
             f"{len(systems)}"
         )
-    result = stats.compare(
-        systems,
-        args.measure or ["nDCG@10", "R@100"],
-        qrels=qrels,
-        baselines=args.baseline or None,
-        n_resamples=args.resamples,
-        alpha=args.alpha,
-        correction=args.correction,
-        seed=args.seed,
-    )
+    try:
+        result = stats.compare(
+            systems,
+            args.measure or ["nDCG@10", "R@100"],
+            qrels=qrels,
+            baselines=args.baseline or None,
+            n_resamples=args.resamples,
+            alpha=args.alpha,
+            correction=args.correction,
+            seed=args.seed,
+        )
+    except DuplicateEntry as e:
+        raise _located(e, files) from None
+    _print_notes(notes)
     first = result.measures[0]
     ranking = result.ranking(first)
     power = None
@@ -111,6 +115,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         result.pairs.to_csv(sys.stdout, index=False)
     else:
         _print_comparison(result, ranking, power)
+        _print_legend(result, args, power)
     return 0
 
 
@@ -158,6 +163,72 @@ def _kit_runs(args: argparse.Namespace, qrels: Any, taken: set[str]) -> dict[str
     return {name: [run] for name, run in runs.items()}
 
 
+def _coverage_notes(qrels: Any, files: dict[str, list[tuple[str, Any]]]) -> list[str]:
+    """What each run file lacks and adds against the qrels, as notes: queries of the qrels absent
+    from the run (scored 0, as ``ragnb evaluate`` scores them) and run queries without qrels
+    (left out). A run that shares no query with the qrels is an error naming it."""
+    import pandas as pd
+
+    from ragnb.evaluation.evaluate import no_shared_query
+
+    qids = pd.unique(qrels["query_id"].astype(str))
+    judged = set(qids.tolist())
+    notes = []
+    for name, runs in files.items():
+        for path, frame in runs:
+            ids = pd.unique(frame["query_id"].astype(str))
+            shared = sum(q in judged for q in ids.tolist())
+            if not shared:
+                raise no_shared_query(qids, ids, path=path)
+            if shared < len(judged):
+                notes.append(
+                    f"{name} ({path}): {len(judged) - shared} of the qrels' {len(judged)} queries "
+                    "absent from the run, scored 0"
+                )
+            if shared < len(ids):
+                notes.append(
+                    f"{name} ({path}): {len(ids) - shared} run queries without qrels left out"
+                )
+    return notes
+
+
+def _located(error: DuplicateEntry, files: dict[str, list[tuple[str, Any]]]) -> InputError:
+    """The run file that gives a (query, document) pair twice, and the line."""
+    from ragnb.io.dispatch import locate_duplicate
+
+    for runs in files.values():
+        for path, frame in runs:
+            pair = (frame["query_id"].astype(str) == error.query_id) & (
+                frame["doc_id"].astype(str) == error.doc_id
+            )
+            if int(pair.sum()) > 1:
+                return locate_duplicate(path, error)
+    return error
+
+
+#: What every mark and column of ``ragnb compare``'s tables means.
+COMPARE_LEGEND = """legend:
+  #                the system's letter; a superscript letter after a mean (e.g. 0.8770ᵃ) names
+                   a system this one is significantly better than on that measure (adjusted
+                   p <= alpha and a positive difference)
+  rank             the system's rank on {first} with its bootstrap interval (1-2: it ranked 1st
+                   or 2nd in 95% of the resamples)
+  tie_group        systems sharing a letter are not separable on {first}; tied_with names them
+  difference       mean of the first system minus the second, over the queries both have
+  ci_low, ci_high  bootstrap confidence interval of the difference
+  p_value          paired randomization test; p_adjusted after the {correction} correction
+  significant      p_adjusted <= {alpha}
+  n_queries        queries compared; n_dropped: queries left out (a NaN value in either run)"""
+
+_POWER_LEGEND = """
+  sd               standard deviation of the per-query differences
+  mde_t            minimum detectable effect: the smallest true difference a paired t-test on
+                   n_queries detects with power {power} (same unit as the measure)
+  mde_simulated    the same, found by simulating experiments from the observed differences
+  queries_needed_t, queries_needed_simulated
+                   queries needed to detect the --target-effect {target} with power {power}"""
+
+
 def _print_comparison(result: Any, ranking: Any, power: Any) -> None:
     """The tables of ``ragnb compare`` as text."""
     fmt = "{:.4f}".format
@@ -175,6 +246,19 @@ def _print_comparison(result: Any, ranking: Any, power: Any) -> None:
         print()
         print(f"power on {result.measures[0]}:")
         print(power.to_string(index=False, float_format=fmt))
+
+
+def _print_legend(result: Any, args: argparse.Namespace, power: Any) -> None:
+    """The legend under the tables of ``ragnb compare``."""
+    print()
+    settings = result.settings
+    print(
+        COMPARE_LEGEND.format(
+            first=result.measures[0], correction=settings["correction"], alpha=settings["alpha"]
+        )
+    )
+    if power is not None:
+        print(_POWER_LEGEND.format(power=args.power, target=args.target_effect).lstrip("\n"))
 
 
 def _add_compare_parser(sub: Any) -> None:
@@ -367,10 +451,30 @@ def _evaluate_samples(args: argparse.Namespace, gated: list[str]) -> tuple[Any, 
     return result, base
 
 
+def _as_asked(result: Any) -> Any:
+    """``result``'s tables with each measure under the name it was asked for (``-m map``
+    prints ``map``, ``-m AP`` prints ``AP``)."""
+    labels = dict(zip([m.name for m in result.measures], result.names, strict=True))
+    if all(k == v for k, v in labels.items()):
+        return result
+    from dataclasses import replace
+
+    aggregate = result.aggregate.assign(measure=result.aggregate["measure"].map(labels))
+    renamed = replace(result, aggregate=aggregate)
+    renamed.__dict__["per_query"] = result.per_query.assign(
+        measure=result.per_query["measure"].map(labels)
+    )
+    return renamed
+
+
 def _print_evaluation(result: Any, args: argparse.Namespace, report: Any) -> None:
-    """The table (or CSV, or JSON with the gates) on stdout, notes on stderr."""
+    """The table (or CSV, or JSON with the gates) on stdout, notes on stderr; each measure
+    under the name it was asked for."""
+    if hasattr(result, "labels"):
+        result = _as_asked(result)
     if args.per_query:
         frame = result.per_query_wide().reset_index()
+        frame.columns = ["query_id", *result.aggregate["measure"]]
         all_row = {"query_id": "all", **result.aggregate_to_dict()}
         import pandas as pd
 

@@ -32,16 +32,16 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.frames.schema import RunOrder, check_subtopic_qrels, document_qrels
 from ragnb.measures import (
-    GRADE_MAPS,
     GRADED_FAMILIES,
     Measure,
     RankingArrays,
+    parse_measure,
     parse_measures,
     prepare,
 )
 from ragnb.measures.diversity import prepare_subtopics
 from ragnb.measures.functions import aggregate_values
-from ragnb.measures.graded import map_arrays
+from ragnb.measures.graded import check_graded_scale, map_arrays
 from ragnb.measures.kernel import cut_arrays
 from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, add_sources
 
@@ -53,6 +53,8 @@ __all__ = [
     "checked_nuggets",
     "drop_self_retrieved",
     "evaluate",
+    "measure_labels",
+    "no_shared_query",
     "nugget_coverage",
     "nugget_judgements",
     "result_from_values",
@@ -139,6 +141,10 @@ class EvaluationResult:
         Long form: ``query_id`` (str), ``measure`` (str), ``value`` (float); rows grouped by
         measure (requested order), then query (sorted). Built from ``values`` on first access
         (``n_queries * n_measures`` rows), then kept.
+    labels : tuple of str
+        The name each measure was requested under (``map``, ``AP`` and ``MAP`` are one measure,
+        ``AP`` in the tables; a :class:`~ragnb.measures.Measure` object by its canonical name),
+        as ``ragnb evaluate`` prints them; empty: the canonical names (:attr:`names`).
     """
 
     measures: tuple[Measure, ...]
@@ -146,6 +152,13 @@ class EvaluationResult:
     counts: dict[str, Any]
     query_ids: np.ndarray
     values: np.ndarray
+    labels: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> list[str]:
+        """The names the measures were requested under: :attr:`labels`, else the canonical
+        names."""
+        return list(self.labels) if self.labels else [m.name for m in self.measures]
 
     @cached_property
     def per_query(self) -> pd.DataFrame:
@@ -262,7 +275,10 @@ def evaluate(
     Warns
     -----
     UserWarning
-        When the run's ``rank`` column disagrees with its scores and ``order="score"``.
+        When the run's ``rank`` column disagrees with its scores and ``order="score"``; when
+        none of the run's queries is in the qrels (every query then scores 0;
+        :func:`ragnb.evaluation.runfiles.evaluate_run_file` and ``ragnb evaluate`` refuse such
+        a run file).
 
     Examples
     --------
@@ -274,13 +290,14 @@ def evaluate(
     >>> res.counts["queries_missing_from_run"], res.counts["run_queries_without_qrels"]
     (1, 1)
     """
-    parsed = parse_measures(measures)
+    parsed, labels = _parsed(measures)
     nuggets = None if nuggets is None else checked_nuggets(nuggets)
     run, n_self = drop_self_retrieved(run) if ignore_self else (run, 0)
     subtopics = None
     if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
         subtopics, qrels = qrels, document_qrels(qrels)
     arrays = _prepared(qrels, run, parsed, order)
+    _warn_if_disjoint(arrays, run)
     graded = [m.family in _GRADED for m in parsed]
     if any(graded) and grade_map is None:  # the scale judged on every grade of the qrels
         _check_graded_scale(arrays.grade_levels, [m for m in parsed if m.family in _GRADED])
@@ -293,7 +310,7 @@ def evaluate(
     judged = nugget_judgements(subtopics, parsed, nuggets)
     if judged is not None:
         extra.update(nugget_coverage(arrays.query_ids, judged))
-    return _result(parsed, arrays, values, extra)
+    return _result(parsed, arrays, values, extra, labels)
 
 
 @dataclass
@@ -437,6 +454,73 @@ def nugget_coverage(query_ids: Iterable[Any], nuggets: pd.DataFrame) -> dict[str
     }
 
 
+def no_shared_query(
+    qrels_ids: Iterable[Any], run: Any, *, path: str | None = None, n_run: int | None = None
+) -> InputError:
+    """The error of a run none of whose queries is in the qrels (a run of another collection,
+    or ids written differently), with an id of each side.
+
+    Parameters
+    ----------
+    qrels_ids : iterable
+        The qrels' query ids.
+    run : DataFrame, dict or iterable
+        The run (its ``query_id`` column or keys), or its query ids.
+    path : str, optional
+        The run file, named in the error.
+    n_run : int, optional
+        The run's number of queries when ``run`` holds only some of them.
+
+    Returns
+    -------
+    InputError
+    """
+    if isinstance(run, pd.DataFrame):
+        run = pd.unique(run["query_id"])
+    run_ids = [str(q) for q in run]
+    q_ids = sorted(str(q) for q in qrels_ids)
+    example = f" (e.g. {run_ids[0]!r})" if run_ids else ""
+    return InputError(
+        f"the run and the qrels share no query id: the run's {n_run or len(run_ids)} queries"
+        f"{example} are none of the qrels' {len(q_ids)} (e.g. {q_ids[0]!r}); is it a run of "
+        "another collection, or are its ids written differently?",
+        path=path,
+    )
+
+
+def _parsed(measures: Iterable[str | Measure] | str | Measure) -> tuple[list[Measure], list[str]]:
+    """The measures parsed, duplicates once, and the name each was asked for."""
+    given = [measures] if isinstance(measures, str | Measure) else list(measures)
+    parsed = parse_measures(given)
+    return parsed, measure_labels(given, parsed)
+
+
+def _warn_if_disjoint(arrays: RankingArrays, run: Any) -> None:
+    """Warn when none of the run's queries is in the qrels: an error where files are read
+    (``ragnb evaluate``, ``ragnb compare``), a warning on frames, which are scored (0)."""
+    if arrays.n_run_queries_without_qrels and arrays.n_missing_from_run == arrays.n_queries:
+        warnings.warn(str(no_shared_query(arrays.query_ids, run)), UserWarning, stacklevel=3)
+
+
+def measure_labels(given: Iterable[str | Measure], parsed: list[Measure]) -> list[str]:
+    """The name each of ``parsed`` is shown under: the first name given for it, as typed
+    (stripped); a Measure object by its canonical name.
+
+    Examples
+    --------
+    >>> names = ["map", "MAP", "P_10"]
+    >>> measure_labels(names, parse_measures(names))
+    ['map', 'P_10']
+    """
+    first: dict[Measure, str] = {}
+    for item in given:
+        if isinstance(item, Measure):
+            first.setdefault(item, item.name)
+        else:
+            first.setdefault(parse_measure(item), str(item).strip())
+    return [first[m] for m in parsed]
+
+
 def _kind_of(m: Measure, mapped: bool, *, has_subtopics: bool, sourced: bool) -> str:
     """Which arrays ``m`` reads: ``"subtopics"``, ``"sourced"`` or ``"sourced-mapped"``,
     ``"mapped"`` (grade-mapped) or ``"plain"``."""
@@ -550,31 +634,10 @@ def checked_grade_map(
 
 
 def _check_graded_scale(grades: np.ndarray, measures: list[Measure]) -> None:
-    """Refuse to read a 0-3, 0-2 or 0-1 scale as Dallaire's 1-5 rubric without a map.
-
-    ``grades`` are the qrels' grades (or their distinct values). A scale counts as 1-5 when its
-    grades reach 4 or 5 (a grade <= 0 is then a judged document of utility 0, as grade 1).
-    Grades above 5 are left to the graded measures' own check, which names the query.
-    """
-    if not len(grades) or int(grades.max()) >= 4:
-        return
-    high = int(grades.max())
-    scale = _SCALES.get(high, f"0-{high}")
-    found = sorted(int(g) for g in np.unique(grades))
-    names = [m.name for m in measures]
-    raise InputError(
-        f"graded measures {names} read Dallaire's 1-5 grades, but these qrels hold grades "
-        f"{found}: a {scale} scale, not 1-5; give a grade map ("
-        + ", ".join(f"{name!r}" for name in sorted(GRADE_MAPS))
-        + f", a mapping {{grade: 1-5 grade}}, or {ON_RUBRIC!r} if these are 1-5 grades) with "
-        "grade_map=..., or ragnb evaluate "
-        "--grade-map NAME|FILE",
-        column="relevance",
-    )
-
-
-#: How a scale that tops out at 3, 2 or 1 is usually called (the maps of GRADE_MAPS).
-_SCALES = {3: "0-3 (TREC DL)", 2: "0-2 (DBpedia-Entity)", 1: "0-1 (binary)"}
+    """:func:`ragnb.measures.graded.check_graded_scale` with the ways :func:`evaluate` and
+    ``ragnb evaluate`` take a map."""
+    how = "with grade_map=..., or ragnb evaluate --grade-map NAME|FILE"
+    check_graded_scale(grades, [m.name for m in measures], how)
 
 
 def _str_column(values: np.ndarray, times: int, *, each: bool) -> pd.Series:
@@ -597,9 +660,10 @@ def _result(
     arrays: RankingArrays,
     values: np.ndarray,
     extra_counts: dict[str, Any] | None = None,
+    labels: list[str] | None = None,
 ) -> EvaluationResult:
     """Assemble tables from a (n_queries, n_measures) value matrix; ``extra_counts`` are added
-    to the counts."""
+    to the counts, ``labels`` name the measures in the tables."""
     fe_short = {
         m.name: int(m.flags(arrays)["short_run"].sum()) for m in measures if m.family == "F_e"
     }
@@ -612,11 +676,15 @@ def _result(
         "fe_short_runs": fe_short,
         **(extra_counts or {}),
     }
-    return result_from_values(measures, arrays.query_ids, values, counts)
+    return result_from_values(measures, arrays.query_ids, values, counts, labels)
 
 
 def result_from_values(
-    measures: list[Measure], query_ids: np.ndarray, values: np.ndarray, counts: dict[str, Any]
+    measures: list[Measure],
+    query_ids: np.ndarray,
+    values: np.ndarray,
+    counts: dict[str, Any],
+    labels: list[str] | None = None,
 ) -> EvaluationResult:
     """The :class:`EvaluationResult` of per-query values: aggregate and per-query tables.
 
@@ -633,6 +701,9 @@ def result_from_values(
         Per-query values; NaN is "undefined" and left out of the aggregate.
     counts : dict
         :attr:`EvaluationResult.counts`, kept as given.
+    labels : list of str, optional
+        The name each measure was requested under (:func:`measure_labels`), kept as
+        :attr:`EvaluationResult.labels`.
 
     Returns
     -------
@@ -657,4 +728,6 @@ def result_from_values(
     )
     values = np.array(values, dtype=np.float64)  # the result's own, read-only
     values.setflags(write=False)
-    return EvaluationResult(tuple(measures), aggregate, counts, query_ids, values)
+    return EvaluationResult(
+        tuple(measures), aggregate, counts, query_ids, values, tuple(labels or ())
+    )

@@ -8,9 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from ragnb.evaluation.evaluate import EvaluationResult, evaluate
+from ragnb.errors import DuplicateEntry
+from ragnb.evaluation.evaluate import EvaluationResult, evaluate, no_shared_query
 from ragnb.frames.schema import RunOrder
-from ragnb.io.dispatch import RunFile
+from ragnb.io.dispatch import RunFile, locate_duplicate
 from ragnb.measures import Measure
 
 __all__ = ["evaluate_run_file"]
@@ -47,7 +48,9 @@ def evaluate_run_file(
     ------
     InputError
         As :func:`ragnb.evaluation.evaluate.evaluate` and
-        :func:`ragnb.evaluation.streaming.evaluate_file`.
+        :func:`ragnb.evaluation.streaming.evaluate_file`; a pair given twice in the run names
+        the file and line (:func:`ragnb.io.dispatch.locate_duplicate`); so does a run none of
+        whose queries is in the qrels.
     MissingExtra
         A run to read in blocks without the ``fast`` extra.
     """
@@ -60,5 +63,20 @@ def evaluate_run_file(
     if run.frame is None:
         from ragnb.evaluation.streaming import evaluate_file
 
-        return evaluate_file(qrels, run.path, measures, **options)
-    return evaluate(qrels, run.frame, measures, **options)
+        result = evaluate_file(qrels, run.path, measures, **options)
+        counts = result.counts
+        if counts["run_queries_without_qrels"] and (
+            counts["queries_missing_from_run"] == counts["queries_in_qrels"]
+        ):
+            n_run = counts["run_queries_without_qrels"]
+            raise no_shared_query(result.query_ids, [], path=run.path, n_run=n_run)
+        return result
+    run_ids = pd.unique(run.frame["query_id"])
+    if not pd.Index(run_ids).isin(pd.unique(qrels["query_id"])).any():
+        raise no_shared_query(pd.unique(qrels["query_id"]), run_ids, path=run.path)
+    try:
+        return evaluate(qrels, run.frame, measures, **options)
+    except DuplicateEntry as e:
+        if e.what != "run":
+            raise
+        raise locate_duplicate(run.path, e) from None

@@ -32,6 +32,7 @@ from ragnb.evaluation.evaluate import (
     checked_grade_map,
     checked_nuggets,
     evaluate,
+    measure_labels,
     nugget_coverage,
     nugget_judgements,
     result_from_values,
@@ -120,6 +121,7 @@ def evaluate_file(
     if not path.is_file():
         raise InputError("run file not found", path=path)
     block_rows = check_int_at_least(block_rows, "block_rows", 1)
+    measures = [measures] if isinstance(measures, str | Measure) else list(measures)
     parsed = parse_measures(measures)
     qrels, grade_map = _checked_qrels(qrels, parsed, grade_map)
     if qrels.empty:
@@ -142,7 +144,8 @@ def evaluate_file(
         empty = pd.DataFrame({"query_id": [], "doc_id": [], "score": []})
         empty = empty.astype({"query_id": object, "doc_id": object, "score": "float64"})
         _add_block(parts, counts, evaluate(qrels[missing_np], empty, parsed, **options))
-    counts["queries_missing_from_run"] = int(missing_np.sum())
+    # queries, not judgements: a missing query has a row per judged document
+    counts["queries_missing_from_run"] = len(pd.unique(qrels["query_id"].to_numpy()[missing_np]))
     qids = np.concatenate([p[0] for p in parts])
     values = np.concatenate([p[1] for p in parts])
     by_id = np.argsort(qids, kind="stable")
@@ -166,7 +169,8 @@ def evaluate_file(
         **({"self_retrieved_dropped": counts["self_retrieved_dropped"]} if ignore_self else {}),
         **(nugget_coverage(qids, judged) if judged is not None else {}),
     }
-    return result_from_values(parsed, qids[by_id], values[by_id], counts)
+    labels = measure_labels(measures, parsed)
+    return result_from_values(parsed, qids[by_id], values[by_id], counts, labels)
 
 
 def _stream(

@@ -44,18 +44,20 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import getopt
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
-from ragnb.errors import InputError
+from ragnb.errors import DuplicateEntry, InputError
+from ragnb.evaluation.evaluate import no_shared_query
 from ragnb.frames.index import sort_run
-from ragnb.io.dispatch import read_qrels_file, read_run_file
+from ragnb.io.dispatch import locate_duplicate, read_qrels_file, read_run_file
 from ragnb.io.readers import read_qrels_jg, read_zscores
 from ragnb.measures import RankingArrays, prepare
 from ragnb.measures.gains import gain_values
@@ -88,6 +90,34 @@ USAGE = (
     "Usage: ragnb trec-eval [-h] [-q] [-c] [-n] [-J] [-l<num>] [-M<num>] [-N<num>] "
     "[-m<measure>[.<params>]]... [-R qrels|qrels_jg] [-T trec_results] [-Z zscores_file] "
     "rel_info_file results_file\n"
+)
+
+#: ``ragnb trec-eval -h``: trec_eval 10.0's options as read here (trec_eval's own ``-h`` text
+#: describes the same flags).
+HELP = (
+    USAGE
+    + """
+Calculate and print trec_eval 10.0's measures, evaluating the run in results_file against the
+judgements in rel_info_file, line for line as trec_eval prints them. '-' reads the standard input.
+
+  -h, --help                  print this help and exit
+  -q, --query_eval_wanted     a line per query and measure before the summary
+  -m, --measure M[.PARAMS]    add measure M (repeatable); sets: official (default), all_trec, set
+  -c, --complete_rel_info_wanted
+                              average over every query of the qrels; a query missing from the
+                              run scores as an empty ranking (without -c such a query stops)
+  -l, --level_for_rel N       smallest grade counted relevant (default 1)
+  -n, --nosummary             no summary ('all') lines
+  -N, --Number_docs_in_coll N documents in the collection (read by utility)
+  -M, --Max_retrieved_per_topic N
+                              keep the top N documents of each query
+  -J, --Judged_docs_only      drop the retrieved documents without a judgement
+  -R, --Rel_info_format F     qrels (default) or qrels_jg (judgment groups)
+  -T, --Results_format F      trec_results (the only one)
+  -Z, --Zscore FILE           print z-scores against the 'qid measure mean stddev' lines of FILE
+
+exit status: 0 printed; 2 bad options or files (the message names the file and line).
+"""
 )
 
 
@@ -123,6 +153,8 @@ class TrecEvalOptions:
     judgment_groups : bool
         ``-R qrels_jg``: the qrels name a judgment group in their second field
         (:func:`ragnb.io.readers.read_qrels_jg`), read by the ``qrels_jg`` measures only.
+    help : bool
+        ``-h``: print :data:`HELP` and nothing else (the files are not read).
     """
 
     qrels: str
@@ -138,6 +170,7 @@ class TrecEvalOptions:
     params: dict[str, str] = field(default_factory=dict)
     zscores: str | None = None
     judgment_groups: bool = False
+    help: bool = False
 
 
 def _mark(arg: str, marked: set[str], params: dict[str, str]) -> None:
@@ -231,8 +264,12 @@ def parse_options(argv: Sequence[str]) -> TrecEvalOptions:
             raise InputError(f"trec-eval: results format {value!r} is not read (only trec_results)")
         elif flag in ("-Z", "--Zscore"):
             kw["zscores"] = value
-        elif flag in ("-h", "--help", "-v", "--version", "-D", "-o"):
+        elif flag in ("-h", "--help"):
+            kw["help"] = True
+        elif flag in ("-v", "--version", "-D", "-o"):
             raise InputError(f"trec-eval: option {flag} is not supported\n{USAGE}")
+    if kw.get("help"):
+        return TrecEvalOptions("", "", help=True)
     if len(files) != 2:
         raise InputError(f"trec-eval: expected a qrels file and a run file\n{USAGE}")
     order = tuple(m for m in TREC_MEASURES if m in (marked or MEASURE_SETS["official"]))
@@ -345,6 +382,13 @@ def _evaluated(
         in_run = set(run["query_id"].unique())
         arrays = prepare(qrels, _ranked(run, qrels, opts), order="score")
         lost = np.array([q not in in_run for q in arrays.query_ids], dtype=bool)
+    if lost.all() and not opts.complete:
+        error = no_shared_query(arrays.query_ids, run, path=opts.run)
+        raise InputError(
+            f"trec-eval: {error.message} (trec_eval 10.0 stops at the first query of the qrels "
+            "missing from the run; with -c it scores every query 0)",
+            path=opts.run,
+        )
     if lost.any() and not opts.complete:
         first = str(arrays.query_ids[np.argmax(lost)])
         why = (
@@ -359,6 +403,17 @@ def _evaluated(
             query_id=first,
         )
     return arrays, lost
+
+
+@contextlib.contextmanager
+def _lines_named(path: str) -> Iterator[None]:
+    """A pair given twice in the run, found by the join, named by its file and line."""
+    try:
+        yield
+    except DuplicateEntry as e:
+        if e.what != "run":
+            raise
+        raise locate_duplicate(path, e) from None
 
 
 def _read_run(path: str) -> tuple[pd.DataFrame, str | None, list[str]]:
@@ -400,7 +455,8 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
     Returns
     -------
     text : str
-        trec_eval 10.0's standard output for these arguments, byte for byte.
+        trec_eval 10.0's standard output for these arguments, byte for byte; with ``-h``
+        :data:`HELP`.
     notes : list of str
         What the readers counted (lines with text after the last column trec_eval reads).
 
@@ -411,10 +467,13 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
         run without ``-c``.
     """
     opts = parse_options(argv)
+    if opts.help:
+        return HELP, []
     if opts.judgment_groups:
         return _run_judgment_groups(opts)
     qrels, run, runid, notes = _read(opts)
-    arrays, lost = _evaluated(qrels, run, opts)
+    with _lines_named(opts.run):
+        arrays, lost = _evaluated(qrels, run, opts)
     del run  # the arrays hold what the measures read
     names = [name for name in opts.measures if name not in ("runid", "num_q")]
     # block after block, every measure: a block's shared derived arrays go with it
@@ -423,10 +482,16 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
         block = query_rows(arrays, start, start + QUERY_BLOCK)
         per_block.append([(name, col) for name in names for col in _columns(name, block, opts)])
     columns: list[_Column] = []
+    # trec_eval's num_ret: 0 after -J or -M 0, also for the one-document placeholder of -c
+    no_docs = arrays.n_retrieved == 0
+    if not (opts.judged_only or opts.max_docs == 0):
+        no_docs &= ~lost
     for j, (name, col) in enumerate(per_block[0]):
         values = np.concatenate([cols[j][1].values for cols in per_block])
         if lost.any() and (name in ("utility", "relstring")):
             values[lost] = "" if col.kind == "string" else 0.0
+        if no_docs.any() and name in ("iprec_at_recall", "11pt_avg"):
+            values[no_docs & _zero_cut(name, col.name, arrays, opts)] = math.nan
         total = None
         if name == "num_rel" and opts.complete:
             # m_num_rel.c's te_calc_avg_num_rel: with -c, the qrels lines of grade > 0,
@@ -437,6 +502,21 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
         zscores = read_zscores(opts.zscores)
         columns = [_as_zscores(col, arrays.query_ids, zscores) for col in columns]
     return format_lines(opts, arrays.query_ids, columns, runid), notes
+
+
+def _zero_cut(name: str, shown: str, arrays: RankingArrays, opts: TrecEvalOptions) -> np.ndarray:
+    """The queries where a recall level of ``iprec_at_recall`` or ``11pt_avg`` asks for 0
+    relevant documents (``lround(level * num_rel) == 0``: level 0, or a query with few relevant
+    documents). With no document retrieved (num_ret 0, after ``-J`` or ``-M 0``), trec_eval 10.0
+    reads precision 0/0 there (``m_iprec_at_recall.c``, ``m_11pt_avg.c``) and prints ``-nan``,
+    in the query's line and in the summary."""
+    if name == "iprec_at_recall":
+        levels = [float(shown.rsplit("_", 1)[1])]
+    else:
+        param = opts.params.get(name)
+        levels = parse_numbers(param) if param else [i / 10 for i in range(11)]
+    n_rel = arrays.n_relevant(opts.level).astype(np.float64)
+    return np.any([np.floor(r * n_rel + 0.5) == 0 for r in levels], axis=0)
 
 
 #: The value trec_eval gives a query and measure the ``-Z`` file has no mean for
@@ -473,7 +553,8 @@ def _run_judgment_groups(opts: TrecEvalOptions) -> tuple[str, list[str]]:
         raise InputError("trec-eval: the run holds no line", path=opts.run)
     qrels = read_qrels_jg(opts.qrels)
     plain = qrels.drop_duplicates(["query_id", "doc_id"])[["query_id", "doc_id", "relevance"]]
-    arrays, _ = _evaluated(plain, run, opts)  # the queries, and trec_eval's missing check
+    with _lines_named(opts.run):  # the queries, and trec_eval's missing check
+        arrays, _ = _evaluated(plain, run, opts)
     rows = pd.Index(arrays.query_ids)
     complete = replace(opts, complete=True)
     sums: dict[str, np.ndarray] = {}  # by printed name, in trec_eval's order
@@ -507,6 +588,8 @@ def _line(name: str, qid: str, value: float | str, kind: str, z: bool = False) -
         return f"{name:<22}\t{qid}\t{int(value)}\n"
     if isinstance(value, str):
         return f"{name:<22}\t{qid}\t{value}\n"
+    if math.isnan(value):  # C's printf of 0.0 / 0.0 (sign bit set on x86-64)
+        return f"{name:<22}\t{qid}\t{'-nan':>6}\n"
     return f"{name:<22}\t{qid}\t{value:6.4f}\n"
 
 

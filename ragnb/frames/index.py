@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ragnb.errors import InputError
+from ragnb.errors import DuplicateEntry, InputError
 from ragnb.frames.schema import (
     RunOrder,
     as_str_ids,
@@ -467,10 +467,7 @@ def _sorted_by_string(
     if (dup >= 0).any():
         raise_duplicate()
         g = int(np.flatnonzero(dup >= 0)[0])  # ids equal only as str, e.g. 7 and "7"
-        raise InputError(
-            f"duplicate ({what}) entry for doc_id {docs.get(int(dup[g]))!r}",
-            query_id=str(groups.ids[g]),
-        )
+        raise DuplicateEntry(what, str(docs.get(int(dup[g]))), query_id=str(groups.ids[g]))
     return by_doc
 
 
@@ -817,9 +814,7 @@ def join_coded(
         raise_duplicate()
         g = int(np.flatnonzero(dup >= 0)[0])  # ids equal only as str, e.g. 7 and "7"
         doc = run.dictionary[int(run.codes[dup[g]])].as_py().decode("utf-8", "surrogatepass")
-        raise InputError(
-            f"duplicate (run) entry for doc_id {doc!r}", query_id=str(run.query_ids[g])
-        )
+        raise DuplicateEntry("run", doc, query_id=str(run.query_ids[g]))
     return grades, judged, filled, int(disagree.sum())
 
 

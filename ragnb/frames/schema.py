@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.core.validation import convert_entry, require_columns
-from ragnb.errors import InputError
+from ragnb.errors import DuplicateEntry, InputError
 
 __all__ = [
     "IMPORTANCE_COLUMN",
@@ -281,10 +281,7 @@ def _check_duplicates(df: pd.DataFrame, what: str) -> None:
     dup = df.duplicated(["query_id", "doc_id"], keep="first")
     if dup.any():
         row = df[dup].iloc[0]
-        raise InputError(
-            f"duplicate ({what}) entry for doc_id {row['doc_id']!r}",
-            query_id=str(row["query_id"]),
-        )
+        raise DuplicateEntry(what, str(row["doc_id"]), query_id=str(row["query_id"]))
 
 
 def check_qrels(qrels: pd.DataFrame, *, duplicates: bool = True) -> None:

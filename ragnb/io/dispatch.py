@@ -30,9 +30,17 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ragnb.core.lazylibs import MissingExtra
-from ragnb.errors import InputError
+from ragnb.errors import DuplicateEntry, InputError
 from ragnb.io.files import PARQUET_SUFFIXES
-from ragnb.io.readers import STDIN, ranx_file_kind, read_diversity_qrels, read_qrels, read_run
+from ragnb.io.readers import (
+    STDIN,
+    check_file,
+    no_rows_error,
+    ranx_file_kind,
+    read_diversity_qrels,
+    read_qrels,
+    read_run,
+)
 
 if TYPE_CHECKING:
     from ragnb.io.columnar import QueryBlock
@@ -43,6 +51,7 @@ __all__ = [
     "RunFile",
     "file_format",
     "iter_run_blocks",
+    "locate_duplicate",
     "open_run",
     "read_in_blocks",
     "read_qrels_file",
@@ -165,7 +174,10 @@ def open_run(
     RunFile
         With ``frame`` None when the run is to be read in blocks.
     """
+    check_file(path)
     if read_in_blocks(path, stream=stream):
+        if os.path.isfile(path) and not os.path.getsize(path):
+            raise no_rows_error(path, "rankings")
         return RunFile(str(path), None)
     return read_run_file(path, as_trec_eval=as_trec_eval, rank=rank)
 
@@ -200,10 +212,12 @@ def read_run_file(
     ------
     InputError
         A malformed file, naming the file and line (or query); with ``as_trec_eval`` a file that
-        is not a TREC run.
+        is not a TREC run; a folder; a run without a ranking line (empty, or blank and comment
+        lines only).
     MissingExtra
         A parquet run without pyarrow.
     """
+    check_file(path)
     kind = file_format(path)
     if as_trec_eval and kind not in ("trec", "stdin"):
         raise InputError(
@@ -214,7 +228,7 @@ def read_run_file(
     if kind == "parquet":
         from ragnb.io.columnar import read_parquet_run
 
-        return RunFile(str(path), read_parquet_run(path))
+        return _not_empty(RunFile(str(path), read_parquet_run(path)))
     if kind == "trec":
         try:
             from ragnb.io.columnar import read_run_columnar
@@ -227,10 +241,46 @@ def read_run_file(
                 raise
         else:
             notes = _extra_text_note(path, info["extra_text_lines"], "sixth")
-            return RunFile(str(path), frame, info["tag"], notes)
+            return _not_empty(RunFile(str(path), frame, info["tag"], notes))
     frame = read_run(path, as_trec_eval=as_trec_eval)
     tag = str(frame["tag"].iloc[-1]) if len(frame) and "tag" in frame.columns else None
-    return RunFile(str(path), frame, tag)
+    return _not_empty(RunFile(str(path), frame, tag))
+
+
+def _not_empty(run: RunFile) -> RunFile:
+    """``run``, unless it holds no ranking (an error naming the file and its lines)."""
+    if run.frame is not None and run.frame.empty:
+        raise no_rows_error(run.path, "rankings")
+    return run
+
+
+def locate_duplicate(path: str | os.PathLike[str], error: DuplicateEntry) -> InputError:
+    """The error of a pair given twice in the run file ``path``, naming the file and line.
+
+    The columnar readers leave the check of duplicate (query, document) pairs to the join with
+    the qrels, which sees frames, not lines; the file is read again here, line by line
+    (:func:`ragnb.io.readers.iter_run_lines`), to name the line that repeats a pair.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The run file the frame was read from.
+    error : DuplicateEntry
+        The error the join raised.
+
+    Returns
+    -------
+    InputError
+        ``path, line N, query Q: duplicate entry for doc D (first on line M)`` for a TREC run;
+        ``error``'s words with the file for other formats.
+    """
+    if file_format(path) == "trec":
+        try:
+            read_run(path)
+        except InputError as located:
+            if located.path is not None:
+                return located
+    return InputError(error.message, path=path, query_id=error.query_id)
 
 
 def read_qrels_file(
@@ -261,9 +311,11 @@ def read_qrels_file(
     Raises
     ------
     InputError
-        A malformed file, naming the file and line; ``diversity`` with ``as_trec_eval`` or a
-        file that is not TREC text.
+        A malformed file, naming the file and line; a folder; a file without a judgement
+        (empty, only BEIR's header line, or blank and comment lines), naming its lines;
+        ``diversity`` with ``as_trec_eval`` or a file that is not TREC text.
     """
+    check_file(path)
     if diversity:
         if as_trec_eval or file_format(path) not in ("trec", "stdin"):
             raise InputError(
@@ -272,6 +324,7 @@ def read_qrels_file(
                 path=str(path),
             )
         return QrelsFile(str(path), read_diversity_qrels(path))
+    qrels = None
     if file_format(path) == "trec":
         try:
             from ragnb.io.columnar import read_qrels_columnar
@@ -279,8 +332,12 @@ def read_qrels_file(
             pass
         else:
             frame, extra = read_qrels_columnar(path, as_trec_eval=as_trec_eval)
-            return QrelsFile(str(path), frame, _extra_text_note(path, extra, "fourth"))
-    return QrelsFile(str(path), read_qrels(path, as_trec_eval=as_trec_eval))
+            qrels = QrelsFile(str(path), frame, _extra_text_note(path, extra, "fourth"))
+    if qrels is None:
+        qrels = QrelsFile(str(path), read_qrels(path, as_trec_eval=as_trec_eval))
+    if qrels.frame.empty:
+        raise no_rows_error(path, "judgements")
+    return qrels
 
 
 def iter_run_blocks(

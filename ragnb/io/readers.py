@@ -62,9 +62,11 @@ __all__ = [
     "QUERY_FILE_SUFFIXES",
     "c_atof",
     "c_atol",
+    "check_file",
     "iter_json_lines",
     "iter_json_objects",
     "iter_run_lines",
+    "no_rows_error",
     "open_text",
     "query_id_of",
     "ranx_file_kind",
@@ -109,6 +111,63 @@ def _note(path: Path, message: str) -> None:
     warnings.warn(f"{path}: {message}", UserWarning, stacklevel=4)
 
 
+def check_file(path: str | os.PathLike[str]) -> None:
+    """Refuse a folder where a file is read, naming it (and, in a BEIR folder, its qrels).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The path given as a file; ``-`` (the standard input) and paths that do not exist pass
+        (opening them says what is wrong).
+
+    Raises
+    ------
+    InputError
+        ``path`` is a folder.
+    """
+    if str(path) == STDIN or not os.path.isdir(path):
+        return
+    qrels = sorted(Path(path).glob("qrels/*.tsv"))
+    hint = f" (a BEIR folder: its qrels are {', '.join(map(str, qrels))})" if qrels else ""
+    raise InputError(f"a folder, not a file; give the path of a file{hint}", path=path)
+
+
+def no_rows_error(path: str | os.PathLike[str], what: str) -> InputError:
+    """The error of a file that holds no ``what`` (judgements, rankings, documents), naming the
+    file and what its lines are.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    what : str
+        What the file should hold, plural (``"judgements"``).
+
+    Returns
+    -------
+    InputError
+        ``it is empty``; ``only a header line`` (naming the header's line: BEIR's
+        ``query-id corpus-id score``); or ``its N lines are blank or comments`` (naming the
+        last line).
+    """
+    n_lines, header = 0, None
+    with contextlib.suppress(OSError, UnicodeDecodeError, RagnbError):
+        if str(path) != STDIN:
+            with open_text(Path(path)) as f:
+                for n_lines, line in enumerate(f, start=1):  # noqa: B007
+                    first = line.split()[:1]
+                    if first and first[0].lower() in ("query-id", "query_id", "qid"):
+                        header = n_lines
+    if header is not None:
+        return InputError(f"the file holds no {what}, only a header line", path=path, line=header)
+    if not n_lines:
+        return InputError(f"the file holds no {what}: it is empty", path=path)
+    return InputError(
+        f"the file holds no {what}: its {n_lines} line(s) are blank or comments",
+        path=path,
+        line=n_lines,
+    )
+
+
 def open_text(path: Path, *, newline: str | None = None, errors: str = "strict") -> IO[str]:
     """``path`` opened for reading text in :data:`ENCODING`, gunzipped if it ends in ``.gz``;
     ``-`` is the standard input (left open when the caller closes what this returns).
@@ -131,11 +190,14 @@ def open_text(path: Path, *, newline: str | None = None, errors: str = "strict")
 
     Raises
     ------
+    InputError
+        ``path`` is a folder (:func:`check_file`).
     OSError
         When the file cannot be opened.
     """
     if str(path) == STDIN:
         return contextlib.nullcontext(sys.stdin)  # type: ignore[return-value]
+    check_file(path)
     if path.suffix == ".gz":
         import gzip
 
@@ -283,7 +345,7 @@ def read_corpus(path: str | os.PathLike[str]) -> pd.DataFrame:
     path = Path(path)
     rows = _beir_rows(path, {"title": "", "text": None})
     if not rows:
-        raise InputError("the corpus holds no documents", path=path)
+        raise no_rows_error(path, "documents")
     return pd.DataFrame(rows, columns=["doc_id", "title", "text"], dtype=object)
 
 
@@ -696,13 +758,21 @@ def read_zscores(path: str | os.PathLike[str]) -> dict[tuple[str, str], tuple[fl
     Raises
     ------
     InputError
-        An unreadable file or a line of another shape, naming the file and line.
+        An unreadable or empty file, or a line of another shape, naming the file and line.
     """
+    check_file(path)
     try:
         with open(path, "rb") as f:
-            lines = f.read().split(b"\n")
+            data = f.read()
     except OSError as exc:
         raise InputError(f"trec-eval: cannot read the zscores file: {exc}", path=path) from None
+    if not data:  # get_zscores.c: a file of size 0 cannot be read
+        raise InputError(
+            "trec-eval: the zscores file is empty (trec_eval 10.0 stops too: 'Cannot read "
+            "zscores file')",
+            path=path,
+        )
+    lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     out: dict[tuple[str, str], tuple[float, float]] = {}
@@ -896,7 +966,8 @@ def read_run(path: str | os.PathLike[str], *, as_trec_eval: bool = False) -> pd.
         Wrong number of columns, a non-integer rank, a score that is not a finite number in
         trec_eval's syntax (no underscores, ASCII digits, no inf or NaN), or a duplicate
         (query, document) pair, naming the file and line; with ``as_trec_eval`` only what
-        trec_eval 10.0 rejects (and a NaN score, see :func:`iter_run_lines`).
+        trec_eval 10.0 rejects (and a NaN score, see :func:`iter_run_lines`). A file without
+        a ranking line (empty, or blank and comment lines only), and a folder.
 
     Notes
     -----
@@ -920,6 +991,8 @@ def read_run(path: str | os.PathLike[str], *, as_trec_eval: bool = False) -> pd.
         ranks.append(rank)
         scores.append(score)
         tags.append(tag)
+    if not qids:
+        raise no_rows_error(path, "rankings")
     return pd.DataFrame(
         {
             "query_id": pd.Series(qids, dtype=object),

@@ -57,13 +57,14 @@ from numpy.typing import ArrayLike
 from ragnb.errors import InputError
 from ragnb.frames.schema import RunOrder, check_qrels
 from ragnb.measures.base import Measure, MeasureFamily, ParamSpec, register_family
-from ragnb.measures.functions import Qrels, Run, fill_doc, mean_of
-from ragnb.measures.kernel import RankingArrays, as_qrels_frame
+from ragnb.measures.functions import Qrels, Run, aggregate_values, fill_doc
+from ragnb.measures.kernel import RankingArrays, as_qrels_frame, prepare
 
 __all__ = [
     "BASE_UTILITY",
     "GRADED_FAMILIES",
     "GRADE_MAPS",
+    "check_graded_scale",
     "complete_hit",
     "graded_measures",
     "harm_at_k",
@@ -98,6 +99,64 @@ GRADE_MAPS: Mapping[str, Mapping[int, int]] = MappingProxyType(
 
 
 # ----------------------------------------------------------------------------- grade maps
+
+
+#: How a scale that tops out at 3, 2 or 1 is usually called (the maps of GRADE_MAPS).
+_SCALES = {3: "0-3 (TREC DL)", 2: "0-2 (DBpedia-Entity)", 1: "0-1 (binary)"}
+
+
+def check_graded_scale(grades: np.ndarray, names: list[str], how: str) -> None:
+    """Refuse to read a 0-3, 0-2 or 0-1 scale as Dallaire's 1-5 rubric without a map.
+
+    A scale counts as 1-5 when its grades reach 4 or 5 (a grade <= 0 is then a judged document
+    of utility 0, as grade 1). Grades above 5 are left to the graded measures' own check, which
+    names the query.
+
+    Parameters
+    ----------
+    grades : ndarray of int
+        The qrels' grades (or their distinct values), all of them: a subset could look like
+        another scale.
+    names : list of str
+        The graded measures asked for, named in the error.
+    how : str
+        How the caller gives a map (``"with grade_map=..."``), ending the error.
+
+    Raises
+    ------
+    InputError
+        On a scale whose grades are all <= 3 (column ``relevance``), naming the grades found,
+        the scale and the maps of :data:`GRADE_MAPS`.
+
+    Examples
+    --------
+    >>> check_graded_scale(np.array([1, 4, 5]), ["RA-nWG@10"], "with grade_map=...")
+    """
+    if not len(grades) or int(np.max(grades)) >= 4:
+        return
+    high = int(np.max(grades))
+    scale = _SCALES.get(high, f"0-{high}")
+    found = sorted(int(g) for g in np.unique(grades))
+    raise InputError(
+        f"graded measures {names} read Dallaire's 1-5 grades, but these qrels hold grades "
+        f"{found}: a {scale} scale, not 1-5; give a grade map ("
+        + ", ".join(f"{name!r}" for name in sorted(GRADE_MAPS))
+        + f", a mapping {{grade: 1-5 grade}}, or '1-5' if these are 1-5 grades) {how}",
+        column="relevance",
+    )
+
+
+def _graded_mean(m: Measure, qrels: Qrels, run: Run, order: RunOrder) -> float:
+    """:func:`ragnb.measures.functions.mean_of` of a graded measure, once the qrels' scale is
+    checked (:func:`check_graded_scale`), as :func:`ragnb.evaluation.evaluate.evaluate` checks
+    it: both refuse a 0-3 scale without a map."""
+    arrays = prepare(qrels, run, order=order, depth=m.depth)
+    how = (
+        "with ragnb.evaluate(qrels, run, measures, grade_map=...), or map the qrels first with "
+        "ragnb.measures.map_grades(qrels, NAME or {grade: 1-5 grade})"
+    )
+    check_graded_scale(arrays.grade_levels, [m.name], how)
+    return aggregate_values(m, m.compute(arrays))
 
 
 def map_grades(qrels: Qrels, mapping: str | Mapping[int, int]) -> pd.DataFrame:
@@ -581,7 +640,7 @@ def ra_nwg(
     0.3333333333333333
     """
     m = Measure("RA-nWG", k, a=a, cap3=cap3, cap4=cap4, fb3=fb3, fb4=fb4)
-    return mean_of(m, qrels, run, order)
+    return _graded_mean(m, qrels, run, order)
 
 
 @fill_doc
@@ -611,7 +670,7 @@ def n_recall_4plus(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score")
     >>> n_recall_4plus(qrels, run, 2)                    # q1: 1 / min(2, 3)
     0.5
     """
-    return mean_of(Measure("N-Recall4+", k), qrels, run, order)
+    return _graded_mean(Measure("N-Recall4+", k), qrels, run, order)
 
 
 @fill_doc
@@ -630,7 +689,7 @@ def n_recall_5(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score") -> 
     >>> n_recall_5(qrels, {"q1": {"a": 0.9, "b": 0.8, "c": 0.7}}, 1)   # 1 / min(1, 2)
     1.0
     """
-    return mean_of(Measure("N-Recall5", k), qrels, run, order)
+    return _graded_mean(Measure("N-Recall5", k), qrels, run, order)
 
 
 def complete_hit(
@@ -667,7 +726,7 @@ def complete_hit(
     >>> complete_hit(qrels, run, 2), complete_hit(qrels, run, 3)   # q1 needs a and b
     (0.5, 1.0)
     """
-    return mean_of(Measure("CompleteHit", k, rel=rel), qrels, run, order)
+    return _graded_mean(Measure("CompleteHit", k, rel=rel), qrels, run, order)
 
 
 @fill_doc
@@ -685,7 +744,7 @@ def precision_4plus(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score"
     >>> precision_4plus({"q1": {"a": 5, "b": 3}}, {"q1": {"a": 0.9, "b": 0.8}}, 4)   # 1 / 4
     0.25
     """
-    return mean_of(Measure("Precision4+", k), qrels, run, order)
+    return _graded_mean(Measure("Precision4+", k), qrels, run, order)
 
 
 @fill_doc
@@ -711,7 +770,7 @@ def harm_at_k(qrels: Qrels, run: Run, k: int, *, order: RunOrder = "score") -> f
     >>> harm_at_k(qrels, {"q1": {"a": 0.9, "b": 0.8, "x": 0.7, "c": 0.6}}, 4)   # b, c: 2/4
     0.5
     """
-    return mean_of(Measure("Harm", k), qrels, run, order)
+    return _graded_mean(Measure("Harm", k), qrels, run, order)
 
 
 GRADED_FAMILIES = ("RA-nWG", "N-Recall4+", "N-Recall5", "Precision4+", "Harm", "CompleteHit")

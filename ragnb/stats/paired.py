@@ -37,10 +37,12 @@ def pick_measure(names: list[str], measure: str | Measure | None, what: str) -> 
     Parameters
     ----------
     names : list of str
-        The measure names a table holds (canonical names, e.g. ``"nDCG@10"``).
+        The measure names a table holds (canonical names, e.g. ``"nDCG@10"``, or the names
+        they were requested under, e.g. ``"ndcg_cut_10"``).
     measure : str, Measure or None
-        The measure asked for: a name as held, an alias that :func:`ragnb.measures.parse_measure`
-        canonicalises to one (``"ndcg_cut_10"`` finds ``"nDCG@10"``), or None to take the only
+        The measure asked for: a name as held, a name that :func:`ragnb.measures.parse_measure`
+        canonicalises as one held (``"ndcg_cut_10"`` finds ``"nDCG@10"`` and ``"NDCG@10"``),
+        or None to take the only
         name when there is exactly one.
     what : str
         What holds ``names`` (e.g. ``"the evaluation"``, ``"system 'bm25'"``), for the errors.
@@ -74,6 +76,12 @@ def pick_measure(names: list[str], measure: str | Measure | None, what: str) -> 
         canonical = None
     if canonical in names:
         return str(canonical)
+    for held in names:  # a table labelled with the names requested (map for AP)
+        try:
+            if parse_measure(held).name == canonical:
+                return held
+        except InputError:
+            continue
     raise InputError(f"{what} has no measure {name!r}; it has {names}", column=name)
 
 
