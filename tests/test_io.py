@@ -505,3 +505,31 @@ def test_read_beir_recipe_is_meta(tmp_path):
     root = make_beir(tmp_path / "ds")
     io.write_json({"built_by": "hand"}, root / "recipe.json")
     assert io.read_beir(root).meta == {"built_by": "hand"}
+
+
+def test_a_temporary_file_is_removed_only_when_its_writer_is_gone(tmp_path):
+    # a killed write leaves ".<name>.<random>.ragnb.tmp"; a write in progress holds its lock
+    with io.atomic_write(tmp_path / "busy.txt") as busy:
+        busy.write("in progress")
+        stale = tmp_path / ".done.txt.0a1b2c3d.ragnb.tmp"
+        stale.write_text("half of a killed write")
+        older = tmp_path / ".done.txt.x1y2z3.tmp"  # the form of earlier versions
+        older.write_text("half")
+        mine = tmp_path / ".notes.tmp"  # not ragnb's: never touched
+        mine.write_text("a user's file")
+        (tmp_path / "sub").mkdir()
+        deep = tmp_path / "sub" / ".run.trec.k9k9k9k9.ragnb.tmp"
+        deep.write_text("half")
+        in_progress = [p.name for p in tmp_path.glob(".busy.txt.*.ragnb.tmp")]
+        assert len(in_progress) == 1
+
+        assert io.remove_stale_temporaries(tmp_path) == [stale]
+        assert io.remove_stale_temporaries(tmp_path, recursive=True) == [deep]
+        io.write_json({"a": 1}, tmp_path / "done.txt")  # the next write of a target cleans too
+        assert not older.exists() and mine.exists()
+        assert [p.name for p in tmp_path.glob(".busy.txt.*.ragnb.tmp")] == in_progress
+        # another atomic write of the same target in the meantime leaves this one alone
+        io.write_json({"b": 2}, tmp_path / "busy.txt")
+        assert [p.name for p in tmp_path.glob(".busy.txt.*.ragnb.tmp")] == in_progress
+    assert (tmp_path / "busy.txt").read_text() == "in progress"
+    assert sorted(os.listdir(tmp_path)) == [".notes.tmp", "busy.txt", "done.txt", "sub"]

@@ -193,14 +193,18 @@ def test_each_outcome_names_its_request_as_its_pending_line_does(openai_server, 
         items(1, reference="r")
     )
     lines = [json.loads(x) for x in (tmp_path / "ledger.jsonl").read_text().splitlines()]
-    statuses = ["pending", "http_500", "pending", "ok", "pending", "ok", "cached"]
-    assert [e["status"] for e in lines] == statuses
+    # each request: its pending line, its sent mark as it leaves, its outcome
+    statuses = ["pending", "sent", "http_500", "pending", "sent", "ok", "pending", "sent", "ok"]
+    assert [e["status"] for e in lines] == [*statuses, "cached"]
     who = ("stage", "judge_id", "model", "kind", "item", "key", "attempt", "repeated", "run_id")
     pending = {e["request_id"]: e for e in lines if e["status"] == "pending"}
-    outcomes = [e for e in lines if e["status"] not in ("pending", "cached")]
+    marks = [e for e in lines if e["status"] == "sent"]
+    outcomes = [e for e in lines if e["status"] not in ("pending", "sent", "cached")]
     assert len(pending) == 3 and sorted(e["request_id"] for e in outcomes) == sorted(pending)
-    for e in outcomes:
+    assert sorted(e["request_id"] for e in marks) == sorted(pending)
+    for e in outcomes + marks:
         assert {k: e[k] for k in who} == {k: pending[e["request_id"]][k] for k in who}
+    assert all(e["sent"] for e in outcomes + marks) and not any(pending[r]["sent"] for r in pending)
     assert [e["attempt"] for e in outcomes] == [1, 2, 3]
     hit = lines[-1]
     assert (hit["attempt"], hit["request_id"], hit["cached"]) == (0, None, True)

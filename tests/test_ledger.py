@@ -322,3 +322,70 @@ def test_offline_judges_plan_no_calls():
     judge = QrelsJudge({"q": {"d0": 1}})
     est = estimate(judge, rows(3))
     assert est.calls == 0 and est.total_usd == 0.0
+
+
+# ----------------------------------------------------------------------------- sent marks
+
+
+def begin(led: Ledger, item: str) -> str:
+    return led.begin(
+        stage="s", model="judge-test", item=item, key=f"key-{item}", attempt=1,
+        input_tokens=1000, output_tokens=10,
+    )  # fmt: skip
+
+
+def test_a_request_killed_before_it_left_is_never_billed(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    led = Ledger(path, prices=PRICES)
+    answered, in_flight, never_sent = begin(led, "a"), begin(led, "b"), begin(led, "c")
+    for rid in (answered, in_flight):
+        led.mark_sent(rid)
+    led.mark_sent(in_flight)  # a second mark writes nothing
+    led.record(
+        stage="s", model="judge-test", item="a", key="key-a", attempt=1, status="ok",
+        input_tokens=900, output_tokens=5, request_id=answered,
+    )  # fmt: skip
+    led.close()  # killed here: b was sent, c was waiting for a connection
+    statuses = [json.loads(line)["status"] for line in path.read_text().splitlines()]
+    assert statuses == ["pending"] * 3 + ["sent"] * 2 + ["ok"]
+
+    again = Ledger(path, prices=PRICES)
+    assert list(again.interrupted) == [in_flight] and list(again.unsent) == [never_sent]
+    assert again.unsent_keys() == {"key-c"} and again.interrupted_keys() == {"key-b"}
+    total = again.summary()["total"]
+    assert total["requests"] == 1 and total["in_flight"] == 1  # c counts nowhere
+    assert total["in_flight_usd"] == pytest.approx((1000 * 2.0 + 10 * 8.0) / 1e6)
+    assert "1 requests in flight at an interruption" in again.cost_note()
+    # a resume re-sends b and c: b is reconciled as billed, c was never billed
+    assert again.reconcile("key-b") == 1 and again.reconcile("key-c") == 0
+    t = again.summary()["total"]
+    assert t["requests"] == 2 and t["in_flight"] == 0 and t["estimated"] == 1
+
+
+def test_an_attempt_that_never_connected_is_listed_not_billed(tmp_path):
+    led = Ledger(tmp_path / "ledger.jsonl", prices=PRICES)
+    rid = begin(led, "a")
+    led.record(
+        stage="s", model="judge-test", item="a", key="key-a", attempt=1, status="connection",
+        request_id=rid,
+    )  # fmt: skip
+    frame = Ledger.read(tmp_path / "ledger.jsonl")
+    assert frame["status"].tolist() == ["connection"] and not frame["sent"].any()
+    assert led.summary()["total"]["requests"] == 0
+    assert led.cost_note() == "No LLM request was billed."
+
+
+def test_a_ledger_written_before_sent_marks_bills_its_pending_lines_as_before(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    old = {
+        "ts": "2025-01-01T00:00:00.000Z", "run_id": "r0", "stage": "s", "judge_id": "",
+        "model": "judge-test", "kind": "grade", "item": "a", "key": "key-a", "attempt": 1,
+        "status": "pending", "input_tokens": 1000, "output_tokens": 10, "cached": False,
+        "repeated": False, "cost_usd": 0.00208, "request_id": "r1", "usage_estimated": True,
+    }  # fmt: skip
+    done = {**old, "item": "b", "key": "key-b", "status": "ok", "request_id": "r2"}
+    path.write_text(json.dumps(old) + "\n" + json.dumps(done) + "\n")
+    led = Ledger(path, prices=PRICES)
+    assert list(led.interrupted) == ["r1"] and not led.unsent
+    assert Ledger.read(path)["sent"].tolist() == [True]
+    assert led.summary()["total"]["requests"] == 1

@@ -60,6 +60,8 @@ __all__ = [
     "BeirDataset",
     "append_parquet",
     "atomic_write",
+    "remove_stale_temporaries",
+    "TEMP_SUFFIX",
     "read_grade_map",
     "read_parquet",
     "write_parquet",
@@ -80,11 +82,20 @@ __all__ = [
 # atomic writes
 
 
+#: The ending of the temporary files :func:`atomic_write` writes beside their target
+#: (``.<name>.<random>.ragnb.tmp``), which :func:`remove_stale_temporaries` looks for.
+TEMP_SUFFIX = ".ragnb.tmp"
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success rename it over ``path``.
 
-    On an exception the temporary file is removed and ``path`` is left as it was.
+    On an exception the temporary file is removed and ``path`` is left as it was. The temporary
+    file (``.<name>.<random>.ragnb.tmp``) is locked (``flock``) while it is written, so the
+    temporary files a killed process left (their lock died with it) are told from those a live
+    process is writing: the next write of ``path`` removes the former
+    (:func:`remove_stale_temporaries` removes them from a whole folder) and never the latter.
 
     Parameters
     ----------
@@ -96,7 +107,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _locked_temporary(path)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
         if "b" in mode:
@@ -107,18 +118,97 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+            os.replace(tmp, path)  # still locked: no cleaner takes it before it is renamed
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
 
 
-def _remove_leftovers(path: Path) -> None:
-    """Remove the temporary files that an interrupted :func:`atomic_write` of ``path`` left."""
-    for leftover in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+def _locked_temporary(path: Path) -> tuple[int, str]:
+    """A new temporary file beside ``path``, open and locked: ``(fd, name)``."""
+    while True:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+        _lock(fd, block=True)
+        try:  # a cleaner may have taken it between its creation and the lock: make another
+            if os.stat(tmp).st_ino == os.fstat(fd).st_ino:
+                return fd, tmp
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def _lock(fd: int, *, block: bool) -> bool:
+    """Take the exclusive ``flock`` of ``fd``; False when another open file holds it (only
+    with ``block=False``). Without ``fcntl`` (Windows) every lock is granted."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _remove_if_stale(leftover: Path) -> bool:
+    """Remove ``leftover``, a temporary file of :func:`atomic_write`, unless a live process
+    holds its lock (is writing it now); True when removed."""
+    try:
+        fd = os.open(leftover, os.O_RDONLY)
+    except (FileNotFoundError, IsADirectoryError):
+        return False
+    try:
+        if not _lock(fd, block=False):
+            return False
         with contextlib.suppress(FileNotFoundError):
-            leftover.unlink()
+            os.unlink(leftover)
+            return True
+        return False
+    finally:
+        os.close(fd)
+
+
+def _remove_leftovers(path: Path) -> None:
+    """Remove the temporary files that an interrupted :func:`atomic_write` of ``path`` left
+    (those of earlier versions, ``.<name>.<random>.tmp``, too); not those being written."""
+    for leftover in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        _remove_if_stale(leftover)
+
+
+def remove_stale_temporaries(
+    folder: str | os.PathLike[str], *, recursive: bool = False
+) -> list[Path]:
+    """Remove the temporary files that :func:`atomic_write` calls killed mid-write left in
+    ``folder``: a run folder opened again starts without them.
+
+    Only ragnb's temporary files (``.<name>.<random>.ragnb.tmp``) are looked at, and of them
+    only those no live process is writing (their lock is free: their writer is gone).
+
+    Parameters
+    ----------
+    folder : str or PathLike
+        A folder (a missing one holds nothing).
+    recursive : bool, default False
+        Look in its subfolders too.
+
+    Returns
+    -------
+    list of Path
+        The files removed.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    pattern = f".*{TEMP_SUFFIX}"
+    found = folder.rglob(pattern) if recursive else folder.glob(pattern)
+    removed = [p for p in sorted(found) if _remove_if_stale(p)]
+    if removed:
+        logging.getLogger("ragnb.io.files").info(
+            "%s: removed %d temporary files an interrupted write left", folder, len(removed)
+        )
+    return removed
 
 
 class AppendLog:

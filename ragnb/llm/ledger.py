@@ -9,13 +9,17 @@ Three pieces, used by :mod:`ragnb.judge` and :mod:`ragnb.context.llm` and shown 
     never costed as 0: its cost is missing (NaN) and :func:`check_budget` refuses to pass.
 :class:`Ledger`
     One JSON line per HTTP request (or per cache hit), appended with a single ``write(2)`` on a
-    file opened ``O_APPEND``. Each paid request is written twice: a ``pending`` line *before* it
-    is sent (write-ahead) and its outcome, with the same ``request_id``, when it ends. A process
+    file opened ``O_APPEND``. Each paid request is written three times, with one ``request_id``:
+    a ``pending`` line *before* it is sent (write-ahead), a ``sent`` mark as its body leaves for
+    the server (:meth:`Ledger.mark_sent`), and its outcome when it ends. A process
     killed mid-request (SIGKILL) thus leaves pending lines without outcome: the next
-    :class:`Ledger` on the file lists them (:attr:`Ledger.interrupted`) as requests that *may*
-    have been billed, and the totals say "up to $X more" for them until a resume re-sends them
-    (:meth:`Ledger.reconcile`). A torn last line (a write cut short by a crash or a full disk)
-    is moved aside on open (:meth:`ragnb.io.files.AppendLog.repair`), so the next line starts fresh.
+    :class:`Ledger` on the file lists those that were sent (:attr:`Ledger.interrupted`) as
+    requests that *may* have been billed, and the totals say "up to $X more" for them until a
+    resume re-sends them (:meth:`Ledger.reconcile`); those never sent (killed while waiting for
+    a connection, a rate limit or a worker) were never billed (:attr:`Ledger.unsent`) and count
+    nowhere. An outcome without a request that left (no connection) is listed but not billed.
+    A torn last line (a write cut short by a crash or a full disk) is moved aside on open
+    (:meth:`ragnb.io.files.AppendLog.repair`), so the next line starts fresh.
     An answer without ``usage`` is costed from the local token count and flagged
     ``usage_estimated``; the totals say how much of the cost is estimated. Per-stage totals
     (:meth:`Ledger.totals`) and a JSON-safe summary for manifests (:meth:`Ledger.summary`).
@@ -46,8 +50,10 @@ A JSON Lines file; each line an object with these keys:
 ``status``        ``"ok"`` (an answer arrived), ``"cached"``, ``"http_<code>"``,
                   ``"timeout"``, ``"connection"``, ``"malformed"`` (unparseable body),
                   ``"error"`` (the client failed); ``"pending"`` (write-ahead: the request is
-                  about to be sent) and ``"interrupted"`` (a pending request whose process was
-                  killed, reconciled by the run that re-sent it: counted as billed, estimated);
+                  about to be sent), ``"sent"`` (the mark of a pending request whose body is
+                  leaving for the server) and ``"interrupted"`` (a sent request whose process
+                  was killed, reconciled by the run that re-sent it: counted as billed,
+                  estimated);
                   for a call sent in a batch, ``"batch_error"`` (a line of the batch's error
                   file) or ``"batch_<status>"`` (the batch ended ``expired``, ``failed`` or
                   ``cancelled`` without answering it), both unbilled
@@ -74,6 +80,10 @@ A JSON Lines file; each line an object with these keys:
 ``batch``         bool: the answer came from the provider's batch API
                   (:mod:`ragnb.llm.batch`), priced at the table's ``batch_discount`` (OpenAI:
                   half price); False in ledgers written before the field existed
+``sent``          bool: the request left for the server (a batch: the batch was created), so it
+                  may be billed; False on a pending line, on a cache hit, and on the outcome
+                  of a request that never left (no connection: listed, never billed); True in
+                  ledgers written before the field existed
 ================= ===========================================================================
 
 References
@@ -100,7 +110,7 @@ from typing import Any
 import pandas as pd
 
 import ragnb.llm.estimates as estimates
-from ragnb.io.files import AppendLog
+from ragnb.io.files import AppendLog, remove_stale_temporaries
 from ragnb.llm.estimates import *  # noqa: F403 (re-exported: see __all__)
 from ragnb.llm.prices import ModelPrice, PriceTable
 
@@ -133,9 +143,11 @@ LEDGER_FIELDS = (
     "usage_estimated",
     "wait_s",
     "batch",
+    "sent",
 )
-#: Status of a write-ahead line, and of its outcome after an interruption.
-PENDING, INTERRUPTED = "pending", "interrupted"
+#: Status of a write-ahead line, of the mark of its request having left, and of its outcome
+#: after an interruption.
+PENDING, SENT, INTERRUPTED = "pending", "sent", "interrupted"
 
 # ----------------------------------------------------------------------------- the ledger
 
@@ -170,8 +182,12 @@ class Ledger:
     torn_lines : int
         Torn last lines moved to ``<path>.torn`` on open (0 or 1 per open).
     interrupted : dict of str to dict
-        Pending lines of earlier runs without outcome, by ``request_id``: requests in flight
-        when a process was killed, which may have been billed.
+        Pending lines of earlier runs without outcome whose request was sent, by
+        ``request_id``: requests in flight when a process was killed, which may have been
+        billed.
+    unsent : dict of str to dict
+        Pending lines of earlier runs whose request never left (no ``sent`` mark, no outcome),
+        by ``request_id``: never billed, counted nowhere.
 
     Examples
     --------
@@ -198,6 +214,7 @@ class Ledger:
         self.skipped_lines = 0
         self.torn_lines = 0
         self.interrupted: dict[str, dict[str, Any]] = {}
+        self.unsent: dict[str, dict[str, Any]] = {}
         self._pending: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._log: AppendLog | None = None
@@ -207,7 +224,13 @@ class Ledger:
                 self.torn_lines = self._log.repair()
                 lines, self.skipped_lines = _read_lines(self.path)
                 self.skipped_lines += self.torn_lines
-                self.entries, self.interrupted = _split_pending(lines)
+                self.entries, self.interrupted, self.unsent = _split_pending(lines)
+                if self.unsent:
+                    log.info(
+                        "%s: %d requests of an interrupted run were never sent (not billed)",
+                        self.path,
+                        len(self.unsent),
+                    )
                 if self.interrupted:
                     log.warning(
                         "%s: %d requests were in flight when an earlier run was interrupted; "
@@ -217,6 +240,8 @@ class Ledger:
                         _usd(_sum_cost(self.interrupted.values())),
                     )
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            # what a write killed beside the ledger left (a stage file, an export)
+            remove_stale_temporaries(self.path.parent)
 
     # -- writing
 
@@ -241,6 +266,7 @@ class Ledger:
         run_id: str | None = None,
         wait_s: float = 0.0,
         batch: bool = False,
+        sent: bool | None = None,
     ) -> dict[str, Any]:
         """Append one entry (a line of the file, written whole by one ``write``) and return it.
 
@@ -252,7 +278,9 @@ class Ledger:
         complete its lines); ``wait_s`` is the seconds the request waited for the rate limit before
         it was sent; ``batch`` marks an answer of the provider's batch API (priced at the table's
         batch discount). An entry completing a pending line of an earlier run (an answer of a batch
-        that run submitted) removes it from :attr:`interrupted`.
+        that run submitted) removes it from :attr:`interrupted`. ``sent`` says whether the request
+        left for the server; default: as its pending line was marked (:meth:`mark_sent`), False for
+        a cache hit, else True (a request with no pending line).
         """
         cached_in = min(max(int(cached_input_tokens), 0), int(input_tokens))
         if cached:
@@ -283,15 +311,31 @@ class Ledger:
             "batch": bool(batch),
         }
         with self._lock:
+            if sent is None:
+                ahead = self._pending.get(str(request_id)) if request_id is not None else None
+                sent = (not cached) if ahead is None else bool(ahead["sent"])
+            entry["sent"] = bool(sent) and status != PENDING
             self._write(entry)
             if status == PENDING:
-                self._pending[str(request_id)] = entry
+                self._pending[str(request_id)] = dict(entry)
             else:
                 if request_id is not None:
                     self._pending.pop(request_id, None)
                     self.interrupted.pop(request_id, None)
+                    self.unsent.pop(request_id, None)
                 self.entries.append(entry)
         return entry
+
+    def mark_sent(self, request_id: str) -> None:
+        """Append the ``sent`` mark of the pending request ``request_id``: its body is leaving for
+        the server (from now on it may be billed). A second mark, or the mark of a
+        request not pending, writes nothing."""
+        with self._lock:
+            ahead = self._pending.get(request_id)
+            if ahead is None or ahead["sent"]:
+                return
+            ahead["sent"] = True
+            self._write({**ahead, "ts": _now(), "status": SENT})
 
     def _write(self, entry: dict[str, Any]) -> None:
         """Append ``entry`` to the file (the caller holds the lock)."""
@@ -356,6 +400,14 @@ class Ledger:
         with self._lock:
             return {e["key"] for e in self.interrupted.values()}
 
+    def unsent_keys(self) -> set[str]:
+        """Cache keys of the :attr:`unsent` requests (written ahead, never sent) of which no
+        other request was sent: the calls no server has seen."""
+        with self._lock:
+            seen = {e["key"] for e in self.entries if e.get("sent", not e.get("cached"))}
+            seen |= {e["key"] for e in self.interrupted.values()}
+            return {e["key"] for e in self.unsent.values()} - seen
+
     def reconcile(self, key: str) -> int:
         """Complete the :attr:`interrupted` requests of ``key`` (a resume is re-sending it).
 
@@ -376,6 +428,7 @@ class Ledger:
                     "ts": _now(),
                     "status": INTERRUPTED,
                     "reconciled_by": self.run_id,
+                    "sent": True,
                 }
                 self._write(entry)
                 self.entries.append(entry)
@@ -419,9 +472,11 @@ class Ledger:
         Returns
         -------
         DataFrame
-            The ``by`` columns, then ``requests`` (HTTP requests made), ``answered`` (requests
-            with an answer), ``failed`` (requests without), ``cached`` (cache hits),
-            ``repeated`` (requests re-sent after an earlier run lost them), ``input_tokens``,
+            The ``by`` columns, then ``requests`` (HTTP requests sent: an attempt that never
+            left, for want of a connection, is listed in the ledger but is not one),
+            ``answered`` (requests with an answer), ``failed`` (requests without), ``cached``
+            (cache hits), ``repeated`` (requests re-sent after an earlier run lost them),
+            ``input_tokens``,
             ``output_tokens`` (billed: cache hits excluded), ``cached_input_tokens`` (the part of
             ``input_tokens`` the provider read from its prompt cache), ``cached_at_input_price``
             (those of them priced as input because the model has no ``cached_input`` price in
@@ -530,21 +585,30 @@ def _sum_cost(entries: Any) -> float:
 
 def _split_pending(
     lines: list[dict[str, Any]],
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """``(entries, interrupted)``: the lines that are not write-ahead ``pending`` lines, and the
-    pending lines no later line completes (same ``request_id``), by request id."""
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """``(entries, interrupted, unsent)``: the lines that are neither write-ahead ``pending``
+    lines nor ``sent`` marks; the pending lines no later line completes (same ``request_id``)
+    whose request was sent (a ``sent`` mark, or a ledger written before marks existed: no
+    ``sent`` field), by request id; and those whose request never left."""
     pending: dict[str, dict[str, Any]] = {}
     entries = []
     for e in lines:
         rid = e.get("request_id")
-        if e.get("status") == PENDING:
+        status = e.get("status")
+        if status == PENDING:
             if rid is not None:
-                pending[str(rid)] = e
+                pending[str(rid)] = {**e, "sent": e.get("sent", True)}
+            continue
+        if status == SENT:
+            if rid is not None and str(rid) in pending:
+                pending[str(rid)]["sent"] = True
             continue
         if rid is not None:
             pending.pop(str(rid), None)
         entries.append(e)
-    return entries, pending
+    interrupted = {rid: e for rid, e in pending.items() if e["sent"]}
+    unsent = {rid: e for rid, e in pending.items() if not e["sent"]}
+    return entries, interrupted, unsent
 
 
 def _read_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
@@ -575,6 +639,8 @@ def _frame(entries: list[dict[str, Any]]) -> pd.DataFrame:
     # older ledgers lack usage_estimated and batch
     for col in ("cached", "repeated", "usage_estimated", "batch"):
         df[col] = df[col].astype(object).where(df[col].notna(), False).astype(bool)
+    # older ledgers lack sent: every request they list was sent (cache hits were not)
+    df["sent"] = df["sent"].astype(object).where(df["sent"].notna(), ~df["cached"]).astype(bool)
     df["request_id"] = df["request_id"].astype(object)
     df["cost_usd"] = pd.to_numeric(df["cost_usd"], errors="coerce").astype("float64")
     # older ledgers lack wait_s: they recorded no wait
@@ -633,7 +699,7 @@ def _billed_totals(
     ]
     if df.empty:
         return pd.DataFrame(columns=cols)
-    billed = ~df["cached"]
+    billed = ~df["cached"] & df["sent"]
     estimated = billed & df["usage_estimated"]
     cached_in = df["cached_input_tokens"].where(billed, 0)
     rated = {
@@ -652,7 +718,7 @@ def _billed_totals(
             "output_tokens": df["output_tokens"].where(billed, 0),
             "cached_input_tokens": cached_in,
             "cached_at_input_price": cached_in.where(~has_rate, 0),
-            "cost_usd": df["cost_usd"],
+            "cost_usd": df["cost_usd"].where(billed | df["cached"], 0.0),
             "unpriced": (billed & df["cost_usd"].isna()).astype(int),
             "estimated": estimated.astype(int),
             "estimated_usd": df["cost_usd"].where(estimated, 0.0),

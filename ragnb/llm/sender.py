@@ -94,6 +94,7 @@ from ragnb.llm.transport import (
     acall,
     classify,
     http_client,
+    notify_sent,
     rate_limiter,
     redact,
 )
@@ -331,7 +332,10 @@ class CallSender:
         if todo:
             before = set(self.cache.get_many(INFLIGHT_NAMESPACE, [c.key for c in todo]))
             answered = set(self.cache.get_many(NAMESPACE, [c.key for c in todo]))
-            repeated = frozenset(((before - answered) | (orphans & set(unique))) - held)
+            # marked in flight by an earlier run but never sent (a kill before it left): the
+            # request is not a repeat
+            lost = (before - answered) - self.ledger.unsent_keys()
+            repeated = frozenset((lost | (orphans & set(unique))) - held)
             state = _RunState(CircuitBreaker(self.max_connection_failures, self.health_check))
             if self.batch:
                 results.update(self._run_batches(todo, repeated, stage, kind, state, resumable))
@@ -561,13 +565,16 @@ class CallSender:
             sent["request_id"] = self.ledger.begin(
                 **who, input_tokens=est_in, output_tokens=est_out
             )
+            rid = sent["request_id"]
             try:
                 # POST /chat/completions through the client's generic verb: the same request,
                 # auth and errors as chat.completions.create, without its per-call TypedDict
                 # transform of the messages and pydantic model of the answer (~2 ms of typing
                 # introspection per call, most of the CPU budget at 16 calls per 50 ms); the
                 # body is read as a plain dict (a truncated one raises json.JSONDecodeError)
-                data = await job.client.post("/chat/completions", cast_to=dict, body=body)
+                # the ledger bills the request once its body leaves for the server (a sent mark)
+                with notify_sent(lambda: self.ledger.mark_sent(rid)):
+                    data = await job.client.post("/chat/completions", cast_to=dict, body=body)
                 content, n_in, n_out = read_completion(data)
             except Exception as e:
                 # the server lacks an option the call carries: retrying cannot help
@@ -726,13 +733,18 @@ class CallSender:
             items[c.key] = {"key": c.key, "item": c.item, "request_id": rid}
         self.cache.put_many(INFLIGHT_NAMESPACE, {c.key: stamp for c in calls})
         try:
-            return self.batches.submit(bodies, items, self.ledger.run_id)
+            submitted = self.batches.submit(bodies, items, self.ledger.run_id)
         except GaveUp as g:
             for c in calls:  # nothing was billed: close the pending lines
                 who = self._identity(stage, kind, c, 1, c.key in repeated)
                 rid = items[c.key]["request_id"]
-                self.ledger.record(**who, status=g.fault.status, request_id=rid, batch=True)
+                self.ledger.record(
+                    **who, status=g.fault.status, request_id=rid, batch=True, sent=False
+                )
             raise
+        for info in items.values():  # the batch exists: its calls may be billed
+            self.ledger.mark_sent(info["request_id"])
+        return submitted
 
     def _fold(
         self,

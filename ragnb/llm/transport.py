@@ -22,6 +22,9 @@ client's own retries off, and retries here, by one rule:
   server's ``x-ratelimit-remaining-*`` / ``x-ratelimit-reset-*`` headers (:func:`http_client`
   passes it every response) and lowers its allowed rate on a 429 and raises it back on answers
   (additive increase, multiplicative decrease). A 429 is retried like any retryable fault.
+- **When a request leaves**: :func:`notify_sent` names a callback that the HTTP client of
+  :func:`http_client` calls as the request's body is handed to the connection (its headers
+  already gone): what a ledger needs to bill a request only once the server can have it.
 - **When a whole job stops**: a :class:`CircuitBreaker` shared by every request of a job trips
   after ``max_consecutive`` connection failures or timeouts in a row (no server answers at that
   URL) or after one fatal status (401, 403, 404: the key, the URL or the model is wrong); every
@@ -41,6 +44,8 @@ References
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import datetime as _dt
 import email.utils
 import json
@@ -50,7 +55,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -79,6 +84,7 @@ __all__ = [
     "classify",
     "error_message",
     "http_client",
+    "notify_sent",
     "rate_limiter",
     "redact",
     "reset_seconds",
@@ -818,9 +824,48 @@ def rate_limiter(
     return limiter
 
 
+_ON_SENT: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "ragnb_on_sent", default=None
+)
+
+
+@contextlib.contextmanager
+def notify_sent(callback: Callable[[], None]) -> Iterator[None]:
+    """Within the block, a request sent by a client of :func:`http_client` calls ``callback``
+    as its body is handed to the connection (the server can have it from then on).
+
+    The callback runs when the headers are written and the body is about to be: the body's
+    write follows it without a pause (no other task runs in between), whereas after the write
+    the event loop runs other tasks. Called then, a process killed at any moment leaves the
+    callback's mark for every request the server received whole, and none for a request that
+    never left (no connection) or was cut off after its headers. The callback belongs to the
+    current thread or asyncio task (a context variable), so concurrent requests each call their
+    own.
+
+    Parameters
+    ----------
+    callback : callable () -> None
+        Called at most once per HTTP request, synchronously, by the client's transport.
+    """
+    token = _ON_SENT.set(callback)
+    try:
+        yield
+    finally:
+        _ON_SENT.reset(token)
+
+
+def _is_sent(event: str) -> bool:
+    """Whether an ``httpcore`` trace event says the request's body is being written (the
+    ``anyio`` stream under ``httpcore`` hands bytes to the socket, then yields to the loop)."""
+    return event.endswith("send_request_body.started")
+
+
 def http_client(limiter: RateLimiter, *, asynchronous: bool) -> Any:
     """The ``openai`` client's default HTTP client, with a hook that passes every response's
     headers to ``limiter`` (:meth:`RateLimiter.observe`): give it as ``http_client=``.
+
+    A request sent within :func:`notify_sent` calls its callback as its body is handed to the
+    connection (the ``trace`` extension of ``httpcore``).
 
     Parameters
     ----------
@@ -841,12 +886,33 @@ def http_client(limiter: RateLimiter, *, asynchronous: bool) -> Any:
         async def ahook(response: Any) -> None:
             limiter.observe(response.headers)
 
-        return openai.DefaultAsyncHttpxClient(event_hooks={"response": [ahook]})
+        async def asent(request: Any) -> None:
+            callback = _ON_SENT.get()
+            if callback is not None:
+
+                async def trace(event: str, info: Any) -> None:
+                    if _is_sent(event):
+                        callback()
+
+                request.extensions["trace"] = trace
+
+        hooks = {"request": [asent], "response": [ahook]}
+        return openai.DefaultAsyncHttpxClient(event_hooks=hooks)
 
     def hook(response: Any) -> None:
         limiter.observe(response.headers)
 
-    return openai.DefaultHttpxClient(event_hooks={"response": [hook]})
+    def sent(request: Any) -> None:
+        callback = _ON_SENT.get()
+        if callback is not None:
+
+            def trace(event: str, info: Any) -> None:
+                if _is_sent(event):
+                    callback()
+
+            request.extensions["trace"] = trace
+
+    return openai.DefaultHttpxClient(event_hooks={"request": [sent], "response": [hook]})
 
 
 # ----------------------------------------------------------------------------- the loops

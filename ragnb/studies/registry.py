@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragnb.errors import InputError
+from ragnb.io.files import atomic_write
 from ragnb.report.params import parameters_cell, unknown_parameter
 
 __all__ = ["STUDIES", "Study", "study", "sync_parameters"]
@@ -184,7 +185,6 @@ def sync_parameters(
         differ.append(s.notebook)
         if write:
             nb["cells"][index]["source"] = want.splitlines(keepends=True)
-            tmp = path.with_suffix(".ipynb.tmp")
-            tmp.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-            os.replace(tmp, path)
+            with atomic_write(path) as f:
+                f.write(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     return differ

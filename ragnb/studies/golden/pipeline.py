@@ -53,7 +53,7 @@ from ragnb.core.paths import resolve_path
 from ragnb.core.provenance import sha256_json, utc_now
 from ragnb.core.validation import check_int_at_least, check_positive_int, check_positive_ints
 from ragnb.errors import InputError, JudgeFailures, JudgeUnavailable
-from ragnb.io.files import read_json, write_json, write_parquet
+from ragnb.io.files import read_json, remove_stale_temporaries, write_json, write_parquet
 from ragnb.judge.base import Judge
 from ragnb.judge.degenerate import CheckThresholds
 from ragnb.retrievers.retrieve import Retriever
@@ -229,6 +229,8 @@ class GoldenPipeline:
         self.seed = seed
         self.rewrite = rewrite
         self.run_dir = None if run_dir is None else Path(run_dir)
+        if self.run_dir is not None:  # a run killed mid-write left temporary files: not kept
+            remove_stale_temporaries(self.run_dir, recursive=True)
         self.new_systems = dict(new_systems or {})
         self.incremental_k = incremental_k
         self.budget_usd = budget_usd
