@@ -228,7 +228,9 @@ def test_regrading_goes_through_the_judge_cache(openai_server, tmp_path, monkeyp
     # manifest.json shows a folder outside the project by its name only: the command takes it
     args += ["--cache-dir", str(tmp_path / "cache")]
     assert main([*args, "--queries", str(tmp_path / "missing.txt")]) == 2
-    assert "is not found from the project root: pass --queries" in capsys.readouterr().err
+    assert "not found from the working folder or the project root: pass --queries" in (
+        capsys.readouterr().err
+    )
     assert main([*args, "--model", "gpt-4.1-mini", "--n-boot", "50"]) == 0
     ledger = Ledger.read(tmp_path / "run" / "ledger.jsonl")
     drift_rows = ledger[ledger["stage"] == "drift"]

@@ -274,6 +274,7 @@ def test_default_report_uses_the_local_model_and_says_so(tmp_path):
         "retrievers": "[bm25]",
         "ppi_labels": 0,
         "simulate": False,
+        "checks": "all",  # off by default with the local model: asked for here
         "cache_dir": str(tmp_path / "cache"),
         "export_dir": str(tmp_path / "export"),
     }

@@ -82,6 +82,15 @@ def _cmd_golden(args: argparse.Namespace) -> int:
         f"which judge made it in {QRELS_NOTE}, provenance in judgements.csv and manifest.json"
     )
     _print_judge_checks(gs.judge_checks())
+    nuggets = result.nuggets
+    if nuggets is not None:
+        c = nuggets.counts
+        print(
+            f"nuggets: {c['nuggets']} for {c['queries']} of {nuggets.n_queries} queries; "
+            f"NuggetRecall@{nuggets.k} averages over those {c['queries']}: "
+            f"{out / 'nugget_recall.csv'}"
+        )
+        _print_judge_checks(nuggets.findings, "the nuggets state no facts", "nuggets.csv")
     cal = result.calibration
     if cal is not None:
         k = cal.agreement.set_index("statistic").loc["kappa (quadratic)"]
@@ -94,14 +103,18 @@ def _cmd_golden(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_judge_checks(findings: Sequence[Any]) -> None:
+def _print_judge_checks(
+    findings: Sequence[Any],
+    headline: str = "the judge's grades may say nothing",
+    where: str = "also in manifest.json",
+) -> None:
     """The degenerate-judge findings on stderr, with what to do; nothing when there is none."""
     if not findings:
         return
     n = len(findings)
     lines = [
-        f"ragnb: warning: the judge's grades may say nothing ({n} finding{'s' if n > 1 else ''} "
-        "of the degenerate-judge checks; also in manifest.json):",
+        f"ragnb: warning: {headline} ({n} finding{'s' if n > 1 else ''} of the degenerate-judge "
+        f"checks; {where}):",
         *(f"  - {f}" for f in findings),
         "  what to do: " + " ".join(dict.fromkeys(f.advice for f in findings)),
     ]
@@ -192,6 +205,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--budget-usd", type=float, default=2.0, help="spending limit, US dollars")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--human-labels", default="", help="TREC qrels of human labels: calibrate, PPI")
+    p.add_argument(
+        "--checks",
+        default="auto",
+        metavar="CHECKS",
+        help="judge checks after the build, each calling the judge again: all, none, or some of "
+        "consistency,audit,drift,nuggets (default auto: all, none with the local judge)",
+    )
     p.add_argument("--cache-dir", default="", help="cache of embeddings and LLM answers")
     p.add_argument("--out", required=True, help="run folder to write")
     p.add_argument("--quiet", action="store_true", help="no line per stage")
@@ -218,7 +238,7 @@ def _cmd_golden_audit(args: argparse.Namespace) -> int:
     from ragnb.studies.golden.judging import make_judge, stop_local_server
     from ragnb.studies.golden.pipeline import build_pipeline
 
-    folder = Path(args.folder)
+    folder = Path(from_working_dir(args.folder))
     manifest = folder / "manifest.json"
     if not manifest.is_file():
         raise InputError(f"{manifest}: not found: give the run folder of a golden set")
@@ -253,7 +273,7 @@ def _cmd_golden_audit(args: argparse.Namespace) -> int:
     report = drift_gates(drift, minimum=args.judge_kappa_min, accepted=accepted, weights=args.kappa)
     print(drift.banner().replace("**", ""))
     if args.out:
-        print(f"tables: {drift.export(args.out)}")
+        print(f"tables: {drift.export(from_working_dir(args.out))}")
     print(report.message())
     return report.exit_status
 
@@ -264,22 +284,35 @@ _AUDIT_PATHS = ("dataset", "queries", "human_labels", "cache_dir")
 
 
 def _audit_paths(config: GoldenSetConfig, args: argparse.Namespace, manifest: Path) -> Any:
-    """``config`` with the path options given; every path must exist (else an error naming the
-    manifest and the option to pass)."""
+    """``config`` with the path options given, taken from the working folder, and the manifest's
+    relative paths taken from the working folder, else from the project root; every path must
+    exist (else an error naming the manifest and the option to pass)."""
     import dataclasses
 
     from ragnb.core.paths import resolve_path
 
-    given = {k: getattr(args, k) for k in _AUDIT_PATHS if getattr(args, k) is not None}
-    config = dataclasses.replace(config, **given)
+    given = {
+        k: from_working_dir(v) if v else v
+        for k in _AUDIT_PATHS
+        if (v := getattr(args, k)) is not None
+    }
+    found: dict[str, Any] = {}
     for name in _AUDIT_PATHS:
-        value = getattr(config, name)
-        if value and not resolve_path(value).exists():
+        value = given.get(name, getattr(config, name))
+        if not value:
+            continue
+        here = Path(value).resolve()  # a relative path: the working folder first
+        if not here.exists() and not Path(value).is_absolute():
+            here = resolve_path(value)  # then the project (a manifest names its data so)
+        if not here.exists():
             option = "--" + name.replace("_", "-")
+            where = "is not found" if name in given else "of the manifest is not found"
             raise InputError(
-                f"{manifest}: {name} {value!r} is not found from the project root: pass {option}"
+                f"{manifest}: {name} {value!r} {where} from the working folder or the project "
+                f"root: pass {option}"
             )
-    return config
+        found[name] = str(here)
+    return dataclasses.replace(config, **found)
 
 
 def audit_parser() -> argparse.ArgumentParser:

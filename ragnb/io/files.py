@@ -714,7 +714,11 @@ class BeirDataset:
 
 
 def read_beir(
-    path: str | os.PathLike[str], split: str = "test", *, qrels: str = "required"
+    path: str | os.PathLike[str],
+    split: str = "test",
+    *,
+    qrels: str = "required",
+    queries: str = "required",
 ) -> BeirDataset:
     """Read a BEIR folder.
 
@@ -726,6 +730,9 @@ def read_beir(
     qrels : {"required", "optional"}, default "required"
         ``"optional"``: a folder without ``qrels/<split>.tsv`` (corpus and queries alone) gives
         an empty ``qrels`` frame and :attr:`BeirDataset.has_qrels` False.
+    queries : {"required", "optional"}, default "required"
+        ``"optional"``: a folder without ``queries.jsonl`` (a corpus whose queries come from
+        another file) gives an empty ``queries`` frame.
 
     Returns
     -------
@@ -743,16 +750,25 @@ def read_beir(
         parent = path.parent
         have = sorted(x.name for x in parent.iterdir())[:20] if parent.is_dir() else []
         raise FileNotFoundError(f"no BEIR dataset folder at {path}; {parent} holds {have}")
-    if qrels not in ("required", "optional"):
-        raise InputError(f"qrels must be 'required' or 'optional', got {qrels!r}")
+    for name, value in (("qrels", qrels), ("queries", queries)):
+        if value not in ("required", "optional"):
+            raise InputError(f"{name} must be 'required' or 'optional', got {value!r}")
     qrels_path = path / "qrels" / f"{split}.tsv"
     no_qrels = qrels == "optional" and not qrels_path.exists()
-    for p in (path / "corpus.jsonl", path / "queries.jsonl", *([] if no_qrels else [qrels_path])):
+    no_queries = queries == "optional" and not (path / "queries.jsonl").exists()
+    needed = [path / "corpus.jsonl"]
+    needed += [] if no_queries else [path / "queries.jsonl"]
+    needed += [] if no_qrels else [qrels_path]
+    for p in needed:
         if not p.exists():
             have = sorted(str(x.relative_to(path)) for x in path.rglob("*") if x.is_file())
             raise FileNotFoundError(f"{p} not found; the folder holds {have[:20]}")
     corpus = read_corpus(path / "corpus.jsonl")
-    queries = read_queries(path / "queries.jsonl")
+    query_frame = (
+        pd.DataFrame({"query_id": pd.Series(dtype=object), "text": pd.Series(dtype=object)})
+        if no_queries
+        else read_queries(path / "queries.jsonl")
+    )
     labels = (
         pd.DataFrame({c: pd.Series(dtype=object) for c in ("query_id", "doc_id")}).assign(
             relevance=pd.Series(dtype="int64")
@@ -760,14 +776,14 @@ def read_beir(
         if no_qrels
         else read_qrels(qrels_path)
     )
-    missing = set(labels["query_id"]) - set(queries["query_id"])
+    missing = set(labels["query_id"]) - set(query_frame["query_id"])
     if missing:
         qid = sorted(missing)[0]
         raise InputError(
             f"{len(missing)} qrels queries are not in queries.jsonl", path=qrels_path, query_id=qid
         )
     meta = read_json(path / "recipe.json") if (path / "recipe.json").exists() else {}
-    return BeirDataset(path, path.name, split, corpus, queries, labels, meta)
+    return BeirDataset(path, path.name, split, corpus, query_frame, labels, meta)
 
 
 #: File name endings read as parquet (with the ``fast`` extra's pyarrow).

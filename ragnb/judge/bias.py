@@ -51,6 +51,7 @@ __all__ = [
     "bias_audit",
     "passage_features",
     "position_audit",
+    "position_items",
 ]
 
 #: Feature column -> the unit of a slope against it.
@@ -318,6 +319,14 @@ def _variants(
             )
             index.append((i, name, perm))
     return rows, index
+
+
+def position_items(items: Any, *, shuffles: int = 1, seed: int | None = 0) -> list[dict[str, Any]]:
+    """The batches :func:`position_audit` sends for ``items`` with the same ``shuffles`` and
+    ``seed``: each batch in its original, reversed and shuffled orders (what a cost estimate
+    prices before the audit runs)."""
+    rows, _ = _variants(rank_requests(items), shuffles, np.random.default_rng(seed))
+    return rows
 
 
 def _position_test(

@@ -18,6 +18,9 @@ finding                     when (defaults of :class:`CheckThresholds`)
                             grades of two or more values
 ``grades_rise_down_pool``   that interval lies above 0: grades rise as the pooled rank worsens
 ``invalid_share``           more than ``max_invalid_share`` (10%) of the answers gave no grade
+``placeholder_nuggets``     more than ``max_invalid_share`` (10%) of a model's nuggets are no facts:
+                            empty, a numbered placeholder ("nugget 1", "fact 2", "a", "3.") or
+                            the question copied (:func:`check_nuggets`)
 =========================== =====================================================================
 
 Why the pooled rank: the pool is the top of several retrieval systems fused by reciprocal rank,
@@ -46,7 +49,8 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeAlias
 
@@ -64,6 +68,8 @@ __all__ = [
     "JudgeFinding",
     "check_grades",
     "check_invalid",
+    "check_nuggets",
+    "placeholder_nugget",
     "check_sets",
     "findings_markdown",
     "grade_sets",
@@ -77,6 +83,7 @@ FINDINGS = (
     "no_rank_association",
     "grades_rise_down_pool",
     "invalid_share",
+    "placeholder_nuggets",
 )
 
 #: What to do about a judge whose grades say nothing.
@@ -88,6 +95,16 @@ ADVICE = (
 _ADVICE_INVERTED = (
     "Check the prompt's scale first (is the best grade the highest, and does the model read it "
     "so?), then calibrate the judge against human labels."
+)
+_ADVICE_NUGGETS = (
+    "Create the nuggets with a capable model (judge='openai'), or write them yourself in the run "
+    "folder's nuggets.csv: the next run reads the corrections back."
+)
+#: A nugget that says nothing: a label and a number ("nugget 1", "Fact #2", "item 3."), a number
+#: or one letter alone ("1", "a)"), or nothing but punctuation.
+_PLACEHOLDER = re.compile(
+    r"^\W*(?:(?:nugget|fact|item|point|answer|statement)\s*#?\s*\d*|\d+|[a-z])\W*$",
+    re.IGNORECASE,
 )
 _ADVICE_INVALID = (
     "Read the judge's answers (the reason column of the grades) and check that the prompt asks "
@@ -297,6 +314,97 @@ def check_invalid(
                 "reason": reason[:120],
             },
             _ADVICE_INVALID,
+        )
+    ]
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def placeholder_nugget(text: Any, query: str = "") -> str:
+    """Why ``text`` is no nugget (``"empty"``, ``"placeholder"``, ``"the question"``), or ``""``.
+
+    Examples
+    --------
+    >>> [placeholder_nugget(t, "What is BM25?") for t in ["nugget 1", "", "what is bm25",
+    ...  "BM25 ranks documents by term frequency"]]
+    ['placeholder', 'empty', 'the question', '']
+    """
+    value = "" if text is None or (isinstance(text, float) and math.isnan(text)) else str(text)
+    if not value.strip():
+        return "empty"
+    if _PLACEHOLDER.match(value.strip()):
+        return "placeholder"
+    if query and _words(value) == _words(query):
+        return "the question"
+    return ""
+
+
+def check_nuggets(
+    nuggets: pd.DataFrame,
+    queries: Mapping[str, str],
+    *,
+    source: str = "nuggets",
+    thresholds: CheckThresholds | None = None,
+) -> list[JudgeFinding]:
+    """The ``placeholder_nuggets`` finding of a model's nuggets, if any.
+
+    Parameters
+    ----------
+    nuggets : DataFrame
+        ``query_id``, ``text`` (:data:`ragnb.judge.nuggets.NUGGET_COLUMNS`).
+    queries : mapping of str to str
+        Each query's text, to find nuggets that copy it.
+    source : str, default "nuggets"
+    thresholds : CheckThresholds, optional
+        ``max_invalid_share``: the share of placeholders above which it fires.
+
+    Returns
+    -------
+    list of JudgeFinding
+        Empty or ``[placeholder_nuggets]``, whose numbers count each kind (``empty``,
+        ``placeholder``, ``the question``) and give up to three examples.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"query_id": ["q1", "q1"], "text": ["nugget 1", "nugget 2"]})
+    >>> [f.name for f in check_nuggets(frame, {"q1": "What is BM25?"})]
+    ['placeholder_nuggets']
+    """
+    th = thresholds or CheckThresholds()
+    require_columns(nuggets, ("query_id", "text"), "nuggets")
+    if nuggets.empty:
+        return []
+    why = [
+        placeholder_nugget(t, queries.get(str(q), ""))
+        for q, t in zip(nuggets["query_id"], nuggets["text"], strict=True)
+    ]
+    bad = [w for w in why if w]
+    share = len(bad) / len(why)
+    if share <= th.max_invalid_share:
+        return []
+    kinds = {k: bad.count(k) for k in ("empty", "placeholder", "the question") if k in bad}
+    examples = [str(t) for t, w in zip(nuggets["text"], why, strict=True) if w][:3]
+    what = ", ".join(f"{n} {k}" for k, n in kinds.items())
+    return [
+        JudgeFinding(
+            "placeholder_nuggets",
+            source,
+            f"{len(bad)} of {len(why)} nuggets ({share:.0%}) state no fact ({what}; e.g. "
+            f"{', '.join(repr(e) for e in examples)}), above the {th.max_invalid_share:.0%} "
+            "threshold",
+            "the model fills the answer's slots without reading the passages: nugget recall "
+            "over these nuggets measures nothing.",
+            {
+                "nuggets": len(why),
+                "placeholders": len(bad),
+                "share": share,
+                "kinds": kinds,
+                "examples": examples,
+                "threshold": th.max_invalid_share,
+            },
+            _ADVICE_NUGGETS,
         )
     ]
 

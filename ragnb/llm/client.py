@@ -277,7 +277,6 @@ class ChatClient:
         self.cache.register_schema(INFLIGHT_NAMESPACE, KEY_PARTS)
         self.ledger = ledger if ledger is not None else Ledger()
         self.stage = stage
-        self.progress = progress
         body = dict(params)
         if temperature is not None:
             body["temperature"] = temperature
@@ -303,6 +302,16 @@ class ChatClient:
             batch=self.batch,
             batch_poll_s=self.batch_poll_s,
         )
+
+    @property
+    def progress(self) -> bool:
+        """A tqdm progress bar while requests are in flight; settable (a stage that draws a
+        bar of its own turns the client's off)."""
+        return bool(self.sender.progress)
+
+    @progress.setter
+    def progress(self, on: bool) -> None:
+        self.sender.progress = bool(on)
 
     @property
     def params(self) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from ragnb.report.params import SAMPLE_DATASET, NotebookParams
 from ragnb.rewrite import REWRITE_STAGE
 
 __all__ = [
+    "CHECKS",
     "FILE_LIST",
     "FILES",
     "FORMAT",
@@ -35,6 +36,16 @@ __all__ = [
 
 POOL_RETRIEVERS = ("bm25", "bm25-plain", "dense", "hybrid")
 JUDGES = ("noisy", "qrels", "openai", "local")
+#: The judge checks run after the golden set is built (each calls the judge again), by the name
+#: ``checks`` gives them, and how a console or report names them.
+CHECKS = {
+    "consistency": "self-consistency",
+    "audit": "bias audit",
+    "drift": "judge drift",
+    "nuggets": "nuggets",
+}
+#: The words of ``checks`` besides the names of :data:`CHECKS`.
+CHECK_WORDS = ("auto", "all", "none")
 
 #: Stage id -> (title, frames it writes, stages it reads).
 STAGES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
@@ -240,6 +251,16 @@ class GoldenSetConfig(NotebookParams):
         The total width of a 95% PPI interval (in the measure's units, e.g. 0.1 for nDCG@10
         known to +-0.05) for which the PPI table says how many more human labels each system
         and measure needs (``labels for width``). 0: not shown.
+    checks : str
+        The judge checks run after the golden set is built, each calling the judge again
+        (:data:`CHECKS`): ``consistency`` (``consistency_samples`` answers per S4 pair),
+        ``audit`` (bias slopes and the listwise position test), ``drift`` (re-grading under
+        ``drift_prompt``), ``nuggets`` (``nugget_max`` nuggets per query, NuggetRecall@K).
+        ``"auto"``: all of them, except with the ``local`` judge, a 135M-parameter stand-in whose
+        numbers in them mean nothing: then none (the report and the console say so, and that
+        ``"all"`` runs them); ``"all"``, ``"none"``, or names separated by commas
+        (``"consistency,nuggets"``). A check also stays off when its own setting turns it off
+        (no samples, no audit, no ``drift_prompt``, no nuggets).
     consistency_samples : int
         Self-consistency: answers per S4 pair, each at ``consistency_temperature`` and its own
         cache entry, combined by majority (:class:`~ragnb.judge.SelfConsistentJudge`); the
@@ -320,6 +341,7 @@ class GoldenSetConfig(NotebookParams):
     ppi_labels: int = 12
     ppi_measures: list[str] = field(default_factory=lambda: ["nDCG@10", "P@10", "RA-nWG@10"])
     ppi_target_width: float = 0.1
+    checks: str = "auto"
     consistency_samples: int = 3
     consistency_temperature: float = 0.7
     judge_audit: bool = True
@@ -362,6 +384,7 @@ class GoldenSetConfig(NotebookParams):
         if len(set(self.retrievers)) != len(self.retrievers):
             raise InputError(f"retrievers repeat a name: {self.retrievers}", column="retrievers")
         check_choice(self.judge, "judge", JUDGES)
+        self.checks_on(local=False)  # an unknown name is an error now, not after the build
         if self.traces and self.queries:
             raise InputError(
                 "give either traces or queries as the query source, not both", column="traces"
@@ -399,3 +422,33 @@ class GoldenSetConfig(NotebookParams):
                 "key is read from $OPENAI_API_KEY only",
                 column="base_url",
             )
+
+    def checks_on(self, local: bool) -> tuple[str, ...]:
+        """The names of :data:`CHECKS` that ``checks`` turns on, in their order, for a judge
+        that is (``local=True``) or is not the local stand-in model.
+
+        Raises
+        ------
+        InputError
+            On a name that is neither a check nor one of :data:`CHECK_WORDS`.
+
+        Examples
+        --------
+        >>> GoldenSetConfig(checks="auto").checks_on(local=True)
+        ()
+        >>> GoldenSetConfig(checks="nuggets, drift").checks_on(local=True)
+        ('drift', 'nuggets')
+        """
+        words = [w.strip() for w in str(self.checks).split(",") if w.strip()]
+        unknown = [w for w in words if w not in CHECKS and w not in CHECK_WORDS]
+        if unknown or not words or (len(words) > 1 and set(words) & set(CHECK_WORDS)):
+            raise InputError(
+                f"checks must be one of {', '.join(CHECK_WORDS)} or names of checks separated "
+                f"by commas ({', '.join(CHECKS)}), got {self.checks!r}",
+                column="checks",
+            )
+        if words == ["auto"]:
+            return () if local else tuple(CHECKS)
+        if words == ["all"]:
+            return tuple(CHECKS)
+        return tuple(name for name in CHECKS if name in words)

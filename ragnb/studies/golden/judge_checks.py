@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.judge.base import Judge
-from ragnb.judge.bias import PositionAudit, bias_audit, position_audit
+from ragnb.judge.bias import PositionAudit, bias_audit, position_audit, position_items
 from ragnb.judge.consistency import SelfConsistentJudge, consistency_table
 from ragnb.judge.drift import (
     JudgeDrift,
@@ -78,6 +79,7 @@ __all__ = [
     "SelfConsistency",
     "accepted_calibration",
     "audit_markdown",
+    "calls_line",
     "consistency_markdown",
     "drift_for",
     "drift_markdown",
@@ -180,26 +182,54 @@ def _items(golden: GoldenSet) -> pd.DataFrame:
     return grading_items(golden.candidates, golden.queries, passages_by_id(golden.build.corpus))
 
 
-def _check_cost(golden: GoldenSet, judge: Any, items: Any, kind: str, stage: str) -> None:
-    """Price ``judge``'s calls on ``items``; stop when they exceed what the golden set's own
-    estimate leaves of ``budget_usd``."""
+def calls_line(title: str, est: Any, model: str = "") -> str:
+    """One console line naming a check's LLM calls and their price before they start.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> est = SimpleNamespace(summary=lambda: {"calls": 12, "cached_calls": 3, "total_usd": 0.0})
+    >>> calls_line("self-consistency", est, "m")
+    'self-consistency: 12 calls to m (3 more from the cache), $0.0000'
+    """
+    s = est.summary()
+    price = "price unknown (unpriced model)" if s["total_usd"] is None else f"${s['total_usd']:.4f}"
+    to = f" to {model}" if model else ""
+    return f"{title}: {s['calls']} calls{to} ({s['cached_calls']} more from the cache), {price}"
+
+
+def _check_cost(
+    golden: GoldenSet,
+    judge: Any,
+    items: Any,
+    kind: str,
+    stage: str,
+    say: Callable[[str], None] | None = None,
+    title: str = "",
+) -> None:
+    """Price ``judge``'s calls on ``items``, say what they cost (``say``, with ``title``) and
+    stop when they exceed what the golden set's own estimate leaves of ``budget_usd``."""
     from ragnb.llm.ledger import check_budget, estimate
 
     budget = golden.build.budget_usd
-    if budget is None:
+    if budget is None and say is None:
         return
     # the golden set's judge's price table (a local model is priced at 0 there)
     ledger = getattr(golden.judge, "ledger", None) or golden.build.ledger
     prices = None if ledger is None else ledger.prices
     est = estimate(judge, items, kind=kind, stage=stage, prices=prices)
-    if not est.calls:
+    if say is not None:
+        say(calls_line(title, est, str(getattr(golden.judge, "model", ""))))
+    if not est.calls or budget is None:
         return
     spent = golden.estimate.total_usd if golden.estimate is not None else 0.0
     left = max(0.0, budget - (0.0 if not math.isfinite(spent) else spent))
     check_budget(est, left)
 
 
-def self_consistency_for(golden: GoldenSet, human: Any = None) -> SelfConsistency | None:
+def self_consistency_for(
+    golden: GoldenSet, human: Any = None, *, say: Callable[[str], None] | None = None
+) -> SelfConsistency | None:
     """Grade the golden set's S4 pairs ``consistency_samples`` times and measure agreement.
 
     Parameters
@@ -208,6 +238,8 @@ def self_consistency_for(golden: GoldenSet, human: Any = None) -> SelfConsistenc
         Built with a config (its ``consistency_samples`` >= 2, ``consistency_temperature``).
     human : HumanLabels, optional
         Adds each sample's and the majority's agreement with these labels.
+    say : callable, optional
+        Told the calls and their price before any is sent (a console line).
 
     Returns
     -------
@@ -230,7 +262,7 @@ def self_consistency_for(golden: GoldenSet, human: Any = None) -> SelfConsistenc
     except InputError:
         return None
     items = _items(golden)
-    _check_cost(golden, judge, items, "grade", CONSISTENCY_STAGE)
+    _check_cost(golden, judge, items, "grade", CONSISTENCY_STAGE, say, "self-consistency")
     graded = judge.grade_members(items, stage=CONSISTENCY_STAGE)
     scale = golden.judge.scale
     labels = None if scale is None else list(range(scale[0], scale[1] + 1))
@@ -267,7 +299,9 @@ def _position_items(golden: GoldenSet, size: int) -> list[dict[str, Any]]:
     return out
 
 
-def judge_audit_for(golden: GoldenSet, human: Any = None) -> JudgeAudit:
+def judge_audit_for(
+    golden: GoldenSet, human: Any = None, *, say: Callable[[str], None] | None = None
+) -> JudgeAudit:
     """The bias audit of the golden set's judge: slopes of the S4 grades and the position test.
 
     Parameters
@@ -275,6 +309,8 @@ def judge_audit_for(golden: GoldenSet, human: Any = None) -> JudgeAudit:
     golden : GoldenSet
     human : HumanLabels, optional
         Adds the slopes of ``grade - human`` on the pairs that carry a label.
+    say : callable, optional
+        Told the position test's calls and their price before any is sent.
 
     Returns
     -------
@@ -300,7 +336,8 @@ def judge_audit_for(golden: GoldenSet, human: Any = None) -> JudgeAudit:
     batches = _position_items(golden, cfg.refine_batch)
     position = None
     if batches:
-        _check_cost(golden, golden.judge, batches, "rank", POSITION_STAGE)
+        sent = position_items(batches, seed=cfg.seed)
+        _check_cost(golden, golden.judge, sent, "rank", POSITION_STAGE, say, "bias audit")
         position = position_audit(golden.judge, batches, seed=cfg.seed, stage=POSITION_STAGE)
     else:
         notes.append("No query has two pooled passages: no position test.")
@@ -554,7 +591,9 @@ def drift_skipped(golden: GoldenSet, human: Any) -> str:
     return ""
 
 
-def drift_for(golden: GoldenSet, human: Any) -> DriftCheck:
+def drift_for(
+    golden: GoldenSet, human: Any, *, say: Callable[[str], None] | None = None
+) -> DriftCheck:
     """Re-grade the human-labelled sample with the golden set's judge under ``drift_prompt``
     and gate the candidate.
 
@@ -569,6 +608,8 @@ def drift_for(golden: GoldenSet, human: Any) -> DriftCheck:
         Graded by an LLM judge (:meth:`ragnb.judge.OpenAIJudge.with_prompt`).
     human : HumanLabels
         The calibration's labels (:func:`~ragnb.studies.golden.evaluation.human_labels_for`).
+    say : callable, optional
+        Told the re-grading calls and their price before any is sent.
 
     Returns
     -------
@@ -604,6 +645,8 @@ def drift_for(golden: GoldenSet, human: Any) -> DriftCheck:
         grading_items(todo, golden.queries, passages_by_id(golden.build.corpus)),
         "grade",
         DRIFT_STAGE,
+        say,
+        "judge drift",
     )
     drift = judge_drift(golden, candidate, human=human, ppi=with_ppi, seed=cfg.seed)
     value, low, high = drift.kappa("reference")

@@ -113,6 +113,7 @@ def make_judge(
     *,
     cache: Any = None,
     ledger: Any = None,
+    progress: bool = False,
 ) -> Judge:
     """The judge named by ``config.judge``.
 
@@ -122,7 +123,8 @@ def make_judge(
     convention for unjudged documents). ``"openai"`` builds an
     :class:`~ragnb.judge.OpenAIJudge` whose key comes from ``$OPENAI_API_KEY`` only;
     ``"local"`` starts a local model server and builds an :class:`~ragnb.judge.OpenAIJudge` on
-    it (see :func:`_local_judge`).
+    it (see :func:`_local_judge`). ``progress``: an LLM judge's calls show a tqdm bar on
+    stderr (``judge.client.progress`` turns it on and off).
     """
     from ragnb.judge import NoisyJudge, OpenAIJudge, QrelsJudge
 
@@ -130,7 +132,7 @@ def make_judge(
     if needs:
         raise InputError(needs, column="judge")
     if config.judge == "local":
-        return _local_judge(config, cache=cache, ledger=ledger)
+        return _local_judge(config, cache=cache, ledger=ledger, progress=progress)
     if config.judge == "openai":
         return OpenAIJudge(
             config.model,
@@ -140,7 +142,7 @@ def make_judge(
             tpm=config.tpm or None,
             cache=cache,
             ledger=ledger,
-            progress=False,
+            progress=progress,
         )
     labels, gm = human_labels(config, qrels)
     unjudged = 0 if gm is None else int(gm[1].get(0, min(gm[1].values())))
@@ -153,7 +155,9 @@ def make_judge(
     )
 
 
-def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
+def _local_judge(
+    config: GoldenSetConfig, *, cache: Any, ledger: Any, progress: bool = False
+) -> Judge:
     """An :class:`~ragnb.judge.OpenAIJudge` on a :class:`~ragnb.llm.server.LocalLLMServer` it
     owns (``judge.local_server``): constrained output, ``logprobs=10``, ``config.prompt``.
 
@@ -189,7 +193,7 @@ def _local_judge(config: GoldenSetConfig, *, cache: Any, ledger: Any) -> Judge:
             request_params={"max_tokens": 64},
             cache=cache,
             ledger=ledger,
-            progress=False,
+            progress=progress,
         )
     except BaseException:
         server.stop()

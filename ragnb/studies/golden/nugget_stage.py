@@ -18,7 +18,9 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -51,9 +53,10 @@ class NuggetCheck:
         :data:`~ragnb.judge.nuggets.ASSIGNMENT_COLUMNS` (a person's corrections from the run
         folder included).
     recall : DataFrame
-        One row per pool system: ``system`` and one column per measure of
+        One row per pool system: ``system``, one column per measure of
         :func:`ragnb.measures.nuggets.nugget_measures`, float in [0, 1], the mean over the
-        queries with nuggets.
+        queries with nuggets, then ``queries`` (how many that is) and ``of_queries`` (the
+        golden set's queries).
     counts : dict of str to int
         :func:`ragnb.judge.nuggets.nugget_counts`.
     k : int
@@ -62,6 +65,10 @@ class NuggetCheck:
         The model that created and assigned the nuggets.
     local : bool
         It is the tiny local model.
+    n_queries : int
+        The golden set's queries (``counts["queries"]`` of them have nuggets).
+    findings : list of JudgeFinding
+        :func:`ragnb.judge.degenerate.check_nuggets`: nuggets that state no fact.
     """
 
     nuggets: pd.DataFrame
@@ -71,6 +78,8 @@ class NuggetCheck:
     k: int
     model: str
     local: bool
+    n_queries: int = 0
+    findings: list[Any] = field(default_factory=list)
 
 
 def nuggets_skipped(golden: GoldenSet) -> str:
@@ -92,7 +101,7 @@ def _client(golden: GoldenSet) -> tuple[Any, str | None]:
     from ragnb.llm import ChatClient
 
     judge: Any = golden.judge  # an OpenAIJudge (nuggets_skipped)
-    shared = {"cache": judge.cache, "ledger": judge.ledger, "progress": False}
+    shared = {"cache": judge.cache, "ledger": judge.ledger, "progress": judge.client.progress}
     server = getattr(judge, "local_server", None)
     if server is not None:
         options = {**server.client_options(), "request_params": {"max_tokens": LOCAL_MAX_TOKENS}}
@@ -101,7 +110,19 @@ def _client(golden: GoldenSet) -> tuple[Any, str | None]:
     return ChatClient(client.model, base_url=client.base_url, **shared), None
 
 
-def nuggets_for(golden: GoldenSet) -> NuggetCheck:
+def _calls_bound(golden: GoldenSet, cfg: GoldenSetConfig) -> int:
+    """The nugget calls at most: creation (a call per 10 passages of the refined top), importance
+    (a call per 10 nuggets) and assignment (a call per passage of each system's top K and 10
+    nuggets), for every query."""
+    per_ten = math.ceil(cfg.nugget_max / 10)
+    top = golden.top()
+    passages = top.groupby("query_id").size() if len(top) else pd.Series(dtype=int)
+    create = int(sum(math.ceil(n / 10) for n in passages))
+    assessed = len(golden.runs) * cfg.nugget_k * per_ten
+    return create + len(passages) * per_ten + golden.queries["query_id"].nunique() * assessed
+
+
+def nuggets_for(golden: GoldenSet, *, say: Callable[[str], None] | None = None) -> NuggetCheck:
     """Create the nuggets of the golden set's queries, assign them to the pool systems' top
     ``nugget_k``, and measure NuggetRecall@K per system.
 
@@ -109,6 +130,9 @@ def nuggets_for(golden: GoldenSet) -> NuggetCheck:
     ----------
     golden : GoldenSet
         Graded by an LLM judge (see :func:`nuggets_skipped`).
+    say : callable, optional
+        Told the calls at most before any is sent (a console line); the calls then show the
+        judge client's progress bar when it has one.
 
     Returns
     -------
@@ -125,12 +149,19 @@ def nuggets_for(golden: GoldenSet) -> NuggetCheck:
     from ragnb.errors import InputError
     from ragnb.evaluation.evaluate import evaluate
     from ragnb.judge import nuggets as nj
+    from ragnb.judge.degenerate import check_nuggets
 
     why = nuggets_skipped(golden)
     if why:
         raise InputError(f"no nuggets: {why}", column="nugget_max")
     cfg = golden.build.config or GoldenSetConfig()
     client, constrained = _client(golden)
+    if say is not None:
+        say(
+            f"nuggets: at most {_calls_bound(golden, cfg)} calls to {client.model} (creation, "
+            "importance, assignment; priced as they go: each creation prompt holds the nuggets "
+            "of the answer before it)"
+        )
     texts = passages_by_id(golden.build.corpus)
     top = golden.top().sort_values(["query_id", "rank"])
     pooled = top.assign(text=top["doc_id"].astype(str).map(texts))
@@ -156,9 +187,24 @@ def nuggets_for(golden: GoldenSet) -> NuggetCheck:
         for name, run in runs.items():
             values = evaluate(qrels, run, measures).aggregate_to_dict()
             rows.append({"system": name, **values})
-    recall = pd.DataFrame(rows, columns=["system", *measures])
+    n_queries = int(golden.queries["query_id"].nunique())
+    recall = pd.DataFrame(rows, columns=["system", *measures]).assign(
+        queries=counts["queries"], of_queries=n_queries
+    )
     local = getattr(golden.judge, "local_server", None) is not None
-    return NuggetCheck(nuggets, assignments, recall, counts, cfg.nugget_k, client.model, local)
+    qtext = dict(zip(queries["query_id"].astype(str), queries["text"].astype(str), strict=True))
+    findings = check_nuggets(nuggets, qtext, source=f"nuggets of {client.model}")
+    return NuggetCheck(
+        nuggets,
+        assignments,
+        recall,
+        counts,
+        cfg.nugget_k,
+        client.model,
+        local,
+        n_queries=n_queries,
+        findings=findings,
+    )
 
 
 def nuggets_markdown(check: NuggetCheck) -> str:
@@ -185,6 +231,16 @@ def nuggets_markdown(check: NuggetCheck) -> str:
         f"{c['assignments_invalid']} without a valid answer (counted as not supported); "
         f"{c['importance_invalid']} importance labels defaulted to okay.",
     ]
+    if check.n_queries:
+        lines += [
+            "",
+            f"NuggetRecall averages over the {c['queries']} of {check.n_queries} queries that "
+            "have nuggets"
+            + ("." if c["queries"] == check.n_queries else ": the others have none to recall."),
+        ]
+    for f in check.findings:
+        lines += ["", f"**Warning: {f.source}, `{f.name}`:** {f.message}: {f.detail}"]
+        lines += ["", f"**What to do:** {f.advice}"]
     if check.local:
         lines += [
             "",

@@ -39,7 +39,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -92,9 +93,43 @@ from ragnb.studies.golden.stages import (
 )
 from ragnb.studies.golden.store import StageRecord
 
-__all__ = ["GoldenPipeline", "build_pipeline", "select_queries"]
+__all__ = ["GoldenPipeline", "build_pipeline", "read_dataset", "select_queries"]
 
 log = logging.getLogger("ragnb.studies.golden")
+
+
+@contextmanager
+def _one_bar(judge: Judge, total: int, desc: str, show: bool) -> Iterator[Any]:
+    """A tqdm bar of ``total`` steps on stderr while the judge's client draws none of its own
+    (one bar for a stage of many small calls, not a bar per call)."""
+    from tqdm import tqdm
+
+    client = getattr(judge, "client", None)
+    own = bool(getattr(client, "progress", False))
+    if own:
+        client.progress = False  # type: ignore[union-attr]
+    bar = tqdm(total=total, desc=desc, unit="query", disable=not show)
+    try:
+        yield bar
+    finally:
+        bar.close()
+        if own:
+            client.progress = True  # type: ignore[union-attr]
+
+
+def read_dataset(config: GoldenSetConfig) -> Any:
+    """The dataset of ``config`` (:func:`ragnb.io.files.read_beir`, qrels optional): with a
+    query file or a trace file as the query source, ``queries.jsonl`` is optional too (a
+    folder holding only ``corpus.jsonl`` is enough)."""
+    from ragnb.io.files import read_beir
+
+    own_queries = bool(config.queries or config.traces)
+    return read_beir(
+        config.dataset_path(),
+        split=config.split,
+        qrels="optional",
+        queries="optional" if own_queries else "required",
+    )
 
 
 def select_queries(config: GoldenSetConfig, data: Any) -> tuple[pd.DataFrame, str]:
@@ -382,7 +417,7 @@ class GoldenPipeline:
             sorted(info.get("files_sha256", {})),
             info.get("finished", ""),
         )
-        self._say(f"{STAGES[stage][0]}: loaded from {self.run_dir}")
+        self.say(f"{STAGES[stage][0]}: loaded from {self.run_dir}")
         return True
 
     def _stage(self, stage: str) -> dict[str, pd.DataFrame]:
@@ -421,7 +456,7 @@ class GoldenPipeline:
             }
             store.write_stage(self.run_dir, stage, frames, info)
             (self.run_dir / "stages" / f"{stage}.partial.json").unlink(missing_ok=True)
-        self._say(f"{STAGES[stage][0]}: computed in {seconds:.1f} s")
+        self.say(f"{STAGES[stage][0]}: computed in {seconds:.1f} s")
         self._frames[stage] = frames
         self._records[stage] = record
         return frames
@@ -461,9 +496,10 @@ class GoldenPipeline:
                 cause=cause,
             )
         log.warning("%s; the run goes on. %s", what, resume)
-        self._say(f"{what}; the run goes on (max_failed_share={self.max_failed_share:g})")
+        self.say(f"{what}; the run goes on (max_failed_share={self.max_failed_share:g})")
 
-    def _say(self, text: str) -> None:
+    def say(self, text: str) -> None:
+        """Print ``text`` as a line of the run's progress (nothing when ``progress`` is off)."""
         if self.progress:
             print(text, flush=True)
 
@@ -489,14 +525,17 @@ class GoldenPipeline:
             }
         if stage == "s5":
             return {"pool": prune_pool(self.grades(), self.min_pool, self.keep_grade)}
-        return refine_pools(
-            self.pool(),
-            self.queries(),
-            self.corpus,
-            self.judge,
-            config=self.refine_config,
-            seed=self.seed,
-        )
+        pool = self.pool()
+        with _one_bar(self.judge, pool["query_id"].nunique(), "S6 refine", self.progress) as bar:
+            return refine_pools(
+                pool,
+                self.queries(),
+                self.corpus,
+                self.judge,
+                config=self.refine_config,
+                seed=self.seed,
+                progress=lambda _qid: bar.update(1),
+            )
 
     @staticmethod
     def _counts(stage: str, frames: dict[str, pd.DataFrame]) -> dict[str, Any]:
@@ -856,13 +895,10 @@ def build_pipeline(
         ``judge="local"`` whose model server cannot start.
     """
     from ragnb.core.cache import Cache
-    from ragnb.io.files import read_beir
     from ragnb.llm.ledger import LEDGER_FILE, Ledger
     from ragnb.rewrite import LLMRewriter
 
-    data = dataset
-    if data is None:
-        data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
+    data = dataset if dataset is not None else read_dataset(config)
     queries, source, corpus, production, traces_info = _query_source(config, data)
     run_dir = resolve_path(config.export_dir) if config.export_dir else None
     cache = cache if cache is not None else Cache(config.cache_dir or None)
@@ -870,7 +906,7 @@ def build_pipeline(
     if judge is None:
         if config.judge == "openai":
             ledger = Ledger(None if run_dir is None else run_dir / LEDGER_FILE)
-        judge = make_judge(config, data.qrels, cache=cache, ledger=ledger)
+        judge = make_judge(config, data.qrels, cache=cache, ledger=ledger, progress=progress)
     built: dict[str, Retriever] = {}
 
     def system(name: str) -> Retriever:

@@ -18,13 +18,14 @@ from typing import Any
 import pandas as pd
 
 from ragnb.report.protocol import StudyResultBase, skipped
-from ragnb.studies.golden.config import FORMAT, GoldenSetConfig
+from ragnb.studies.golden.config import CHECKS, FORMAT, GoldenSetConfig
 from ragnb.studies.golden.goldenset import GoldenSet
 from ragnb.studies.golden.human import NO_LABELS, HumanLabels
 
 __all__ = [
     "GoldenSetResult",
     "calibration_markdown",
+    "checks_off_reason",
     "estimate_markdown",
     "ppi_markdown",
     "ppi_table",
@@ -45,6 +46,30 @@ _CALIBRATION_FILES = (
 _PPI_NEEDS = (
     "there are no human labels (give `human_labels`, or a dataset with qrels and `ppi_labels` >= 2)"
 )
+
+
+def checks_off_reason(config: GoldenSetConfig, local: bool) -> str:
+    """Why ``config.checks`` leaves judge checks off, as the end of a sentence that says how to
+    run them; ``""`` when it turns every check on.
+
+    Examples
+    --------
+    >>> checks_off_reason(GoldenSetConfig(checks="auto"), local=True).split(":")[0]
+    'the judge is the local stand-in SmolLM2-135M (135M parameters)'
+    >>> checks_off_reason(GoldenSetConfig(checks="auto"), local=False)
+    ''
+    """
+    from ragnb.studies.golden.config import CHECKS
+
+    if len(config.checks_on(local)) == len(CHECKS):
+        return ""
+    how = "set `checks='all'` (`ragnb golden --checks all`) to run them"
+    if config.checks.strip() == "auto":
+        return (
+            "the judge is the local stand-in SmolLM2-135M (135M parameters): their numbers would "
+            f"mean nothing and its calls take minutes; {how}"
+        )
+    return f"`checks={config.checks!r}` leaves them off; {how}"
 
 
 def simulation_table(summary: pd.DataFrame, metric: str = "overlap") -> pd.DataFrame:
@@ -297,13 +322,17 @@ class GoldenSetResult(StudyResultBase):
             lines.append(skipped("Calibration", "there are no human labels"))
         if self.ppi_labels is None:
             lines.append(skipped("Prediction-powered estimates", _PPI_NEEDS))
-        if self.consistency is None:
+        off = self.checks_off()
+        if off:
+            names = ", ".join(CHECKS[n] for n in CHECKS if n not in self._checks_on())
+            lines.append(skipped(f"Judge checks ({names})", off))
+        if self.consistency is None and "consistency" in self._checks_on():
             lines.append(skipped("Self-consistency", self._no_consistency()))
-        if not cfg.judge_audit:
+        if self.judge_audit is None and "audit" in self._checks_on():
             lines.append(skipped("Judge bias audit", "`judge_audit=False`"))
-        if self.drift is None:
+        if self.drift is None and "drift" in self._checks_on():
             lines.append(skipped("Judge drift", self.drift_skipped))
-        if self.nuggets is None:
+        if self.nuggets is None and "nuggets" in self._checks_on():
             lines.append(skipped("Nugget recall", self.nuggets_skipped))
         if not cfg.simulate:
             lines.append(skipped("Simulation", "`simulate=False`"))
@@ -399,6 +428,14 @@ class GoldenSetResult(StudyResultBase):
     def _local(self) -> bool:
         return getattr(self.golden.judge if self.golden else None, "local_server", None) is not None
 
+    def _checks_on(self) -> tuple[str, ...]:
+        return self.config.checks_on(self._local())
+
+    def checks_off(self) -> str:
+        """Why ``checks`` left judge checks off (:func:`checks_off_reason`), ``""`` when it did
+        not."""
+        return "" if self.golden is None else checks_off_reason(self.config, self._local())
+
     def _consistency_text(self) -> str:
         from ragnb.studies.golden.judge_checks import consistency_markdown
 
@@ -407,6 +444,8 @@ class GoldenSetResult(StudyResultBase):
         return consistency_markdown(self.consistency, self._local())
 
     def _no_consistency(self) -> str:
+        if "consistency" not in self._checks_on():
+            return self.checks_off()
         if not self.config.consistency_samples:
             return "`consistency_samples=0`"
         return "the judge does not draw samples (`Judge.with_sample`)"
@@ -415,7 +454,8 @@ class GoldenSetResult(StudyResultBase):
         from ragnb.studies.golden.judge_checks import audit_markdown
 
         if self.judge_audit is None:
-            return skipped("Judge bias audit", "`judge_audit=False`")
+            why = "`judge_audit=False`" if "audit" in self._checks_on() else self.checks_off()
+            return skipped("Judge bias audit", why)
         return audit_markdown(self.judge_audit, self._local())
 
     def _ppi_text(self) -> str:
@@ -641,7 +681,6 @@ def run(
         When the judge does not answer (see :mod:`ragnb.studies.golden.pipeline`).
     """
     import ragnb.studies.golden.evaluation as ev
-    from ragnb.io.files import read_beir
     from ragnb.studies.golden.judge_checks import (
         drift_for,
         drift_skipped,
@@ -650,11 +689,9 @@ def run(
     )
     from ragnb.studies.golden.judging import missing_labels
     from ragnb.studies.golden.nugget_stage import nuggets_for, nuggets_skipped
-    from ragnb.studies.golden.pipeline import build_pipeline
+    from ragnb.studies.golden.pipeline import build_pipeline, read_dataset
 
-    data = dataset
-    if data is None:
-        data = read_beir(config.dataset_path(), split=config.split, qrels="optional")
+    data = dataset if dataset is not None else read_dataset(config)
     needs = "" if judge is not None else missing_labels(config, data.qrels)
     pipeline = None
     if not needs:
@@ -672,18 +709,31 @@ def run(
         )
         return GoldenSetResult(config, None, needs=text)
     gs = pipeline.run()
+    say = pipeline.say
     spear = ev.spear_for(gs)
     human = ev.human_labels_for(gs) if config.calibrate else None
     calibration = None if human is None else ev.calibrate_judge(gs, human)
     labels = ev.ppi_labels_for(gs)
     ppi, notes = ev.ppi_for(gs, labels) if labels is not None else (pd.DataFrame(), [])
     sim, summary = ev.simulate_refinement(gs) if config.simulate else (None, None)
-    consistency = self_consistency_for(gs, human) if config.consistency_samples else None
-    audit = judge_audit_for(gs, human) if config.judge_audit else None
-    no_drift = drift_skipped(gs, human)
-    drift = None if no_drift else drift_for(gs, human)
-    no_nuggets = nuggets_skipped(gs)
-    nuggets = None if no_nuggets else nuggets_for(gs)
+    local = getattr(gs.judge, "local_server", None) is not None
+    on = config.checks_on(local)
+    off = checks_off_reason(config, local)
+    if off:
+        names = ", ".join(CHECKS[n] for n in CHECKS if n not in on)
+        say(f"skipped: {names}: {off.replace('`', '')}")
+    consistency = None
+    if "consistency" in on and config.consistency_samples:
+        consistency = self_consistency_for(gs, human, say=say)
+    audit = judge_audit_for(gs, human, say=say) if "audit" in on and config.judge_audit else None
+    no_drift = drift_skipped(gs, human) if "drift" in on else off
+    if no_drift and "drift" in on:
+        say(f"skipped: judge drift: {no_drift.replace('`', '')}")
+    drift = None if no_drift else drift_for(gs, human, say=say)
+    no_nuggets = nuggets_skipped(gs) if "nuggets" in on else off
+    if no_nuggets and "nuggets" in on:
+        say(f"skipped: nuggets: {no_nuggets.replace('`', '')}")
+    nuggets = None if no_nuggets else nuggets_for(gs, say=say)
     return GoldenSetResult(
         config,
         gs,
