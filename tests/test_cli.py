@@ -204,8 +204,12 @@ def test_golden_options_reach_the_config_by_their_field_names(tmp_path, monkeypa
     assert paths == tuple(str(tmp_path / n) for n in ("d", "q.txt", "h.qrels", "o"))
     assert c.new_systems == [] and not c.simulate  # the command's own settings
     c = _golden_config(build_parser().parse_args(argv[:5] + ["--min-pool", "12"]))
-    assert (c.queries, c.human_labels, c.min_pool, c.depth) == ("", "", 12, 10)
+    # the local stand-in judge pools and refines little unless told otherwise (command_sizes)
+    assert (c.queries, c.human_labels, c.min_pool, c.depth) == ("", "", 12, 5)
+    assert (c.top_n, c.refine_max_iterations) == (3, 1)
     assert c.retrievers == ["bm25", "dense"] and c.judge == "local"
+    c = _golden_config(build_parser().parse_args(argv[:5] + ["--judge", "openai"]))
+    assert (c.depth, c.min_pool, c.top_n, c.refine_max_iterations) == (10, 10, 5, 5)
     # the parser spells the model default out (importing ragnb.judge would slow every command)
     assert c.model == DEFAULT_JUDGE_MODEL
 

@@ -37,10 +37,13 @@ def _golden_config(args: argparse.Namespace) -> GoldenSetConfig:
 
     from ragnb.report.params import paths_from_working_dir
     from ragnb.studies.golden import GoldenSetConfig
+    from ragnb.studies.golden.config import command_sizes
     from ragnb.studies.registry import study
 
     extra = paths_from_working_dir(study("golden").coerce(params_of(args)))
     given = vars(args) | {k: v for k, v in extra.items() if k in vars(args)}  # -p depth=20
+    sizes = command_sizes(given["judge"])
+    given |= {k: sizes[k] for k in sizes if given[k] is None}
     values = {f.name: given[f.name] for f in fields(GoldenSetConfig) if f.name in given}
     for name in ("queries", "traces", "human_labels"):
         values[name] = from_working_dir(given[name]) if given[name] else ""
@@ -196,11 +199,18 @@ def add_parser(sub: Any) -> None:
         metavar="SYSTEM",
         help="pool system (repeatable): %(choices)s",
     )
-    p.add_argument("--depth", type=int, default=10, help="documents per pool system (10)")
-    p.add_argument("--min-pool", type=int, default=0, help="pool size after pruning (--depth)")
-    p.add_argument("--top-n", type=int, default=5, help="length of the refined top (5)")
     p.add_argument(
-        "--refine-max-iterations", type=int, default=5, help="listwise calls per query (5)"
+        "--depth", type=int, default=None, help="documents per pool system (10; local judge: 5)"
+    )
+    p.add_argument("--min-pool", type=int, default=0, help="pool size after pruning (--depth)")
+    p.add_argument(
+        "--top-n", type=int, default=None, help="length of the refined top (5; local judge: 3)"
+    )
+    p.add_argument(
+        "--refine-max-iterations",
+        type=int,
+        default=None,
+        help="listwise calls per query (5; local judge: 1)",
     )
     p.add_argument("--budget-usd", type=float, default=2.0, help="spending limit, US dollars")
     p.add_argument("--seed", type=int, default=0)

@@ -21,6 +21,8 @@ from ragnb.report.params import SAMPLE_DATASET, NotebookParams
 from ragnb.rewrite import REWRITE_STAGE
 
 __all__ = [
+    "COMMAND_SIZES",
+    "command_sizes",
     "CHECKS",
     "FILE_LIST",
     "FILES",
@@ -46,6 +48,36 @@ CHECKS = {
 }
 #: The words of ``checks`` besides the names of :data:`CHECKS`.
 CHECK_WORDS = ("auto", "all", "none")
+
+#: The pool and refinement sizes ``ragnb golden`` takes when none is given: small with the
+#: ``local`` stand-in judge (notebook 02's defaults: its grades mean little, and each call takes
+#: seconds on two cores), larger with a judge one can trust.
+COMMAND_SIZES = {
+    "local": {"depth": 5, "top_n": 3, "refine_max_iterations": 1},
+    "other": {"depth": 10, "top_n": 5, "refine_max_iterations": 5},
+}
+
+
+def command_sizes(judge: str) -> dict[str, int]:
+    """The sizes ``ragnb golden`` takes for ``judge`` when the options leave them out.
+
+    Parameters
+    ----------
+    judge : str
+        One of :data:`JUDGES`.
+
+    Returns
+    -------
+    dict of str to int
+        ``depth``, ``top_n`` and ``refine_max_iterations`` (:data:`COMMAND_SIZES`).
+
+    Examples
+    --------
+    >>> command_sizes("local")["depth"], command_sizes("openai")["depth"]
+    (5, 10)
+    """
+    return dict(COMMAND_SIZES["local" if judge == "local" else "other"])
+
 
 #: Stage id -> (title, frames it writes, stages it reads).
 STAGES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
