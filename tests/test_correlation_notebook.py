@@ -44,7 +44,10 @@ def test_parameters_cell_mirrors_config_dataclass_and_takes_no_key():
         assert declared[f.name]["inferred_type_name"] == expected, f.name
     assert not [name for name in declared if "key" in name or "secret" in name]
     assert defaults.graded_path == "" and defaults.simulate_grades_alpha == 0.0
-    assert defaults.llm == "local" and defaults.mode == "llm"  # the default render: local model
+    # the default render: the local stand-in model's grades are skipped unless llm_grades is set
+    assert defaults.llm == "local" and not defaults.llm_grades
+    assert defaults.mode == "ranked-only" and defaults.local_grades_skipped
+    assert CorrelationConfig(llm_grades=True).mode == "llm"
 
 
 def test_config_rejects_unknown_names_and_two_grade_sources():
@@ -64,6 +67,9 @@ def test_config_rejects_unknown_names_and_two_grade_sources():
     assert CorrelationConfig(graded_path="g.jsonl").mode == "file"
     assert CorrelationConfig(simulate_grades_alpha=0.5).mode == "simulated"
     assert CorrelationConfig(llm="none").mode == "ranked-only"
+    assert not CorrelationConfig(llm="none").local_grades_skipped
+    with pytest.raises(InputError, match="llm_grades has the local model grade"):
+        CorrelationConfig(llm="none", llm_grades=True)
     with pytest.raises(InputError, match=r"\[Nc, Np\] with 2 <= Np < Nc"):
         CorrelationConfig(configs=[[5, 5]])
 
@@ -129,3 +135,21 @@ def test_without_grades_the_banner_names_the_skipped_parts_and_their_tables_are_
     ]
     with pytest.raises(InputError, match="no graded samples"):
         result.correlations()
+
+
+def test_by_default_the_local_stand_in_model_does_not_grade_and_the_banner_says_how_to():
+    from ragnb.studies.correlation import run
+
+    config = CorrelationConfig(
+        embedders=["wordllama"], n_negatives=20, max_queries=10, configs=[[20, 2]]
+    )
+    assert config.llm == "local" and config.mode == "ranked-only"
+    result = run(config)
+    banner = result.banner()
+    assert banner.startswith("**Skipped: the LLM-graded answers, and with them the correlation")
+    assert "SmolLM2-135M-Instruct" in banner  # the stand-in is named for what it is
+    assert banner.count("set `llm_grades=True` to run them") == 2  # the lead and the parts
+    assert "No graded samples" not in banner
+    assert result.ledger is None and result.generation == {}  # no server, no request
+    assert set(result.tables()) == {"sample_counts", "ranked_measures"}
+    assert result.provenance()["config"]["llm_grades"] is False

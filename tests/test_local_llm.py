@@ -701,6 +701,7 @@ TINY_05 = {
     "min_segment": 2,
     "n_boot": 20,
     "methods": ["spearman"],
+    "llm_grades": True,
 }
 
 

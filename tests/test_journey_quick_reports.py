@@ -1,0 +1,116 @@
+"""Journey: the reports render quickly, and an extra that means nothing with the stand-in LLM
+is skipped, with the first screen saying how to run it.
+
+The installed ``ragnb`` command runs in a subprocess from a temporary folder outside the
+checkout, on a small BEIR folder the test writes there (a part of the shipped ``data/pydocs``).
+Notebook 05's default LLM is a tiny local model (SmolLM2-135M-Instruct); its answers and grades
+say nothing about retrieval, so by default they are not generated: no server starts, no request
+is sent, and the report's first screen says ``llm_grades=True`` runs them.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+RAGNB = Path(sys.executable).parent / "ragnb"
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "pydocs"
+NOTEBOOK = "05_measure_correlation"
+
+
+def ragnb(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``ragnb ARGS`` run from ``cwd`` as a user runs it."""
+    return subprocess.run(
+        [str(RAGNB), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def write_dataset(folder: Path, n_queries: int = 12, n_docs: int = 300) -> Path:
+    """A BEIR folder of the first ``n_queries`` queries of the sample dataset, the documents
+    judged for them and others up to ``n_docs``."""
+    (folder / "qrels").mkdir(parents=True)
+    lines = (SAMPLE / "queries.jsonl").read_text(encoding="utf-8").splitlines()[:n_queries]
+    qids = {json.loads(line)["_id"] for line in lines}
+    (folder / "queries.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    header, *rows = (SAMPLE / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()
+    rows = [r for r in rows if r.split("\t")[0] in qids]
+    (folder / "qrels" / "test.tsv").write_text("\n".join([header, *rows]) + "\n")
+    judged = {r.split("\t")[1] for r in rows}
+    docs = (SAMPLE / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    keep = [d for d in docs if json.loads(d)["_id"] in judged]
+    keep += [d for d in docs if json.loads(d)["_id"] not in judged][: n_docs - len(keep)]
+    (folder / "corpus.jsonl").write_text("\n".join(keep) + "\n", encoding="utf-8")
+    return folder
+
+
+def visible_text(page: str) -> str:
+    page = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
+    page = re.sub(r"<style.*?</style>", " ", page, flags=re.S)
+    page = re.sub(r"<[^>]+>", " ", page)
+    return re.sub(r"\s+", " ", html_lib.unescape(page))
+
+
+@pytest.mark.slow
+def test_correlation_report_skips_the_stand_in_models_grades_and_says_how_to_run_them(
+    tmp_path: Path,
+):
+    write_dataset(tmp_path / "mydocs")
+    start = time.perf_counter()
+    done = ragnb(
+        "report",
+        NOTEBOOK,
+        "--dataset",
+        "mydocs",
+        "--out",
+        "out",
+        "-p",
+        "embedders=[wordllama]",
+        "-p",
+        "n_negatives=20",
+        "-p",
+        "export_dir=out/samples",
+        cwd=tmp_path,
+    )
+    seconds = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    assert "Executing" in done.stderr  # the progress bar over the notebook's cells
+    page = (tmp_path / "out" / f"{NOTEBOOK}.html").read_text(encoding="utf-8")
+    text = visible_text(page)
+    lead = "Skipped: the LLM-graded answers, and with them the correlation study."
+    assert lead in text and text.index(lead) < text.index("Samples") < 3000
+    assert "SmolLM2-135M-Instruct" in text  # the stand-in is called what it is
+    assert "set llm_grades=True to run them" in text
+    assert "12 of 12 judged queries qualify" in text
+    assert "A TINY LOCAL MODEL WROTE THE ANSWERS" not in text
+    # the ranked samples and their measures are there; nothing asked the model anything
+    written = {p.name for p in (tmp_path / "out" / "samples").iterdir()}
+    assert {"ranked.jsonl", "ranked_measures.csv", "provenance.json"} <= written
+    assert "graded.jsonl" not in written and "ledger.jsonl" not in written
+    provenance = json.loads((tmp_path / "out" / "samples" / "provenance.json").read_text())
+    assert provenance["mode"] == "ranked-only" and provenance["generation"] == {}
+    assert seconds < 180
+
+
+def test_llm_grades_without_a_model_is_refused_naming_the_parameter(tmp_path: Path):
+    write_dataset(tmp_path / "mydocs", n_queries=2, n_docs=20)
+    done = ragnb(
+        "run",
+        "correlation",
+        "-p",
+        "dataset=mydocs",
+        "-p",
+        "llm=none",
+        "-p",
+        "llm_grades=true",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert "llm_grades has the local model grade, but llm is 'none'" in done.stderr
+    assert "llm_grades" in done.stderr.splitlines()[-1]
