@@ -66,7 +66,7 @@ def test_parameters_cell_mirrors_config_dataclass_and_takes_no_key():
 
 
 def test_unknown_and_secret_parameters_are_rejected(tmp_path):
-    with pytest.raises(InputError, match="no parameter 'api_key'"):
+    with pytest.raises(InputError, match="unknown parameter 'api_key'"):
         render_report(NOTEBOOK, {"api_key": "sk-nope"}, reports_dir=tmp_path)
     with pytest.raises(InputError, match="takes a int"):
         render_report(NOTEBOOK, {"depth": "deep"}, reports_dir=tmp_path)
@@ -166,7 +166,7 @@ def test_llm_report_never_writes_the_api_key(openai_server, tmp_path, monkeypatc
         **FAST,
     }
     # the key is no parameter: passing it is an error before anything runs
-    with pytest.raises(InputError, match="no parameter 'api_key'"):
+    with pytest.raises(InputError, match="unknown parameter 'api_key'"):
         render_report(NOTEBOOK, {**params, "api_key": canary}, reports_dir=reports)
     assert openai_server.request_count() == 0
     report = render_report(NOTEBOOK, params, reports_dir=reports)

@@ -531,10 +531,11 @@ def test_cli_evaluate_takes_trec_names(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0
     lines = {line.split("\t")[0].strip(): line for line in out.splitlines() if "\tall\t" in line}
-    assert set(lines) == {"AP", "Rprec", "NumRet", "IPrec(recall=0.5)"}
-    assert "\t0.2500\t" in lines["AP"] and "\t0.2500\t" in lines["Rprec"]  # q1 1/2, q2 0
-    assert "\t0.5000\t" in lines["IPrec(recall=0.5)"]  # q1 1, q2 0
-    assert "\t3.0000\t" in lines["NumRet"]  # summed, not averaged
+    # each measure prints under the name asked for
+    assert set(lines) == {"map", "Rprec", "num_ret", "IPrec@0.5"}
+    assert "\t0.2500\t" in lines["map"] and "\t0.2500\t" in lines["Rprec"]  # q1 1/2, q2 0
+    assert "\t0.5000\t" in lines["IPrec@0.5"]  # q1 1, q2 0
+    assert "\t3.0000\t" in lines["num_ret"]  # summed, not averaged
 
 
 def test_docstring_examples():
