@@ -68,9 +68,8 @@ def test_golden_set_from_questions_alone_with_the_local_model(tmp_path):
     if reason is not None:
         raise AssertionError(f"the local model server cannot run here: {reason}")
     user_folder(tmp_path)
+    # the command as a user types it: the default judge (local) and its default sizes
     argv = ["golden", "--dataset", "mydocs", "--queries", "questions.txt", "--out", "gs/"]
-    # small pools and one listwise call per query keep the model's calls few
-    argv += ["--depth", "3", "--refine-max-iterations", "1"]
     first = ragnb(tmp_path, *argv)
     assert first.returncode == 0, first.stderr
     out, err = first.stdout, first.stderr
