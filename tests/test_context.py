@@ -18,6 +18,7 @@ import numpy as np
 import oracle_data
 import pandas as pd
 import pytest
+from generated import shares_no_query
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_measures_incomplete import SOURCES, max_abs_diff, qrels_and_run
@@ -253,6 +254,10 @@ run_st = st.dictionaries(
 def test_agrees_with_naive_reference(qrels, run, k, rel):
     b = f"(rel={rel})" if rel != 1 else ""
     names = [f"ContextPrecision{b}@{k}", f"ContextPrecision{b}", f"PR-AUC{b}@{k}", f"PR-AUC{b}"]
+    if shares_no_query(qrels, run):  # an error, not zeros
+        with pytest.raises(InputError, match="share no query id"):
+            evaluate(qrels, run, names)
+        return
     wide = evaluate(qrels, run, names).per_query_wide()
     for name in names:
         for qid in qrels:
@@ -267,8 +272,8 @@ def test_agrees_with_naive_reference(qrels, run, k, rel):
 @given(qrels=qrels_st, s1=run_st, s2=run_st)
 def test_pooling_never_lowers_pr_auc(qrels, s1, s2):
     pooled = pooled_qrels(qrels, [s1, s2])
-    if pooled.empty:
-        return
+    if pooled.empty or shares_no_query(qrels, s1) or shares_no_query(pooled, s1):
+        return  # nothing pooled, or s1 shares no query to score (an error: see the test above)
     full = evaluate(qrels, s1, ["PR-AUC"]).per_query_wide()["PR-AUC"]
     relative = evaluate(pooled, s1, ["PR-AUC"]).per_query_wide()["PR-AUC"]
     assert (relative >= full.loc[relative.index] - 1e-12).all()

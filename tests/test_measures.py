@@ -7,6 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
+from generated import shares_no_query
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -397,6 +398,10 @@ def measure_names(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(qrels=qrels_st, run=run_st, names=measure_names())
 def test_agrees_with_naive_reference(qrels, run, names):
+    if shares_no_query(qrels, run):  # an error, not zeros
+        with pytest.raises(InputError, match="share no query id"):
+            evaluate(qrels, run, names)
+        return
     res = evaluate(qrels, run, names)
     wide = res.per_query_wide()
     assert wide.index.tolist() == sorted(qrels)

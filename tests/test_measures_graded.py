@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from generated import shares_no_query
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -443,6 +444,13 @@ def graded_names(draw):
 @given(qrels=qrels_st, run=run_st, names=graded_names())
 def test_agrees_with_naive_reference(qrels, run, names):
     assert_agrees(qrels, run, names, sourced=True)
+    if shares_no_query(qrels, run):  # an error, not zeros
+        with pytest.raises(InputError, match="share no query id"):
+            evaluate(
+                qrels, run, [n for n in names if not n.startswith("RA-nWG-nov")], grade_map="1-5"
+            )
+        return
+
     # evaluate() reads the same values (the novelty variant aside, it needs sources)
     plain = [n for n in names if not n.startswith("RA-nWG-nov")]
     wide = evaluate(qrels, run, plain, grade_map="1-5").per_query_wide()  # any grades <= 5

@@ -18,6 +18,7 @@ import numpy as np
 import oracle_data
 import pandas as pd
 import pytest
+from generated import shares_no_query
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -209,6 +210,10 @@ def measure_names(draw):
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(qrels=qrels_st, run=run_st, names=measure_names())
 def test_agrees_with_naive_reference(qrels, run, names):
+    if shares_no_query(qrels, run):  # an error, not zeros
+        with pytest.raises(InputError, match="share no query id"):
+            evaluate(qrels, run, names)
+        return
     wide = evaluate(qrels, run, names).per_query_wide()
     for name in names:
         canonical = str(parse_measure(name))
@@ -220,6 +225,10 @@ def test_agrees_with_naive_reference(qrels, run, names):
 @settings(max_examples=40, deadline=None)
 @given(qrels=qrels_st, run=run_st, k=st.integers(1, 14))
 def test_invariances(qrels, run, k):
+    if shares_no_query(qrels, run):  # an error, not zeros
+        with pytest.raises(InputError, match="share no query id"):
+            evaluate(qrels, run, ["Bpref"])
+        return
     wide = evaluate(qrels, run, ["Bpref", f"P'@{k}", f"nDCG'@{k}"]).per_query_wide()
     assert ((wide >= 0) & (wide <= 1 + 1e-12)).all().all()
     # adding unjudged documents anywhere changes none of the three

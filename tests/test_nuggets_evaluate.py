@@ -49,7 +49,9 @@ def test_nuggets_beside_qrels_hand_computed():
 
 
 def test_nuggets_of_no_evaluated_query_give_nan_and_bad_nuggets_raise():
-    res = evaluate({"q7": {"d1": 1}}, RUN, ["NuggetRecall@3", "P@1"], nuggets=NUGGETS)
+    res = evaluate(
+        {"q7": {"d1": 1}}, {"q7": {"d1": 1.0}}, ["NuggetRecall@3", "P@1"], nuggets=NUGGETS
+    )
     assert np.isnan(res.aggregate_to_dict()["NuggetRecall@3"])
     assert res.counts["queries_with_nuggets"] == 0
     with pytest.raises(InputError, match="nuggets must be nugget qrels"):

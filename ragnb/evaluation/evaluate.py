@@ -270,15 +270,13 @@ def evaluate(
         graded measures on qrels whose scale is not 1-5 and no ``grade_map`` (the message names
         the scale found and the maps available), ``RA-nWG-nov`` without sources,
         ``alpha-nDCG`` without subtopic qrels, ``NuggetRecall`` without nuggets or subtopic
-        qrels, malformed ``nuggets``.
+        qrels, malformed ``nuggets``; a run none of whose queries is in the qrels (a run of
+        another collection, or ids written differently: every query would score 0).
 
     Warns
     -----
     UserWarning
-        When the run's ``rank`` column disagrees with its scores and ``order="score"``; when
-        none of the run's queries is in the qrels (every query then scores 0;
-        :func:`ragnb.evaluation.runfiles.evaluate_run_file` and ``ragnb evaluate`` refuse such
-        a run file).
+        When the run's ``rank`` column disagrees with its scores and ``order="score"``.
 
     Examples
     --------
@@ -297,7 +295,7 @@ def evaluate(
     if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
         subtopics, qrels = qrels, document_qrels(qrels)
     arrays = _prepared(qrels, run, parsed, order)
-    _warn_if_disjoint(arrays, run)
+    _refuse_if_disjoint(arrays, run)
     graded = [m.family in _GRADED for m in parsed]
     if any(graded) and grade_map is None:  # the scale judged on every grade of the qrels
         _check_graded_scale(arrays.grade_levels, [m for m in parsed if m.family in _GRADED])
@@ -495,11 +493,11 @@ def _parsed(measures: Iterable[str | Measure] | str | Measure) -> tuple[list[Mea
     return parsed, measure_labels(given, parsed)
 
 
-def _warn_if_disjoint(arrays: RankingArrays, run: Any) -> None:
-    """Warn when none of the run's queries is in the qrels: an error where files are read
-    (``ragnb evaluate``, ``ragnb compare``), a warning on frames, which are scored (0)."""
+def _refuse_if_disjoint(arrays: RankingArrays, run: Any) -> None:
+    """Refuse a run none of whose queries is in the qrels (it would score every query 0), as
+    ``ragnb evaluate`` and ``ragnb compare`` refuse such a run file."""
     if arrays.n_run_queries_without_qrels and arrays.n_missing_from_run == arrays.n_queries:
-        warnings.warn(str(no_shared_query(arrays.query_ids, run)), UserWarning, stacklevel=3)
+        raise no_shared_query(arrays.query_ids, run)
 
 
 def measure_labels(given: Iterable[str | Measure], parsed: list[Measure]) -> list[str]:
