@@ -33,6 +33,10 @@ alpha-nDCG alpha-nDCG@K on subtopic qrels (Clarke et al. 2008)  :mod:`.diversity
 RA-nWG-nov RA-nWG, each repeat of a source weighted beta        :mod:`.novelty`
 NuggetRec. NuggetRecall@K: nuggets supported in the top K /     :mod:`.nuggets`
            nuggets, on nugget qrels (AutoNuggetizer's scores)
+Evidence-  an agent's search trajectory: EvidenceRecall@C,      :mod:`.trajectory`
+Recall,... SearchCalls, CallsToFirstRel, CallRR, CallsToEvidence,
+           Redundancy, CallnDCG@K, CallnDCGSlope@K, RerankGain@K,
+           TokensPerRel, SecondsPerRel (BrowseComp-Plus)
 ========== ==================================================== =================
 
 Binary measures take ``rel`` (default 1, trec_eval's relevance level): ``P(rel=2)@10``.
@@ -60,6 +64,7 @@ from ragnb.measures import (  # noqa: F401
     rr,
     sets,
     success,
+    trajectory,
     trec,
     trec_names,
 )
