@@ -1,4 +1,5 @@
-"""``ragnb traces``: production traces read into queries and runs, and example traces written."""
+"""``ragnb traces``: production traces read into queries and runs, example traces written, and
+an agent's search trajectories evaluated."""
 
 from __future__ import annotations
 
@@ -64,9 +65,140 @@ def _cmd_traces_example(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_systems(args: argparse.Namespace) -> dict[str, Any]:
+    """Each trace file's trajectories, split by ``--system-attribute``: ``{name: Trajectories}``
+    (a file's name, or ``file:value`` with several files and a system attribute)."""
+    import sys
+    from pathlib import Path
+
+    from ragnb.io.readers import read_query_file
+    from ragnb.io.trajectories import read_trajectories
+
+    queries = read_query_file(args.queries) if args.queries else None
+    systems: dict[str, Any] = {}
+    for path in args.traces:
+        read = read_trajectories(
+            path,
+            id_attribute=args.id_attribute,
+            system_attribute=args.system_attribute,
+            turn_ids=args.turn_ids,
+        )
+        print(read.describe(), file=sys.stderr)
+        if queries is not None:
+            read = read.with_dataset_ids(queries)
+        for name, part in read.by_system().items():
+            label = name or Path(path).stem
+            if name and len(args.traces) > 1:
+                label = f"{Path(path).stem}:{name}"
+            if label in systems:
+                raise InputError(f"two systems are named {label!r}: rename a trace file", path=path)
+            systems[label] = part
+    return systems
+
+
+def _fmt(frame: Any) -> str:
+    return frame.to_string(index=False, float_format="{:.4f}".format, na_rep="-")
+
+
+def _print_tables(results: dict[str, Any], args: argparse.Namespace) -> None:
+    """The aggregate table of each system (and with ``--by-turn`` the measures by turn)."""
+    for name, result in results.items():
+        c = result.counts
+        print(
+            f"system {name} ({c['path']}): {c['queries_in_qrels']} questions, "
+            f"{c['queries_without_trajectory']} without a trajectory; "
+            f"{c['retrieval_calls']} retrieval calls, {c['rerank_calls']} rerank calls"
+        )
+        print(_fmt(result.aggregate))
+        if args.by_turn:
+            print("\nby turn:")
+            print(_fmt(result.by_turn(n_resamples=args.resamples, seed=args.seed)))
+        print()
+
+
+def _comparison(results: dict[str, Any], args: argparse.Namespace) -> Any:
+    """With several systems: compare them on the measures with finite values (None else)."""
+    import numpy as np
+
+    from ragnb.stats import compare
+
+    if len(results) < 2:
+        return None
+    first = next(iter(results.values()))
+    finite = [
+        name
+        for j, name in enumerate(first.names)
+        if all(not np.isinf(r.values[:, j]).any() for r in results.values())
+    ]
+    if not finite:
+        return None
+    systems = {name: r.per_query for name, r in results.items()}
+    return compare(systems, finite, n_resamples=args.resamples, seed=args.seed)
+
+
+def _cmd_traces_evaluate(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    import pandas as pd
+
+    from ragnb.evaluation.trajectories import DEFAULT_TRAJECTORY_MEASURES, evaluate_trajectories
+    from ragnb.io.dispatch import read_qrels_file
+
+    qrels = read_qrels_file(args.qrels).frame
+    measures = args.measure or list(DEFAULT_TRAJECTORY_MEASURES)
+    results = {
+        name: evaluate_trajectories(t, qrels, measures, rel=args.rel, seed=args.seed)
+        for name, t in _read_systems(args).items()
+    }
+    comparison = _comparison(results, args)
+    if args.events:
+        from ragnb.io.events import write_evaluation_events
+
+        events = pd.concat([r.events() for r in results.values()], ignore_index=True)
+        write_evaluation_events(events, args.events)
+        print(f"wrote {len(events)} evaluation events to {args.events}", file=sys.stderr)
+    if args.format == "json":
+        payload: dict[str, Any] = {"systems": []}
+        for name, r in results.items():
+            entry = {"system": name, "aggregate": r.aggregate.to_dict(orient="records")}
+            entry["counts"] = r.counts
+            entry["curve"] = r.curve.to_dict(orient="records")
+            if args.by_turn:
+                by_turn = r.by_turn(n_resamples=args.resamples, seed=args.seed)
+                entry["by_turn"] = by_turn.to_dict(orient="records")
+            payload["systems"].append(entry)
+        if comparison is not None:
+            payload["pairs"] = comparison.pairs.to_dict(orient="records")
+        json.dump(payload, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    elif args.format == "csv":
+        tables = [
+            (
+                r.by_turn(n_resamples=args.resamples, seed=args.seed)
+                if args.by_turn
+                else r.aggregate
+            ).assign(system=name)
+            for name, r in results.items()
+        ]
+        pd.concat(tables, ignore_index=True).to_csv(sys.stdout, index=False)
+    else:
+        _print_tables(results, args)
+        if comparison is not None:
+            print("compared (paired bootstrap intervals, randomization p-values, Holm):")
+            shown = comparison.pairs[
+                ["measure", "pair", "difference", "ci_low", "ci_high", "p_adjusted"]
+            ]
+            print(_fmt(shown))
+    return 0
+
+
 def add_parser(sub: Any) -> None:
     """The ``traces`` subcommands' arguments."""
-    p = sub.add_parser("traces", help="production traces: retriever spans -> queries, runs")
+    p = sub.add_parser(
+        "traces",
+        help="production traces: retriever spans -> queries, runs; agent trajectories scored",
+    )
     tsub = p.add_subparsers(dest="traces_command", required=True)
     t = tsub.add_parser(
         "import",
@@ -105,3 +237,64 @@ def add_parser(sub: Any) -> None:
     e.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     e.add_argument("--cache-dir", default="", help="embedding cache folder")
     e.set_defaults(func=_cmd_traces_example)
+    _add_evaluate_parser(tsub)
+
+
+_EVALUATE_EPILOG = """
+Spans read: OpenTelemetry GenAI retrieval spans (gen_ai.operation.name = retrieval) and
+OpenInference RETRIEVER and RERANKER spans. A trajectory is one trace by default, or the spans
+sharing --id-attribute; its id must be the question's id in QRELS.
+
+examples:
+  ragnb traces evaluate agent.jsonl --qrels qrels.tsv
+  ragnb traces evaluate agent.jsonl --qrels qrels.tsv -m EvidenceRecall EvidenceRecall@1 \\
+      CallsToFirstRel CallRR RerankGain@5 --events evaluations.jsonl
+  ragnb traces evaluate chat.jsonl --qrels cast.qrels --turn-ids --by-turn
+  ragnb traces evaluate a.jsonl b.jsonl --qrels qrels.tsv --id-attribute question.id
+"""
+
+
+def _add_evaluate_parser(tsub: Any) -> None:
+    import argparse
+
+    v = tsub.add_parser(
+        "evaluate",
+        help="score an agent's search trajectories (GenAI or OpenInference retrieval spans) "
+        "against per-question qrels; write the scores back as OpenTelemetry events",
+        epilog=_EVALUATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    v.add_argument("traces", nargs="+", help="trace files: one system each (.jsonl, .parquet)")
+    v.add_argument("--qrels", required=True, help="per-question qrels (TREC or BEIR .tsv)")
+    v.add_argument(
+        "-m",
+        "--measure",
+        nargs="+",
+        default=None,
+        help="measures (default: every trajectory family, K = 10); any other measure is read "
+        "on each trajectory's documents in the order found",
+    )
+    v.add_argument("--by-turn", action="store_true", help="every measure by conversation turn")
+    v.add_argument("--events", default="", help="write gen_ai.evaluation.result events here")
+    v.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    v.add_argument(
+        "--id-attribute",
+        default="",
+        help="attribute naming a call's question (on the span, its trace or resource; default: "
+        "one trajectory per trace id)",
+    )
+    v.add_argument("--system-attribute", default="", help="attribute naming the system of a call")
+    v.add_argument(
+        "--turn-ids",
+        action="store_true",
+        help="name a conversation's trajectories <conversation>_<turn> (TREC CAsT / iKAT qrels)",
+    )
+    v.add_argument(
+        "--queries",
+        default="",
+        help="queries file: a trajectory whose first search asks one of them takes its id",
+    )
+    v.add_argument("--rel", type=int, default=1, help="lowest relevant grade (default 1)")
+    v.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")
+    v.add_argument("--seed", type=int, default=0, help="seed of the intervals (default 0)")
+    v.set_defaults(func=_cmd_traces_evaluate)
