@@ -176,3 +176,7 @@ def test_a_chat_is_scored_turn_by_turn_on_cast_qrels(journey):
     assert rows[("EvidenceRecall", "1")][4] == "1.0000"
     assert rows[("EvidenceRecall", "2")][4] == "0.5000"
     assert rows[("CallsToFirstRel", "2")][7:9] == ["1", "0.5000"]
+    noise = done.stdout.split("conversational noise in the search queries (EvidenceRecall):")[1]
+    turn_1 = noise.splitlines()[2].split()
+    # turn 1: "Hi! Quick question: ..." is noisy, "what is reranking" is not
+    assert turn_1[:4] == ["1", "2", "2", "0.5000"]

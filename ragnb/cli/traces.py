@@ -100,8 +100,30 @@ def _fmt(frame: Any) -> str:
     return frame.to_string(index=False, float_format="{:.4f}".format, na_rep="-")
 
 
-def _print_tables(results: dict[str, Any], args: argparse.Namespace) -> None:
-    """The aggregate table of each system (and with ``--by-turn`` the measures by turn)."""
+def _turn_tables(
+    systems: dict[str, Any], results: dict[str, Any], args: argparse.Namespace
+) -> dict[str, tuple[Any, Any]]:
+    """With ``--by-turn``: each system's measures by turn and the conversational noise of its
+    turns' search queries (None when no call is in a conversation)."""
+    from ragnb.rewrite import noise_by_turn
+
+    if not args.by_turn:
+        return {}
+    out = {}
+    for name, result in results.items():
+        by_turn = result.by_turn(n_resamples=args.resamples, seed=args.seed)
+        try:
+            noise = noise_by_turn(systems[name], result, result.names[0])
+        except InputError:
+            noise = None
+        out[name] = (by_turn, noise)
+    return out
+
+
+def _print_tables(
+    results: dict[str, Any], turns: dict[str, tuple[Any, Any]], comparison: Any
+) -> None:
+    """The aggregate table of each system, its turn tables, then the comparison."""
     for name, result in results.items():
         c = result.counts
         print(
@@ -110,10 +132,20 @@ def _print_tables(results: dict[str, Any], args: argparse.Namespace) -> None:
             f"{c['retrieval_calls']} retrieval calls, {c['rerank_calls']} rerank calls"
         )
         print(_fmt(result.aggregate))
-        if args.by_turn:
+        if name in turns:
+            by_turn, noise = turns[name]
             print("\nby turn:")
-            print(_fmt(result.by_turn(n_resamples=args.resamples, seed=args.seed)))
+            print(_fmt(by_turn))
+            if noise is not None:
+                print(f"\nconversational noise in the search queries ({result.names[0]}):")
+                print(_fmt(noise))
         print()
+    if comparison is not None:
+        print("compared (paired bootstrap intervals, randomization p-values, Holm):")
+        shown = comparison.pairs[
+            ["measure", "pair", "difference", "ci_low", "ci_high", "p_adjusted"]
+        ]
+        print(_fmt(shown))
 
 
 def _comparison(results: dict[str, Any], args: argparse.Namespace) -> Any:
@@ -136,6 +168,28 @@ def _comparison(results: dict[str, Any], args: argparse.Namespace) -> Any:
     return compare(systems, finite, n_resamples=args.resamples, seed=args.seed)
 
 
+def _payload(
+    results: dict[str, Any], turns: dict[str, tuple[Any, Any]], comparison: Any
+) -> dict[str, Any]:
+    """What ``--format json`` prints."""
+    payload: dict[str, Any] = {"systems": []}
+    for name, r in results.items():
+        entry = {
+            "system": name,
+            "aggregate": r.aggregate.to_dict(orient="records"),
+            "counts": r.counts,
+            "curve": r.curve.to_dict(orient="records"),
+        }
+        if name in turns:
+            by_turn, noise = turns[name]
+            entry["by_turn"] = by_turn.to_dict(orient="records")
+            entry["noise_by_turn"] = None if noise is None else noise.to_dict(orient="records")
+        payload["systems"].append(entry)
+    if comparison is not None:
+        payload["pairs"] = comparison.pairs.to_dict(orient="records")
+    return payload
+
+
 def _cmd_traces_evaluate(args: argparse.Namespace) -> int:
     import json
     import sys
@@ -147,10 +201,12 @@ def _cmd_traces_evaluate(args: argparse.Namespace) -> int:
 
     qrels = read_qrels_file(args.qrels).frame
     measures = args.measure or list(DEFAULT_TRAJECTORY_MEASURES)
+    systems = _read_systems(args)
     results = {
         name: evaluate_trajectories(t, qrels, measures, rel=args.rel, seed=args.seed)
-        for name, t in _read_systems(args).items()
+        for name, t in systems.items()
     }
+    turns = _turn_tables(systems, results, args)
     comparison = _comparison(results, args)
     if args.events:
         from ragnb.io.events import write_evaluation_events
@@ -159,37 +215,16 @@ def _cmd_traces_evaluate(args: argparse.Namespace) -> int:
         write_evaluation_events(events, args.events)
         print(f"wrote {len(events)} evaluation events to {args.events}", file=sys.stderr)
     if args.format == "json":
-        payload: dict[str, Any] = {"systems": []}
-        for name, r in results.items():
-            entry = {"system": name, "aggregate": r.aggregate.to_dict(orient="records")}
-            entry["counts"] = r.counts
-            entry["curve"] = r.curve.to_dict(orient="records")
-            if args.by_turn:
-                by_turn = r.by_turn(n_resamples=args.resamples, seed=args.seed)
-                entry["by_turn"] = by_turn.to_dict(orient="records")
-            payload["systems"].append(entry)
-        if comparison is not None:
-            payload["pairs"] = comparison.pairs.to_dict(orient="records")
-        json.dump(payload, sys.stdout, indent=2, default=str)
+        json.dump(_payload(results, turns, comparison), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     elif args.format == "csv":
         tables = [
-            (
-                r.by_turn(n_resamples=args.resamples, seed=args.seed)
-                if args.by_turn
-                else r.aggregate
-            ).assign(system=name)
+            (turns[name][0] if name in turns else r.aggregate).assign(system=name)
             for name, r in results.items()
         ]
         pd.concat(tables, ignore_index=True).to_csv(sys.stdout, index=False)
     else:
-        _print_tables(results, args)
-        if comparison is not None:
-            print("compared (paired bootstrap intervals, randomization p-values, Holm):")
-            shown = comparison.pairs[
-                ["measure", "pair", "difference", "ci_low", "ci_high", "p_adjusted"]
-            ]
-            print(_fmt(shown))
+        _print_tables(results, turns, comparison)
     return 0
 
 

@@ -678,6 +678,16 @@ class Trajectories:
     def renamed(self, mapping: Mapping[str, str]) -> Trajectories:
         """These trajectories with ids renamed (an id ``mapping`` lacks is kept).
 
+        Parameters
+        ----------
+        mapping : mapping of str to str
+            Old trajectory id -> new one (e.g. a trace id -> the question's id).
+
+        Returns
+        -------
+        Trajectories
+            Every frame renamed alike.
+
         Raises
         ------
         InputError

@@ -284,8 +284,22 @@ def prepare_trajectories(
 
 
 def step_values(steps: RankingArrays, k: int) -> np.ndarray:
-    """nDCG@k of each row of per-step arrays (:attr:`TrajectoryArrays.searches`, ...), in the
-    order the steps were given (the rows are sorted by their ``<row>:<step>`` names)."""
+    """nDCG@k of each step of per-step arrays, in the order the steps were given.
+
+    Parameters
+    ----------
+    steps : RankingArrays
+        :attr:`TrajectoryArrays.searches`, ``rerank_input`` or ``rerank_output`` (rows sorted
+        by their ``<question row>:<step>`` names).
+    k : int >= 1
+        The cutoff.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_steps,)
+        trec_eval's nDCG@k (linear gain, the ideal of all the question's judgements) of each
+        step's list; 0 for an empty list.
+    """
     values = Measure("nDCG", k).compute(steps)
     order = np.array([int(q.split(":")[1]) for q in steps.query_ids if q != "~"], dtype=np.int64)
     out = np.empty(len(order))
@@ -397,8 +411,19 @@ def _call_ndcg_slope(arrays: RankingArrays, k: int) -> np.ndarray:
 
 
 def rerank_gains(a: TrajectoryArrays, k: int) -> np.ndarray:
-    """nDCG@k of each reranker span's output minus that of its input, shape
-    (n_rerank_rows,); NaN where the span lists no input."""
+    """The gain of each reranker span: nDCG@k of its output minus nDCG@k of its input.
+
+    Parameters
+    ----------
+    a : TrajectoryArrays
+    k : int >= 1
+
+    Returns
+    -------
+    ndarray of float64, shape (n_rerank_rows,)
+        In [-1, 1], in the order of :attr:`TrajectoryArrays.rerank_row`; NaN where the span
+        lists no input document.
+    """
     gain = step_values(a.rerank_output, k) - step_values(a.rerank_input, k)
     given = np.zeros(len(a.rerank_row), dtype=bool)
     order = [int(q.split(":")[1]) for q in a.rerank_input.query_ids if q != "~"]

@@ -79,15 +79,18 @@ def _cosines(embedder: Any, texts: list[str], denoised: list[str]) -> np.ndarray
 
 
 def _turn_calls(trajectories: Trajectories, result: TrajectoryResult | None) -> pd.DataFrame:
-    """The retrieval calls of the trajectories in a conversation, with their turn."""
-    calls = trajectories.calls
-    calls = calls[(calls["kind"] == "retrieval") & (calls["turn"] > 0)]
+    """The retrieval calls of the trajectories in a conversation, with their turn (the
+    evaluation's, which also reads ``<conversation>_<turn>`` ids, when given)."""
+    calls = trajectories.calls[trajectories.calls["kind"] == "retrieval"]
     if result is not None:
-        calls = calls[calls["trajectory_id"].isin(set(result.query_ids))]
+        turns = result.questions.set_index("query_id")["turn"]
+        calls = calls[calls["trajectory_id"].isin(turns.index)]
+        calls = calls.assign(turn=calls["trajectory_id"].map(turns).to_numpy(dtype=np.int64))
+    calls = calls[calls["turn"] > 0]
     if calls.empty:
         raise InputError(
             "no retrieval call belongs to a conversation turn: read traces whose spans carry "
-            "gen_ai.conversation.id or session.id",
+            "gen_ai.conversation.id or session.id, or name the questions <conversation>_<turn>",
             path=trajectories.path,
         )
     return calls.reset_index(drop=True)
@@ -123,8 +126,9 @@ def noise_by_turn(
         Read with conversations (:func:`ragnb.io.trajectories.read_trajectories`): the calls'
         ``turn`` and ``query``.
     result : TrajectoryResult, optional
-        Its evaluation: only its questions are read, and with ``measure`` the measure is split
-        by noise.
+        Its evaluation: only its questions are read, each at its turn there
+        (:attr:`~ragnb.evaluation.trajectories.TrajectoryResult.questions`, which also reads
+        ``<conversation>_<turn>`` ids), and with ``measure`` the measure is split by noise.
     measure : str, optional
         A measure of ``result`` (canonical name), e.g. ``"EvidenceRecall"``.
     language : {"en", "fr"}, default "en"
