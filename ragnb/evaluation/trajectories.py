@@ -116,6 +116,7 @@ def mean_interval(
         n_resamples=n_resamples,
         method="percentile",
         vectorized=True,
+        batch=max(1, 2_000_000 // len(finite)),  # resamples at a time: bounded memory
         rng=np.random.default_rng(seed),
     )
     return mean, float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -321,29 +322,29 @@ class TrajectoryResult:
         )
 
     def _question_events(self) -> list[tuple[Any, ...]]:
-        q = self.questions
+        q = {c: self.questions[c].tolist() for c in self.questions.columns}
         rel = self.counts["rel"]
+        values = self.values.tolist()
         rows = []
-        for i in np.flatnonzero(q["has_trajectory"].to_numpy()):
-            qid = str(q["query_id"].iat[i])
+        for i in np.flatnonzero(self.questions["has_trajectory"].to_numpy()):
+            qid = str(q["query_id"][i])
             context = (
-                f"question {qid}: {int(q['n_searches'].iat[i])} retrieval calls found "
-                f"{int(q['found'].iat[i])} of {int(q['n_relevant'].iat[i])} relevant documents "
-                f"(grade >= {rel})"
+                f"question {qid}: {q['n_searches'][i]} retrieval calls found {q['found'][i]} "
+                f"of {q['n_relevant'][i]} relevant documents (grade >= {rel})"
             )
-            for j, name in enumerate(self.names):
-                value = float(self.values[i, j])
-                if np.isnan(value):
+            for name, value in zip(self.names, values[i], strict=True):
+                if value != value:  # NaN: undefined, nothing to report
                     continue
-                never = np.isinf(value)
+                never = value in (np.inf, -np.inf)
+                shown = "never reached" if never else f"= {value:.4g}"
                 rows.append(
                     (
-                        q["trace_id"].iat[i],
-                        q["root_span_id"].iat[i],
+                        q["trace_id"][i],
+                        q["root_span_id"][i],
                         name,
                         np.nan if never else value,
                         "never" if never else "",
-                        f"{name} {'never reached' if never else f'= {value:.4g}'}; {context}",
+                        f"{name} {shown}; {context}",
                         qid,
                     )
                 )
@@ -404,7 +405,10 @@ def _question_frame(
 
 def _relevant_sets(qrels: pd.DataFrame, rel: int) -> dict[str, set[str]]:
     judged = qrels[qrels["relevance"] >= rel]
-    return {str(q): set(g["doc_id"].astype(str)) for q, g in judged.groupby("query_id")}
+    out: dict[str, set[str]] = {}
+    for q, d in zip(judged["query_id"].tolist(), judged["doc_id"].tolist(), strict=True):
+        out.setdefault(str(q), set()).add(str(d))
+    return out
 
 
 def _call_counts(
@@ -412,12 +416,15 @@ def _call_counts(
 ) -> pd.DataFrame:
     """Per call: ``relevant``, ``new_documents``, ``new_relevant``, ``evidence_recall`` and
     ``redundant`` (the trajectory's retrieval calls in order)."""
-    lists = {
-        key: g["doc_id"].astype(str).tolist()
-        for key, g in documents.sort_values(["trajectory_id", "call", "rank"]).groupby(
-            ["trajectory_id", "call"], sort=False
-        )
-    }
+    ordered = documents.sort_values(["trajectory_id", "call", "rank"], kind="stable")
+    lists: dict[tuple[Any, Any], list[str]] = {}
+    for key in zip(
+        ordered["trajectory_id"].tolist(),
+        ordered["call"].tolist(),
+        ordered["doc_id"].astype(str).tolist(),
+        strict=True,
+    ):
+        lists.setdefault(key[:2], []).append(key[2])
     out = []
     seen: set[str] = set()
     found: set[str] = set()

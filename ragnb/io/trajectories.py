@@ -163,6 +163,8 @@ _OUTPUT_TOKENS = ("gen_ai.usage.output_tokens", "llm.token_count.completion")
 #: Spans whose usage sums their children's: left out of a trajectory's tokens.
 _AGGREGATE_OPERATIONS = {"invoke_agent", "invoke_workflow", "create_agent", "execute_tool"}
 _AGGREGATE_KINDS = {"AGENT", "CHAIN", "TOOL"}
+#: The attributes of a call span read once the whole file is read.
+_KEPT = (*_CONVERSATION, *_INPUT_TOKENS, *_OUTPUT_TOKENS, _G_SOURCE, _G_PROVIDER)
 
 
 # ----------------------------------------------------------------------------- span writers
@@ -384,7 +386,7 @@ def _pairs(docs: list[tuple[str, float | None, Any]]) -> list[tuple[str, float |
     return [(d, s) for d, s, _ in docs]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Call:
     """One retrieval or rerank span, parsed."""
 
@@ -464,7 +466,7 @@ def _unique(docs: list[tuple[str, float | None]]) -> list[tuple[str, float | Non
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class _Trace:
     """What the spans of one trace say about the trajectories it holds."""
 
@@ -537,7 +539,18 @@ class _Reader:
             self.bad.append((line, span.span_id, span.name, cause))
             return
         call.documents, call.inputs = _unique(call.documents), _unique(call.inputs)
+        call.span = self._slim(span)
         self.calls.append(call)
+
+    def _slim(self, span: Span) -> Span:
+        """The span with only the attributes read after the file (the documents, often the
+        bulk of a span, are parsed by then)."""
+        keys = (*self.keys, *_KEPT)
+        return replace(
+            span,
+            attributes={k: span.attributes[k] for k in keys if k in span.attributes},
+            resource={k: span.resource[k] for k in self.keys if k in span.resource},
+        )
 
     def value(self, call: _Call, key: str) -> Any:
         """``key`` on the call's span, else on its trace, else on its resource (None: absent)."""
@@ -753,9 +766,14 @@ def _ordered(grouped: dict[tuple[str, str], list[_Call]]) -> list[tuple[str, str
     """Trajectories by first start, their calls by start (file order on ties)."""
     out = []
     for (system, question), calls in grouped.items():
-        calls = sorted(calls, key=lambda c: c.span.start * c.span.time_unit_s)
+        calls = sorted(calls, key=_when)
         out.append((system, question, calls))
-    return sorted(out, key=lambda t: t[2][0].span.start * t[2][0].span.time_unit_s)
+    return sorted(out, key=lambda t: _when(t[2][0]))
+
+
+def _when(call: _Call) -> tuple[float, float]:
+    """A call's start in seconds, then in its own unit (exact nanoseconds in OTLP)."""
+    return call.span.start * call.span.time_unit_s, call.span.start
 
 
 def _turns(
