@@ -692,3 +692,93 @@ def test_noise_by_turn_with_an_embedder_gives_the_cosine_with_the_denoised_query
     t, res = turns
     table = noise_by_turn(t, res, embedder=Lookup()).set_index("turn")
     np.testing.assert_allclose(table["cos_denoised"], [0.8, 0.8, 1.0], rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- a naive reference
+
+
+def _naive_ndcg(docs, grades, k):
+    gain = sum(grades.get(d, 0) / math.log2(i + 2) for i, d in enumerate(docs[:k]))
+    ideal = sorted(grades.values(), reverse=True)[:k]
+    best = sum(max(g, 0) / math.log2(i + 2) for i, g in enumerate(ideal))
+    return gain / best if best > 0 else 0.0
+
+
+def _naive(searches, reranks, grades):
+    """Every measure of one trajectory, by the definitions, one call at a time."""
+    relevant = {d for d, g in grades.items() if g >= 1}
+    seen, found, first, full, half, returned = [], set(), INF, INF, INF, 0
+    for c, docs in enumerate(searches, start=1):
+        returned += len(docs)
+        seen += [d for d in docs if d not in seen]
+        found |= relevant & set(docs)
+        if found and first == INF:
+            first = c
+        if relevant and len(found) >= math.ceil(0.5 * len(relevant)) and half == INF:
+            half = c
+        if relevant and found == relevant and full == INF:
+            full = c
+    ndcgs = [_naive_ndcg(docs, grades, 3) for docs in searches]
+    gains = [_naive_ndcg(o, grades, 3) - _naive_ndcg(i, grades, 3) for i, o in reranks if i]
+    slope = np.polyfit(np.arange(1, len(ndcgs) + 1), ndcgs, 1)[0] if len(ndcgs) > 1 else NAN
+    return {
+        "EvidenceRecall": len(found) / len(relevant) if relevant else 0.0,
+        "EvidenceRecall@2": len(relevant & {d for s in searches[:2] for d in s}) / len(relevant)
+        if relevant
+        else 0.0,
+        "CallsToFirstRel": first if relevant else NAN,
+        "CallsToEvidence(share=0.5)": half if relevant else NAN,
+        "Redundancy": 1 - len(seen) / returned if returned else NAN,
+        "CallnDCG@3": float(np.mean(ndcgs)) if ndcgs else NAN,
+        "CallnDCGSlope@3": slope,
+        "RerankGain@3": float(np.mean(gains)) if gains else NAN,
+        "nDCG@5": _naive_ndcg(seen, grades, 5),
+    }
+
+
+def test_measures_match_a_naive_reference_on_random_trajectories():
+    from ragnb.measures.trajectory import prepare_trajectories
+
+    rng = np.random.default_rng(7)
+    calls, docs, inputs, qrels, want = [], [], [], [], {}
+    for q in range(40):
+        tid = f"t{q:02d}"
+        grades = {
+            f"d{d}": int(rng.integers(0, 3))
+            for d in rng.choice(12, rng.integers(0, 5), replace=False)
+        }
+        qrels += [(tid, d, g) for d, g in grades.items()]
+        searches, reranks, call, n_search = [], [], 0, 0
+        for _ in range(int(rng.integers(0, 5))):
+            call += 1
+            if n_search and rng.random() < 0.3:  # a rerank of the last search's list
+                given = searches[-1]
+                out = (
+                    list(rng.permutation(given))[: int(rng.integers(1, len(given) + 1))]
+                    if given
+                    else []
+                )
+                reranks.append((given, out))
+                calls.append((tid, call, n_search, "rerank"))
+                docs += [(tid, call, r + 1, d) for r, d in enumerate(out)]
+                inputs += [(tid, call, r + 1, d) for r, d in enumerate(given)]
+                continue
+            n_search += 1
+            listed = [f"d{d}" for d in rng.choice(12, rng.integers(0, 5), replace=False)]
+            searches.append(listed)
+            calls.append((tid, call, n_search, "retrieval"))
+            docs += [(tid, call, r + 1, d) for r, d in enumerate(listed)]
+        if grades:
+            want[tid] = _naive(searches, [r for r in reranks if r[1]], grades)
+    frame = {
+        "calls": pd.DataFrame(calls, columns=["trajectory_id", "call", "search_call", "kind"]),
+        "documents": pd.DataFrame(docs, columns=["trajectory_id", "call", "rank", "doc_id"]),
+        "rerank_inputs": pd.DataFrame(inputs, columns=["trajectory_id", "call", "rank", "doc_id"]),
+    }
+    qrels = pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"])
+    arrays = prepare_trajectories(qrels, **frame)
+    assert arrays.query_ids.tolist() == sorted(want)
+    for name in next(iter(want.values())):
+        got = parse_measure(name).compute(arrays)
+        expected = [want[t][name] for t in arrays.query_ids]
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12, err_msg=name)
