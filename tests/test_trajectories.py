@@ -782,3 +782,12 @@ def test_measures_match_a_naive_reference_on_random_trajectories():
         got = parse_measure(name).compute(arrays)
         expected = [want[t][name] for t in arrays.query_ids]
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def test_a_traces_ragnb_query_id_names_it_by_default(tmp_path):
+    """ragnb's search agent writes ``ragnb.query.id`` on its spans: no option needed."""
+    plan = [dict(PLAN[0], attributes={"ragnb.query.id": "q1"}), PLAN[1]]
+    spans = record(plan)
+    t = read_trajectories(write_otlp(tmp_path / "a.jsonl", spans))
+    root = _by_name(spans, "invoke_agent researcher")[1]
+    assert t.trajectories["trajectory_id"].tolist() == ["q1", hex_trace_id(root)]

@@ -277,8 +277,9 @@ def add_parser(sub: Any) -> None:
 
 _EVALUATE_EPILOG = """
 Spans read: OpenTelemetry GenAI retrieval spans (gen_ai.operation.name = retrieval) and
-OpenInference RETRIEVER and RERANKER spans. A trajectory is one trace by default, or the spans
-sharing --id-attribute; its id must be the question's id in QRELS.
+OpenInference RETRIEVER and RERANKER spans. A trajectory is one trace by default (named by its
+ragnb.query.id attribute, else its trace id), or the spans sharing --id-attribute; its id must
+be the question's id in QRELS.
 
 examples:
   ragnb traces evaluate agent.jsonl --qrels qrels.tsv
@@ -316,7 +317,7 @@ def _add_evaluate_parser(tsub: Any) -> None:
         "--id-attribute",
         default="",
         help="attribute naming a call's question (on the span, its trace or resource; default: "
-        "one trajectory per trace id)",
+        "one trajectory per trace, named by its ragnb.query.id or else its trace id)",
     )
     v.add_argument("--system-attribute", default="", help="attribute naming the system of a call")
     v.add_argument(

@@ -35,9 +35,11 @@ span cannot say so: no ``retrieval.documents`` key at all is a bad span, ``no do
 Grouping
 --------
 A trajectory is one question: by default the spans of one trace (one trace per question, as an
-agent's ``invoke_agent`` span makes one), or the spans sharing the value of an attribute the
-user names (``id_attribute``), looked up on the call span, then on any span of its trace (an
-agent's root span), then on the resource. Its calls are ordered by start time (then file order).
+agent's ``invoke_agent`` span makes one), named by the trace's ``ragnb.query.id`` attribute
+(:data:`QUESTION_ATTRIBUTE`, what ragnb's search agent writes) or else by the trace id; or the
+spans sharing the value of an attribute the user names (``id_attribute``). An attribute is
+looked up on the call span, then on any span of its trace (an agent's root span), then on the
+resource. Its calls are ordered by start time (then file order).
 Trajectories of one conversation (``gen_ai.conversation.id`` or ``session.id``, on the call
 span or any span of its trace) are its turns, numbered 1, 2, ... by start time;
 ``turn_ids=True`` names each ``<conversation>_<turn>``, as TREC CAsT and iKAT name their
@@ -81,6 +83,7 @@ __all__ = [
     "CALL_COLUMNS",
     "DOCUMENT_COLUMNS",
     "GEN_AI_CONVENTIONS",
+    "QUESTION_ATTRIBUTE",
     "RERANKER_KIND",
     "RETRIEVAL_OPERATION",
     "TRAJECTORY_COLUMNS",
@@ -92,6 +95,9 @@ __all__ = [
 
 #: The release of the OpenTelemetry semantic conventions whose GenAI names are read and written.
 GEN_AI_CONVENTIONS = "v1.41.1"
+#: The attribute naming a trace's question when no other is named: what ragnb's search agent
+#: (:mod:`ragnb.studies.agentic`) writes on its spans and the evaluation events carry.
+QUESTION_ATTRIBUTE = "ragnb.query.id"
 #: ``gen_ai.operation.name`` of a retrieval span.
 RETRIEVAL_OPERATION = "retrieval"
 #: The OpenInference span kind of a rerank step (``openinference.span.kind``).
@@ -504,7 +510,7 @@ class _Reader:
     """The state of :func:`read_trajectories` over one file."""
 
     def __init__(self, id_attribute: str, system_attribute: str) -> None:
-        self.keys = [k for k in (id_attribute, system_attribute) if k]
+        self.keys = [k for k in (id_attribute or QUESTION_ATTRIBUTE, system_attribute) if k]
         self.id_attribute = id_attribute
         self.system_attribute = system_attribute
         self.traces: dict[str, _Trace] = {}
@@ -564,7 +570,8 @@ class _Reader:
     def question(self, call: _Call) -> str:
         """The trajectory a call belongs to ("" when it cannot tell)."""
         if not self.id_attribute:
-            return call.span.trace_id
+            value = self.value(call, QUESTION_ATTRIBUTE)
+            return call.span.trace_id if value is None else str(value)
         value = self.value(call, self.id_attribute)
         return "" if value is None else str(value)
 
@@ -974,7 +981,9 @@ def read_trajectories(
         or ``.parquet``).
     id_attribute : str, default ""
         The attribute whose value names a call's question (on the call span, else any span of
-        its trace, else the resource); "" groups by trace id.
+        its trace, else the resource; a call without it is a bad span, ``no question id``);
+        "" groups by trace, named by its ``ragnb.query.id`` when a span carries one, else by
+        the trace id.
     system_attribute : str, default ""
         The attribute naming the system a call belongs to (looked up the same way;
         ``"unknown"`` when absent); "" reads one system.
