@@ -33,6 +33,9 @@ alpha-nDCG alpha-nDCG@K on subtopic qrels (Clarke et al. 2008)  :mod:`.diversity
 RA-nWG-nov RA-nWG, each repeat of a source weighted beta        :mod:`.novelty`
 NuggetRec. NuggetRecall@K: nuggets supported in the top K /     :mod:`.nuggets`
            nuggets, on nugget qrels (AutoNuggetizer's scores)
+prefs_*    trec_eval's preference measures (``prefs_simp``,     :mod:`.prefs`
+           ``prefs_pair``, ``prefs_avgjg``, ...), on preference
+           judgements
 ========== ==================================================== =================
 
 Binary measures take ``rel`` (default 1, trec_eval's relevance level): ``P(rel=2)@10``.
@@ -55,6 +58,7 @@ from ragnb.measures import (  # noqa: F401
     novelty,
     nuggets,
     precision,
+    prefs,
     primer,
     recall,
     rr,
