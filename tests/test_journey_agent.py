@@ -87,7 +87,7 @@ def test_the_trace_file_and_its_qrels_name_the_same_questions(journey):
 def test_a_conversation_is_written_with_cast_ids_and_its_id_on_every_span(journey):
     done, home = journey["talk"], journey["home"]
     assert done.returncode == 0, done.stderr
-    assert re.search(r"wrote talk\.jsonl: [234] questions in 1 conversations", done.stdout)
+    assert re.search(r"wrote talk\.jsonl: [234] questions in 1 conversation,", done.stdout)
     qrels = read_qrels(home / "talk.qrels")
     turns = sorted(set(qrels["query_id"]))
     assert turns == [f"1_{t}" for t in range(1, len(turns) + 1)]

@@ -68,7 +68,7 @@ DRILL_TEMPLATES = (
 SWITCH_TEMPLATE = "How does it compare with this one: {text}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Questions:
     """Questions for the agent and their qrels.
 

@@ -59,7 +59,7 @@ def companion_paths(out: str | os.PathLike[str]) -> tuple[Path, Path]:
     return out.with_name(f"{stem}.qrels"), out.with_name(f"{stem}.queries.jsonl")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AgentExample:
     """What :func:`write_agent_example` wrote.
 
@@ -92,9 +92,9 @@ class AgentExample:
         n = len(run.trajectories)
         mean = sum(t.calls for t in run.trajectories) / n
         conversations = {q.conversation_id for q in self.questions.questions} - {""}
-        asked = f"{n} questions" + (
-            f" in {len(conversations)} conversations" if conversations else ""
-        )
+        asked = _count(n, "question")
+        if conversations:
+            asked += f" in {_count(len(conversations), 'conversation')}"
         model_calls = sum(t.model_calls for t in run.trajectories)
         return "\n".join(
             [
@@ -108,6 +108,11 @@ class AgentExample:
                 f"wrote {self.queries_path}: the questions",
             ]
         )
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 question"``, ``"3 questions"``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _questions(dataset: Any, n: int | None, conversations: bool, seed: int) -> Questions:
@@ -192,7 +197,7 @@ def write_agent_example(
     _quiet_queries(search)
     rerank = None
     if reranker.strip().lower() not in ("", "none"):
-        options = {"cache": cache, "progress": progress} if reranker.startswith("rescore:") else {}
+        options = {"cache": cache, "progress": False} if reranker.startswith("rescore:") else {}
         rerank = make_reranker(reranker, **options)
     with _chat_client(base_url, model, cache) as (client, provider, constrained, about):
         agent = SearchAgent(
