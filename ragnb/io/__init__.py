@@ -2,7 +2,8 @@
 judgements (:mod:`ragnb.io.prefs`), BEIR folders, query files, JSON, parquet and CSV tables
 (:mod:`ragnb.io.readers`, :mod:`ragnb.io.files`), the columnar and streamed readers of large runs
 (:mod:`ragnb.io.columnar`, the ``fast`` extra) and the dispatcher that chooses among them
-(:mod:`ragnb.io.dispatch`), production traces (:mod:`ragnb.io.traces`), objects of ranx,
+(:mod:`ragnb.io.dispatch`), production traces (:mod:`ragnb.io.traces`), OpenTelemetry spans
+written as OTLP JSON lines (:mod:`ragnb.io.otlp`, the ``agents`` extra), objects of ranx,
 ir_measures, PyTerrier and ir_datasets (:mod:`ragnb.io.interop`) and the shipped sample dataset
 (:mod:`ragnb.io.sample_data`).
 """
@@ -20,6 +21,7 @@ __getattr__, __dir__ = lazy_exports(
         "ragnb.io.dispatch",
         "ragnb.io.columnar",
         "ragnb.io.traces",
+        "ragnb.io.otlp",
         "ragnb.io.interop",
     ],
 )
