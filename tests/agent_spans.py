@@ -4,8 +4,9 @@ A plan lists questions; each becomes one trace: a root agent span and, under it,
 the order given, each at the times given (seconds after :data:`T0`). The spans are recorded by
 ``opentelemetry-sdk`` (a ``TracerProvider`` with an in-memory exporter), encoded by the OTLP
 exporter's own encoder (``opentelemetry.exporter.otlp.proto.common``) into an
-``ExportTraceServiceRequest`` and written as OTLP/JSON lines (protobuf's JSON mapping, with the
-ids turned to hex as OTLP/JSON has them, or left in base64 on request).
+``ExportTraceServiceRequest`` and written as OTLP/JSON lines (:func:`ragnb.io.otlp.otlp_json`:
+ids in hex, enums as integers), or on request in protobuf's generic JSON mapping (ids in
+base64).
 
 Two conventions: ``"gen_ai"`` (retrieval spans in the OpenTelemetry GenAI conventions, an
 ``invoke_agent`` root, ``chat`` spans with ``gen_ai.usage.*``, rerank steps as OpenInference
@@ -15,7 +16,6 @@ Two conventions: ``"gen_ai"`` (retrieval spans in the OpenTelemetry GenAI conven
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ragnb.io.otlp import otlp_json
 
 T0 = 1_767_225_600_000_000_000
 SEC = 1_000_000_000
@@ -141,20 +143,6 @@ def record(plan: list[dict[str, Any]], convention: str = "gen_ai") -> list[Any]:
     return list(exporter.get_finished_spans())
 
 
-def _hex_ids(node: Any) -> Any:
-    """protobuf's JSON of a request with trace and span ids as OTLP/JSON's hex."""
-    if isinstance(node, dict):
-        return {
-            k: base64.b64decode(v).hex()
-            if k in ("traceId", "spanId", "parentSpanId")
-            else _hex_ids(v)
-            for k, v in node.items()
-        }
-    if isinstance(node, list):
-        return [_hex_ids(v) for v in node]
-    return node
-
-
 def write_otlp(path: Path, spans: list[Any], *, base64_ids: bool = False) -> Path:
     """The spans as OTLP JSON lines, one ``ExportTraceServiceRequest`` per trace."""
     by_trace: dict[int, list[Any]] = {}
@@ -162,8 +150,11 @@ def write_otlp(path: Path, spans: list[Any], *, base64_ids: bool = False) -> Pat
         by_trace.setdefault(span.context.trace_id, []).append(span)
     lines = []
     for group in by_trace.values():
-        request = json_format.MessageToDict(encode_spans(group), use_integers_for_enums=True)
-        lines.append(json.dumps(request if base64_ids else _hex_ids(request)))
+        request = encode_spans(group)
+        if base64_ids:  # protobuf's generic JSON mapping, as a naive exporter writes it
+            lines.append(json.dumps(json_format.MessageToDict(request)))
+        else:  # OTLP/JSON, as ragnb's exporter and the collector's file exporter write it
+            lines.append(json.dumps(otlp_json(request)))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

@@ -11,7 +11,6 @@ and the scores put back on its spans") is written from this test.
 
 from __future__ import annotations
 
-import base64
 import json
 
 import pytest
@@ -119,6 +118,8 @@ def test_the_scores_go_back_onto_the_spans_as_events(journey):
     from google.protobuf import json_format
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
+    from ragnb.io.otlp import hex_ids
+
     assert "evaluation events to evaluations.jsonl" in journey["table"].stderr
     spans = {}
     for line in (journey["home"] / "agent.jsonl").read_text().splitlines():
@@ -127,10 +128,7 @@ def test_the_scores_go_back_onto_the_spans_as_events(journey):
                 spans[span["spanId"]] = span
     records = []
     for line in (journey["home"] / "evaluations.jsonl").read_text().splitlines():
-        obj = json.loads(line)
-        for r in obj["resourceLogs"][0]["scopeLogs"][0]["logRecords"]:
-            for key in ("traceId", "spanId"):
-                r[key] = base64.b64encode(bytes.fromhex(r[key])).decode()
+        obj = hex_ids(json.loads(line), to="base64")
         parsed = json_format.Parse(json.dumps(obj), ExportLogsServiceRequest())
         records += list(parsed.resource_logs[0].scope_logs[0].log_records)
     assert records and all(r.event_name == "gen_ai.evaluation.result" for r in records)

@@ -9,7 +9,6 @@ searched. Every measure is checked against the value worked out by hand below.
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 from pathlib import Path
@@ -23,6 +22,7 @@ from ragnb import evaluate, evaluate_trajectories, read_trajectories
 from ragnb.cli.main import main
 from ragnb.errors import InputError
 from ragnb.io.events import EVALUATION_EVENT, read_evaluation_events, write_evaluation_events
+from ragnb.io.otlp import hex_ids
 from ragnb.io.traces import otlp_request, retriever_span
 from ragnb.io.trajectories import CALL_BAD_CAUSES, genai_retrieval_span, reranker_span
 from ragnb.measures import parse_measure
@@ -473,13 +473,7 @@ def _protobuf(line: str):
     from google.protobuf import json_format
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
-    obj = json.loads(line)
-    for rl in obj["resourceLogs"]:
-        for sl in rl["scopeLogs"]:
-            for r in sl["logRecords"]:
-                for key in ("traceId", "spanId"):
-                    if key in r:
-                        r[key] = base64.b64encode(bytes.fromhex(r[key])).decode()
+    obj = hex_ids(json.loads(line), to="base64")
     return json_format.Parse(json.dumps(obj), ExportLogsServiceRequest())
 
 

@@ -1,5 +1,6 @@
-"""``ragnb traces``: production traces read into queries and runs, example traces written, and
-an agent's search trajectories evaluated."""
+"""``ragnb traces``: production traces read into queries and runs, example traces written
+(retrievers answering a dataset's queries, or a search agent with ``--agent``), and an agent's
+search trajectories evaluated."""
 
 from __future__ import annotations
 
@@ -41,15 +42,18 @@ def _cmd_traces_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_traces_example(args: argparse.Namespace) -> int:
+    if args.agent:
+        return _cmd_traces_agent(args)
     from ragnb.core.paths import resolve_path
     from ragnb.io.files import read_beir
     from ragnb.io.traces import write_example_traces
     from ragnb.retrievers.retrieve import check_retrievers, compute_runs
 
     check_retrievers(args.retrievers, column="--retrievers")
+    depth = args.depth or 5
     dataset = read_beir(args.dataset or resolve_path(SAMPLE_DATASET), qrels="optional")
     runs, _, _ = compute_runs(
-        dataset, args.retrievers, depth=args.depth, cache_dir=args.cache_dir, progress=True
+        dataset, args.retrievers, depth=depth, cache_dir=args.cache_dir, progress=True
     )
     queries = dataset.judged_queries if dataset.has_qrels else dataset.queries
     path = write_example_traces(
@@ -58,10 +62,32 @@ def _cmd_traces_example(args: argparse.Namespace) -> int:
         runs,
         dataset.corpus,
         n_spans=args.spans,
-        depth=args.depth,
+        depth=depth,
         seed=args.seed,
     )
     print(f"wrote {path}: {args.spans // len(runs) * len(runs)} retriever spans of {list(runs)}")
+    return 0
+
+
+def _cmd_traces_agent(args: argparse.Namespace) -> int:
+    from ragnb.studies.agentic.agent import AgentConfig
+    from ragnb.studies.agentic.example import write_agent_example
+
+    config = AgentConfig(top_k=args.depth or 10, seed=args.seed)
+    example = write_agent_example(
+        args.out,
+        dataset=args.dataset or None,
+        retriever=args.retriever,
+        reranker=args.rerank,
+        questions=args.questions,
+        conversations=args.conversations,
+        config=config,
+        base_url=args.base_url,
+        model=args.model,
+        cache_dir=args.cache_dir,
+        progress=True,
+    )
+    print(example.describe())
     return 0
 
 
@@ -258,7 +284,8 @@ def add_parser(sub: Any) -> None:
     t.set_defaults(func=_cmd_traces_import)
     e = tsub.add_parser(
         "example",
-        help="write an OTLP JSON trace file: the dataset's queries answered by retrievers",
+        help="write an OTLP JSON trace file: the dataset's queries answered by retrievers, or "
+        "by a search agent (--agent)",
     )
     e.add_argument("out", help="trace file to write (.jsonl)")
     e.add_argument(
@@ -268,9 +295,53 @@ def add_parser(sub: Any) -> None:
     )
     e.add_argument("--spans", type=int, default=200, help="retriever spans (default 200)")
     e.add_argument("--retrievers", nargs="+", default=["bm25", "dense"], help="runs answering")
-    e.add_argument("--depth", type=int, default=5, help="documents per span (default 5)")
+    e.add_argument(
+        "--depth",
+        type=int,
+        default=0,
+        help="documents per span (default 5; with --agent, per search: default 10)",
+    )
     e.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    e.add_argument("--cache-dir", default="", help="embedding cache folder")
+    e.add_argument("--cache-dir", default="", help="cache folder (embeddings, model answers)")
+    a = e.add_argument_group(
+        "agent",
+        "--agent: a search agent answers the dataset's questions (2 to 4 searches each, the "
+        "model deciding after each), traced with the OpenTelemetry SDK (GenAI semantic "
+        "conventions), one trace per question; writes OUT, <stem>.qrels (TREC) and "
+        "<stem>.queries.jsonl",
+    )
+    a.add_argument("--agent", action="store_true", help="write an agent's traces")
+    a.add_argument(
+        "--retriever", default="bm25", help="the agent's retriever: bm25, dense, ... (default bm25)"
+    )
+    a.add_argument(
+        "--rerank",
+        nargs="?",
+        const="rescore:wordllama",
+        default="none",
+        help="rerank each search (default spec rescore:wordllama; any reranker spec)",
+    )
+    a.add_argument(
+        "--questions",
+        type=int,
+        default=None,
+        help="questions asked (default 3), or conversations with --conversations (default 1)",
+    )
+    a.add_argument(
+        "--conversations",
+        action="store_true",
+        help="conversations of 2 to 4 turns, qrels per turn as TREC CAsT (<conversation>_<turn>)",
+    )
+    a.add_argument(
+        "--base-url",
+        default="",
+        help="OpenAI-compatible server of the model (default: start the local model server)",
+    )
+    a.add_argument(
+        "--model",
+        default="",
+        help="the model (default the local SmolLM2-135M-Instruct; its name on --base-url)",
+    )
     e.set_defaults(func=_cmd_traces_example)
     _add_evaluate_parser(tsub)
 
@@ -282,7 +353,7 @@ ragnb.query.id attribute, else its trace id), or the spans sharing --id-attribut
 be the question's id in QRELS.
 
 examples:
-  ragnb traces evaluate agent.jsonl --qrels qrels.tsv
+  ragnb traces example agent.jsonl --agent && ragnb traces evaluate agent.jsonl --qrels agent.qrels
   ragnb traces evaluate agent.jsonl --qrels qrels.tsv -m EvidenceRecall EvidenceRecall@1 \\
       CallsToFirstRel CallRR RerankGain@5 --events evaluations.jsonl
   ragnb traces evaluate chat.jsonl --qrels cast.qrels --turn-ids --by-turn

@@ -37,6 +37,9 @@ Evidence-  an agent's search trajectory: EvidenceRecall@C,      :mod:`.trajector
 Recall,... SearchCalls, CallsToFirstRel, CallRR, CallsToEvidence,
            Redundancy, CallnDCG@K, CallnDCGSlope@K, RerankGain@K,
            TokensPerRel, SecondsPerRel (BrowseComp-Plus)
+prefs_*    trec_eval's preference measures (``prefs_simp``,     :mod:`.prefs`
+           ``prefs_pair``, ``prefs_avgjg``, ...), on preference
+           judgements
 ========== ==================================================== =================
 
 Binary measures take ``rel`` (default 1, trec_eval's relevance level): ``P(rel=2)@10``.
@@ -59,6 +62,7 @@ from ragnb.measures import (  # noqa: F401
     novelty,
     nuggets,
     precision,
+    prefs,
     primer,
     recall,
     rr,
