@@ -110,7 +110,8 @@ def test_the_table_gives_every_trajectory_measure(journey):
     assert _row(done.stdout, "EvidenceRecall")[1:3] == ["0.5000", "2"]
     assert _row(done.stdout, "SearchCalls")[1] == "1.5000"
     assert _row(done.stdout, "CallsToFirstRel")[1:6] == ["1.0000", "2", "2", "1", "0.5000"]
-    assert _row(done.stdout, "Redundancy")[1] == "0.1000"  # (1/5 + 0) / 2
+    # bm25's first search as the agent received it, reranked: [d3, d1], then [d4, d3]
+    assert _row(done.stdout, "Redundancy")[1] == "0.1250"  # (1/4 + 0) / 2
     assert _row(done.stdout, "TokensPerRel")[1] == "460.0000"  # 340 + 580 tokens / 2 found
 
 

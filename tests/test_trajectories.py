@@ -118,7 +118,16 @@ def trajectories(genai_file):
 
 @pytest.fixture(scope="module")
 def result(trajectories):
-    return evaluate_trajectories(trajectories, QRELS, list(EXPECTED))
+    return evaluate_trajectories(trajectories, QRELS, list(EXPECTED), lists="retrieved")
+
+
+# what the agent received: q1's first search reranked to [d3, d1]
+EXPECTED_SEEN = EXPECTED | {
+    "Redundancy": [1 / 4, 0.0, NAN],  # 2 + 2 returned, d3 twice
+    "CallnDCG@3": [(NDCG_RERANKED + NDCG_CALL2) / 2, 0.0, NAN],
+    "CallnDCGSlope@3": [NDCG_CALL2 - NDCG_RERANKED, NAN, NAN],
+    "nDCG@10": [(2 + 1 / math.log2(4)) / IDCG, 0.0, 0.0],  # d3 d1 d4
+}
 
 
 def _by_name(spans, name):
@@ -258,6 +267,20 @@ def test_every_measure_equals_the_hand_computation(result):
         np.testing.assert_allclose(wide[canonical].to_numpy(), want, rtol=1e-12, err_msg=name)
 
 
+def test_by_default_a_reranked_search_is_read_as_the_agent_received_it(trajectories):
+    seen = evaluate_trajectories(trajectories, QRELS, list(EXPECTED_SEEN))
+    assert seen.counts["lists"] == "seen"
+    wide = seen.per_query_wide()
+    for name, want in EXPECTED_SEEN.items():
+        canonical = parse_measure(name).name
+        np.testing.assert_allclose(wide[canonical].to_numpy(), want, rtol=1e-12, err_msg=name)
+    c = seen.calls
+    assert c["new_documents"].tolist() == [2, 0, 1, 1]  # [d3, d1], then d4 new
+    np.testing.assert_allclose(c["nDCG@3"], [NDCG_RERANKED, NDCG_RERANKED, NDCG_CALL2, 0])
+    with pytest.raises(InputError, match="lists must be one of"):
+        evaluate_trajectories(trajectories, QRELS, ["EvidenceRecall"], lists="final")
+
+
 def test_never_found_trajectories_are_counted_not_dropped(result):
     agg = result.aggregate.set_index("measure")
     first = agg.loc["CallsToFirstRel"]
@@ -289,10 +312,10 @@ def test_calls_frame_and_evidence_curve(result):
 
 
 def test_other_measures_read_the_discovery_run(result, trajectories):
-    run = discovery_run(trajectories.calls, trajectories.documents)
+    run = discovery_run(trajectories.calls, trajectories.documents, "retrieved")
     assert run[run["query_id"] == "q1"]["doc_id"].tolist() == ["d1", "d2", "d3", "d4"]
     plain = evaluate(QRELS, run.drop(columns="search_call"), ["nDCG@10", "R@3"], order="file")
-    mine = evaluate_trajectories(trajectories, QRELS, ["nDCG@10", "R@3"])
+    mine = evaluate_trajectories(trajectories, QRELS, ["nDCG@10", "R@3"], lists="retrieved")
     np.testing.assert_allclose(mine.values, plain.values)
 
 
@@ -347,7 +370,7 @@ def _second_system(tmp_path):
 
 def test_compare_gives_intervals_on_trajectory_measures(tmp_path, result):
     other = read_trajectories(_second_system(tmp_path), id_attribute=ID)
-    b = evaluate_trajectories(other, QRELS, list(EXPECTED))
+    b = evaluate_trajectories(other, QRELS, list(EXPECTED), lists="retrieved")
     res = compare(
         {"a": result.per_query, "b": b.per_query}, ["EvidenceRecall", "CallRR"], n_resamples=500
     )
@@ -730,7 +753,8 @@ def _naive(searches, reranks, grades):
     }
 
 
-def test_measures_match_a_naive_reference_on_random_trajectories():
+@pytest.mark.parametrize("lists", ["retrieved", "seen"])
+def test_measures_match_a_naive_reference_on_random_trajectories(lists):
     from ragnb.measures.trajectory import prepare_trajectories
 
     rng = np.random.default_rng(7)
@@ -742,7 +766,7 @@ def test_measures_match_a_naive_reference_on_random_trajectories():
             for d in rng.choice(12, rng.integers(0, 5), replace=False)
         }
         qrels += [(tid, d, g) for d, g in grades.items()]
-        searches, reranks, call, n_search = [], [], 0, 0
+        searches, reranks, call, n_search, seen_as = [], [], 0, 0, {}
         for _ in range(int(rng.integers(0, 5))):
             call += 1
             if n_search and rng.random() < 0.3:  # a rerank of the last search's list
@@ -753,6 +777,7 @@ def test_measures_match_a_naive_reference_on_random_trajectories():
                     else []
                 )
                 reranks.append((given, out))
+                seen_as[n_search - 1] = out  # the last reranker's output stands for the search
                 calls.append((tid, call, n_search, "rerank"))
                 docs += [(tid, call, r + 1, d) for r, d in enumerate(out)]
                 inputs += [(tid, call, r + 1, d) for r, d in enumerate(given)]
@@ -763,14 +788,17 @@ def test_measures_match_a_naive_reference_on_random_trajectories():
             calls.append((tid, call, n_search, "retrieval"))
             docs += [(tid, call, r + 1, d) for r, d in enumerate(listed)]
         if grades:
-            want[tid] = _naive(searches, [r for r in reranks if r[1]], grades)
+            read = [seen_as.get(i, docs_) for i, docs_ in enumerate(searches)]
+            want[tid] = _naive(
+                read if lists == "seen" else searches, [r for r in reranks if r[1]], grades
+            )
     frame = {
         "calls": pd.DataFrame(calls, columns=["trajectory_id", "call", "search_call", "kind"]),
         "documents": pd.DataFrame(docs, columns=["trajectory_id", "call", "rank", "doc_id"]),
         "rerank_inputs": pd.DataFrame(inputs, columns=["trajectory_id", "call", "rank", "doc_id"]),
     }
     qrels = pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"])
-    arrays = prepare_trajectories(qrels, **frame)
+    arrays = prepare_trajectories(qrels, **frame, lists=lists)
     assert arrays.query_ids.tolist() == sorted(want)
     for name in next(iter(want.values())):
         got = parse_measure(name).compute(arrays)

@@ -229,7 +229,9 @@ def _cmd_traces_evaluate(args: argparse.Namespace) -> int:
     measures = args.measure or list(DEFAULT_TRAJECTORY_MEASURES)
     systems = _read_systems(args)
     results = {
-        name: evaluate_trajectories(t, qrels, measures, rel=args.rel, seed=args.seed)
+        name: evaluate_trajectories(
+            t, qrels, measures, rel=args.rel, lists=args.lists, seed=args.seed
+        )
         for name, t in systems.items()
     }
     turns = _turn_tables(systems, results, args)
@@ -400,6 +402,13 @@ def _add_evaluate_parser(tsub: Any) -> None:
         "--queries",
         default="",
         help="queries file: a trajectory whose first search asks one of them takes its id",
+    )
+    v.add_argument(
+        "--lists",
+        choices=["seen", "retrieved"],
+        default="seen",
+        help="a reranked search read as the reranker's output, what the agent received "
+        "(seen, default), or as the retrieval span's list (retrieved)",
     )
     v.add_argument("--rel", type=int, default=1, help="lowest relevant grade (default 1)")
     v.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")

@@ -41,6 +41,7 @@ from ragnb.measures.trajectory import (
     TrajectoryArrays,
     prepare_trajectories,
     rerank_gains,
+    search_lists,
     step_values,
 )
 
@@ -184,9 +185,9 @@ class TrajectoryResult:
         ``new_relevant`` (int), ``evidence_recall`` (float: EvidenceRecall after this call),
         ``redundant`` (float: share of its documents an earlier retrieval call returned; NaN
         without documents or for a rerank), ``latency_s``, ``tokens`` (float, NaN when not
-        recorded), then per cutoff K: ``nDCG@K`` (the call's list: a retrieval's documents, a
-        reranker's output), ``input_nDCG@K`` and ``RerankGain@K`` (rerank rows; NaN
-        otherwise).
+        recorded), then per cutoff K: ``nDCG@K`` (the call's list: a search's as read,
+        ``lists``, a reranker's output), ``input_nDCG@K`` and ``RerankGain@K`` (rerank rows;
+        NaN otherwise). The counts of a search read its list as the measures do.
     curve : DataFrame
         EvidenceRecall after c retrieval calls: ``search_call`` (c = 1 ... the longest
         trajectory), ``value`` (mean over every question; a trajectory of fewer calls keeps
@@ -194,8 +195,8 @@ class TrajectoryResult:
         ``n_searching`` (trajectories with at least c calls).
     counts : dict
         ``queries_in_qrels``, ``queries_without_trajectory``, ``trajectories_without_qrels``,
-        ``retrieval_calls``, ``rerank_calls`` (of the evaluated questions), ``rel``, ``path``,
-        ``system``.
+        ``retrieval_calls``, ``rerank_calls`` (of the evaluated questions), ``rel``, ``lists``,
+        ``path``, ``system``.
     """
 
     measures: tuple[Measure, ...]
@@ -451,8 +452,23 @@ def _call_counts(
     )
 
 
+def _lists_read(calls: pd.DataFrame, documents: pd.DataFrame, lists: str) -> pd.DataFrame:
+    """The documents each call is read with: a search's list (:func:`search_lists`), a
+    reranker's output."""
+    keys = ["trajectory_id", "call"]
+    columns = [*keys, "rank", "doc_id"]
+    searched = search_lists(calls, documents, lists)[columns]
+    reranked = documents[columns].merge(calls.loc[calls["kind"] == "rerank", keys], on=keys)
+    return pd.concat([searched, reranked], ignore_index=True)
+
+
 def _calls_frame(
-    a: TrajectoryArrays, t: Trajectories, qrels: pd.DataFrame, rel: int, cutoffs: list[int]
+    a: TrajectoryArrays,
+    t: Trajectories,
+    qrels: pd.DataFrame,
+    rel: int,
+    cutoffs: list[int],
+    lists: str,
 ) -> pd.DataFrame:
     """:attr:`TrajectoryResult.calls`."""
     calls = t.calls[t.calls["trajectory_id"].isin(set(a.query_ids))].reset_index(drop=True)
@@ -468,7 +484,7 @@ def _calls_frame(
             "n_documents",
         ]
     ]
-    counts = _call_counts(calls, t.documents, _relevant_sets(qrels, rel))
+    counts = _call_counts(calls, _lists_read(calls, t.documents, lists), _relevant_sets(qrels, rel))
     tokens = calls[["input_tokens", "output_tokens"]].sum(axis=1, min_count=1)
     frame = pd.concat([base, counts], axis=1).assign(
         latency_s=calls["latency_s"].to_numpy(), tokens=tokens.to_numpy()
@@ -541,6 +557,7 @@ def evaluate_trajectories(
     measures: Iterable[str | Measure] | str | Measure = DEFAULT_TRAJECTORY_MEASURES,
     *,
     rel: int = 1,
+    lists: str = "seen",
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int | None = 0,
@@ -562,6 +579,10 @@ def evaluate_trajectories(
     rel : int, default 1
         The grade from which a document is evidence in :attr:`TrajectoryResult.calls`,
         ``questions``, ``curve`` and the explanations (each measure has its own ``rel``).
+    lists : {"seen", "retrieved"}, default "seen"
+        The list each search is read as (:func:`ragnb.measures.trajectory.search_lists`): what
+        the agent received (a reranked search: the last reranker's output before the next
+        search), or the retrieval span's own list. ``RerankGain`` reads both either way.
     confidence, n_resamples, seed
         Of the curve's bootstrap intervals (:func:`mean_interval`).
 
@@ -603,7 +624,9 @@ def evaluate_trajectories(
     t = _one_system(trajectories)
     parsed = parse_measures(measures)
     qrels_frame = as_qrels_frame(qrels)
-    a = prepare_trajectories(qrels_frame, t.calls, t.documents, t.rerank_inputs, t.trajectories)
+    a = prepare_trajectories(
+        qrels_frame, t.calls, t.documents, t.rerank_inputs, t.trajectories, lists=lists
+    )
     with_trajectory = set(t.trajectories["trajectory_id"])
     shared = with_trajectory & set(a.query_ids)
     if not shared:
@@ -617,7 +640,7 @@ def evaluate_trajectories(
     values.setflags(write=False)
     found = (a.relevant(rel)).sum(axis=1)
     questions = _question_frame(a, t, rel, found)
-    calls = _calls_frame(a, t, qrels_frame, rel, _cutoffs(parsed))
+    calls = _calls_frame(a, t, qrels_frame, rel, _cutoffs(parsed), lists)
     counts = {
         "queries_in_qrels": a.n_queries,
         "queries_without_trajectory": a.n_queries - len(shared),
@@ -625,6 +648,7 @@ def evaluate_trajectories(
         "retrieval_calls": int((calls["kind"] == "retrieval").sum()),
         "rerank_calls": int((calls["kind"] == "rerank").sum()),
         "rel": rel,
+        "lists": lists,
         "path": t.path,
         "system": t.systems[0],
     }

@@ -1,9 +1,11 @@
 """Trajectory measures: how an agent's sequence of searches finds the evidence of a question.
 
 A *trajectory* is the retrieval calls an agent made for one question, in order, and the rerank
-steps between them (:mod:`ragnb.io.trajectories`). Evaluated like a run, it is the documents
-the calls returned, each kept at its first appearance, in the order they were found: the
-*discovery run* (:func:`discovery_run`). Every measure of the kit reads that run
+steps between them (:mod:`ragnb.io.trajectories`). Each search's list is what the agent received
+(a reranked search: the reranker's output), or with ``lists="retrieved"`` the retrieval span's
+own (:func:`search_lists`). Evaluated like a run, a trajectory is the documents its searches
+returned, each kept at its first appearance, in the order they were found: the *discovery run*
+(:func:`discovery_run`). Every measure of the kit reads that run
 (``nDCG@10`` of a trajectory is nDCG@10 of its first ten distinct documents found); the
 families below read the calls themselves. The qrels are per question: the evidence documents
 are the judged ones with grade >= ``rel``.
@@ -63,12 +65,14 @@ from ragnb.measures.kernel import RankingArrays, as_qrels_frame, prepare, safe_d
 
 __all__ = [
     "CENSORED_FAMILIES",
+    "LISTS",
     "TRAJECTORY_FAMILIES",
     "TrajectoryArrays",
     "discovery_run",
     "is_trajectory_measure",
     "prepare_trajectories",
     "rerank_gains",
+    "search_lists",
     "step_values",
 ]
 
@@ -119,9 +123,14 @@ class TrajectoryArrays(RankingArrays):
     seconds: np.ndarray
 
 
-def discovery_run(calls: pd.DataFrame, documents: pd.DataFrame) -> pd.DataFrame:
-    """Each trajectory as a run: the documents its retrieval calls returned, each at its first
-    appearance, in the order found (call, then rank within the call).
+#: Which list of a search the measures read: ``"seen"``, the documents the agent received (a
+#: reranked search's reranker output), or ``"retrieved"``, the retrieval span's own list.
+LISTS = ("seen", "retrieved")
+_KEYS = ["trajectory_id", "call"]
+
+
+def search_lists(calls: pd.DataFrame, documents: pd.DataFrame, lists: str = "seen") -> pd.DataFrame:
+    """The documents of each search (retrieval call), as the measures read them.
 
     Parameters
     ----------
@@ -131,6 +140,65 @@ def discovery_run(calls: pd.DataFrame, documents: pd.DataFrame) -> pd.DataFrame:
     documents : DataFrame
         ``trajectory_id``, ``call``, ``rank``, ``doc_id``
         (:attr:`ragnb.io.trajectories.Trajectories.documents`).
+    lists : {"seen", "retrieved"}, default "seen"
+        ``"seen"``: a search followed by reranker spans (before the next search) is read as the
+        last reranker's output, what the agent received; ``"retrieved"``: the retrieval span's
+        list.
+
+    Returns
+    -------
+    DataFrame
+        ``trajectory_id``, ``call`` (the retrieval call), ``search_call``, ``rank``, ``doc_id``,
+        sorted by trajectory, search and rank.
+
+    Raises
+    ------
+    InputError
+        On ``lists`` other than :data:`LISTS`.
+
+    Examples
+    --------
+    >>> calls = pd.DataFrame({"trajectory_id": ["t", "t"], "call": [1, 2],
+    ...                       "search_call": [1, 1], "kind": ["retrieval", "rerank"]})
+    >>> docs = pd.DataFrame({"trajectory_id": ["t"] * 3, "call": [1, 1, 2], "rank": [1, 2, 1],
+    ...                      "doc_id": ["a", "b", "b"]})
+    >>> search_lists(calls, docs)["doc_id"].tolist(), search_lists(calls, docs, "retrieved")[
+    ...     "doc_id"].tolist()
+    (['b'], ['a', 'b'])
+    """
+    if lists not in LISTS:
+        raise InputError(f"lists must be one of {LISTS}, got {lists!r}")
+    searches = calls.loc[calls["kind"] == "retrieval", [*_KEYS, "search_call"]]
+    found = documents[[*_KEYS, "rank", "doc_id"]].merge(searches, on=_KEYS, how="inner")
+    if lists == "seen":
+        reranks = calls.loc[(calls["kind"] == "rerank") & (calls["search_call"] > 0)]
+        last = reranks.sort_values("call", kind="stable").drop_duplicates(
+            ["trajectory_id", "search_call"], keep="last"
+        )[[*_KEYS, "search_call"]]
+        output = documents[[*_KEYS, "rank", "doc_id"]].merge(last, on=_KEYS, how="inner")
+        output = output.drop(columns="call").merge(
+            searches, on=["trajectory_id", "search_call"], how="inner"
+        )
+        reranked = pd.MultiIndex.from_frame(last[["trajectory_id", "search_call"]])
+        kept = ~pd.MultiIndex.from_frame(found[["trajectory_id", "search_call"]]).isin(reranked)
+        found = pd.concat([found[kept], output[found.columns]], ignore_index=True)
+    return found.sort_values(["trajectory_id", "search_call", "rank"], kind="stable").reset_index(
+        drop=True
+    )
+
+
+def discovery_run(
+    calls: pd.DataFrame, documents: pd.DataFrame, lists: str = "seen"
+) -> pd.DataFrame:
+    """Each trajectory as a run: the documents its searches returned, each at its first
+    appearance, in the order found (search, then rank within the search's list).
+
+    Parameters
+    ----------
+    calls, documents : DataFrame
+        As :func:`search_lists`.
+    lists : {"seen", "retrieved"}, default "seen"
+        The list each search is read as (:func:`search_lists`).
 
     Returns
     -------
@@ -148,9 +216,11 @@ def discovery_run(calls: pd.DataFrame, documents: pd.DataFrame) -> pd.DataFrame:
     >>> discovery_run(calls, docs)[["doc_id", "rank", "search_call"]].values.tolist()
     [['a', 1, 1], ['b', 2, 2]]
     """
-    searches = calls.loc[calls["kind"] == "retrieval", ["trajectory_id", "call", "search_call"]]
-    found = documents.merge(searches, on=["trajectory_id", "call"], how="inner")
-    found = found.sort_values(["trajectory_id", "search_call", "rank"], kind="stable")
+    return _discovery(search_lists(calls, documents, lists))
+
+
+def _discovery(found: pd.DataFrame) -> pd.DataFrame:
+    """:func:`discovery_run` of the searches' lists (:func:`search_lists`)."""
     found = found.drop_duplicates(["trajectory_id", "doc_id"], keep="first")
     position = found.groupby("trajectory_id", sort=False).cumcount().to_numpy() + 1
     size = found.groupby("trajectory_id", sort=False)["doc_id"].transform("size").to_numpy()
@@ -226,6 +296,7 @@ def prepare_trajectories(
     documents: pd.DataFrame,
     rerank_inputs: pd.DataFrame | None = None,
     trajectories: pd.DataFrame | None = None,
+    lists: str = "seen",
 ) -> TrajectoryArrays:
     """Join trajectories with per-question qrels into the arrays every measure reads.
 
@@ -236,6 +307,9 @@ def prepare_trajectories(
     calls, documents, rerank_inputs, trajectories : DataFrame
         The frames of :class:`ragnb.io.trajectories.Trajectories` of one system
         (``rerank_inputs`` and ``trajectories`` optional: no reranker input, no cost).
+    lists : {"seen", "retrieved"}, default "seen"
+        The list each search is read as (:func:`search_lists`): what the agent received (a
+        reranked search's reranker output) or the retrieval span's own.
 
     Returns
     -------
@@ -249,7 +323,8 @@ def prepare_trajectories(
         On malformed or empty qrels.
     """
     qrels = as_qrels_frame(qrels)
-    found = discovery_run(calls, documents)
+    lists_frame = search_lists(calls, documents, lists)
+    found = _discovery(lists_frame)
     base = prepare(qrels, found.drop(columns="search_call"), order="file")
     found_at = np.zeros(base.grades.shape, dtype=np.int64)
     rows = _row_of(base, found["query_id"])
@@ -258,16 +333,14 @@ def prepare_trajectories(
     search_steps, search_rows = _steps(base, calls, "retrieval")
     rerank_steps, rerank_rows = _steps(base, calls, "rerank")
     inputs = documents.iloc[:0] if rerank_inputs is None else rerank_inputs
-    returned = documents.merge(
-        search_steps[["trajectory_id", "call"]], on=["trajectory_id", "call"]
-    )
+    returned = lists_frame.merge(search_steps[_KEYS], on=_KEYS)
     extra = {
         "found_at": found_at,
         "n_searches": np.bincount(search_rows, minlength=base.n_queries).astype(np.int64),
         "n_returned": np.bincount(
             _row_of(base, returned["trajectory_id"]), minlength=base.n_queries
         ).astype(np.int64),
-        "searches": _per_step(qrels, search_steps, documents, search_rows),
+        "searches": _per_step(qrels, search_steps, lists_frame, search_rows),
         "search_row": search_rows,
         "search_index": search_steps["search_call"].to_numpy(dtype=np.int64),
         "rerank_input": _per_step(qrels, rerank_steps, inputs, rerank_rows),
