@@ -40,6 +40,7 @@ from ragnb.measures import (
     prepare,
 )
 from ragnb.measures.diversity import prepare_subtopics
+from ragnb.measures.intent import INTENT_FAMILIES
 from ragnb.measures.functions import aggregate_values
 from ragnb.measures.graded import check_graded_scale, map_arrays
 from ragnb.measures.kernel import cut_arrays
@@ -69,7 +70,7 @@ SUBTOPIC_COLUMN = "subtopic"
 _GRADED = (*GRADED_FAMILIES, "RA-nWG-nov")
 #: Families that read document sources / subtopic judgements (nugget qrels are subtopic qrels).
 _SOURCE_FAMILIES = ("RA-nWG-nov",)
-_SUBTOPIC_FAMILIES = ("alpha-nDCG", "NuggetRecall")
+_SUBTOPIC_FAMILIES = ("alpha-nDCG", "NuggetRecall", *INTENT_FAMILIES)
 #: The family that reads ``nuggets=`` when given.
 NUGGETS = "NuggetRecall"
 

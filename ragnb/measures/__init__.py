@@ -50,6 +50,7 @@ from ragnb.measures import (  # noqa: F401
     geometric,
     graded,
     incomplete,
+    intent,
     judged,
     ndcg,
     novelty,

@@ -153,9 +153,26 @@ def prepare_subtopics(
 # ----------------------------------------------------------------------------- kernel
 
 
-def _greedy_ideal_gains(relevant: np.ndarray, k: int, alpha: float) -> np.ndarray:
-    """Gains of the greedy ideal ranking, (n_queries, min(k, n_pool)); ``relevant`` is the pool's
-    (n_queries, n_pool, n_subtopics) bool array."""
+def greedy_ideal_gains(relevant: np.ndarray, k: int, alpha: float) -> np.ndarray:
+    """Novelty gains of ndeval's greedy ideal ranking of each query's judged documents.
+
+    Parameters
+    ----------
+    relevant : ndarray of bool, shape (n_queries, n_pool, n_subtopics)
+        Which pooled document is relevant to which subtopic, documents in ``doc_id`` descending
+        order (:attr:`SubtopicArrays.pool_grades` ``>= rel``).
+    k : int
+        Ranks of the ideal to build.
+    alpha : float in [0, 1]
+        Each repeat of a subtopic gains ``1 - alpha`` times the previous one.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries, min(k, n_pool))
+        At each rank the largest gain ``sum_s J(d, s) (1 - alpha)^(c_s)`` over the documents not
+        yet placed, ties to the first (the largest ``doc_id``), as ndeval's ``idealResult``
+        (Clarke et al. 2008, Section 4).
+    """
     n_q, n_pool, _ = relevant.shape
     steps = min(k, n_pool)
     seen = np.zeros((n_q, relevant.shape[2]))
@@ -185,7 +202,7 @@ def _alpha_ndcg(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.
     judged = arrays.subtopic_grades[:, :k, :] >= rel
     before: np.ndarray = np.cumsum(judged, axis=1) - judged
     gains = (judged * (1.0 - alpha) ** before).sum(axis=2)
-    ideal = _greedy_ideal_gains(arrays.pool_grades >= rel, k, alpha)
+    ideal = greedy_ideal_gains(arrays.pool_grades >= rel, k, alpha)
     return safe_div(dcg(gains), dcg(ideal))
 
 
