@@ -44,6 +44,7 @@ Usage: :func:`parse_measure` for names, :func:`prepare` for the shared arrays, a
 
 from ragnb.measures import (  # noqa: F401
     cascade,
+    compat,
     context,
     diversity,
     gains,
