@@ -46,6 +46,7 @@ from ragnb.measures import (  # noqa: F401
     cascade,
     compat,
     context,
+    cwl,
     diversity,
     gains,
     geometric,
