@@ -438,7 +438,7 @@ def inst(
     --------
     >>> qrels = {"q": {"a": 1}}       # C(1) = (1/2)^2, then C(i) = (i / (i + 1))^2: W(i) ~ 1/i^2
     >>> round(inst(qrels, {"q": {"a": 1.0}}), 6), round(1 / sum(1 / i**2 for i in range(1, 1001)), 6)
-    (0.608289, 0.608289)
+    (0.608297, 0.608297)
     """
     return mean_of(Measure("INST", T=T, min_rel=min_rel, max_rel=max_rel), qrels, run, order)
 
