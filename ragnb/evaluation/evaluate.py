@@ -40,9 +40,9 @@ from ragnb.measures import (
     prepare,
 )
 from ragnb.measures.diversity import prepare_subtopics
-from ragnb.measures.intent import INTENT_FAMILIES
 from ragnb.measures.functions import aggregate_values
 from ragnb.measures.graded import check_graded_scale, map_arrays
+from ragnb.measures.intent import INTENT_FAMILIES
 from ragnb.measures.kernel import cut_arrays
 from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, add_sources
 

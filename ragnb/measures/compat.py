@@ -87,9 +87,7 @@ register_family(
 
 
 @fill_doc
-def compatibility(
-    qrels: Qrels, run: Run, *, p: float = 0.95, order: RunOrder = "score"
-) -> float:
+def compatibility(qrels: Qrels, run: Run, *, p: float = 0.95, order: RunOrder = "score") -> float:
     """Mean compatibility of the run with the ideal ranking (normalised rank-biased overlap).
 
     {{Parameters: qrels, run}}

@@ -10,25 +10,26 @@ min_rel)``, a negative grade read as 0, an unjudged document or an empty rank ga
 (``INST(max_rel=3)`` on TREC DL grades; the default ``max_rel = 1`` reads binary qrels, a gain
 file of 0s and 1s to cwl-eval). Every document costs 1 (cwl-eval without a cost file).
 
-=================== ============================================================== ===============
-name                C(i), G(i) the gain of ranks 1..i                              cwl-eval
-=================== ============================================================== ===============
-INST(T)             ``((i + T + T_i - 1) / (i + T + T_i))^2``, ``T_i = T - G(i)``  ``INST-T=1.0``
-INSQ(T)             ``((i + 2T - 1) / (i + 2T))^2``                                ``INSQ-T=1.0``
-BPM(T)@K            1 while ``G(i) < T`` and ``i < K``, then 0 (static BPM)        ``BPM-Static-T=1-K=10``
-SDCG@K              ``log2(i + 1) / log2(i + 2)`` for i < K: DCG@K / sum_{i<=K}    ``NDCG-k@10``
-                    1/log2(i + 1), ir_measures' ``SDCG@K``
-RBP-CWL(p)          ``p``; RBP of graded gains, normalised over n ranks            ``RBP@0.8``
-TBG(H)              ``W(i)`` proportional to ``2^(-(i - 1)/H)`` (unit time per     ``TBG-H@224``
-                    document)
-U(L)                ``W(i)`` proportional to ``max(0, 1 - (i - 1)/L)``, i < n      ``U-L@1000``
-NERR8@K             ``1 - g_i`` for i < K                                          ``NERR-EQ8@k=10``
-NERR9@K             ``i / (i + 1) (1 - g_i)`` for i < K                            ``NERR-EQ9@k=10``
-NERR10(p)           ``p (1 - g_i)``                                                ``NERR-EQ10@phi=0.9``
-NERR11(T)           ``((i + 2T - 1) / (i + 2T))^2 (1 - g_i)``                      ``NERR-EQ11@T=1.0``
-=================== ============================================================== ===============
+=============== ==================================================================================
+name            C(i), with G(i) the gain of ranks 1..i
+=============== ==================================================================================
+INST(T)         ``((i + T + T_i - 1) / (i + T + T_i))^2``, ``T_i = T - G(i)``
+INSQ(T)         ``((i + 2T - 1) / (i + 2T))^2``
+BPM(T)@K        1 while ``G(i) < T`` and ``i < K``, then 0 (static BPM)
+SDCG@K          ``log2(i + 1) / log2(i + 2)`` for i < K: DCG@K over ``sum_{i<=K} 1 / log2(i + 1)``
+RBP-CWL(p)      ``p``: RBP of graded gains, normalised over n ranks
+TBG(H)          ``W(i)`` proportional to ``2^(-(i - 1)/H)`` (a unit of time per document)
+U(L)            ``W(i)`` proportional to ``max(0, 1 - (i - 1)/L)`` for i < n, 0 at n
+NERR8@K         ``1 - g_i`` for i < K
+NERR9@K         ``i / (i + 1) (1 - g_i)`` for i < K
+NERR10(p)       ``p (1 - g_i)``
+NERR11(T)       ``((i + 2T - 1) / (i + 2T))^2 (1 - g_i)``
+=============== ==================================================================================
 
-Each reads cwl-eval's printed name and ir_measures' (``INST(max_rel=3)``, ``BPM(T=1,max_rel=1)@10``,
+cwl-eval prints them ``INST-T=1.0``, ``INSQ-T=1.0``, ``BPM-Static-T=1-K=10``, ``NDCG-k@10``,
+``RBP@0.8``, ``TBG-H@224``, ``U-L@1000``, ``NERR-EQ8@k=10``, ``NERR-EQ9@k=10``,
+``NERR-EQ10@phi=0.9``, ``NERR-EQ11@T=1.0``: those names are read too (gains in [0, 1], so
+``max_rel = 1``), as are ir_measures' (``INST(max_rel=3)``, ``BPM(T=1,max_rel=1)@10``,
 ``SDCG(max_rel=3)@10``, ``NERR10(p=0.9,max_rel=1)``). The value is cwl-eval's EU column, the one
 ir_measures reports. cwl-eval prints four more per measure: ETU, the expected total gain when the
 user stops (``sum_i L(i) G(i)``, ``L(i) = W(i) - W(i+1)`` scaled by ``1 / W(1)``); EC and ETC, the
@@ -78,7 +79,7 @@ CWL_DEPTH = 1000
 MIN_REL = ParamSpec("min_rel", int, 0, doc="the grade that gains 0 (lower grades gain 0 too)")
 MAX_REL = ParamSpec("max_rel", int, 1, doc="the grade that gains 1, the scale's largest")
 _SCALE = (MIN_REL, MAX_REL)
-T_GAIN = ParamSpec("T", float, 1.0, 0.0, None, doc="the gain the user came for (> 0)")
+T_GAIN = ParamSpec("T", float, 1.0, 1e-9, None, doc="the gain the user came for (> 0)")
 
 
 # ----------------------------------------------------------------------------- gains and weights
@@ -137,7 +138,6 @@ def _squared_tail(d: int, a: np.ndarray) -> np.ndarray:
 
 def _inst(arrays: RankingArrays, k: None, *, T: float, min_rel: int, max_rel: int):
     """INST's EU; (n_queries,)."""
-    _positive_t(T, "INST")
     g = _gains(arrays, CWL_DEPTH, min_rel, max_rel, "INST")
     d = g.shape[1]
     a = 2.0 * T - np.cumsum(g, axis=1)  # i + T + T_i = i + a_i
@@ -147,14 +147,8 @@ def _inst(arrays: RankingArrays, k: None, *, T: float, min_rel: int, max_rel: in
     return _chained(g, cont, _squared_tail(d, last))
 
 
-def _positive_t(T: float, name: str) -> None:
-    if T <= 0:
-        raise InputError(f"{name}: T={T!r} must be above 0")
-
-
 def _insq(arrays: RankingArrays, k: None, *, T: float, min_rel: int, max_rel: int):
     """INSQ's EU; (n_queries,)."""
-    _positive_t(T, "INSQ")
     i = _ranks(CWL_DEPTH)
     cont = ((i + 2.0 * T - 1.0) / (i + 2.0 * T)) ** 2
     weights = np.concatenate([[1.0], np.cumprod(cont[:-1])])
@@ -225,7 +219,6 @@ def _nerr10(arrays: RankingArrays, k: None, *, p: float, min_rel: int, max_rel: 
 
 def _nerr11(arrays: RankingArrays, k: None, *, T: float, min_rel: int, max_rel: int):
     """NERR, Azzopardi et al. eq. 11; (n_queries,)."""
-    _positive_t(T, "NERR11")
     g = _gains(arrays, CWL_DEPTH, min_rel, max_rel, "NERR11")
     d = g.shape[1]
     i = _ranks(d)
@@ -256,88 +249,144 @@ _L = ParamSpec("L", float, 1000.0, 1e-9, None, doc="the length read after which 
 _TABLE: tuple[tuple[MeasureFamily, str, tuple[str, ...]], ...] = (
     (
         MeasureFamily(
-            "INST", _inst, (T_GAIN, *_SCALE), "none", _whole,
+            "INST",
+            _inst,
+            (T_GAIN, *_SCALE),
+            "none",
+            _whole,
             summary="INST = sum_i W(i) g_i, C(i) = ((i + T + T_i - 1) / (i + T + T_i))^2, T_i = T "
             "- gain to i, over 1000 ranks (Moffat et al. 2015; cwl-eval's EU)",
         ),
-        rf"INST-T=(?P<T>{_NUMBER})", ("inst",),
+        rf"INST-T=(?P<T>{_NUMBER})",
+        ("inst",),
     ),
     (
         MeasureFamily(
-            "INSQ", _insq, (T_GAIN, *_SCALE), "none", _whole,
+            "INSQ",
+            _insq,
+            (T_GAIN, *_SCALE),
+            "none",
+            _whole,
             summary="INSQ = sum_i W(i) g_i, C(i) = ((i + 2T - 1) / (i + 2T))^2, over 1000 ranks "
             "(Moffat et al. 2012; cwl-eval's EU)",
         ),
-        rf"INSQ-T=(?P<T>{_NUMBER})", ("insq",),
+        rf"INSQ-T=(?P<T>{_NUMBER})",
+        ("insq",),
     ),
     (
         MeasureFamily(
-            "BPM", _bpm, (T_GAIN, *_SCALE), "required", _to_k,
+            "BPM",
+            _bpm,
+            (T_GAIN, *_SCALE),
+            "required",
+            _to_k,
             summary="static BPM@K = gain to the stop / ranks read; the user stops once the gain "
             "reaches T or at rank K (Zhang et al. 2017; cwl-eval's EU)",
         ),
-        rf"BPM-Static-T=(?P<T>{_NUMBER})-K=(?P<k>\d+)", ("bpm",),
+        rf"BPM-Static-T=(?P<T>{_NUMBER})-K=(?P<k>\d+)",
+        ("bpm",),
     ),
     (
         MeasureFamily(
-            "SDCG", _sdcg, _SCALE, "required", _to_k,
+            "SDCG",
+            _sdcg,
+            _SCALE,
+            "required",
+            _to_k,
             summary="SDCG@K = sum_{i<=K} g_i / log2(i + 1) over sum_{i<=K} 1 / log2(i + 1), scaled "
             "gains (ir_measures' SDCG; cwl-eval's NDCG-k)",
         ),
-        r"NDCG-k@(?P<k>\d+)", ("sdcg",),
+        r"NDCG-k@(?P<k>\d+)",
+        ("sdcg",),
     ),
     (
         MeasureFamily(
-            "RBP-CWL", _rbp_cwl, (_P, *_SCALE), "none", _whole,
+            "RBP-CWL",
+            _rbp_cwl,
+            (_P, *_SCALE),
+            "none",
+            _whole,
             summary="RBP-CWL = sum_{i<=1000} p^(i-1) g_i / sum_{i<=1000} p^(i-1), scaled graded "
             "gains (cwl-eval's RBP)",
         ),
-        rf"RBP@(?P<p>{_NUMBER})", ("rbp_cwl",),
+        r"RBP@(?P<p>\d*\.\d+)",  # a decimal point: RBP@10 is RBP cut at 10
+        ("rbp_cwl",),
     ),
     (
         MeasureFamily(
-            "TBG", _tbg, (_H, *_SCALE), "none", _whole,
+            "TBG",
+            _tbg,
+            (_H, *_SCALE),
+            "none",
+            _whole,
             summary="TBG = sum_i W(i) g_i, W(i) proportional to 2^(-(i-1)/H), one time unit per "
             "document, over 1000 ranks (Smucker and Clarke 2012; cwl-eval's EU)",
         ),
-        rf"TBG-H@(?P<H>{_NUMBER})", ("tbg",),
+        rf"TBG-H@(?P<H>{_NUMBER})",
+        ("tbg",),
     ),
     (
         MeasureFamily(
-            "U", _u, (_L, *_SCALE), "none", _whole,
+            "U",
+            _u,
+            (_L, *_SCALE),
+            "none",
+            _whole,
             summary="U = sum_i W(i) g_i, W(i) proportional to max(0, 1 - (i-1)/L), one length "
             "unit per document (Sakai and Dou 2013; cwl-eval's EU)",
         ),
-        rf"U-L@(?P<L>{_NUMBER})", ("U-measure", "UMeasure"),
+        rf"U-L@(?P<L>{_NUMBER})",
+        ("U-measure", "UMeasure"),
     ),
     (
         MeasureFamily(
-            "NERR8", _nerr8, _SCALE, "required", _to_k,
+            "NERR8",
+            _nerr8,
+            _SCALE,
+            "required",
+            _to_k,
             summary="NERR8@K: C(i) = 1 - g_i for i < K (Azzopardi et al. 2021, eq. 8)",
         ),
-        r"NERR-EQ8@k=(?P<k>\d+)", (),
+        r"NERR-EQ8@k=(?P<k>\d+)",
+        (),
     ),
     (
         MeasureFamily(
-            "NERR9", _nerr9, _SCALE, "required", _to_k,
-            summary="NERR9@K: C(i) = i / (i + 1) (1 - g_i) for i < K (Azzopardi et al. 2021, eq. 9)",
+            "NERR9",
+            _nerr9,
+            _SCALE,
+            "required",
+            _to_k,
+            summary="NERR9@K: C(i) = i / (i + 1) (1 - g_i) for i < K (Azzopardi et al. 2021, "
+            "eq. 9)",
         ),
-        r"NERR-EQ9@k=(?P<k>\d+)", (),
+        r"NERR-EQ9@k=(?P<k>\d+)",
+        (),
     ),
     (
         MeasureFamily(
-            "NERR10", _nerr10, (_PHI, *_SCALE), "none", _whole,
+            "NERR10",
+            _nerr10,
+            (_PHI, *_SCALE),
+            "none",
+            _whole,
             summary="NERR10: C(i) = p (1 - g_i) (Azzopardi et al. 2021, eq. 10)",
         ),
-        rf"NERR-EQ10@phi=(?P<p>{_NUMBER})", (),
+        rf"NERR-EQ10@phi=(?P<p>{_NUMBER})",
+        (),
     ),
     (
         MeasureFamily(
-            "NERR11", _nerr11, (T_GAIN, *_SCALE), "none", _whole,
+            "NERR11",
+            _nerr11,
+            (T_GAIN, *_SCALE),
+            "none",
+            _whole,
             summary="NERR11: C(i) = ((i + 2T - 1) / (i + 2T))^2 (1 - g_i) (Azzopardi et al. "
             "2021, eq. 11)",
         ),
-        rf"NERR-EQ11@T=(?P<T>{_NUMBER})", (),
+        rf"NERR-EQ11@T=(?P<T>{_NUMBER})",
+        (),
     ),
 )
 for _family, _printed, _aliases in _TABLE:
@@ -348,6 +397,7 @@ CWL_FAMILIES = tuple(family.name for family, _, _ in _TABLE)
 
 
 # ----------------------------------------------------------------------------- public functions
+
 
 @fill_doc
 def cwl_eu(qrels: Qrels, run: Run, measure: str | Measure, *, order: RunOrder = "score") -> float:
@@ -437,7 +487,8 @@ def inst(
     Examples
     --------
     >>> qrels = {"q": {"a": 1}}       # C(1) = (1/2)^2, then C(i) = (i / (i + 1))^2: W(i) ~ 1/i^2
-    >>> round(inst(qrels, {"q": {"a": 1.0}}), 6), round(1 / sum(1 / i**2 for i in range(1, 1001)), 6)
+    >>> ours = inst(qrels, {"q": {"a": 1.0}})
+    >>> round(ours, 6), round(1 / sum(1 / i**2 for i in range(1, 1001)), 6)
     (0.608297, 0.608297)
     """
     return mean_of(Measure("INST", T=T, min_rel=min_rel, max_rel=max_rel), qrels, run, order)

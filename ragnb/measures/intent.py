@@ -6,19 +6,23 @@ at least one relevant document (ndeval's ``actualSubtopics``); a query with ``N 
 The novelty gain at rank r is ``g_r = sum_s J(d_r, s) (1 - alpha)^(c_s)``, ``c_s`` the documents
 above r relevant to s.
 
-==================== ================================================================= ========
-name                 definition (per query)                                            aliases
-==================== ================================================================= ========
-ERR-IA(alpha)@K      ``sum_{r<=K} g_r / r`` over its "ideal ideal" ``sum_{r<=K} N         ERR_IA
-                     (1 - alpha)^(r-1) / r`` (ndeval: not divided at K = 1)
-nERR-IA(alpha)@K     ``sum_{r<=K} g_r / r`` over the same sum on the greedy ideal ranking nERR_IA
-alpha-DCG(alpha)@K   ERR-IA with the discount ``1 / log2(r + 1)``                         alpha_DCG
-NRBP(alpha,beta)     ``(1 - (1 - alpha) beta) / N sum_r g_r beta^(r-1)``, the whole run
+==================== =============================================================================
+name                 definition (per query)
+==================== =============================================================================
+ERR-IA(alpha)@K      ``sum_{r<=K} g_r / r`` over ndeval's "ideal ideal" ``N sum_{r<=K} (1 -
+                     alpha)^(r-1) / r`` (ndeval divides nothing at K = 1)
+nERR-IA(alpha)@K     ``sum_{r<=K} g_r / r`` over the same sum on the greedy ideal ranking
+alpha-DCG(alpha)@K   ERR-IA with the discount ``1 / log2(r + 1)``
+NRBP(alpha,beta)     ``(1 - (1 - alpha) beta) / N sum_r g_r beta^(r-1)``, over the whole run
 nNRBP(alpha,beta)    NRBP over the NRBP of the greedy ideal ranking
-P-IA@K               ``sum_{r<=K} sum_s J(d_r, s) / (K N)``                               P_IA
-AP-IA                ``1/N sum_s AP_s``, AP of the ranking on subtopic s alone            AP_IA, MAP_IA
-StRecall@K           subtopics with a relevant document in the top K / N                 strec
-==================== ================================================================= ========
+P-IA@K               ``sum_{r<=K} sum_s J(d_r, s) / (K N)``
+AP-IA                ``1/N sum_s AP_s``, AP_s the AP of the ranking on subtopic s alone
+StRecall@K           subtopics with a relevant document in the top K, over N
+==================== =============================================================================
+
+ir_measures' names are read (``ERR_IA@20``, ``nERR_IA@20``, ``alpha_DCG@20``, ``NRBP``,
+``nNRBP``, ``P_IA@20``, ``AP_IA`` or ``MAP_IA``, ``StRecall@20``) and ndeval's (``MAP-IA``,
+``strec@20``).
 
 Defaults ``alpha = 0.5``, ``beta = 0.5``, ``rel = 1``, as ndeval and ir_measures. The greedy ideal
 ranking is ndeval's (:func:`ragnb.measures.diversity.greedy_ideal_gains`: at each rank the judged
@@ -88,22 +92,22 @@ def _subtopics(arrays: RankingArrays, name: str) -> SubtopicArrays:
 
 def _judged(arrays: SubtopicArrays, rel: int) -> np.ndarray:
     """J(d_r, s) at every rank, (n_queries, depth, n_subtopics), shared."""
-    return arrays.derived(("intent-judged", rel), lambda a: a.subtopic_grades >= rel)
+    return arrays.derived(("intent-judged", rel), lambda _: arrays.subtopic_grades >= rel)
 
 
 def _n_actual(arrays: SubtopicArrays, rel: int) -> np.ndarray:
     """N: subtopics with a relevant judged document, (n_queries,) float64."""
     return arrays.derived(
         ("intent-N", rel),
-        lambda a: (a.pool_grades >= rel).any(axis=1).sum(axis=1).astype(np.float64),
+        lambda _: (arrays.pool_grades >= rel).any(axis=1).sum(axis=1).astype(np.float64),
     )
 
 
 def _novelty(arrays: SubtopicArrays, alpha: float, rel: int) -> np.ndarray:
     """The novelty gain g_r of the run at every rank, (n_queries, depth), shared."""
 
-    def build(a: SubtopicArrays) -> np.ndarray:
-        judged = _judged(a, rel)
+    def build(_: RankingArrays) -> np.ndarray:
+        judged = _judged(arrays, rel)
         before = np.cumsum(judged, axis=1) - judged
         return (judged * (1.0 - alpha) ** before).sum(axis=2)
 
@@ -114,8 +118,8 @@ def _ideal(arrays: SubtopicArrays, alpha: float, rel: int) -> np.ndarray:
     """Novelty gains of the greedy ideal over the whole pool (its documents with a relevant
     judgement; the rest gain 0), (n_queries, max relevant documents), shared."""
 
-    def build(a: SubtopicArrays) -> np.ndarray:
-        relevant = a.pool_grades >= rel
+    def build(_: RankingArrays) -> np.ndarray:
+        relevant = arrays.pool_grades >= rel
         useful = relevant.any(axis=2)
         # the documents with a relevant judgement first, each group still doc_id descending
         keep = np.argsort(~useful, axis=1, kind="stable")[:, : int(useful.sum(axis=1).max())]
