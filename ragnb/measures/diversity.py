@@ -113,41 +113,60 @@ def prepare_subtopics(
     frame = check_subtopic_qrels(subtopic_qrels)
     arrays = prepare(document_qrels(frame), run, order=order, depth=depth)
     n_q = arrays.n_queries
-    row_of = pd.Index(arrays.query_ids).get_indexer(frame["query_id"])
-    # subtopic codes within each query, 0..n_sub-1
-    sub_code = frame.groupby("query_id", sort=False)["subtopic"].transform(
-        lambda s: pd.factorize(s)[0]
-    )
-    sub_code = sub_code.to_numpy(dtype=np.int64)
+    row_of = pd.Index(arrays.query_ids).get_indexer(frame["query_id"]).astype(np.int64)
+    sub_code = _within(row_of, pd.factorize(frame["subtopic"])[0])
     n_sub = int(sub_code.max()) + 1
-    # the pool: judged documents of each query, doc_id descending (ndeval's tie order)
-    docs = (
-        frame[["query_id", "doc_id"]]
-        .drop_duplicates()
-        .sort_values(["query_id", "doc_id"], ascending=[True, False])
+    ranked, rows, cols = ranked_cells(arrays, run, order)
+    # (query row, document) pairs as integers: row * n_docs + the document's code
+    doc_code, doc_ids = pd.factorize(
+        pd.concat([frame["doc_id"], ranked["doc_id"].astype(str)], ignore_index=True)
     )
-    pool_pos = docs.groupby("query_id", sort=False).cumcount().to_numpy()
-    pool_index = pd.MultiIndex.from_frame(docs)
+    n_docs = max(len(doc_ids), 1)
+    judged = row_of * n_docs + doc_code[: len(frame)]
+    pool_keys, pool_pos = _pool(judged, n_docs, doc_ids)
     n_pool = int(pool_pos.max()) + 1
     pool = np.zeros((n_q, n_pool, n_sub), dtype=np.int64)
-    at = pool_index.get_indexer(pd.MultiIndex.from_frame(frame[["query_id", "doc_id"]]))
+    at = pool_keys.get_indexer(judged)
     pool[row_of, pool_pos[at], sub_code] = frame["relevance"].to_numpy(dtype=np.int64)
     has = np.zeros((n_q, n_sub), dtype=bool)
     has[row_of, sub_code] = True
     vital = np.zeros((n_q, n_sub), dtype=bool)
     vital[row_of, sub_code] = (frame[IMPORTANCE_COLUMN] == IMPORTANCE_LEVELS[0]).to_numpy()
 
-    ranked, rows, cols = ranked_cells(arrays, run, order)
-    ranked_pairs = pd.MultiIndex.from_arrays(
-        [ranked[c].astype(str).to_numpy() for c in ("query_id", "doc_id")]
-    )
-    in_pool = pool_index.get_indexer(ranked_pairs)
+    in_pool = pool_keys.get_indexer(rows.astype(np.int64) * n_docs + doc_code[len(frame) :])
     grades = np.zeros((n_q, arrays.depth, n_sub), dtype=np.int64)
     hit = in_pool >= 0
     grades[rows[hit], cols[hit]] = pool[rows[hit], pool_pos[in_pool[hit]]]
     return extend_arrays(
         arrays, SubtopicArrays, subtopic_grades=grades, pool_grades=pool, subtopics=has, vital=vital
     )
+
+
+def _within(group: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """Each code renumbered 0, 1, ... within its group, in order of first appearance."""
+    width = int(code.max()) + 1 if len(code) else 1
+    pair, first = pd.factorize(group * width + code)  # pairs in order of first appearance
+    owner = first // width
+    order = np.argsort(owner, kind="stable")
+    start = np.searchsorted(owner[order], owner[order])
+    within = np.empty(len(first), dtype=np.int64)
+    within[order] = np.arange(len(first)) - start
+    return within[pair]
+
+
+def _pool(keys: np.ndarray, n_docs: int, doc_ids: pd.Index) -> tuple[pd.Index, np.ndarray]:
+    """The distinct (row, document) keys of the judgements, by row and then ``doc_id``
+    descending (ndeval's tie order), and each one's position within its row."""
+    pairs = np.unique(keys)
+    rows, docs = pairs // n_docs, pairs % n_docs
+    used = np.unique(docs)
+    rank = np.zeros(n_docs, dtype=np.int64)  # string order of the judged documents
+    rank[used[np.argsort(np.asarray(doc_ids[used], dtype=str), kind="stable")]] = np.arange(
+        len(used)
+    )
+    order = np.lexsort((-rank[docs], rows))
+    pairs, rows = pairs[order], rows[order]
+    return pd.Index(pairs), np.arange(len(pairs)) - np.searchsorted(rows, rows)
 
 
 # ----------------------------------------------------------------------------- kernel
