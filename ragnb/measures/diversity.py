@@ -117,10 +117,11 @@ def prepare_subtopics(
     sub_code = _within(row_of, pd.factorize(frame["subtopic"])[0])
     n_sub = int(sub_code.max()) + 1
     ranked, rows, cols = ranked_cells(arrays, run, order)
+    judged_cells = np.flatnonzero(arrays.judged[rows, cols])  # the others gain nothing
+    rows, cols = rows[judged_cells], cols[judged_cells]
+    ranked_docs = ranked["doc_id"].iloc[judged_cells].astype(str)
     # (query row, document) pairs as integers: row * n_docs + the document's code
-    doc_code, doc_ids = pd.factorize(
-        pd.concat([frame["doc_id"], ranked["doc_id"].astype(str)], ignore_index=True)
-    )
+    doc_code, doc_ids = pd.factorize(pd.concat([frame["doc_id"], ranked_docs], ignore_index=True))
     n_docs = max(len(doc_ids), 1)
     judged = row_of * n_docs + doc_code[: len(frame)]
     pool_keys, pool_pos = _pool(judged, n_docs, doc_ids)
@@ -157,13 +158,11 @@ def _within(group: np.ndarray, code: np.ndarray) -> np.ndarray:
 def _pool(keys: np.ndarray, n_docs: int, doc_ids: pd.Index) -> tuple[pd.Index, np.ndarray]:
     """The distinct (row, document) keys of the judgements, by row and then ``doc_id``
     descending (ndeval's tie order), and each one's position within its row."""
-    pairs = np.unique(keys)
+    pairs = np.sort(pd.unique(keys))  # (np.unique is slower on many keys)
     rows, docs = pairs // n_docs, pairs % n_docs
-    used = np.unique(docs)
+    used = pd.unique(docs)
     rank = np.zeros(n_docs, dtype=np.int64)  # string order of the judged documents
-    rank[used[np.argsort(np.asarray(doc_ids[used], dtype=str), kind="stable")]] = np.arange(
-        len(used)
-    )
+    rank[used[np.asarray(doc_ids[used].argsort())]] = np.arange(len(used))
     order = np.lexsort((-rank[docs], rows))
     pairs, rows = pairs[order], rows[order]
     return pd.Index(pairs), np.arange(len(pairs)) - np.searchsorted(rows, rows)
