@@ -113,9 +113,11 @@ def _fixed(weights: np.ndarray) -> Callable[..., np.ndarray]:
 def _chained(gains: np.ndarray, cont: np.ndarray, tail: np.ndarray | float) -> np.ndarray:
     """EU of a model with continuation ``cont`` at ranks 1..d (shape of ``gains``) and ``tail``:
     the sum over the ranks d+1..n of the chance of reaching them, given rank d + 1 is reached."""
+    if gains.shape[1] == 0:  # no rank filled: nothing gained
+        return np.zeros(gains.shape[0])
     reach = np.cumprod(cont, axis=1)
     first = np.hstack([np.ones((gains.shape[0], 1)), reach[:, :-1]])  # reach rank i: prod_{j<i}
-    total = first.sum(axis=1) + reach[:, -1] * tail if gains.shape[1] else np.ones(len(gains))
+    total = first.sum(axis=1) + reach[:, -1] * tail
     return (first * gains).sum(axis=1) / total
 
 
