@@ -265,3 +265,128 @@ def test_two_level_test_widens_with_seed_spread() -> None:
 def test_invalid_input_is_an_error(call, message) -> None:
     with pytest.raises(InputError, match=message):
         call()
+
+
+# --------------------------------------------------------------------------------------------
+# compare(test=...): the table's p-values are the functions above
+
+
+@pytest.fixture(scope="module")
+def four_systems() -> pd.DataFrame:
+    """A long per-query frame: 4 systems x 30 queries on two measures."""
+    rng = np.random.default_rng(11)
+    base = rng.random((30, 1))
+    values = np.clip(base + np.array([0.0, 0.03, 0.12, 0.13]) + rng.normal(0, 0.08, (30, 4)), 0, 1)
+    rows = []
+    for m, shift in (("nDCG@10", 0.0), ("R@100", 0.05)):
+        for j, system in enumerate(["w", "x", "y", "z"]):
+            for q in range(30):
+                rows.append((system, f"q{q:02d}", m, min(1.0, values[q, j] + shift)))
+    return pd.DataFrame(rows, columns=["retriever", "query_id", "measure", "value"])
+
+
+def _wide(frame: pd.DataFrame, measure: str) -> pd.DataFrame:
+    rows = frame[frame["measure"] == measure]
+    return rows.pivot(index="query_id", columns="retriever", values="value")[["w", "x", "y", "z"]]
+
+
+def test_compare_tukey_rows_are_tukey_hsd_and_bh_adjusts_them(four_systems) -> None:
+    from ragnb.stats import compare
+
+    res = compare(four_systems, test="tukey", correction="bh", n_resamples=500)
+    for m in ("nDCG@10", "R@100"):
+        expected = tukey_hsd(_wide(four_systems, m))["p_value"].to_numpy()
+        rows = res.pairs[res.pairs["measure"] == m]
+        assert rows["p_value"].to_numpy() == pytest.approx(expected, abs=1e-12)
+        omnibus = res.omnibus.set_index("measure").loc[m]
+        assert omnibus["f"] == pytest.approx(anova(_wide(four_systems, m)).f)
+        assert omnibus["design"] == "repeated-measures"
+    adjusted = benjamini_hochberg(res.pairs["p_value"].to_numpy())
+    assert res.pairs["p_adjusted"].to_numpy() == pytest.approx(adjusted)
+    assert res.settings["test"] == "tukey" and res.settings["correction"] == "bh"
+
+
+def test_compare_other_tests_are_their_functions(four_systems) -> None:
+    from ragnb.stats import compare
+
+    wide = _wide(four_systems, "nDCG@10")
+    rand = compare(four_systems, "nDCG@10", test="randomized-tukey", n_resamples=2000, seed=5)
+    expected = randomized_tukey_hsd(wide, n_resamples=2000, seed=5)["p_value"].to_numpy()
+    assert rand.pairs["p_value"].to_numpy() == pytest.approx(expected)
+    t = compare(four_systems, "nDCG@10", test="t", n_resamples=200)
+    assert t.pairs["p_value"].iloc[0] == pytest.approx(sps.ttest_rel(wide["w"], wide["x"]).pvalue)
+    lsd = compare(four_systems, "nDCG@10", test="anova", n_resamples=200, correction="none")
+    result = anova(wide)
+    se = np.sqrt(2 * result.error_ms / 30)
+    t_wy = abs(wide["w"].mean() - wide["y"].mean()) / se
+    assert lsd.pairs["p_value"].iloc[1] == pytest.approx(2 * sps.t.sf(t_wy, result.df_error))
+    effect = paired_effect_size(wide["w"].to_numpy(), wide["x"].to_numpy())
+    assert t.pairs["cohens_dz"].iloc[0] == pytest.approx(effect.cohens_dz)
+    assert t.pairs["gz_high"].iloc[0] == pytest.approx(effect.gz_high)
+
+
+def test_anova_test_is_protected_by_the_omnibus() -> None:
+    from ragnb.stats import compare
+
+    # three systems on 8 noisy queries: one pair's LSD p-value passes alpha = 0.2 (0.18) while
+    # the ANOVA does not (0.33); the pair is then not significant
+    rng = np.random.default_rng(2)
+    y = rng.normal(0.5, 0.2, (8, 3))
+    frame = pd.DataFrame(
+        [(s, f"q{q}", "P@1", y[q, j]) for j, s in enumerate("abc") for q in range(8)],
+        columns=["retriever", "query_id", "measure", "value"],
+    )
+    res = compare(frame, test="anova", correction="none", alpha=0.2, n_resamples=200)
+    assert res.omnibus["p_value"].iloc[0] > 0.2 and (res.pairs["p_adjusted"] <= 0.2).any()
+    assert not res.pairs["significant"].any()
+    rejected = compare(frame, test="anova", correction="none", alpha=0.4, n_resamples=200)
+    assert rejected.omnibus["p_value"].iloc[0] <= 0.4
+    assert (rejected.pairs["significant"] == (rejected.pairs["p_adjusted"] <= 0.4)).all()
+
+
+def test_tukey_letters_are_the_tie_groups_and_separate_what_tukey_separates(four_systems) -> None:
+    from ragnb.stats import compare, tie_groups
+
+    res = compare(four_systems, "nDCG@10", test="tukey", correction="none", n_resamples=200)
+    letters = res.letters()["nDCG@10"]
+    groups = tie_groups(res, "nDCG@10")
+    assert list(letters.index) == ["w", "x", "y", "z"] and len(groups) >= 2
+    assert res.ranking("nDCG@10").set_index("system")["tie_group"].to_dict() == letters.to_dict()
+    for row in res.pairs.itertuples():
+        share = bool(set(letters[row.system_a]) & set(letters[row.system_b]))
+        # balanced design, one standard error: sharing a letter = not separated, and back
+        assert share == (not row.significant), (row.pair, letters.to_dict(), groups)
+    assert res.pairs["significant"].any() and not res.pairs["significant"].all()
+
+
+def test_compare_with_equal_runs_uses_the_two_way_design() -> None:
+    from ragnb.stats import compare
+
+    rng = np.random.default_rng(6)
+    base = rng.random(25)
+
+    def frame(shift: float) -> pd.DataFrame:
+        values = base + shift + rng.normal(0, 0.05, 25) + rng.normal(0, 0.02)
+        return pd.DataFrame({"query_id": [f"q{i}" for i in range(25)], "P@5": values})
+
+    systems = {"a": [frame(0.0) for _ in range(3)], "b": [frame(0.1) for _ in range(3)]}
+    res = compare(systems, test="tukey", n_resamples=200)
+    omnibus = res.omnibus.iloc[0]
+    assert omnibus["design"] == "two-way" and omnibus["n_runs"] == 3
+    cube = np.stack([np.stack([r["P@5"] for r in systems[s]]) for s in "ab"], axis=2)
+    assert omnibus["f"] == pytest.approx(anova(cube, design="two-way").f)
+    # unequal runs: the repeated-measures design on the run averages
+    systems["b"] = systems["b"][:2]
+    assert compare(systems, n_resamples=200).omnibus["design"].iloc[0] == "repeated-measures"
+
+
+def test_compare_rejects_unknown_tests_and_corrections(four_systems) -> None:
+    from ragnb.stats import compare
+
+    with pytest.raises(InputError, match="unknown test 'wilcoxon'"):
+        compare(four_systems, test="wilcoxon")
+    with pytest.raises(InputError, match="unknown correction 'fdr'"):
+        compare(four_systems, correction="fdr")
+    one_query = four_systems[four_systems["query_id"] == "q00"]
+    with pytest.raises(InputError, match="fewer than two queries"):
+        compare(one_query, "nDCG@10", test="tukey", n_resamples=10)

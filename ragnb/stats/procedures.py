@@ -38,6 +38,7 @@ from ragnb.stats.anova import AnovaResult, anova, randomized_tukey_table, tukey_
 __all__ = [
     "ALL_SYSTEMS_TESTS",
     "TESTS",
+    "TEST_NAMES",
     "Test",
     "all_systems_p_values",
     "omnibus_row",
@@ -47,6 +48,17 @@ __all__ = [
 Test = Literal["randomization", "t", "anova", "tukey", "randomized-tukey"]
 #: The tests :func:`ragnb.stats.compare` takes.
 TESTS: tuple[str, ...] = ("randomization", "t", "anova", "tukey", "randomized-tukey")
+#: Each test in a phrase, for legends and captions.
+TEST_NAMES: dict[str, str] = {
+    "randomization": "paired randomization test (two-level over queries and runs when a "
+    "system has several runs)",
+    "t": "paired t-test",
+    "anova": "t-test on the ANOVA's error, significant only where the ANOVA rejects "
+    "(Fisher's protected LSD)",
+    "tukey": "Tukey's HSD on the ANOVA's error (already adjusted over the measure's pairs)",
+    "randomized-tukey": "randomised Tukey HSD (Carterette 2012; already adjusted over the "
+    "measure's pairs)",
+}
 #: The tests that read every system at once.
 ALL_SYSTEMS_TESTS: tuple[str, ...] = ("anova", "tukey", "randomized-tukey")
 #: The columns of :attr:`ragnb.stats.ComparisonResult.omnibus`.
