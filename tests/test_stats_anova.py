@@ -48,7 +48,10 @@ def _long(y: np.ndarray) -> pd.DataFrame:
     r, n, k = cube.shape
     grid = itertools.product(range(r), range(n), range(k))
     return pd.DataFrame(
-        [{"run": a, "query": f"q{b}", "system": f"s{c}", "value": cube[a, b, c]} for a, b, c in grid]
+        [
+            {"run": a, "query": f"q{b}", "system": f"s{c}", "value": cube[a, b, c]}
+            for a, b, c in grid
+        ]
     )
 
 
@@ -61,7 +64,9 @@ def test_anova_and_tukey_by_hand() -> None:
     y = np.array([[0.2, 0.3, 0.4], [0.5, 0.4, 0.7], [0.1, 0.2, 0.3], [0.6, 0.5, 0.8]])
     res = anova(y, systems=["a", "b", "c"])
     table = res.table.set_index("source")
-    assert table.loc["system", "ss"] == pytest.approx(4 * (2 * (0.35 - 5 / 12) ** 2 + (0.55 - 5 / 12) ** 2))
+    assert table.loc["system", "ss"] == pytest.approx(
+        4 * (2 * (0.35 - 5 / 12) ** 2 + (0.55 - 5 / 12) ** 2)
+    )
     assert table.loc["residual", "ss"] == pytest.approx(0.08 / 3)
     assert res.f == pytest.approx(12.0) and res.p_value == pytest.approx(sps.f.sf(12.0, 2, 6))
     tukey = tukey_hsd(y, systems=["a", "b", "c"])
@@ -123,7 +128,9 @@ def test_one_way_equals_scipy_and_statsmodels() -> None:
     from statsmodels.stats.multicomp import pairwise_tukeyhsd
 
     rng = np.random.default_rng(2)
-    groups = {f"g{i}": rng.normal(0.4 + 0.05 * i, 0.15, size) for i, size in enumerate([9, 14, 11, 7])}
+    groups = {
+        f"g{i}": rng.normal(0.4 + 0.05 * i, 0.15, size) for i, size in enumerate([9, 14, 11, 7])
+    }
     res = anova(groups, design="one-way")
     f, p = sps.f_oneway(*groups.values())
     assert res.f == pytest.approx(f, rel=1e-12) and res.p_value == pytest.approx(p, rel=1e-9)
@@ -253,7 +260,10 @@ def test_two_level_test_widens_with_seed_spread() -> None:
         (lambda: anova({"a": [0.1, 0.2, 0.3], "b": [0.2, 0.3]}), "number of queries"),
         (lambda: anova(np.array([[0.1, np.nan], [0.2, 0.3]])), "fewer than two queries"),
         (lambda: anova(np.array([[0.1, np.inf], [0.2, 0.3]])), "infinite"),
-        (lambda: anova({"a": np.ones((2, 4)), "b": np.ones((3, 4))}, design="two-way"), "same number of runs"),
+        (
+            lambda: anova({"a": np.ones((2, 4)), "b": np.ones((3, 4))}, design="two-way"),
+            "same number of runs",
+        ),
         (lambda: anova(np.ones((3, 2)), systems=["x"]), "1 names for 2 systems"),
         (lambda: tukey_hsd(np.ones((3, 2)), confidence=1.5), "confidence"),
         (lambda: randomized_tukey_hsd(np.ones((3, 2)), n_resamples=0), "n_resamples"),

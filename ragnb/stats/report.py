@@ -7,9 +7,9 @@ significantly better than (adjusted p <= alpha with a positive mean difference, 
 were compared). This is ranx's ``Report.to_latex`` layout (Bassani 2022, ranx
 ``data_structures/report.py``); the significance comes from the test chosen in
 :func:`~ragnb.stats.compare` (the paired randomization test by default; Tukey's HSD, ...) with
-its correction (Holm by default), where ranx applies no correction. ``compare(..., correction="none", alpha=max_p)`` makes the same decisions as
-``ranx.compare(..., stat_test="fisher", max_p=max_p)`` up to Monte Carlo error
-(``tests/test_interop_formats.py``).
+its correction (Holm by default), where ranx applies no correction. ``compare(...,
+correction="none", alpha=max_p)`` makes the same decisions as ``ranx.compare(...,
+stat_test="fisher", max_p=max_p)`` up to Monte Carlo error (``tests/test_interop_formats.py``).
 """
 
 from __future__ import annotations
