@@ -47,7 +47,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -71,7 +71,7 @@ DESIGNS: tuple[str, ...] = ("one-way", "repeated-measures", "two-way")
 _TIE_TOLERANCE = 1e-9
 _TABLE_COLUMNS = ["source", "ss", "df", "ms", "f", "p_value", "error"]
 
-SystemValues = pd.DataFrame | np.ndarray | Mapping[str, Any]
+SystemValues: TypeAlias = pd.DataFrame | np.ndarray | Mapping[str, Any]
 
 
 @dataclass(frozen=True, eq=False)

@@ -261,17 +261,14 @@ def compare(
 
     For each measure and each compared pair (all pairs in input order, or each system against
     ``baseline``, or against each of ``baselines``): the mean difference with its paired
-    bootstrap interval (:func:`paired_bootstrap`), its p-value by ``test`` (the paired
-    randomization test by default, :func:`randomization_test`) and its effect size (Cohen's
-    d_z and Hedges' g_z with intervals, :func:`paired_effect_size`); the p-values of every
-    comparison made (pairs x measures) are then adjusted together (Holm by default), so several
-    baselines share one correction. Each measure also gets the test of all systems at once
-    (an ANOVA: :attr:`ComparisonResult.omnibus`).
+    bootstrap interval (:func:`paired_bootstrap`), its p-value by ``test`` and its effect size
+    (:func:`paired_effect_size`); the p-values of every comparison (pairs x measures) are then
+    adjusted together (Holm by default). Each measure also gets an ANOVA of all systems
+    (:attr:`ComparisonResult.omnibus`).
 
     A system given as a list of runs (seeds, folds) is averaged per query over its runs before
     pairing; the two-level interval ``ci_low_runs, ci_high_runs`` also resamples the runs, and
-    the randomization test becomes two-level too (:func:`two_level_randomization_test`): the
-    spread between seeds enters both the interval and ``significant``.
+    the randomization test turns two-level (:func:`two_level_randomization_test`).
 
     Parameters
     ----------
@@ -295,51 +292,39 @@ def compare(
     system_column : str, default "retriever"
         The system column of a single long frame.
     n_resamples : int, default 10000
-        B for the bootstrap and for the Monte Carlo randomization test (exact when
-        ``2**n <= B``).
+        B of the bootstrap and the randomization tests (exact when ``2**n <= B``).
     confidence : float in (0, 1), default 0.95
         Of the bootstrap intervals.
     alpha : float in (0, 1), default 0.05
         Significance level applied to the adjusted p-values.
     correction : {"holm", "bonferroni", "bh", "none"}, default "holm"
-        Over every row of the table: Holm or Bonferroni (family-wise error), Benjamini-Hochberg
-        (false discovery rate, :func:`benjamini_hochberg`). With ``test="tukey"`` or
-        ``"randomized-tukey"`` the p-values are already adjusted over one measure's pairs; with
-        one measure, ``"none"`` keeps Tukey's own decisions.
+        Over every row of the table; ``"bh"``: Benjamini-Hochberg (:func:`benjamini_hochberg`).
+        Tukey's p-values are already adjusted over one measure's pairs.
     ci_method : {"percentile", "bca"}, default "percentile"
     seed : int or None, default 0
         The same seed serves every comparison.
     test : {"randomization", "t", "anova", "tukey", "randomized-tukey"}, default "randomization"
-        The p-value of each pair (:mod:`ragnb.stats.procedures`): the paired randomization test
-        (two-level with several runs), the paired t-test, Fisher's protected LSD on the
-        ANOVA's error (``"anova"``), Tukey's HSD on the ANOVA's error (:func:`tukey_hsd`), or
-        Carterette's randomised Tukey HSD (:func:`randomized_tukey_hsd`).
+        The p-value of each pair: see :mod:`ragnb.stats.procedures`.
 
     Returns
     -------
     ComparisonResult
-        ``means``, the tidy ``pairs`` frame, ``table()`` (ranx-like display) and ``chart()``.
 
     Raises
     ------
     InputError
-        With fewer than two systems, an unknown or repeated baseline, both ``baseline`` and
-        ``baselines``, an unknown measure, runs without qrels, systems (or runs of one system)
-        whose queries differ (naming the systems and queries), an unknown test or correction,
-        an all-systems test with fewer than two queries valued for every system, or a parameter
-        out of range.
+        With fewer than two systems, a baseline unknown, repeated or given twice, an unknown
+        measure, test or correction, runs without qrels, systems (or runs) whose queries differ
+        (naming them), an all-systems test with fewer than two queries valued for every
+        system, or a parameter out of range.
 
     References
     ----------
     Bassani, E. (2022). ranx: A blazing-fast Python library for ranking evaluation and
-    comparison. ECIR (the comparison report). Holm (1979); Efron and Tibshirani (1993); see
-    :func:`holm`, :func:`paired_bootstrap`, :func:`randomization_test`. Carterette, B. (2012).
-    Multiple testing in statistical analysis of systems-based information retrieval
-    experiments. ACM TOIS 30(1), 4 (one correction over every comparison). Davison and
-    Hinkley (1997), section 3.8 (several runs: :func:`two_level_bootstrap`). Benjamini and
-    Hochberg (1995). Tukey (1953); Carterette (2012), sections 3-4; Sakai (2018), chapters 3-4
-    (:func:`anova`, :func:`tukey_hsd`). Lakens (2013), Goulet-Pelletier and Cousineau (2018)
-    (:func:`paired_effect_size`).
+    comparison. ECIR (the comparison report). Carterette, B. (2012). Multiple testing in
+    statistical analysis of systems-based information retrieval experiments. ACM TOIS 30(1), 4
+    (one correction over every comparison; ANOVA and Tukey's HSD). Each function named above
+    cites its own sources.
 
     Examples
     --------
@@ -363,31 +348,46 @@ def compare(
     runs = {n: _system_runs(n, v, eval_measures, qrels) for n, v in items}
     tables = {n: _averaged(n, r) for n, r in runs.items()}
     chosen = _chosen_measures(tables, eval_measures)
-    several = any(len(r) > 1 for r in runs.values())
-    means = _means_frame(tables, chosen, runs if several else None)
+    table, omnibus = _tested(chosen, tables, runs, to_compare, settings)
+    named = tuple(baselines or ([] if baseline is None else [baseline]))
+    return ComparisonResult(
+        systems=tuple(names),
+        measures=tuple(chosen),
+        baseline=named[0] if len(named) == 1 else None,
+        means=_means_frame(tables, chosen, runs if _several(runs) else None),
+        pairs=table,
+        settings=settings,
+        baselines=named,
+        per_query=_long_values(tables, chosen),
+        omnibus=omnibus,
+    )
+
+
+def _several(runs: dict[str, list[pd.DataFrame]]) -> bool:
+    return any(len(r) > 1 for r in runs.values())
+
+
+def _tested(
+    chosen: list[str],
+    tables: dict[str, pd.DataFrame],
+    runs: dict[str, list[pd.DataFrame]],
+    to_compare: list[tuple[str, str]],
+    settings: dict[str, Any],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:attr:`ComparisonResult.pairs` (adjusted; ``settings["n_comparisons"]`` set) and
+    :attr:`ComparisonResult.omnibus`."""
     rows, omnibus = [], []
     for m in chosen:
         measure_rows, row = _measure_rows(m, tables, runs, to_compare, settings)
         rows += measure_rows
         omnibus.append(row)
     omnibus_frame = pd.DataFrame(omnibus, columns=OMNIBUS_COLUMNS)
-    table = _with_adjusted_p(pd.DataFrame(rows), correction, settings["alpha"])
-    if test == "anova":  # protected: a pair counts only when its measure's ANOVA rejects
+    table = _with_adjusted_p(pd.DataFrame(rows), settings["correction"], settings["alpha"])
+    if settings["test"] == "anova":  # protected: a pair counts only where its ANOVA rejects
         rejected = omnibus_frame.set_index("measure")["p_value"] <= settings["alpha"]
         table["significant"] &= table["measure"].map(rejected).fillna(False).astype(bool)
     settings["n_comparisons"] = len(table)
-    named = tuple(baselines or ([] if baseline is None else [baseline]))
-    return ComparisonResult(
-        systems=tuple(names),
-        measures=tuple(chosen),
-        baseline=named[0] if len(named) == 1 else None,
-        means=means,
-        pairs=table,
-        settings=settings,
-        baselines=named,
-        per_query=_long_values(tables, chosen),
-        omnibus=omnibus_frame,
-    )
+    return table, omnibus_frame
 
 
 def _checked_settings(

@@ -167,7 +167,8 @@ def paired_effect_size(
     d, n = x - y, x.size
     sd = float(d.std(ddof=1)) if n > 1 else 0.0
     if n < 2 or sd <= 1e-12 * max(1.0, float(np.abs(d).max())):
-        return PairedEffectSize(*([float("nan")] * 6), n_queries=n)
+        nan = float("nan")
+        return PairedEffectSize(nan, nan, nan, nan, nan, nan, n_queries=n)
     dz = float(d.mean()) / sd
     t = abs(dz) * np.sqrt(n)  # the interval of -d_z is minus that of d_z
     tail = (1 - confidence) / 2

@@ -115,7 +115,7 @@ def _resampled_mean(m: np.ndarray, idx: np.ndarray, rng: np.random.Generator) ->
 def run_deviations(runs: np.ndarray) -> np.ndarray:
     """A system's run effects as the two-level randomization flips them.
 
-    A run's mean over the queries is the system's mean plus its run effect (the seed's) plus
+    A run's mean over the queries is the system's mean plus its run effect (from its seed) plus
     the run's per-query noise averaged over the n queries; the query level of the test already
     carries that noise. So the deviations are shrunk to the variance of the run effects alone,
     estimated by moments as in the ANOVA with runs nested in systems:
