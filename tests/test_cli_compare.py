@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from journeys import ragnb
 
 from ragnb.cli.main import main
 from ragnb.io.readers import read_qrels, read_run
@@ -151,8 +152,6 @@ def test_parser_choices_are_the_library_names() -> None:
 
 
 def test_installed_compare_tukey_bh_gives_the_apis_table(files, tmp_path) -> None:
-    from journeys import ragnb
-
     work = tmp_path / "work"
     work.mkdir()
     runs = ["--run", f"bm25={files['bm25']}", "--run", "dense=" + ",".join(files["seeds"])]

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.stats.anova import AnovaResult, anova, randomized_tukey_table, tukey_table
+from ragnb.stats.anova import AnovaResult, Design, anova, randomized_tukey_table, tukey_table
 
 __all__ = [
     "ALL_SYSTEMS_TESTS",
@@ -103,9 +103,9 @@ def omnibus_row(
     AnovaResult or None, dict
     """
     counts = {a.shape[0] for a in arrays}
-    design = "two-way" if len(counts) == 1 and counts.pop() > 1 else "repeated-measures"
+    design: Design = "two-way" if len(counts) == 1 and counts.pop() > 1 else "repeated-measures"
     try:
-        result = anova(dict(zip(names, arrays, strict=True)), design=design)  # type: ignore[arg-type]
+        result = anova(dict(zip(names, arrays, strict=True)), design=design)
     except InputError as err:
         if strict:
             raise InputError(f"{measure}: {err.message}") from None
