@@ -14,7 +14,9 @@ UTF-8 form and so trec_eval's ``strcmp``); ids that are not strings are compared
 
 from __future__ import annotations
 
+import importlib.util
 import operator
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "COMPILED_ABOVE_ROWS",
     "PLAIN_PYTHON_ROWS",
     "Groups",
     "JoinedRanks",
@@ -55,6 +58,7 @@ __all__ = [
     "join_coded",
     "joined_ranks",
     "kernels",
+    "plain_kernels",
     "sort_run",
     "sorted_codes",
 ]
@@ -167,7 +171,7 @@ class Strings:
 
     @classmethod
     def of(cls, data: np.ndarray, offsets: np.ndarray, skip: int | None = None) -> Strings:
-        compiled = kernels()
+        compiled = kernels(len(offsets) - 1)
         if skip is None:
             skip = int(compiled.common_prefix(data, offsets))
         return cls(data, offsets, skip, compiled.prefixes(data, offsets, skip))
@@ -287,19 +291,54 @@ class QrelsIndex:
 #: Run rows above which evaluating without numba warns that it is slow.
 PLAIN_PYTHON_ROWS = 200_000
 
+#: Rows up to which a kernel call runs as plain Python while the compiled kernels are not
+#: loaded: numba's import and the load of its cached code (about a second on two cores) cost
+#: more than the plain-Python kernels on this many rows.
+COMPILED_ABOVE_ROWS = 20_000
 
-def kernels() -> ModuleType:
-    """The compiled kernels, :mod:`ragnb.frames.groupsort` (numba is imported on first use).
+
+def kernels(n_rows: int | None = None) -> ModuleType:
+    """The kernels of :mod:`ragnb.frames.groupsort`, compiled (numba imported on first use) or
+    as plain Python for a small input.
+
+    Parameters
+    ----------
+    n_rows : int, optional
+        The rows the call works on. Up to :data:`COMPILED_ABOVE_ROWS`, and while
+        :mod:`ragnb.frames.groupsort` is not imported, the plain-Python copy of the module is
+        returned (:func:`plain_kernels`): a command on a small file never starts numba.
 
     Returns
     -------
     module
-        :mod:`ragnb.frames.groupsort`; its ``COMPILED`` is False when numba is not installed (the
-        kernels then run as plain Python, with the same results).
+        :mod:`ragnb.frames.groupsort` (its ``COMPILED`` is False when numba is not installed: the
+        kernels then run as plain Python) or its plain-Python copy; the results are the same.
     """
+    if (
+        n_rows is not None
+        and n_rows <= COMPILED_ABOVE_ROWS
+        and "ragnb.frames.groupsort" not in sys.modules
+    ):
+        return plain_kernels()
     from ragnb.frames import groupsort
 
     return groupsort
+
+
+def plain_kernels() -> ModuleType:
+    """:mod:`ragnb.frames.groupsort` as plain Python, numba not imported: a copy of the module
+    loaded from its file under the name ``groupsort.PLAIN_NAME``, once per process."""
+    name = "ragnb.frames.groupsort_plain"
+    module = sys.modules.get(name)
+    if module is None:
+        source = importlib.util.find_spec("ragnb.frames.groupsort")
+        assert source is not None and source.origin is not None  # a module of this package
+        spec = importlib.util.spec_from_file_location(name, source.origin)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module = sys.modules.setdefault(name, module)
+    return module
 
 
 def index_run(
@@ -351,7 +390,7 @@ def index_run(
         raise InputError(f"run must be a DataFrame or a dict of dicts, got {type(run).__name__}")
     if order not in ("score", "file"):
         raise InputError(f"unknown run order {order!r}; use 'score' or 'file'")
-    compiled = kernels()
+    compiled = kernels(len(by_doc))
     if not compiled.COMPILED and len(by_doc) > PLAIN_PYTHON_ROWS:
         warnings.warn(
             f"a run of {len(by_doc):,} rows is evaluated by the plain-Python kernels (numba is "
@@ -448,7 +487,7 @@ def _sorted_by_string(
 ) -> np.ndarray:
     """Rows of each group by string ascending; on a (query, doc) pair seen twice call
     ``raise_duplicate`` (which names the first duplicate in row order), else raise here."""
-    compiled = kernels()
+    compiled = kernels(len(groups.rows))
     n_groups = len(groups.ids)
     by_doc = np.empty(len(groups.rows), dtype=np.int64)
     dup = np.empty(n_groups, dtype=np.int64)
@@ -780,7 +819,7 @@ def join_coded(
     keep = code >= 0
     kept = np.bincount(np.repeat(np.arange(n_q), q.sizes)[keep], minlength=n_q)
     q_starts = np.concatenate(([0], np.cumsum(kept))).astype(np.int64)
-    compiled = kernels()
+    compiled = kernels(len(run.codes))
     n_groups = len(run.query_ids)
     grades = np.zeros((n_q, width), dtype=np.int64)
     judged = np.zeros((n_q, width), dtype=bool)
@@ -1110,7 +1149,7 @@ def _ranked(
     """Rank each judgement found in the run: scores above it, plus tied ones with greater ids."""
     above = np.full(len(j_score), -1, dtype=np.int64)
     tied = np.zeros(len(j_score), dtype=np.int64)
-    compiled = kernels()
+    compiled = kernels(len(run.values))
     args = (run.first, run.size, run.values, group_of, q.starts, j_score, above, tied)
     compiled.run_chunks(compiled.count_above, len(q.ids), *args)
     _break_ties(run, grouped, j_score, above, tied, q.starts, group_of)
