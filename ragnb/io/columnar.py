@@ -151,8 +151,8 @@ def _trec_source(path: Path) -> str:
 
 
 def read_run_columnar(
-    path: str | os.PathLike[str], *, rank: bool = True
-) -> tuple[pd.DataFrame, dict[str, Any]]:
+    path: str | os.PathLike[str], *, rank: bool = True, duckdb: bool = True
+) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """Read a TREC run with DuckDB into arrow-backed columns: the lean, multi-threaded reader.
 
     Parameters
@@ -164,6 +164,9 @@ def read_run_columnar(
     rank : bool, default True
         Read the ``rank`` column. False leaves it out, and unchecked where the file is read by
         pyarrow, as trec_eval 10.0 does (it orders by score and reads no rank).
+    duckdb : bool, default True
+        Read a file that pyarrow's CSV reader does not take with DuckDB; False returns None
+        for it instead (the caller reads it otherwise).
 
     Returns
     -------
@@ -190,15 +193,15 @@ def read_run_columnar(
     """
     path = Path(path)
     fast = _plain_trec_run(path, rank)
-    if fast is not None:
+    if fast is not None or not duckdb:
         return fast
-    duckdb = require("duckdb")
-    con = duckdb.connect(":memory:")
+    db = require("duckdb")
+    con = db.connect(":memory:")
     try:
         table = con.sql(
             "SELECT query_id, doc_id, score, rank, tag, n_columns, ok FROM " + _trec_source(path)
         ).to_arrow_table()
-    except duckdb.Error as exc:
+    except db.Error as exc:
         _raise_trec_line(path, None)  # a bad line (bytes that are not UTF-8) named, if any
         raise InputError(f"cannot read the run: {exc}", path=path) from exc
     finally:
@@ -379,8 +382,8 @@ def _plain_trec_qrels(path: Path) -> pd.DataFrame | None:
 
 
 def read_qrels_columnar(
-    path: str | os.PathLike[str], *, as_trec_eval: bool = False
-) -> tuple[pd.DataFrame, int]:
+    path: str | os.PathLike[str], *, as_trec_eval: bool = False, duckdb: bool = True
+) -> tuple[pd.DataFrame, int] | None:
     """Read TREC qrels ``qid iter docid rel`` with DuckDB into arrow-backed columns.
 
     Parameters
@@ -393,6 +396,9 @@ def read_qrels_columnar(
         Read as ``read_qrels(path, as_trec_eval=True)`` does (trec_eval 10.0's reading): a file
         with any line other than four fields and an integer grade (a comment, a blank line,
         extra text) is handed to it.
+    duckdb : bool, default True
+        As :func:`read_run_columnar`'s: False returns None for a file that pyarrow's CSV reader
+        does not take.
 
     Returns
     -------
@@ -412,14 +418,16 @@ def read_qrels_columnar(
     fast = _plain_trec_qrels(path)
     if fast is not None:
         return fast, 0
-    duckdb = require("duckdb")
+    if not duckdb:
+        return None
+    db = require("duckdb")
     split = _fields(path)
     query = (
         "SELECT p[1] AS query_id, p[3] AS doc_id, TRY_CAST(p[4] AS BIGINT) AS relevance, "
         f"len(p) AS n_columns, (len(p) >= 4 AND regexp_full_match(p[4], '{_INTEGER_RE}') AND "
         f"TRY_CAST(p[4] AS BIGINT) IS NOT NULL) AS ok FROM ({split})"
     )
-    con = duckdb.connect(":memory:")
+    con = db.connect(":memory:")
     try:
         table = con.sql(query).to_arrow_table()
         n_lines = con.sql(f"SELECT count(*) FROM {_lines(path)}").fetchall()[0][0]
@@ -427,7 +435,7 @@ def read_qrels_columnar(
             f"SELECT count(*) FROM (SELECT p[1], p[3] FROM ({split}) GROUP BY 1, 2 "
             "HAVING count(*) > 1)"
         ).fetchall()[0]
-    except duckdb.Error:  # bytes that are not UTF-8: the reader that names the line
+    except db.Error:  # bytes that are not UTF-8: the reader that names the line
         return read_qrels(path, as_trec_eval=as_trec_eval), 0
     finally:
         con.close()
