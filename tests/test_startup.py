@@ -120,3 +120,30 @@ def test_evaluate_on_a_small_file_imports_only_what_it_needs(tmp_path):
     assert child["status"] == 0
     assert _imported(child["modules"]) == []
     assert "nDCG@10" in child["out"]
+
+
+PRELOAD = """
+import sys, threading
+from ragnb.io import dispatch
+dispatch.PYTHON_READS_BYTES = int(sys.argv[2])
+run = dispatch.read_run_file(sys.argv[1])
+for thread in threading.enumerate():
+    if thread.name == "ragnb-kernels":
+        thread.join()
+print(len(run.frame), "ragnb.frames.groupsort" in sys.modules, "numba" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("limit", "loaded"), [(1 << 20, "False"), (0, "True")])
+def test_a_large_run_loads_the_compiled_kernels_while_it_is_read(tmp_path, limit, loaded):
+    """Above the size the Python readers take, reading the run starts loading the kernels."""
+    pytest.importorskip("numba")
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 2.0 sys\nq1 Q0 d2 2 1.0 sys\n")
+    done = subprocess.run(
+        [sys.executable, "-c", PRELOAD, str(run), str(limit)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["2", loaded, loaded]

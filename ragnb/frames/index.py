@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import operator
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ __all__ = [
     "joined_ranks",
     "kernels",
     "plain_kernels",
+    "preload_kernels",
     "sort_run",
     "sorted_codes",
 ]
@@ -323,6 +325,34 @@ def kernels(n_rows: int | None = None) -> ModuleType:
     from ragnb.frames import groupsort
 
     return groupsort
+
+
+def preload_kernels() -> threading.Thread | None:
+    """Start loading the compiled kernels in a thread, for a caller about to parse a large input.
+
+    numba's import and the load of its cached code (about a second on two cores, mostly Python
+    holding the GIL) then overlap the parse (pyarrow's threads, which release it) instead of
+    following it.
+
+    Returns
+    -------
+    threading.Thread or None
+        The loading thread (a daemon); None when the kernels are imported already or numba is
+        not installed.
+    """
+    if "ragnb.frames.groupsort" in sys.modules or importlib.util.find_spec("numba") is None:
+        return None
+    thread = threading.Thread(target=_load_kernels, name="ragnb-kernels", daemon=True)
+    thread.start()
+    return thread
+
+
+def _load_kernels() -> None:
+    """Import the compiled kernels and load two of them with the argument types of every call
+    (:func:`_read_only` arrays): the first load starts numba's compiler context."""
+    compiled = kernels()
+    data, offsets = _read_only(np.zeros(0, np.uint8)), _read_only(np.zeros(1, np.int64))
+    compiled.prefixes(data, offsets, int(compiled.common_prefix(data, offsets)))
 
 
 def plain_kernels() -> ModuleType:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from ragnb.core.lazylibs import MissingExtra
 from ragnb.errors import DuplicateEntry, InputError
+from ragnb.frames.index import preload_kernels
 from ragnb.io.files import PARQUET_SUFFIXES
 from ragnb.io.readers import (
     STDIN,
@@ -244,6 +245,8 @@ def read_run_file(
         return _not_empty(RunFile(str(path), read_parquet_run(path)))
     small = kind == "trec" and _small(path)
     if kind == "trec":
+        if not small and os.path.isfile(path):  # the evaluation's kernels load while it parses
+            preload_kernels()
         try:
             from ragnb.io.columnar import read_run_columnar
 
