@@ -261,10 +261,10 @@ def read_run_file(
                 frame, info = read
                 notes = _extra_text_note(path, info["extra_text_lines"], "sixth")
                 return _not_empty(RunFile(str(path), frame, info["tag"], notes))
-    with _warnings_as_notes(small) as notes:
+    with _warnings_as_notes(small) as caught:
         frame = read_run(path, as_trec_eval=as_trec_eval)
     tag = str(frame["tag"].iloc[-1]) if len(frame) and "tag" in frame.columns else None
-    return _not_empty(RunFile(str(path), frame, tag, tuple(notes)))
+    return _not_empty(RunFile(str(path), frame, tag, tuple(caught)))
 
 
 def _small(path: str | os.PathLike[str]) -> bool:
