@@ -31,7 +31,6 @@ from ragnb.io.readers import iter_run_lines, open_text, read_qrels
 try:
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 except ModuleNotFoundError as _e:  # the fast extra
     raise MissingExtra("pyarrow", "fast") from _e
 
@@ -455,6 +454,13 @@ def read_qrels_columnar(
     return frame, extra
 
 
+def _parquet() -> Any:
+    """``pyarrow.parquet``, imported on first use (a TREC file's reading does not need it)."""
+    import pyarrow.parquet as pq
+
+    return pq
+
+
 def _quoted(path: Path) -> str:
     """A path inside a single-quoted SQL string."""
     return str(path).replace("'", "''")
@@ -466,7 +472,7 @@ def parquet_run_columns(path: str | os.PathLike[str]) -> list[str]:
     three."""
     path = Path(path)
     try:
-        names = pq.ParquetFile(path).schema_arrow.names
+        names = _parquet().ParquetFile(path).schema_arrow.names
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"not a readable parquet file: {exc}", path=path) from exc
     for needed in _RUN_COLUMNS[:3]:
@@ -497,7 +503,7 @@ def read_parquet_run(path: str | os.PathLike[str]) -> pd.DataFrame:
         evaluation, which names the query and document.
     """
     path = Path(path)
-    table = pq.read_table(path, columns=parquet_run_columns(path))
+    table = _parquet().read_table(path, columns=parquet_run_columns(path))
     finite = pc.is_finite(pc.cast(table.column("score"), pa.float64()))
     if finite.null_count or not pc.all(finite).as_py():
         q = table.column("query_id").filter(pc.invert(pc.fill_null(finite, False)))[0]
@@ -567,7 +573,8 @@ def query_blocks(
     """
     pending: list[pa.RecordBatch] = []
     held = 0
-    for batch in pq.ParquetFile(Path(path)).iter_batches(batch_size=min(block_rows, 1 << 20)):
+    batches = _parquet().ParquetFile(Path(path)).iter_batches(batch_size=min(block_rows, 1 << 20))
+    for batch in batches:
         pending.append(batch)
         held += batch.num_rows
         if held < block_rows:
