@@ -21,6 +21,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property, partial
 from itertools import chain, islice, repeat
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -273,21 +274,39 @@ class QrelsIndex:
     Attributes
     ----------
     queries : Groups
-    docs : Strings
-    by_doc : ndarray of int64, shape (n_rows,)
-        Rows of each query by ``doc_id`` ascending.
     grades : ndarray of int64, shape (n_rows,)
         Grade of each row.
     keys : list or None
         The document ids of a dict of dicts as given, in row order (None for a frame): a dict
         run is joined with them by look-ups (:func:`joined_ranks`).
+    str_keys : bool
+        ``keys`` are all exactly ``str`` (so distinct dict keys are distinct ids).
+    sort_docs : callable
+        Returns ``(docs, by_doc)``, read through :attr:`docs` and :attr:`by_doc`; called once,
+        on first use. Qrels that may hold a duplicate pair are sorted by :func:`index_qrels`
+        itself (which raises on it); a dict of dicts with ``str_keys`` cannot, and a dict run
+        joined by look-ups never reads them.
     """
 
     queries: Groups
-    docs: Strings
-    by_doc: np.ndarray
     grades: np.ndarray
-    keys: list | None = None
+    keys: list | None
+    str_keys: bool
+    sort_docs: Callable[[], tuple[Strings, np.ndarray]]
+
+    @cached_property
+    def _sorted_docs(self) -> tuple[Strings, np.ndarray]:
+        return self.sort_docs()
+
+    @property
+    def docs(self) -> Strings:
+        """The document ids as UTF-8 bytes, in row order."""
+        return self._sorted_docs[0]
+
+    @property
+    def by_doc(self) -> np.ndarray:
+        """ndarray of int64, shape (n_rows,): the rows of each query by ``doc_id`` ascending."""
+        return self._sorted_docs[1]
 
 
 #: Run rows above which evaluating without numba warns that it is slow.
@@ -473,21 +492,42 @@ def index_qrels(qrels: pd.DataFrame | Mapping[str, Mapping[str, int]]) -> QrelsI
         grades = np.array(frame["relevance"].to_numpy(dtype=np.int64), dtype=np.int64)
         keys: list | None = None
         by_doc = _sorted_by_string(queries, docs, lambda: check_qrels(frame), "qrels")
+        str_keys = False
+        sort_docs = _given((docs, by_doc))
     elif isinstance(qrels, Mapping):
-        parts = _dict_parts(qrels, "relevance")
+        parts = _dict_groups(qrels, "relevance")
         if parts is None:  # a bad grade (raises, naming it) or ids equal only as str
             return index_qrels(qrels_from_dict(qrels))
-        queries, docs, grades, keys = parts
-        by_doc = _sorted_by_string(
-            queries, docs, lambda: check_qrels(qrels_from_dict(qrels)), "qrels"
-        )
+        queries, grades, keys = parts
+        str_keys = _all_str(keys)
+        sort_docs = partial(_sorted_dict_docs, qrels, queries, keys)
+        if not str_keys:  # ids equal only as str (7 and "7") are a duplicate pair: sort now
+            sort_docs = _given(sort_docs())
     else:
         raise InputError(
             f"qrels must be a DataFrame or a dict of dicts, got {type(qrels).__name__}"
         )
     if len(grades) == 0:
         raise InputError("qrels hold no judgements; nothing to evaluate")
-    return QrelsIndex(queries, docs, by_doc, grades, keys)
+    return QrelsIndex(queries, grades, keys, str_keys, sort_docs)
+
+
+def _given(value: tuple[Strings, np.ndarray]) -> Callable[[], tuple[Strings, np.ndarray]]:
+    """A function returning ``value``, computed already."""
+    return lambda: value
+
+
+def _sorted_dict_docs(
+    qrels: Mapping[str, Mapping[str, int]], queries: Groups, keys: list
+) -> tuple[Strings, np.ndarray]:
+    """The document strings of qrels given as dicts and their rows sorted by id in each query
+    (on a duplicate pair, :func:`ragnb.frames.schema.qrels_from_dict`'s error)."""
+
+    def raise_duplicate() -> None:
+        check_qrels(qrels_from_dict(qrels))
+
+    docs = _strings_from_list(keys)
+    return docs, _sorted_by_string(queries, docs, raise_duplicate, "qrels")
 
 
 def _dict_parts(
@@ -499,6 +539,17 @@ def _dict_parts(
     None when a value does not convert or two query ids are equal as ``str``: the caller then
     takes the checked path through a frame.
     """
+    parts = _dict_groups(nested, column)
+    if parts is None:
+        return None
+    groups, converted, docs = parts
+    return groups, _strings_from_list(docs), converted, docs
+
+
+def _dict_groups(
+    nested: Mapping[str, Mapping[str, object]], column: str
+) -> tuple[Groups, np.ndarray, list] | None:
+    """:func:`_dict_parts` without the document strings: groups, values, document ids."""
     parts = nested_parts(nested, column)
     if parts is None:
         return None
@@ -509,7 +560,7 @@ def _dict_parts(
     keep = sizes > 0  # a query with no entries has no rows
     starts = (np.cumsum(sizes) - sizes)[keep]
     heads = np.array(qids, dtype=object)[keep]
-    return _groups_from_segments(starts, heads, n), _strings_from_list(docs), converted, docs
+    return _groups_from_segments(starts, heads, n), converted, docs
 
 
 def _sorted_by_string(
@@ -1095,7 +1146,7 @@ def joined_ranks(run: Mapping[str, Mapping[str, float]], qrels: QrelsIndex) -> J
     inner: list[Any] = list(run.values())
     if keys is None or not all(map(isinstance, inner, repeat(dict))):
         return None
-    if not _all_str(keys) or bool((np.diff(qrels.docs.offsets) == 0).any()):
+    if not qrels.str_keys or "" in keys:  # an empty judged id: the general path names it
         return None
     qids = [str(q) for q in run.keys()]
     if len(set(qids)) != len(qids):
