@@ -303,7 +303,7 @@ def _plain_trec_run(path: Path, rank: bool) -> tuple[pd.DataFrame, dict[str, Any
         ids = pa.DictionaryArray.from_arrays(coded.indices, values)
         columns[c] = pd.Series(ids, dtype=pd.ArrowDtype(ids.type))
     for c in list(chunks):
-        columns[c] = pd.Series(_concatenated(chunks.pop(c)))
+        columns[c] = pd.Series(_concatenated(chunks.pop(c)), copy=False)
     pa.default_memory_pool().release_unused()  # the parser's buffers, kept by the allocator
     return pd.DataFrame(columns, copy=False), {"tag": tag, "extra_text_lines": 0}
 
@@ -373,10 +373,12 @@ def _plain_trec_qrels(path: Path) -> pd.DataFrame | None:
             "relevance": table["relevance"].to_numpy(),
         }
     )
+    del table  # the parser's chunks, copied
     try:  # the evaluation's own index finds a duplicate pair fastest
         index_qrels(frame)
     except InputError:
         return None  # the reader that names the duplicate's lines
+    pa.default_memory_pool().release_unused()  # the chunks and the index, kept by the allocator
     return frame
 
 
