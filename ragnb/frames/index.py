@@ -1025,7 +1025,8 @@ def sorted_codes(chunks: list[pa.DictionaryArray]) -> pa.DictionaryArray:
     for k in of_chunk:
         chunk = chunks.pop(0)
         indices = chunk.indices.to_numpy(zero_copy_only=False)
-        np.take(mapped[base[k] : base[k + 1]], indices, out=codes[at : at + len(indices)])
+        table = mapped[base[k] : base[k + 1]]  # every index in range: "clip" checks no bound
+        np.take(table, indices, out=codes[at : at + len(indices)], mode="clip")
         at += len(indices)
         del chunk, indices
     return pa.DictionaryArray.from_arrays(pa.array(codes), values)
