@@ -33,7 +33,6 @@ OpenTelemetry semantic conventions v1.41.1, ``docs/gen-ai/gen-ai-events.md`` (ev
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -45,7 +44,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.io.readers import iter_json_lines, open_text
-from ragnb.io.traces import otlp_attributes, otlp_id
+from ragnb.io.traces import otlp_attribute, otlp_attributes, otlp_id
 
 __all__ = [
     "EVALUATION_EVENT",
@@ -67,33 +66,23 @@ _EXPLANATION = "gen_ai.evaluation.explanation"
 _INFO = 9
 
 
-def _pair(key: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"key": key, "value": {"boolValue": value}}
-    if isinstance(value, int):
-        return {"key": key, "value": {"intValue": str(value)}}
-    if isinstance(value, float):
-        return {"key": key, "value": {"doubleValue": value}}
-    return {"key": key, "value": {"stringValue": str(value)}}
-
-
 def _absent(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
 
 
 def _record(row: dict[str, Any], extra: list[str], now: str) -> dict[str, Any]:
     """One ``LogRecord`` of an events-frame row."""
-    attributes = [_pair(_NAME, str(row["name"]))]
+    attributes = [otlp_attribute(_NAME, str(row["name"]))]
     value = row["value"]
     if not _absent(value):
-        attributes.append(_pair(_VALUE, float(value)))
+        attributes.append(otlp_attribute(_VALUE, float(value)))
     for key, column in ((_LABEL, "label"), (_EXPLANATION, "explanation")):
         if not _absent(row[column]):
-            attributes.append(_pair(key, str(row[column])))
+            attributes.append(otlp_attribute(key, str(row[column])))
     for key in extra:
         if not _absent(row[key]):
             v = row[key]
-            attributes.append(_pair(key, v.item() if hasattr(v, "item") else v))
+            attributes.append(otlp_attribute(key, v.item() if hasattr(v, "item") else v))
     record: dict[str, Any] = {
         "timeUnixNano": now,
         "observedTimeUnixNano": now,
@@ -162,7 +151,7 @@ def evaluation_requests(
 
     extra = _checked(events)
     now = str(time.time_ns() if time_unix_nano is None else int(time_unix_nano))
-    resource = {"attributes": [_pair("service.name", service_name)]}
+    resource = {"attributes": [otlp_attribute("service.name", service_name)]}
     scope = {"name": "ragnb", "version": __version__}
     rows = events.to_dict(orient="records")
     for start in range(0, len(rows), max(int(batch), 1)):
@@ -195,13 +184,10 @@ def write_evaluation_events(
     Path
         ``path``.
     """
-    from ragnb.io.files import atomic_write
+    from ragnb.io.files import write_jsonl
 
     path = Path(path)
-    with atomic_write(path) as f:
-        for request in evaluation_requests(events, **options):
-            f.write(json.dumps(request, ensure_ascii=False, separators=(",", ":")))
-            f.write("\n")
+    write_jsonl(evaluation_requests(events, **options), path, compact=True)
     return path
 
 

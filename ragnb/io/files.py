@@ -428,11 +428,15 @@ def read_author_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     return frame
 
 
-def write_jsonl(records: list[dict[str, Any]], path: str | os.PathLike[str]) -> None:
-    """Write one JSON object per line, atomically."""
+def write_jsonl(
+    records: Iterable[dict[str, Any]], path: str | os.PathLike[str], *, compact: bool = False
+) -> None:
+    """Write one JSON object per line, atomically; ``compact`` leaves out the spaces after
+    ``,`` and ``:`` (the form OpenTelemetry's OTLP JSON files use)."""
+    separators = (",", ":") if compact else None
     with atomic_write(path) as f:
         for rec in records:
-            f.write(json.dumps(rec, ensure_ascii=False))
+            f.write(json.dumps(rec, ensure_ascii=False, separators=separators))
             f.write("\n")
 
 

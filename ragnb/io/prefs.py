@@ -40,16 +40,12 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.frames.schema import PREFS_COLUMNS
-from ragnb.io.readers import c_atof, no_rows_error, open_text
+from ragnb.io.readers import c_atof, iter_trec_eval_fields, no_rows_error
 
 __all__ = ["read_prefs", "read_qrels_prefs"]
 
-#: C's ``isspace`` in the "C" locale: the characters trec_eval separates fields with.
-_C_FIELD = re.compile(r"[^ \t\n\v\f\r]+")
 #: A plain decimal number (what ``atof`` reads whole); others are counted in a note.
 _PLAIN = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
-#: A byte that is not UTF-8, as ``errors="surrogateescape"`` reads it.
-_NOT_UTF8 = re.compile("[\udc80-\udcff]")
 #: The fields of each format's lines.
 _LAYOUT = {
     "prefs": ("qid", "jg", "jsg", "docno", "rel_level"),
@@ -139,48 +135,20 @@ def _rows(path: Path, form: str) -> list[tuple[str, str, str, str, float]]:
     rows: list[tuple[str, str, str, str, float]] = []
     odd: list[int] = []
     read_comments: list[int] = []
-    comment = False  # the line before was a comment trec_eval skipped
-    lineno = 0
-    with open_text(path, newline="\n", errors="surrogateescape") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.isascii() and _NOT_UTF8.search(line):
-                raise InputError("not UTF-8 text", path=path, line=lineno)
-            if line.startswith("#") and not comment:
-                comment = True
-                continue
-            if comment and line.startswith("#"):
-                read_comments.append(lineno)
-            comment = False
-            fields = _C_FIELD.findall(line)
-            if len(fields) != len(layout):
-                raise InputError(
-                    f"expected {len(layout)} fields ({' '.join(layout)}), found {len(fields)}; "
-                    "trec_eval 10.0 rejects the line (it reads no blank line, no comment after "
-                    "white space, nothing after the last field)",
-                    path=path,
-                    line=lineno,
-                )
-            level = fields[-1]
-            value = c_atof(level)
-            if math.isnan(value):
-                raise InputError(
-                    f"rel_level {level!r} is NaN: trec_eval 10.0 orders such judgements "
-                    "arbitrarily",
-                    path=path,
-                    line=lineno,
-                    column="rel_level",
-                )
-            if not _PLAIN.fullmatch(level):
-                odd.append(lineno)
-            qid, group, *sub, doc = fields[:-1]
-            rows.append((qid, group, sub[0] if sub else "0", doc, value))
-    if comment:
-        raise InputError(
-            "a comment as the last line: trec_eval 10.0 reads past the end of the file after "
-            "it (and crashes); remove the line or put a judgement after it",
-            path=path,
-            line=lineno,
-        )
+    for lineno, fields in iter_trec_eval_fields(path, layout, read_comments):
+        level = fields[-1]
+        value = c_atof(level)
+        if math.isnan(value):
+            raise InputError(
+                f"rel_level {level!r} is NaN: trec_eval 10.0 orders such judgements arbitrarily",
+                path=path,
+                line=lineno,
+                column="rel_level",
+            )
+        if not _PLAIN.fullmatch(level):
+            odd.append(lineno)
+        qid, group, *sub, doc = fields[:-1]
+        rows.append((qid, group, sub[0] if sub else "0", doc, value))
     _notes(path, odd, read_comments)
     return rows
 

@@ -45,7 +45,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -66,6 +66,7 @@ __all__ = [
     "iter_json_lines",
     "iter_json_objects",
     "iter_run_lines",
+    "iter_trec_eval_fields",
     "no_rows_error",
     "open_text",
     "query_id_of",
@@ -785,14 +786,42 @@ def read_zscores(path: str | os.PathLike[str]) -> dict[tuple[str, str], tuple[fl
     return out
 
 
-def _trec_eval_qrels_rows(path: Path, groups: bool = False) -> list[tuple[str, str, str, int]]:
-    """The judgements ``(qid, iteration, docid, grade)`` of a TREC qrels file as trec_eval
-    10.0's ``get_qrels.c`` reads them; with ``groups``, the iteration field is a judgment group
-    and a document may be judged once per group (``get_qrels_jg.c``)."""
-    rows: list[tuple[str, str, str, int]] = []
-    seen: dict[tuple[str, str], int] = {}
-    odd_grades: list[int] = []
-    read_comments: list[int] = []
+def iter_trec_eval_fields(
+    path: Path,
+    layout: Sequence[str],
+    read_comments: list[int],
+    ends: str = "nothing after the last field",
+) -> Iterator[tuple[int, list[str]]]:
+    """The fields of each line trec_eval 10.0 reads from a judgement file, in file order.
+
+    trec_eval (``get_qrels.c``, ``get_prefs.c``, ``get_qrels_prefs.c``) skips a line starting
+    with ``#`` unless the line before was such a skipped comment, splits the others on C white
+    space and rejects a line with another number of fields.
+
+    Parameters
+    ----------
+    path : Path
+        The file, gunzipped first if the name ends in ``.gz``; ``-`` reads the standard input.
+    layout : sequence of str
+        The names of the fields, in order (``("qid", "iter", "docid", "rel")``).
+    read_comments : list of int
+        Receives the numbers of the lines starting with ``#`` that are read as data (those right
+        after a skipped comment), for the caller's note.
+    ends : str, default "nothing after the last field"
+        What else the error on a line of another length says trec_eval does not read.
+
+    Yields
+    ------
+    (int, list of str)
+        The line number (from 1) and the ``len(layout)`` fields of the line.
+
+    Raises
+    ------
+    InputError
+        A byte that is not UTF-8, a line with other than ``len(layout)`` fields, or a comment
+        as the last line (trec_eval reads past the end of the file after it), naming the file
+        and line.
+    """
     comment = False  # the line before was a comment trec_eval skipped
     lineno = 0
     with open_text(path, newline="\n", errors="surrogateescape") as f:
@@ -805,30 +834,15 @@ def _trec_eval_qrels_rows(path: Path, groups: bool = False) -> list[tuple[str, s
                 read_comments.append(lineno)
             comment = False
             fields = _C_FIELD.findall(line)
-            if len(fields) != 4:
+            if len(fields) != len(layout):
                 raise InputError(
-                    f"expected 4 fields (qid iter docid rel), found {len(fields)}; trec_eval "
-                    "10.0 rejects the line (it reads no blank line, no comment after white "
-                    "space, no BEIR form, nothing after the grade)",
+                    f"expected {len(layout)} fields ({' '.join(layout)}), found {len(fields)}; "
+                    "trec_eval 10.0 rejects the line (it reads no blank line, no comment after "
+                    f"white space, {ends})",
                     path=path,
                     line=lineno,
                 )
-            qid, group, did, grade = fields
-            if not _INTEGER.fullmatch(grade):
-                odd_grades.append(lineno)
-            if groups:  # a document once per judgment group
-                first = seen.setdefault((qid, f"{group}\x00{did}"), lineno)
-                if first != lineno:
-                    raise InputError(
-                        f"duplicate judgement of doc {did!r} in judgment group {group!r} "
-                        f"(first on line {first})",
-                        path=path,
-                        line=lineno,
-                        query_id=qid,
-                    )
-            else:
-                _note_pair(seen, qid, did, "judgement of", path, lineno)
-            rows.append((qid, group, did, c_atol(grade)))
+            yield lineno, fields
     if comment:
         raise InputError(
             "a comment as the last line: trec_eval 10.0 reads past the end of the file after "
@@ -836,6 +850,36 @@ def _trec_eval_qrels_rows(path: Path, groups: bool = False) -> list[tuple[str, s
             path=path,
             line=lineno,
         )
+
+
+def _trec_eval_qrels_rows(path: Path, groups: bool = False) -> list[tuple[str, str, str, int]]:
+    """The judgements ``(qid, iteration, docid, grade)`` of a TREC qrels file as trec_eval
+    10.0's ``get_qrels.c`` reads them; with ``groups``, the iteration field is a judgment group
+    and a document may be judged once per group (``get_qrels_jg.c``)."""
+    rows: list[tuple[str, str, str, int]] = []
+    seen: dict[tuple[str, str], int] = {}
+    odd_grades: list[int] = []
+    read_comments: list[int] = []
+    layout = ("qid", "iter", "docid", "rel")
+    lines = iter_trec_eval_fields(
+        path, layout, read_comments, "no BEIR form, nothing after the grade"
+    )
+    for lineno, (qid, group, did, grade) in lines:
+        if not _INTEGER.fullmatch(grade):
+            odd_grades.append(lineno)
+        if groups:  # a document once per judgment group
+            first = seen.setdefault((qid, f"{group}\x00{did}"), lineno)
+            if first != lineno:
+                raise InputError(
+                    f"duplicate judgement of doc {did!r} in judgment group {group!r} "
+                    f"(first on line {first})",
+                    path=path,
+                    line=lineno,
+                    query_id=qid,
+                )
+        else:
+            _note_pair(seen, qid, did, "judgement of", path, lineno)
+        rows.append((qid, group, did, c_atol(grade)))
     if odd_grades:
         _note(
             path,

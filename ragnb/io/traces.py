@@ -56,6 +56,7 @@ __all__ = [
     "document_cause",
     "example_requests",
     "iter_spans",
+    "otlp_attribute",
     "otlp_attributes",
     "otlp_id",
     "otlp_request",
@@ -150,6 +151,37 @@ def _otlp_value(value: Any) -> Any:
     if name == "kvlistValue":
         return otlp_attributes((inner or {}).get("values", []))
     return inner
+
+
+def otlp_attribute(key: str, value: Any) -> dict[str, Any]:
+    """One OTLP/JSON attribute ``{"key": key, "value": {...}}``, the inverse of
+    :func:`otlp_attributes` for scalars.
+
+    Parameters
+    ----------
+    key : str
+    value : bool, int, float or any
+        A bool as ``boolValue``, an int as ``intValue`` (a string, OTLP/JSON's form of a 64-bit
+        integer), a float as ``doubleValue``, anything else as the ``stringValue`` of ``str``.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> otlp_attribute("n", 3)
+    {'key': 'n', 'value': {'intValue': '3'}}
+    >>> otlp_attributes([otlp_attribute("ok", True), otlp_attribute("s", 0.5)])
+    {'ok': True, 's': 0.5}
+    """
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    if isinstance(value, float):
+        return {"key": key, "value": {"doubleValue": value}}
+    return {"key": key, "value": {"stringValue": str(value)}}
 
 
 def otlp_attributes(pairs: Any) -> dict[str, Any]:
@@ -1053,13 +1085,8 @@ def write_example_traces(
     Path
         ``path``.
     """
-    import json
-
-    from ragnb.io.files import atomic_write
+    from ragnb.io.files import write_jsonl
 
     path = Path(path)
-    with atomic_write(path) as f:
-        for request in example_requests(queries, runs, corpus, **options):
-            f.write(json.dumps(request, ensure_ascii=False, separators=(",", ":")))
-            f.write("\n")
+    write_jsonl(example_requests(queries, runs, corpus, **options), path, compact=True)
     return path

@@ -74,6 +74,7 @@ from ragnb.io.traces import (
     Span,
     document_cause,
     iter_spans,
+    otlp_attribute,
     query_key,
     span_documents,
 )
@@ -176,17 +177,6 @@ _KEPT = (*_CONVERSATION, *_INPUT_TOKENS, *_OUTPUT_TOKENS, _G_SOURCE, _G_PROVIDER
 # ----------------------------------------------------------------------------- span writers
 
 
-def _otlp_pair(key: str, value: Any) -> dict[str, Any]:
-    """One OTLP/JSON attribute (64-bit integers as strings)."""
-    if isinstance(value, bool):
-        return {"key": key, "value": {"boolValue": value}}
-    if isinstance(value, int):
-        return {"key": key, "value": {"intValue": str(value)}}
-    if isinstance(value, float):
-        return {"key": key, "value": {"doubleValue": value}}
-    return {"key": key, "value": {"stringValue": str(value)}}
-
-
 def _otlp_span(
     name: str,
     attributes: Mapping[str, Any],
@@ -204,7 +194,7 @@ def _otlp_span(
         "kind": 3,  # CLIENT, as the GenAI conventions ask of a retrieval span
         "startTimeUnixNano": str(start_ns),
         "endTimeUnixNano": str(start_ns + duration_ns),
-        "attributes": [_otlp_pair(k, v) for k, v in attributes.items() if v is not None],
+        "attributes": [otlp_attribute(k, v) for k, v in attributes.items() if v is not None],
         "status": {},
     }
     if parent_span_id:

@@ -918,37 +918,64 @@ def http_client(limiter: RateLimiter, *, asynchronous: bool) -> Any:
 # ----------------------------------------------------------------------------- the loops
 
 
-def _retry_wait(
-    error: Exception,
-    tries: int,
-    policy: RetryPolicy,
-    keys: list[str | None],
-    on_fault: Callable[[Fault, int], None] | None,
-    limiter: RateLimiter | None = None,
-    answers: int = 0,
-) -> tuple[float, bool]:
-    """``(seconds, counted)``: the wait before the next request, ``error`` having ended request
-    ``tries``, and whether that request counts toward ``policy.max_attempts``.
+class _Attempts:
+    """The count of the requests of one :func:`call` or :func:`acall` and the step after a
+    failure, which the two share.
 
-    Re-raises ``error`` when it is not a transport error (:func:`classify`); else passes its
-    :class:`Fault` to ``on_fault``, tells ``limiter`` of a 429 (:meth:`RateLimiter.throttled`)
-    and asks ``policy`` (which raises :class:`GaveUp` when the request is not to be retried).
-    A 429 does not count when ``limiter`` answered other requests since ``answers`` (its
-    count when the call's previous request was sent, or this one for the first): the endpoint
-    works and is rate limited. (Counting from the previous request, not this one: when a burst
-    is sent at once, the requests a server admits are answered after those it refuses.) The one
-    step of :func:`call` and :func:`acall` after a failure.
+    ``next()`` starts a request and gives its number; ``failed(error)`` gives the seconds to wait
+    before the next one: it re-raises ``error`` when it is not a transport error
+    (:func:`classify`); else passes its :class:`Fault` to ``on_fault``, tells ``limiter`` of a 429
+    (:meth:`RateLimiter.throttled`) and asks ``policy`` (which raises :class:`GaveUp` when the
+    request is not to be retried). A 429 does not count toward ``policy.max_attempts`` (the
+    request's number is used again) when ``limiter`` answered other requests since the call's
+    previous request was sent (or this one, for the first): the endpoint works and is rate
+    limited. (Counting from the previous request, not this one: when a burst is sent at once,
+    the requests a server admits are answered after those it refuses.)
     """
-    fault = classify(error, policy.timeout, keys)
-    if fault is None:
-        raise error
-    counted = True
-    if limiter is not None and fault.code == 429:
-        limiter.throttled()
-        counted = limiter.answers == answers
-    if on_fault is not None:
-        on_fault(fault, tries)
-    return policy.wait_before_retry(fault, tries if counted else tries - 1), counted
+
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        keys: Iterable[str | None],
+        on_fault: Callable[[Fault, int], None] | None,
+        limiter: RateLimiter | None,
+    ) -> None:
+        self.policy = policy
+        self.keys = list(keys)
+        self.on_fault = on_fault
+        self.limiter = limiter
+        self.tries = 0
+        self._answers = 0  # the limiter's answers when this request was sent
+        self._since: int | None = None  # ... and when the previous one was
+
+    def next(self) -> int:
+        """Start a request; its number, from 1."""
+        self.tries += 1
+        self._answers = 0 if self.limiter is None else self.limiter.answers
+        if self._since is None:
+            self._since = self._answers
+        return self.tries
+
+    def succeeded(self) -> None:
+        """Tell the limiter the request was answered."""
+        if self.limiter is not None:
+            self.limiter.answered()
+
+    def failed(self, error: Exception) -> float:
+        """Seconds to wait before the next request, ``error`` having ended this one."""
+        fault = classify(error, self.policy.timeout, self.keys)
+        if fault is None:
+            raise error
+        counted = True
+        if self.limiter is not None and fault.code == 429:
+            self.limiter.throttled()
+            counted = self.limiter.answers == self._since
+        if self.on_fault is not None:
+            self.on_fault(fault, self.tries)
+        wait = self.policy.wait_before_retry(fault, self.tries if counted else self.tries - 1)
+        self._since = self._answers
+        self.tries -= not counted
+        return wait
 
 
 def call(
@@ -999,9 +1026,7 @@ def call(
     Exception
         Whatever ``send`` raised that is not a transport error.
     """
-    keys = list(keys)
-    tries = 0
-    since: int | None = None  # the limiter's answers when the previous request was sent
+    attempts = _Attempts(policy, keys, on_fault, limiter)
     while True:
         if limiter is not None:
             wait = limiter.reserve(tokens)
@@ -1009,21 +1034,14 @@ def call(
                 time.sleep(wait)
                 if on_wait is not None:
                     on_wait(wait)
-        tries += 1
-        answers = 0 if limiter is None else limiter.answers
-        since = answers if since is None else since
         try:
-            answer = send(tries)
+            answer = send(attempts.next())
         except Exception as e:
             error = e
         else:
-            if limiter is not None:
-                limiter.answered()
+            attempts.succeeded()
             return answer
-        wait, counted = _retry_wait(error, tries, policy, keys, on_fault, limiter, since)
-        since = answers
-        tries -= not counted
-        time.sleep(wait)
+        time.sleep(attempts.failed(error))
 
 
 async def acall(
@@ -1061,10 +1079,8 @@ async def acall(
     GaveUp
         As :func:`call`.
     """
-    keys = list(keys)
+    attempts = _Attempts(policy, keys, on_fault, limiter)
     pause = sleep or asyncio.sleep
-    tries = 0
-    since: int | None = None  # the limiter's answers when the previous request was sent
     while True:
         if limiter is not None:
             wait = limiter.reserve(tokens)
@@ -1075,18 +1091,11 @@ async def acall(
                     on_wait(time.monotonic() - start)
         if before is not None:
             await before()
-        tries += 1
-        answers = 0 if limiter is None else limiter.answers
-        since = answers if since is None else since
         try:
-            answer = await send(tries)
+            answer = await send(attempts.next())
         except Exception as e:
             error = e
         else:
-            if limiter is not None:
-                limiter.answered()
+            attempts.succeeded()
             return answer
-        wait, counted = _retry_wait(error, tries, policy, keys, on_fault, limiter, since)
-        since = answers
-        tries -= not counted
-        await pause(wait)
+        await pause(attempts.failed(error))

@@ -47,7 +47,7 @@ from ragnb.frames.schema import (
     document_qrels,
 )
 from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
-from ragnb.measures.functions import Run, fill_doc
+from ragnb.measures.functions import Run, aggregate_values, fill_doc
 from ragnb.measures.kernel import RankingArrays, dcg, extend_arrays, prepare, ranked_cells, safe_div
 
 __all__ = [
@@ -208,15 +208,33 @@ def greedy_ideal_gains(relevant: np.ndarray, k: int, alpha: float) -> np.ndarray
     return out
 
 
-def _alpha_ndcg(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
-    """alpha-DCG@k over the greedy ideal's; 0 without a relevant judgement; (n_queries,)."""
+def require_subtopics(arrays: RankingArrays, name: str) -> SubtopicArrays:
+    """``arrays`` as :class:`SubtopicArrays`; InputError telling how to read subtopic qrels
+    when measure ``name`` was given document qrels only."""
     if not isinstance(arrays, SubtopicArrays):
         raise InputError(
-            f"alpha-nDCG@{k} needs subtopic judgements: give TREC diversity qrels (qid subtopic "
-            "docid rel) read as such (ragnb evaluate --qrels-format diversity; in Python "
-            "evaluate() on ragnb.io.readers.read_diversity_qrels(path), or any qrels frame with "
-            "a 'subtopic' column)"
+            f"{name} needs subtopic judgements: give TREC diversity qrels (qid subtopic docid "
+            "rel) read as such (ragnb evaluate --qrels-format diversity; in Python evaluate() on "
+            "ragnb.io.readers.read_diversity_qrels(path), or any qrels frame with a 'subtopic' "
+            "column)"
         )
+    return arrays
+
+
+def mean_on_subtopics(
+    measure: Measure, subtopic_qrels: pd.DataFrame, run: Run, order: RunOrder
+) -> float:
+    """The aggregate of ``measure`` (a family reading subtopic judgements) over the queries of
+    the subtopic qrels, as :func:`ragnb.measures.functions.mean_of` on document qrels."""
+    values = measure.compute(
+        prepare_subtopics(subtopic_qrels, run, order=order, depth=measure.depth)
+    )
+    return aggregate_values(measure, values)
+
+
+def _alpha_ndcg(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
+    """alpha-DCG@k over the greedy ideal's; 0 without a relevant judgement; (n_queries,)."""
+    arrays = require_subtopics(arrays, f"alpha-nDCG@{k}")
     judged = arrays.subtopic_grades[:, :k, :] >= rel
     before: np.ndarray = np.cumsum(judged, axis=1) - judged
     gains = (judged * (1.0 - alpha) ** before).sum(axis=2)
@@ -255,19 +273,14 @@ def alpha_ndcg(
 
     Parameters
     ----------
-    subtopic_qrels : DataFrame
-        Columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance`` (int).
+    {{subtopic_qrels}}
     {{run, k}}
     alpha : float in [0, 1], default 0.5
         Each further document on a subtopic gains ``(1 - alpha)`` times the previous one.
-    rel : int, default 1
-        A subtopic judgement with grade >= ``rel`` is relevant.
+    {{subtopic_rel}}
     {{order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean over the queries of the subtopic qrels.
+    {{Returns: subtopic_mean}}
 
     Raises
     ------
@@ -292,6 +305,6 @@ def alpha_ndcg(
     >>> round(alpha_ndcg(qrels, run, 3), 6)
     0.965195
     """
-    m = Measure("alpha-nDCG", k, alpha=alpha, rel=rel)
-    values = m.compute(prepare_subtopics(subtopic_qrels, run, order=order, depth=m.depth))
-    return float(values.mean())
+    return mean_on_subtopics(
+        Measure("alpha-nDCG", k, alpha=alpha, rel=rel), subtopic_qrels, run, order
+    )

@@ -48,6 +48,12 @@ DOC_ENTRIES: dict[str, str] = {
     "    Run ordering, see :func:`ragnb.frames.index.sort_run`.",
     "mean": "float in [0, 1]\n    Macro mean of the per-query values.",
     "bad_input": "InputError\n    On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.",
+    # the diversity measures, on subtopic qrels
+    "subtopic_qrels": "subtopic_qrels : DataFrame\n"
+    "    Columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance`` (int).",
+    "subtopic_rel": "rel : int, default 1\n"
+    "    A subtopic judgement with grade >= ``rel`` is relevant.",
+    "subtopic_mean": "float in [0, 1]\n    Macro mean over the queries of the subtopic qrels.",
     # references cited word for word by several measures
     "ref_van_rijsbergen": ".. [1] C. J. van Rijsbergen, *Information Retrieval*, 2nd ed., "
     "Butterworths, 1979, ch. 7.",

@@ -57,7 +57,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ragnb.errors import InputError
 from ragnb.frames.schema import RunOrder
 from ragnb.measures.base import (
     REL,
@@ -67,8 +66,14 @@ from ragnb.measures.base import (
     register_alias,
     register_family,
 )
-from ragnb.measures.diversity import ALPHA_D, SubtopicArrays, greedy_ideal_gains, prepare_subtopics
-from ragnb.measures.functions import Run, aggregate_values, fill_doc
+from ragnb.measures.diversity import (
+    ALPHA_D,
+    SubtopicArrays,
+    greedy_ideal_gains,
+    mean_on_subtopics,
+    require_subtopics,
+)
+from ragnb.measures.functions import Run, fill_doc
 from ragnb.measures.kernel import RankingArrays, safe_div, top_k
 
 __all__ = ["INTENT_FAMILIES", "err_ia", "nrbp", "subtopic_recall"]
@@ -77,17 +82,6 @@ BETA = ParamSpec("beta", float, 0.5, 0.0, 1.0, doc="patience: the chance of read
 
 
 # ----------------------------------------------------------------------------- shared arrays
-
-
-def _subtopics(arrays: RankingArrays, name: str) -> SubtopicArrays:
-    if not isinstance(arrays, SubtopicArrays):
-        raise InputError(
-            f"{name} needs subtopic judgements: give TREC diversity qrels (qid subtopic docid "
-            "rel) read as such (ragnb evaluate --qrels-format diversity; in Python evaluate() on "
-            "ragnb.io.readers.read_diversity_qrels(path), or any qrels frame with a 'subtopic' "
-            "column)"
-        )
-    return arrays
 
 
 def _judged(arrays: SubtopicArrays, rel: int) -> np.ndarray:
@@ -151,7 +145,7 @@ def _ideal_ideal(n: np.ndarray, k: int, alpha: float, discount: np.ndarray) -> n
 
 
 def _cascade(arrays: RankingArrays, k: int, alpha: float, rel: int, kind: str) -> np.ndarray:
-    sub = _subtopics(arrays, "ERR-IA" if kind == "err" else "alpha-DCG")
+    sub = require_subtopics(arrays, "ERR-IA" if kind == "err" else "alpha-DCG")
     discount = _discount(kind, k)
     run = _discounted(_novelty(sub, alpha, rel), k, discount)
     n = _n_actual(sub, rel)
@@ -170,7 +164,7 @@ def _alpha_dcg(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.n
 
 def _n_err_ia(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.ndarray:
     """ERR-IA@k of the run over that of the greedy ideal; (n_queries,)."""
-    sub = _subtopics(arrays, "nERR-IA")
+    sub = require_subtopics(arrays, "nERR-IA")
     discount = _discount("err", k)
     run = _discounted(_novelty(sub, alpha, rel), k, discount)
     return safe_div(run, _discounted(_ideal(sub, alpha, rel), k, discount))
@@ -182,35 +176,35 @@ def _nrbp_sum(gains: np.ndarray, beta: float) -> np.ndarray:
 
 def _nrbp(arrays: RankingArrays, k: None, *, alpha: float, beta: float, rel: int) -> np.ndarray:
     """Novelty- and rank-biased precision over the whole run; (n_queries,)."""
-    sub = _subtopics(arrays, "NRBP")
+    sub = require_subtopics(arrays, "NRBP")
     scale = safe_div(1.0 - (1.0 - alpha) * beta, _n_actual(sub, rel))
     return _nrbp_sum(_novelty(sub, alpha, rel), beta) * scale
 
 
 def _n_nrbp(arrays: RankingArrays, k: None, *, alpha: float, beta: float, rel: int) -> np.ndarray:
     """NRBP of the run over that of the greedy ideal (0 without a relevant judgement)."""
-    sub = _subtopics(arrays, "nNRBP")
+    sub = require_subtopics(arrays, "nNRBP")
     run = _nrbp_sum(_novelty(sub, alpha, rel), beta)
     return safe_div(run, _nrbp_sum(_ideal(sub, alpha, rel), beta))
 
 
 def _p_ia(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
     """Relevant (document, subtopic) pairs in the top k over k N; (n_queries,)."""
-    sub = _subtopics(arrays, "P-IA")
+    sub = require_subtopics(arrays, "P-IA")
     pairs = top_k(_judged(sub, rel), k).sum(axis=(1, 2))
     return safe_div(pairs, k * _n_actual(sub, rel))
 
 
 def _st_recall(arrays: RankingArrays, k: int, *, rel: int) -> np.ndarray:
     """Subtopics covered in the top k over N; (n_queries,)."""
-    sub = _subtopics(arrays, "StRecall")
+    sub = require_subtopics(arrays, "StRecall")
     covered = top_k(_judged(sub, rel), k).any(axis=1).sum(axis=1)
     return safe_div(covered, _n_actual(sub, rel))
 
 
 def _ap_ia(arrays: RankingArrays, k: None, *, rel: int) -> np.ndarray:
     """Mean over the N subtopics of the AP of the run on each; (n_queries,)."""
-    sub = _subtopics(arrays, "AP-IA")
+    sub = require_subtopics(arrays, "AP-IA")
     judged = _judged(sub, rel)
     ranks = np.arange(1, judged.shape[1] + 1, dtype=np.float64)[None, :, None]
     precision_sum = (judged * (np.cumsum(judged, axis=1) / ranks)).sum(axis=1)
@@ -313,11 +307,6 @@ INTENT_FAMILIES = tuple(family.name for family, _ in _FAMILIES)
 # ----------------------------------------------------------------------------- public functions
 
 
-def _mean_on_subtopics(m: Measure, subtopic_qrels: pd.DataFrame, run: Run, order: RunOrder):
-    values = m.compute(prepare_subtopics(subtopic_qrels, run, order=order, depth=m.depth))
-    return aggregate_values(m, values)
-
-
 @fill_doc
 def err_ia(
     subtopic_qrels: pd.DataFrame,
@@ -333,14 +322,12 @@ def err_ia(
 
     Parameters
     ----------
-    subtopic_qrels : DataFrame
-        Columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance`` (int).
+    {{subtopic_qrels}}
     {{run, k}}
     alpha : float in [0, 1], default 0.5
         The chance that a document relevant to a subtopic satisfies a user after it; each
         further document on the subtopic gains ``1 - alpha`` times the previous one.
-    rel : int, default 1
-        A subtopic judgement with grade >= ``rel`` is relevant.
+    {{subtopic_rel}}
     normalised : bool, default False
         False: ``ERR-IA@K``, over ndeval's collection-independent "ideal ideal"; True:
         ``nERR-IA@K``, over the ERR-IA of the greedy ideal ranking.
@@ -380,7 +367,7 @@ def err_ia(
     (0.59375, 0.59375)
     """
     m = Measure("nERR-IA" if normalised else "ERR-IA", k, alpha=alpha, rel=rel)
-    return _mean_on_subtopics(m, subtopic_qrels, run, order)
+    return mean_on_subtopics(m, subtopic_qrels, run, order)
 
 
 @fill_doc
@@ -398,23 +385,18 @@ def nrbp(
 
     Parameters
     ----------
-    subtopic_qrels : DataFrame
-        Columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance`` (int).
+    {{subtopic_qrels}}
     {{run}}
     alpha : float in [0, 1], default 0.5
         Redundancy: each further document on a subtopic gains ``1 - alpha`` times the previous.
     beta : float in [0, 1], default 0.5
         Patience: the chance of reading on after each document (RBP's ``p``).
-    rel : int, default 1
-        A subtopic judgement with grade >= ``rel`` is relevant.
+    {{subtopic_rel}}
     normalised : bool, default False
         True: ``nNRBP``, over the NRBP of the greedy ideal ranking.
     {{order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean over the queries of the subtopic qrels.
+    {{Returns: subtopic_mean}}
 
     Raises
     ------
@@ -442,7 +424,7 @@ def nrbp(
     (0.1875, 0.1875)
     """
     m = Measure("nNRBP" if normalised else "NRBP", alpha=alpha, beta=beta, rel=rel)
-    return _mean_on_subtopics(m, subtopic_qrels, run, order)
+    return mean_on_subtopics(m, subtopic_qrels, run, order)
 
 
 @fill_doc
@@ -453,17 +435,12 @@ def subtopic_recall(
 
     Parameters
     ----------
-    subtopic_qrels : DataFrame
-        Columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance`` (int).
+    {{subtopic_qrels}}
     {{run, k}}
-    rel : int, default 1
-        A subtopic judgement with grade >= ``rel`` is relevant.
+    {{subtopic_rel}}
     {{order}}
 
-    Returns
-    -------
-    float in [0, 1]
-        Macro mean over the queries of the subtopic qrels.
+    {{Returns: subtopic_mean}}
 
     Raises
     ------
@@ -484,4 +461,4 @@ def subtopic_recall(
     0.6666666666666666
     """
     m = Measure("StRecall", k, rel=rel)
-    return _mean_on_subtopics(m, subtopic_qrels, run, order)
+    return mean_on_subtopics(m, subtopic_qrels, run, order)

@@ -3,7 +3,7 @@ Benjamini-Hochberg (false discovery rate)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 import numpy as np
@@ -27,6 +27,20 @@ def _check_p_values(p_values: Iterable[float] | np.ndarray) -> np.ndarray:
         i = int(np.argmax(bad))
         raise InputError(f"p-value {i} is {p[i]!r}; p-values must lie in [0, 1]")
     return p
+
+
+def _adjust_sorted(
+    p_values: Iterable[float] | np.ndarray, adjust: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """The checked p-values sorted ascending (stable), adjusted by ``adjust`` (sorted in, sorted
+    out) and put back in input order: the frame of the step-down and step-up procedures."""
+    p = _check_p_values(p_values)
+    if p.size == 0:
+        return p
+    order = np.argsort(p, kind="stable")
+    out = np.empty(p.size)
+    out[order] = adjust(p[order])
+    return out
 
 
 def holm(p_values: Iterable[float] | np.ndarray) -> np.ndarray:
@@ -67,16 +81,12 @@ def holm(p_values: Iterable[float] | np.ndarray) -> np.ndarray:
     >>> holm([0.01, 0.04, 0.03, 0.005]).round(4).tolist()
     [0.03, 0.06, 0.06, 0.02]
     """
-    p = _check_p_values(p_values)
-    m = p.size
-    if m == 0:
-        return p
-    order = np.argsort(p, kind="stable")
-    stepped = (m - np.arange(m)) * p[order]
-    adjusted = np.minimum(1.0, np.maximum.accumulate(stepped))
-    out = np.empty(m)
-    out[order] = adjusted
-    return out
+
+    def step_down(p: np.ndarray) -> np.ndarray:
+        m = p.size
+        return np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p))
+
+    return _adjust_sorted(p_values, step_down)
 
 
 def bonferroni(p_values: Iterable[float] | np.ndarray) -> np.ndarray:
@@ -130,16 +140,12 @@ def benjamini_hochberg(p_values: Iterable[float] | np.ndarray) -> np.ndarray:
     >>> benjamini_hochberg([0.01, 0.04, 0.03, 0.005]).round(4).tolist()
     [0.02, 0.04, 0.04, 0.02]
     """
-    p = _check_p_values(p_values)
-    m = p.size
-    if m == 0:
-        return p
-    order = np.argsort(p, kind="stable")
-    stepped = p[order] * m / np.arange(1, m + 1)
-    adjusted = np.minimum(1.0, np.minimum.accumulate(stepped[::-1])[::-1])
-    out = np.empty(m)
-    out[order] = adjusted
-    return out
+
+    def step_up(p: np.ndarray) -> np.ndarray:
+        stepped = p * p.size / np.arange(1, p.size + 1)
+        return np.minimum(1.0, np.minimum.accumulate(stepped[::-1])[::-1])
+
+    return _adjust_sorted(p_values, step_up)
 
 
 def adjust_p_values(
