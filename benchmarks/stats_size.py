@@ -75,7 +75,13 @@ def _experiment(
 
 
 def _rejections(
-    n: int, r: int, seed_sd: tuple[float, float], experiments: int, resamples: int, alpha: float, seed: int
+    n: int,
+    r: int,
+    seed_sd: tuple[float, float],
+    experiments: int,
+    resamples: int,
+    alpha: float,
+    seed: int,
 ) -> dict[str, int]:
     rng = np.random.default_rng(seed)
     counts = {"one-level": 0, "two-level": 0, "anova two-way": 0}

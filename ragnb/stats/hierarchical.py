@@ -253,22 +253,22 @@ def two_level_randomization_test(
        ``R_s - 1``).
 
     Step 3 is Satterthwaite's approximation (1946): ``T / sqrt(v_q + v_a + v_b)`` follows
-    Student's t with ``df`` degrees of freedom rather than the normal, because the seed part
+    Student's t with ``df`` degrees of freedom rather than the normal, because the seeds' part
     is estimated from few runs (with three seeds, 2 degrees of freedom per system); the
     resampled statistic is the randomization distribution of the queries widened into that t.
-    Without it (seed shifts at the estimated variance) the test rejects about twice too often
+    Seed shifts at the estimated variance alone, not widened, reject about twice too often
     when three seeds carry most of the variance. The p-value is
     ``(1 + #{|T*| >= |T|}) / (1 + B)``.
 
-    The test is approximate: the seed effects are taken as normal (no resampling of two or
+    The test is approximate: seed effects are taken as normal (no resampling of two or
     three runs can stand in for their distribution), and queries and runs are not jointly
     exchangeable (no permutation group leaves both random effects invariant). Its size was
     measured by simulation (``benchmarks/stats_size.py``, 2 systems, 50 or 200 queries, 3 or
     5 seeds per system, the seeds carrying 4% to 85% of the variance: within the 95% Monte
     Carlo interval of alpha; the results in ``benchmarks/README.md``). In the worst case of
-    Satterthwaite's approximation, one system whose two or three seeds carry most of the
-    variance while the other's barely move, it rejects up to about 1.5 times too often at
-    alpha 0.05. With one run per system (or runs that differ no more than their per-query
+    Satterthwaite's approximation, one system whose few seeds carry most of the variance
+    while the other's barely move, it rejects up to about 1.5 times too often at alpha 0.05
+    (the benchmark's last setting). With one run per system (or runs that differ no more than their per-query
     noise explains) there is no seed part and it is the paired randomization test (Monte
     Carlo), resample for resample.
 
