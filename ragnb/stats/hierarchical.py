@@ -266,11 +266,11 @@ def two_level_randomization_test(
     measured by simulation (``benchmarks/stats_size.py``, 2 systems, 50 or 200 queries, 3 or
     5 seeds per system, the seeds carrying 4% to 85% of the variance: within the 95% Monte
     Carlo interval of alpha; the results in ``benchmarks/README.md``). In the worst case of
-    Satterthwaite's approximation, one system whose few seeds carry most of the variance
-    while the other's barely move, it rejects up to about 1.5 times too often at alpha 0.05
-    (the benchmark's last setting). With one run per system (or runs that differ no more than their per-query
-    noise explains) there is no seed part and it is the paired randomization test (Monte
-    Carlo), resample for resample.
+    Satterthwaite's approximation, one system whose three seeds carry most of the variance
+    while the other's barely move, it rejected 0.0685 at alpha 0.05 (the benchmark's last
+    setting). With one run per system (or runs that differ no more than their per-query noise
+    explains) there is no seeds' part and it is the paired randomization test (Monte Carlo),
+    resample for resample.
 
     Parameters
     ----------
