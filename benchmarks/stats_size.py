@@ -5,13 +5,15 @@ Usage (from the repository root)::
 
     .venv/bin/python benchmarks/stats_size.py                      # 2000 null experiments each
     .venv/bin/python benchmarks/stats_size.py --experiments 1000 --resamples 499
+    .venv/bin/python benchmarks/stats_size.py --settings 4,5            # some settings only
 
 Null experiments: two systems with the same mean on n queries, R runs (seeds) each,
 
     y[s, r, q] = 0.5 + query[q] + interaction[s, q] + seed[s, r] + noise[s, r, q]
 
 all normal with mean 0: query sd 0.2, system x query interaction sd 0.1, noise sd 0.05, and the
-seed sd of each setting (a seed moves every query of its run alike). Each experiment draws
+seed sd of each setting (a seed moves every query of its run alike; the last setting gives the
+two systems different seed sds). Each experiment draws
 fresh values; each test then rejects or not at ``--alpha``:
 
 * ``one-level``: the paired randomization test on the run-averaged values (what a comparison
@@ -48,28 +50,38 @@ from ragnb.stats import (
     two_level_randomization_test,
 )
 
-#: (name, queries, runs, seed sd): the seeds' share of a difference's variance grows down the list
+#: (name, queries, runs, seed sd of each system): the seeds' share of a difference's variance
+#: grows down the first four; in the fifth, one system's seeds carry most of it
 SETTINGS = [
-    ("queries dominate (seed sd 0.005)", 50, 3, 0.005),
-    ("balanced (seed sd 0.02)", 50, 3, 0.02),
-    ("five seeds (seed sd 0.02)", 50, 5, 0.02),
-    ("seeds dominate (seed sd 0.03, 200 queries)", 200, 3, 0.03),
+    ("queries dominate (seed sd 0.005)", 50, 3, (0.005, 0.005)),
+    ("balanced (seed sd 0.02)", 50, 3, (0.02, 0.02)),
+    ("five seeds (seed sd 0.02)", 50, 5, (0.02, 0.02)),
+    ("seeds dominate (seed sd 0.03, 200 queries)", 200, 3, (0.03, 0.03)),
+    ("one system's seeds dominate (sd 0.01, 0.04)", 200, 3, (0.01, 0.04)),
 ]
 
 
-def _experiment(rng: np.random.Generator, n: int, r: int, seed_sd: float) -> np.ndarray:
+def _experiment(
+    rng: np.random.Generator, n: int, r: int, seed_sd: tuple[float, float]
+) -> np.ndarray:
     """One null experiment: shape (2 systems, r runs, n queries)."""
     query = rng.normal(0, 0.2, n)
     out = np.empty((2, r, n))
     for s in range(2):
         inter = rng.normal(0, 0.1, n)
-        seeds = rng.normal(0, seed_sd, (r, 1))
+        seeds = rng.normal(0, seed_sd[s], (r, 1))
         out[s] = 0.5 + query + inter + seeds + rng.normal(0, 0.05, (r, n))
     return out
 
 
 def _rejections(
-    n: int, r: int, seed_sd: float, experiments: int, resamples: int, alpha: float, seed: int
+    n: int,
+    r: int,
+    seed_sd: tuple[float, float],
+    experiments: int,
+    resamples: int,
+    alpha: float,
+    seed: int,
 ) -> dict[str, int]:
     rng = np.random.default_rng(seed)
     counts = {"one-level": 0, "two-level": 0, "anova two-way": 0}
@@ -105,7 +117,13 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=999, help="B of each test (999)")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--settings",
+        default="1,2,3,4,5,6",
+        help="settings to run, numbered from 1 down the table; 6 is the family-wise one (all)",
+    )
     args = parser.parse_args()
+    chosen = {int(k) for k in args.settings.split(",")}
     n_exp, alpha = args.experiments, args.alpha
     low, high = (sps.binom.ppf(q, n_exp, alpha) / n_exp for q in (0.025, 0.975))
     print(f"alpha {alpha}, {n_exp} null experiments, B = {args.resamples}")
@@ -118,14 +136,16 @@ def main() -> None:
     start = time.perf_counter()
     runs = [
         (name, _rejections(n, r, sd, n_exp, args.resamples, alpha, args.seed))
-        for name, n, r, sd in SETTINGS
+        for k, (name, n, r, sd) in enumerate(SETTINGS, 1)
+        if k in chosen
     ]
-    runs.append(
-        (
-            "4 systems, any of 6 pairs (family-wise)",
-            _familywise(n_exp, args.resamples, alpha, args.seed),
+    if len(SETTINGS) + 1 in chosen:
+        runs.append(
+            (
+                "4 systems, any of 6 pairs (family-wise)",
+                _familywise(n_exp, args.resamples, alpha, args.seed),
+            )
         )
-    )
     for name, counts in runs:
         for test, count in counts.items():
             rate = count / n_exp

@@ -20,6 +20,7 @@ from ragnb.stats import (
     tukey_hsd,
     two_level_randomization_test,
 )
+from ragnb.stats.hierarchical import satterthwaite_df, seed_variance
 
 pytest.importorskip("statsmodels")  # the oracle: the `test` extra installs it
 
@@ -231,9 +232,40 @@ def test_two_level_test_with_one_run_is_the_paired_randomization_test() -> None:
 
     rng = np.random.default_rng(8)
     a, b = rng.normal(0.5, 0.2, 30), rng.normal(0.45, 0.2, 30)
+    ids = [f"q{i:02d}" for i in range(30)]  # sorted ids: the pairing keeps the column order
     two = two_level_randomization_test(a, b, n_resamples=20_000, seed=1)
-    one = randomization_test(pd.Series(a), pd.Series(b), n_resamples=20_000, exact=False, seed=1)
-    assert two.p_value == pytest.approx(one.p_value, abs=0.01)  # 3 binomial se at p ~ 0.2
+    one = randomization_test(
+        pd.Series(a, ids), pd.Series(b, ids), n_resamples=20_000, exact=False, seed=1
+    )
+    assert 0.05 < one.p_value < 0.95
+    assert two.p_value == one.p_value  # the same sign flips, resample for resample
+
+
+def test_seed_variance_and_satterthwaite_df_by_hand() -> None:
+    # three runs that differ by a constant per seed (-0.01, 0, 0.01): no run x query residual,
+    # so s2_run is the variance of the run means, 0.0001, and the mean over 3 runs owes
+    # 0.0001 / 3 to the seeds, with 2 degrees of freedom
+    base = np.linspace(0.2, 0.8, 7)
+    runs = np.stack([base - 0.01, base, base + 0.01])
+    variance, df = seed_variance(runs)
+    assert variance == pytest.approx(0.0001 / 3, rel=1e-9)
+    assert df == 2
+    assert seed_variance(base[None, :]) == (0.0, 0)
+    # (0.0002 + 0.0001 + 0.0003)**2 / (0.0001**2 / 2 + 0.0003**2 / 4) = 3.6e-7 / 2.75e-8
+    assert satterthwaite_df(0.0002, [(0.0001, 2), (0.0003, 4)]) == pytest.approx(3.6 / 0.275)
+    assert satterthwaite_df(0.0002, [(0.0, 0), (0.0, 2)]) == np.inf
+
+
+def test_two_level_test_when_seeds_carry_everything_is_welchs_t_test() -> None:
+    # every query of a run has the run's value: the queries carry (almost) nothing and the test
+    # is Welch's t-test on the run means (scipy), up to the query part sum(d**2) / n**2 =
+    # 0.05**2 / 400 (0.9% of the variance) and the Monte Carlo error (se 0.0025 at B = 20000)
+    a_means, b_means = np.array([0.50, 0.53, 0.56]), np.array([0.45, 0.47, 0.52])
+    a = np.repeat(a_means[:, None], 400, axis=1)
+    b = np.repeat(b_means[:, None], 400, axis=1)
+    welch = sps.ttest_ind(a_means, b_means, equal_var=False).pvalue  # 0.141
+    p = two_level_randomization_test(a, b, n_resamples=20_000, seed=3).p_value
+    assert p == pytest.approx(welch, abs=0.01)
 
 
 def test_two_level_test_widens_with_seed_spread() -> None:

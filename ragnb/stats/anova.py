@@ -530,7 +530,9 @@ def randomized_tukey_hsd(
     mean_b|``, as ``(1 + count) / (1 + B)``: one distribution for every pair, so the family-wise
     error is controlled over all of them (Carterette 2012, section 4.2). With several runs per
     system, each resample also shifts each system's mean by its own run effects with random
-    signs (the second level of :func:`ragnb.stats.two_level_randomization_test`).
+    signs (:func:`ragnb.stats.hierarchical.run_deviations`; unlike
+    :func:`ragnb.stats.two_level_randomization_test`, without widening for the few degrees of
+    freedom of the spread between runs).
 
     Parameters
     ----------

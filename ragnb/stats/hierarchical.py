@@ -9,7 +9,14 @@ from ragnb.errors import InputError
 from ragnb.stats.paired import RESAMPLE_BLOCK, check_fraction, check_resamples
 from ragnb.stats.randomization import RandomizationResult
 
-__all__ = ["run_deviations", "run_shifts", "two_level_bootstrap", "two_level_randomization_test"]
+__all__ = [
+    "run_deviations",
+    "run_shifts",
+    "satterthwaite_df",
+    "seed_variance",
+    "two_level_bootstrap",
+    "two_level_randomization_test",
+]
 
 # statistics this close (relative to the data's scale) to the observed one count as ties
 _TIE_TOLERANCE = 1e-9
@@ -175,6 +182,52 @@ def run_shifts(deviations: list[np.ndarray], size: int, rng: np.random.Generator
     return out
 
 
+def seed_variance(runs: np.ndarray) -> tuple[float, int]:
+    """The variance a system's mean over its runs owes to its seeds, and its degrees of freedom.
+
+    Parameters
+    ----------
+    runs : ndarray of shape (n_runs, n_queries)
+        Per-query values of each run of one system, on the queries compared.
+
+    Returns
+    -------
+    variance : float
+        ``s2_run / R`` (:func:`run_deviations`: the run-effect variance the ANOVA's moments
+        estimate, over the R runs), squared units of the measure; 0 with a single run.
+    df : int
+        ``R - 1``, the degrees of freedom of the spread between the runs' means.
+    """
+    u = run_deviations(runs)
+    r = runs.shape[0]
+    return (float(u @ u) / r**2 if u.size else 0.0), r - 1
+
+
+def satterthwaite_df(query_variance: float, seeds: list[tuple[float, int]]) -> float:
+    """Welch-Satterthwaite degrees of freedom of ``query_variance + sum(seed variances)``.
+
+    ``(v_q + sum v_s)**2 / sum(v_s**2 / df_s)``: the query part counts as known (the
+    randomization over queries conditions on it), each seed part as a scaled chi-square with
+    ``df_s`` degrees of freedom (Satterthwaite 1946, eq. 3; Welch 1947).
+
+    Parameters
+    ----------
+    query_variance : float, >= 0
+    seeds : list of (variance, df)
+        Per system, :func:`seed_variance`.
+
+    Returns
+    -------
+    float
+        The degrees of freedom, at least ``min(df_s)`` of the systems with a positive seed
+        variance; ``inf`` when no seed variance is positive (the seeds then add nothing).
+    """
+    share = sum(v**2 / df for v, df in seeds if v > 0)
+    if share == 0:
+        return float("inf")
+    return (query_variance + sum(v for v, _ in seeds)) ** 2 / share
+
+
 def two_level_randomization_test(
     a: np.ndarray,
     b: np.ndarray,
@@ -185,21 +238,39 @@ def two_level_randomization_test(
     """Two-sided randomization test of ``mean(a) = mean(b)`` over queries and over runs.
 
     The statistic is the difference of the two systems' means over runs and queries,
-    ``T = mean(a) - mean(b)``. Each resample (1) swaps the two systems within each query with
-    probability 1/2 (the paired randomization test on the run-averaged values: the sign of
-    each query's difference flipped), and (2) shifts each system's mean by its own run effects
-    with random signs: ``mean_r(t_r u_r)``, ``u_r`` a run's mean minus the system's mean,
-    scaled to the estimated variance of the run effects (:func:`run_deviations`). Step 2
-    carries the spread between seeds, which step 1 alone averages over the queries and so all
-    but removes: with several runs per
-    system, the one-level test on run-averaged values rejects too often when seeds move a
-    system's mean. The p-value is ``(1 + #{|T*| >= |T|}) / (1 + B)``.
+    ``T = mean(a) - mean(b)``. Its variance has a query part (the systems' per-query
+    differences, averaged over the runs) and a seed part (each system's mean moves with its
+    seeds). Each resample
 
-    The test is approximate: the run level rests on each system's R - 1 degrees of freedom of
-    spread between runs, and queries and runs are not jointly exchangeable (no permutation
-    group leaves both random effects invariant). Its size was measured by simulation
-    (``benchmarks/stats_size.py``; the results in ``benchmarks/README.md``). With one run per
-    system it is the paired randomization test (Monte Carlo).
+    1. swaps the two systems within each query with probability 1/2: ``Q* = mean(s * d)``,
+       the paired randomization test on the run-averaged differences ``d``, whose variance
+       ``v_q = sum(d**2) / n**2`` is the query part;
+    2. adds a seed shift ``N(0, v_a + v_b)``, ``v_s = s2_run / R_s`` the variance system s's
+       mean owes to its seeds (:func:`seed_variance`: the ANOVA's moment estimate of the
+       run-effect variance, net of the per-query noise that step 1 already carries);
+    3. multiplies ``Q* + shift`` by ``sqrt(df / chi2(df))``, ``df`` the Welch-Satterthwaite
+       degrees of freedom of ``v_q + v_a + v_b`` (:func:`satterthwaite_df`; each ``v_s`` has
+       ``R_s - 1``).
+
+    Step 3 is Satterthwaite's approximation (1946): ``T / sqrt(v_q + v_a + v_b)`` follows
+    Student's t with ``df`` degrees of freedom rather than the normal, because the seeds' part
+    is estimated from few runs (with three seeds, 2 degrees of freedom per system); the
+    resampled statistic is the randomization distribution of the queries widened into that t.
+    Seed shifts at the estimated variance alone, not widened, reject about twice too often
+    when three seeds carry most of the variance. The p-value is
+    ``(1 + #{|T*| >= |T|}) / (1 + B)``.
+
+    The test is approximate: seed effects are taken as normal (no resampling of two or
+    three runs can stand in for their distribution), and queries and runs are not jointly
+    exchangeable (no permutation group leaves both random effects invariant). Its size was
+    measured by simulation (``benchmarks/stats_size.py``, 2 systems, 50 or 200 queries, 3 or
+    5 seeds per system, the seeds carrying 4% to 85% of the variance: within the 95% Monte
+    Carlo interval of alpha; the results in ``benchmarks/README.md``). In the worst case of
+    Satterthwaite's approximation, one system whose three seeds carry most of the variance
+    while the other's barely move, it rejected 0.0685 at alpha 0.05 (the benchmark's last
+    setting). With one run per system (or runs that differ no more than their per-query noise
+    explains) there is no seeds' part and it is the paired randomization test (Monte Carlo),
+    resample for resample.
 
     Parameters
     ----------
@@ -224,9 +295,13 @@ def two_level_randomization_test(
 
     References
     ----------
-    Davison and Hinkley (1997), section 3.8 (two-stage resampling of hierarchical data);
-    Smucker, Allan and Carterette (2007) (the paired randomization test of IR); Phipson and
-    Smyth (2010) (the ``(b + 1) / (m + 1)`` p-value).
+    Satterthwaite, F. E. (1946). An approximate distribution of estimates of variance
+    components. *Biometrics Bulletin* 2(6), 110-114 (eq. 3: the degrees of freedom of a sum of
+    mean squares). Welch, B. L. (1947). The generalization of "Student's" problem when several
+    different population variances are involved. *Biometrika* 34, 28-35 (the same degrees of
+    freedom for a difference of means with unequal variances). Smucker, Allan and Carterette
+    (2007) (the paired randomization test of IR); Phipson and Smyth (2010) (the
+    ``(b + 1) / (m + 1)`` p-value).
 
     Examples
     --------
@@ -241,19 +316,24 @@ def two_level_randomization_test(
         raise InputError(f"a holds {ma.shape[1]} queries and b {mb.shape[1]}; pair them first")
     n_resamples = check_resamples(n_resamples)
     d = ma.mean(axis=0) - mb.mean(axis=0)  # (n,) run-averaged differences
-    deviations = [run_deviations(ma), run_deviations(mb)]
+    n = d.size
+    seeds = [seed_variance(ma), seed_variance(mb)]
+    seed_sd = float(np.sqrt(sum(v for v, _ in seeds)))
+    df = satterthwaite_df(float(d @ d) / n**2, seeds)
     observed = float(d.mean())
     scale = float(np.abs(ma).mean() + np.abs(mb).mean())
     threshold = abs(observed) - _TIE_TOLERANCE * scale
     rng = np.random.default_rng(seed)
-    n = d.size
     rows = max(1, RESAMPLE_BLOCK // n)
     count = 0
     for start in range(0, n_resamples, rows):
         size = min(n_resamples, start + rows) - start
         signs = 1.0 - 2.0 * rng.integers(0, 2, size=(size, n))
-        shifts = run_shifts(deviations, size, rng)
-        stat = signs @ d / n + shifts[:, 0] - shifts[:, 1]
+        stat = signs @ d / n
+        if np.isfinite(df):  # several runs whose means spread beyond their noise
+            stat = (stat + seed_sd * rng.standard_normal(size)) * np.sqrt(
+                df / rng.chisquare(df, size)
+            )
         count += int((np.abs(stat) >= threshold).sum())
     return RandomizationResult(
         difference=observed,
