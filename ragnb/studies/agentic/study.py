@@ -260,7 +260,7 @@ def summary_table(results: dict[str, TrajectoryResult], config: AgenticConfig) -
     Returns
     -------
     DataFrame
-        Index ``system``; ``questions`` (int), ``never_found`` (float in [0, 1]), then one
+        ``system`` (str), ``questions`` (int), ``never_found`` (float in [0, 1]), then one
         column per measure (``CallsToFirstRel``: mean over the questions that found one).
     """
     shown = [m for m in study_measures(config) if not m.startswith("EvidenceRecall@")]
@@ -271,7 +271,7 @@ def summary_table(results: dict[str, TrajectoryResult], config: AgenticConfig) -
         row["never_found"] = float(agg.loc["CallsToFirstRel", "share_never"])
         row.update({m: float(agg.loc[m, "value"]) for m in shown})
         rows[name] = row
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("system")
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("system").reset_index()
 
 
 def calls_to_first(results: dict[str, TrajectoryResult], max_calls: int) -> pd.DataFrame:
@@ -470,7 +470,7 @@ class AgenticRetrieval(StudyResultBase):
         t = self.tables()
         out: dict[str, pd.DataFrame] = {}
         if "summary" in t:
-            out["summary"] = t["summary"].T.rename_axis("measure")
+            out["summary"] = t["summary"].set_index("system").T.rename_axis("measure")
             first = t["calls_to_first"]
             order = list(dict.fromkeys(first["calls"]))
             wide = first.pivot(index="system", columns="calls", values="questions")
