@@ -58,11 +58,11 @@ def test_notebook_is_committed_without_outputs_and_mirrors_the_config():
 
 
 def test_the_default_render_stays_small():
-    """What the default report asks the model: 3 systems x 4 questions and one conversation
+    """What the default report asks the model: 3 systems x 3 questions and one conversation
     (2 to 4 turns), each at most 4 searches and 3 model calls."""
     c = AgenticConfig()
     assert [s.name for s in c.systems()] == ["bm25", "dense", "bm25+rerank"]
-    assert c.questions * len(c.systems()) + 4 * c.conversations <= 16
+    assert c.questions * len(c.systems()) + 4 * c.conversations <= 13
     assert c.base_url == "" and c.max_calls == 4 and c.never == 5
 
 

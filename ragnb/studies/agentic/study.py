@@ -119,7 +119,7 @@ class AgenticConfig(NotebookParams):
     embedder: str = STUDY_MODEL
     reranker: str = "rescore:wordllama"
     reranked: list[str] = field(default_factory=lambda: ["bm25"])
-    questions: int = 4
+    questions: int = 3
     conversations: int = 1
     min_calls: int = 2
     max_calls: int = 4
