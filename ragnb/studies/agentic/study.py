@@ -2,8 +2,9 @@
 
 The search agent (:mod:`ragnb.studies.agentic.agent`) answers the same questions once per
 system, each system a retriever (BM25, dense), optionally followed by a reranker; every run is
-what ``ragnb traces example --agent`` writes (:func:`~ragnb.studies.agentic.example.
-write_agent_example`), with one model server for all of them. A conversation or two, asked the
+what ``ragnb traces example --agent`` writes
+(:func:`~ragnb.studies.agentic.example.write_agent_example`), with one model server for all of
+them. A conversation or two, asked the
 same way, give the turns. The trace files are then read back as any agent's would be
 (:func:`ragnb.io.trajectories.read_trajectories`) and scored
 (:func:`ragnb.evaluation.trajectories.evaluate_trajectories`): evidence recall after each search,
