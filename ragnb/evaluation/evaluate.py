@@ -42,6 +42,7 @@ from ragnb.measures import (
 from ragnb.measures.diversity import prepare_subtopics
 from ragnb.measures.functions import aggregate_values
 from ragnb.measures.graded import check_graded_scale, map_arrays
+from ragnb.measures.intent import INTENT_FAMILIES
 from ragnb.measures.kernel import cut_arrays
 from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, add_sources
 from ragnb.measures.prefs import (
@@ -75,7 +76,7 @@ SUBTOPIC_COLUMN = "subtopic"
 _GRADED = (*GRADED_FAMILIES, "RA-nWG-nov")
 #: Families that read document sources / subtopic judgements (nugget qrels are subtopic qrels).
 _SOURCE_FAMILIES = ("RA-nWG-nov",)
-_SUBTOPIC_FAMILIES = ("alpha-nDCG", "NuggetRecall")
+_SUBTOPIC_FAMILIES = ("alpha-nDCG", "NuggetRecall", *INTENT_FAMILIES)
 #: The family that reads ``nuggets=`` when given.
 NUGGETS = "NuggetRecall"
 #: The qrels-frame column that makes them preference judgements (the ``prefs_*`` measures).
