@@ -26,7 +26,7 @@ from ragnb.io.otlp import hex_ids
 from ragnb.io.traces import otlp_request, retriever_span
 from ragnb.io.trajectories import CALL_BAD_CAUSES, genai_retrieval_span, reranker_span
 from ragnb.measures import parse_measure
-from ragnb.measures.trajectory import TRAJECTORY_FAMILIES, discovery_run
+from ragnb.measures.trajectory import TRAJECTORY_FAMILIES, censored, discovery_run
 from ragnb.rewrite import noise_by_turn
 from ragnb.stats import compare
 
@@ -340,6 +340,10 @@ def test_trajectory_families_name_the_way_on_a_plain_run():
         "RerankGain@10",
         "TokensPerRel",
         "SecondsPerRel(rel=2)",
+        "CallsToFirstRel(never=5)",
+        "CallsToEvidence(share=0.5,never=5)",
+        "TokensPerRel(never=5000)",
+        "SecondsPerRel(never=60.5,rel=2)",
     ],
 )
 def test_names_round_trip(name):
@@ -356,6 +360,12 @@ def test_aliases_and_bad_parameters():
         parse_measure("CallsToEvidence(share=1.5)")
     with pytest.raises(InputError, match="takes no cutoff"):
         parse_measure("SearchCalls@3")
+    # never=0 is the default (no censoring) and prints as the plain name; calls are integers
+    assert str(parse_measure("CallsToFirstRel(never=0)")) == "CallsToFirstRel"
+    with pytest.raises(InputError, match="not an integer"):
+        parse_measure("CallsToFirstRel(never=4.5)")
+    with pytest.raises(InputError, match="outside"):
+        parse_measure("TokensPerRel(never=-1)")
 
 
 def _second_system(tmp_path):
@@ -381,8 +391,74 @@ def test_compare_gives_intervals_on_trajectory_measures(tmp_path, result):
     for m in ("EvidenceRecall", "CallRR"):
         low, high = pairs.loc[m, ["ci_low", "ci_high"]]
         assert np.isfinite([low, high]).all() and low <= pairs.loc[m, "difference"] <= high
-    with pytest.raises(InputError, match="infinite"):
+    with pytest.raises(InputError, match=r"infinite.*CallsToFirstRel\(never=5\)"):
         compare({"a": result.per_query, "b": b.per_query}, ["CallsToFirstRel"])
+
+
+CENSORED = {  # q1, q2, q3 of system a (EXPECTED with inf replaced by never)
+    "CallsToFirstRel(never=3)": [1.0, 3.0, 3.0],
+    "CallsToEvidence(share=0.5,never=3)": [2.0, 3.0, 3.0],
+    "TokensPerRel(never=1000)": [90.0, 1000.0, NAN],  # q3: no trajectory, no cost: undefined
+    "SecondsPerRel(never=10)": [2.0, 10.0, NAN],
+}
+
+
+def test_compare_gives_intervals_on_each_censored_kind(tmp_path, trajectories):
+    """Each family that can be inf, censored at a stated value, compared with intervals."""
+    a = evaluate_trajectories(trajectories, QRELS, list(CENSORED), lists="retrieved")
+    for name, want in CENSORED.items():
+        np.testing.assert_allclose(a.per_query_wide()[name], want, err_msg=name)
+    assert (a.aggregate["n_never"] == 0).all()  # censored: no inf left
+    # system b: q2 finds y at its second search (40 tokens, the trace's 1 s)
+    plan = [PLAN[0], dict(PLAN[1])]
+    plan[1]["steps"] = [
+        PLAN[1]["steps"][0],
+        {"op": "retrieval", "query": "y", "docs": [("y", 0.9)], "at": (10.4, 10.5)},
+        {"op": "chat", "tokens": (30, 10), "at": (10.5, 11.0)},
+    ]
+    other = read_trajectories(write_otlp(tmp_path / "b.jsonl", record(plan)), id_attribute=ID)
+    b = evaluate_trajectories(other, QRELS, list(CENSORED), lists="retrieved")
+    res = compare(
+        {"a": a.per_query, "b": b.per_query}, list(CENSORED), n_resamples=500, correction="none"
+    )
+    pairs = res.pairs.set_index("measure")
+    # a - b per question: calls q2 3 - 2, q3 3 - 3 (never in both); tokens q2 1000 - 40/1;
+    # seconds q2 10 - 1/1; q3's undefined cost leaves the pair
+    want = {
+        "CallsToFirstRel(never=3)": (1 / 3, 3),
+        "CallsToEvidence(share=0.5,never=3)": (1 / 3, 3),
+        "TokensPerRel(never=1000)": (960 / 2, 2),
+        "SecondsPerRel(never=10)": (9 / 2, 2),
+    }
+    for name, (difference, n) in want.items():
+        row = pairs.loc[name]
+        assert row["difference"] == pytest.approx(difference), name
+        assert row["n_queries"] == n, name
+        assert np.isfinite([row["ci_low"], row["ci_high"]]).all(), name
+        assert row["ci_low"] <= row["difference"] <= row["ci_high"], name
+
+
+def test_every_trajectory_family_compares_with_intervals(tmp_path, trajectories):
+    """Each family of the table, in the form compare takes (censored() states never for the
+    four that can be inf; the others pass as they are), gets a finite interval."""
+    names = ["EvidenceRecall@1", "SearchCalls", "CallsToFirstRel", "CallRR"]
+    names += ["CallsToEvidence(share=0.5)", "Redundancy", "CallnDCG@3", "CallnDCGSlope@3"]
+    names += ["RerankGain@3", "TokensPerRel", "SecondsPerRel"]
+    measures = [str(censored(n, 3)) for n in names]
+    assert {parse_measure(m).family for m in measures} == set(TRAJECTORY_FAMILIES)
+    assert measures[2] == "CallsToFirstRel(never=3)" and measures[3] == "CallRR"
+    a = evaluate_trajectories(trajectories, QRELS, measures, lists="retrieved")
+    other = read_trajectories(_second_system(tmp_path), id_attribute=ID)
+    b = evaluate_trajectories(other, QRELS, measures, lists="retrieved")
+    pairs = compare({"a": a.per_query, "b": b.per_query}, measures, n_resamples=200).pairs
+    assert pairs["measure"].tolist() == measures
+    assert np.isfinite(pairs[["difference", "ci_low", "ci_high"]].to_numpy()).all()
+    assert (pairs["ci_low"] <= pairs["difference"]).all()
+    assert (pairs["difference"] <= pairs["ci_high"]).all()
+    # a - b on q2 (b searches twice, finding y at its second call): calls 3 - 2 over 3 questions
+    rows = pairs.set_index("measure")
+    assert rows.loc["CallsToFirstRel(never=3)", "difference"] == pytest.approx(1 / 3)
+    assert rows.loc["SearchCalls", "difference"] == pytest.approx(-1 / 3)
 
 
 def test_a_system_attribute_splits_one_file(tmp_path):

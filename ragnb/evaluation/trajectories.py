@@ -20,7 +20,9 @@ Conventions
 * ``per_query`` holds one value per question, as :func:`ragnb.stats.compare` takes them: systems are
   trace files or the values of a system attribute
   (:meth:`ragnb.io.trajectories.Trajectories.by_system`), compared with intervals on any measure
-  whose values are finite (``CallRR`` stands for ``CallsToFirstRel`` there).
+  whose values are finite: a family that can be ``inf`` is compared in its censored form, a
+  stated value for "never" (``CallsToFirstRel(never=5)``, ``TokensPerRel(never=5000)``;
+  :func:`ragnb.measures.trajectory.censored`).
 """
 
 from __future__ import annotations

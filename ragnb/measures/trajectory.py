@@ -33,6 +33,22 @@ name                       definition, per question
 ``SecondsPerRel``          its seconds (first span's start to last span's end) / relevant found
 ========================== =======================================================================
 
+Censored forms
+--------------
+``inf`` ("never") is what a trajectory that never gets there measures, and it is counted, never
+dropped; a paired comparison (:func:`ragnb.stats.compare`) needs finite values. The four
+families that can be ``inf`` (:data:`CENSORED_FAMILIES`) take ``never``: the value a
+trajectory that never gets there counts as, a number stated in the measure's name.
+``CallsToFirstRel(never=5)`` counts a trajectory that never found a relevant document as 5 calls
+(choose one more than the most searches a trajectory may make: an agent allowed 4 searches
+gives ``never=5``, and a never-found trajectory then ranks below every one that found);
+``CallsToEvidence(share=0.5,never=5)`` likewise; ``TokensPerRel(never=5000)`` and
+``SecondsPerRel(never=60)`` give the cost of a trajectory that found nothing. ``never=0``, the
+default, censors nothing: ``CallsToFirstRel`` is ``CallsToFirstRel(never=0)`` and keeps ``inf``.
+Censoring at c is the type-I censoring of survival analysis, with the censored times set to the
+bound (Klein and Moeschberger, *Survival Analysis*, 2003, section 3.2): the mean of the censored
+values is a lower bound of the mean time to the event.
+
 Undefined values are NaN (excluded from means and counted): ``CallsToFirstRel`` and
 ``CallsToEvidence`` of a question without any relevant document, ``Redundancy`` of a trajectory
 that returned nothing, the cost measures when no span recorded tokens or times. A question of
@@ -50,6 +66,8 @@ References
    ACM TOIS 20(4), 2002 (nDCG, here per call and of a reranker's input and output).
 .. [3] E. M. Voorhees, "The TREC-8 Question Answering Track Report", TREC 1999 (reciprocal
    rank, here over calls instead of ranks).
+.. [4] J. P. Klein and M. L. Moeschberger, *Survival Analysis: Techniques for Censored and
+   Truncated Data*, 2nd ed., Springer, 2003, section 3.2 (type-I censoring).
 """
 
 from __future__ import annotations
@@ -60,14 +78,26 @@ import numpy as np
 import pandas as pd
 
 from ragnb.errors import InputError
-from ragnb.measures.base import REL, Measure, MeasureFamily, ParamSpec, register_family
+from ragnb.measures.base import (
+    REL,
+    Measure,
+    MeasureFamily,
+    ParamSpec,
+    parse_measure,
+    register_family,
+)
 from ragnb.measures.kernel import RankingArrays, as_qrels_frame, prepare, safe_div
 
 __all__ = [
+    "CALL_COUNT_FAMILIES",
     "CENSORED_FAMILIES",
     "LISTS",
+    "NEVER_CALLS",
+    "NEVER_COST",
     "TRAJECTORY_FAMILIES",
     "TrajectoryArrays",
+    "censor",
+    "censored",
     "discovery_run",
     "is_trajectory_measure",
     "prepare_trajectories",
@@ -76,8 +106,11 @@ __all__ = [
     "step_values",
 ]
 
-#: Families whose value is ``inf`` when the event never happens in the trajectory.
+#: Families whose value is ``inf`` when the event never happens in the trajectory; each takes
+#: ``never``, the value such a trajectory counts as (see "Censored forms").
 CENSORED_FAMILIES = ("CallsToFirstRel", "CallsToEvidence", "TokensPerRel", "SecondsPerRel")
+#: The censored families that count calls (the others count a cost per relevant document).
+CALL_COUNT_FAMILIES = ("CallsToFirstRel", "CallsToEvidence")
 
 
 @dataclass(frozen=True, eq=False)
@@ -425,9 +458,38 @@ def _calls_to(a: TrajectoryArrays, need: np.ndarray, rel: int) -> np.ndarray:
     return out
 
 
-def _calls_to_first_rel(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
+def censor(values: np.ndarray, never: float) -> np.ndarray:
+    """``values`` with ``inf`` (never got there) replaced by ``never``; unchanged when
+    ``never`` is 0 (the default of the censored families: no censoring).
+
+    Parameters
+    ----------
+    values : ndarray of float64, shape (n_queries,)
+        Per-question values of a family of :data:`CENSORED_FAMILIES`; NaN (undefined) is kept.
+    never : float >= 0
+        The value a trajectory that never gets there counts as; 0: keep ``inf``.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries,)
+
+    Examples
+    --------
+    >>> censor(np.array([1.0, np.inf, np.nan]), 5).tolist()
+    [1.0, 5.0, nan]
+    >>> censor(np.array([1.0, np.inf]), 0).tolist()
+    [1.0, inf]
+    """
+    if not never:
+        return values
+    return np.where(np.isposinf(values), float(never), values)
+
+
+def _calls_to_first_rel(
+    arrays: RankingArrays, k: int | None, *, never: int, rel: int
+) -> np.ndarray:
     a = _trajectory(arrays, "CallsToFirstRel")
-    return _calls_to(a, np.ones(a.n_queries, dtype=np.int64), rel)
+    return censor(_calls_to(a, np.ones(a.n_queries, dtype=np.int64), rel), never)
 
 
 def _call_rr(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
@@ -437,11 +499,11 @@ def _call_rr(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
 
 
 def _calls_to_evidence(
-    arrays: RankingArrays, k: int | None, *, share: float, rel: int
+    arrays: RankingArrays, k: int | None, *, share: float, never: int, rel: int
 ) -> np.ndarray:
     a = _trajectory(arrays, "CallsToEvidence")
     need = np.ceil(share * a.n_relevant(rel) - 1e-9).astype(np.int64)
-    return _calls_to(a, np.maximum(need, 1), rel)
+    return censor(_calls_to(a, np.maximum(need, 1), rel), never)
 
 
 def _redundancy(arrays: RankingArrays, k: int | None) -> np.ndarray:
@@ -522,14 +584,14 @@ def _per_rel(cost: np.ndarray, found: np.ndarray) -> np.ndarray:
     return out
 
 
-def _tokens_per_rel(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
+def _tokens_per_rel(arrays: RankingArrays, k: int | None, *, never: float, rel: int) -> np.ndarray:
     a = _trajectory(arrays, "TokensPerRel")
-    return _per_rel(a.tokens, _found(a, rel))
+    return censor(_per_rel(a.tokens, _found(a, rel)), never)
 
 
-def _seconds_per_rel(arrays: RankingArrays, k: int | None, *, rel: int) -> np.ndarray:
+def _seconds_per_rel(arrays: RankingArrays, k: int | None, *, never: float, rel: int) -> np.ndarray:
     a = _trajectory(arrays, "SecondsPerRel")
-    return _per_rel(a.seconds, _found(a, rel))
+    return censor(_per_rel(a.seconds, _found(a, rel)), never)
 
 
 def _whole(k: int | None) -> None:
@@ -538,6 +600,24 @@ def _whole(k: int | None) -> None:
 
 SHARE = ParamSpec(
     "share", float, 1.0, 0.0, 1.0, doc="evidence recall to reach (0: one relevant document)"
+)
+#: ``never`` of the calls families: the calls a trajectory that never gets there counts as.
+NEVER_CALLS = ParamSpec(
+    "never",
+    int,
+    0,
+    0,
+    None,
+    doc="calls counted for a trajectory that never gets there (0: inf, no censoring)",
+)
+#: ``never`` of the cost families: the cost per relevant document of one that found none.
+NEVER_COST = ParamSpec(
+    "never",
+    float,
+    0.0,
+    0.0,
+    None,
+    doc="cost per relevant document counted for a trajectory that found none (0: inf)",
 )
 
 #: The trajectory families, in the order of the table above.
@@ -583,11 +663,11 @@ for _family, _aliases in (
         MeasureFamily(
             "CallsToFirstRel",
             _calls_to_first_rel,
-            params=(REL,),
+            params=(NEVER_CALLS, REL),
             cutoff="none",
             depth=_whole,
-            summary="CallsToFirstRel = retrieval calls up to the first returning a relevant "
-            "document; inf when none does",
+            summary="CallsToFirstRel(never=c) = retrieval calls up to the first returning a "
+            "relevant document; inf when none does (c when never > 0)",
         ),
         (),
     ),
@@ -606,11 +686,11 @@ for _family, _aliases in (
         MeasureFamily(
             "CallsToEvidence",
             _calls_to_evidence,
-            params=(SHARE, REL),
+            params=(SHARE, NEVER_CALLS, REL),
             cutoff="none",
             depth=_whole,
-            summary="CallsToEvidence(share=s) = retrieval calls until EvidenceRecall >= s "
-            "(default 1: all the evidence); inf when never",
+            summary="CallsToEvidence(share=s,never=c) = retrieval calls until EvidenceRecall "
+            ">= s (default 1: all the evidence); inf when never (c when never > 0)",
         ),
         (),
     ),
@@ -657,11 +737,11 @@ for _family, _aliases in (
         MeasureFamily(
             "TokensPerRel",
             _tokens_per_rel,
-            params=(REL,),
+            params=(NEVER_COST, REL),
             cutoff="none",
             depth=_whole,
-            summary="TokensPerRel = tokens of the trajectory's spans / relevant documents "
-            "found; inf when none found",
+            summary="TokensPerRel(never=c) = tokens of the trajectory's spans / relevant "
+            "documents found; inf when none found (c when never > 0)",
         ),
         (),
     ),
@@ -669,11 +749,11 @@ for _family, _aliases in (
         MeasureFamily(
             "SecondsPerRel",
             _seconds_per_rel,
-            params=(REL,),
+            params=(NEVER_COST, REL),
             cutoff="none",
             depth=_whole,
-            summary="SecondsPerRel = seconds from the trajectory's first span to its last / "
-            "relevant documents found; inf when none found",
+            summary="SecondsPerRel(never=c) = seconds from the trajectory's first span to its "
+            "last / relevant documents found; inf when none found (c when never > 0)",
         ),
         (),
     ),
@@ -685,3 +765,40 @@ def is_trajectory_measure(measure: Measure) -> bool:
     """Whether ``measure`` reads the calls (a family of this module) rather than the
     discovery run alone."""
     return measure.family in TRAJECTORY_FAMILIES
+
+
+def censored(measure: Measure | str, never: float) -> Measure:
+    """The censored form of a measure of :data:`CENSORED_FAMILIES`: the same measure with
+    ``never`` set, so that :func:`ragnb.stats.compare` can take it; any other measure, or one
+    whose ``never`` is already set, is returned as it is.
+
+    Parameters
+    ----------
+    measure : Measure or str
+    never : float > 0
+        The value a trajectory that never gets there counts as (an integer for the calls
+        families, :data:`CALL_COUNT_FAMILIES`).
+
+    Returns
+    -------
+    Measure
+
+    Raises
+    ------
+    InputError
+        When ``never`` is not positive, or not an integer for a calls family.
+
+    Examples
+    --------
+    >>> str(censored("CallsToEvidence(share=0.5)", 5)), str(censored("CallRR", 5))
+    ('CallsToEvidence(share=0.5,never=5)', 'CallRR')
+    >>> str(censored("CallsToFirstRel(never=3)", 5))
+    'CallsToFirstRel(never=3)'
+    """
+    m = parse_measure(measure)
+    if m.family not in CENSORED_FAMILIES or m.params.get("never"):
+        return m
+    if not never or never < 0:
+        raise InputError(f"{m}: never must be positive to censor it, got {never!r}")
+    params = {**m.params, "never": never}
+    return Measure(m.family, m.cutoff, **params)

@@ -39,7 +39,7 @@ __all__ = [
 #: study's default ``dataset``.
 SAMPLE_DATASET = "data/pydocs"
 
-#: The parameters of notebooks 01-06 that name a file or folder (a list of them for ``runs`` of
+#: The parameters of notebooks 01-07 that name a file or folder (a list of them for ``runs`` of
 #: notebook 01). The library takes a relative one from the project root; a command takes it from
 #: the working folder (:func:`paths_from_working_dir`).
 PATH_PARAMETERS = frozenset(
@@ -126,7 +126,7 @@ fill_runner_doc = doc_filler(RUNNER_ENTRIES)
 
 
 class NotebookParams:
-    """Mixin of the config dataclasses of notebooks 01-06.
+    """Mixin of the config dataclasses of notebooks 01-07.
 
     The fields every notebook shares mean the same everywhere and are documented here once;
     each config documents its own fields.

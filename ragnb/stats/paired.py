@@ -121,7 +121,11 @@ def per_query_series(values: PerQueryValues, measure: str | Measure | None, what
     data = data.astype("float64")
     inf = np.isinf(data.to_numpy())
     if inf.any():
-        raise InputError(f"{what} holds an infinite value", query_id=str(index[inf][0]))
+        raise InputError(
+            f"{what} holds an infinite value (a trajectory that never got there: compare the "
+            "censored form, e.g. CallsToFirstRel(never=5), or CallRR)",
+            query_id=str(index[inf][0]),
+        )
     return data
 
 

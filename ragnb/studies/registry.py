@@ -1,4 +1,4 @@
-"""The six studies, one entry each: notebook, package, config, ``run``.
+"""The seven studies, one entry each: notebook, package, config, ``run``.
 
 Delivery code (:mod:`ragnb.report.render`, :mod:`ragnb.cli.main`) reaches a study only through this
 table and the :class:`ragnb.report.protocol.StudyResult` its ``run`` returns, so a cross-cutting
@@ -116,6 +116,7 @@ STUDIES: tuple[Study, ...] = (
     Study("04_clq_tradeoffs", "ragnb.studies.clq", "ClqTradeoffsConfig"),
     Study("05_measure_correlation", "ragnb.studies.correlation", "CorrelationConfig"),
     Study("06_what_if", "ragnb.studies.whatif", "WhatIfConfig"),
+    Study("07_agentic_retrieval", "ragnb.studies.agentic", "AgenticConfig"),
 )
 
 
@@ -153,11 +154,11 @@ def sync_parameters(
     Parameters
     ----------
     notebooks_dir : path
-        The folder holding the six notebooks.
+        The folder holding the notebooks.
     write : bool, default False
         Rewrite the cells that differ (the rest of the notebook is kept byte for byte).
     only : iterable of str, optional
-        Names of the studies to check (:func:`study` names); default all six.
+        Names of the studies to check (:func:`study` names); default all of them.
 
     Returns
     -------

@@ -1,4 +1,5 @@
-"""Agentic retrieval: a search agent over a corpus whose every step is an OpenTelemetry span.
+"""Notebook 07, agentic retrieval: a search agent over a corpus whose every step is an
+OpenTelemetry span, its trajectories scored and compared.
 
 :mod:`~ragnb.studies.agentic.agent`
     :class:`~ragnb.studies.agentic.agent.SearchAgent`: search, optionally rerank, let the model
@@ -14,6 +15,12 @@
 :mod:`~ragnb.studies.agentic.example`
     :func:`~ragnb.studies.agentic.example.write_agent_example`, what ``ragnb traces example
     --agent`` runs.
+:mod:`~ragnb.studies.agentic.study`
+    :class:`~ragnb.studies.agentic.study.AgenticConfig`, :func:`~ragnb.studies.agentic.study.run`
+    and the :class:`~ragnb.studies.agentic.study.AgenticRetrieval` it returns: the same
+    questions asked of several systems, their trajectories read back, scored and compared.
+:mod:`~ragnb.studies.agentic.charts`
+    Its altair charts.
 
 Needs the ``agents`` extra (``pip install "ragnb[agents]"``).
 """
@@ -28,6 +35,7 @@ __getattr__, __dir__ = lazy_exports(
         "ragnb.studies.agentic.agent",
         "ragnb.studies.agentic.conversations",
         "ragnb.studies.agentic.example",
+        "ragnb.studies.agentic.study",
         "ragnb.studies.agentic.telemetry",
     ],
 )

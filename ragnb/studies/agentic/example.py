@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,8 @@ __all__ = [
     "DEFAULT_CONVERSATIONS",
     "DEFAULT_QUESTIONS",
     "AgentExample",
+    "AgentModel",
+    "agent_model",
     "companion_paths",
     "write_agent_example",
 ]
@@ -134,6 +136,7 @@ def write_agent_example(
     model: str = "",
     cache_dir: str = "",
     progress: bool = False,
+    chat: AgentModel | None = None,
 ) -> AgentExample:
     """Run the agent on a dataset's questions and write the traces, qrels and questions.
 
@@ -167,6 +170,9 @@ def write_agent_example(
         The cache of embeddings and model answers (default ragnb's).
     progress : bool, default False
         Progress bars.
+    chat : AgentModel, optional
+        A model already open (:func:`agent_model`), shared by several runs; ``base_url`` and
+        ``model`` are then not read, and its client's cache serves the embeddings too.
 
     Returns
     -------
@@ -188,26 +194,27 @@ def write_agent_example(
     from ragnb.retrievers.retrieve import make_retriever
 
     config = config or AgentConfig()
-    if base_url and not model:
+    if chat is None and base_url and not model:
         raise InputError("a base_url needs the model's name there (model)")
     data = read_beir(dataset or resolve_path(SAMPLE_DATASET))
     asked = _questions(data, questions, conversations, config.seed)
-    cache = Cache(cache_dir or None)
+    cache = chat.client.cache if chat is not None else Cache(cache_dir or None)
     search = make_retriever(retriever, cache=cache, progress=progress).index(data.corpus)
     _quiet_queries(search)
     rerank = None
     if reranker.strip().lower() not in ("", "none"):
         options = {"cache": cache, "progress": False} if reranker.startswith("rescore:") else {}
         rerank = make_reranker(reranker, **options)
-    with _chat_client(base_url, model, cache) as (client, provider, constrained, about):
+    opened = nullcontext(chat) if chat is not None else agent_model(base_url, model, cache)
+    with opened as used:
         agent = SearchAgent(
             search,
             data.corpus,
-            client,
+            used.client,
             config=config,
             reranker=rerank,
-            provider=provider,
-            constrained=constrained,
+            provider=used.provider,
+            constrained=used.constrained,
         )
         run = agent.run(asked.questions, out, progress=progress, version=_version())
     qrels_path, queries_path = companion_paths(out)
@@ -219,7 +226,7 @@ def write_agent_example(
         qrels_path,
         queries_path,
         run.model,
-        about,
+        used.description,
         search.name,
         rerank.name if rerank is not None else "none",
     )
@@ -239,25 +246,69 @@ def _version() -> str:
     return __version__
 
 
+@dataclass(frozen=True, eq=False)
+class AgentModel:
+    """The model an agent asks, open (:func:`agent_model`).
+
+    Attributes
+    ----------
+    client : ChatClient
+    provider : str
+        ``gen_ai.provider.name`` of its spans (``"llama_cpp"`` for the local server, else
+        ``"openai"``).
+    constrained : str
+        How its answers are constrained (:func:`ragnb.llm.calls.response_format`).
+    description : str
+        The model in words: the packaged model's description, or where it is served.
+    """
+
+    client: Any
+    provider: str
+    constrained: str
+    description: str
+
+
 @contextmanager
-def _chat_client(base_url: str, model: str, cache: Any) -> Iterator[tuple[Any, str, str, str]]:
-    """``(client, provider, constrained, description)`` of the model; a local server started
-    (and stopped when the block ends) when there is no ``base_url``."""
+def agent_model(base_url: str = "", model: str = "", cache: Any = None) -> Iterator[AgentModel]:
+    """The model an agent asks, open for the block: a client of ``base_url``, or the local
+    model server started (and stopped when the block ends).
+
+    Parameters
+    ----------
+    base_url : str, default ""
+        An OpenAI-compatible server (key from ``$OPENAI_API_KEY``); "" starts the local model
+        server (:class:`ragnb.llm.server.LocalLLMServer`).
+    model : str, default ""
+        The model's name on ``base_url`` (required there); without, a packaged local model
+        (default :data:`ragnb.llm.server.DEFAULT_MODEL`, SmolLM2-135M-Instruct) or a ``.gguf``
+        path.
+    cache : Cache, optional
+        The cache of the model's answers (default ragnb's).
+
+    Yields
+    ------
+    AgentModel
+
+    Raises
+    ------
+    InputError
+        ``base_url`` without ``model``.
+    ImportError, RuntimeError
+        When the local model server cannot start (the message says what to install).
+    """
     from ragnb.llm.client import ChatClient
     from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer, local_models
 
+    if base_url and not model:
+        raise InputError("a base_url needs the model's name there (model)")
     shared = {"cache": cache, "progress": False}
     if base_url:
         client = ChatClient(model, base_url=base_url, **shared)
-        yield client, "openai", "json_schema", f"at {client.describe()['base_url']}"
+        yield AgentModel(client, "openai", "json_schema", f"at {client.describe()['base_url']}")
         return
     name = model or DEFAULT_MODEL
     packaged = local_models().get(name)
     about = packaged.description if packaged else f"{name}, served by llama.cpp"
     with LocalLLMServer(name) as server:
-        yield (
-            ChatClient(**server.client_options(), **shared),
-            "llama_cpp",
-            "json_object_schema",
-            about,
-        )
+        client = ChatClient(**server.client_options(), **shared)
+        yield AgentModel(client, "llama_cpp", "json_object_schema", about)
