@@ -117,6 +117,22 @@ def scifact_report(tmp_path_factory: pytest.TempPathFactory, scifact_path: Path)
     )
 
 
+@pytest.fixture(scope="session")
+def local_server():
+    """One real llama.cpp server with SmolLM2-135M-Instruct for the test run (per xdist worker):
+    a ``ragnb.llm.server.LocalLLMServer``, for the tests whose point is the model's answers
+    rather than the server's start and stop. Skips (fails under ``CI=true``) with the reason
+    when the server cannot run here."""
+    from test_local_llm import require_local_llm
+
+    from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
+
+    require_local_llm()
+    # threads: one per core, or 1 on a machine already busy (ragnb.llm.server._thread_count)
+    with LocalLLMServer(DEFAULT_MODEL) as server:
+        yield server
+
+
 @pytest.fixture
 def openai_server():
     """A real OpenAI-compatible server on 127.0.0.1 (``tests/openai_server.py``), per test.

@@ -494,20 +494,14 @@ def test_a_failed_call_is_an_error_span_and_the_loop_goes_on(openai_server, tmp_
 
 
 @pytest.fixture(scope="module")
-def local_run(tmp_path_factory, pydocs, bm25):
-    from test_local_llm import require_local_llm
-
-    from ragnb.llm.server import LocalLLMServer
-
-    require_local_llm()
+def local_run(tmp_path_factory, pydocs, bm25, local_server):
     folder = tmp_path_factory.mktemp("agent-local")
     talk = build_conversations(pydocs, 1, seed=0, max_turns=2)  # two questions, one trace each
     questions = talk.questions
-    with LocalLLMServer() as server:
-        client = ChatClient(**server.client_options(), progress=False)
-        agent = SearchAgent(bm25, pydocs.corpus, client, provider="llama_cpp")
-        run = agent.run(questions, folder / "agent.jsonl")
-        return run, server.model, talk
+    client = ChatClient(**local_server.client_options(), progress=False)
+    agent = SearchAgent(bm25, pydocs.corpus, client, provider="llama_cpp")
+    run = agent.run(questions, folder / "agent.jsonl")
+    return run, local_server.model, talk
 
 
 def test_the_local_model_drives_two_to_four_genai_retrievals_per_question(local_run):

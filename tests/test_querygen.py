@@ -340,18 +340,6 @@ SHAPES = {
 }
 
 
-@pytest.fixture(scope="module")
-def local_server():
-    """A real llama.cpp server with SmolLM2-135M-Instruct, once for this module."""
-    from test_local_llm import require_local_llm
-
-    from ragnb.llm.server import LocalLLMServer
-
-    require_local_llm()
-    with LocalLLMServer() as server:
-        yield server
-
-
 def test_real_model_writes_one_query_per_passage_in_each_style(
     local_server, tmp_path, scifact_path
 ):

@@ -149,3 +149,29 @@ def test_a_large_run_loads_the_compiled_kernels_while_it_is_read(tmp_path, limit
         check=True,
     )
     assert done.stdout.split() == ["2", loaded, loaded]
+
+
+MANY_SMALL_CALLS = """
+import json, sys
+from ragnb.frames import index
+print(json.dumps([index.kernels(int(sys.argv[1])).__name__ for _ in range(int(sys.argv[2]))]))
+"""
+
+
+def test_many_small_kernel_calls_load_the_compiled_kernels_once_they_add_up():
+    """Each call is small enough for the plain-Python copy; once the calls of the process add up
+    to more than ``PLAIN_ROWS_PER_PROCESS`` rows, the compiled kernels load and stay."""
+    pytest.importorskip("numba")
+    from ragnb.frames.index import COMPILED_ABOVE_ROWS, PLAIN_ROWS_PER_PROCESS
+
+    rows = COMPILED_ABOVE_ROWS // 2
+    calls = PLAIN_ROWS_PER_PROCESS // rows + 3
+    done = subprocess.run(
+        [sys.executable, "-c", MANY_SMALL_CALLS, str(rows), str(calls)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    names = json.loads(done.stdout)
+    plain = PLAIN_ROWS_PER_PROCESS // rows
+    assert names == ["ragnb.frames.groupsort_plain"] * plain + ["ragnb.frames.groupsort"] * 3

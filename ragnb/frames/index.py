@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPILED_ABOVE_ROWS",
+    "PLAIN_ROWS_PER_PROCESS",
     "PLAIN_PYTHON_ROWS",
     "Groups",
     "JoinedRanks",
@@ -317,6 +318,16 @@ PLAIN_PYTHON_ROWS = 200_000
 #: more than the plain-Python kernels on this many rows.
 COMPILED_ABOVE_ROWS = 20_000
 
+#: Rows the plain-Python kernel calls of a process may take together before the compiled kernels
+#: load: past it a process is doing more than one small command's work (a study evaluating a
+#: hundred runs of ten thousand rows spends about a minute in plain Python, against a second
+#: to load numba). About two seconds of plain Python at most (some 40 microseconds a row for
+#: the ordering kernels on two cores).
+PLAIN_ROWS_PER_PROCESS = 50_000
+
+# Rows the plain-Python kernels have taken in this process (kernels() adds each call's).
+_plain_rows = 0
+
 
 def kernels(n_rows: int | None = None) -> ModuleType:
     """The kernels of :mod:`ragnb.frames.groupsort`, compiled (numba imported on first use) or
@@ -325,9 +336,11 @@ def kernels(n_rows: int | None = None) -> ModuleType:
     Parameters
     ----------
     n_rows : int, optional
-        The rows the call works on. Up to :data:`COMPILED_ABOVE_ROWS`, and while
-        :mod:`ragnb.frames.groupsort` is not imported, the plain-Python copy of the module is
-        returned (:func:`plain_kernels`): a command on a small file never starts numba.
+        The rows the call works on. Up to :data:`COMPILED_ABOVE_ROWS`, while the plain-Python
+        calls of the process with this one take at most :data:`PLAIN_ROWS_PER_PROCESS` rows,
+        and while :mod:`ragnb.frames.groupsort` is not imported, the plain-Python copy of the
+        module is returned (:func:`plain_kernels`): a command on a small file never starts
+        numba, and a process doing more work loads it once.
 
     Returns
     -------
@@ -335,11 +348,14 @@ def kernels(n_rows: int | None = None) -> ModuleType:
         :mod:`ragnb.frames.groupsort` (its ``COMPILED`` is False when numba is not installed: the
         kernels then run as plain Python) or its plain-Python copy; the results are the same.
     """
+    global _plain_rows
     if (
         n_rows is not None
         and n_rows <= COMPILED_ABOVE_ROWS
+        and _plain_rows + n_rows <= PLAIN_ROWS_PER_PROCESS
         and "ragnb.frames.groupsort" not in sys.modules
     ):
+        _plain_rows += n_rows
         return plain_kernels()
     from ragnb.frames import groupsort
 
