@@ -3,8 +3,9 @@ large for memory; the ``fast`` extra.
 
 :func:`read_run_columnar` and :func:`read_qrels_columnar` read what
 :func:`ragnb.io.readers.read_run` and :func:`ragnb.io.readers.read_qrels` read, into
-arrow-backed, dictionary-coded columns: a plain file (single spaces, six or four fields) is parsed
-by pyarrow's CSV reader, any other by DuckDB, and a malformed line is named by the Python
+arrow-backed columns: a plain file (single spaces, six or four fields) is parsed by pyarrow's CSV
+reader (a run's query ids dictionary-coded, its document ids as parsed), any other by DuckDB (a
+run's ids dictionary-coded), and a malformed line is named by the Python
 readers. A run larger than memory is read in blocks of whole queries (:func:`iter_query_blocks`),
 from a parquet copy grouped by query by DuckDB's out-of-core sort (:func:`group_by_query`).
 Which reader reads a file is decided by :mod:`ragnb.io.dispatch`.
@@ -170,9 +171,10 @@ def read_run_columnar(
     Returns
     -------
     run : DataFrame
-        Columns ``query_id``, ``doc_id`` (arrow strings, dictionary-coded: an int32 code per row
-        and each distinct id once), ``score`` (float64), ``rank`` (int32 or int64, unless
-        ``rank`` is False), in file order.
+        Columns ``query_id`` (arrow strings, dictionary-coded: an int32 code per row and each
+        distinct id once), ``doc_id`` (arrow strings: as pyarrow's CSV reader parsed them, in its
+        chunks, for a plain file; dictionary-coded for a file DuckDB reads), ``score``
+        (float64), ``rank`` (int32 or int64, unless ``rank`` is False), in file order.
     info : dict
         ``tag``: the tag of the last line (trec_eval's ``runid``), None for an empty file;
         ``extra_text_lines``: lines with text after the sixth column.
@@ -186,9 +188,11 @@ def read_run_columnar(
 
     Notes
     -----
-    About 20 bytes a row (two codes, the score and the rank) beside each distinct id's text,
-    against several hundred for :func:`ragnb.io.readers.read_run`'s Python objects;
-    :func:`ragnb.measures.prepare` joins dictionary-coded ids as integers.
+    About 20 bytes a row (a code, the score, the rank) beside the document ids' text (each
+    distinct one once when coded), against several hundred for
+    :func:`ragnb.io.readers.read_run`'s Python objects. :func:`ragnb.measures.prepare` joins
+    each query on the chunk holding its document ids
+    (:func:`ragnb.frames.index.join_strings`), dictionary-coded ids as integers.
     """
     path = Path(path)
     fast = _plain_trec_run(path, rank)
@@ -295,33 +299,36 @@ def _plain_trec_run(path: Path, rank: bool) -> tuple[pd.DataFrame, dict[str, Any
     chunks = {c: table[c].chunks for c in table.column_names}
     del table
     columns: dict[str, Any] = {}
-    for c in ("query_id", "doc_id"):  # one sorted dictionary per column (each id held once)
-        if c == "doc_id":
-            chunks[c] = _dictionary_encoded(chunks.pop(c))
-        coded = sorted_codes(chunks.pop(c))
-        values = coded.dictionary.cast(pa.large_string())
-        ids = pa.DictionaryArray.from_arrays(coded.indices, values)
-        columns[c] = pd.Series(ids, dtype=pd.ArrowDtype(ids.type))
+    coded = sorted_codes(chunks.pop("query_id"))  # one sorted dictionary (each id held once)
+    ids = pa.DictionaryArray.from_arrays(coded.indices, coded.dictionary.cast(pa.large_string()))
+    columns["query_id"] = pd.Series(ids, dtype=pd.ArrowDtype(ids.type))
+    # the documents as parsed, each query joined on the chunk holding it; copied out of pyarrow's
+    # pool, so that its pages of the parse go back to the system
+    docs = pa.chunked_array(_copied(chunks.pop("doc_id")), pa.string())
+    columns["doc_id"] = pd.Series(docs, dtype=pd.ArrowDtype(docs.type), copy=False)
     for c in list(chunks):
         columns[c] = pd.Series(_concatenated(chunks.pop(c)), copy=False)
     pa.default_memory_pool().release_unused()  # the parser's buffers, kept by the allocator
     return pd.DataFrame(columns, copy=False), {"tag": tag, "extra_text_lines": 0}
 
 
-def _dictionary_encoded(chunks: list[pa.Array]) -> list[pa.DictionaryArray]:
-    """The string chunks dictionary-encoded, each half of them by one thread (a hash table
-    each; :func:`ragnb.frames.index.sorted_codes` merges the two dictionaries)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def encoded(part: list[pa.Array]) -> list[pa.DictionaryArray]:
-        return pc.dictionary_encode(pa.chunked_array(part)).chunks if part else []
-
-    half = len(chunks) // 2
-    parts = [chunks[:half], chunks[half:]]
-    chunks.clear()
-    with ThreadPoolExecutor(2) as pool:
-        first, second = pool.map(encoded, parts)
-    return first + second
+def _copied(chunks: list[pa.Array]) -> list[pa.Array]:
+    """String chunks (no nulls) copied into numpy's memory, each original dropped once copied
+    (the list is emptied)."""
+    out = []
+    while chunks:
+        chunk = chunks.pop(0)
+        n = len(chunk)
+        offsets = np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset : chunk.offset + n + 1]
+        data = np.frombuffer(chunk.buffers()[2] or b"", np.uint8)[offsets[0] : offsets[-1]]
+        copy = pa.StringArray.from_buffers(
+            n, pa.py_buffer(offsets - offsets[0]), pa.py_buffer(data.copy())
+        )
+        out.append(copy)
+        del chunk
+        if len(out) % 16 == 0:  # the originals' pages back to the system as the copies grow
+            pa.default_memory_pool().release_unused()
+    return out
 
 
 def _concatenated(chunks: list[pa.Array]) -> np.ndarray:
