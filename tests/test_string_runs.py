@@ -20,7 +20,7 @@ import pytest
 
 from ragnb.errors import InputError
 from ragnb.frames import groupsort, index
-from ragnb.frames.index import index_string_run
+from ragnb.frames.index import index_coded_run, index_string_run, with_coded_docs
 from ragnb.measures import RankingArrays, prepare
 from ragnb.measures.kernel import PER_QUERY_FIELDS
 
@@ -128,6 +128,7 @@ def test_queries_not_consecutive_take_the_other_paths(kernels):
     qrels = pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["a", "a"], "relevance": [1, 2]})
     strings = _arrow_strings(run, 2)
     assert index_string_run(strings, "score") is None
+    assert index_coded_run(with_coded_docs(strings), "score") is not None  # the ids coded
     _assert_same_arrays(prepare(qrels, run), prepare(qrels, strings))
 
 

@@ -67,6 +67,7 @@ __all__ = [
     "preload_kernels",
     "sort_run",
     "sorted_codes",
+    "with_coded_docs",
 ]
 
 
@@ -1027,6 +1028,31 @@ def index_string_run(run: pd.DataFrame, order: RunOrder) -> StringRun | None:
     docs = docs if isinstance(docs, pa.ChunkedArray) else pa.chunked_array([docs])
     file_key = _order_keys(run["rank"]) if "rank" in run.columns else None
     return StringRun(ids, first, size, docs, _order_keys(run["score"]), file_key)
+
+
+def with_coded_docs(run: pd.DataFrame) -> pd.DataFrame:
+    """``run`` with an arrow string ``doc_id`` column dictionary-coded (each distinct id once,
+    sorted, :func:`sorted_codes`), for :func:`index_coded_run`: the path of a run whose queries
+    are not each one run of consecutive rows. Any other frame is returned as it is."""
+    dtype = run["doc_id"].dtype if "doc_id" in run.columns else None
+    if not isinstance(dtype, pd.ArrowDtype):
+        return run
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (
+        pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(dtype.pyarrow_dtype)
+    ):
+        return run
+    docs = pa.array(run["doc_id"].array)
+    chunks = docs.chunks if isinstance(docs, pa.ChunkedArray) else [docs]
+    if any(c.null_count for c in chunks):
+        return run
+    coded = sorted_codes([pc.dictionary_encode(c) for c in chunks if len(c)])
+    ids = pa.DictionaryArray.from_arrays(coded.indices, coded.dictionary.cast(pa.large_string()))
+    frame = run.copy(deep=False)  # the other columns shared, not copied
+    frame["doc_id"] = pd.Series(ids, dtype=pd.ArrowDtype(ids.type), index=run.index)
+    return frame
 
 
 def join_strings(

@@ -41,6 +41,7 @@ from ragnb.frames.index import (
     join_strings,
     joined_ranks,
     kernels,
+    with_coded_docs,
 )
 from ragnb.frames.schema import RunOrder, check_qrels, check_run, qrels_from_dict, run_from_dict
 
@@ -765,6 +766,7 @@ def prepare(
         strings = index_string_run(run, order)
         if strings is not None:
             return _prepare_coded(qrels_index, strings, run, order=order, depth=depth)
+        run = with_coded_docs(run)  # arrow strings of queries not consecutive: coded
         coded = index_coded_run(run, order)
         if coded is not None:
             return _prepare_coded(qrels_index, coded, run, order=order, depth=depth)
