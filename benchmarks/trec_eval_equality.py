@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         write_qrels(qrels, qrels_path, form="trec")
         write_run(run, run_path, tag="bm25")
         for level in LEVELS[name]:
-            # the run as `ragnb evaluate` reads the file: ids dictionary-coded
+            # the run as `ragnb evaluate` reads the file: arrow-backed ids
             coded, _ = read_run_columnar(run_path)
             n, diffs = compare_values(wide, qrels, coded, qrels_path, run_path, level, args.tol)
             text = compare_text(plain, qrels_path, run_path, level)

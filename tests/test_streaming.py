@@ -191,8 +191,49 @@ def test_columnar_run_reader_reads_every_layout_as_read_run(layout, tmp_path):
     assert frame["rank"].tolist() == [1, 2, 1, 2]
     assert info["tag"] == "last"
     assert info["extra_text_lines"] == (3 if layout == "a seventh column" else 0)
-    for col in ("query_id", "doc_id"):  # one int32 code per row, each id once
-        assert pa.types.is_dictionary(frame[col].dtype.pyarrow_dtype)
+    assert pa.types.is_dictionary(frame["query_id"].dtype.pyarrow_dtype)  # a code per row
+    # the documents: as pyarrow's CSV reader parsed them (a plain file), else dictionary-coded
+    doc_type = frame["doc_id"].dtype.pyarrow_dtype
+    plain = layout in ("plain", "CRLF line ends", "no final line end")
+    assert pa.types.is_string(doc_type) if plain else pa.types.is_dictionary(doc_type)
+
+
+@pytest.fixture(scope="module")
+def blocks_run(tmp_path_factory):
+    """A plain run of several of the streaming reader's 4 MiB blocks (120,000 lines)."""
+    lines = [f"q{i // 100:05d} Q0 doc{i:07d} {i % 100 + 1} {1 - (i % 100) / 100} t\n"
+             for i in range(120_000)]  # fmt: skip
+    path = tmp_path_factory.mktemp("blocks") / "run.txt"
+    path.write_text("".join(lines))
+    return path, lines
+
+
+@pytest.mark.parametrize(
+    "bad", [None, "q01199 Q0 doc9 1 inf t\n", "q01199 Q0 d\x0cx 1 0.5 t\n", "#x Q0 d 1 0.5 t\n"]
+)
+def test_columnar_run_reader_checks_every_block(blocks_run, bad, tmp_path):
+    import threading
+
+    from ragnb.io.columnar import read_run_columnar
+
+    path, lines = blocks_run
+    if bad is not None:  # the last block holds a line the general readers must read
+        path = tmp_path / "bad.txt"
+        path.write_text("".join(lines) + bad)
+    threads = threading.active_count()
+    read = read_run_columnar(path, duckdb=False)
+    assert threading.active_count() == threads  # the reading thread is done
+    if bad is not None:
+        assert read is None
+        return
+    assert read is not None
+    frame, info = read
+    docs = pa.array(frame["doc_id"].array)
+    assert isinstance(docs, pa.ChunkedArray) and docs.num_chunks > 1
+    assert frame["doc_id"].tolist() == [line.split()[2] for line in lines]
+    assert frame["query_id"].astype(str).tolist() == [line.split()[0] for line in lines]
+    assert frame["score"].tolist() == [float(line.split()[4]) for line in lines]
+    assert info == {"tag": "t", "extra_text_lines": 0}
 
 
 def test_columnar_qrels_reader_reads_plain_qrels_and_names_a_duplicates_lines(tmp_path):

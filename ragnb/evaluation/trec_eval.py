@@ -52,6 +52,7 @@ from __future__ import annotations
 import contextlib
 import getopt
 import math
+import os
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -509,11 +510,7 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
         arrays, lost = _evaluated(qrels, run, opts)
     del run  # the arrays hold what the measures read
     names = [name for name in opts.measures if name not in ("runid", "num_q")]
-    # block after block, every measure: a block's shared derived arrays go with it
-    per_block = []
-    for start in range(0, max(arrays.n_queries, 1), QUERY_BLOCK):
-        block = query_rows(arrays, start, start + QUERY_BLOCK)
-        per_block.append([(name, col) for name in names for col in _columns(name, block, opts)])
+    per_block = _per_block(arrays, names, opts)
     columns: list[_Column] = []
     # trec_eval's num_ret: 0 after -J or -M 0, also for the one-document placeholder of -c
     no_docs = arrays.n_retrieved == 0
@@ -535,6 +532,26 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
         zscores = read_zscores(opts.zscores)
         columns = [_as_zscores(col, arrays.query_ids, zscores) for col in columns]
     return format_lines(opts, arrays.query_ids, columns, runid), notes
+
+
+def _per_block(
+    arrays: RankingArrays, names: list[str], opts: TrecEvalOptions
+) -> list[list[tuple[str, _Column]]]:
+    """Every measure's columns, block of :data:`QUERY_BLOCK` queries after block (a block's
+    shared derived arrays go with it), two blocks at a time on two threads when there are
+    several (numpy lets the GIL go in its loops)."""
+
+    def block_columns(start: int) -> list[tuple[str, _Column]]:
+        block = query_rows(arrays, start, start + QUERY_BLOCK)
+        return [(name, col) for name in names for col in _columns(name, block, opts)]
+
+    starts = range(0, max(arrays.n_queries, 1), QUERY_BLOCK)
+    if len(starts) < 2 or (os.cpu_count() or 1) < 2:
+        return [block_columns(start) for start in starts]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(block_columns, starts))
 
 
 def _zero_cut(name: str, shown: str, arrays: RankingArrays, opts: TrecEvalOptions) -> np.ndarray:

@@ -48,6 +48,7 @@ __all__ = [
     "rank_order",
     "join_grades",
     "coded_join",
+    "string_join",
     "count_above",
     "run_chunks",
 ]
@@ -463,6 +464,209 @@ def coded_join(
             if lo < qe and q_codes[lo] == c:
                 judged[i, p] = True
                 grades[i, p] = q_grade[lo]
+
+
+# ----------------------------------------------------------- runs whose ids are strings, in chunks
+# A run read by pyarrow holds its document ids as strings in chunks of about 100,000 rows. Each
+# query whose rows lie in one chunk is ordered, checked and joined on that chunk's buffers, by
+# :func:`string_join`: no code per row and no dictionary of the run's ids. Equal strings are found
+# by a hash table per query (a 55-bit polynomial hash, then the bytes compared); strings are
+# compared byte by byte only where two scores tie.
+
+#: :func:`_hash` keeps 55 bits: ``h * 251 + byte`` stays below 2**63 (no overflow, compiled or not).
+_HASH_MASK = (1 << 55) - 1
+
+
+@_jit(inline="always")
+def _hash(data, s, e):
+    """A 55-bit hash of the bytes ``data[s:e]``: equal bytes, equal hash (a filter before the
+    bytes are compared)."""
+    h = 0
+    for j in range(s, e):
+        h = (h * 251 + int(data[j])) & _HASH_MASK
+    return h
+
+
+@_jit(inline="always")
+def _slot(h, mask):
+    """The first slot of hash ``h`` in a table of ``mask + 1`` slots (its high bits mixed in)."""
+    return (h ^ (h >> 23)) & mask
+
+
+@_jit(inline="always")
+def _table_mask(n):
+    """The slot mask of an open-addressing table for ``n`` keys: a power of two >= 2n, minus 1."""
+    c = 16
+    while c < 2 * n:
+        c *= 2
+    return c - 1
+
+
+@_jit()
+def _repeated(data, offsets, lo, m, hashes, t_key, t_row, t_gen, gen):
+    """The first string of ``lo .. lo + m - 1`` whose bytes equal an earlier one's, else -1;
+    ``hashes[t]`` receives the hash of string ``lo + t``. The table slots stamped ``gen`` are
+    this call's."""
+    mask = _table_mask(m)
+    found = -1
+    for t in range(m):
+        a = lo + t
+        h = _hash(data, offsets[a], offsets[a + 1])
+        hashes[t] = h
+        slot = _slot(h, mask)
+        while t_gen[slot] == gen:
+            b = t_row[slot]
+            if t_key[slot] == h and found < 0:
+                if (
+                    _tail_cmp(data, offsets[a], offsets[a + 1], data, offsets[b], offsets[b + 1])
+                    == 0
+                ):
+                    found = a
+            slot = (slot + 1) & mask
+        t_gen[slot] = gen
+        t_key[slot] = h
+        t_row[slot] = a
+    return found
+
+
+@_jit()
+def _descending_strings(idx, data, offsets):
+    """Sort the string numbers ``idx`` in place by their bytes, descending."""
+    m = idx.shape[0]
+    key = np.empty(m, dtype=np.uint64)
+    for i in range(m):
+        s = offsets[idx[i]]
+        e = offsets[idx[i] + 1]
+        k = np.uint64(0)
+        for j in range(8):
+            k = k << np.uint64(8)
+            if s + j < e:
+                k = k | np.uint64(data[s + j])
+        key[i] = k
+    _merge_sort(idx, key, data, offsets, 0, True)
+    idx[:] = idx[::-1].copy()
+
+
+@_jit()
+def _string_score_order(data, offsets, lo, m, score, base):
+    """Strings ``lo .. lo + m - 1`` (rows ``base + lo ..``) in trec_eval's order: score
+    descending, ties by bytes descending. Rows already by score descending are not sorted."""
+    idx = np.empty(m, dtype=np.int64)
+    by_score = True
+    for t in range(m):
+        idx[t] = lo + t
+        if t and score[base + lo + t] > score[base + lo + t - 1]:
+            by_score = False
+    if not by_score:
+        keys = np.empty(m, dtype=np.float64)
+        for t in range(m):
+            keys[t] = -score[base + idx[t]]
+        _sort_by_key(keys, idx)
+    t = 0
+    while t < m:
+        u = t + 1
+        x = score[base + idx[t]]
+        while u < m and score[base + idx[u]] == x:
+            u += 1
+        if u - t > 1:
+            _descending_strings(idx[t:u], data, offsets)
+        t = u
+    return idx
+
+
+@_jit()
+def _join_strings(i, ordered, lo, hashes, data, offsets, q, t_key, t_row, t_gen, gen, out):
+    """Array row ``i``'s cells from the strings ``ordered`` (evaluation order; ``hashes[a - lo]``
+    the hash of string ``a``) and query ``i``'s judgements ``q`` = (rows, starts, data, offsets,
+    grade of each row); ``out`` = (grades, judged, filled)."""
+    q_rows, q_starts, q_data, q_off, q_grade = q
+    grades, judged, filled = out
+    qs = q_starts[i]
+    qe = q_starts[i + 1]
+    mask = _table_mask(qe - qs)
+    for j in range(qs, qe):
+        r = q_rows[j]
+        h = _hash(q_data, q_off[r], q_off[r + 1])
+        slot = _slot(h, mask)
+        while t_gen[slot] == gen:
+            slot = (slot + 1) & mask
+        t_gen[slot] = gen
+        t_key[slot] = h
+        t_row[slot] = r
+    for p in range(min(ordered.shape[0], grades.shape[1])):
+        filled[i, p] = True
+        a = ordered[p]
+        h = hashes[a - lo]
+        slot = _slot(h, mask)
+        while t_gen[slot] == gen:
+            r = t_row[slot]
+            if t_key[slot] == h and (
+                _tail_cmp(data, offsets[a], offsets[a + 1], q_data, q_off[r], q_off[r + 1]) == 0
+            ):
+                judged[i, p] = True
+                grades[i, p] = q_grade[r]
+                break
+            slot = (slot + 1) & mask
+
+
+@_jit()
+def string_join(data, offsets, base, groups, first, size, keys, flags, row_of_group, q, out):
+    """Order, check and join the queries ``groups`` of a run whose document ids are strings
+    ``data``/``offsets`` (int64; string ``a`` is row ``base + a``), as :func:`coded_join`
+    does for codes (:func:`ragnb.frames.index.join_strings`).
+
+    Query ``g`` holds rows ``first[g] .. first[g] + size[g] - 1``. ``keys`` = (score, file key);
+    ``flags`` = (has a file key, order by it); ``q`` = (rows, starts, data, offsets, grade) of the
+    qrels grouped by query; ``out`` = (grades, judged, filled, disagree, dup): array row
+    ``row_of_group[g]`` (-1: skipped) receives the query's first ``grades.shape[1]`` ranks,
+    ``disagree[g]`` whether the file key's order differs from the score order, ``dup[g]`` a row
+    whose id repeats in the query (else left alone).
+    """
+    score, file_key = keys
+    has_file_key, by_file = flags
+    grades, judged, filled, disagree, dup = out
+    q_starts = q[1]
+    big = 1
+    for g in groups:
+        big = max(big, size[g])
+        i = row_of_group[g]
+        if i >= 0:
+            big = max(big, q_starts[i + 1] - q_starts[i])
+    n_slots = _table_mask(big) + 1
+    t_key = np.empty(n_slots, dtype=np.int64)
+    t_row = np.empty(n_slots, dtype=np.int64)
+    t_gen = np.zeros(n_slots, dtype=np.int64)
+    hashes = np.empty(big, dtype=np.int64)
+    gen = 0
+    for g in groups:
+        m = size[g]
+        lo = first[g] - base
+        gen += 1
+        repeated = _repeated(data, offsets, lo, m, hashes, t_key, t_row, t_gen, gen)
+        if repeated >= 0:
+            dup[g] = base + repeated
+        ordered = _string_score_order(data, offsets, lo, m, score, base)
+        if has_file_key or by_file:
+            by_key = np.empty(m, dtype=np.int64)
+            fkeys = np.empty(m, dtype=np.float64)
+            for t in range(m):
+                by_key[t] = lo + t
+                fkeys[t] = file_key[first[g] + t] if has_file_key else t
+            if has_file_key:
+                _sort_by_key(fkeys, by_key)
+                for t in range(m):
+                    if by_key[t] != ordered[t]:
+                        disagree[g] = True
+                        break
+            if by_file:
+                ordered = by_key
+        i = row_of_group[g]
+        if i >= 0:
+            gen += 1
+            _join_strings(
+                i, ordered, lo, hashes, data, offsets, q, t_key, t_row, t_gen, gen,
+                (grades, judged, filled),
+            )  # fmt: skip
 
 
 @_jit()

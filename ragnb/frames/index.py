@@ -53,18 +53,22 @@ __all__ = [
     "RunIndex",
     "CodedRun",
     "SortedRun",
+    "StringRun",
     "Strings",
     "common_skip",
     "index_coded_run",
     "index_qrels",
     "index_run",
+    "index_string_run",
     "join_coded",
+    "join_strings",
     "joined_ranks",
     "kernels",
     "plain_kernels",
     "preload_kernels",
     "sort_run",
     "sorted_codes",
+    "with_coded_docs",
 ]
 
 
@@ -674,6 +678,14 @@ def _strings_from_arrow(arr: pa.Array) -> Strings:
 
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         arr = arr.cast(pa.large_string())
+    return Strings.of(*_arrow_buffers(arr))
+
+
+def _arrow_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes and int64 offsets (read-only, not copied but for int32 offsets) of a
+    string or large_string array without nulls."""
+    import pyarrow as pa
+
     buffers = arr.buffers()
     off_type = np.int32 if pa.types.is_string(arr.type) else np.int64
     offsets = np.frombuffer(buffers[1], dtype=off_type)[arr.offset : arr.offset + len(arr) + 1]
@@ -681,7 +693,7 @@ def _strings_from_arrow(arr: pa.Array) -> Strings:
         data = np.zeros(0, dtype=np.uint8)
     else:
         data = np.frombuffer(buffers[2], dtype=np.uint8)
-    return Strings.of(_read_only(data), _read_only(offsets.astype(np.int64, copy=False)))
+    return _read_only(data), _read_only(offsets.astype(np.int64, copy=False))
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -952,6 +964,199 @@ def join_coded(
         doc = run.dictionary[int(run.codes[dup[g]])].as_py().decode("utf-8", "surrogatepass")
         raise DuplicateEntry("run", doc, query_id=str(run.query_ids[g]))
     return grades, judged, filled, int(disagree.sum())
+
+
+# -------------------------------------------------------------- runs whose ids are arrow strings
+# A run read by pyarrow's CSV reader holds its document ids as strings in chunks. When each
+# query's rows are consecutive, each query is ordered, checked for a repeated id and joined with
+# its judgements on the buffers of the chunk holding it (a query across two chunks on a copy of
+# its rows), in compiled code (groupsort.string_join), the chunks shared among threads: the ids are
+# neither hashed into a dictionary of the run nor sorted, and compared as strings only where two
+# scores tie.
+
+
+@dataclass(frozen=True, eq=False)
+class StringRun:
+    """A validated run whose document ids are arrow strings and whose queries are each one run
+    of consecutive rows.
+
+    Attributes
+    ----------
+    query_ids : ndarray of str (object), shape (n_groups,)
+        The distinct query ids, sorted.
+    first, size : ndarray of int64, shape (n_groups,)
+        Query ``g`` holds rows ``first[g] .. first[g] + size[g] - 1``.
+    doc_ids : pyarrow.ChunkedArray
+        The document ids (string or large_string, no nulls), as the frame holds them.
+    score : ndarray of float64 (or of integers exact as float64), shape (n_rows,)
+        Keys ordering as the scores do.
+    file_key : ndarray like ``score``, or None
+        Keys of the ``rank`` column, when the run has one.
+    """
+
+    query_ids: np.ndarray
+    first: np.ndarray
+    size: np.ndarray
+    doc_ids: pa.ChunkedArray
+    score: np.ndarray
+    file_key: np.ndarray | None
+
+
+def index_string_run(run: pd.DataFrame, order: RunOrder) -> StringRun | None:
+    """Validate a run frame whose ``doc_id`` column is arrow strings and index it by query.
+
+    Parameters
+    ----------
+    run : DataFrame
+        A run frame; ``doc_id`` of an arrow string type (``pd.ArrowDtype(pa.string())`` or
+        ``large_string``).
+    order : {"score", "file"}
+        As :func:`sort_run`.
+
+    Returns
+    -------
+    StringRun or None
+        None when ``doc_id`` is not arrow strings or holds a missing value, or when some query's
+        rows are not consecutive (:func:`index_coded_run` then takes the run).
+
+    Raises
+    ------
+    InputError
+        As :func:`check_run` (without the duplicate check, made by :func:`join_strings`), and on
+        an unknown ``order``.
+    """
+    dtype = run["doc_id"].dtype if "doc_id" in run.columns else None
+    if not isinstance(dtype, pd.ArrowDtype):
+        return None
+    import pyarrow as pa
+
+    if not (
+        pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(dtype.pyarrow_dtype)
+    ):
+        return None
+    check_run(run, duplicates=False)
+    if order not in ("score", "file"):
+        raise InputError(f"unknown run order {order!r}; use 'score' or 'file'")
+    ids, first, size, rows = _spans(run["query_id"])
+    if rows is not None:
+        return None
+    docs = pa.array(run["doc_id"].array)
+    docs = docs if isinstance(docs, pa.ChunkedArray) else pa.chunked_array([docs])
+    file_key = _order_keys(run["rank"]) if "rank" in run.columns else None
+    return StringRun(ids, first, size, docs, _order_keys(run["score"]), file_key)
+
+
+def with_coded_docs(run: pd.DataFrame) -> pd.DataFrame:
+    """``run`` with an arrow string ``doc_id`` column dictionary-coded (each distinct id once,
+    sorted, :func:`sorted_codes`), for :func:`index_coded_run`: the path of a run whose queries
+    are not each one run of consecutive rows. Any other frame is returned as it is."""
+    dtype = run["doc_id"].dtype if "doc_id" in run.columns else None
+    if not isinstance(dtype, pd.ArrowDtype):
+        return run
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (
+        pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(dtype.pyarrow_dtype)
+    ):
+        return run
+    docs = pa.array(run["doc_id"].array)
+    chunks = docs.chunks if isinstance(docs, pa.ChunkedArray) else [docs]
+    if any(c.null_count for c in chunks):
+        return run
+    coded = sorted_codes([pc.dictionary_encode(c) for c in chunks if len(c)])
+    ids = pa.DictionaryArray.from_arrays(coded.indices, coded.dictionary.cast(pa.large_string()))
+    frame = run.copy(deep=False)  # the other columns shared, not copied
+    frame["doc_id"] = pd.Series(ids, dtype=pd.ArrowDtype(ids.type), index=run.index)
+    return frame
+
+
+def join_strings(
+    qrels: QrelsIndex,
+    run: StringRun,
+    row_of_group: np.ndarray,
+    width: int,
+    *,
+    by_file: bool,
+    raise_duplicate: Callable[[], None],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`join_coded` for a run whose document ids are arrow strings (:class:`StringRun`).
+
+    Parameters, Returns and Raises are :func:`join_coded`'s. Each chunk of ``run.doc_ids`` is
+    one task of a thread pool (the compiled kernel releases the GIL), with the queries whose rows
+    it holds; a query across chunks is a task of its own, on a copy of its rows.
+    """
+    q = qrels.queries
+    n_q, n_groups = len(q.ids), len(run.query_ids)
+    docs = qrels.docs
+    grades = np.zeros((n_q, width), dtype=np.int64)
+    judged = np.zeros((n_q, width), dtype=bool)
+    filled = np.zeros((n_q, width), dtype=bool)
+    disagree = np.zeros(n_groups, dtype=np.bool_)
+    dup = np.full(n_groups, -1, dtype=np.int64)
+    compiled = kernels(len(run.score))
+    file_key = np.zeros(0, dtype=np.float64) if run.file_key is None else run.file_key
+    common = (
+        run.first,
+        run.size,
+        (run.score, file_key),
+        (run.file_key is not None, by_file),
+        row_of_group,
+        (q.rows, q.starts, docs.data, docs.offsets, qrels.grades),
+        (grades, judged, filled, disagree, dup),
+    )
+
+    def task(piece: tuple[pa.Array, int, np.ndarray]) -> None:
+        arr, base, groups = piece
+        data, offsets = _arrow_buffers(arr)
+        compiled.string_join(data, offsets, base, groups, *common)
+
+    pieces = _pieces(run)
+    if len(pieces) < 2 or not compiled.COMPILED:
+        for piece in pieces:
+            task(piece)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(_cores()) as pool:
+            for _ in pool.map(task, pieces):
+                pass
+    if (dup >= 0).any():
+        raise_duplicate()
+        g = int(np.flatnonzero(dup >= 0)[0])
+        doc = run.doc_ids[int(dup[g])].as_py()
+        raise DuplicateEntry("run", doc, query_id=str(run.query_ids[g]))
+    return grades, judged, filled, int(disagree.sum())
+
+
+def _pieces(run: StringRun) -> list[tuple[pa.Array, int, np.ndarray]]:
+    """The tasks of :func:`join_strings`: (strings, row of the first, queries) for each chunk
+    with the queries it holds whole, then for each query across chunks, its rows copied."""
+    chunks = run.doc_ids.chunks
+    bounds = np.cumsum([0] + [len(c) for c in chunks]).astype(np.int64)
+    last = run.first + run.size - 1
+    c_first = np.searchsorted(bounds, run.first, side="right") - 1
+    whole = c_first == np.searchsorted(bounds, last, side="right") - 1
+    inside = np.flatnonzero(whole)
+    by_chunk = inside[np.argsort(c_first[inside], kind="stable")]
+    cuts = np.searchsorted(c_first[by_chunk], np.arange(len(chunks) + 1))
+    pieces = [
+        (chunks[k], int(bounds[k]), by_chunk[cuts[k] : cuts[k + 1]])
+        for k in range(len(chunks))
+        if cuts[k + 1] > cuts[k]
+    ]
+    for g in np.flatnonzero(~whole):
+        rows = run.doc_ids.slice(int(run.first[g]), int(run.size[g])).combine_chunks()
+        pieces.append((rows, int(run.first[g]), np.array([g], dtype=np.int64)))
+    return pieces
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    import os
+
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
 
 
 def _dictionary_codes(col: pd.Series) -> tuple[np.ndarray, pa.Array] | None:

@@ -3,8 +3,9 @@ large for memory; the ``fast`` extra.
 
 :func:`read_run_columnar` and :func:`read_qrels_columnar` read what
 :func:`ragnb.io.readers.read_run` and :func:`ragnb.io.readers.read_qrels` read, into
-arrow-backed, dictionary-coded columns: a plain file (single spaces, six or four fields) is parsed
-by pyarrow's CSV reader, any other by DuckDB, and a malformed line is named by the Python
+arrow-backed columns: a plain file (single spaces, six or four fields) is parsed by pyarrow's CSV
+reader (a run's query ids dictionary-coded, its document ids as parsed), any other by DuckDB (a
+run's ids dictionary-coded), and a malformed line is named by the Python
 readers. A run larger than memory is read in blocks of whole queries (:func:`iter_query_blocks`),
 from a parquet copy grouped by query by DuckDB's out-of-core sort (:func:`group_by_query`).
 Which reader reads a file is decided by :mod:`ragnb.io.dispatch`.
@@ -170,9 +171,10 @@ def read_run_columnar(
     Returns
     -------
     run : DataFrame
-        Columns ``query_id``, ``doc_id`` (arrow strings, dictionary-coded: an int32 code per row
-        and each distinct id once), ``score`` (float64), ``rank`` (int32 or int64, unless
-        ``rank`` is False), in file order.
+        Columns ``query_id`` (arrow strings, dictionary-coded: an int32 code per row and each
+        distinct id once), ``doc_id`` (arrow strings: as pyarrow's CSV reader parsed them, in its
+        chunks, for a plain file; dictionary-coded for a file DuckDB reads), ``score``
+        (float64), ``rank`` (int32 or int64, unless ``rank`` is False), in file order.
     info : dict
         ``tag``: the tag of the last line (trec_eval's ``runid``), None for an empty file;
         ``extra_text_lines``: lines with text after the sixth column.
@@ -186,9 +188,11 @@ def read_run_columnar(
 
     Notes
     -----
-    About 20 bytes a row (two codes, the score and the rank) beside each distinct id's text,
-    against several hundred for :func:`ragnb.io.readers.read_run`'s Python objects;
-    :func:`ragnb.measures.prepare` joins dictionary-coded ids as integers.
+    About 20 bytes a row (a code, the score, the rank) beside the document ids' text (each
+    distinct one once when coded), against several hundred for
+    :func:`ragnb.io.readers.read_run`'s Python objects. :func:`ragnb.measures.prepare` joins
+    each query on the chunk holding its document ids
+    (:func:`ragnb.frames.index.join_strings`), dictionary-coded ids as integers.
     """
     path = Path(path)
     fast = _plain_trec_run(path, rank)
@@ -223,6 +227,29 @@ def read_run_columnar(
     return pd.DataFrame(columns), info
 
 
+def _csv_options(names: list[str], types: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """pyarrow's CSV options for a TREC file whose lines are ``names`` split by single spaces,
+    reading the columns ``types`` names: (read, parse, convert)."""
+    from pyarrow import csv
+
+    return (
+        csv.ReadOptions(column_names=names, block_size=1 << 22),
+        csv.ParseOptions(
+            delimiter=" ",
+            quote_char=False,
+            double_quote=False,
+            escape_char=False,
+            ignore_empty_lines=False,  # blank lines: the general readers (qrels reject them)
+        ),
+        csv.ConvertOptions(
+            column_types=types,
+            include_columns=list(types),
+            null_values=[],
+            strings_can_be_null=False,
+        ),
+    )
+
+
 def _plain_table(path: Path, names: list[str], types: dict[str, Any]) -> pa.Table | None:
     """The columns ``types`` names of a TREC file whose every line is ``names`` split by single
     spaces, parsed by pyarrow's CSV reader (several times faster than DuckDB's line splitting):
@@ -233,34 +260,24 @@ def _plain_table(path: Path, names: list[str], types: dict[str, Any]) -> pa.Tabl
     from pyarrow import csv
 
     try:
-        table = csv.read_csv(
-            path,
-            read_options=csv.ReadOptions(column_names=names, block_size=1 << 22),
-            parse_options=csv.ParseOptions(
-                delimiter=" ",
-                quote_char=False,
-                double_quote=False,
-                escape_char=False,
-                ignore_empty_lines=False,  # blank lines: the general readers (qrels reject them)
-            ),
-            convert_options=csv.ConvertOptions(
-                column_types=types,
-                include_columns=list(types),
-                null_values=[],
-                strings_can_be_null=False,
-            ),
-        )
+        table = csv.read_csv(path, *_csv_options(names, types))
     except (pa.ArrowInvalid, OSError):  # another layout, a bad line, or not readable this way
         return None
-    if not len(table) or any(table[c].null_count for c in table.column_names):
+    if not len(table) or any(not _plain_ids(table[c].chunks, c) for c in ("query_id", "doc_id")):
         return None
-    for column in ("query_id", "doc_id"):
-        chunks = table[column].chunks
-        if pa.types.is_dictionary(table[column].type):
-            chunks = [chunk.dictionary for chunk in chunks]
-        if any(_odd_ids(chunk, column == "query_id") for chunk in chunks):
-            return None
     return table
+
+
+def _plain_ids(chunks: list[pa.Array], column: str) -> bool:
+    """No chunk of the id column ``column`` holds a null or an id that :func:`_odd_ids` finds
+    (a dictionary chunk: its distinct ids checked)."""
+    for chunk in chunks:
+        if chunk.null_count:
+            return False
+        values = chunk.dictionary if pa.types.is_dictionary(chunk.type) else chunk
+        if _odd_ids(values, column == "query_id"):
+            return False
+    return True
 
 
 def _odd_ids(arr: pa.Array, comment_sign: bool) -> bool:
@@ -279,49 +296,108 @@ def _odd_ids(arr: pa.Array, comment_sign: bool) -> bool:
 
 
 def _plain_trec_run(path: Path, rank: bool) -> tuple[pd.DataFrame, dict[str, Any]] | None:
-    """:func:`read_run_columnar` of a plain run (see :func:`_plain_table`) with finite scores."""
-    # a chunk's queries repeat (a dictionary per chunk is small), its documents do not
+    """:func:`read_run_columnar` of a plain run (see :func:`_plain_table`) with finite scores.
+
+    pyarrow's streaming CSV reader parses the file in a thread (less work than its whole-file
+    reader, on one core) while this one checks each block as it comes and copies its document
+    ids out of pyarrow's pool (so that the pool's pages of the parse go back to the system)."""
+    # a block's queries repeat (a dictionary per block is small), its documents do not
     types = {"query_id": pa.dictionary(pa.int32(), pa.string()), "doc_id": pa.string()}
     types["score"] = pa.float64()
     if rank:  # a rank beyond int32 (never seen) sends the file to the general reader
         types["rank"] = pa.int32()
-    table = _plain_table(path, ["query_id", "q0", "doc_id", "rank", "score", "tag"], types)
-    if table is None or not all(np.isfinite(c.to_numpy()).all() for c in table["score"].chunks):
-        return None  # trec_eval's number syntax decides: the general reader
+    chunks = _checked_blocks(path, types)
+    if chunks is None:
+        return None
     tag = _last_tag(path)
     if tag is None:
         return None
-    # column by column, chunk by chunk, each freed once copied: one column's copy at a time
-    chunks = {c: table[c].chunks for c in table.column_names}
-    del table
     columns: dict[str, Any] = {}
-    for c in ("query_id", "doc_id"):  # one sorted dictionary per column (each id held once)
-        if c == "doc_id":
-            chunks[c] = _dictionary_encoded(chunks.pop(c))
-        coded = sorted_codes(chunks.pop(c))
-        values = coded.dictionary.cast(pa.large_string())
-        ids = pa.DictionaryArray.from_arrays(coded.indices, values)
-        columns[c] = pd.Series(ids, dtype=pd.ArrowDtype(ids.type))
+    coded = sorted_codes(chunks.pop("query_id"))  # one sorted dictionary (each id held once)
+    ids = pa.DictionaryArray.from_arrays(coded.indices, coded.dictionary.cast(pa.large_string()))
+    columns["query_id"] = pd.Series(ids, dtype=pd.ArrowDtype(ids.type))
+    # the documents as parsed: each query is joined on the chunk holding it
+    docs = pa.chunked_array(chunks.pop("doc_id"), pa.string())
+    columns["doc_id"] = pd.Series(docs, dtype=pd.ArrowDtype(docs.type), copy=False)
     for c in list(chunks):
         columns[c] = pd.Series(_concatenated(chunks.pop(c)), copy=False)
     pa.default_memory_pool().release_unused()  # the parser's buffers, kept by the allocator
     return pd.DataFrame(columns, copy=False), {"tag": tag, "extra_text_lines": 0}
 
 
-def _dictionary_encoded(chunks: list[pa.Array]) -> list[pa.DictionaryArray]:
-    """The string chunks dictionary-encoded, each half of them by one thread (a hash table
-    each; :func:`ragnb.frames.index.sorted_codes` merges the two dictionaries)."""
-    from concurrent.futures import ThreadPoolExecutor
+def _checked_blocks(path: Path, types: dict[str, Any]) -> dict[str, list[pa.Array]] | None:
+    """The chunks of each column of a plain run, checked block by block as the streaming reader
+    parses them in a thread (ids as :func:`_plain_table`, finite scores); None at the first block
+    that fails, or when the file is not read this way."""
+    from pyarrow import csv
 
-    def encoded(part: list[pa.Array]) -> list[pa.DictionaryArray]:
-        return pc.dictionary_encode(pa.chunked_array(part)).chunks if part else []
+    names = ["query_id", "q0", "doc_id", "rank", "score", "tag"]
+    try:
+        reader = csv.open_csv(path, *_csv_options(names, types))
+    except (pa.ArrowInvalid, OSError):  # another layout, a bad line, or not readable this way
+        return None
+    chunks: dict[str, list[pa.Array]] = {c: [] for c in types}
+    try:
+        for n, batch in enumerate(_in_thread(reader), start=1):
+            for c in types:
+                chunks[c].append(batch.column(c))
+            if not (
+                _plain_ids([chunks["query_id"][-1]], "query_id")
+                and _plain_ids([chunks["doc_id"][-1]], "doc_id")
+                and np.isfinite(chunks["score"][-1].to_numpy()).all()
+            ):
+                return None  # trec_eval's number syntax or odd ids: the general reader
+            chunks["doc_id"][-1] = _copied(chunks["doc_id"][-1])
+            del batch
+            if n % 16 == 0:  # the copied blocks' pages back to the system as the copies grow
+                pa.default_memory_pool().release_unused()
+    except (pa.ArrowInvalid, OSError):
+        return None
+    return chunks if chunks["score"] and any(len(c) for c in chunks["score"]) else None
 
-    half = len(chunks) // 2
-    parts = [chunks[:half], chunks[half:]]
-    chunks.clear()
-    with ThreadPoolExecutor(2) as pool:
-        first, second = pool.map(encoded, parts)
-    return first + second
+
+def _in_thread(reader: Any) -> Iterator[pa.RecordBatch]:
+    """The batches of a pyarrow RecordBatchReader, read by a thread of their own (pyarrow lets
+    the GIL go while it parses) while the caller works on the previous ones. Closing the
+    iterator early stops the thread after the block it is reading."""
+    import queue
+    import threading
+
+    out: queue.Queue[Any] = queue.Queue()
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for batch in reader:
+                out.put(batch)
+                if stop.is_set():
+                    break
+            out.put(None)
+        except BaseException as exc:  # handed to the caller
+            out.put(exc)
+        finally:
+            reader.close()
+
+    thread = threading.Thread(target=read, name="ragnb-csv", daemon=True)
+    thread.start()
+    try:
+        while (item := out.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _copied(chunk: pa.Array) -> pa.Array:
+    """A string array without nulls copied into numpy's memory (out of pyarrow's pool)."""
+    n = len(chunk)
+    offsets = np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset : chunk.offset + n + 1]
+    data = np.frombuffer(chunk.buffers()[2] or b"", np.uint8)[offsets[0] : offsets[-1]]
+    return pa.StringArray.from_buffers(
+        n, pa.py_buffer(offsets - offsets[0]), pa.py_buffer(data.copy())
+    )
 
 
 def _concatenated(chunks: list[pa.Array]) -> np.ndarray:

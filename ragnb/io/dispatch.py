@@ -8,7 +8,7 @@ one place:
   (:func:`ragnb.io.readers.ranx_file_kind`); ``.parquet`` and ``.pq`` are parquet runs
   (:data:`ragnb.io.files.PARQUET_SUFFIXES`).
 * **in memory**: TREC text is read by the columnar readers of :mod:`ragnb.io.columnar` when the
-  ``fast`` extra is installed (pyarrow parsing, dictionary-coded ids: several times faster and
+  ``fast`` extra is installed (pyarrow parsing, arrow-backed ids: several times faster and
   leaner than Python objects), DuckDB reading those that pyarrow's CSV reader does not take;
   such a file of at most :data:`PYTHON_READS_BYTES` (whose reading costs less than DuckDB's
   start), the standard input, ranx files, and every file without the extra by
@@ -215,7 +215,7 @@ def read_run_file(
     Returns
     -------
     RunFile
-        The run in memory: TREC text with the ``fast`` extra as dictionary-coded arrow columns
+        The run in memory: TREC text with the ``fast`` extra as arrow columns
         (:func:`ragnb.io.columnar.read_run_columnar`; a file of at most
         :data:`PYTHON_READS_BYTES` that pyarrow's CSV reader does not take as
         :func:`ragnb.io.readers.read_run` reads it, its warnings as notes), else as

@@ -31,13 +31,17 @@ from ragnb.frames.index import (
     JoinedRanks,
     QrelsIndex,
     RunIndex,
+    StringRun,
     common_skip,
     index_coded_run,
     index_qrels,
     index_run,
+    index_string_run,
     join_coded,
+    join_strings,
     joined_ranks,
     kernels,
+    with_coded_docs,
 )
 from ragnb.frames.schema import RunOrder, check_qrels, check_run, qrels_from_dict, run_from_dict
 
@@ -737,8 +741,10 @@ def prepare(
     No frame is sorted and no string column is hashed or sorted as a whole: both inputs are grouped
     by query as row numbers (:func:`ragnb.frames.index.index_run`, ``index_qrels``), and each
     query's ranked documents are matched with its judgements by merging the two lists sorted by
-    ``doc_id``, in compiled code (:mod:`ragnb.frames.groupsort`). Dicts of dicts are read directly,
-    without building frames.
+    ``doc_id``, in compiled code (:mod:`ragnb.frames.groupsort`). A run whose ``doc_id`` is arrow
+    strings (the columnar TREC reader's) is joined query by query on the chunk holding it
+    (:func:`ragnb.frames.index.join_strings`), a dictionary-coded one as integer codes. Dicts of
+    dicts are read directly, without building frames.
 
     Examples
     --------
@@ -756,7 +762,11 @@ def prepare(
         ranks = joined_ranks(run, qrels_index)
         if ranks is not None:
             return _arrays_from_ranks(qrels_index, ranks, depth=depth)
-    if isinstance(run, pd.DataFrame):  # doc ids dictionary-coded: joined as integers
+    if isinstance(run, pd.DataFrame):  # doc ids as arrow strings, or coded: joined per query
+        strings = index_string_run(run, order)
+        if strings is not None:
+            return _prepare_coded(qrels_index, strings, run, order=order, depth=depth)
+        run = with_coded_docs(run)  # arrow strings of queries not consecutive: coded
         coded = index_coded_run(run, order)
         if coded is not None:
             return _prepare_coded(qrels_index, coded, run, order=order, depth=depth)
@@ -765,9 +775,15 @@ def prepare(
 
 
 def _prepare_coded(
-    qrels: QrelsIndex, run: CodedRun, frame: pd.DataFrame, *, order: RunOrder, depth: int | None
+    qrels: QrelsIndex,
+    run: CodedRun | StringRun,
+    frame: pd.DataFrame,
+    *,
+    order: RunOrder,
+    depth: int | None,
 ) -> RankingArrays:
-    """The padded arrays of a run whose doc ids are dictionary-coded (:func:`join_coded`)."""
+    """The padded arrays of a run whose doc ids are dictionary-coded (:func:`join_coded`) or
+    arrow strings with each query's rows consecutive (:func:`join_strings`)."""
     groups = qrels.queries
     n_q = len(groups.ids)
     row_of_group = pd.Index(groups.ids).get_indexer(run.query_ids).astype(np.int64)
@@ -776,14 +792,15 @@ def _prepare_coded(
     n_retrieved[row_of_group[known]] = run.size[known]
     full_depth = int(n_retrieved.max()) if n_q else 0
     width = full_depth if depth is None else min(depth, full_depth)
-    grades, judged, filled, n_disagree = join_coded(
-        qrels,
-        run,
-        row_of_group,
-        width,
-        by_file=order == "file",
-        raise_duplicate=lambda: check_run(frame),
-    )
+    options: dict[str, Any] = {
+        "by_file": order == "file",
+        "raise_duplicate": lambda: check_run(frame),
+    }
+    if isinstance(run, StringRun):
+        joined = join_strings(qrels, run, row_of_group, width, **options)
+    else:
+        joined = join_coded(qrels, run, row_of_group, width, **options)
+    grades, judged, filled, n_disagree = joined
     n_without = int((~known).sum())
     return _finish(qrels, grades, judged, filled, n_retrieved, order, depth, n_disagree, n_without)
 
@@ -877,17 +894,10 @@ def _finish(
 ) -> RankingArrays:
     """The ideal ranking and grade levels of the qrels, and the arrays as one object."""
     groups = qrels.queries
-    n_q = len(groups.ids)
     n_judged = groups.sizes.astype(np.int64)
-    q_row = np.repeat(np.arange(n_q, dtype=np.int64), n_judged)
-    grouped = qrels.grades[groups.rows]
-    levels, level_counts, s_grade = _grade_levels(q_row, grouped, n_q)
-    s_pos = np.arange(len(q_row), dtype=np.int64) - np.repeat(groups.starts[:-1], n_judged)
     max_judged = int(n_judged.max())
     ideal_width = max_judged if depth is None else min(depth, max_judged)
-    ideal = np.zeros((n_q, ideal_width), dtype=np.int64)
-    in_ideal = s_pos < ideal_width
-    ideal[q_row[in_ideal], s_pos[in_ideal]] = s_grade[in_ideal]
+    levels, level_counts, ideal = _levels_and_ideal(qrels, n_judged, ideal_width)
 
     arrays = (grades, judged, filled, ideal, n_judged, n_retrieved, levels, level_counts)
     for a in arrays:
@@ -911,26 +921,43 @@ def _finish(
     )
 
 
-def _grade_levels(
-    q_row: np.ndarray, grades: np.ndarray, n_q: int
+def _levels_and_ideal(
+    qrels: QrelsIndex, n_judged: np.ndarray, width: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct grades (ascending), their count per query (n_q, n_levels), and each query's
-    grades sorted descending (``q_row`` sorted). Counted when the grades span a small range
-    (the usual 0-3), sorted otherwise."""
+    """Distinct grades (ascending), their count per query (n_q, n_levels), and the ideal
+    ranking (n_q, width): each query's grades descending, zero-padded. Counted when the grades
+    span a small range (the usual 0-3), sorted otherwise."""
+    groups = qrels.queries
+    n_q = len(groups.ids)
+    grades = qrels.grades[groups.rows]
     low, high = int(grades.min()), int(grades.max())
     span = high - low + 1
     if span * n_q > 4 * len(grades) + 4096:
+        q_row = np.repeat(np.arange(n_q, dtype=np.int64), n_judged)
         levels, level_of = np.unique(grades, return_inverse=True)
         counts = np.bincount(q_row * len(levels) + level_of.ravel(), minlength=n_q * len(levels))
         level_counts = counts.reshape(n_q, len(levels)).astype(np.int64)
-        return levels.astype(np.int64), level_counts, _descending_within(q_row, grades)
-    counts = np.bincount(q_row * span + (grades - low), minlength=n_q * span).reshape(n_q, span)
+        s_grade = _descending_within(q_row, grades)
+        s_pos = np.arange(len(q_row), dtype=np.int64) - np.repeat(groups.starts[:-1], n_judged)
+        ideal = np.zeros((n_q, width), dtype=np.int64)
+        in_ideal = s_pos < width
+        ideal[q_row[in_ideal], s_pos[in_ideal]] = s_grade[in_ideal]
+        return levels.astype(np.int64), level_counts, ideal
+    starts = groups.starts[:-1]  # every query of the qrels has a judgement
+    counts = np.stack(
+        [np.add.reduceat((grades == low + v).astype(np.int32), starts) for v in range(span)], 1
+    ).reshape(n_q, span)
     present = counts.any(axis=0)
     levels = (np.flatnonzero(present) + low).astype(np.int64)
     level_counts = counts[:, present].astype(np.int64)
-    # each query's grades descending: the levels from the top, each repeated by its count
-    s_grade = np.repeat(np.tile(levels[::-1], n_q), level_counts[:, ::-1].ravel())
-    return levels, level_counts, s_grade
+    # position p of a query holds the first level from the top whose counts reach past p
+    reach = np.cumsum(level_counts[:, ::-1], axis=1)
+    pos = np.arange(width, dtype=np.int64)
+    top = np.zeros((n_q, width), dtype=np.int64)
+    for j in range(len(levels) - 1):
+        top += pos >= reach[:, j : j + 1]
+    ideal = np.where(pos < reach[:, -1:], levels[::-1][top], 0)
+    return levels, level_counts, ideal
 
 
 def _descending_within(group: np.ndarray, values: np.ndarray) -> np.ndarray:
