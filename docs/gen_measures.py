@@ -25,7 +25,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ragnb.measures import base, parse_measure  # noqa: E402
 
 # sample values standing for the named groups of a trec_eval-style alias pattern
-_GROUP_EXAMPLES = {"k": "10", "rel": "2", "recall": "0.5", "p": ".95", "beta": "0.5", "mult": "0.2"}
+_GROUP_EXAMPLES = {
+    "k": "10",
+    "rel": "2",
+    "recall": "0.5",
+    "p": ".95",
+    "beta": "0.5",
+    "mult": "0.2",
+    "T": "1.0",
+    "H": "224",
+    "L": "1000",
+}
 _REFERENCES = re.compile(
     r"^References\n-+\n(?P<body>.*?)(?:\n\n[A-Z][A-Za-z ]+\n-+\n|\Z)", re.S | re.M
 )

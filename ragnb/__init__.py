@@ -10,6 +10,10 @@ use, so ``import ragnb`` stays cheap):
 ``read_run``, ``read_qrels``    TREC run and qrels files as frames (:mod:`ragnb.io`)
 ``write_run``, ``write_qrels``  frames written as TREC files (:mod:`ragnb.io`)
 ``read_beir``                   a BEIR folder (corpus, queries, qrels) as frames (:mod:`ragnb.io`)
+``read_trajectories``           an agent's retrieval and rerank spans as search trajectories
+                                (:mod:`ragnb.io.trajectories`)
+``evaluate_trajectories``       trajectories scored against per-question qrels
+                                (:mod:`ragnb.evaluation.trajectories`)
 ``parse_measure``               a measure name (``"nDCG@10"``, ``"ndcg_cut_10"``) as a ``Measure``
 ``make_retriever``              ``"bm25"``, ``"dense"`` or ``"hybrid"`` (:mod:`ragnb.retrievers`)
 ``make_embedder``               an embedder by name, cached (:mod:`ragnb.embed`)
@@ -34,6 +38,8 @@ __version__ = "0.3.0"
 
 _EXPORTS = {
     "evaluate": "ragnb.evaluation.evaluate",
+    "evaluate_trajectories": "ragnb.evaluation.trajectories",
+    "read_trajectories": "ragnb.io.trajectories",
     "compare": "ragnb.stats.comparison",
     "read_run": "ragnb.io.readers",
     "read_qrels": "ragnb.io.readers",

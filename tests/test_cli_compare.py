@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from journeys import ragnb
 
 from ragnb.cli.main import main
 from ragnb.io.readers import read_qrels, read_run
@@ -140,3 +141,49 @@ def test_compare_says_what_the_kits_retrievers_lack(files, tmp_path, capsys) -> 
     for extra, message in cases:
         assert main([*base, *extra]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_parser_choices_are_the_library_names() -> None:
+    from ragnb.cli.evaluate import COMPARE_CORRECTIONS, COMPARE_TESTS
+    from ragnb.stats import TESTS
+    from ragnb.stats.corrections import CORRECTIONS
+
+    assert COMPARE_TESTS == TESTS and COMPARE_CORRECTIONS == CORRECTIONS
+
+
+def test_installed_compare_tukey_bh_gives_the_apis_table(files, tmp_path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    runs = ["--run", f"bm25={files['bm25']}", "--run", "dense=" + ",".join(files["seeds"])]
+    runs += ["--run", f"weak={files['weak']}"]
+    args = ["compare", files["qrels"], *runs, "-m", "nDCG@10", "-m", "P@5"]
+    args += ["--test", "tukey", "--correction", "bh", "--resamples", "300", "--format", "json"]
+    done = ragnb(*args, cwd=work)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    python = compare(
+        {
+            "bm25": read_run(files["bm25"]),
+            "dense": [read_run(p) for p in files["seeds"]],
+            "weak": read_run(files["weak"]),
+        },
+        ["nDCG@10", "P@5"],
+        qrels=read_qrels(files["qrels"]),
+        n_resamples=300,
+        test="tukey",
+        correction="bh",
+    )
+    pairs = pd.DataFrame(out["pairs"])
+    assert list(pairs.columns) == list(python.pairs.columns)
+    for col in ("difference", "p_value", "p_adjusted", "cohens_dz", "gz_low", "ci_low_runs"):
+        assert pairs[col].to_numpy() == pytest.approx(python.pairs[col].to_numpy(), abs=1e-12)
+    assert pairs["significant"].tolist() == python.pairs["significant"].tolist()
+    omnibus = pd.DataFrame(out["omnibus"])
+    assert omnibus["f"].to_numpy() == pytest.approx(python.omnibus["f"].to_numpy())
+    assert omnibus["design"].tolist() == ["repeated-measures"] * 2  # runs 1, 3, 1: averaged
+    letters = pd.DataFrame(out["letters"]).set_index("system")
+    assert letters.to_dict() == python.letters().to_dict()
+    assert out["settings"]["test"] == "tukey" and out["settings"]["correction"] == "bh"
+    table = ragnb(*args[:-2], cwd=work)
+    assert table.returncode == 0, table.stderr
+    assert "Tukey's HSD on the ANOVA's error" in table.stdout and "all systems:" in table.stdout

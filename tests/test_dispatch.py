@@ -65,14 +65,40 @@ def test_trec_run_in_memory_with_its_last_tag(files):
     assert run.frame["score"].tolist() == expected["score"].tolist()
 
 
-def test_extra_text_is_a_note(files):
+def test_extra_text_is_a_note(files, monkeypatch):
     path = files / "extra.trec"
     path.write_text(RUN.replace("3.0 sys", "3.0 sys more"))
     pytest.importorskip("pyarrow")
+    # a small file: the Python reader, which names the first line
+    assert read_run_file(path).notes == (
+        f"{path}: 1 line(s) carry text after the sixth column (first on line 1); it is ignored, "
+        "as trec_eval ignores it",
+    )
+    pytest.importorskip("duckdb")
+    monkeypatch.setattr(dispatch, "PYTHON_READS_BYTES", 0)  # DuckDB's count
     assert read_run_file(path).notes == (
         f"{path}: 1 line(s) carry text after the sixth column; it is ignored, as trec_eval "
         "ignores it",
     )
+
+
+def test_a_small_file_that_pyarrow_does_not_take_is_read_without_duckdb(files, monkeypatch):
+    path = files / "tabs.trec"
+    path.write_text(RUN.replace(" ", "\t"))
+    qrels = files / "qrels.tabs"
+    qrels.write_text("# judged\n" + QRELS)
+    columnar = pytest.importorskip("ragnb.io.columnar")
+
+    def no_duckdb(module: str) -> None:
+        raise AssertionError(f"{module} started")
+
+    monkeypatch.setattr(columnar, "require", no_duckdb)
+    run = read_run_file(path)
+    assert run.tag == "last" and run.frame["doc_id"].tolist() == ["d2", "d1", "d4"]
+    assert read_qrels_file(qrels).frame["relevance"].tolist() == [2, 1, 1]
+    monkeypatch.setattr(dispatch, "PYTHON_READS_BYTES", 0)  # a large file: DuckDB reads it
+    with pytest.raises(AssertionError, match="duckdb started"):
+        read_run_file(path)
 
 
 def test_qrels_in_memory(files):

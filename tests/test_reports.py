@@ -87,6 +87,15 @@ def test_sample_report_exports_proc_and_significance(sample_report):
     sig = pd.read_csv(export / "significance.csv")
     assert len(sig) == 3 * 2  # 3 pairs x {nDCG@10, R@100}; graded measures dropped
     assert sig["p_adjusted"].between(0, 1).all() and (sig["p_adjusted"] >= sig["p_value"]).all()
+    assert ((sig["dz_low"] <= sig["cohens_dz"]) & (sig["cohens_dz"] <= sig["dz_high"])).all()
+    anova = pd.read_csv(export / "anova.csv").set_index("measure")
+    assert list(anova.index) == ["nDCG@10", "R@100"] and (anova["df_systems"] == 2).all()
+    assert (anova["df_error"] == 2 * (95 - 1)).all() and anova["p_value"].between(0, 1).all()
+    letters = pd.read_csv(export / "tukey_letters.csv").set_index("retriever")
+    assert list(letters.index) == ["bm25", "dense", "hybrid"]
+    assert letters["nDCG@10"].str.fullmatch(r"0\.\d{4} [A-Z]+").all()
+    html = sample_report.html.read_text(encoding="utf-8")
+    assert "All retrievers at once" in html and "cohens_dz" in html
 
 
 @pytest.mark.slow

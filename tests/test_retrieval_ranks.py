@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ragnb import stats
 from ragnb.errors import InputError
 from ragnb.retrievers.retrieve import (
     BM25Retriever,
@@ -56,4 +57,20 @@ def test_the_study_ranks_the_retrievers_with_intervals_and_power() -> None:
     assert (
         "Tie groups" in views["ranking_note"] and "minimum detectable effect" in views["power_note"]
     )
-    assert {"ranking", "power"} <= set(result.tables())
+    assert {"ranking", "power", "anova", "tukey_letters"} <= set(result.tables())
+    # all systems at once: the ANOVA per measure and Tukey's letters, consistent with its pairs
+    anova = views["anova"]
+    assert list(anova.index) == list(result.significance.measures)
+    assert (anova["design"] == "repeated-measures").all() and anova["p_value"].between(0, 1).all()
+    assert "F(1, " in views["all_systems_note"]
+    letters = views["tukey_letters"]
+    assert list(letters.index) == ["bm25", "bm25-plain"]
+    measure = result.significance.measures[0]
+    shared = [set(cell.split()[1]) for cell in letters[measure]]
+    p_tukey = stats.tukey_hsd(
+        result.significance.per_query[result.significance.per_query["measure"] == measure].pivot(
+            index="query_id", columns="system", values="value"
+        )[["bm25", "bm25-plain"]]
+    )["p_value"].iloc[0]
+    assert bool(shared[0] & shared[1]) == (p_tukey > result.significance.settings["alpha"])
+    assert {"cohens_dz", "hedges_gz", "gz_low"} <= set(result.significance.pairs.columns)

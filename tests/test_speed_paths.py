@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragnb.errors import InputError
+from ragnb.frames import groupsort  # noqa: F401  imported: inputs of any size take the compiled kernels
 from ragnb.frames.index import sort_run
 from ragnb.frames.schema import check_qrels, check_run, qrels_from_dict, run_from_dict
 from ragnb.measures import prepare

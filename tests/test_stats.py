@@ -439,6 +439,12 @@ def test_compare_rows_are_the_paired_functions_and_holm_spans_all_comparisons():
         "p_value",
         "p_adjusted",
         "significant",
+        "cohens_dz",
+        "dz_low",
+        "dz_high",
+        "hedges_gz",
+        "gz_low",
+        "gz_high",
         "n_queries",
         "n_dropped",
     ]

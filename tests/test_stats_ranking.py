@@ -24,6 +24,7 @@ from ragnb.stats import (
     simulated_queries_needed,
     tie_groups,
     two_level_bootstrap,
+    two_level_randomization_test,
 )
 
 MEASURE = "nDCG@10"
@@ -215,8 +216,12 @@ def test_several_runs_are_averaged_per_query_before_pairing() -> None:
     res = compare({"dense": dense, "bm25": _long(values["c"])}, n_resamples=1000)
     average = np.mean([r["value"].to_numpy() for r in dense], axis=0)
     one = compare({"dense": _long(average), "bm25": _long(values["c"])}, n_resamples=1000)
-    for col in ("difference", "ci_low", "ci_high", "p_value"):
+    for col in ("difference", "ci_low", "ci_high", "cohens_dz"):
         assert res.pairs[col].iloc[0] == pytest.approx(one.pairs[col].iloc[0])
+    # the test is two-level: queries and the seeds' spread
+    runs = np.stack([r["value"].to_numpy() for r in dense])
+    two = two_level_randomization_test(runs, values["c"], n_resamples=1000)
+    assert res.pairs["p_value"].iloc[0] == pytest.approx(two.p_value)
     means = res.means.set_index("system")
     assert means.loc["dense", "n_runs"] == 3 and means.loc["bm25", "n_runs"] == 1
     run_means = [r["value"].mean() for r in dense]

@@ -38,7 +38,7 @@ MEAS_PARAMS = (
     "-mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 -msuccess.2,5,20"
 )
 #: trec_eval's quicktest lines (files relative to tests/data/trec_eval) and expected output;
-#: the -R prefs and -R qrels_prefs lines are left out (preferences are not read).
+#: the -R prefs and -R qrels_prefs lines are tests/test_trec_eval_prefs.py's.
 QUICKTEST = [
     ("qrels.test results.test", "out.test"),
     ("qrels.test.with-comments results.test", "out.test"),

@@ -90,6 +90,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             alpha=args.alpha,
             correction=args.correction,
             seed=args.seed,
+            test=args.test,
         )
     except DuplicateEntry as e:
         raise _located(e, files) from None
@@ -103,6 +104,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         payload = {
             "means": result.means.to_dict(orient="records"),
             "pairs": result.pairs.to_dict(orient="records"),
+            "omnibus": result.omnibus.to_dict(orient="records"),
+            "letters": result.letters().reset_index().to_dict(orient="records"),
             "ranking": ranking.to_dict(orient="records"),
             "tie_groups": [list(g) for g in stats.tie_groups(result, first)],
             "settings": result.settings,
@@ -206,6 +209,12 @@ def _located(error: DuplicateEntry, files: dict[str, list[tuple[str, Any]]]) -> 
     return error
 
 
+#: ``--test`` and ``--correction`` of ``ragnb compare``: :data:`ragnb.stats.TESTS` and
+#: :data:`ragnb.stats.corrections.CORRECTIONS`, spelt out so that building the parser imports
+#: no statistics (a test checks they agree).
+COMPARE_TESTS = ("randomization", "t", "anova", "tukey", "randomized-tukey")
+COMPARE_CORRECTIONS = ("holm", "bonferroni", "bh", "none")
+
 #: What every mark and column of ``ragnb compare``'s tables means.
 COMPARE_LEGEND = """legend:
   #                the system's letter; a superscript letter after a mean (e.g. 0.8770ᵃ) names
@@ -216,9 +225,16 @@ COMPARE_LEGEND = """legend:
   tie_group        systems sharing a letter are not separable on {first}; tied_with names them
   difference       mean of the first system minus the second, over the queries both have
   ci_low, ci_high  bootstrap confidence interval of the difference
-  p_value          paired randomization test; p_adjusted after the {correction} correction
+  p_value          {test}
+  p_adjusted       p_value after the {correction} correction over every pair and measure
   significant      p_adjusted <= {alpha}
-  n_queries        queries compared; n_dropped: queries left out (a NaN value in either run)"""
+  cohens_dz        mean of the per-query differences over their standard deviation (paired
+                   Cohen's d_z); dz_low, dz_high: its {confidence:.0%} interval (noncentral t);
+                   hedges_gz, gz_low, gz_high: the same with Hedges' small-sample correction
+  n_queries        queries compared; n_dropped: queries left out (a NaN value in either run)
+  all systems      the ANOVA of every system at once: F, its degrees of freedom and p-value
+                   (design repeated-measures: queries as blocks; two-way: with runs nested in
+                   systems); letters: systems sharing a letter are not separated by the tests"""
 
 _POWER_LEGEND = """
   sd               standard deviation of the per-query differences
@@ -236,6 +252,12 @@ def _print_comparison(result: Any, ranking: Any, power: Any) -> None:
     print()
     shown = result.pairs.drop(columns=["system_a", "system_b", "mean_a", "mean_b"])
     print(shown.to_string(index=False, float_format=fmt))
+    print()
+    print("all systems:")
+    print(result.omnibus.to_string(index=False, float_format=fmt))
+    print()
+    print("letters:")
+    print(result.letters().to_string())
     if "n_runs" in result.means.columns:
         print()
         print(result.means.to_string(index=False, float_format=fmt))
@@ -250,11 +272,17 @@ def _print_comparison(result: Any, ranking: Any, power: Any) -> None:
 
 def _print_legend(result: Any, args: argparse.Namespace, power: Any) -> None:
     """The legend under the tables of ``ragnb compare``."""
+    from ragnb.stats.procedures import TEST_NAMES
+
     print()
     settings = result.settings
     print(
         COMPARE_LEGEND.format(
-            first=result.measures[0], correction=settings["correction"], alpha=settings["alpha"]
+            first=result.measures[0],
+            test=TEST_NAMES[settings["test"]],
+            correction=settings["correction"],
+            alpha=settings["alpha"],
+            confidence=settings["confidence"],
         )
     )
     if power is not None:
@@ -307,7 +335,19 @@ def _add_compare_parser(sub: Any) -> None:
     )
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     p.add_argument(
-        "--correction", choices=["holm", "bonferroni", "none"], default="holm", help="(holm)"
+        "--test",
+        choices=COMPARE_TESTS,
+        default="randomization",
+        help="the test of each pair: paired randomization (two-level with several runs), "
+        "paired t, anova (t on the ANOVA's error, protected), tukey (Tukey's HSD), "
+        "randomized-tukey (Carterette's randomised Tukey HSD); default randomization",
+    )
+    p.add_argument(
+        "--correction",
+        choices=COMPARE_CORRECTIONS,
+        default="holm",
+        help="over every pair and measure: holm, bonferroni, bh (Benjamini-Hochberg, false "
+        "discovery rate) or none (holm)",
     )
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap B (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")

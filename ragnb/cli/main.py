@@ -35,32 +35,47 @@ exit with 1 when a build gate (``--fail-under``, ``--baseline``) fails, after pr
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
-from ragnb.cli import data, evaluate, golden, llm, report, traces, trec_eval
 from ragnb.cli.options import param_syntax_error
-from ragnb.core.lazylibs import MissingExtra
-from ragnb.errors import InputError
+from ragnb.errors import InputError, MissingExtra
 
 __all__ = ["build_parser", "main"]
 
+#: The subcommands' parsers in the order of ``ragnb -h``: the module of :mod:`ragnb.cli` and
+#: its function that adds them, and the commands each adds. A command imports its own module
+#: only, so that ``ragnb trec-eval`` loads no study, no report and no model library.
+PARSERS = (
+    ("report", "add_report_parser", ("report",)),
+    ("data", "add_retrieve_parser", ("retrieve",)),
+    ("evaluate", "add_parsers", ("evaluate", "evaluate-samples", "compare")),
+    ("data", "add_data_parser", ("data",)),
+    ("llm", "add_parser", ("llm",)),
+    ("golden", "add_parser", ("golden",)),
+    ("report", "add_study_parsers", ("run", "params")),
+    ("traces", "add_parser", ("traces",)),
+    ("trec_eval", "add_parser", ("trec-eval",)),
+)
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for documentation and tests)."""
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests).
+
+    Parameters
+    ----------
+    command : str, optional
+        A subcommand (``"evaluate"``): the parser holds only the subcommands of its module's
+        function, which is all it imports. Default (or an unknown name): every subcommand.
+    """
     parser = argparse.ArgumentParser(
         prog="ragnb", description="Evaluate the retrieval step of RAG systems."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    report.add_report_parser(sub)
-    data.add_retrieve_parser(sub)
-    evaluate.add_parsers(sub)
-    data.add_data_parser(sub)
-    llm.add_parser(sub)
-    golden.add_parser(sub)
-    report.add_study_parsers(sub)
-    traces.add_parser(sub)
-    trec_eval.add_parser(sub)
+    wanted = [p for p in PARSERS if command in p[2]] or PARSERS
+    for module, function, _ in wanted:
+        getattr(importlib.import_module(f"ragnb.cli.{module}"), function)(sub)
     return parser
 
 
@@ -68,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ragnb`` command."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["trec-eval"]:  # trec_eval's own flags (GNU getopt), not argparse's
+        from ragnb.cli import trec_eval
+
         try:
             return trec_eval.run(argv[1:])
         except (InputError, FileNotFoundError) as e:
@@ -77,8 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if wrong is not None:
         print(f"ragnb: error: {wrong}", file=sys.stderr)
         return 2
-    parser = golden.audit_parser() if argv[:2] == ["golden", "audit"] else build_parser()
-    args = parser.parse_args(argv[2:] if argv[:2] == ["golden", "audit"] else argv)
+    if argv[:2] == ["golden", "audit"]:
+        from ragnb.cli import golden
+
+        args = golden.audit_parser().parse_args(argv[2:])
+    else:
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         return int(args.func(args))
     except (InputError, FileNotFoundError, MissingExtra) as e:

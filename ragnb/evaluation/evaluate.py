@@ -42,8 +42,15 @@ from ragnb.measures import (
 from ragnb.measures.diversity import prepare_subtopics
 from ragnb.measures.functions import aggregate_values
 from ragnb.measures.graded import check_graded_scale, map_arrays
+from ragnb.measures.intent import INTENT_FAMILIES
 from ragnb.measures.kernel import cut_arrays
 from ragnb.measures.novelty import SOURCE_COLUMN, SourceOf, add_sources
+from ragnb.measures.prefs import (
+    PREFS_MEASURES,
+    prefs_document_qrels,
+    prefs_of_qrels,
+    prepare_prefs,
+)
 
 __all__ = [
     "ON_RUBRIC",
@@ -69,9 +76,11 @@ SUBTOPIC_COLUMN = "subtopic"
 _GRADED = (*GRADED_FAMILIES, "RA-nWG-nov")
 #: Families that read document sources / subtopic judgements (nugget qrels are subtopic qrels).
 _SOURCE_FAMILIES = ("RA-nWG-nov",)
-_SUBTOPIC_FAMILIES = ("alpha-nDCG", "NuggetRecall")
+_SUBTOPIC_FAMILIES = ("alpha-nDCG", "NuggetRecall", *INTENT_FAMILIES)
 #: The family that reads ``nuggets=`` when given.
 NUGGETS = "NuggetRecall"
+#: The qrels-frame column that makes them preference judgements (the ``prefs_*`` measures).
+PREFS_COLUMN = "judgment_subgroup"
 
 
 def wide_values(
@@ -221,7 +230,12 @@ def evaluate(
         document, as TREC diversity qrels ``qid subtopic docid rel``): ``alpha-nDCG`` and
         ``NuggetRecall`` (nugget qrels, :mod:`ragnb.measures.nuggets`, with an optional
         ``importance`` column) read them and every other measure the document's largest grade
-        over its subtopics (:func:`ragnb.measures.diversity.document_qrels`).
+        over its subtopics (:func:`ragnb.measures.diversity.document_qrels`). With a
+        ``judgment_subgroup`` column they are preference judgements (``query_id``,
+        ``judgment_group``, ``judgment_subgroup``, ``doc_id``, ``rel_level``;
+        :func:`ragnb.io.prefs.read_prefs`, :func:`ragnb.io.prefs.read_qrels_prefs`), which only
+        the ``prefs_*`` measures read (:mod:`ragnb.measures.prefs`); those measures read other
+        qrels as one judgment group per query (:func:`ragnb.measures.prefs.prefs_of_qrels`).
     run : DataFrame or dict
         Columns ``query_id``, ``doc_id``, ``score`` (optionally ``rank``, ``tag``, and ``source``:
         the source document of each retrieved chunk, for ``RA-nWG-nov``), or
@@ -230,7 +244,8 @@ def evaluate(
         Names (canonical or aliases, see :func:`ragnb.measures.parse_measure`) or objects.
     order : {"score", "file"}, default "score"
         ``"score"``: trec_eval's order (score descending, ties by ``doc_id`` descending);
-        ``"file"``: the run's own order (``rank`` column, else row order).
+        ``"file"``: the run's own order (``rank`` column, else row order). The ``prefs_*``
+        measures break ties by ``doc_id`` ascending, as trec_eval orders runs for them.
     grade_map : str or mapping of int to int, optional
         How the qrels' grades map onto Dallaire's 1-5 rubric for the graded families
         (RA-nWG, N-Recall4+, N-Recall5, Precision4+, Harm, CompleteHit; Section 2.4 of
@@ -270,8 +285,10 @@ def evaluate(
         graded measures on qrels whose scale is not 1-5 and no ``grade_map`` (the message names
         the scale found and the maps available), ``RA-nWG-nov`` without sources,
         ``alpha-nDCG`` without subtopic qrels, ``NuggetRecall`` without nuggets or subtopic
-        qrels, malformed ``nuggets``; a run none of whose queries is in the qrels (a run of
-        another collection, or ids written differently: every query would score 0).
+        qrels, malformed ``nuggets``, a measure other than ``prefs_*`` on preference judgements
+        or a contradiction in them (:mod:`ragnb.measures.prefs`); a run none of whose queries
+        is in the qrels (a run of another collection, or ids written differently: every query
+        would score 0).
 
     Warns
     -----
@@ -294,6 +311,7 @@ def evaluate(
     subtopics = None
     if isinstance(qrels, pd.DataFrame) and SUBTOPIC_COLUMN in qrels.columns:
         subtopics, qrels = qrels, document_qrels(qrels)
+    prefs, qrels = _preference_inputs(qrels, parsed)
     arrays = _prepared(qrels, run, parsed, order)
     _refuse_if_disjoint(arrays, run)
     graded = [m.family in _GRADED for m in parsed]
@@ -301,7 +319,7 @@ def evaluate(
         _check_graded_scale(arrays.grade_levels, [m for m in parsed if m.family in _GRADED])
     if grade_map == ON_RUBRIC:
         grade_map = None  # stated: the grades are already Dallaire's
-    inputs = _Inputs(arrays, run, parsed, order, grade_map, source_of, subtopics, nuggets)
+    inputs = _Inputs(arrays, run, parsed, order, grade_map, source_of, subtopics, nuggets, prefs)
     # one row per measure, seen as (n_queries, n_measures): the tables read the rows as they are
     values = np.stack([inputs.values(m, g) for m, g in zip(parsed, graded, strict=True)]).T
     extra: dict[str, Any] = {"self_retrieved_dropped": n_self} if ignore_self else {}
@@ -325,6 +343,7 @@ class _Inputs:
     source_of: SourceOf
     subtopics: pd.DataFrame | None
     nuggets: pd.DataFrame | None
+    prefs: pd.DataFrame | None = None
     built: dict[str, RankingArrays] = field(default_factory=dict)
     #: The arrays of the nuggets of the qrels' queries: unset, or None when none has any.
     nugget_arrays: list[RankingArrays | None] = field(default_factory=list)
@@ -337,6 +356,10 @@ class _Inputs:
 
     def _arrays_for(self, m: Measure, is_graded: bool) -> RankingArrays:
         built, parsed = self.built, self.parsed
+        if m.family in PREFS_MEASURES and self.prefs is not None:
+            if "prefs" not in built:
+                built["prefs"] = prepare_prefs(self.prefs, self.run, order=self.order)
+            return built["prefs"]
         built.setdefault("plain", self.arrays)
         mapped = is_graded and self.grade_map is not None
         sourced = self.source_of is not None or (
@@ -374,6 +397,23 @@ class _Inputs:
         if arrays is not None:
             out[pd.Index(self.arrays.query_ids).get_indexer(arrays.query_ids)] = m.compute(arrays)
         return out
+
+
+def _preference_inputs(qrels: Any, measures: list[Measure]) -> tuple[pd.DataFrame | None, Any]:
+    """The preference judgements the ``prefs_*`` measures read (None when none is asked for),
+    and the qrels the other arrays are built from: of preference judgements, the documents they
+    name; other qrels as they are, read as one judgment group per query by ``prefs_*``."""
+    if isinstance(qrels, pd.DataFrame) and PREFS_COLUMN in qrels.columns:
+        other = [m for m in measures if m.family not in PREFS_MEASURES]
+        if other:
+            raise InputError(
+                f"measure {other[0].name!r} reads graded qrels; preference judgements (a frame "
+                f"with a {PREFS_COLUMN!r} column) take the prefs_* measures only"
+            )
+        return qrels, prefs_document_qrels(qrels)
+    if any(m.family in PREFS_MEASURES for m in measures):
+        return prefs_of_qrels(qrels), qrels
+    return None, qrels
 
 
 def checked_nuggets(nuggets: pd.DataFrame) -> pd.DataFrame:

@@ -33,8 +33,13 @@ Conventions of trec_eval 10.0 kept here
   line; a leading byte-order mark is dropped), where trec_eval reads any bytes; and DuckDB's
   reader (the ``fast`` extra) and the standard input end a run line at a lone carriage return,
   where trec_eval reads on to the line feed.
-* Measures of the preference and ``qrels_jg`` formats (``-R prefs``, ``-R qrels_prefs``, ``-R
-  qrels_jg``) and z-scores (``-Z``) are not read; asking for them is an error.
+* Preference judgements (``-R prefs``, ``-R qrels_prefs``; :mod:`ragnb.io.prefs`) are read as
+  trec_eval 10.0 reads them and take the measures of the sets ``all_prefs`` and ``prefs``
+  (:mod:`ragnb.measures.prefs`); their runs are ordered by score descending, ties by document
+  id ascending (``form_prefs_counts.c``), ``-M`` keeps the top M, ``-J``, ``-l`` and ``-N``
+  change nothing, and with ``-c`` a query missing from the run is trec_eval's one-document
+  placeholder. A measure of qrels asked with a preference format, or a preference measure
+  without one, is an error (trec_eval stops too).
 
 References
 ----------
@@ -67,8 +72,8 @@ from ragnb.measures.trec import iprec_values, mean_of_levels
 from ragnb.measures.trec_names import (
     AVERAGED_OVER_GROUPS,
     MEASURE_SETS,
+    PREFERENCE_MEASURES,
     TREC_MEASURES,
-    UNREAD_SETS,
     expand_measure_names,
     parse_numbers,
     parse_pairs,
@@ -88,7 +93,8 @@ __all__ = [
 
 USAGE = (
     "Usage: ragnb trec-eval [-h] [-q] [-c] [-n] [-J] [-l<num>] [-M<num>] [-N<num>] "
-    "[-m<measure>[.<params>]]... [-R qrels|qrels_jg] [-T trec_results] [-Z zscores_file] "
+    "[-m<measure>[.<params>]]... [-R qrels|qrels_jg|prefs|qrels_prefs] [-T trec_results] "
+    "[-Z zscores_file] "
     "rel_info_file results_file\n"
 )
 
@@ -102,7 +108,8 @@ judgements in rel_info_file, line for line as trec_eval prints them. '-' reads t
 
   -h, --help                  print this help and exit
   -q, --query_eval_wanted     a line per query and measure before the summary
-  -m, --measure M[.PARAMS]    add measure M (repeatable); sets: official (default), all_trec, set
+  -m, --measure M[.PARAMS]    add measure M (repeatable); sets: official (default), all_trec,
+                              set; all_prefs and prefs (with -R prefs or qrels_prefs)
   -c, --complete_rel_info_wanted
                               average over every query of the qrels; a query missing from the
                               run scores as an empty ranking (without -c such a query stops)
@@ -112,7 +119,9 @@ judgements in rel_info_file, line for line as trec_eval prints them. '-' reads t
   -M, --Max_retrieved_per_topic N
                               keep the top N documents of each query
   -J, --Judged_docs_only      drop the retrieved documents without a judgement
-  -R, --Rel_info_format F     qrels (default) or qrels_jg (judgment groups)
+  -R, --Rel_info_format F     qrels (default), qrels_jg (judgment groups), prefs (preference
+                              judgements 'qid jg jsg docno rel_level') or qrels_prefs (qrels
+                              read as preferences)
   -T, --Results_format F      trec_results (the only one)
   -Z, --Zscore FILE           print z-scores against the 'qid measure mean stddev' lines of FILE
 
@@ -153,6 +162,10 @@ class TrecEvalOptions:
     judgment_groups : bool
         ``-R qrels_jg``: the qrels name a judgment group in their second field
         (:func:`ragnb.io.readers.read_qrels_jg`), read by the ``qrels_jg`` measures only.
+    preferences : {None, "prefs", "qrels_prefs"}
+        ``-R prefs`` or ``-R qrels_prefs``: preference judgements
+        (:func:`ragnb.io.prefs.read_prefs`, :func:`ragnb.io.prefs.read_qrels_prefs`), read by the
+        preference measures only (:data:`ragnb.measures.trec_names.PREFERENCE_MEASURES`).
     help : bool
         ``-h``: print :data:`HELP` and nothing else (the files are not read).
     """
@@ -171,6 +184,7 @@ class TrecEvalOptions:
     zscores: str | None = None
     judgment_groups: bool = False
     help: bool = False
+    preferences: str | None = None
 
 
 def _mark(arg: str, marked: set[str], params: dict[str, str]) -> None:
@@ -179,11 +193,6 @@ def _mark(arg: str, marked: set[str], params: dict[str, str]) -> None:
         if not param:
             raise InputError(f"trec-eval: improper measure in parameter {name!r}")
         params.setdefault(name, param)
-    if name in UNREAD_SETS:
-        raise InputError(
-            f"trec-eval: measure set {name!r} needs trec_eval's preference or qrels_jg formats, "
-            "which ragnb does not read"
-        )
     names = MEASURE_SETS.get(name, (name,))
     for one in names:
         if one not in TREC_MEASURES:
@@ -215,8 +224,10 @@ def parse_options(argv: Sequence[str]) -> TrecEvalOptions:
     Raises
     ------
     InputError
-        An unknown option or measure, a measure of the preference formats, ``-R``/``-T`` other
-        than ``qrels``/``trec_results``, or not exactly two files.
+        An unknown option or measure, a preference measure without ``-R prefs`` or ``-R
+        qrels_prefs`` or a measure of qrels with them, ``-R`` other than ``qrels``,
+        ``qrels_jg``, ``prefs``, ``qrels_prefs``, ``-T`` other than ``trec_results``, or not
+        exactly two files.
 
     Examples
     --------
@@ -256,9 +267,12 @@ def parse_options(argv: Sequence[str]) -> TrecEvalOptions:
             kw["n_docs"] = _int_option(flag, value)
         elif flag in ("-R", "--Rel_info_format") and value == "qrels_jg":
             kw["judgment_groups"] = True
+        elif flag in ("-R", "--Rel_info_format") and value in ("prefs", "qrels_prefs"):
+            kw["preferences"] = value
         elif flag in ("-R", "--Rel_info_format") and value != "qrels":
             raise InputError(
-                f"trec-eval: rel_info format {value!r} is not read (only qrels and qrels_jg)"
+                f"trec-eval: rel_info format {value!r} is not read (qrels, qrels_jg, prefs, "
+                "qrels_prefs)"
             )
         elif flag in ("-T", "--Results_format") and value != "trec_results":
             raise InputError(f"trec-eval: results format {value!r} is not read (only trec_results)")
@@ -282,7 +296,24 @@ def parse_options(argv: Sequence[str]) -> TrecEvalOptions:
         )
     if by_group and not kw.get("judgment_groups"):
         raise InputError(f"trec-eval: {by_group[0]} reads qrels with judgment groups: -R qrels_jg")
+    _check_preference_measures(order, kw.get("preferences"))
     return TrecEvalOptions(files[0], files[1], measures=order, params=params, **kw)  # type: ignore[arg-type]
+
+
+def _check_preference_measures(order: tuple[str, ...], preferences: object) -> None:
+    """The preference measures with ``-R prefs`` or ``-R qrels_prefs``, and only them."""
+    prefs = [m for m in order if m in PREFERENCE_MEASURES]
+    other = [m for m in order if m not in PREFERENCE_MEASURES and m not in ("runid", "num_q")]
+    if preferences and other:
+        raise InputError(
+            f"trec-eval: {other[0]} reads qrels, not preference judgements (-R {preferences} "
+            "takes -m all_prefs, -m prefs or their measures); trec_eval stops too"
+        )
+    if prefs and not preferences:
+        raise InputError(
+            f"trec-eval: {prefs[0]} reads preference judgements: -R prefs (qid jg jsg docno "
+            "rel_level) or -R qrels_prefs (qrels read as preferences)"
+        )
 
 
 # ----------------------------------------------------------------------------- values
@@ -471,6 +502,8 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
         return HELP, []
     if opts.judgment_groups:
         return _run_judgment_groups(opts)
+    if opts.preferences:
+        return _run_preferences(opts)
     qrels, run, runid, notes = _read(opts)
     with _lines_named(opts.run):
         arrays, lost = _evaluated(qrels, run, opts)
@@ -577,6 +610,70 @@ def _run_judgment_groups(opts: TrecEvalOptions) -> tuple[str, list[str]]:
         for shown, total in sums.items()
     ]
     return format_lines(opts, arrays.query_ids, columns, runid), notes
+
+
+#: The document of trec_eval's one-document ranking of a query missing from the run under
+#: ``-c`` (``trec_eval.c``'s ``bogus_result``, score 1.0).
+PLACEHOLDER_DOC = "ceci_nest_pas_un_docno"
+
+
+def _run_preferences(opts: TrecEvalOptions) -> tuple[str, list[str]]:
+    """:func:`run_trec_eval` on preference judgements (``-R prefs``, ``-R qrels_prefs``): every
+    value a preference measure's on :func:`ragnb.measures.prefs.prepare_prefs`'s arrays, the
+    queries those of the judgements (``trec_eval.c``, ``form_prefs_counts.c``)."""
+    from ragnb.io.prefs import read_prefs, read_qrels_prefs
+    from ragnb.measures.prefs import prepare_prefs
+
+    run, runid, notes = _read_run(opts.run)
+    if run.empty or runid is None:
+        raise InputError("trec-eval: the run holds no line", path=opts.run)
+    reader = read_prefs if opts.preferences == "prefs" else read_qrels_prefs
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        prefs = reader(opts.qrels)
+    notes = [*(str(w.message) for w in caught), *notes]
+    run = _with_placeholders(run, prefs["query_id"], opts)
+    with _lines_named(opts.run):
+        arrays = prepare_prefs(
+            prefs, run, depth=None if opts.max_docs is None else max(opts.max_docs, 0)
+        )
+    names = [name for name in opts.measures if name not in ("runid", "num_q")]
+    columns = [col for name in names for col in _columns(name, arrays, opts)]
+    if opts.zscores is not None:
+        zscores = read_zscores(opts.zscores)
+        columns = [_as_zscores(col, arrays.query_ids, zscores) for col in columns]
+    return format_lines(opts, arrays.query_ids, columns, runid), notes
+
+
+def _with_placeholders(run: pd.DataFrame, judged: pd.Series, opts: TrecEvalOptions) -> pd.DataFrame:
+    """The run's ``query_id``, ``doc_id`` and ``score``, with trec_eval's one-document ranking
+    for each judged query missing from it under ``-c``; without ``-c`` such a query stops, as
+    trec_eval 10.0 stops."""
+    run = run[["query_id", "doc_id", "score"]]
+    in_run = set(run["query_id"].astype(str).unique().tolist())
+    queries = sorted(set(judged.tolist()))
+    missing = [q for q in queries if q not in in_run]
+    if missing and not opts.complete:
+        if len(missing) == len(queries):
+            raise InputError(
+                f"trec-eval: {no_shared_query(queries, run, path=opts.run).message} (trec_eval "
+                "10.0 stops at the first query of the judgements missing from the run; with -c "
+                "it scores every query as a one-document ranking)",
+                path=opts.run,
+            )
+        raise InputError(
+            f"trec-eval: query {missing[0]!r} of the preference judgements is not in the run "
+            "(trec_eval 10.0 stops too); -c evaluates the missing queries as trec_eval's "
+            "one-document ranking",
+            path=opts.run,
+            query_id=missing[0],
+        )
+    if not missing:
+        return run
+    placeholders = pd.DataFrame(
+        {"query_id": missing, "doc_id": PLACEHOLDER_DOC, "score": 1.0}, columns=run.columns
+    )
+    return pd.concat([run, placeholders], ignore_index=True)
 
 
 def _line(name: str, qid: str, value: float | str, kind: str, z: bool = False) -> str:

@@ -1,7 +1,9 @@
 """Compiled per-query kernels: sort ids as byte strings, order runs, join runs with qrels.
 
 Used by :mod:`ragnb.frames.index` (:func:`ragnb.frames.index.kernels`), which imports it on first
-use (numba costs about half a second to import; compiled code is cached on disk).
+use (numba costs about half a second to import and as much again to load the compiled code
+cached on disk); inputs of a few thousand rows take a plain-Python copy of this module instead
+(:data:`PLAIN_NAME`), with the same results.
 
 Strings are held as one UTF-8 byte buffer ``data`` (uint8) and ``offsets`` (int64, shape
 (n + 1,)): string ``i`` is ``data[offsets[i]:offsets[i + 1]]``. Comparing UTF-8 bytes
@@ -26,14 +28,20 @@ from typing import Any
 
 import numpy as np
 
-nb: Any
-try:
-    import numba as nb
-except ModuleNotFoundError:  # without the fast extra the kernels run as plain Python
-    nb = None
+#: The name of this module's plain-Python copy (:func:`ragnb.frames.index.kernels` loads it for
+#: small inputs): it never imports numba, whose start costs more than a few thousand rows.
+PLAIN_NAME = "ragnb.frames.groupsort_plain"
+
+nb: Any = None
+if __name__ != PLAIN_NAME:
+    try:
+        import numba as nb
+    except ModuleNotFoundError:  # without the fast extra the kernels run as plain Python
+        nb = None
 
 __all__ = [
     "COMPILED",
+    "PLAIN_NAME",
     "common_prefix",
     "prefixes",
     "doc_order",

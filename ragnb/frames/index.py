@@ -14,10 +14,14 @@ UTF-8 form and so trec_eval's ``strcmp``); ids that are not strings are compared
 
 from __future__ import annotations
 
+import importlib.util
 import operator
+import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property, partial
 from itertools import chain, islice, repeat
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "COMPILED_ABOVE_ROWS",
     "PLAIN_PYTHON_ROWS",
     "Groups",
     "JoinedRanks",
@@ -55,6 +60,8 @@ __all__ = [
     "join_coded",
     "joined_ranks",
     "kernels",
+    "plain_kernels",
+    "preload_kernels",
     "sort_run",
     "sorted_codes",
 ]
@@ -167,7 +174,7 @@ class Strings:
 
     @classmethod
     def of(cls, data: np.ndarray, offsets: np.ndarray, skip: int | None = None) -> Strings:
-        compiled = kernels()
+        compiled = kernels(len(offsets) - 1)
         if skip is None:
             skip = int(compiled.common_prefix(data, offsets))
         return cls(data, offsets, skip, compiled.prefixes(data, offsets, skip))
@@ -267,39 +274,120 @@ class QrelsIndex:
     Attributes
     ----------
     queries : Groups
-    docs : Strings
-    by_doc : ndarray of int64, shape (n_rows,)
-        Rows of each query by ``doc_id`` ascending.
     grades : ndarray of int64, shape (n_rows,)
         Grade of each row.
     keys : list or None
         The document ids of a dict of dicts as given, in row order (None for a frame): a dict
         run is joined with them by look-ups (:func:`joined_ranks`).
+    str_keys : bool
+        ``keys`` are all exactly ``str`` (so distinct dict keys are distinct ids).
+    sort_docs : callable
+        Returns ``(docs, by_doc)``, read through :attr:`docs` and :attr:`by_doc`; called once,
+        on first use. Qrels that may hold a duplicate pair are sorted by :func:`index_qrels`
+        itself (which raises on it); a dict of dicts with ``str_keys`` cannot, and a dict run
+        joined by look-ups never reads them.
     """
 
     queries: Groups
-    docs: Strings
-    by_doc: np.ndarray
     grades: np.ndarray
-    keys: list | None = None
+    keys: list | None
+    str_keys: bool
+    sort_docs: Callable[[], tuple[Strings, np.ndarray]]
+
+    @cached_property
+    def _sorted_docs(self) -> tuple[Strings, np.ndarray]:
+        return self.sort_docs()
+
+    @property
+    def docs(self) -> Strings:
+        """The document ids as UTF-8 bytes, in row order."""
+        return self._sorted_docs[0]
+
+    @property
+    def by_doc(self) -> np.ndarray:
+        """ndarray of int64, shape (n_rows,): the rows of each query by ``doc_id`` ascending."""
+        return self._sorted_docs[1]
 
 
 #: Run rows above which evaluating without numba warns that it is slow.
 PLAIN_PYTHON_ROWS = 200_000
 
+#: Rows up to which a kernel call runs as plain Python while the compiled kernels are not
+#: loaded: numba's import and the load of its cached code (about a second on two cores) cost
+#: more than the plain-Python kernels on this many rows.
+COMPILED_ABOVE_ROWS = 20_000
 
-def kernels() -> ModuleType:
-    """The compiled kernels, :mod:`ragnb.frames.groupsort` (numba is imported on first use).
+
+def kernels(n_rows: int | None = None) -> ModuleType:
+    """The kernels of :mod:`ragnb.frames.groupsort`, compiled (numba imported on first use) or
+    as plain Python for a small input.
+
+    Parameters
+    ----------
+    n_rows : int, optional
+        The rows the call works on. Up to :data:`COMPILED_ABOVE_ROWS`, and while
+        :mod:`ragnb.frames.groupsort` is not imported, the plain-Python copy of the module is
+        returned (:func:`plain_kernels`): a command on a small file never starts numba.
 
     Returns
     -------
     module
-        :mod:`ragnb.frames.groupsort`; its ``COMPILED`` is False when numba is not installed (the
-        kernels then run as plain Python, with the same results).
+        :mod:`ragnb.frames.groupsort` (its ``COMPILED`` is False when numba is not installed: the
+        kernels then run as plain Python) or its plain-Python copy; the results are the same.
     """
+    if (
+        n_rows is not None
+        and n_rows <= COMPILED_ABOVE_ROWS
+        and "ragnb.frames.groupsort" not in sys.modules
+    ):
+        return plain_kernels()
     from ragnb.frames import groupsort
 
     return groupsort
+
+
+def preload_kernels() -> threading.Thread | None:
+    """Start loading the compiled kernels in a thread, for a caller about to parse a large input.
+
+    numba's import and the load of its cached code (about a second on two cores, mostly Python
+    holding the GIL) then overlap the parse (pyarrow's threads, which release it) instead of
+    following it.
+
+    Returns
+    -------
+    threading.Thread or None
+        The loading thread (a daemon); None when the kernels are imported already or numba is
+        not installed.
+    """
+    if "ragnb.frames.groupsort" in sys.modules or importlib.util.find_spec("numba") is None:
+        return None
+    thread = threading.Thread(target=_load_kernels, name="ragnb-kernels", daemon=True)
+    thread.start()
+    return thread
+
+
+def _load_kernels() -> None:
+    """Import the compiled kernels and load two of them with the argument types of every call
+    (:func:`_read_only` arrays): the first load starts numba's compiler context."""
+    compiled = kernels()
+    data, offsets = _read_only(np.zeros(0, np.uint8)), _read_only(np.zeros(1, np.int64))
+    compiled.prefixes(data, offsets, int(compiled.common_prefix(data, offsets)))
+
+
+def plain_kernels() -> ModuleType:
+    """:mod:`ragnb.frames.groupsort` as plain Python, numba not imported: a copy of the module
+    loaded from its file under the name ``groupsort.PLAIN_NAME``, once per process."""
+    name = "ragnb.frames.groupsort_plain"
+    module = sys.modules.get(name)
+    if module is None:
+        source = importlib.util.find_spec("ragnb.frames.groupsort")
+        assert source is not None and source.origin is not None  # a module of this package
+        spec = importlib.util.spec_from_file_location(name, source.origin)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module = sys.modules.setdefault(name, module)
+    return module
 
 
 def index_run(
@@ -351,7 +439,7 @@ def index_run(
         raise InputError(f"run must be a DataFrame or a dict of dicts, got {type(run).__name__}")
     if order not in ("score", "file"):
         raise InputError(f"unknown run order {order!r}; use 'score' or 'file'")
-    compiled = kernels()
+    compiled = kernels(len(by_doc))
     if not compiled.COMPILED and len(by_doc) > PLAIN_PYTHON_ROWS:
         warnings.warn(
             f"a run of {len(by_doc):,} rows is evaluated by the plain-Python kernels (numba is "
@@ -404,21 +492,42 @@ def index_qrels(qrels: pd.DataFrame | Mapping[str, Mapping[str, int]]) -> QrelsI
         grades = np.array(frame["relevance"].to_numpy(dtype=np.int64), dtype=np.int64)
         keys: list | None = None
         by_doc = _sorted_by_string(queries, docs, lambda: check_qrels(frame), "qrels")
+        str_keys = False
+        sort_docs = _given((docs, by_doc))
     elif isinstance(qrels, Mapping):
-        parts = _dict_parts(qrels, "relevance")
+        parts = _dict_groups(qrels, "relevance")
         if parts is None:  # a bad grade (raises, naming it) or ids equal only as str
             return index_qrels(qrels_from_dict(qrels))
-        queries, docs, grades, keys = parts
-        by_doc = _sorted_by_string(
-            queries, docs, lambda: check_qrels(qrels_from_dict(qrels)), "qrels"
-        )
+        queries, grades, keys = parts
+        str_keys = _all_str(keys)
+        sort_docs = partial(_sorted_dict_docs, qrels, queries, keys)
+        if not str_keys:  # ids equal only as str (7 and "7") are a duplicate pair: sort now
+            sort_docs = _given(sort_docs())
     else:
         raise InputError(
             f"qrels must be a DataFrame or a dict of dicts, got {type(qrels).__name__}"
         )
     if len(grades) == 0:
         raise InputError("qrels hold no judgements; nothing to evaluate")
-    return QrelsIndex(queries, docs, by_doc, grades, keys)
+    return QrelsIndex(queries, grades, keys, str_keys, sort_docs)
+
+
+def _given(value: tuple[Strings, np.ndarray]) -> Callable[[], tuple[Strings, np.ndarray]]:
+    """A function returning ``value``, computed already."""
+    return lambda: value
+
+
+def _sorted_dict_docs(
+    qrels: Mapping[str, Mapping[str, int]], queries: Groups, keys: list
+) -> tuple[Strings, np.ndarray]:
+    """The document strings of qrels given as dicts and their rows sorted by id in each query
+    (on a duplicate pair, :func:`ragnb.frames.schema.qrels_from_dict`'s error)."""
+
+    def raise_duplicate() -> None:
+        check_qrels(qrels_from_dict(qrels))
+
+    docs = _strings_from_list(keys)
+    return docs, _sorted_by_string(queries, docs, raise_duplicate, "qrels")
 
 
 def _dict_parts(
@@ -430,6 +539,17 @@ def _dict_parts(
     None when a value does not convert or two query ids are equal as ``str``: the caller then
     takes the checked path through a frame.
     """
+    parts = _dict_groups(nested, column)
+    if parts is None:
+        return None
+    groups, converted, docs = parts
+    return groups, _strings_from_list(docs), converted, docs
+
+
+def _dict_groups(
+    nested: Mapping[str, Mapping[str, object]], column: str
+) -> tuple[Groups, np.ndarray, list] | None:
+    """:func:`_dict_parts` without the document strings: groups, values, document ids."""
     parts = nested_parts(nested, column)
     if parts is None:
         return None
@@ -440,7 +560,7 @@ def _dict_parts(
     keep = sizes > 0  # a query with no entries has no rows
     starts = (np.cumsum(sizes) - sizes)[keep]
     heads = np.array(qids, dtype=object)[keep]
-    return _groups_from_segments(starts, heads, n), _strings_from_list(docs), converted, docs
+    return _groups_from_segments(starts, heads, n), converted, docs
 
 
 def _sorted_by_string(
@@ -448,7 +568,7 @@ def _sorted_by_string(
 ) -> np.ndarray:
     """Rows of each group by string ascending; on a (query, doc) pair seen twice call
     ``raise_duplicate`` (which names the first duplicate in row order), else raise here."""
-    compiled = kernels()
+    compiled = kernels(len(groups.rows))
     n_groups = len(groups.ids)
     by_doc = np.empty(len(groups.rows), dtype=np.int64)
     dup = np.empty(n_groups, dtype=np.int64)
@@ -780,7 +900,7 @@ def join_coded(
     keep = code >= 0
     kept = np.bincount(np.repeat(np.arange(n_q), q.sizes)[keep], minlength=n_q)
     q_starts = np.concatenate(([0], np.cumsum(kept))).astype(np.int64)
-    compiled = kernels()
+    compiled = kernels(len(run.codes))
     n_groups = len(run.query_ids)
     grades = np.zeros((n_q, width), dtype=np.int64)
     judged = np.zeros((n_q, width), dtype=bool)
@@ -905,7 +1025,8 @@ def sorted_codes(chunks: list[pa.DictionaryArray]) -> pa.DictionaryArray:
     for k in of_chunk:
         chunk = chunks.pop(0)
         indices = chunk.indices.to_numpy(zero_copy_only=False)
-        np.take(mapped[base[k] : base[k + 1]], indices, out=codes[at : at + len(indices)])
+        table = mapped[base[k] : base[k + 1]]  # every index in range: "clip" checks no bound
+        np.take(table, indices, out=codes[at : at + len(indices)], mode="clip")
         at += len(indices)
         del chunk, indices
     return pa.DictionaryArray.from_arrays(pa.array(codes), values)
@@ -1026,7 +1147,7 @@ def joined_ranks(run: Mapping[str, Mapping[str, float]], qrels: QrelsIndex) -> J
     inner: list[Any] = list(run.values())
     if keys is None or not all(map(isinstance, inner, repeat(dict))):
         return None
-    if not _all_str(keys) or bool((np.diff(qrels.docs.offsets) == 0).any()):
+    if not qrels.str_keys or "" in keys:  # an empty judged id: the general path names it
         return None
     qids = [str(q) for q in run.keys()]
     if len(set(qids)) != len(qids):
@@ -1110,7 +1231,7 @@ def _ranked(
     """Rank each judgement found in the run: scores above it, plus tied ones with greater ids."""
     above = np.full(len(j_score), -1, dtype=np.int64)
     tied = np.zeros(len(j_score), dtype=np.int64)
-    compiled = kernels()
+    compiled = kernels(len(run.values))
     args = (run.first, run.size, run.values, group_of, q.starts, j_score, above, tied)
     compiled.run_chunks(compiled.count_above, len(q.ids), *args)
     _break_ties(run, grouped, j_score, above, tied, q.starts, group_of)

@@ -42,8 +42,10 @@ from ragnb.errors import DuplicateEntry, InputError
 __all__ = [
     "IMPORTANCE_COLUMN",
     "IMPORTANCE_LEVELS",
+    "PREFS_COLUMNS",
     "SUBTOPIC_COLUMNS",
     "SUPPORT_GRADES",
+    "check_prefs",
     "check_subtopic_qrels",
     "document_qrels",
     "QRELS_COLUMNS",
@@ -471,3 +473,56 @@ def document_qrels(subtopic_qrels: pd.DataFrame) -> pd.DataFrame:
     out = frame.groupby(["query_id", "doc_id"], sort=True, as_index=False)["relevance"].max()
     out["relevance"] = out["relevance"].astype(np.int64)
     return out
+
+
+#: Columns of a preference judgements frame (trec_eval's ``prefs`` and ``qrels_prefs`` files,
+#: :mod:`ragnb.io.prefs`; the measures of :mod:`ragnb.measures.prefs`).
+PREFS_COLUMNS = ("query_id", "judgment_group", "judgment_subgroup", "doc_id", "rel_level")
+
+
+def check_prefs(prefs: pd.DataFrame) -> pd.DataFrame:
+    """A preference judgements frame checked: string ids, numeric rel_levels, no NaN.
+
+    Parameters
+    ----------
+    prefs : DataFrame
+        Columns :data:`PREFS_COLUMNS`: ``query_id``, ``judgment_group``, ``judgment_subgroup``,
+        ``doc_id`` (ids, read as str) and ``rel_level`` (a number; higher is preferred).
+
+    Returns
+    -------
+    DataFrame
+        Those columns only, ids as str, ``rel_level`` float64, the row order kept.
+
+    Raises
+    ------
+    InputError
+        Not a frame, missing columns, a missing id, a ``rel_level`` that is not a number or is
+        NaN (trec_eval 10.0's order of such judgements is undefined), or no row.
+    """
+    if not isinstance(prefs, pd.DataFrame):
+        raise InputError(
+            f"preference judgements must be a DataFrame with columns {list(PREFS_COLUMNS)}, got "
+            f"{type(prefs).__name__}"
+        )
+    require_columns(prefs, PREFS_COLUMNS, "preference judgements frame")
+    frame = pd.DataFrame({c: prefs[c] for c in PREFS_COLUMNS}).reset_index(drop=True)
+    for col in PREFS_COLUMNS[:4]:
+        if frame[col].isna().any():
+            row = int(np.flatnonzero(frame[col].isna().to_numpy())[0])
+            raise InputError(f"preference judgements row {row} has no {col}", column=col)
+        frame[col] = as_str_ids(frame[col].to_numpy(dtype=object))
+    level = frame["rel_level"]
+    if not pd.api.types.is_numeric_dtype(level) or pd.api.types.is_bool_dtype(level):
+        raise InputError("preference rel_levels must be numbers", column="rel_level")
+    frame["rel_level"] = level.astype(np.float64)
+    if frame["rel_level"].isna().any():
+        row = frame[frame["rel_level"].isna()].iloc[0]
+        raise InputError(
+            f"rel_level of doc {row['doc_id']!r} is NaN",
+            query_id=row["query_id"],
+            column="rel_level",
+        )
+    if len(frame) == 0:
+        raise InputError("preference judgements hold no row; nothing to evaluate")
+    return frame

@@ -31,7 +31,6 @@ from ragnb.io.readers import iter_run_lines, open_text, read_qrels
 try:
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 except ModuleNotFoundError as _e:  # the fast extra
     raise MissingExtra("pyarrow", "fast") from _e
 
@@ -151,8 +150,8 @@ def _trec_source(path: Path) -> str:
 
 
 def read_run_columnar(
-    path: str | os.PathLike[str], *, rank: bool = True
-) -> tuple[pd.DataFrame, dict[str, Any]]:
+    path: str | os.PathLike[str], *, rank: bool = True, duckdb: bool = True
+) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     """Read a TREC run with DuckDB into arrow-backed columns: the lean, multi-threaded reader.
 
     Parameters
@@ -164,6 +163,9 @@ def read_run_columnar(
     rank : bool, default True
         Read the ``rank`` column. False leaves it out, and unchecked where the file is read by
         pyarrow, as trec_eval 10.0 does (it orders by score and reads no rank).
+    duckdb : bool, default True
+        Read a file that pyarrow's CSV reader does not take with DuckDB; False returns None
+        for it instead (the caller reads it otherwise).
 
     Returns
     -------
@@ -190,15 +192,15 @@ def read_run_columnar(
     """
     path = Path(path)
     fast = _plain_trec_run(path, rank)
-    if fast is not None:
+    if fast is not None or not duckdb:
         return fast
-    duckdb = require("duckdb")
-    con = duckdb.connect(":memory:")
+    db = require("duckdb")
+    con = db.connect(":memory:")
     try:
         table = con.sql(
             "SELECT query_id, doc_id, score, rank, tag, n_columns, ok FROM " + _trec_source(path)
         ).to_arrow_table()
-    except duckdb.Error as exc:
+    except db.Error as exc:
         _raise_trec_line(path, None)  # a bad line (bytes that are not UTF-8) named, if any
         raise InputError(f"cannot read the run: {exc}", path=path) from exc
     finally:
@@ -301,7 +303,7 @@ def _plain_trec_run(path: Path, rank: bool) -> tuple[pd.DataFrame, dict[str, Any
         ids = pa.DictionaryArray.from_arrays(coded.indices, values)
         columns[c] = pd.Series(ids, dtype=pd.ArrowDtype(ids.type))
     for c in list(chunks):
-        columns[c] = pd.Series(_concatenated(chunks.pop(c)))
+        columns[c] = pd.Series(_concatenated(chunks.pop(c)), copy=False)
     pa.default_memory_pool().release_unused()  # the parser's buffers, kept by the allocator
     return pd.DataFrame(columns, copy=False), {"tag": tag, "extra_text_lines": 0}
 
@@ -371,16 +373,18 @@ def _plain_trec_qrels(path: Path) -> pd.DataFrame | None:
             "relevance": table["relevance"].to_numpy(),
         }
     )
+    del table  # the parser's chunks, copied
     try:  # the evaluation's own index finds a duplicate pair fastest
         index_qrels(frame)
     except InputError:
         return None  # the reader that names the duplicate's lines
+    pa.default_memory_pool().release_unused()  # the chunks and the index, kept by the allocator
     return frame
 
 
 def read_qrels_columnar(
-    path: str | os.PathLike[str], *, as_trec_eval: bool = False
-) -> tuple[pd.DataFrame, int]:
+    path: str | os.PathLike[str], *, as_trec_eval: bool = False, duckdb: bool = True
+) -> tuple[pd.DataFrame, int] | None:
     """Read TREC qrels ``qid iter docid rel`` with DuckDB into arrow-backed columns.
 
     Parameters
@@ -393,6 +397,9 @@ def read_qrels_columnar(
         Read as ``read_qrels(path, as_trec_eval=True)`` does (trec_eval 10.0's reading): a file
         with any line other than four fields and an integer grade (a comment, a blank line,
         extra text) is handed to it.
+    duckdb : bool, default True
+        As :func:`read_run_columnar`'s: False returns None for a file that pyarrow's CSV reader
+        does not take.
 
     Returns
     -------
@@ -412,14 +419,16 @@ def read_qrels_columnar(
     fast = _plain_trec_qrels(path)
     if fast is not None:
         return fast, 0
-    duckdb = require("duckdb")
+    if not duckdb:
+        return None
+    db = require("duckdb")
     split = _fields(path)
     query = (
         "SELECT p[1] AS query_id, p[3] AS doc_id, TRY_CAST(p[4] AS BIGINT) AS relevance, "
         f"len(p) AS n_columns, (len(p) >= 4 AND regexp_full_match(p[4], '{_INTEGER_RE}') AND "
         f"TRY_CAST(p[4] AS BIGINT) IS NOT NULL) AS ok FROM ({split})"
     )
-    con = duckdb.connect(":memory:")
+    con = db.connect(":memory:")
     try:
         table = con.sql(query).to_arrow_table()
         n_lines = con.sql(f"SELECT count(*) FROM {_lines(path)}").fetchall()[0][0]
@@ -427,7 +436,7 @@ def read_qrels_columnar(
             f"SELECT count(*) FROM (SELECT p[1], p[3] FROM ({split}) GROUP BY 1, 2 "
             "HAVING count(*) > 1)"
         ).fetchall()[0]
-    except duckdb.Error:  # bytes that are not UTF-8: the reader that names the line
+    except db.Error:  # bytes that are not UTF-8: the reader that names the line
         return read_qrels(path, as_trec_eval=as_trec_eval), 0
     finally:
         con.close()
@@ -447,6 +456,13 @@ def read_qrels_columnar(
     return frame, extra
 
 
+def _parquet() -> Any:
+    """``pyarrow.parquet``, imported on first use (a TREC file's reading does not need it)."""
+    import pyarrow.parquet as pq
+
+    return pq
+
+
 def _quoted(path: Path) -> str:
     """A path inside a single-quoted SQL string."""
     return str(path).replace("'", "''")
@@ -458,7 +474,7 @@ def parquet_run_columns(path: str | os.PathLike[str]) -> list[str]:
     three."""
     path = Path(path)
     try:
-        names = pq.ParquetFile(path).schema_arrow.names
+        names = _parquet().ParquetFile(path).schema_arrow.names
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"not a readable parquet file: {exc}", path=path) from exc
     for needed in _RUN_COLUMNS[:3]:
@@ -489,7 +505,7 @@ def read_parquet_run(path: str | os.PathLike[str]) -> pd.DataFrame:
         evaluation, which names the query and document.
     """
     path = Path(path)
-    table = pq.read_table(path, columns=parquet_run_columns(path))
+    table = _parquet().read_table(path, columns=parquet_run_columns(path))
     finite = pc.is_finite(pc.cast(table.column("score"), pa.float64()))
     if finite.null_count or not pc.all(finite).as_py():
         q = table.column("query_id").filter(pc.invert(pc.fill_null(finite, False)))[0]
@@ -559,7 +575,8 @@ def query_blocks(
     """
     pending: list[pa.RecordBatch] = []
     held = 0
-    for batch in pq.ParquetFile(Path(path)).iter_batches(batch_size=min(block_rows, 1 << 20)):
+    batches = _parquet().ParquetFile(Path(path)).iter_batches(batch_size=min(block_rows, 1 << 20))
+    for batch in batches:
         pending.append(batch)
         held += batch.num_rows
         if held < block_rows:

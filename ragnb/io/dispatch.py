@@ -9,8 +9,10 @@ one place:
   (:data:`ragnb.io.files.PARQUET_SUFFIXES`).
 * **in memory**: TREC text is read by the columnar readers of :mod:`ragnb.io.columnar` when the
   ``fast`` extra is installed (pyarrow parsing, dictionary-coded ids: several times faster and
-  leaner than Python objects); the standard input, ranx files, and every file without the extra
-  by :func:`ragnb.io.readers.read_run` / :func:`ragnb.io.readers.read_qrels`; parquet runs by
+  leaner than Python objects), DuckDB reading those that pyarrow's CSV reader does not take;
+  such a file of at most :data:`PYTHON_READS_BYTES` (whose reading costs less than DuckDB's
+  start), the standard input, ranx files, and every file without the extra by
+  :func:`ragnb.io.readers.read_run` / :func:`ragnb.io.readers.read_qrels`; parquet runs by
   :func:`ragnb.io.columnar.read_parquet_run`.
 * **streamed** (:func:`read_in_blocks`): a parquet run, a run file above
   :data:`STREAM_ABOVE_BYTES`, or any run when asked (``stream=True``, ``ragnb evaluate
@@ -22,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import warnings
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +34,7 @@ import pandas as pd
 
 from ragnb.core.lazylibs import MissingExtra
 from ragnb.errors import DuplicateEntry, InputError
+from ragnb.frames.index import preload_kernels
 from ragnb.io.files import PARQUET_SUFFIXES
 from ragnb.io.readers import (
     STDIN,
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
     from ragnb.io.columnar import QueryBlock
 
 __all__ = [
+    "PYTHON_READS_BYTES",
     "STREAM_ABOVE_BYTES",
     "QrelsFile",
     "RunFile",
@@ -60,6 +65,11 @@ __all__ = [
 
 #: Run files above this size (bytes) are read in blocks of whole queries (1 GiB).
 STREAM_ABOVE_BYTES = 1 << 30
+
+#: TREC files up to this size (bytes) that pyarrow's CSV reader does not take (tabs, comments,
+#: text after the last column) are read by the Python readers, not by DuckDB, whose start costs
+#: more than reading them (1 MiB).
+PYTHON_READS_BYTES = 1 << 20
 
 
 def file_format(path: str | os.PathLike[str]) -> str:
@@ -118,7 +128,9 @@ class RunFile:
         an empty run, or a run read in blocks.
     notes : tuple of str
         What the columnar reader counted and ignored (lines with text after the sixth column),
-        each starting with the path. The Python readers say it in a ``UserWarning``.
+        each starting with the path; the Python readers' warnings when they read a file of at
+        most :data:`PYTHON_READS_BYTES`. The Python readers say it in a ``UserWarning`` for the
+        standard input and without the ``fast`` extra.
     """
 
     path: str
@@ -204,7 +216,9 @@ def read_run_file(
     -------
     RunFile
         The run in memory: TREC text with the ``fast`` extra as dictionary-coded arrow columns
-        (:func:`ragnb.io.columnar.read_run_columnar`), else as
+        (:func:`ragnb.io.columnar.read_run_columnar`; a file of at most
+        :data:`PYTHON_READS_BYTES` that pyarrow's CSV reader does not take as
+        :func:`ragnb.io.readers.read_run` reads it, its warnings as notes), else as
         :func:`ragnb.io.readers.read_run` reads it; parquet by
         :func:`ragnb.io.columnar.read_parquet_run`.
 
@@ -229,22 +243,48 @@ def read_run_file(
         from ragnb.io.columnar import read_parquet_run
 
         return _not_empty(RunFile(str(path), read_parquet_run(path)))
+    small = kind == "trec" and _small(path)
     if kind == "trec":
+        if not small and os.path.isfile(path):  # the evaluation's kernels load while it parses
+            preload_kernels()
         try:
             from ragnb.io.columnar import read_run_columnar
 
-            frame, info = read_run_columnar(path, rank=rank)
+            read = read_run_columnar(path, rank=rank, duckdb=not small)
         except MissingExtra:
             pass
         except InputError:
             if not as_trec_eval:
                 raise
         else:
-            notes = _extra_text_note(path, info["extra_text_lines"], "sixth")
-            return _not_empty(RunFile(str(path), frame, info["tag"], notes))
-    frame = read_run(path, as_trec_eval=as_trec_eval)
+            if read is not None:
+                frame, info = read
+                notes = _extra_text_note(path, info["extra_text_lines"], "sixth")
+                return _not_empty(RunFile(str(path), frame, info["tag"], notes))
+    with _warnings_as_notes(small) as caught:
+        frame = read_run(path, as_trec_eval=as_trec_eval)
     tag = str(frame["tag"].iloc[-1]) if len(frame) and "tag" in frame.columns else None
-    return _not_empty(RunFile(str(path), frame, tag))
+    return _not_empty(RunFile(str(path), frame, tag, tuple(caught)))
+
+
+def _small(path: str | os.PathLike[str]) -> bool:
+    """A file of at most :data:`PYTHON_READS_BYTES` bytes."""
+    return os.path.isfile(path) and os.path.getsize(path) <= PYTHON_READS_BYTES
+
+
+@contextlib.contextmanager
+def _warnings_as_notes(record: bool) -> Generator[list[str], None, None]:
+    """With ``record``, the Python readers' warnings (text after the last column, numbers read
+    as C reads them) as the notes the columnar readers give, in a list; else an empty list and
+    the warnings as they are."""
+    notes: list[str] = []
+    if not record:
+        yield notes
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield notes
+    notes.extend(str(w.message) for w in caught)
 
 
 def _not_empty(run: RunFile) -> RunFile:
@@ -325,16 +365,21 @@ def read_qrels_file(
             )
         return QrelsFile(str(path), read_diversity_qrels(path))
     qrels = None
+    small = file_format(path) == "trec" and _small(path)
     if file_format(path) == "trec":
         try:
             from ragnb.io.columnar import read_qrels_columnar
         except MissingExtra:
             pass
         else:
-            frame, extra = read_qrels_columnar(path, as_trec_eval=as_trec_eval)
-            qrels = QrelsFile(str(path), frame, _extra_text_note(path, extra, "fourth"))
+            read = read_qrels_columnar(path, as_trec_eval=as_trec_eval, duckdb=not small)
+            if read is not None:
+                frame, extra = read
+                qrels = QrelsFile(str(path), frame, _extra_text_note(path, extra, "fourth"))
     if qrels is None:
-        qrels = QrelsFile(str(path), read_qrels(path, as_trec_eval=as_trec_eval))
+        with _warnings_as_notes(small) as notes:
+            frame = read_qrels(path, as_trec_eval=as_trec_eval)
+        qrels = QrelsFile(str(path), frame, tuple(notes))
     if qrels.frame.empty:
         raise no_rows_error(path, "judgements")
     return qrels

@@ -29,6 +29,8 @@ span id, never dropped silently.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import os
 import re
@@ -51,14 +53,17 @@ __all__ = [
     "RETRIEVER_KIND",
     "Span",
     "Traces",
+    "document_cause",
     "example_requests",
     "iter_spans",
     "otlp_attributes",
+    "otlp_id",
     "otlp_request",
     "query_key",
     "read_traces",
     "retriever_span",
     "shared_query_ids",
+    "span_documents",
     "write_example_traces",
     "write_traces_folder",
 ]
@@ -72,6 +77,7 @@ _KIND = "openinference.span.kind"
 _QUERY = "input.value"
 _DOCS = "retrieval.documents"
 _WHITESPACE = re.compile(r"\s+")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
 _BATCH_ROWS = 4096
 _ABSENT = object()
 
@@ -88,7 +94,7 @@ class Span:
         Hex ids as the file gives them ("" when absent).
     start : float
         Start time as a number that orders spans within one file (OTLP: nanoseconds since the
-        epoch; Phoenix: seconds); 0 when absent.
+        epoch, an exact int; Phoenix: seconds); 0 when absent.
     attributes : dict
         Span attributes, e.g. ``{"input.value": "...", "retrieval.documents.0.document.id":
         "d1"}``.
@@ -96,6 +102,12 @@ class Span:
         Attributes of the resource that emitted the span (e.g. ``service.name``).
     kind : str
         ``openinference.span.kind`` ("" when absent).
+    end : float
+        End time, in the unit of ``start``; 0 when absent.
+    parent_span_id : str
+        The parent span's hex id ("" for a root span or when absent).
+    time_unit_s : float
+        Seconds per unit of ``start`` and ``end``: 1e-9 for OTLP, 1 for Phoenix.
     """
 
     name: str
@@ -105,6 +117,17 @@ class Span:
     attributes: dict[str, Any]
     resource: dict[str, Any] = field(default_factory=dict)
     kind: str = ""
+    end: float = 0.0
+    parent_span_id: str = ""
+    time_unit_s: float = 1e-9
+
+    @property
+    def duration_s(self) -> float:
+        """``end - start`` in seconds; NaN when either time is absent or the span ends before
+        it starts."""
+        if not self.start or not self.end or self.end < self.start:
+            return math.nan
+        return (self.end - self.start) * self.time_unit_s
 
 
 # ----------------------------------------------------------------------------- OTLP JSON
@@ -166,6 +189,41 @@ def otlp_attributes(pairs: Any) -> dict[str, Any]:
     return out
 
 
+def otlp_id(value: Any) -> str:
+    """A trace or span id of an OTLP/JSON file as lower-case hex.
+
+    OTLP/JSON writes ids in hex; a file written with protobuf's generic JSON mapping
+    (``google.protobuf.json_format``) holds them in base64 instead: 24 characters ending in
+    ``==`` for a 16-byte trace id, 12 ending in ``=`` for an 8-byte span id. Those are decoded;
+    anything else is kept as written ("" when absent).
+
+    Examples
+    --------
+    >>> otlp_id("5B8EFFF798038103D269B633813FC60C"), otlp_id("AAECAwQFBgc=")
+    ('5b8efff798038103d269b633813fc60c', '0001020304050607')
+    """
+    if value is None:
+        return ""
+    text = str(value)
+    if (len(text) == 24 and text.endswith("==")) or (len(text) == 12 and text.endswith("=")):
+        try:
+            return base64.b64decode(text, validate=True).hex()
+        except (binascii.Error, ValueError):
+            return text
+    return text.lower() if _HEX.fullmatch(text) else text
+
+
+def _nanos(value: Any) -> int:
+    """An OTLP ``*TimeUnixNano`` (a string or a number) as an exact int; 0 when absent or bad."""
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError, OverflowError):
+            return 0
+
+
 def _otlp_spans(request: Mapping[str, Any]) -> Iterator[Span]:
     """The spans of one ``ExportTraceServiceRequest``."""
     for resource_spans in request.get("resourceSpans") or []:
@@ -173,18 +231,16 @@ def _otlp_spans(request: Mapping[str, Any]) -> Iterator[Span]:
         for scope_spans in resource_spans.get("scopeSpans") or []:
             for span in scope_spans.get("spans") or []:
                 attributes = otlp_attributes(span.get("attributes"))
-                try:
-                    start = float(span.get("startTimeUnixNano") or 0)
-                except (TypeError, ValueError):
-                    start = 0.0
                 yield Span(
                     name=str(span.get("name") or ""),
-                    span_id=str(span.get("spanId") or ""),
-                    trace_id=str(span.get("traceId") or ""),
-                    start=start,
+                    span_id=otlp_id(span.get("spanId")),
+                    trace_id=otlp_id(span.get("traceId")),
+                    start=_nanos(span.get("startTimeUnixNano")),
                     attributes=attributes,
                     resource=resource,
                     kind=str(attributes.get(_KIND) or ""),
+                    end=_nanos(span.get("endTimeUnixNano")),
+                    parent_span_id=otlp_id(span.get("parentSpanId")),
                 )
 
 
@@ -284,7 +340,10 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
 def _start_of(value: Any) -> float:
     """A Phoenix ``start_time`` (datetime, ISO text or epoch number) as seconds."""
     if isinstance(value, datetime):
-        return value.timestamp()
+        try:
+            return value.timestamp()
+        except ValueError:  # pandas' NaT
+            return 0.0
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str) and value:
@@ -303,6 +362,7 @@ def _phoenix_span(record: Mapping[str, Any]) -> Span:
         k[len("attributes.") :]: v for k, v in flat.items() if k.startswith("attributes.")
     }
     kind = flat.get("span_kind") or attributes.get(_KIND) or ""
+    parent = flat.get("parent_id")
     return Span(
         name=str(flat.get("name") or ""),
         span_id=str(flat.get("context.span_id") or ""),
@@ -310,6 +370,9 @@ def _phoenix_span(record: Mapping[str, Any]) -> Span:
         start=_start_of(flat.get("start_time")),
         attributes=attributes,
         kind=str(kind),
+        end=_start_of(flat.get("end_time")),
+        parent_span_id="" if parent is None or parent != parent else str(parent),
+        time_unit_s=1.0,
     )
 
 
@@ -380,30 +443,83 @@ def query_key(text: str) -> str:
     return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 
-def _documents(attributes: Mapping[str, Any]) -> tuple[list[tuple[str, float | None, Any]], str]:
-    """``(doc_id, score, content)`` in rank order and "" , or [] and the cause of a bad span."""
+def document_cause(doc_id: Any, score: Any) -> str:
+    """Why one returned document cannot be ranked, or "" when it can.
+
+    Parameters
+    ----------
+    doc_id : object
+        The document id as read: a non-empty str without white space, or an int.
+    score : object
+        The score as read: a finite int or float, or None (no score).
+
+    Returns
+    -------
+    str
+        "" , ``"bad document id"`` or ``"score not a number"`` (of :data:`BAD_SPAN_CAUSES`).
+
+    Examples
+    --------
+    >>> document_cause("d1", 0.5), document_cause("d 1", 0.5), document_cause(7, "high")
+    ('', 'bad document id', 'score not a number')
+    """
+    if type(doc_id) is not str:
+        if isinstance(doc_id, bool) or not isinstance(doc_id, int):
+            return "bad document id"
+        doc_id = str(doc_id)
+    if not doc_id or _WHITESPACE.search(doc_id):
+        return "bad document id"
+    if score is None or (type(score) is float and math.isfinite(score)):
+        return ""
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        return "score not a number"
+    return ""
+
+
+def span_documents(
+    attributes: Mapping[str, Any], prefix: str = _DOCS
+) -> tuple[list[tuple[str, float | None, Any]], str]:
+    """The documents a span lists in OpenInference's flattened form, in rank order.
+
+    Parameters
+    ----------
+    attributes : mapping
+        A span's attributes: ``{prefix}.{i}.document.id``, ``.document.score`` and
+        ``.document.content`` for ``i = 0, 1, ...`` (the first index missing all three ends the
+        list).
+    prefix : str, default "retrieval.documents"
+        The list: ``"retrieval.documents"`` of a ``RETRIEVER`` span,
+        ``"reranker.input_documents"`` or ``"reranker.output_documents"`` of a ``RERANKER``.
+
+    Returns
+    -------
+    (list of (str, float or None, object), str)
+        ``(doc_id, score, content)`` in rank order (None for an absent score or content)
+        and "" ; or ``[]`` and the cause of a bad
+        list (:data:`BAD_SPAN_CAUSES`): no document, a bad id, a score that is not a finite
+        number, or scores on some documents only.
+
+    Examples
+    --------
+    >>> span_documents({"retrieval.documents.0.document.id": "d1",
+    ...                 "retrieval.documents.0.document.score": 0.5})
+    ([('d1', 0.5, None)], '')
+    """
     docs: list[tuple[str, float | None, Any]] = []
     i = 0
     while True:
-        prefix = f"{_DOCS}.{i}."
-        doc_id = attributes.get(prefix + "document.id", _ABSENT)
-        score = attributes.get(prefix + "document.score", _ABSENT)
-        content = attributes.get(prefix + "document.content", _ABSENT)
+        head = f"{prefix}.{i}."
+        doc_id = attributes.get(head + "document.id", _ABSENT)
+        score = attributes.get(head + "document.score", _ABSENT)
+        content = attributes.get(head + "document.content", _ABSENT)
         if doc_id is _ABSENT and score is _ABSENT and content is _ABSENT:
             break
-        if type(doc_id) is not str:
-            if isinstance(doc_id, bool) or not isinstance(doc_id, int):
-                return [], "bad document id"
-            doc_id = str(doc_id)
-        if not doc_id or _WHITESPACE.search(doc_id):
-            return [], "bad document id"
         score = None if score is _ABSENT else score
-        if score is not None and (type(score) is not float or not math.isfinite(score)):
-            if isinstance(score, bool) or not isinstance(score, int | float):
-                return [], "score not a number"
-            if not math.isfinite(score):
-                return [], "score not a number"
-        docs.append((doc_id, None if score is None else float(score), content))
+        cause = document_cause(None if doc_id is _ABSENT else doc_id, score)
+        if cause:
+            return [], cause
+        content = None if content is _ABSENT else content
+        docs.append((str(doc_id), None if score is None else float(score), content))
         i += 1
     if not docs:
         return [], "no documents"
@@ -442,7 +558,7 @@ class _Collector:
         if not isinstance(text, str) or not text.strip():
             self.bad.append((line, span.span_id, span.name, "no query"))
             return
-        docs, cause = _documents(span.attributes)
+        docs, cause = span_documents(span.attributes)
         if cause:
             self.bad.append((line, span.span_id, span.name, cause))
             return

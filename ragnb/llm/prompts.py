@@ -20,6 +20,7 @@ name                      kind  answer     scale source
 ``nugget-creation`` en    ext.  json_list        AutoNuggetizer creator (Pradeep et al. 2024)
 ``nugget-importance`` en  label json_labels      AutoNuggetizer scorer: vital, okay
 ``nugget-assignment`` en  label json_labels      AutoNuggetizer assigner: support, partial...
+``agent-step`` en         act   json_action      one step of a search agent: stop or search
 ========================= ===== ========== ===== =============================================
 
 What an answer must be (nothing else is accepted, nothing is coerced)
@@ -49,6 +50,11 @@ What an answer must be (nothing else is accepted, nothing is coerced)
     labels as the call has items, each one of the template's ``choices``: ``{"labels":
     ["vital", "okay"]}``. Rejected: a list of another length, a label not among the choices
     (case counts), text around the object.
+``json_action``
+    Exactly one JSON object whose keys are ``"action"``, one of the template's ``choices``, and
+    ``"query"``, a string (empty allowed): ``{"action": "search", "query": "bm25 parameters"}``.
+    Rejected: a missing or extra key, an action not among the choices (case counts), a query
+    that is not a string, text around the object.
 
 References
 ----------
@@ -75,10 +81,12 @@ from typing import Any
 from ragnb.errors import InputError
 
 __all__ = [
+    "ACTION_QUERY_CHARS",
     "PromptTemplate",
     "available_prompts",
     "load_prompt",
     "parse_integer",
+    "parse_json_action",
     "parse_json_grade",
     "parse_json_labels",
     "parse_json_list",
@@ -86,8 +94,18 @@ __all__ = [
     "parse_numbered_list",
 ]
 
-KINDS = ("grade", "rank", "extract", "label")
-ANSWERS = ("integer", "json_grade", "json_order", "numbered_list", "json_list", "json_labels")
+KINDS = ("grade", "rank", "extract", "label", "act")
+ANSWERS = (
+    "integer",
+    "json_grade",
+    "json_order",
+    "numbered_list",
+    "json_list",
+    "json_labels",
+    "json_action",
+)
+#: Characters of the query of a ``json_action`` answer at most (its schema's ``maxLength``).
+ACTION_QUERY_CHARS = 120
 RANK_FIELDS = ("query", "passages", "n", "labels_json", "labels_text")
 LABELS = tuple(string.ascii_uppercase)
 
@@ -309,6 +327,43 @@ def parse_json_labels(
     return tuple(value), None
 
 
+def parse_json_action(
+    text: str, choices: Sequence[str]
+) -> tuple[tuple[str, str] | None, str | None]:
+    """Parse an answer that must be ``{"action": a, "query": q}``, ``a`` among ``choices``.
+
+    Returns
+    -------
+    (action, query) : tuple of str, or None
+        The query with surrounding white space removed (may be empty).
+    reason : str or None
+
+    Examples
+    --------
+    >>> parse_json_action('{"action": "search", "query": " bm25 k1 "}', ("stop", "search"))
+    (('search', 'bm25 k1'), None)
+    >>> print(parse_json_action('{"action": "Stop", "query": ""}', ("stop", "search"))[1])
+    action "Stop" is not one of ['stop', 'search']
+    """
+    s = text.strip()
+    if not s:
+        return None, "empty answer"
+    try:
+        obj = json.loads(s)
+    except json.JSONDecodeError:
+        return None, f"not a JSON object: {_short(s)}"
+    if not isinstance(obj, dict):
+        return None, f"not a JSON object: {_short(s)}"
+    if set(obj) != {"action", "query"}:
+        return None, f'expected the keys "action" and "query", got keys {sorted(obj)}'
+    action, query = obj["action"], obj["query"]
+    if action not in choices:
+        return None, f"action {json.dumps(action)[:60]} is not one of {list(choices)}"
+    if not isinstance(query, str):
+        return None, f"query is not a string: {_short(json.dumps(query))}"
+    return (action, query.strip()), None
+
+
 # ----------------------------------------------------------------------------- templates
 
 
@@ -348,11 +403,13 @@ class PromptTemplate:
     Parameters
     ----------
     name, language : str
-    kind : {"grade", "rank", "extract", "label"}
+    kind : {"grade", "rank", "extract", "label", "act"}
         ``grade``: one call per item, an integer on ``scale``; ``rank``: one call per batch of
         labelled passages, a permutation; ``extract``: one call per record, a list of strings;
-        ``label``: one call per batch of items, one of ``choices`` per item.
-    answer : {"integer", "json_grade", "json_order", "numbered_list", "json_list", "json_labels"}
+        ``label``: one call per batch of items, one of ``choices`` per item; ``act``: one call
+        per step of an agent, one of ``choices`` and a query.
+    answer : {"integer", "json_grade", "json_order", "numbered_list", "json_list", \
+"json_labels", "json_action"}
         The only answer form accepted (see the module docstring).
     user : str
         The user message.
@@ -367,7 +424,7 @@ class PromptTemplate:
     passage_format, passage_separator : str
         For ``rank``: how each labelled passage is written into ``{passages}``.
     choices : tuple of str, optional
-        For ``label``: the labels an answer may give (two or more).
+        For ``label``: the labels an answer may give; for ``act``: the actions (two or more).
     expected_output_tokens : int
         Answer length assumed by cost estimates.
     source : str
@@ -402,6 +459,7 @@ class PromptTemplate:
             "grade": ("integer", "json_grade"),
             "rank": ("json_order",),
             "label": ("json_labels",),
+            "act": ("json_action",),
         }.get(self.kind, ("numbered_list", "json_list"))
         if self.answer not in expected:
             raise InputError(f"{where}: a {self.kind} prompt needs answer in {expected}")
@@ -415,13 +473,15 @@ class PromptTemplate:
             ):
                 raise InputError(f"{where}: a grade prompt needs scale [low, high], integers")
         ch = self.choices
-        if self.kind == "label" and (
+        if self.kind in ("label", "act") and (
             ch is None
             or len(ch) < 2
             or not all(isinstance(c, str) and c for c in ch)
             or len(set(ch)) < len(ch)
         ):
-            raise InputError(f"{where}: a label prompt needs choices [a, b, ...], distinct text")
+            raise InputError(
+                f"{where}: a {self.kind} prompt needs choices [a, b, ...], distinct text"
+            )
         eot = self.expected_output_tokens
         if type(eot) is not int or eot < 1:
             raise InputError(f"{where}: expected_output_tokens must be an integer >= 1")
@@ -581,6 +641,8 @@ class PromptTemplate:
             return parse_json_labels(text, len(labels or ()), self.choices or ())
         if self.answer == "json_list":
             return parse_json_list(text)
+        if self.answer == "json_action":
+            return parse_json_action(text, self.choices or ())
         return parse_numbered_list(text)
 
     def response_schema(self, labels: Sequence[str] | None = None) -> dict[str, Any] | None:
@@ -591,10 +653,11 @@ class PromptTemplate:
         schema cannot say "each once": a repeated label still fails the strict parser);
         ``json_list``: ``{"items": [...]}`` of one or more strings (at most ``len(labels)``
         when ``labels`` are given: the cap of a list); ``json_labels``:
-        ``{"labels": [...]}`` of ``len(labels)`` labels among the choices;
-        ``numbered_list``: None (not constrained). The answer still goes
-        through :meth:`parse`: the schema narrows what the model can emit, it does not replace
-        the parser.
+        ``{"labels": [...]}`` of ``len(labels)`` labels among the choices; ``json_action``:
+        ``{"action": a, "query": q}``, ``a`` among the choices, ``q`` a string of at most
+        :data:`ACTION_QUERY_CHARS` characters; ``numbered_list``: None (not constrained). The
+        answer still goes through :meth:`parse`: the schema narrows what the model can emit, it
+        does not replace the parser.
 
         Examples
         --------
@@ -627,6 +690,16 @@ class PromptTemplate:
                 "maxItems": len(labels),
             }
             return _object_schema("labels", chosen)
+        if self.answer == "json_action" and self.choices:
+            return {
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": list(self.choices)},
+                    "query": {"type": "string", "maxLength": ACTION_QUERY_CHARS},
+                },
+                "required": ["action", "query"],
+                "additionalProperties": False,
+            }
         return None
 
     # -- loading

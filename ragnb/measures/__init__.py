@@ -30,9 +30,23 @@ ERR@K      expected reciprocal rank (Chapelle et al. 2009)      :mod:`.cascade`
 RBP        rank-biased precision and its residual (Moffat and   :mod:`.cascade`
            Zobel 2008): ``RBP(p=0.8)``, ``RBP-residual``
 alpha-nDCG alpha-nDCG@K on subtopic qrels (Clarke et al. 2008)  :mod:`.diversity`
+ERR-IA, .. ndeval's intent-aware set on subtopic qrels: ERR-IA,    :mod:`.intent`
+           nERR-IA, alpha-DCG, NRBP, nNRBP, P-IA, AP-IA,
+           StRecall
+Compat     RBO with the most compatible ideal ranking (Clarke   :mod:`.compat`
+           et al. 2020)
+INST, ..   C/W/L user models as cwl-eval: INST, INSQ, BPM,      :mod:`.cwl`
+           SDCG, RBP-CWL, TBG, U, NERR8-11 (expected utility)
 RA-nWG-nov RA-nWG, each repeat of a source weighted beta        :mod:`.novelty`
 NuggetRec. NuggetRecall@K: nuggets supported in the top K /     :mod:`.nuggets`
            nuggets, on nugget qrels (AutoNuggetizer's scores)
+Evidence-  an agent's search trajectory: EvidenceRecall@C,      :mod:`.trajectory`
+Recall,... SearchCalls, CallsToFirstRel, CallRR, CallsToEvidence,
+           Redundancy, CallnDCG@K, CallnDCGSlope@K, RerankGain@K,
+           TokensPerRel, SecondsPerRel (BrowseComp-Plus)
+prefs_*    trec_eval's preference measures (``prefs_simp``,     :mod:`.prefs`
+           ``prefs_pair``, ``prefs_avgjg``, ...), on preference
+           judgements
 ========== ==================================================== =================
 
 Binary measures take ``rel`` (default 1, trec_eval's relevance level): ``P(rel=2)@10``.
@@ -44,22 +58,27 @@ Usage: :func:`parse_measure` for names, :func:`prepare` for the shared arrays, a
 
 from ragnb.measures import (  # noqa: F401
     cascade,
+    compat,
     context,
+    cwl,
     diversity,
     gains,
     geometric,
     graded,
     incomplete,
+    intent,
     judged,
     ndcg,
     novelty,
     nuggets,
     precision,
+    prefs,
     primer,
     recall,
     rr,
     sets,
     success,
+    trajectory,
     trec,
     trec_names,
 )
@@ -77,7 +96,9 @@ from ragnb.measures.base import (
     trec_eval_names,
 )
 from ragnb.measures.cascade import expected_reciprocal_rank, rank_biased_precision, rbp_residual
+from ragnb.measures.compat import compatibility
 from ragnb.measures.context import context_precision_at_k, pooled_qrels, pr_auc, pr_curve
+from ragnb.measures.cwl import cwl_eu, inst, scaled_dcg
 from ragnb.measures.diversity import alpha_ndcg, prepare_subtopics
 from ragnb.measures.graded import (
     GRADE_MAPS,
@@ -100,6 +121,7 @@ from ragnb.measures.incomplete import (
     condensed_precision,
     judged_gap_warning,
 )
+from ragnb.measures.intent import err_ia, nrbp, subtopic_recall
 from ragnb.measures.judged import judged_at_k
 from ragnb.measures.kernel import RankingArrays, prepare
 from ragnb.measures.ndcg import ndcg_at_k, ndcg_exp_at_k
@@ -123,10 +145,13 @@ __all__ = [
     "TrecEvalName",
     "alpha_ndcg",
     "bpref",
+    "compatibility",
     "complete_hit",
     "condensed_ndcg",
     "condensed_precision",
     "context_precision_at_k",
+    "cwl_eu",
+    "err_ia",
     "expected_reciprocal_rank",
     "f_estimated",
     "f_measure",
@@ -134,6 +159,7 @@ __all__ = [
     "harm_at_k",
     "ideal_reorder",
     "inferred_ap",
+    "inst",
     "interpolated_precision",
     "judged_at_k",
     "judged_gap_warning",
@@ -146,6 +172,7 @@ __all__ = [
     "ndcg_at_k",
     "ndcg_exp_at_k",
     "ndcg_in_k",
+    "nrbp",
     "nugget_recall",
     "parse_measure",
     "parse_measures",
@@ -169,6 +196,8 @@ __all__ = [
     "register_alias",
     "register_family",
     "register_trec_alias",
+    "scaled_dcg",
+    "subtopic_recall",
     "success_at_k",
     "t_measure",
     "t_unnormalised",

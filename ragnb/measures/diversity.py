@@ -113,35 +113,28 @@ def prepare_subtopics(
     frame = check_subtopic_qrels(subtopic_qrels)
     arrays = prepare(document_qrels(frame), run, order=order, depth=depth)
     n_q = arrays.n_queries
-    row_of = pd.Index(arrays.query_ids).get_indexer(frame["query_id"])
-    # subtopic codes within each query, 0..n_sub-1
-    sub_code = frame.groupby("query_id", sort=False)["subtopic"].transform(
-        lambda s: pd.factorize(s)[0]
-    )
-    sub_code = sub_code.to_numpy(dtype=np.int64)
+    row_of = pd.Index(arrays.query_ids).get_indexer(frame["query_id"]).astype(np.int64)
+    sub_code = _within(row_of, pd.factorize(frame["subtopic"])[0])
     n_sub = int(sub_code.max()) + 1
-    # the pool: judged documents of each query, doc_id descending (ndeval's tie order)
-    docs = (
-        frame[["query_id", "doc_id"]]
-        .drop_duplicates()
-        .sort_values(["query_id", "doc_id"], ascending=[True, False])
-    )
-    pool_pos = docs.groupby("query_id", sort=False).cumcount().to_numpy()
-    pool_index = pd.MultiIndex.from_frame(docs)
+    ranked, rows, cols = ranked_cells(arrays, run, order)
+    judged_cells = np.flatnonzero(arrays.judged[rows, cols])  # the others gain nothing
+    rows, cols = rows[judged_cells], cols[judged_cells]
+    ranked_docs = ranked["doc_id"].iloc[judged_cells].astype(str)
+    # (query row, document) pairs as integers: row * n_docs + the document's code
+    doc_code, doc_ids = pd.factorize(pd.concat([frame["doc_id"], ranked_docs], ignore_index=True))
+    n_docs = max(len(doc_ids), 1)
+    judged = row_of * n_docs + doc_code[: len(frame)]
+    pool_keys, pool_pos = _pool(judged, n_docs, doc_ids)
     n_pool = int(pool_pos.max()) + 1
     pool = np.zeros((n_q, n_pool, n_sub), dtype=np.int64)
-    at = pool_index.get_indexer(pd.MultiIndex.from_frame(frame[["query_id", "doc_id"]]))
+    at = pool_keys.get_indexer(judged)
     pool[row_of, pool_pos[at], sub_code] = frame["relevance"].to_numpy(dtype=np.int64)
     has = np.zeros((n_q, n_sub), dtype=bool)
     has[row_of, sub_code] = True
     vital = np.zeros((n_q, n_sub), dtype=bool)
     vital[row_of, sub_code] = (frame[IMPORTANCE_COLUMN] == IMPORTANCE_LEVELS[0]).to_numpy()
 
-    ranked, rows, cols = ranked_cells(arrays, run, order)
-    ranked_pairs = pd.MultiIndex.from_arrays(
-        [ranked[c].astype(str).to_numpy() for c in ("query_id", "doc_id")]
-    )
-    in_pool = pool_index.get_indexer(ranked_pairs)
+    in_pool = pool_keys.get_indexer(rows.astype(np.int64) * n_docs + doc_code[len(frame) :])
     grades = np.zeros((n_q, arrays.depth, n_sub), dtype=np.int64)
     hit = in_pool >= 0
     grades[rows[hit], cols[hit]] = pool[rows[hit], pool_pos[in_pool[hit]]]
@@ -150,12 +143,54 @@ def prepare_subtopics(
     )
 
 
+def _within(group: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """Each code renumbered 0, 1, ... within its group, in order of first appearance."""
+    width = int(code.max()) + 1 if len(code) else 1
+    pair, first = pd.factorize(group * width + code)  # pairs in order of first appearance
+    owner = first // width
+    order = np.argsort(owner, kind="stable")
+    start = np.searchsorted(owner[order], owner[order])
+    within = np.empty(len(first), dtype=np.int64)
+    within[order] = np.arange(len(first)) - start
+    return within[pair]
+
+
+def _pool(keys: np.ndarray, n_docs: int, doc_ids: pd.Index) -> tuple[pd.Index, np.ndarray]:
+    """The distinct (row, document) keys of the judgements, by row and then ``doc_id``
+    descending (ndeval's tie order), and each one's position within its row."""
+    pairs = np.sort(pd.unique(keys))  # (np.unique is slower on many keys)
+    rows, docs = pairs // n_docs, pairs % n_docs
+    used = pd.unique(docs)
+    rank = np.zeros(n_docs, dtype=np.int64)  # string order of the judged documents
+    rank[used[np.asarray(doc_ids[used].argsort())]] = np.arange(len(used))
+    order = np.lexsort((-rank[docs], rows))
+    pairs, rows = pairs[order], rows[order]
+    return pd.Index(pairs), np.arange(len(pairs)) - np.searchsorted(rows, rows)
+
+
 # ----------------------------------------------------------------------------- kernel
 
 
-def _greedy_ideal_gains(relevant: np.ndarray, k: int, alpha: float) -> np.ndarray:
-    """Gains of the greedy ideal ranking, (n_queries, min(k, n_pool)); ``relevant`` is the pool's
-    (n_queries, n_pool, n_subtopics) bool array."""
+def greedy_ideal_gains(relevant: np.ndarray, k: int, alpha: float) -> np.ndarray:
+    """Novelty gains of ndeval's greedy ideal ranking of each query's judged documents.
+
+    Parameters
+    ----------
+    relevant : ndarray of bool, shape (n_queries, n_pool, n_subtopics)
+        Which pooled document is relevant to which subtopic, documents in ``doc_id`` descending
+        order (:attr:`SubtopicArrays.pool_grades` ``>= rel``).
+    k : int
+        Ranks of the ideal to build.
+    alpha : float in [0, 1]
+        Each repeat of a subtopic gains ``1 - alpha`` times the previous one.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_queries, min(k, n_pool))
+        At each rank the largest gain ``sum_s J(d, s) (1 - alpha)^(c_s)`` over the documents not
+        yet placed, ties to the first (the largest ``doc_id``), as ndeval's ``idealResult``
+        (Clarke et al. 2008, Section 4).
+    """
     n_q, n_pool, _ = relevant.shape
     steps = min(k, n_pool)
     seen = np.zeros((n_q, relevant.shape[2]))
@@ -185,7 +220,7 @@ def _alpha_ndcg(arrays: RankingArrays, k: int, *, alpha: float, rel: int) -> np.
     judged = arrays.subtopic_grades[:, :k, :] >= rel
     before: np.ndarray = np.cumsum(judged, axis=1) - judged
     gains = (judged * (1.0 - alpha) ** before).sum(axis=2)
-    ideal = _greedy_ideal_gains(arrays.pool_grades >= rel, k, alpha)
+    ideal = greedy_ideal_gains(arrays.pool_grades >= rel, k, alpha)
     return safe_div(dcg(gains), dcg(ideal))
 
 

@@ -51,7 +51,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 from numpy.typing import ArrayLike
 
 from ragnb.errors import InputError
@@ -818,6 +817,8 @@ def resolve_grade_map(spec: str, qrels: pd.DataFrame) -> tuple[str, dict[int, in
         )
     if spec in GRADE_MAPS:
         return spec, dict(GRADE_MAPS[spec])
+    import yaml  # a mapping given as text only: imported here, not with the measures
+
     try:
         parsed = yaml.safe_load(spec)
     except yaml.YAMLError:

@@ -836,7 +836,7 @@ def _prepare_arrays(
     grades = np.zeros((n_q, width), dtype=np.int64)
     judged = np.zeros((n_q, width), dtype=bool)
     filled = np.zeros((n_q, width), dtype=bool)
-    compiled = kernels()
+    compiled = kernels(len(run.by_doc) + len(qrels.by_doc))
     compiled.run_chunks(
         compiled.join_grades,
         len(run_groups.ids),

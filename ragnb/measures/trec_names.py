@@ -6,9 +6,10 @@ a :class:`ragnb.measures.TrecEvalName` each: ``P`` is ``P`` with the cutoffs 5, 
 This module answers from them both ways, trec_eval name -> measures
 (:func:`trec_eval_measures`, :func:`expand_measure_names`) and measure -> trec_eval name
 (:func:`trec_eval_printed`), and holds what belongs to no family: trec_eval's order of printing,
-its measure sets (``official``, ``all_trec``, ``set``, ``qrels_jg``), the names that print no
-number per query (``runid``, ``num_q``, ``relstring``) and the measures averaged over the
-judgment groups of ``qrels_jg`` files.
+its measure sets (``official``, ``all_trec``, ``set``, ``qrels_jg``; ``all_prefs`` and ``prefs``,
+the measures of preference judgements), the names that print no number per query (``runid``,
+``num_q``, ``relstring``) and the measures averaged over the judgment groups of ``qrels_jg``
+files.
 
 ==================== ===================================================================
 trec_eval            ragnb
@@ -34,12 +35,13 @@ from typing import Literal
 from ragnb.errors import InputError
 from ragnb.io.readers import c_atol
 from ragnb.measures.base import Measure, TrecEvalName, families, parse_measure, trec_eval_names
+from ragnb.measures.prefs import PREFS_MEASURES
 
 __all__ = [
     "AVERAGED_OVER_GROUPS",
     "MEASURE_SETS",
+    "PREFERENCE_MEASURES",
     "TREC_MEASURES",
-    "UNREAD_SETS",
     "expand_measure_names",
     "parse_numbers",
     "parse_pairs",
@@ -57,9 +59,13 @@ TREC_MEASURES = (
     "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref",
     "Rprec_mult", "utility", "11pt_avg", "binG", "G", "dcg", "ndcg", "ndcg_rel", "Rndcg",
     "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall",
-    "set_map", "set_F", "num_nonrel_judged_ret", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg",
-    "rbp", "rbp_resid", "unj",
+    "set_map", "set_F", "num_nonrel_judged_ret", *PREFS_MEASURES, "map_avgjg", "P_avgjg",
+    "Rprec_mult_avgjg", "rbp", "rbp_resid", "unj",
 )  # fmt: skip
+
+#: The measures of preference judgements (``-R prefs``, ``-R qrels_prefs``; the families of
+#: :mod:`ragnb.measures.prefs`, named as trec_eval names them), in trec_eval's order.
+PREFERENCE_MEASURES = PREFS_MEASURES
 
 #: trec_eval's measure sets (``te_trec_measure_nicknames``), the ones on qrels and runs.
 MEASURE_SETS = {
@@ -79,10 +85,9 @@ MEASURE_SETS = {
         "set_recall", "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret",
     ),
     "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
+    "all_prefs": ("runid", "num_q", *PREFS_MEASURES),
+    "prefs": ("runid", "num_q", *PREFS_MEASURES[:6]),
 }  # fmt: skip
-
-#: trec_eval's sets of the preference formats, which ragnb does not read.
-UNREAD_SETS = ("all_prefs", "prefs")
 
 #: The measures of qrels with judgment groups (``-R qrels_jg``) and the measure each averages
 #: over a query's groups (``m_map_avgjg.c``, ``m_P_avgjg.c``, ``m_Rprec_mult_avgjg.c``).

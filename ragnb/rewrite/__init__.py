@@ -9,6 +9,9 @@ set's first stage (S1). Both kinds live here, one layer below them:
 - :class:`LLMRewriter` (:mod:`ragnb.rewrite.llm`): "extract and restate the core information
   need" through a :class:`ragnb.llm.ChatClient` (its cache, retries and cost ledger).
 
+:func:`noise_by_turn` (:mod:`ragnb.rewrite.turns`) runs the rule-based denoiser over the search
+queries of a conversation's traces, turn by turn.
+
 References
 ----------
 Dallaire, "Practical RAG Evaluation: A Rarity-Aware Set-Based Metric and Cost-Latency-Quality
@@ -17,5 +20,6 @@ Trade-offs", arXiv:2511.09545, sections 3.4 (S1), 4.1 and 4.4.1.
 
 from ragnb.rewrite.llm import REWRITE_STAGE, LLMRewriter
 from ragnb.rewrite.rules import RULES, denoise_query
+from ragnb.rewrite.turns import noise_by_turn, query_noise
 
-__all__ = ["REWRITE_STAGE", "RULES", "LLMRewriter", "denoise_query"]
+__all__ = ["REWRITE_STAGE", "RULES", "LLMRewriter", "denoise_query", "noise_by_turn", "query_noise"]

@@ -3,7 +3,10 @@ corrections, agreement between two runs' top K lists, and a ranx-like comparison
 (:func:`comparison_table`: Markdown or LaTeX with significance markers); which systems are tied
 and how firmly each is ranked (:func:`tie_groups`, :func:`rank_intervals`); the power of a
 comparison (:func:`minimum_detectable_effect`, :func:`queries_needed` and their simulated
-versions); several runs per system (:func:`two_level_bootstrap`).
+versions); several runs per system (:func:`two_level_bootstrap`,
+:func:`two_level_randomization_test`); all systems at once (:func:`anova`, :func:`tukey_hsd`,
+:func:`randomized_tukey_hsd`, :func:`letter_display`); false discovery control
+(:func:`benjamini_hochberg`); effect sizes (:func:`paired_effect_size`).
 
 Per-query input
 ---------------
@@ -31,10 +34,18 @@ block), so memory stays bounded and no Python loop runs over single resamples.
 one pair does not depend on which other pairs are in the table.
 """
 
+from ragnb.stats.anova import AnovaResult, anova, randomized_tukey_hsd, tukey_hsd
 from ragnb.stats.bootstrap import BootstrapResult, CIMethod, paired_bootstrap
-from ragnb.stats.comparison import ComparisonResult, compare
-from ragnb.stats.corrections import Correction, adjust_p_values, bonferroni, holm
-from ragnb.stats.hierarchical import two_level_bootstrap
+from ragnb.stats.comparison import TESTS, ComparisonResult, Test, compare
+from ragnb.stats.corrections import (
+    Correction,
+    adjust_p_values,
+    benjamini_hochberg,
+    bonferroni,
+    holm,
+)
+from ragnb.stats.effects import PairedEffectSize, paired_effect_size
+from ragnb.stats.hierarchical import two_level_bootstrap, two_level_randomization_test
 from ragnb.stats.paired import PerQueryValues, pick_measure
 from ragnb.stats.power import (
     minimum_detectable_effect,
@@ -45,32 +56,47 @@ from ragnb.stats.power import (
     simulated_queries_needed,
 )
 from ragnb.stats.randomization import RandomizationResult, randomization_test
-from ragnb.stats.ranking import power_table, rank_intervals, ranking_table, tie_groups
+from ragnb.stats.ranking import (
+    letter_display,
+    power_table,
+    rank_intervals,
+    ranking_table,
+    tie_groups,
+)
 from ragnb.stats.report import comparison_table, significance_markers
 from ragnb.stats.topk import KendallTopK, TopKAgreement, kendall_top_k, top_k_agreement
 
 __all__ = [
+    "TESTS",
+    "AnovaResult",
     "BootstrapResult",
     "CIMethod",
     "ComparisonResult",
     "Correction",
     "KendallTopK",
+    "PairedEffectSize",
     "PerQueryValues",
     "RandomizationResult",
+    "Test",
     "TopKAgreement",
     "adjust_p_values",
+    "anova",
+    "benjamini_hochberg",
     "bonferroni",
     "compare",
     "comparison_table",
     "holm",
     "kendall_top_k",
+    "letter_display",
     "minimum_detectable_effect",
     "paired_bootstrap",
+    "paired_effect_size",
     "paired_t_power",
     "pick_measure",
     "power_table",
     "queries_needed",
     "randomization_test",
+    "randomized_tukey_hsd",
     "rank_intervals",
     "ranking_table",
     "significance_markers",
@@ -79,5 +105,7 @@ __all__ = [
     "simulated_queries_needed",
     "tie_groups",
     "top_k_agreement",
+    "tukey_hsd",
     "two_level_bootstrap",
+    "two_level_randomization_test",
 ]

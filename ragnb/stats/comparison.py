@@ -14,17 +14,30 @@ from ragnb.errors import InputError
 from ragnb.evaluation.evaluate import EvaluationResult, evaluate
 from ragnb.measures import Measure
 from ragnb.stats.bootstrap import CIMethod, bootstrap_result
-from ragnb.stats.corrections import Correction, adjust_p_values
-from ragnb.stats.hierarchical import two_level_bootstrap
+from ragnb.stats.corrections import CORRECTIONS, Correction, adjust_p_values
+from ragnb.stats.effects import paired_effect_size
+from ragnb.stats.hierarchical import two_level_bootstrap, two_level_randomization_test
 from ragnb.stats.paired import (
+    PairedValues,
     align_pair,
     check_fraction,
     check_resamples,
     per_query_series,
     pick_measure,
 )
+from ragnb.stats.procedures import (
+    ALL_SYSTEMS_TESTS,
+    OMNIBUS_COLUMNS,
+    TESTS,
+    Test,
+    all_systems_p_values,
+    omnibus_row,
+    run_arrays,
+)
 from ragnb.stats.randomization import randomization_result
-from ragnb.stats.ranking import power_table, ranking_table
+from ragnb.stats.ranking import letter_display, power_table, ranking_table
+
+__all__ = ["TESTS", "ComparisonResult", "Test", "compare"]
 
 # ranx's superscripts (ranx/data_structures/report.py); Unicode has no superscript q
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -53,19 +66,30 @@ class ComparisonResult:
         One row per compared pair x measure (measure-major): ``measure``, ``system_a``,
         ``system_b``, ``pair`` (``"a − b"``), ``mean_a``, ``mean_b`` (over the queries where
         both are defined), ``difference`` (``mean_a - mean_b``), ``ci_low``, ``ci_high``
-        (bootstrap interval of the difference), ``p_value`` (randomization test),
-        ``p_adjusted`` (across every row of this frame), ``significant`` (bool,
-        ``p_adjusted <= alpha``), ``n_queries``, ``n_dropped`` (int). When a system has several
-        runs, also ``ci_low_runs``, ``ci_high_runs``: the two-level interval over queries and
-        runs (:func:`ragnb.stats.two_level_bootstrap`), at least as wide as the other.
+        (bootstrap interval of the difference), ``p_value`` (by ``settings["test"]``:
+        :mod:`ragnb.stats.procedures`), ``p_adjusted`` (across every row of this frame),
+        ``significant`` (bool, ``p_adjusted <= alpha``; with the ``"anova"`` test also the
+        measure's ANOVA at most alpha), ``cohens_dz``, ``dz_low``, ``dz_high``, ``hedges_gz``,
+        ``gz_low``, ``gz_high`` (the paired effect size ``mean(d) / sd(d)`` of the per-query
+        differences, unitless, with its noncentral-t interval at ``confidence``, and Hedges'
+        small-sample correction of both: :func:`ragnb.stats.paired_effect_size`),
+        ``n_queries``, ``n_dropped`` (int). When a system has several runs, also
+        ``ci_low_runs``, ``ci_high_runs``: the two-level interval over queries and runs
+        (:func:`ragnb.stats.two_level_bootstrap`), at least as wide as the other.
     settings : dict
-        ``n_resamples``, ``confidence``, ``alpha``, ``correction``, ``ci_method``, ``seed``,
-        ``n_comparisons``.
+        ``test``, ``n_resamples``, ``confidence``, ``alpha``, ``correction``, ``ci_method``,
+        ``seed``, ``n_comparisons``.
     baselines : tuple of str
         The systems every other one was compared with; empty for all pairs.
     per_query : DataFrame
         The values compared: ``system``, ``measure``, ``query_id``, ``value`` (the mean over a
         system's runs when it has several).
+    omnibus : DataFrame
+        The test of all systems at once, one row per measure: ``measure``, ``design``
+        (``"repeated-measures"``, or ``"two-way"`` with the runs nested in systems when every
+        system has the same number of runs, at least two), ``f``, ``df_systems``,
+        ``df_error``, ``p_value`` (:func:`ragnb.stats.anova`), ``n_queries`` (with a value for
+        every system), ``n_runs``, ``n_dropped``. NaN where the ANOVA cannot be computed.
     """
 
     systems: tuple[str, ...]
@@ -76,6 +100,13 @@ class ComparisonResult:
     settings: dict[str, Any] = field(default_factory=dict)
     baselines: tuple[str, ...] = ()
     per_query: pd.DataFrame = field(default_factory=pd.DataFrame)
+    omnibus: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=OMNIBUS_COLUMNS))
+
+    def letters(self) -> pd.DataFrame:
+        """The compact letter display: index ``system``, one column of letters per measure;
+        systems sharing a letter are not separated by the tests
+        (:func:`ragnb.stats.letter_display`)."""
+        return letter_display(self)
 
     def means_wide(self) -> pd.DataFrame:
         """Means, index ``system`` (input order), one column per measure."""
@@ -224,17 +255,20 @@ def compare(
     correction: Correction = "holm",
     ci_method: CIMethod = "percentile",
     seed: int | None = 0,
+    test: Test = "randomization",
 ) -> ComparisonResult:
     """Compare several systems on several measures, like ranx's ``compare``, with intervals.
 
     For each measure and each compared pair (all pairs in input order, or each system against
     ``baseline``, or against each of ``baselines``): the mean difference with its paired
-    bootstrap interval (:func:`paired_bootstrap`) and the paired randomization p-value
-    (:func:`randomization_test`); the p-values of every comparison made (pairs x measures) are
-    then adjusted together (Holm by default), so several baselines share one correction.
+    bootstrap interval (:func:`paired_bootstrap`), its p-value by ``test`` and its effect size
+    (:func:`paired_effect_size`); the p-values of every comparison (pairs x measures) are then
+    adjusted together (Holm by default). Each measure also gets an ANOVA of all systems
+    (:attr:`ComparisonResult.omnibus`).
 
     A system given as a list of runs (seeds, folds) is averaged per query over its runs before
-    pairing; the two-level interval ``ci_low_runs, ci_high_runs`` also resamples the runs.
+    pairing; the two-level interval ``ci_low_runs, ci_high_runs`` also resamples the runs, and
+    the randomization test turns two-level (:func:`two_level_randomization_test`).
 
     Parameters
     ----------
@@ -258,37 +292,39 @@ def compare(
     system_column : str, default "retriever"
         The system column of a single long frame.
     n_resamples : int, default 10000
-        B for the bootstrap and for the Monte Carlo randomization test (exact when
-        ``2**n <= B``).
+        B of the bootstrap and the randomization tests (exact when ``2**n <= B``).
     confidence : float in (0, 1), default 0.95
         Of the bootstrap intervals.
     alpha : float in (0, 1), default 0.05
         Significance level applied to the adjusted p-values.
-    correction : {"holm", "bonferroni", "none"}, default "holm"
+    correction : {"holm", "bonferroni", "bh", "none"}, default "holm"
+        Over every row of the table; ``"bh"``: Benjamini-Hochberg (:func:`benjamini_hochberg`).
+        Tukey's p-values are already adjusted over one measure's pairs.
     ci_method : {"percentile", "bca"}, default "percentile"
     seed : int or None, default 0
         The same seed serves every comparison.
+    test : {"randomization", "t", "anova", "tukey", "randomized-tukey"}, default "randomization"
+        The p-value of each pair: see :mod:`ragnb.stats.procedures`.
 
     Returns
     -------
     ComparisonResult
-        ``means``, the tidy ``pairs`` frame, ``table()`` (ranx-like display) and ``chart()``.
 
     Raises
     ------
     InputError
-        With fewer than two systems, an unknown or repeated baseline, both ``baseline`` and
-        ``baselines``, an unknown measure, runs without qrels, systems (or runs of one system)
-        whose queries differ (naming the systems and queries), or a parameter out of range.
+        With fewer than two systems, a baseline unknown, repeated or given twice, an unknown
+        measure, test or correction, runs without qrels, systems (or runs) whose queries differ
+        (naming them), an all-systems test with fewer than two queries valued for every
+        system, or a parameter out of range.
 
     References
     ----------
     Bassani, E. (2022). ranx: A blazing-fast Python library for ranking evaluation and
-    comparison. ECIR (the comparison report). Holm (1979); Efron and Tibshirani (1993); see
-    :func:`holm`, :func:`paired_bootstrap`, :func:`randomization_test`. Carterette, B. (2012).
-    Multiple testing in statistical analysis of systems-based information retrieval
-    experiments. ACM TOIS 30(1), 4 (one correction over every comparison). Davison and
-    Hinkley (1997), section 3.8 (several runs: :func:`two_level_bootstrap`).
+    comparison. ECIR (the comparison report). Carterette, B. (2012). Multiple testing in
+    statistical analysis of systems-based information retrieval experiments. ACM TOIS 30(1), 4
+    (one correction over every comparison; ANOVA and Tukey's HSD). Each function named above
+    cites its own sources.
 
     Examples
     --------
@@ -304,7 +340,7 @@ def compare(
     >>> res.table()["P@1"].tolist()
     ['0.7500', '0.2500']
     """
-    settings = _checked_settings(n_resamples, confidence, alpha, correction, ci_method, seed)
+    settings = _checked_settings(n_resamples, confidence, alpha, correction, ci_method, seed, test)
     eval_measures = _measure_names(measures)
     items = _system_items(systems, system_column)
     names = [n for n, _ in items]
@@ -312,22 +348,46 @@ def compare(
     runs = {n: _system_runs(n, v, eval_measures, qrels) for n, v in items}
     tables = {n: _averaged(n, r) for n, r in runs.items()}
     chosen = _chosen_measures(tables, eval_measures)
-    several = any(len(r) > 1 for r in runs.values())
-    means = _means_frame(tables, chosen, runs if several else None)
-    rows = [r for m in chosen for r in _measure_rows(m, tables, runs, to_compare, settings)]
-    table = _with_adjusted_p(pd.DataFrame(rows), correction, settings["alpha"])
-    settings["n_comparisons"] = len(table)
+    table, omnibus = _tested(chosen, tables, runs, to_compare, settings)
     named = tuple(baselines or ([] if baseline is None else [baseline]))
     return ComparisonResult(
         systems=tuple(names),
         measures=tuple(chosen),
         baseline=named[0] if len(named) == 1 else None,
-        means=means,
+        means=_means_frame(tables, chosen, runs if _several(runs) else None),
         pairs=table,
         settings=settings,
         baselines=named,
         per_query=_long_values(tables, chosen),
+        omnibus=omnibus,
     )
+
+
+def _several(runs: dict[str, list[pd.DataFrame]]) -> bool:
+    return any(len(r) > 1 for r in runs.values())
+
+
+def _tested(
+    chosen: list[str],
+    tables: dict[str, pd.DataFrame],
+    runs: dict[str, list[pd.DataFrame]],
+    to_compare: list[tuple[str, str]],
+    settings: dict[str, Any],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:attr:`ComparisonResult.pairs` (adjusted; ``settings["n_comparisons"]`` set) and
+    :attr:`ComparisonResult.omnibus`."""
+    rows, omnibus = [], []
+    for m in chosen:
+        measure_rows, row = _measure_rows(m, tables, runs, to_compare, settings)
+        rows += measure_rows
+        omnibus.append(row)
+    omnibus_frame = pd.DataFrame(omnibus, columns=OMNIBUS_COLUMNS)
+    table = _with_adjusted_p(pd.DataFrame(rows), settings["correction"], settings["alpha"])
+    if settings["test"] == "anova":  # protected: a pair counts only where its ANOVA rejects
+        rejected = omnibus_frame.set_index("measure")["p_value"] <= settings["alpha"]
+        table["significant"] &= table["measure"].map(rejected).fillna(False).astype(bool)
+    settings["n_comparisons"] = len(table)
+    return table, omnibus_frame
 
 
 def _checked_settings(
@@ -337,13 +397,17 @@ def _checked_settings(
     correction: Correction,
     ci_method: CIMethod,
     seed: int | None,
+    test: Test,
 ) -> dict[str, Any]:
     """:attr:`ComparisonResult.settings` (before ``n_comparisons``), each one checked."""
-    if correction not in ("holm", "bonferroni", "none"):
-        raise InputError(f"unknown correction {correction!r}; use 'holm', 'bonferroni' or 'none'")
+    if correction not in CORRECTIONS:
+        raise InputError(f"unknown correction {correction!r}; use one of {', '.join(CORRECTIONS)}")
+    if test not in TESTS:
+        raise InputError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
     if ci_method not in ("percentile", "bca"):
         raise InputError(f"unknown interval method {ci_method!r}; use 'percentile' or 'bca'")
     return {
+        "test": test,
         "n_resamples": check_resamples(n_resamples),
         "confidence": check_fraction(confidence, "confidence"),
         "alpha": check_fraction(alpha, "alpha"),
@@ -359,20 +423,49 @@ def _measure_rows(
     runs: dict[str, list[pd.DataFrame]],
     to_compare: list[tuple[str, str]],
     settings: dict[str, Any],
-) -> list[dict[str, Any]]:
-    """The rows of :attr:`ComparisonResult.pairs` on one measure, before the adjustment; when
-    some system has several runs, the two-level intervals too."""
-    n_resamples, confidence, seed = (settings[k] for k in ("n_resamples", "confidence", "seed"))
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows of :attr:`ComparisonResult.pairs` on one measure, before the adjustment (when
+    some system has several runs, with the two-level intervals), and its ``omnibus`` row."""
+    test = settings["test"]
+    arrays = run_arrays(measure, runs)
+    result, omnibus = omnibus_row(measure, list(runs), arrays, test in ALL_SYSTEMS_TESTS)
+    family = None
+    if result is not None and test in ALL_SYSTEMS_TESTS:
+        family = all_systems_p_values(test, result, arrays, settings)
     series = {n: per_query_series(t[measure], None, f"system {n!r}") for n, t in tables.items()}
+    several = any(len(r) > 1 for r in runs.values())
     rows = []
     for sa, sb in to_compare:
-        row = _pair_row(
-            measure, sa, sb, series, n_resamples, confidence, settings["ci_method"], seed
-        )
-        if any(len(r) > 1 for r in runs.values()):
-            row.update(_two_level_row(measure, sa, sb, runs, n_resamples, confidence, seed))
+        pair = _aligned(measure, sa, sb, series)
+        row = _pair_row(measure, sa, sb, pair, settings)
+        paired_runs = _pair_runs(measure, sa, sb, runs) if several else None
+        if family is not None:
+            row["p_value"] = family[frozenset((sa, sb))]
+        elif test == "randomization":
+            row["p_value"] = _randomization_p(pair, paired_runs, settings)
+        if paired_runs is not None:
+            low, high = two_level_bootstrap(
+                *paired_runs,
+                n_resamples=settings["n_resamples"],
+                confidence=settings["confidence"],
+                seed=settings["seed"],
+            )
+            row.update({"ci_low_runs": low, "ci_high_runs": high})
         rows.append(row)
-    return rows
+    return rows, omnibus
+
+
+def _randomization_p(
+    pair: PairedValues,
+    paired_runs: tuple[np.ndarray, np.ndarray] | None,
+    settings: dict[str, Any],
+) -> float:
+    """The paired randomization test's p-value; two-level when either system has runs."""
+    n_resamples, seed = settings["n_resamples"], settings["seed"]
+    if paired_runs is None or max(paired_runs[0].shape[0], paired_runs[1].shape[0]) == 1:
+        return randomization_result(pair, n_resamples, None, seed).p_value
+    test = two_level_randomization_test(*paired_runs, n_resamples=n_resamples, seed=seed)
+    return test.p_value
 
 
 def _system_runs(
@@ -410,16 +503,11 @@ def _averaged(name: str, runs: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(stacked.mean(axis=0), index=first.index, columns=columns)
 
 
-def _two_level_row(
-    measure: str,
-    sa: str,
-    sb: str,
-    runs: dict[str, list[pd.DataFrame]],
-    n_resamples: int,
-    confidence: float,
-    seed: int | None,
-) -> dict[str, float]:
-    """``ci_low_runs``, ``ci_high_runs``: the two-level interval on the queries of the pair."""
+def _pair_runs(
+    measure: str, sa: str, sb: str, runs: dict[str, list[pd.DataFrame]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two systems' runs on ``measure``, shape (n_runs, n_queries), on the queries where
+    every run of both has a value (sorted by id)."""
     matrices = []
     for name in (sa, sb):
         frame = np.stack([r[measure].astype("float64") for r in runs[name]])
@@ -428,8 +516,7 @@ def _two_level_row(
         matrices[0].notna().all().to_numpy() & matrices[1].notna().all().to_numpy()
     ]
     a, b = (m[sorted(kept)].to_numpy() for m in matrices)
-    low, high = two_level_bootstrap(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
-    return {"ci_low_runs": low, "ci_high_runs": high}
+    return a, b
 
 
 def _long_values(tables: dict[str, pd.DataFrame], chosen: list[str]) -> pd.DataFrame:
@@ -548,23 +635,22 @@ def _means_frame(
     return pd.DataFrame(rows, columns=columns)
 
 
-def _pair_row(
-    measure: str,
-    sa: str,
-    sb: str,
-    series: dict[str, pd.Series],
-    n_resamples: int,
-    confidence: float,
-    ci_method: CIMethod,
-    seed: int | None,
-) -> dict[str, Any]:
-    """One row of :attr:`ComparisonResult.pairs` before the p-value adjustment."""
+def _aligned(measure: str, sa: str, sb: str, series: dict[str, pd.Series]) -> PairedValues:
+    """The pair's per-query values aligned by query id (the error names the measure)."""
     try:
-        pair = align_pair(series[sa], series[sb], f"system {sa!r}", f"system {sb!r}")
+        return align_pair(series[sa], series[sb], f"system {sa!r}", f"system {sb!r}")
     except InputError as err:
         raise InputError(f"{measure}: {err.message}", query_id=err.query_id) from None
-    boot = bootstrap_result(pair, n_resamples, confidence, ci_method, seed)
-    test = randomization_result(pair, n_resamples, None, seed)
+
+
+def _pair_row(
+    measure: str, sa: str, sb: str, pair: PairedValues, settings: dict[str, Any]
+) -> dict[str, Any]:
+    """One row of :attr:`ComparisonResult.pairs` before the adjustment; ``p_value`` by the
+    paired t-test (``test="t"``) or NaN, for the caller to fill."""
+    n_resamples, confidence, seed = (settings[k] for k in ("n_resamples", "confidence", "seed"))
+    boot = bootstrap_result(pair, n_resamples, confidence, settings["ci_method"], seed)
+    effect = paired_effect_size(pair.a, pair.b, confidence=confidence)
     return {
         "measure": measure,
         "system_a": sa,
@@ -575,10 +661,21 @@ def _pair_row(
         "difference": boot.difference,
         "ci_low": boot.low,
         "ci_high": boot.high,
-        "p_value": test.p_value,
+        "p_value": _t_test_p(pair) if settings["test"] == "t" else np.nan,
+        **effect.as_dict(),
         "n_queries": boot.n_queries,
         "n_dropped": boot.n_dropped,
     }
+
+
+def _t_test_p(pair: PairedValues) -> float:
+    """Two-sided paired t-test; differences that are all equal give 1 (all 0) or 0."""
+    from scipy import stats
+
+    d = pair.a - pair.b
+    if d.size < 2 or np.ptp(d) <= 1e-12 * max(1.0, float(np.abs(d).max())):
+        return 1.0 if np.allclose(d, 0) else 0.0
+    return float(stats.ttest_rel(pair.a, pair.b).pvalue)
 
 
 def _with_adjusted_p(table: pd.DataFrame, correction: Correction, alpha: float) -> pd.DataFrame:

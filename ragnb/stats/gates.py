@@ -219,7 +219,7 @@ def baseline_gates(
     max_drop : float >= 0, default 0.0
         A significant drop fails only when ``mean(result) - mean(baseline) < -max_drop``, in the
         measure's units.
-    correction : {"holm", "bonferroni", "none"}, default "holm"
+    correction : {"holm", "bonferroni", "bh", "none"}, default "holm"
         Across the gated measures.
     n_resamples : int, default 10000
         Of the randomization test (exact when ``2**n_queries <= n_resamples``) and bootstrap.

@@ -21,7 +21,7 @@ from ragnb.stats.power import (
     simulated_queries_needed,
 )
 
-__all__ = ["power_table", "rank_intervals", "ranking_table", "tie_groups"]
+__all__ = ["letter_display", "power_table", "rank_intervals", "ranking_table", "tie_groups"]
 
 
 class Compared(Protocol):
@@ -223,6 +223,39 @@ def rank_intervals(
 
 def _letters(i: int) -> str:
     return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[i] if i < 26 else f"G{i + 1}"
+
+
+def letter_display(comparison: Compared) -> pd.DataFrame:
+    """The compact letter display of every measure: systems sharing a letter are not separable.
+
+    The letters are the tie groups' (:func:`tie_groups`): the group holding the best system is
+    ``A``, the next ``B``, ...; a system in several groups has several letters. So two
+    systems share a letter exactly when they fall in one tie group, and then the comparison's
+    tests (``test=`` of :func:`ragnb.stats.compare`: with ``"tukey"``, Tukey's HSD) did not
+    separate them. With Tukey's HSD on a balanced design (one standard error for every pair)
+    the converse holds too: two systems with no letter in common differ significantly.
+
+    Parameters
+    ----------
+    comparison : ComparisonResult
+
+    Returns
+    -------
+    DataFrame
+        Index ``system`` (input order), one str column per measure: the letters.
+
+    References
+    ----------
+    Piepho (2004), the letter-based representation; Sakai (2018), chapter 4 (Tukey HSD groups).
+    """
+    columns = {}
+    for measure in comparison.measures:
+        groups = tie_groups(comparison, measure)
+        columns[measure] = [
+            "".join(_letters(i) for i, g in enumerate(groups) if system in g)
+            for system in comparison.systems
+        ]
+    return pd.DataFrame(columns, index=pd.Index(list(comparison.systems), name="system"))
 
 
 def ranking_table(comparison: Compared, measure: str | None = None) -> pd.DataFrame:

@@ -5,11 +5,11 @@ Systems are rows (lettered ``a, b, ...`` in input order), measures are columns, 
 each measure is in bold, and a superscript lists the letters of the systems the row is
 significantly better than (adjusted p <= alpha with a positive mean difference, on the pairs that
 were compared). This is ranx's ``Report.to_latex`` layout (Bassani 2022, ranx
-``data_structures/report.py``); the significance comes from ragnb's paired randomization test
-with the correction chosen in :func:`~ragnb.stats.compare` (Holm by default), where ranx applies
-no correction. ``compare(..., correction="none", alpha=max_p)`` makes the same decisions as
-``ranx.compare(..., stat_test="fisher", max_p=max_p)`` up to Monte Carlo error
-(``tests/test_interop_formats.py``).
+``data_structures/report.py``); the significance comes from the test chosen in
+:func:`~ragnb.stats.compare` (the paired randomization test by default; Tukey's HSD, ...) with
+its correction (Holm by default), where ranx applies no correction. ``compare(...,
+correction="none", alpha=max_p)`` makes the same decisions as ``ranx.compare(...,
+stat_test="fisher", max_p=max_p)`` up to Monte Carlo error (``tests/test_interop_formats.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pandas as pd
 
 from ragnb.errors import InputError
 from ragnb.stats.comparison import ComparisonResult
+from ragnb.stats.procedures import TEST_NAMES
 
 __all__ = ["comparison_table", "latex_escape", "significance_markers"]
 
@@ -199,9 +200,10 @@ def _latex(
         correction = settings.get("correction", "holm")
         caption = (
             f"Mean over {n} queries; the best of each measure in bold. A superscript letter "
-            f"marks a system significantly better than the lettered one (paired randomization "
-            f"test, {correction} correction over {settings.get('n_comparisons', '?')} "
-            f"comparisons, adjusted p <= {settings.get('alpha', 0.05)})."
+            f"marks a system significantly better than the lettered one ("
+            f"{TEST_NAMES[settings.get('test', 'randomization')]}, {correction} correction over "
+            f"{settings.get('n_comparisons', '?')} comparisons, adjusted p <= "
+            f"{settings.get('alpha', 0.05)})."
         )
     lines = [
         r"\begin{table}[t]",

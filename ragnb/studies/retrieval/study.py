@@ -328,6 +328,12 @@ class Comparison(StudyResultBase):
         Per compared pair on that measure: the minimum detectable effect at the queries at hand
         and the queries ``target_effect`` needs at ``target_power``
         (:func:`ragnb.stats.power_table`); empty without a comparison.
+    tukey_letters : DataFrame
+        The test of all systems at once: index ``retriever``, one column per significance
+        measure holding the mean and the compact letter display of Tukey's HSD on the
+        repeated-measures ANOVA (retrievers sharing a letter are not separated;
+        :func:`ragnb.stats.tukey_hsd`, :meth:`ragnb.stats.ComparisonResult.letters`); the
+        ANOVA itself is ``significance.omnibus``. Empty without a comparison.
     """
 
     config: RetrievalEvaluationConfig
@@ -348,6 +354,7 @@ class Comparison(StudyResultBase):
     sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
     ranks: pd.DataFrame = field(default_factory=pd.DataFrame)
     power_analysis: pd.DataFrame = field(default_factory=pd.DataFrame)
+    tukey_letters: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def sensitivity_table(self) -> pd.DataFrame:
         """The RA-nWG sensitivity grid, one row per (a, cap4, cap3) setting
@@ -451,6 +458,28 @@ class Comparison(StudyResultBase):
             "power_note": note,
         }
 
+    def _all_systems_views(self) -> dict[str, Any]:
+        """``anova``, ``tukey_letters`` and ``all_systems_note`` for :meth:`views`."""
+        omnibus = self.significance.omnibus
+        alpha = self.significance.settings["alpha"]
+        parts = [
+            f"{row.measure}: F({row.df_systems:g}, {row.df_error:g}) = {row.f:.2f}, "
+            f"p = {row.p_value:.3g}"
+            for row in omnibus.itertuples()
+            if pd.notna(row.f)
+        ]
+        note = (
+            "All retrievers at once: a repeated-measures ANOVA per measure (queries as blocks; "
+            "the same F as Sakai's two-way ANOVA without replication), then Tukey's HSD on its "
+            f"residual at alpha {alpha}: retrievers sharing a letter are not separated "
+            "(Carterette 2012; Sakai 2018). " + "; ".join(parts) + "."
+        )
+        return {
+            "all_systems_note": note,
+            "anova": omnibus.set_index("measure"),
+            "tukey_letters": self.tukey_letters,
+        }
+
     def counts_table(self) -> pd.DataFrame:
         """The evaluation policies' counts per retriever (missing queries, rank disagreements,
         F_e short runs, ...)."""
@@ -486,7 +515,9 @@ class Comparison(StudyResultBase):
             ``contexts``, and when they ran ``fusion`` (one row per fusion method),
             ``fusion_heldout`` (tuned weights on held-out queries), ``significance``
             (:attr:`ragnb.stats.ComparisonResult.pairs`), ``ranking`` (:attr:`ranks`),
-            ``power`` (:attr:`power_analysis`), ``ranwg_sensitivity``.
+            ``power`` (:attr:`power_analysis`), ``anova``
+            (:attr:`ragnb.stats.ComparisonResult.omnibus`), ``tukey_letters``
+            (:attr:`tukey_letters`), ``ranwg_sensitivity``.
         """
         out = {
             "aggregate": self.aggregate,
@@ -501,6 +532,8 @@ class Comparison(StudyResultBase):
             out["significance"] = self.significance.pairs
             out["ranking"] = self.ranks
             out["power"] = self.power_analysis
+            out["anova"] = self.significance.omnibus
+            out["tukey_letters"] = self.tukey_letters.reset_index()
         if not self.sensitivity.empty:
             out["ranwg_sensitivity"] = self.sensitivity
         return out
@@ -517,7 +550,9 @@ class Comparison(StudyResultBase):
             (the pairs) and ``significance_paper`` (Markdown,
             :func:`ragnb.stats.comparison_table`), ``ranking`` (:attr:`ranks`) with
             ``ranking_note`` and ``power`` (:attr:`power_analysis`) with ``power_note``
-            (Markdown), ``counts`` (:meth:`counts_table`), ``drilldown`` (:meth:`drilldown`).
+            (Markdown), ``anova`` and ``tukey_letters`` (:attr:`tukey_letters`) with
+            ``all_systems_note`` (Markdown), ``counts`` (:meth:`counts_table`), ``drilldown``
+            (:meth:`drilldown`).
         """
         out: dict[str, Any] = {"headline": self.headline()}
         if self.graded:
@@ -537,6 +572,7 @@ class Comparison(StudyResultBase):
             out["significance"] = self.significance.pairs
             out["significance_paper"] = stats.comparison_table(self.significance)
             out.update(self._ranking_views())
+            out.update(self._all_systems_views())
         out["counts"] = self.counts_table()
         out["drilldown"] = self.drilldown()
         return out
@@ -719,6 +755,28 @@ def _significance(config: RetrievalEvaluationConfig, per_query: pd.DataFrame, gr
     )
 
 
+def _tukey_letters(
+    config: RetrievalEvaluationConfig, per_query: pd.DataFrame, sig: Any
+) -> pd.DataFrame:
+    """Each retriever's mean and Tukey letters per significance measure ("0.4123 A")."""
+    tukey = stats.compare(
+        per_query,
+        measures=list(sig.measures),
+        system_column="retriever",
+        test="tukey",
+        correction="none",
+        n_resamples=1000,  # the letters read no bootstrap; the pairs' intervals are sig's
+        seed=config.seed,
+    )
+    letters = tukey.letters()
+    means = tukey.means_wide()
+    table = pd.DataFrame(
+        {m: [f"{means.loc[s, m]:.4f} {letters.loc[s, m]}" for s in letters.index] for m in letters},
+        index=pd.Index(letters.index, name="retriever"),
+    )
+    return table
+
+
 def _span(values: pd.Series) -> str:
     """``"120 to 480"`` of the defined values (one value alone; "more than can be searched"
     when none is defined)."""
@@ -862,6 +920,7 @@ def run(
             power=config.target_power,
             n_simulations=POWER_SIMULATIONS,
         )
+        comparison.tukey_letters = _tukey_letters(config, per_query, comparison.significance)
     comparison.notes = _judged_notes(aggregate, config.headline_k)
     if graded_qrels is not None:
         comparison.sensitivity = ranwg_sensitivity(
