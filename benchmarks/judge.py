@@ -193,11 +193,11 @@ STUDY_OPTIONS: dict[str, Any] = {
 
 def _grade_logprobs(
     server: Any, template: Any, items: Any, concurrency: int
-) -> list[dict[str, float]]:
+) -> list[tuple[str, dict[str, float]]]:
     """The log-probabilities of the grade tokens of each pair's answer: one request per pair
     with ``logprobs=true, top_logprobs=10``, ``concurrency`` at a time. Returns, per pair, the
     alternatives at the grade's position that are a grade (token text -> log-probability; {}
-    when the answer has no grade)."""
+    when the answer has no grade), with the answer's text."""
     import urllib.request
     from concurrent.futures import ThreadPoolExecutor
 
@@ -206,7 +206,7 @@ def _grade_logprobs(
     grades = {str(g) for g in range(template.scale[0], template.scale[1] + 1)}
     schema = response_format("json_object_schema", template.response_schema(), "grade")
 
-    def one(row: Any) -> dict[str, float]:
+    def one(row: Any) -> tuple[str, dict[str, float]]:
         body = {
             "model": server.model,
             "messages": template.render({"query": row.query, "passage": row.passage}),
@@ -223,10 +223,11 @@ def _grade_logprobs(
         )
         with urllib.request.urlopen(request, timeout=600) as response:
             data = json.loads(response.read())
+        text = str(data["choices"][0]["message"]["content"])
         for token, _, top in read_logprobs(data) or []:
             if token.strip() in grades:
-                return {t: lp for t, lp in top.items() if t.strip() in grades}
-        return {}
+                return text, {t: lp for t, lp in top.items() if t.strip() in grades}
+        return text, {}
 
     with ThreadPoolExecutor(concurrency) as pool:
         return list(pool.map(one, items.itertuples()))
@@ -276,14 +277,18 @@ def _on_engine(engine: str, items: Any, threads: int, parallel: int) -> dict[str
             "grades": frame["grade"].tolist(),
             "expected": frame["expected_grade"].tolist(),
             "prompt_tokens": float(tokens.mean()),
-            "logprobs": logprobs,
+            "texts": [text for text, _ in logprobs],
+            "logprobs": [top for _, top in logprobs],
             "cached_share": float(cached.sum() / tokens.sum()) if tokens.sum() else 0.0,
         }
 
 
 def _differences(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
-    """Equal grades (share), and the largest absolute differences of the expected grades and
-    of the grade tokens' log-probabilities (over the alternatives both servers listed)."""
+    """Equal grades (share), the largest absolute differences of the expected grades and of the
+    grade tokens' log-probabilities (over the alternatives both servers listed), and the share
+    of answers written the same, with the largest log-probability difference among them (the
+    grammar admits ``{"grade": 3}`` and ``{"grade":3}``: after another prefix the grade token's
+    log-probabilities are another distribution)."""
     import math
 
     pairs = list(zip(before["grades"], after["grades"], strict=True))
@@ -293,19 +298,21 @@ def _differences(before: dict[str, Any], after: dict[str, Any]) -> dict[str, flo
         for a, b in zip(before["expected"], after["expected"], strict=True)
         if not (math.isnan(a) or math.isnan(b))
     ]
-    logprob = [
-        abs(a[t] - b[t])
-        for a, b in zip(before["logprobs"], after["logprobs"], strict=True)
-        for t in a.keys() & b.keys()
-    ]
+    rows = list(
+        zip(before["texts"], after["texts"], before["logprobs"], after["logprobs"], strict=True)
+    )
+    logprob = [abs(a[t] - b[t]) for _, _, a, b in rows for t in a.keys() & b.keys()]
+    same = [abs(a[t] - b[t]) for x, y, a, b in rows if x == y for t in a.keys() & b.keys()]
     return {
         "equal_grades": equal,
         "max_expected_diff": max(expected, default=math.nan),
         "max_logprob_diff": max(logprob, default=math.nan),
         "logprobs_compared": float(len(logprob)),
+        "same_text": sum(1 for x, y, _, _ in rows if x == y) / len(rows),
+        "max_logprob_diff_same_text": max(same, default=math.nan),
         "top_grade_equal": sum(
             1
-            for a, b in zip(before["logprobs"], after["logprobs"], strict=True)
+            for _, _, a, b in rows
             if a and b and max(a, key=a.__getitem__).strip() == max(b, key=b.__getitem__).strip()
         )
         / len(pairs),
@@ -355,7 +362,9 @@ def _print_engines(out: dict[str, Any]) -> None:
             f"  {pair:<16} equal grades {d['equal_grades']:.1%}, same most likely grade token "
             f"{d['top_grade_equal']:.1%}; max |difference| of the expected grades "
             f"{d['max_expected_diff']:.4g}, of the grade tokens' log-probabilities "
-            f"{d['max_logprob_diff']:.4g} (over {d['logprobs_compared']:.0f})"
+            f"{d['max_logprob_diff']:.4g} (over {d['logprobs_compared']:.0f}); answers written "
+            f"the same {d['same_text']:.1%}, among them max |difference| of the log-probabilities "
+            f"{d['max_logprob_diff_same_text']:.4g}"
         )
 
 
