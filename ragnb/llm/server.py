@@ -99,8 +99,8 @@ HOST = "127.0.0.1"
 #: The servers :class:`LocalLLMServer` can run: llama.cpp's ``llama-server`` (several requests
 #: at once) and llama-cpp-python's (one at a time).
 ENGINES = ("llama-server", "llama-cpp-python")
-#: Slots of ``llama-server``: requests it decodes together. On two cores, four slots answered
-#: grading calls about twice as fast as one request at a time (``benchmarks/judge.py``).
+#: Slots of ``llama-server``: requests it decodes together (``benchmarks/judge.py`` measures
+#: them against one slot and against llama-cpp-python's server).
 DEFAULT_PARALLEL = 4
 #: How to get ``llama-server``, in the error raised when it is missing.
 LLAMA_SERVER_HINT = (
@@ -479,9 +479,11 @@ class LocalLLMServer:
     ``llama-server`` keeps each slot's last prompt in the slot and starts a request on the
     slot whose prompt shares the longest beginning with it, evaluating only the rest: the
     grading prompts share their system message (the rubric). At temperature 0, a grade and
-    its log-probabilities may differ in the last digits from a one-at-a-time server: llama.cpp
-    adds up a batch in another order when it holds several requests, or only part of a prompt
-    (``benchmarks/README.md`` gives the measured difference).
+    its log-probabilities depend on how the prompt was split into batches: llama.cpp adds up a
+    batch of another size (several requests, or only the part of a prompt not in the cache) in
+    another order, and with a 4-bit model of 135M parameters the grade tokens'
+    log-probabilities move by up to about one nat, which turns a close grade now and then
+    (``benchmarks/README.md`` gives the measured differences).
 
     The server stops when the ``with`` block ends, on :meth:`stop`, at interpreter exit, and,
     on Linux, when the process that started it dies, even by SIGKILL: the child asks the kernel
