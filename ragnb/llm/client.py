@@ -74,8 +74,8 @@ CLIENT_ENTRIES: dict[str, str] = {
         "    ``response_format``, ...): JSON values, part of the cache key."
     ),
     "concurrency": (
-        "concurrency : int or \"server\", default 8\n"
-        "    Requests in flight at most. ``\"server\"``: as many as the server answers at once,\n"
+        'concurrency : int or "server", default 8\n'
+        '    Requests in flight at most. ``"server"``: as many as the server answers at once,\n'
         "    as it reports them (llama.cpp's ``GET /props``, ``total_slots``:\n"
         "    :func:`ragnb.llm.sender.server_slots`), read at the start of each run; 1 when it\n"
         "    does not say."
