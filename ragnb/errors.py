@@ -21,6 +21,7 @@ __all__ = [
     "JudgeFailures",
     "JudgeUnavailable",
     "MissingExtra",
+    "MissingProgram",
     "RagnbError",
     "RerankError",
     "install_hint",
@@ -181,6 +182,21 @@ class MissingExtra(RagnbError, ImportError):
             f"{module} is not installed{detail}: {install_hint(extra)}",
             name=module,
         )
+
+
+class MissingProgram(RagnbError, ImportError):
+    """A program ragnb runs (not a Python package, so no extra brings it) is not found; the
+    message says how to get it.
+
+    Attributes
+    ----------
+    program : str
+        The program's name, e.g. ``"llama-server"``.
+    """
+
+    def __init__(self, program: str, message: str) -> None:
+        self.program = program
+        super().__init__(message, name=program)
 
 
 class GaveUp(RagnbError):

@@ -460,14 +460,19 @@ class Route:
     path : str
     handler : callable ``(RecordedRequest) -> spec``
         Answers once the queue is empty.
+    method : str, default "POST"
+        The HTTP method it answers (others get 405), e.g. ``"GET"`` for llama.cpp's ``/props``.
     latency : float, seconds
         Added before every answer of this route.
     count : int
         Requests received.
     """
 
-    def __init__(self, path: str, handler: Callable[[RecordedRequest], Any]) -> None:
+    def __init__(
+        self, path: str, handler: Callable[[RecordedRequest], Any], method: str = "POST"
+    ) -> None:
         self.path = path
+        self.method = method
         self.handler = handler
         self.default = handler
         self.latency = 0.0
@@ -696,7 +701,7 @@ class OpenAIServer:
         route = self.routes.get(request.path)
         if route is None:
             return error(404, f"no route {request.method} {request.path}", should_retry=False)
-        if request.method != "POST":
+        if request.method != route.method:
             return error(405, f"{request.method} not allowed", should_retry=False)
         spec = route._next()
         try:

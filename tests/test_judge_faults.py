@@ -16,7 +16,7 @@ import threading
 from dataclasses import replace
 
 import pytest
-from openai_server import ChatAnswer, Reply, disconnect, error, malformed
+from openai_server import ChatAnswer, Reply, Route, disconnect, error, malformed
 from scripted_judging import items, passage_number, scripted_judge
 
 from ragnb.core.cache import Cache
@@ -24,6 +24,7 @@ from ragnb.errors import JudgeUnavailable
 from ragnb.io.files import write_json
 from ragnb.judge import OpenAIJudge
 from ragnb.llm.ledger import Ledger, PriceTable, estimate
+from ragnb.llm.sender import server_slots
 from ragnb.llm.transport import RetryPolicy
 
 CHAT = "/v1/chat/completions"
@@ -331,6 +332,54 @@ def test_no_item_is_lost_in_a_storm_of_faults(openai_server, tmp_path):
     # every request is in the ledger exactly once, and nothing else
     led = judge.ledger.frame()
     assert len(led) == openai_server.request_count(CHAT) == df["attempts"].sum()
+
+
+# ----------------------------------------------------------------------------- the server's slots
+
+
+def test_concurrency_server_sends_as_many_requests_at_once_as_the_server_reports(
+    openai_server, tmp_path
+):
+    """llama.cpp's GET /props says 3 slots: three requests leave at once, the fourth only after
+    an answer (each takes 0.5 s)."""
+    props = Route("/props", lambda request: {"total_slots": 3, "model_path": "m.gguf"}, "GET")
+    openai_server.routes["/props"] = props
+    openai_server.chat.handler = lambda request: replace(rubric(request), delay=0.5)
+    judge = make_judge(openai_server, tmp_path, concurrency="server")
+    assert judge.describe()["concurrency"] == "server"
+    df = judge.grade_many(items(6))
+    assert df["valid"].all() and len(df) == 6
+    assert judge.client.sender.sent_concurrency == 3
+    first = [r for r in openai_server.requests if r.path in ("/props", CHAT)][0]
+    assert first.path == "/props" and first.method == "GET"
+    assert first.api_key_sha256 == hashlib.sha256(b"sk-test").hexdigest()  # sent as Bearer
+    times = sorted(chat_times(openai_server))
+    assert times[2] - times[0] < 0.5 <= times[3] - times[0]
+
+
+@pytest.mark.parametrize(
+    "answer", [None, {"total_slots": 0}, {"total_slots": "4"}, {"total_slots": True}, [4]]
+)
+def test_a_server_that_does_not_report_its_slots_gets_one_request_at_a_time(
+    openai_server, tmp_path, caplog, answer
+):
+    if answer is not None:  # else 404: no such route, as on OpenAI's API
+        openai_server.routes["/props"] = Route("/props", lambda request: answer, "GET")
+    assert server_slots(openai_server.base_url) is None
+    openai_server.chat.handler = rubric
+    judge = make_judge(openai_server, tmp_path, concurrency="server")
+    with caplog.at_level(logging.WARNING, logger="ragnb.llm"):
+        assert judge.grade_many(items(2))["valid"].all()
+    assert judge.client.sender.sent_concurrency == 1
+    assert "does not report its slots (GET /props" in caplog.text
+
+
+def test_server_slots_needs_a_url_and_concurrency_takes_no_other_word(monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert server_slots(None) is None
+    assert server_slots("http://127.0.0.1:9/v1", timeout=1.0) is None  # nothing listens there
+    with pytest.raises(ValueError, match=r"concurrency must be an integer >= 1, got 'auto'"):
+        OpenAIJudge("judge-test", concurrency="auto", cache=Cache(tmp_path / "c"))
 
 
 # ----------------------------------------------------------------------------- secrets

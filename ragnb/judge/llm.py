@@ -70,9 +70,10 @@ class OpenAIJudge(Judge):
         template's answers (:meth:`~ragnb.llm.PromptTemplate.response_schema`: the grade
         scale, or the batch's labels), as ``response_format``. ``"json_schema"`` is OpenAI's
         Structured Outputs form (its root must be an object: not for ``integer`` prompts);
-        ``"json_object_schema"`` is llama-cpp-python's (``{"type": "json_object", "schema":
-        ...}``; its server answers OpenAI's form with HTTP 500). Answers still go through the
-        strict parser. Other calls (``extract``, ``generate``) are sent as without it.
+        ``"json_object_schema"`` is llama.cpp's (``{"type": "json_object", "schema": ...}``,
+        which ``llama-server`` and llama-cpp-python's server take; the latter answers OpenAI's
+        form with HTTP 500). Answers still go through the strict parser. Other calls
+        (``extract``, ``generate``) are sent as without it.
     logprobs : int, default 0
         When > 0, grade calls ask for token log-probabilities (``logprobs=true``,
         ``top_logprobs=logprobs``, 1 to 20; ``True`` means 10) and each result gets
@@ -332,7 +333,7 @@ class OpenAIJudge(Judge):
             raise InputError(
                 f"prompt {template.id} answers a bare integer, which OpenAI's json_schema "
                 "cannot constrain (its root must be an object): use a json_grade prompt, "
-                "constrained='json_object_schema' (llama-cpp-python) or constrained=None"
+                "constrained='json_object_schema' (a llama.cpp server) or constrained=None"
             )
         if self.logprobs and template.kind == "grade" and template.scale is not None:
             lo, hi = template.scale

@@ -205,7 +205,7 @@ def create_nuggets(
         Passages read per creation call, and nuggets labelled per importance call.
     constrained : {None, "json_schema", "json_object_schema"}, default None
         Constrain answers to the prompts' JSON schemas (``"json_object_schema"`` for a
-        llama-cpp-python server, see :func:`ragnb.llm.calls.response_format`).
+        llama.cpp server, see :func:`ragnb.llm.calls.response_format`).
     prompt, importance_prompt : str, PathLike or PromptTemplate
         Shipped names or template files (:func:`ragnb.llm.load_prompt`).
 

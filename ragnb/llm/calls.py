@@ -10,7 +10,7 @@ key's parameters, only for the calls that carry them):
 
 - **constrained output** (:func:`response_format`): a JSON schema admitting only the template's
   answers (:meth:`~ragnb.llm.PromptTemplate.response_schema`), in OpenAI's form
-  (``"json_schema"``) or llama-cpp-python's (``"json_object_schema"``);
+  (``"json_schema"``) or llama.cpp's (``"json_object_schema"``);
 - **token log-probabilities** (grade calls): ``logprobs=true, top_logprobs=k``, read back by
   :func:`read_logprobs` into the expected grade (:func:`expected_grade`).
 
@@ -59,8 +59,8 @@ __all__ = [
 NAMESPACE = "judge"
 INFLIGHT_NAMESPACE = "judge-inflight"
 KEY_PARTS = ("model", "template_sha256", "prompt_sha256", "params")
-#: The forms of constrained output: off, OpenAI's ``json_schema``, llama-cpp-python's
-#: ``json_object`` with a ``schema``.
+#: The forms of constrained output: off, OpenAI's ``json_schema``, llama.cpp's ``json_object``
+#: with a ``schema``.
 CONSTRAINED = (None, "json_schema", "json_object_schema")
 
 
@@ -259,8 +259,8 @@ def response_format(mode: str, schema: Mapping[str, Any], name: str) -> dict[str
     ----------
     mode : {"json_schema", "json_object_schema"}
         ``"json_schema"``: OpenAI's Structured Outputs form (strict); ``"json_object_schema"``:
-        llama-cpp-python's server form (its server answers OpenAI's form with HTTP 500), which
-        it compiles to a grammar.
+        llama.cpp's servers' form, which they compile to a grammar (``llama-server`` takes both
+        forms; llama-cpp-python's server answers OpenAI's with HTTP 500).
     schema : mapping
         A JSON schema (:meth:`~ragnb.llm.PromptTemplate.response_schema`).
     name : str
@@ -292,8 +292,8 @@ def _number(v: Any) -> bool:
 
 def read_logprobs(data: Any) -> list[Token] | None:
     """The tokens of a chat completion's answer with their log-probabilities, or None when the
-    body carries none (``choices[0].logprobs.content``, OpenAI's shape, which llama-cpp-python's
-    server also returns).
+    body carries none (``choices[0].logprobs.content``, OpenAI's shape, which llama.cpp's
+    servers also return).
 
     Examples
     --------

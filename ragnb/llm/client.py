@@ -35,7 +35,7 @@ from ragnb.llm.calls import (
 )
 from ragnb.llm.ledger import Ledger, PlannedCall
 from ragnb.llm.prompts import PromptTemplate
-from ragnb.llm.sender import CallSender
+from ragnb.llm.sender import SERVER_CONCURRENCY, CallSender
 from ragnb.llm.transport import (
     DEFAULT_RETRY,
     RetryPolicy,
@@ -73,7 +73,13 @@ CLIENT_ENTRIES: dict[str, str] = {
         "    Other chat completion parameters (``top_p``, ``seed``, ``max_completion_tokens``,\n"
         "    ``response_format``, ...): JSON values, part of the cache key."
     ),
-    "concurrency": ("concurrency : int, default 8\n    Requests in flight at most."),
+    "concurrency": (
+        'concurrency : int or "server", default 8\n'
+        '    Requests in flight at most. ``"server"``: as many as the server answers at once,\n'
+        "    as it reports them (llama.cpp's ``GET /props``, ``total_slots``:\n"
+        "    :func:`ragnb.llm.sender.server_slots`), read at the start of each run; 1 when it\n"
+        "    does not say."
+    ),
     "rpm": (
         "rpm, tpm : float, optional\n"
         "    Requests and prompt tokens per minute at most (None: no budget of its own). One\n"
@@ -211,8 +217,9 @@ class ChatClient:
     Raises
     ------
     InputError
-        On an empty model, a concurrency below 1, an ``rpm`` or ``tpm`` that is not a number
-        > 0, a ``batch_poll_s`` below 0, a reserved or non-JSON request parameter.
+        On an empty model, a concurrency below 1 (other than ``"server"``), an ``rpm`` or
+        ``tpm`` that is not a number > 0, a ``batch_poll_s`` below 0, a reserved or non-JSON
+        request parameter.
 
     Attributes
     ----------
@@ -237,7 +244,7 @@ class ChatClient:
         api_key: str | None = None,
         temperature: float | None = 0.0,
         request_params: Mapping[str, Any] | None = None,
-        concurrency: int = 8,
+        concurrency: int | str = 8,
         rpm: float | None = None,
         tpm: float | None = None,
         retry: RetryPolicy = DEFAULT_RETRY,
@@ -259,7 +266,8 @@ class ChatClient:
             raise InputError(f"model must be a non-empty string, got {model!r}")
         if not isinstance(retry, RetryPolicy):
             raise InputError(f"retry must be a ragnb.llm.transport.RetryPolicy, got {retry!r}")
-        check_retry_settings({"concurrency": concurrency}, {"batch_poll_s": batch_poll_s})
+        counts = {} if concurrency == SERVER_CONCURRENCY else {"concurrency": concurrency}
+        check_retry_settings(counts, {"batch_poll_s": batch_poll_s})
         params = check_request_params(request_params, ("model", "messages", "stream", "n"))
         self.model = model
         self.client_id = client_id or f"chat:{model}"

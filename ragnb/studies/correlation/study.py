@@ -864,7 +864,7 @@ def _generate(
         if server is None:
             server = owned = LocalLLMServer(DEFAULT_MODEL).start()
         info.update(model=server.model, n_threads=server.n_threads, startup_s=server.startup_s)
-        # the grade is constrained to the scale (llama-cpp-python's schema form). logprobs=20
+        # the grade is constrained to the scale (llama.cpp's schema form). logprobs=20
         # (the API's most): the server reports log-probabilities before the schema applies,
         # and a small model's digits other than its favourite often rank below the tenth
         # alternative

@@ -9,7 +9,7 @@ is scrubbed of the keys in the environment (:func:`ragnb.core.provenance.scrub`)
 
 ``judge="local"`` starts a local model server (:class:`~ragnb.llm.server.LocalLLMServer`,
 SmolLM2-135M-Instruct) once per pipeline, and an :class:`~ragnb.judge.OpenAIJudge` on it with
-constrained output (llama-cpp-python's form) and token log-probabilities (the server returns
+constrained output (llama.cpp's form) and token log-probabilities (the server returns
 them: each grade gets its ``expected_grade``). The server stops when the judge is garbage
 collected (:func:`stop_local_server` stops it at once), at interpreter exit, and with its parent
 process even after a SIGKILL (Linux).

@@ -16,8 +16,8 @@ Then three steps keep the usable ones:
    retries, cache and cost ledger (stage :data:`QUERYGEN_STAGE`), with a shipped prompt
    per style (``ragnb/prompts/querygen-<style>.en.yaml``, editable: pass a path) whose answer is
    the one line ``1. <query>`` (the strict ``numbered_list`` parser). With ``grammar=True``
-   each call also carries a llama.cpp GBNF grammar (llama-cpp-python's ``grammar`` request
-   field, what its JSON-schema mode compiles to) that admits only ``1. <query>`` of the style's
+   each call also carries a llama.cpp GBNF grammar (the ``grammar`` request field of llama.cpp's
+   servers, what their JSON-schema mode compiles to) that admits only ``1. <query>`` of the style's
    shape, which a 135M-parameter model needs to answer in format at all. A call that gets no
    answer is ``failed`` and never cached: the next run sends it again.
 2. **round-trip filter** (:func:`round_trip`): a query is kept only when a retriever other
@@ -130,8 +130,8 @@ def style_grammar(style: str) -> str:
 
     References
     ----------
-    llama.cpp ``grammars/README.md`` (GBNF); llama-cpp-python's server takes it as the
-    ``grammar`` field of a chat completion request.
+    llama.cpp ``grammars/README.md`` (GBNF); llama.cpp's servers take it as the ``grammar``
+    field of a chat completion request.
     """
     _check_style(style)
     return _GRAMMARS[style]
@@ -174,8 +174,8 @@ class QueryGenerator:
         Override the shipped ``querygen-<style>`` prompt of a style (an ``extract`` template
         with a ``{passage}`` field and a ``numbered_list`` answer).
     grammar : bool, default False
-        Send :func:`style_grammar` as llama-cpp-python's ``grammar`` request field (llama.cpp
-        servers only: OpenAI's API rejects the field, and the calls then fail).
+        Send :func:`style_grammar` as the ``grammar`` request field (llama.cpp servers only:
+        OpenAI's API rejects the field, and the calls then fail).
     max_tokens : int or None, default 64
         The answer's length cap, tokens (``max_tokens`` in the request body); None sends none.
     max_passage_chars : int, default 1200
