@@ -74,14 +74,14 @@ def test_export_tables_writes_csv_and_provenance_and_refuses_a_path_as_name(tmp_
         export_tables({"../evil": pd.DataFrame()}, {}, tmp_path)
 
 
-# ----------------------------------------------------------------------------- the six studies
-# Each entry: ``make(tmp_path) -> (config, run_kwargs)``, a config that runs on the sample
+# ----------------------------------------------------------------------------- the studies
+# Each entry: ``make(tmp_path, request) -> (config, run_kwargs)``, a config that runs on the sample
 # dataset (``data/pydocs``) in seconds, offline.
 
-TINY: dict[str, Callable[[Path], tuple[Any, dict[str, Any]]]] = {}
+TINY: dict[str, Callable[[Path, pytest.FixtureRequest], tuple[Any, dict[str, Any]]]] = {}
 
 
-def _tiny_retrieval(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+def _tiny_retrieval(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
     from ragnb.studies.retrieval import RetrievalEvaluationConfig
 
     config = RetrievalEvaluationConfig(
@@ -93,7 +93,7 @@ def _tiny_retrieval(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
 TINY["retrieval"] = _tiny_retrieval
 
 
-def _tiny_diagnostics(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+def _tiny_diagnostics(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
     from ragnb.studies.diagnostics import DiagnosticsConfig
 
     config = DiagnosticsConfig(
@@ -117,7 +117,7 @@ def _tiny_diagnostics(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
 TINY["diagnostics"] = _tiny_diagnostics
 
 
-def _tiny_whatif(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+def _tiny_whatif(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
     from ragnb.studies.whatif import WhatIfConfig
 
     config = WhatIfConfig(
@@ -134,7 +134,7 @@ def _tiny_whatif(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
 TINY["whatif"] = _tiny_whatif
 
 
-def _tiny_golden(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+def _tiny_golden(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
     from ragnb.studies.golden import GoldenSetConfig
 
     sizes = {"max_queries": 3, "depth": 5, "min_pool": 5, "top_n": 3, "sim_queries": 2}
@@ -150,11 +150,11 @@ TINY["golden"] = _tiny_golden
 
 
 @pytest.mark.parametrize("entry", STUDIES, ids=lambda s: s.name)
-def test_each_study_answers_the_protocol(entry, tmp_path):
+def test_each_study_answers_the_protocol(entry, tmp_path, request):
     if entry.name not in TINY:
         pytest.fail(f"no tiny config for study {entry.name}")
     make = TINY[entry.name]
-    config, kwargs = make(tmp_path)
+    config, kwargs = make(tmp_path, request)
     result = entry.run(config, **kwargs)
     assert isinstance(result, StudyResult)
     assert result.config is config
@@ -173,7 +173,7 @@ def test_each_study_answers_the_protocol(entry, tmp_path):
     json.dumps(provenance, default=str)
 
 
-def _tiny_clq(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+def _tiny_clq(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
     from ragnb.studies.clq import ClqTradeoffsConfig
 
     config = ClqTradeoffsConfig(
@@ -194,7 +194,7 @@ def _tiny_clq(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
     return config, {}
 
 
-def _tiny_correlation(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+def _tiny_correlation(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
     from ragnb.studies.correlation import CorrelationConfig
 
     config = CorrelationConfig(
@@ -212,3 +212,29 @@ def _tiny_correlation(tmp_path: Path) -> tuple[Any, dict[str, Any]]:
 
 TINY["clq"] = _tiny_clq
 TINY["correlation"] = _tiny_correlation
+
+
+def _tiny_agentic(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
+    """The agent asks the scripted server (the protocol, not the model's answers, is the point;
+    notebook 07's own test renders it with the local model)."""
+    from ragnb.studies.agentic.study import AgenticConfig
+
+    server = request.getfixturevalue("openai_server")
+    server.chat.handler = lambda req: '{"action": "stop", "query": ""}'
+    request.getfixturevalue("monkeypatch").setenv("OPENAI_API_KEY", "sk-test")
+    config = AgenticConfig(
+        retrievers=["bm25"],
+        reranker="none",
+        reranked=[],
+        questions=2,
+        conversations=1,
+        max_calls=2,
+        n_resamples=100,
+        base_url=server.base_url,
+        model="agent-test",
+        cache_dir=str(tmp_path / "cache"),
+    )
+    return config, {}
+
+
+TINY["agentic"] = _tiny_agentic
