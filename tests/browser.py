@@ -2,12 +2,15 @@
 
 Shared by the notebook tests: ``check_offline_render(html, tmp_path)`` fails unless every
 ``.ragnb-chart`` draws an SVG, no request of the page fails and nothing goes to the network;
-``open_offline(url, profile)`` returns the selenium driver for tests that interact with a page.
+``open_offline(url, profile)`` returns the selenium driver for tests that interact with a page;
+``visible_text(page)`` is a page's text as a reader sees it.
 """
 
 from __future__ import annotations
 
+import html as html_lib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -15,6 +18,15 @@ import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+def visible_text(page: str) -> str:
+    """The text of an HTML page as a reader sees it: scripts, styles and tags dropped, entities
+    unescaped, white space collapsed."""
+    page = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
+    page = re.sub(r"<style.*?</style>", " ", page, flags=re.S)
+    page = re.sub(r"<[^>]+>", " ", page)
+    return re.sub(r"\s+", " ", html_lib.unescape(page))
 
 
 def open_chromium(url: str, profile: Path, *, offline: bool = True, logs: bool = False):

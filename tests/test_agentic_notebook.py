@@ -6,9 +6,7 @@ those a naive reading of the exported trace files gives (OTLP JSON parsed here, 
 
 from __future__ import annotations
 
-import html as html_lib
 import json
-import re
 from collections import defaultdict
 from dataclasses import fields
 from pathlib import Path
@@ -17,7 +15,7 @@ import nbformat
 import numpy as np
 import pandas as pd
 import pytest
-from browser import check_offline_render
+from browser import check_offline_render, visible_text
 
 from ragnb.errors import InputError
 from ragnb.report.render import notebook_parameters, render_report, resolve_notebook
@@ -34,13 +32,6 @@ SMALL = {
     "embedder": "wordllama",
     "n_resamples": 200,
 }
-
-
-def visible_text(page: str) -> str:
-    page = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
-    page = re.sub(r"<style.*?</style>", " ", page, flags=re.S)
-    page = re.sub(r"<[^>]+>", " ", page)
-    return re.sub(r"\s+", " ", html_lib.unescape(page))
 
 
 def test_notebook_is_committed_without_outputs_and_mirrors_the_config():

@@ -3,11 +3,10 @@ offline on a tiny grid with every chart, the recommendations and the stated cap.
 
 from __future__ import annotations
 
-import html as html_lib
-import re
 from dataclasses import fields
 
 import pytest
+from browser import visible_text
 
 from ragnb.errors import InputError
 from ragnb.report.render import notebook_parameters, render_report, resolve_notebook
@@ -28,13 +27,6 @@ TINY = {
     "max_queries": 15,
     "sla_ms": 1000.0,
 }
-
-
-def visible_text(page: str) -> str:
-    page = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
-    page = re.sub(r"<style.*?</style>", " ", page, flags=re.S)
-    page = re.sub(r"<[^>]+>", " ", page)
-    return re.sub(r"\s+", " ", html_lib.unescape(page))
 
 
 def test_parameters_cell_mirrors_config_dataclass():

@@ -5,12 +5,10 @@ in Chromium."""
 
 from __future__ import annotations
 
-import html as html_lib
-import re
 from dataclasses import fields
 
 import pytest
-from browser import check_offline_render
+from browser import check_offline_render, visible_text
 
 from ragnb.errors import InputError
 from ragnb.report.render import notebook_parameters, render_report, resolve_notebook
@@ -24,13 +22,6 @@ FAST = {
     "n_negatives": 20,
     "llm": "none",
 }
-
-
-def visible_text(page: str) -> str:
-    page = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
-    page = re.sub(r"<style.*?</style>", " ", page, flags=re.S)
-    page = re.sub(r"<[^>]+>", " ", page)
-    return re.sub(r"\s+", " ", html_lib.unescape(page))
 
 
 def test_parameters_cell_mirrors_config_dataclass_and_takes_no_key():

@@ -6,15 +6,14 @@ simulation's chart and table."""
 from __future__ import annotations
 
 import hashlib
-import html as html_lib
 import json
-import re
 import secrets
 from dataclasses import fields
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from browser import visible_text
 from test_golden import PYDOCS, scan_for, scripted, small_beir
 
 from ragnb.errors import InputError
@@ -41,13 +40,6 @@ OFFLINE = {
     "cutoffs": "[5, 10, 20]",
     "ppi_labels": 30,
 }
-
-
-def visible_text(page: str) -> str:
-    page = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
-    page = re.sub(r"<style.*?</style>", " ", page, flags=re.S)
-    page = re.sub(r"<[^>]+>", " ", page)
-    return re.sub(r"\s+", " ", html_lib.unescape(page))
 
 
 def test_parameters_cell_mirrors_config_dataclass_and_takes_no_key():

@@ -10,14 +10,13 @@ is sent, and the report's first screen says ``llm_grades=True`` runs them.
 
 from __future__ import annotations
 
-import html as html_lib
 import json
-import re
 import time
 from pathlib import Path
 
 import journeys
 import pytest
+from browser import visible_text
 from journeys import ragnb
 
 NOTEBOOK = "05_measure_correlation"
@@ -26,13 +25,6 @@ NOTEBOOK = "05_measure_correlation"
 def write_dataset(folder: Path, n_queries: int = 12, n_docs: int = 300) -> Path:
     """The user's BEIR folder (:func:`journeys.write_dataset`)."""
     return journeys.write_dataset(folder, n_queries, n_docs)
-
-
-def visible_text(page: str) -> str:
-    page = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
-    page = re.sub(r"<style.*?</style>", " ", page, flags=re.S)
-    page = re.sub(r"<[^>]+>", " ", page)
-    return re.sub(r"\s+", " ", html_lib.unescape(page))
 
 
 @pytest.mark.slow
