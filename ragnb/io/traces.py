@@ -51,6 +51,8 @@ from ragnb.io.readers import iter_json_lines, open_text, query_id_of
 __all__ = [
     "BAD_SPAN_CAUSES",
     "RETRIEVER_KIND",
+    "SPAN_KIND_CLIENT",
+    "SPAN_KIND_INTERNAL",
     "Span",
     "Traces",
     "document_cause",
@@ -60,6 +62,7 @@ __all__ = [
     "otlp_attributes",
     "otlp_id",
     "otlp_request",
+    "otlp_span",
     "query_key",
     "read_traces",
     "retriever_span",
@@ -71,6 +74,8 @@ __all__ = [
 
 #: The OpenInference span kind of a retrieval step (``openinference.span.kind``).
 RETRIEVER_KIND = "RETRIEVER"
+#: OTLP's span kinds written here (``SpanKind``): INTERNAL and CLIENT.
+SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT = 1, 3
 #: Why a retriever span gives no ranking, in the order reports list them.
 BAD_SPAN_CAUSES = ("no query", "no documents", "bad document id", "score not a number")
 
@@ -307,29 +312,73 @@ def retriever_span(
     dict
         One element of ``scopeSpans[].spans``.
     """
-    attributes: list[dict[str, Any]] = [
-        {"key": _KIND, "value": {"stringValue": RETRIEVER_KIND}},
-        {"key": _QUERY, "value": {"stringValue": query}},
-    ]
+    attributes: dict[str, Any] = {_KIND: RETRIEVER_KIND, _QUERY: query}
     for i, doc in enumerate(documents):
         prefix = f"{_DOCS}.{i}."
-        attributes.append({"key": prefix + "document.id", "value": {"stringValue": doc["id"]}})
+        attributes[prefix + "document.id"] = str(doc["id"])
         if "score" in doc:
-            score = {"doubleValue": float(doc["score"])}
-            attributes.append({"key": prefix + "document.score", "value": score})
+            attributes[prefix + "document.score"] = float(doc["score"])
         if "content" in doc:
-            content = {"stringValue": str(doc["content"])}
-            attributes.append({"key": prefix + "document.content", "value": content})
-    return {
+            attributes[prefix + "document.content"] = str(doc["content"])
+    return otlp_span(
+        name,
+        attributes,
+        span_id=span_id,
+        trace_id=trace_id,
+        start_ns=start_ns,
+        duration_ns=duration_ns,
+    )
+
+
+def otlp_span(
+    name: str,
+    attributes: Mapping[str, Any],
+    *,
+    span_id: str,
+    trace_id: str,
+    parent_span_id: str = "",
+    kind: int = SPAN_KIND_INTERNAL,
+    start_ns: int = 0,
+    duration_ns: int = 1_000_000,
+) -> dict[str, Any]:
+    """One OTLP/JSON span (an element of ``scopeSpans[].spans``).
+
+    Parameters
+    ----------
+    name : str
+    attributes : mapping
+        Written in order by :func:`otlp_attribute`; a None value is left out.
+    span_id, trace_id, parent_span_id : str
+        Hex ids (16, 32 and 16 digits); ``parent_span_id`` "" for a root span.
+    kind : int, default ``SPAN_KIND_INTERNAL``
+        OTLP's ``SpanKind`` number.
+    start_ns, duration_ns : int
+        Start time (nanoseconds since the epoch) and duration (nanoseconds).
+
+    Returns
+    -------
+    dict
+        ``traceId``, ``spanId``, ``name``, ``kind``, the times as OTLP/JSON's decimal strings,
+        ``attributes``, an empty ``status`` and, with a parent, ``parentSpanId``.
+
+    Examples
+    --------
+    >>> otlp_span("s", {"a": 1, "b": None}, span_id="1" * 16, trace_id="2" * 32)["attributes"]
+    [{'key': 'a', 'value': {'intValue': '1'}}]
+    """
+    span: dict[str, Any] = {
         "traceId": trace_id,
         "spanId": span_id,
         "name": name,
-        "kind": 1,
+        "kind": kind,
         "startTimeUnixNano": str(start_ns),
         "endTimeUnixNano": str(start_ns + duration_ns),
-        "attributes": attributes,
+        "attributes": [otlp_attribute(k, v) for k, v in attributes.items() if v is not None],
         "status": {},
     }
+    if parent_span_id:
+        span["parentSpanId"] = parent_span_id
+    return span
 
 
 def otlp_request(spans: list[dict[str, Any]], service_name: str = "rag-app") -> dict[str, Any]:

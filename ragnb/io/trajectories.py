@@ -71,10 +71,11 @@ import pandas as pd
 from ragnb.errors import InputError
 from ragnb.io.traces import (
     RETRIEVER_KIND,
+    SPAN_KIND_CLIENT,
     Span,
     document_cause,
     iter_spans,
-    otlp_attribute,
+    otlp_span,
     query_key,
     span_documents,
 )
@@ -177,31 +178,6 @@ _KEPT = (*_CONVERSATION, *_INPUT_TOKENS, *_OUTPUT_TOKENS, _G_SOURCE, _G_PROVIDER
 # ----------------------------------------------------------------------------- span writers
 
 
-def _otlp_span(
-    name: str,
-    attributes: Mapping[str, Any],
-    *,
-    span_id: str,
-    trace_id: str,
-    parent_span_id: str,
-    start_ns: int,
-    duration_ns: int,
-) -> dict[str, Any]:
-    span: dict[str, Any] = {
-        "traceId": trace_id,
-        "spanId": span_id,
-        "name": name,
-        "kind": 3,  # CLIENT, as the GenAI conventions ask of a retrieval span
-        "startTimeUnixNano": str(start_ns),
-        "endTimeUnixNano": str(start_ns + duration_ns),
-        "attributes": [otlp_attribute(k, v) for k, v in attributes.items() if v is not None],
-        "status": {},
-    }
-    if parent_span_id:
-        span["parentSpanId"] = parent_span_id
-    return span
-
-
 def genai_retrieval_span(
     query: str,
     documents: Sequence[Mapping[str, Any]],
@@ -254,9 +230,10 @@ def genai_retrieval_span(
         "gen_ai.conversation.id": conversation_id or None,
         **attributes,
     }
-    return _otlp_span(
+    return otlp_span(
         f"{RETRIEVAL_OPERATION} {data_source}",
         attrs,
+        kind=SPAN_KIND_CLIENT,  # as the GenAI conventions ask of a retrieval span
         span_id=span_id,
         trace_id=trace_id,
         parent_span_id=parent_span_id,
@@ -308,9 +285,10 @@ def reranker_span(
         for i, doc in enumerate(docs):
             attrs[f"reranker.{prefix}_documents.{i}.document.id"] = doc["id"]
             attrs[f"reranker.{prefix}_documents.{i}.document.score"] = float(doc["score"])
-    return _otlp_span(
+    return otlp_span(
         "rerank",
         attrs,
+        kind=SPAN_KIND_CLIENT,
         span_id=span_id,
         trace_id=trace_id,
         parent_span_id=parent_span_id,
