@@ -40,6 +40,7 @@ from ragnb.io.trajectories import Trajectories
 from ragnb.measures import Measure, parse_measures
 from ragnb.measures.kernel import as_qrels_frame
 from ragnb.measures.trajectory import (
+    TRAJECTORY_FAMILIES,
     TrajectoryArrays,
     prepare_trajectories,
     rerank_gains,
@@ -55,21 +56,12 @@ __all__ = [
     "turn_of",
 ]
 
-#: What ``ragnb traces evaluate`` reports without ``-m``.
-DEFAULT_TRAJECTORY_MEASURES = (
-    "EvidenceRecall",
-    "SearchCalls",
-    "CallsToFirstRel",
-    "CallRR",
-    "CallsToEvidence",
-    "Redundancy",
-    "CallnDCG@10",
-    "CallnDCGSlope@10",
-    "RerankGain@10",
-    "TokensPerRel",
-    "SecondsPerRel",
-)
 _PER_CALL = ("CallnDCG", "CallnDCGSlope", "RerankGain")
+#: What ``ragnb traces evaluate`` reports without ``-m``: every trajectory family, those of one
+#: search's ranking at cutoff 10.
+DEFAULT_TRAJECTORY_MEASURES = tuple(
+    f"{family}@10" if family in _PER_CALL else family for family in TRAJECTORY_FAMILIES
+)
 
 
 def mean_interval(
