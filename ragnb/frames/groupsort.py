@@ -256,6 +256,19 @@ def _sort_by_key(key, idx):
 
 
 @_jit()
+def _sorted_by_file_key(by_key, keys, ordered, has_file_key):
+    """Sort the rows ``by_key`` by their file keys ``keys`` (stable: ties by row) when
+    ``has_file_key``; True when that order differs from ``ordered`` (the score order)."""
+    if not has_file_key:
+        return False
+    _sort_by_key(keys, by_key)
+    for t in range(len(by_key)):
+        if by_key[t] != ordered[t]:
+            return True
+    return False
+
+
+@_jit()
 def _by_score(by_id, score):
     """Rows in trec_eval's order, score descending and ties by id descending, from the rows
     ``by_id`` sorted by id ascending (reversed, then a stable sort on minus the score)."""
@@ -294,13 +307,7 @@ def rank_order(
                 r = rows[s + i]
                 by_key[i] = r
                 keys[i] = file_key[r]
-            _sort_by_key(keys, by_key)
-            differs = False
-            for i in range(m):
-                if by_score[i] != by_key[i]:
-                    differs = True
-                    break
-            disagree[g] = differs
+            disagree[g] = _sorted_by_file_key(by_key, keys, by_score, True)
             if by_file:
                 out[s:e] = by_key
         elif by_file:
@@ -437,12 +444,8 @@ def coded_join(
                 r = rows[f + t] if indirect else f + t
                 by_key[t] = r
                 keys[t] = file_key[r] if has_file_key else t
-            if has_file_key:
-                _sort_by_key(keys, by_key)
-                for t in range(m):
-                    if by_key[t] != ordered[t]:
-                        disagree[g] = True
-                        break
+            if _sorted_by_file_key(by_key, keys, ordered, has_file_key):
+                disagree[g] = True
             if by_file:
                 ordered = by_key
         i = row_of_group[g]
@@ -652,12 +655,8 @@ def string_join(data, offsets, base, groups, first, size, keys, flags, row_of_gr
             for t in range(m):
                 by_key[t] = lo + t
                 fkeys[t] = file_key[first[g] + t] if has_file_key else t
-            if has_file_key:
-                _sort_by_key(fkeys, by_key)
-                for t in range(m):
-                    if by_key[t] != ordered[t]:
-                        disagree[g] = True
-                        break
+            if _sorted_by_file_key(by_key, fkeys, ordered, has_file_key):
+                disagree[g] = True
             if by_file:
                 ordered = by_key
         i = row_of_group[g]
