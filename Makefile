@@ -97,6 +97,9 @@ $(REPORTS_STAMP): pyproject.toml $(LLAMA_STAMP) $(LLAMA_SERVER) $(BASE_STAMP)
 	PIP_FIND_LINKS=$(LLAMA_WHEELS) $(BIN)/python -m pip install -q -e ".[reports]"
 	# numba's machine code for the evaluation kernels, cached now rather than on the first run
 	$(BIN)/python scripts/compile_kernels.py
+	# the package's bytecode, which an editable install does not write (a regular one does):
+	# a command then starts without compiling its modules, PYTHONDONTWRITEBYTECODE set or not
+	$(BIN)/python -m compileall -q ragnb
 	touch $@
 
 $(TEST_STAMP): pyproject.toml $(REPORTS_STAMP)

@@ -150,3 +150,32 @@ def test_the_columnar_readers_run_gives_read_runs_arrays(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the rank column disagrees with the scores
         _assert_same_arrays(prepare(qrels, read_run(path)), prepare(qrels, frame))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_plain_byte_string_kernels_give_the_compiled_outputs(seed):
+    """Without numba, common_prefix, prefixes and doc_order are numpy and ``sorted`` on bytes:
+    the same outputs as the compiled loops (shared prefixes, empty and repeated strings)."""
+    plain = index.plain_kernels()
+    rng = np.random.default_rng(seed)
+    pool = [s.encode() for s in IDS]
+    pool += [b"<dbpedia:" + bytes([c]) * k for c in b"ab" for k in (1, 9)]
+    for shared in (b"", b"<dbpedia:"):
+        strings = [shared + pool[i] for i in rng.integers(0, len(pool), 300)]
+        data = np.frombuffer(b"".join(strings), dtype=np.uint8)
+        offsets = np.concatenate(([0], np.cumsum([len(s) for s in strings]))).astype(np.int64)
+        skip = groupsort.common_prefix(data, offsets)
+        assert plain.common_prefix(data, offsets) == skip
+        prefix = groupsort.prefixes(data, offsets, skip)
+        assert np.array_equal(plain.prefixes(data, offsets, skip), prefix)
+        rows = np.arange(len(strings), dtype=np.int64)
+        starts = np.array([0, 1, 40, 41, 200, 300], dtype=np.int64)
+        outputs = []
+        for module in (groupsort, plain):
+            out, dup = np.empty_like(rows), np.empty(len(starts) - 1, dtype=np.int64)
+            n_groups = len(starts) - 1
+            module.doc_order(rows, starts, data, offsets, prefix, skip, out, dup, 0, n_groups)
+            outputs.append((out, dup))
+        assert np.array_equal(outputs[0][0], outputs[1][0])
+        assert np.array_equal(outputs[0][1], outputs[1][1])
+        assert (outputs[0][1][[1, 3, 4]] >= 0).all()  # the larger groups hold a string twice

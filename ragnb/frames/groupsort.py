@@ -726,3 +726,55 @@ def run_chunks(kernel: Callable[..., None], n_groups: int, *args: object) -> Non
         ]
         for f in futures:
             f.result()
+
+
+# ------------------------------------------------------------------ plain Python, without numba
+# Without numba (the plain copy for small inputs, or no ``fast`` extra) the byte-string kernels
+# that loop in Python are replaced by numpy and Python's own sort, which order bytes as the loops
+# above do (``bytes`` compare lexicographically, a shorter prefix first; ``sorted`` is stable).
+
+if nb is None:
+
+    def common_prefix(data: np.ndarray, offsets: np.ndarray) -> int:  # noqa: F811
+        """Number of leading bytes all strings share (0 for no strings)."""
+        n = offsets.shape[0] - 1
+        if n == 0:
+            return 0
+        starts = offsets[:-1]
+        common = int((offsets[1:] - starts).min())
+        for j in range(common):
+            if bool((data[starts + j] != data[starts[0] + j]).any()):
+                return j
+        return common
+
+    def prefixes(data: np.ndarray, offsets: np.ndarray, skip: int) -> np.ndarray:  # noqa: F811
+        """Bytes ``skip .. skip + 7`` of each string as a big-endian uint64, zero-padded; (n,)."""
+        starts = offsets[:-1] + skip
+        lengths = offsets[1:] - starts
+        out = np.zeros(len(starts), dtype=np.uint64)
+        for j in range(8):
+            byte = np.zeros(len(starts), dtype=np.uint64)
+            has = lengths > j
+            byte[has] = data[starts[has] + j]
+            out = (out << np.uint64(8)) | byte
+        return out
+
+    def doc_order(rows, starts, data, offsets, prefix, skip, out, dup, g_lo, g_hi):  # noqa: F811
+        """Sort each group's rows by their string ascending; flag groups holding a string twice.
+
+        The same outputs as the compiled :func:`doc_order`, through ``sorted`` on ``bytes``.
+        """
+        raw = data.tobytes()
+        bounds = offsets.tolist()
+        for g in range(g_lo, g_hi):
+            s = int(starts[g])
+            e = int(starts[g + 1])
+            seg = rows[s:e].tolist()
+            keys = [raw[bounds[r] : bounds[r + 1]] for r in seg]
+            order = sorted(range(len(seg)), key=keys.__getitem__)  # stable: ties in row order
+            out[s:e] = [seg[i] for i in order]
+            dup[g] = -1
+            for i, j in zip(order[:-1], order[1:], strict=True):
+                if keys[i] == keys[j]:
+                    dup[g] = seg[j]
+                    break
