@@ -104,6 +104,8 @@ $(REPORTS_STAMP): pyproject.toml $(LLAMA_STAMP) $(LLAMA_SERVER) $(BASE_STAMP)
 
 $(TEST_STAMP): pyproject.toml $(REPORTS_STAMP)
 	PIP_FIND_LINKS=$(LLAMA_WHEELS) $(BIN)/python -m pip install -q -e ".[all,test]"
+	# the test oracles' numba code (ranx), cached now rather than by the first test that calls it
+	$(BIN)/python scripts/compile_oracles.py
 	touch $@
 
 venv: $(TEST_STAMP)

@@ -162,6 +162,10 @@ def test_gdeval_oracle_err_and_exponential_ndcg(bm25, name):
     assert ours["ERR@10"].mean() > 0.1
 
 
+#: The ids given to ranx (scripts/compile_oracles.py compiles ranx for these widths).
+RANX_QUERY, RANX_DOC = "q{:06d}", "d{:08d}"
+
+
 @pytest.mark.parametrize("name", DATASETS)
 def test_ranx_oracle(bm25, name):
     """nDCG_exp (ranx ndcg_burges), Rprec, AP@100 (map@100), and RBP on binary qrels (ranx's
@@ -183,15 +187,23 @@ def test_ranx_oracle(bm25, name):
         ),
         "binary": (binary, {"RBP(p=0.8)": "rbp.8", "rbp.95": "rbp.95"}),
     }
-    run_dict = _dicts(run, "score", float)
+    # ids of one width for ranx (the run's scores are unique: ids decide no order), so that
+    # numba compiles ranx's code for one string type, the one scripts/compile_oracles.py caches
+    qcode = {q: RANX_QUERY.format(i) for i, q in enumerate(pd.unique(qrels["query_id"]))}
+    docs = pd.unique(pd.concat([qrels["doc_id"], run["doc_id"]]))
+    dcode = {d: RANX_DOC.format(i) for i, d in enumerate(docs)}
+    coded = run.assign(query_id=run["query_id"].map(qcode), doc_id=run["doc_id"].map(dcode))
+    run_dict = _dicts(coded.dropna(subset=["query_id"]), "score", float)
     for q, pairs in cases.values():
-        rq, rr = ranx.Qrels(_dicts(q, "relevance", int)), ranx.Run(run_dict)
+        q_coded = q.assign(query_id=q["query_id"].map(qcode), doc_id=q["doc_id"].map(dcode))
+        rq, rr = ranx.Qrels(_dicts(q_coded, "relevance", int)), ranx.Run(run_dict)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NumbaTypeSafetyWarning)
             ranx.evaluate(rq, rr, list(pairs.values()), make_comparable=True)
         ours = evaluate(q, run, list(pairs)).per_query_wide()
         for ours_name, ranx_name in pairs.items():
-            theirs = pd.Series(rr.scores[ranx_name]).reindex(ours.index).fillna(0.0)
+            values = {q: rr.scores[ranx_name].get(c) for q, c in qcode.items()}
+            theirs = pd.Series(values, dtype=float).reindex(ours.index).fillna(0.0)
             np.testing.assert_allclose(
                 _per_query(ours, ours_name), theirs, rtol=0, atol=1e-9, err_msg=ours_name
             )
