@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io as stdio
 import json
+import os
 import subprocess
 import sys
 import warnings
@@ -341,3 +342,33 @@ def test_installed_script(small, tmp_path):
     assert fail.stdout == ""
     assert fail.stderr.startswith(f"ragnb: error: {bad}, line 2, query 'q1': duplicate judgement")
     assert "Traceback" not in fail.stderr
+
+
+def test_the_installed_trec_eval_writes_all_its_output_before_it_ends(tmp_path):
+    """``ragnb trec-eval`` ends without the interpreter's teardown once its output is flushed:
+    a summary (shorter than the stream's buffer) and a long per-query output arrive whole,
+    through a pipe and into a file, with status 0; a missing file still ends with status 2."""
+    from ragnb.evaluation.trec_eval import run_trec_eval
+
+    qrels = [f"q{q} 0 d{d} {(q + d) % 3}" for q in range(60) for d in range(0, 20, 2)]
+    run = [f"q{q} Q0 d{d} {d} {20 - d}.5 sys" for q in range(60) for d in range(20)]
+    (tmp_path / "qrels").write_text("\n".join(qrels) + "\n")
+    (tmp_path / "run").write_text("\n".join(run) + "\n")
+    files = [str(tmp_path / "qrels"), str(tmp_path / "run")]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered stdout
+    for argv in (files, ["-q", "-m", "all_trec", *files]):
+        want = run_trec_eval(argv)[0]
+        piped = subprocess.run(
+            [str(RAGNB), "trec-eval", *argv], capture_output=True, timeout=120, env=env
+        )
+        assert piped.returncode == 0, piped.stderr
+        assert piped.stdout.decode() == want
+        with open(tmp_path / "out.txt", "wb") as out:
+            done = subprocess.run(
+                [str(RAGNB), "trec-eval", *argv], stdout=out, timeout=120, env=env
+            )
+        assert done.returncode == 0
+        assert (tmp_path / "out.txt").read_text() == want
+    assert len(run_trec_eval(files)[0]) < 8192 < len(want)
+    bad = subprocess.run([str(RAGNB), "trec-eval", str(tmp_path / "none"), files[1]], timeout=120)
+    assert bad.returncode == 2
