@@ -115,3 +115,16 @@ def test_errors_are_the_general_paths():
         prepare(qrels, {"q": {"a": float("nan")}})
     with pytest.raises(InputError, match="not a number"):
         prepare(qrels, {"q": {"a": "high"}})
+
+
+@pytest.mark.parametrize(
+    ("run", "message"),
+    [
+        ({"q": {"b": float("nan"), "a": 0.1}}, "score of 'b' is NaN"),  # not judged
+        ({"q": {"b": float("inf"), "a": 0.1}}, "score of 'b' is not finite: inf"),
+        ({"q": {"a": float("-inf")}}, "score of 'a' is not finite: -inf"),  # judged
+    ],
+)
+def test_a_score_not_finite_is_named_as_the_general_path_names_it(run, message):
+    with pytest.raises(InputError, match=message):
+        prepare({"q": {"a": 1}}, run)

@@ -1374,9 +1374,9 @@ def joined_ranks(run: Mapping[str, Mapping[str, float]], qrels: QrelsIndex) -> J
     if len(set(qids)) != len(qids):
         return None
     q = qrels.queries
-    grouped = np.asarray(keys, dtype=object)  # judged ids, qrels group after group
+    grouped = keys  # judged ids, qrels group after group
     if not bool((np.diff(q.rows) > 0).all()):
-        grouped = grouped[q.rows]
+        grouped = list(map(keys.__getitem__, q.rows.tolist()))
     where = dict(zip(q.ids.tolist(), range(len(q.ids)), strict=True))
     group = np.fromiter(map(where.get, qids, repeat(-1)), np.int64, len(qids))
     read = _read(inner, qids, group, grouped, q.starts)
@@ -1395,7 +1395,7 @@ def _read(
     inner: list[dict],
     qids: list[str],
     group: np.ndarray,
-    grouped: np.ndarray,
+    grouped: list[str],
     q_starts: np.ndarray,
 ) -> tuple[tuple[_Read, np.ndarray], np.ndarray] | None:
     """One pass over the run: ``(read run, judged scores in qrels layout), group_of`` (the run
@@ -1404,7 +1404,6 @@ def _read(
     n_judged = np.where(group >= 0, np.diff(q_starts)[group], 0)
     block = sizes + n_judged
     offset = np.cumsum(block) - block
-    lists = grouped.tolist()
     bounds = q_starts.tolist()
     nans = repeat(float("nan"))  # one endless supply for every look-up
     join = "".join  # raises TypeError on an id that is not a str: the cheapest check in C
@@ -1414,7 +1413,7 @@ def _read(
             join(d)
             yield d.values()
             if i >= 0:
-                yield map(d.get, lists[bounds[i] : bounds[i + 1]], nans)
+                yield map(d.get, grouped[bounds[i] : bounds[i + 1]], nans)
 
     try:
         values = np.fromiter(chain.from_iterable(entries()), np.float64, int(block.sum()))
@@ -1427,14 +1426,19 @@ def _read(
     dst = np.repeat(q_starts[group[hit]] - (np.cumsum(m) - m), m) + np.arange(int(m.sum()))
     j_score = np.full(int(q_starts[-1]), np.nan)
     j_score[dst] = values[src]
-    if int(np.isnan(values).sum()) != int(np.isnan(values[src]).sum()):
-        return None  # a NaN score
-    if bool(np.isinf(values).any()):
-        return None  # an infinite score
+    # the only values not finite are the look-ups' NaN (not retrieved): else a NaN or an
+    # infinite score
+    if int(np.count_nonzero(~np.isfinite(values))) != int(np.isnan(j_score[dst]).sum()):
+        return None
     keep = np.flatnonzero(sizes)  # a query with no entries has no rows
+    if len(keep) == len(sizes):
+        ids, dicts = np.array(qids, dtype=object), inner
+    else:
+        ids = np.array([qids[k] for k in keep.tolist()], dtype=object)
+        dicts = [inner[k] for k in keep.tolist()]
     read = _Read(
-        np.array([qids[k] for k in keep.tolist()], dtype=object),
-        [inner[k] for k in keep.tolist()],
+        ids,
+        dicts,
         values,
         offset[keep],
         sizes[keep],
@@ -1447,7 +1451,7 @@ def _read(
 
 
 def _ranked(
-    run: _Read, j_score: np.ndarray, group_of: np.ndarray, grouped: np.ndarray, q: Groups
+    run: _Read, j_score: np.ndarray, group_of: np.ndarray, grouped: list[str], q: Groups
 ) -> JoinedRanks:
     """Rank each judgement found in the run: scores above it, plus tied ones with greater ids."""
     above = np.full(len(j_score), -1, dtype=np.int64)
@@ -1461,7 +1465,7 @@ def _ranked(
 
 def _break_ties(
     run: _Read,
-    grouped: np.ndarray,
+    grouped: list[str],
     j_score: np.ndarray,
     above: np.ndarray,
     tied: np.ndarray,
@@ -1477,14 +1481,14 @@ def _break_ties(
     affected, slot = np.unique(groups, return_inverse=True)
     m = run.size[affected]
     base = np.cumsum(m) - m
-    ids = chain.from_iterable(run.dicts[g] for g in affected.tolist())
-    flat = np.fromiter(ids, dtype=object, count=int(m.sum()))
+    flat = list(chain.from_iterable(map(run.dicts.__getitem__, affected.tolist())))
     # every score of those groups against each case's score
     m = run.size[groups]
     case = np.repeat(np.arange(len(cases)), m)
     local = np.arange(int(m.sum())) - np.repeat(np.cumsum(m) - m, m)
     hit = run.values[np.repeat(run.first[groups], m) + local] == j_score[cases][case]
     case, local = case[hit], local[hit]
-    found = flat[base[slot.reshape(-1)[case]] + local]
-    greater = np.greater(found, grouped[cases][case]).astype(bool)
+    found = np.array([flat[i] for i in (base[slot.reshape(-1)[case]] + local).tolist()], object)
+    judged = np.array([grouped[c] for c in cases.tolist()], dtype=object)[case]
+    greater = np.greater(found, judged).astype(bool)
     above[cases] += np.bincount(case[greater], minlength=len(cases))
