@@ -128,3 +128,16 @@ def test_errors_are_the_general_paths():
 def test_a_score_not_finite_is_named_as_the_general_path_names_it(run, message):
     with pytest.raises(InputError, match=message):
         prepare({"q": {"a": 1}}, run)
+
+
+def test_a_run_of_equal_scores_takes_the_general_path_with_its_results():
+    """Every judged document tied with every other: comparing each with its whole group would
+    be quadratic, so the look-up path declines and the general path sorts the ids."""
+    qrels = {f"q{i}": {f"d{j:04d}": j % 3 for j in range(0, 2000, 4)} for i in range(3)}
+    run = {f"q{i}": {f"d{j:04d}": 0.0 for j in range(2000)} for i in range(3)}
+    assert joined_ranks(run, index_qrels(qrels)) is None
+    got = prepare(qrels, run)
+    _assert_same(got, prepare(qrels_from_dict(qrels), run_from_dict(run)))
+    # trec_eval's order: ids descending, d1999, d1998, d1997 (not judged), then d1996 (grade 1)
+    assert got.grades[0, :5].tolist() == [0, 0, 0, 1, 0]
+    assert got.judged[0, :5].tolist() == [False, False, False, True, False]

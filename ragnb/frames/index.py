@@ -1452,15 +1452,23 @@ def _read(
 
 def _ranked(
     run: _Read, j_score: np.ndarray, group_of: np.ndarray, grouped: list[str], q: Groups
-) -> JoinedRanks:
-    """Rank each judgement found in the run: scores above it, plus tied ones with greater ids."""
+) -> JoinedRanks | None:
+    """Rank each judgement found in the run: scores above it, plus tied ones with greater ids;
+    None when ties are too many for :func:`_break_ties`."""
     above = np.full(len(j_score), -1, dtype=np.int64)
     tied = np.zeros(len(j_score), dtype=np.int64)
     compiled = kernels(len(run.values))
     args = (run.first, run.size, run.values, group_of, q.starts, j_score, above, tied)
     compiled.run_chunks(compiled.count_above, len(q.ids), *args)
-    _break_ties(run, grouped, j_score, above, tied, q.starts, group_of)
+    if not _break_ties(run, grouped, j_score, above, tied, q.starts, group_of):
+        return None
     return JoinedRanks(run, group_of, above)
+
+
+#: Tied documents in a run group up to which :func:`_break_ties` finds their ids one by one.
+_FEW_TIES = 8
+#: Comparisons of tied scores :func:`_break_ties` always makes (more: at most 4 per score).
+_TIE_COMPARISONS = 1_000_000
 
 
 def _break_ties(
@@ -1471,24 +1479,39 @@ def _break_ties(
     tied: np.ndarray,
     q_starts: np.ndarray,
     group_of: np.ndarray,
-) -> None:
-    """Add to ``above`` the documents that tie with a judged one and have a greater id."""
+) -> bool:
+    """Add to ``above`` the documents that tie with a judged one and have a greater id.
+
+    Each tied judgement's score is compared with every score of its group: False (nothing
+    done) when that is more than :data:`_TIE_COMPARISONS` comparisons and four times the run's
+    scores (many judged documents tied with many others, as in a run of equal scores), which
+    the general path sorts instead.
+    """
     cases = np.flatnonzero(tied > 1)
     if not len(cases):
-        return
+        return True
     groups = group_of[np.searchsorted(q_starts, cases, side="right") - 1]
-    # the ids of the run groups concerned, in dict order
-    affected, slot = np.unique(groups, return_inverse=True)
-    m = run.size[affected]
-    base = np.cumsum(m) - m
-    flat = list(chain.from_iterable(map(run.dicts.__getitem__, affected.tolist())))
     # every score of those groups against each case's score
     m = run.size[groups]
+    if int(m.sum()) > max(_TIE_COMPARISONS, 4 * len(run.values)):
+        return False
     case = np.repeat(np.arange(len(cases)), m)
     local = np.arange(int(m.sum())) - np.repeat(np.cumsum(m) - m, m)
     hit = run.values[np.repeat(run.first[groups], m) + local] == j_score[cases][case]
     case, local = case[hit], local[hit]
-    found = np.array([flat[i] for i in (base[slot.reshape(-1)[case]] + local).tolist()], object)
+    # the ids of the tied documents: a dict's key at a position, found by islice (which skips
+    # the keys before it in C) in a group with a few ties, from a list of the group's ids in a
+    # group with more (so that the work stays within a few passes over each group)
+    dicts = run.dicts
+    g_hit = groups[case]
+    many = np.flatnonzero(np.bincount(g_hit) > _FEW_TIES).tolist()
+    listed = {g: list(dicts[g]) for g in many}
+    tied_ids = (
+        listed[g][p] if g in listed else next(islice(dicts[g], p, None))
+        for g, p in zip(g_hit.tolist(), local.tolist(), strict=True)
+    )
+    found = np.fromiter(tied_ids, dtype=object, count=len(case))
     judged = np.array([grouped[c] for c in cases.tolist()], dtype=object)[case]
     greater = np.greater(found, judged).astype(bool)
     above[cases] += np.bincount(case[greater], minlength=len(cases))
+    return True
