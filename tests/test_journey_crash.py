@@ -2,12 +2,15 @@
 
 A user builds a golden set with ``ragnb golden`` against an OpenAI-compatible server and the
 run is killed (SIGKILL: an out-of-memory killer, a closed laptop, a cancelled job) three times
-at random points, then run to the end. After every kill, the ledger bills exactly the requests
-the server received (sent and answered, or sent and in flight at the kill: "may have been
-billed"), never a request that was written ahead but never left; after the last run every
-request the server received is billed once and none is in flight. A write killed halfway
-leaves a temporary file beside its target; the next run removes it, and never the temporary
-file of a write another live process is making.
+at random points, then run to the end. After every kill, the ledger bills the requests the
+server received (sent and answered, or sent and in flight at the kill: "may have been billed"),
+never a request that was written ahead but never left. A request counts as sent when its body
+starts to leave, so one whose body the kill cut off is in flight in the ledger though the
+server got no whole request: the ledger may count more than the server got by such requests,
+in flight at that kill, and never less. After the last run every request the server received
+is billed once (with those cut ones, billed as interrupted) and none is in flight. A write
+killed halfway leaves a temporary file beside its target; the next run removes it, and never
+the temporary file of a write another live process is making.
 
 The installed ``ragnb`` command runs in a subprocess from a temporary folder (the user's files:
 a copy of four queries of the shipped ``data/pydocs``), against the scripted local server
@@ -115,6 +118,7 @@ def test_a_golden_run_killed_three_times_bills_what_the_server_received(openai_s
     env = {**os.environ, "OPENAI_API_KEY": "sk-journey-crash"}
     ledger = tmp_path / "gold" / "ledger.jsonl"
 
+    cut = 0  # requests in flight at a kill whose body never reached the server whole
     for kill in range(1, KILLS + 1):
         target = received(openai_server) + rng.randint(1, 30)
         proc = subprocess.Popen(
@@ -133,7 +137,9 @@ def test_a_golden_run_killed_three_times_bills_what_the_server_received(openai_s
 
         # what a notebook on the ledger says: billed plus in flight is what the server got
         total = Ledger(ledger).summary()["total"]
-        assert total["requests"] + total["in_flight"] == server_got, (kill, total, why)
+        excess = total["requests"] + total["in_flight"] - server_got
+        assert cut <= excess <= cut + total["in_flight"], (kill, total, server_got, cut, why)
+        cut = excess
 
     # a write killed halfway, and one a live process is making, in the run folder
     script = tmp_path / "half_write.py"
@@ -172,11 +178,14 @@ def test_a_golden_run_killed_three_times_bills_what_the_server_received(openai_s
     server_got = settled(openai_server)
     with (tmp_path / "gold" / "ledger.csv").open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    assert sum(int(r["requests"]) for r in rows) == server_got, why
+    assert sum(int(r["requests"]) for r in rows) == server_got + cut, (cut, why)
     assert sum(int(r["in_flight"]) for r in rows) == 0, why
     led = Ledger(ledger)
     assert not led.interrupted
     frame = Ledger.read(ledger)
     sent = frame[~frame["cached"]]
-    assert sent["sent"].all() and len(sent) == server_got, why
-    print(f"\n{KILLS} kills, {server_got} requests received and billed; last run {seconds:.1f} s")
+    assert sent["sent"].all() and len(sent) == server_got + cut, (cut, why)
+    print(
+        f"\n{KILLS} kills, {server_got} requests received and billed ({cut} cut off at a kill "
+        f"billed too); last run {seconds:.1f} s"
+    )
