@@ -259,3 +259,36 @@ def test_columnar_run_reader_rejects_a_bad_line_with_its_file_and_line(tmp_path)
     with pytest.raises(InputError, match=r"line 5") as err:
         read_run_columnar(path)
     assert "run.txt" in str(err.value)
+
+
+def test_the_reader_thread_stops_when_its_caller_stops_with_the_queue_full():
+    """A caller that leaves after the first block (a block failing its checks) while the
+    reader thread waits on a full queue: the thread is let go, the reader closed, nothing
+    read to the end."""
+    import threading
+
+    from ragnb.io import columnar
+
+    class Reader:
+        def __init__(self) -> None:
+            self.read, self.closed = 0, False
+
+        def __iter__(self):
+            for i in range(1000):
+                self.read += 1
+                yield i
+
+        def close(self) -> None:
+            self.closed = True
+
+    reader = Reader()
+    blocks = columnar._in_thread(reader)
+    assert next(blocks) == 0
+    for thread in threading.enumerate():  # the reader fills the queue, then waits
+        if thread.name == "ragnb-csv":
+            while reader.read < columnar._BLOCKS_AHEAD + 1:
+                pass
+    blocks.close()
+    assert reader.closed
+    assert reader.read <= columnar._BLOCKS_AHEAD + 3
+    assert not [t for t in threading.enumerate() if t.name == "ragnb-csv"]

@@ -356,6 +356,10 @@ def _checked_blocks(path: Path, types: dict[str, Any]) -> dict[str, list[pa.Arra
     return chunks if chunks["score"] and any(len(c) for c in chunks["score"]) else None
 
 
+#: Parsed blocks :func:`_in_thread` keeps ready ahead of its caller.
+_BLOCKS_AHEAD = 4
+
+
 def _in_thread(reader: Any) -> Iterator[pa.RecordBatch]:
     """The batches of a pyarrow RecordBatchReader, read by a thread of their own (pyarrow lets
     the GIL go while it parses) while the caller works on the previous ones. Closing the
@@ -363,15 +367,17 @@ def _in_thread(reader: Any) -> Iterator[pa.RecordBatch]:
     import queue
     import threading
 
-    out: queue.Queue[Any] = queue.Queue()
+    # a few blocks ahead at most: a parse faster than the checks would otherwise hold the whole
+    # file's batches in pyarrow's pool at once
+    out: queue.Queue[Any] = queue.Queue(maxsize=_BLOCKS_AHEAD)
     stop = threading.Event()
 
     def read() -> None:
         try:
             for batch in reader:
-                out.put(batch)
                 if stop.is_set():
                     break
+                out.put(batch)
             out.put(None)
         except BaseException as exc:  # handed to the caller
             out.put(exc)
@@ -387,6 +393,11 @@ def _in_thread(reader: Any) -> Iterator[pa.RecordBatch]:
             yield item
     finally:
         stop.set()
+        while thread.is_alive():  # a reader blocked on a full queue: make room until it ends
+            try:
+                out.get(timeout=0.05)
+            except queue.Empty:
+                pass
         thread.join()
 
 
