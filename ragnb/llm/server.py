@@ -362,17 +362,19 @@ def _busy_cores(interval: float = 0.25) -> float | None:
     return n_cpus * (1.0 - (idle1 - idle0) / (total1 - total0))
 
 
-# The child's first lines: ask the kernel to send SIGTERM when the parent dies (Linux), exit
-# at once if the parent is already gone, drop environment variables the server would read (its
-# options come from the command line only), then become the server: llama-server by execv
-# (the kernel keeps PR_SET_PDEATHSIG across it), llama-cpp-python's by running its __main__.
+# The child's first lines: ask the kernel to send SIGKILL when the parent dies (Linux: a server
+# nobody can reach any more has nothing to save, and a graceful stop could wait on its
+# connections), exit at once if the parent is already gone, drop environment variables the
+# server would read (its options come from the command line only), then become the server:
+# llama-server by execv (the kernel keeps PR_SET_PDEATHSIG across it), llama-cpp-python's by
+# running its __main__.
 _BOOTSTRAP = """\
 import os, runpy, signal, sys
 parent = int(sys.argv.pop(1))
 if sys.platform.startswith("linux"):
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(1, signal.SIGTERM, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG
+    if libc.prctl(1, signal.SIGKILL, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG
         sys.exit("ragnb: prctl(PR_SET_PDEATHSIG) failed: errno %d" % ctypes.get_errno())
 if os.getppid() != parent:
     sys.exit("ragnb: the parent process is gone")
@@ -487,7 +489,7 @@ class LocalLLMServer:
 
     The server stops when the ``with`` block ends, on :meth:`stop`, at interpreter exit, and,
     on Linux, when the process that started it dies, even by SIGKILL: the child asks the kernel
-    for SIGTERM on its parent's death (``prctl(PR_SET_PDEATHSIG)``). The kernel ties that to
+    for SIGKILL on its parent's death (``prctl(PR_SET_PDEATHSIG)``). The kernel ties that to
     the *thread* that started the server, so start it from a thread that outlives it (the main
     thread, as a notebook or the command line does).
 
