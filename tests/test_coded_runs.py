@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from ranking_arrays import assert_same_arrays
 
 from ragnb.errors import InputError
 from ragnb.frames.index import index_coded_run, sorted_codes
-from ragnb.measures import RankingArrays, prepare
-from ragnb.measures.kernel import PER_QUERY_FIELDS, query_rows
+from ragnb.measures import prepare
+from ragnb.measures.kernel import query_rows
 
 IDS = ["a", "b", "ab", "é", "日本", "\U0001f600", "<dbpedia:x", "<dbpedia:xy", "z" * 10]
 
@@ -58,13 +59,6 @@ def _arrow_coded(run: pd.DataFrame, n_chunks: int) -> pd.DataFrame:
     return out
 
 
-def _assert_same_arrays(a: RankingArrays, b: RankingArrays) -> None:
-    for f in (*PER_QUERY_FIELDS, "grade_levels"):
-        assert np.array_equal(getattr(a, f), getattr(b, f)), f
-    assert a.n_rank_disagreements == b.n_rank_disagreements
-    assert a.n_run_queries_without_qrels == b.n_run_queries_without_qrels
-
-
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("order", ["score", "file"])
 def test_coded_runs_give_the_string_paths_arrays(seed, order):
@@ -77,7 +71,7 @@ def test_coded_runs_give_the_string_paths_arrays(seed, order):
             expected = prepare(qrels, run, order=order, depth=depth)
             for coded in (categorical, _arrow_coded(run, 1), _arrow_coded(run, 3)):
                 assert index_coded_run(coded, order) is not None
-                _assert_same_arrays(expected, prepare(qrels, coded, order=order, depth=depth))
+                assert_same_arrays(expected, prepare(qrels, coded, order=order, depth=depth))
     assert expected.n_rank_disagreements > 0  # the rank column was compared
 
 

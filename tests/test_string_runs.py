@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from ranking_arrays import assert_same_arrays
 
 from ragnb.errors import InputError
 from ragnb.frames import groupsort, index
 from ragnb.frames.index import index_coded_run, index_string_run, with_coded_docs
-from ragnb.measures import RankingArrays, prepare
-from ragnb.measures.kernel import PER_QUERY_FIELDS
+from ragnb.measures import prepare
 
 IDS = ["a", "b", "ab", "é", "日本", "\U0001f600", "<dbpedia:x", "<dbpedia:xy", "z" * 10, ""]
 
@@ -62,13 +62,6 @@ def _arrow_strings(run: pd.DataFrame, n_chunks: int, large: bool = False) -> pd.
     return run.assign(doc_id=pd.Series(pa.chunked_array(chunks, kind), dtype=pd.ArrowDtype(kind)))
 
 
-def _assert_same_arrays(a: RankingArrays, b: RankingArrays) -> None:
-    for f in (*PER_QUERY_FIELDS, "grade_levels"):
-        assert np.array_equal(getattr(a, f), getattr(b, f)), f
-    assert a.n_rank_disagreements == b.n_rank_disagreements
-    assert a.n_run_queries_without_qrels == b.n_run_queries_without_qrels
-
-
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("order", ["score", "file"])
 def test_string_runs_give_the_arrays_of_python_strings(kernels, seed, order):
@@ -84,7 +77,7 @@ def test_string_runs_give_the_arrays_of_python_strings(kernels, seed, order):
                     strings = _arrow_strings(plain, n_chunks, large)
                     assert index_string_run(strings, order) is not None
                     got = prepare(qrels, strings, order=order, depth=depth)
-                    _assert_same_arrays(expected, got)
+                    assert_same_arrays(expected, got)
     assert expected.n_rank_disagreements == 0  # no rank column in the last case
     # the run's own ties: the case had some, and they are broken by doc id descending
     assert run.duplicated(["query_id", "score"]).any()
@@ -129,7 +122,7 @@ def test_queries_not_consecutive_take_the_other_paths(kernels):
     strings = _arrow_strings(run, 2)
     assert index_string_run(strings, "score") is None
     assert index_coded_run(with_coded_docs(strings), "score") is not None  # the ids coded
-    _assert_same_arrays(prepare(qrels, run), prepare(qrels, strings))
+    assert_same_arrays(prepare(qrels, run), prepare(qrels, strings))
 
 
 def test_the_columnar_readers_run_gives_read_runs_arrays(tmp_path):
@@ -149,7 +142,7 @@ def test_the_columnar_readers_run_gives_read_runs_arrays(tmp_path):
     assert index_string_run(frame, "score") is not None  # the documents as parsed
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the rank column disagrees with the scores
-        _assert_same_arrays(prepare(qrels, read_run(path)), prepare(qrels, frame))
+        assert_same_arrays(prepare(qrels, read_run(path)), prepare(qrels, frame))
 
 
 @pytest.mark.parametrize("seed", [0, 1])

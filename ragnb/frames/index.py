@@ -442,11 +442,9 @@ def index_run(
     """
     if isinstance(run, pd.DataFrame):
         frame = run
-        check_run(frame, duplicates=False)
+        score, file_key = _checked_order_keys(frame, order)
         queries = _group_by_id(frame["query_id"])
         docs = _string_buffers(frame["doc_id"])
-        score = _order_keys(frame["score"])
-        file_key = _order_keys(frame["rank"]) if "rank" in frame.columns else None
         by_doc = _sorted_by_string(queries, docs, lambda: check_run(frame), "run")
     elif isinstance(run, Mapping):
         parts = _dict_parts(run, "score")
@@ -457,8 +455,7 @@ def index_run(
         by_doc = _sorted_by_string(queries, docs, lambda: check_run(run_from_dict(run)), "run")
     else:
         raise InputError(f"run must be a DataFrame or a dict of dicts, got {type(run).__name__}")
-    if order not in ("score", "file"):
-        raise InputError(f"unknown run order {order!r}; use 'score' or 'file'")
+    _check_order(order)
     compiled = kernels(len(by_doc))
     if not compiled.COMPILED and len(by_doc) > PLAIN_PYTHON_ROWS:
         warnings.warn(
@@ -772,6 +769,20 @@ def _groups_from_segments(starts: np.ndarray, heads: np.ndarray, n: int) -> Grou
     return Groups(ids, rows, np.concatenate(([0], np.cumsum(sizes))).astype(np.int64))
 
 
+def _checked_order_keys(run: pd.DataFrame, order: RunOrder) -> tuple[np.ndarray, np.ndarray | None]:
+    """Check a run frame (:func:`check_run` without its duplicate check) and ``order``; the
+    order keys of its scores and of its ``rank`` column (None without one)."""
+    check_run(run, duplicates=False)
+    _check_order(order)
+    file_key = _order_keys(run["rank"]) if "rank" in run.columns else None
+    return _order_keys(run["score"]), file_key
+
+
+def _check_order(order: str) -> None:
+    if order not in ("score", "file"):
+        raise InputError(f"unknown run order {order!r}; use 'score' or 'file'")
+
+
 def _order_keys(col: pd.Series) -> np.ndarray:
     """float64 keys (or int64 ones exact as float64) that order and tie exactly as the column's
     values do; NaN / missing last."""
@@ -865,13 +876,10 @@ def index_coded_run(run: pd.DataFrame, order: RunOrder) -> CodedRun | None:
     coded = _dictionary_codes(run["doc_id"])
     if coded is None:
         return None
-    check_run(run, duplicates=False)
-    if order not in ("score", "file"):
-        raise InputError(f"unknown run order {order!r}; use 'score' or 'file'")
+    score, file_key = _checked_order_keys(run, order)
     codes, dictionary = coded
     ids, first, size, rows = _spans(run["query_id"])
-    file_key = _order_keys(run["rank"]) if "rank" in run.columns else None
-    return CodedRun(ids, first, size, rows, codes, dictionary, _order_keys(run["score"]), file_key)
+    return CodedRun(ids, first, size, rows, codes, dictionary, score, file_key)
 
 
 def join_coded(
@@ -1034,16 +1042,13 @@ def index_string_run(run: pd.DataFrame, order: RunOrder) -> StringRun | None:
         pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(dtype.pyarrow_dtype)
     ):
         return None
-    check_run(run, duplicates=False)
-    if order not in ("score", "file"):
-        raise InputError(f"unknown run order {order!r}; use 'score' or 'file'")
+    score, file_key = _checked_order_keys(run, order)
     ids, first, size, rows = _spans(run["query_id"])
     if rows is not None:
         return None
     docs = pa.array(run["doc_id"].array)
     docs = docs if isinstance(docs, pa.ChunkedArray) else pa.chunked_array([docs])
-    file_key = _order_keys(run["rank"]) if "rank" in run.columns else None
-    return StringRun(ids, first, size, docs, _order_keys(run["score"]), file_key)
+    return StringRun(ids, first, size, docs, score, file_key)
 
 
 def with_coded_docs(run: pd.DataFrame) -> pd.DataFrame:
