@@ -450,12 +450,12 @@ def index_run(
         parts = _dict_parts(run, "score")
         if parts is None:  # a bad score (raises, naming it) or ids equal only as str
             return index_run(run_from_dict(run), order)
+        _check_order(order)
         queries, docs, score, _ = parts
         file_key = None
         by_doc = _sorted_by_string(queries, docs, lambda: check_run(run_from_dict(run)), "run")
     else:
         raise InputError(f"run must be a DataFrame or a dict of dicts, got {type(run).__name__}")
-    _check_order(order)
     compiled = kernels(len(by_doc))
     if not compiled.COMPILED and len(by_doc) > PLAIN_PYTHON_ROWS:
         warnings.warn(

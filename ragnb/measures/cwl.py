@@ -460,8 +460,7 @@ def inst(
     {{Parameters: qrels, run}}
     T : float > 0, default 1
         The gain the user came for: the more is still wanted, the more likely to read on.
-    min_rel, max_rel : int, default 0 and 1
-        The grade that gains 0 and the grade that gains 1; grades between gain in proportion.
+    {{gain_range}}
     {{order}}
 
     Returns
@@ -509,8 +508,7 @@ def scaled_dcg(
     """Mean scaled DCG at ``k`` (ir_measures' ``SDCG@k``): DCG over that of ``k`` top grades.
 
     {{Parameters: qrels, run, k}}
-    min_rel, max_rel : int, default 0 and 1
-        The grade that gains 0 and the grade that gains 1; grades between gain in proportion.
+    {{gain_range}}
     {{order}}
 
     Returns

@@ -48,6 +48,8 @@ DOC_ENTRIES: dict[str, str] = {
     "    Run ordering, see :func:`ragnb.frames.index.sort_run`.",
     "mean": "float in [0, 1]\n    Macro mean of the per-query values.",
     "bad_input": "InputError\n    On malformed qrels or run, or a bad ``k``, ``rel`` or ``order``.",
+    "gain_range": "min_rel, max_rel : int, default 0 and 1\n"
+    "    The grade that gains 0 and the grade that gains 1; grades between gain in proportion.",
     # the diversity measures, on subtopic qrels
     "subtopic_qrels": "subtopic_qrels : DataFrame\n"
     "    Columns ``query_id``, ``subtopic``, ``doc_id``, ``relevance`` (int).",
