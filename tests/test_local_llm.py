@@ -795,7 +795,7 @@ def test_golden_pipeline_with_the_local_judge(tmp_path: Path):
     pipeline = build_pipeline(config)
     server = pipeline.judge.local_server
     try:
-        assert "SmolLM2-135M-Instruct (Q4_1 GGUF, a 135M-parameter local stand-in" in (
+        assert "SmolLM2-135M-Instruct (Q4_1 GGUF served as float32, a 135M-parameter local" in (
             pipeline.banner()
         )
         gs = pipeline.run()

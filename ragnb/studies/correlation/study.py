@@ -55,7 +55,10 @@ __all__ = ["CorrelationConfig", "CorrelationStudy", "run"]
 MODES = ("ranked-only", "file", "llm", "simulated")
 LLMS = ("local", "openai", "none")
 #: How the report names the ``local`` model.
-LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct (Q4_1 GGUF, 135M parameters, llama.cpp on this machine)"
+LOCAL_MODEL_NAME = (
+    "SmolLM2-135M-Instruct (Q4_1 GGUF served as float32, 135M parameters, llama.cpp on this "
+    "machine)"
+)
 #: The ranked-sample measures of :meth:`CorrelationStudy.ranked_measures`, in chart order.
 _RANKED_MEASURES = ("P", "R", "F", "F_e", "T", "T_u", "nDCG_inK", "CompleteHit")
 

@@ -203,8 +203,8 @@ class GoldenSetConfig(NotebookParams):
         ``"noisy"`` (:class:`~ragnb.judge.NoisyJudge`: the dataset's labels plus Gaussian noise of
         ``judge_sd``), ``"qrels"`` (:class:`~ragnb.judge.QrelsJudge`: the labels themselves) or
         ``"openai"`` (:class:`~ragnb.judge.OpenAIJudge`; the key comes from ``$OPENAI_API_KEY``)
-        or ``"local"``: SmolLM2-135M-Instruct (Q4_1 GGUF, a 135M-parameter local stand-in, not a
-        judge to trust) served on this machine by llama.cpp
+        or ``"local"``: SmolLM2-135M-Instruct (Q4_1 GGUF served as float32, a 135M-parameter local
+        stand-in, not a judge to trust) served on this machine by llama.cpp
         (:class:`~ragnb.llm.server.LocalLLMServer`, started once per pipeline, needs
         ``pip install "ragnb[local-llm]"``), judging through :class:`~ragnb.judge.OpenAIJudge`
         with constrained output and token log-probabilities (``expected_grade``); ``model``

@@ -46,7 +46,8 @@ __all__ = [
 
 #: How reports name the ``local`` judge's model.
 LOCAL_MODEL_NAME = (
-    "SmolLM2-135M-Instruct (Q4_1 GGUF, a 135M-parameter local stand-in, not a judge to trust)"
+    "SmolLM2-135M-Instruct (Q4_1 GGUF served as float32, a 135M-parameter local stand-in, not a "
+    "judge to trust)"
 )
 #: What a console says before the ``local`` judge starts.
 LOCAL_JUDGE_WARNING = (
