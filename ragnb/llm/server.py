@@ -446,7 +446,11 @@ class LocalLLMServer:
         (:func:`ragnb.llm.weights.f32_model_path`): the same weights, whose prompts llama.cpp
         evaluates about 1.5 times faster on an AVX2 CPU than from SmolLM2's Q4_1 (and in
         float32 activations, so an answer can differ from the quantised file's by that
-        rounding). ``"stored"``: the file as shipped (less memory: 98 against 540 MB).
+        rounding), while it writes each token about half as fast (it reads 540 MB of weights
+        a token, not 98). ``"stored"``: the file as shipped. Measured on two cores: float32
+        is the faster while a call's prompt has more than about ten tokens per token it writes
+        (a grading call: 450 new prompt tokens, 7 written); an agent's or a generator's
+        longer answers are faster from the stored file.
 
     Attributes
     ----------
