@@ -123,14 +123,19 @@ def test_ir_measures_conversion_errors():
         interop.from_ir_measures_run([("q1", "a", 1.0)])
 
 
+#: The ids' layout: numba compiles ranx's code for each width of the ids, and
+#: ``scripts/compile_oracles.py`` (run by ``make venv``) compiles these widths ahead.
+QUERY, DOC = "q{:06d}".format, "d{:08d}".format
+
+
 def synthetic(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """30 queries, graded qrels (0-3, some judged non-relevant), runs of 150 distinct scores;
-    q29 is missing from the run and q99 has no qrels."""
+    query 29 is missing from the run and query 99 has no qrels."""
     rng = np.random.default_rng(seed)
-    docs = np.array([f"d{i:03d}" for i in range(300)])
+    docs = np.array([DOC(i) for i in range(300)])
     qrels_rows, run_rows = [], []
     for q in range(30):
-        qid = f"q{q:02d}"
+        qid = QUERY(q)
         judged = rng.choice(docs, size=int(rng.integers(1, 40)), replace=False)
         grades = rng.integers(0, 4, judged.size)
         qrels_rows += [(qid, d, int(g)) for d, g in zip(judged, grades, strict=True)]
@@ -139,7 +144,7 @@ def synthetic(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
         retrieved = rng.choice(docs, size=150, replace=False)
         scores = rng.permutation(150).astype(float) + rng.random(150) * 0.5  # no ties
         run_rows += [(qid, d, s) for d, s in zip(retrieved, scores, strict=True)]
-    run_rows.append(("q99", "d000", 1.0))
+    run_rows.append((QUERY(99), DOC(0), 1.0))
     qrels = pd.DataFrame(qrels_rows, columns=["query_id", "doc_id", "relevance"])
     run = pd.DataFrame(run_rows, columns=["query_id", "doc_id", "score"])
     return qrels, run
@@ -161,7 +166,7 @@ def test_ranx_on_converted_data_matches_evaluate_without_ties():
     ours = evaluate(qrels, run, list(MEASURES)).per_query_wide()
     theirs = ranx_per_query(qrels, run)
     assert theirs.index.tolist() == ours.index.tolist() and len(ours) == 30
-    assert ours.loc["q29"].tolist() == [0.0, 0.0, 0.0]  # missing from the run
+    assert ours.loc[QUERY(29)].tolist() == [0.0, 0.0, 0.0]  # missing from the run
     np.testing.assert_allclose(theirs.to_numpy(), ours.to_numpy(), rtol=1e-12, atol=1e-15)
 
 
