@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+
 import ir_measures
 import numpy as np
 import pandas as pd
@@ -200,3 +202,8 @@ def test_ties_ranx_order_differs_from_trec_eval_unless_ties_are_broken_first():
     assert differs.sum() >= 5
     fixed = ranx_per_query(qrels, run, trec_eval_ties=True)
     np.testing.assert_allclose(fixed.to_numpy(), ours.to_numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_docstring_examples():
+    result = doctest.testmod(interop, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 4 and result.failed == 0
