@@ -21,6 +21,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAGNB_CACHE_DIR", str(REPO / ".cache" / "test-cache"))
+# each xdist worker may run a local model server while the other does (its own, a notebook's,
+# a journey's): llama.cpp's threads wait for each other spinning, so servers whose threads
+# outnumber the cores slow down about tenfold; each worker's servers get its share of the cores
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    os.environ.setdefault("RAGNB_LLM_THREADS", str(max(1, (_CORES or 1) // _WORKERS)))
 
 
 def cpu_has_vnni() -> bool:
@@ -128,7 +135,8 @@ def local_server():
     from ragnb.llm.server import DEFAULT_MODEL, LocalLLMServer
 
     require_local_llm()
-    # threads: one per core, or 1 on a machine already busy (ragnb.llm.server._thread_count)
+    # threads: the worker's share of the cores ($RAGNB_LLM_THREADS, set above), else one per
+    # idle core (ragnb.llm.server._thread_count)
     with LocalLLMServer(DEFAULT_MODEL) as server:
         yield server
 
