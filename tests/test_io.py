@@ -434,6 +434,23 @@ def test_written_files_have_the_usual_permissions(tmp_path):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name  # 0666 & ~022
 
 
+def test_atomic_path_serves_a_writer_that_opens_files_by_name(tmp_path):
+    from ragnb.io.files import TEMP_SUFFIX, atomic_path
+
+    path = write(tmp_path / "model.bin", "old\n")
+    with pytest.raises(RuntimeError, match="boom"):
+        with atomic_path(path) as tmp:
+            assert tmp.parent == tmp_path and tmp.name.endswith(TEMP_SUFFIX)
+            tmp.write_text("half")  # opened and closed by name, as a library's writer does
+            raise RuntimeError("boom")
+    assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["model.bin"]
+    with atomic_path(tmp_path / "new" / "model.bin") as tmp:
+        with open(tmp, "wb") as f:
+            f.write(b"weights")
+    assert (tmp_path / "new" / "model.bin").read_bytes() == b"weights"
+    assert os.listdir(tmp_path / "new") == ["model.bin"]
+
+
 def test_atomic_write_creates_missing_folders(tmp_path):
     io.write_json([1], tmp_path / "a" / "b" / "c.json")
     assert json.loads((tmp_path / "a" / "b" / "c.json").read_text()) == [1]

@@ -59,6 +59,7 @@ __all__ = [
     "AppendLog",
     "BeirDataset",
     "append_parquet",
+    "atomic_path",
     "atomic_write",
     "remove_stale_temporaries",
     "TEMP_SUFFIX",
@@ -104,25 +105,48 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
     mode : {"w", "wb"}
         Text (UTF-8, ``\\n`` line ends) or binary.
     """
+    with atomic_path(path) as tmp:
+        if "b" in mode:
+            f: IO[Any] = open(tmp, mode)
+        else:
+            f = open(tmp, mode, encoding="utf-8", newline="\n")
+        with f:
+            yield f
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """The path of a temporary file beside ``path``, for a writer that opens files by name; on
+    success it is renamed over ``path``.
+
+    The same temporary file, lock and clean-up as :func:`atomic_write` (which writes through
+    it): on an exception the temporary file is removed and ``path`` is left as it was.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The final file.
+
+    Yields
+    ------
+    Path
+        The temporary file (empty), to be written by name (truncating it keeps the lock).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(path)
     fd, tmp = _locked_temporary(path)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
-        if "b" in mode:
-            f: IO[Any] = os.fdopen(fd, mode)
-        else:
-            f = os.fdopen(fd, mode, encoding="utf-8", newline="\n")
-        with f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-            os.replace(tmp, path)  # still locked: no cleaner takes it before it is renamed
+        yield Path(tmp)
+        os.fsync(fd)  # the writer's data, whichever handle wrote it
+        os.replace(tmp, path)  # still locked: no cleaner takes it before it is renamed
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    finally:
+        os.close(fd)
 
 
 def _locked_temporary(path: Path) -> tuple[int, str]:

@@ -16,11 +16,12 @@ tokens a second).
 
 :func:`f32_model_path` writes the copy on first use, from the installed file (never
 downloaded), under the ragnb cache directory (``<cache dir>/gguf/``), its name keyed by the
-SHA-256 of the source file and :data:`RECIPE`; it is written into a temporary folder beside it
-and renamed into place, so a reader never sees half a file and concurrent writers do not
-collide. The float32 tensors are ``gguf.quants.dequantize`` of the stored blocks (the ``gguf``
-package of the llama.cpp project, which mirrors ggml's ``dequantize_row_*``); tensors stored as
-float16 or float32 are widened or copied; metadata (tokenizer, chat template, architecture)
+SHA-256 of the source file and :data:`RECIPE`; it is written into a temporary file beside it
+and renamed into place (:func:`ragnb.io.files.atomic_path`), so a reader never sees half a
+file, concurrent writers do not collide and a killed writer's leftover is removed by the next.
+The float32 tensors are ``gguf.quants.dequantize`` of the stored blocks (the ``gguf`` package
+of the llama.cpp project, which mirrors ggml's ``dequantize_row_*``); tensors stored as float16
+or float32 are widened or copied; metadata (tokenizer, chat template, architecture)
 is copied as is, but for ``general.file_type``, which says float32. The weights are the
 quantised model's, so the answers are that model's up to the rounding of the activations
 (``benchmarks/judge.py`` prints how often the grades agree).
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -115,8 +115,9 @@ def write_f32_model(source: str | os.PathLike[str], target: str | os.PathLike[st
     source : str or PathLike
         A GGUF model file.
     target : str or PathLike
-        The file to write; written into a temporary folder beside it, then renamed over it
-        (on an error nothing is left and an existing ``target`` is unchanged).
+        The file to write, through :func:`ragnb.io.files.atomic_path` (a locked temporary file
+        beside it, renamed over it: on an error nothing is left and an existing ``target`` is
+        unchanged).
 
     Returns
     -------
@@ -130,6 +131,8 @@ def write_f32_model(source: str | os.PathLike[str], target: str | os.PathLike[st
     ValueError
         If ``source`` is not a GGUF file, or holds a tensor type ``gguf`` cannot dequantise.
     """
+    from ragnb.io.files import atomic_path
+
     gguf = _gguf()
     source, target = Path(source), Path(target)
     try:
@@ -137,9 +140,7 @@ def write_f32_model(source: str | os.PathLike[str], target: str | os.PathLike[st
     except (ValueError, OSError) as e:
         raise ValueError(f"{source}: not a readable GGUF file ({e})") from e
     arch = reader.fields["general.architecture"].contents()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp:
-        partial = Path(tmp) / target.name
+    with atomic_path(target) as partial:
         writer = gguf.GGUFWriter(partial, arch)
         for name, field in reader.fields.items():
             # the writer adds the architecture itself; GGUF.* are the reader's header entries
@@ -165,5 +166,4 @@ def write_f32_model(source: str | os.PathLike[str], target: str | os.PathLike[st
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
-        os.replace(partial, target)
     return target
