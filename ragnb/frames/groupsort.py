@@ -50,6 +50,7 @@ __all__ = [
     "coded_join",
     "string_join",
     "count_above",
+    "tied_positions",
     "run_chunks",
 ]
 
@@ -705,6 +706,25 @@ def count_above(first, size, score, group_of, j_starts, j_score, above, tied, g_
             tied[j] = t
 
 
+@_jit()
+def tied_positions(first, size, score, groups, x, out_starts, out, c_lo, c_hi):
+    """Where in its run group each of some scores occurs.
+
+    For ``c_lo <= c < c_hi``: the positions ``k`` (ascending) in run group ``g = groups[c]``,
+    ``score[first[g] + k] == x[c]``, are written to ``out[out_starts[c]:out_starts[c + 1]]``
+    (the caller sizes each slice by the count :func:`count_above` returned as ``tied``).
+    """
+    for c in range(c_lo, c_hi):
+        g = groups[c]
+        f = first[g]
+        o = out_starts[c]
+        v = x[c]
+        for k in range(size[g]):
+            if score[f + k] == v:
+                out[o] = k
+                o += 1
+
+
 def run_chunks(kernel: Callable[..., None], n_groups: int, *args: object) -> None:
     """Run ``kernel(*args, g_lo, g_hi)`` over ``range(n_groups)`` on the usable cores (at most 8).
 
@@ -734,6 +754,25 @@ def run_chunks(kernel: Callable[..., None], n_groups: int, *args: object) -> Non
 # above do (``bytes`` compare lexicographically, a shorter prefix first; ``sorted`` is stable).
 
 if nb is None:
+
+    def tied_positions(  # noqa: F811
+        first: np.ndarray,
+        size: np.ndarray,
+        score: np.ndarray,
+        groups: np.ndarray,
+        x: np.ndarray,
+        out_starts: np.ndarray,
+        out: np.ndarray,
+        c_lo: int,
+        c_hi: int,
+    ) -> None:
+        """Where in its run group each of some scores occurs (see the compiled loop above)."""
+        g = groups[c_lo:c_hi]
+        m = size[g]
+        case = np.repeat(np.arange(c_hi - c_lo), m)
+        local = np.arange(int(m.sum())) - np.repeat(np.cumsum(m) - m, m)
+        hit = score[np.repeat(first[g], m) + local] == x[c_lo:c_hi][case]
+        out[out_starts[c_lo] : out_starts[c_hi]] = local[hit]
 
     def common_prefix(data: np.ndarray, offsets: np.ndarray) -> int:  # noqa: F811
         """Number of leading bytes all strings share (0 for no strings)."""

@@ -1375,15 +1375,22 @@ def joined_ranks(run: Mapping[str, Mapping[str, float]], qrels: QrelsIndex) -> J
         return None
     if not qrels.str_keys or "" in keys:  # an empty judged id: the general path names it
         return None
-    qids = [str(q) for q in run.keys()]
-    if len(set(qids)) != len(qids):
-        return None
+    if _all_str(run.keys()):  # distinct keys: distinct ids
+        qids = list(run.keys())
+    else:
+        qids = [str(q) for q in run.keys()]
+        if len(set(qids)) != len(qids):
+            return None
     q = qrels.queries
     grouped = keys  # judged ids, qrels group after group
     if not bool((np.diff(q.rows) > 0).all()):
         grouped = list(map(keys.__getitem__, q.rows.tolist()))
-    where = dict(zip(q.ids.tolist(), range(len(q.ids)), strict=True))
-    group = np.fromiter(map(where.get, qids, repeat(-1)), np.int64, len(qids))
+    judged_qids = q.ids.tolist()
+    if qids == judged_qids:  # the same queries in the same order (the usual case)
+        group = np.arange(len(qids), dtype=np.int64)
+    else:
+        where = dict(zip(judged_qids, range(len(judged_qids)), strict=True))
+        group = np.fromiter(map(where.get, qids, repeat(-1)), np.int64, len(qids))
     read = _read(inner, qids, group, grouped, q.starts)
     if read is None:
         return None
@@ -1497,13 +1504,16 @@ def _break_ties(
         return True
     groups = group_of[np.searchsorted(q_starts, cases, side="right") - 1]
     # every score of those groups against each case's score
-    m = run.size[groups]
-    if int(m.sum()) > max(_TIE_COMPARISONS, 4 * len(run.values)):
+    m = int(run.size[groups].sum())
+    if m > max(_TIE_COMPARISONS, 4 * len(run.values)):
         return False
-    case = np.repeat(np.arange(len(cases)), m)
-    local = np.arange(int(m.sum())) - np.repeat(np.cumsum(m) - m, m)
-    hit = run.values[np.repeat(run.first[groups], m) + local] == j_score[cases][case]
-    case, local = case[hit], local[hit]
+    counts = tied[cases]
+    out_starts = np.concatenate(([0], np.cumsum(counts)))
+    local = np.empty(int(out_starts[-1]), dtype=np.int64)
+    compiled = kernels(m)
+    args = (run.first, run.size, run.values, groups, j_score[cases], out_starts, local)
+    compiled.run_chunks(compiled.tied_positions, len(cases), *args)
+    case = np.repeat(np.arange(len(cases)), counts)
     # the ids of the tied documents: a dict's key at a position, found by islice (which skips
     # the keys before it in C) in a group with a few ties, from a list of the group's ids in a
     # group with more (so that the work stays within a few passes over each group)

@@ -820,8 +820,9 @@ def _arrays_from_ranks(
     hit = (ranks.rank >= 0) & (ranks.rank < width)
     grades = np.zeros((n_q, width), dtype=np.int64)
     judged = np.zeros((n_q, width), dtype=bool)
-    grades[q_row[hit], ranks.rank[hit]] = qrels.grades[groups.rows[hit]]
-    judged[q_row[hit], ranks.rank[hit]] = True
+    cell = q_row[hit] * width + ranks.rank[hit]  # flat positions: one index for both
+    grades.ravel()[cell] = qrels.grades[groups.rows[hit]]
+    judged.ravel()[cell] = True
     filled = np.arange(width, dtype=np.int64) < n_retrieved[:, None]
     n_without = len(ranks.run.ids) - int(found.sum())
     return _finish(qrels, grades, judged, filled, n_retrieved, "score", depth, 0, n_without)
