@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -52,6 +51,7 @@ import numpy as np
 
 from ragnb.core.cache import default_cache_dir
 from ragnb.core.lazylibs import require
+from ragnb.core.machine import usable_cores
 from ragnb.core.provenance import file_sha256
 
 __all__ = [
@@ -284,7 +284,7 @@ class RowwiseSession:
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         self.path = Path(path)
-        self.threads = int(threads) if threads else len(os.sched_getaffinity(0))
+        self.threads = int(threads) if threads else usable_cores()
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._pool = ThreadPoolExecutor(max_workers=self.threads) if self.threads > 1 else None
 

@@ -21,12 +21,13 @@ GIL), see :func:`run_chunks`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+
+from ragnb.core.machine import usable_cores
 
 #: The name of this module's plain-Python copy (:func:`ragnb.frames.index.kernels` loads it for
 #: small inputs): it never imports numba, whose start costs more than a few thousand rows.
@@ -731,9 +732,7 @@ def run_chunks(kernel: Callable[..., None], n_groups: int, *args: object) -> Non
     The groups are cut into disjoint ranges, a few per thread; the kernels release the GIL and
     write disjoint parts of their outputs. Fewer than 4096 groups run on the calling thread.
     """
-    affinity = getattr(os, "sched_getaffinity", None)
-    cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
-    n_threads = min(cores, 8, max(1, n_groups // 2048))
+    n_threads = min(usable_cores(), 8, max(1, n_groups // 2048))
     if n_threads <= 1:
         kernel(*args, 0, n_groups)
         return

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ragnb.core.machine import usable_cores
 from ragnb.errors import DuplicateEntry, InputError
 from ragnb.frames.schema import (
     RunOrder,
@@ -1123,7 +1124,7 @@ def join_strings(
     else:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(_cores()) as pool:
+        with ThreadPoolExecutor(usable_cores()) as pool:
             for _ in pool.map(task, pieces):
                 pass
     if (dup >= 0).any():
@@ -1154,14 +1155,6 @@ def _pieces(run: StringRun) -> list[tuple[pa.Array, int, np.ndarray]]:
         rows = run.doc_ids.slice(int(run.first[g]), int(run.size[g])).combine_chunks()
         pieces.append((rows, int(run.first[g]), np.array([g], dtype=np.int64)))
     return pieces
-
-
-def _cores() -> int:
-    """The cores this process may run on."""
-    import os
-
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
 
 
 def _dictionary_codes(col: pd.Series) -> tuple[np.ndarray, pa.Array] | None:

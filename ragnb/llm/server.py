@@ -68,6 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragnb.core.machine import usable_cores
 from ragnb.core.validation import check_choice, check_int_at_least, check_positive_int
 from ragnb.errors import InputError, MissingProgram
 from ragnb.llm.sender import SERVER_CONCURRENCY
@@ -349,10 +350,7 @@ def _thread_count() -> int:
         if not raw.isdigit() or int(raw) < 1:
             raise InputError(f"${THREADS_ENV} must be a positive integer, got {raw!r}")
         return int(raw)
-    try:
-        cores = max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        cores = max(1, os.cpu_count() or 1)
+    cores = usable_cores()
     busy = _busy_cores()
     if busy is None:
         return 1 if os.getloadavg()[0] >= cores else cores
