@@ -930,7 +930,9 @@ def _levels_and_ideal(
     span a small range (the usual 0-3), sorted otherwise."""
     groups = qrels.queries
     n_q = len(groups.ids)
-    grades = qrels.grades[groups.rows]
+    rows = groups.rows
+    in_order = len(rows) == len(qrels.grades) and bool((rows[1:] > rows[:-1]).all())
+    grades = qrels.grades if in_order else qrels.grades[rows]  # every row once: in order, as is
     low, high = int(grades.min()), int(grades.max())
     span = high - low + 1
     if span * n_q > 4 * len(grades) + 4096:
@@ -946,18 +948,20 @@ def _levels_and_ideal(
         return levels.astype(np.int64), level_counts, ideal
     starts = groups.starts[:-1]  # every query of the qrels has a judgement
     counts = np.stack(
-        [np.add.reduceat((grades == low + v).astype(np.int32), starts) for v in range(span)], 1
+        [np.add.reduceat(grades == low + v, starts, dtype=np.int32) for v in range(span)], 1
     ).reshape(n_q, span)
     present = counts.any(axis=0)
     levels = (np.flatnonzero(present) + low).astype(np.int64)
     level_counts = counts[:, present].astype(np.int64)
-    # position p of a query holds the first level from the top whose counts reach past p
+    # position p of a query holds the first level from the top whose counts reach past p:
+    # written level after level in place (one array of the ideal's size, not several)
     reach = np.cumsum(level_counts[:, ::-1], axis=1)
     pos = np.arange(width, dtype=np.int64)
-    top = np.zeros((n_q, width), dtype=np.int64)
+    descending = levels[::-1]
+    ideal = np.full((n_q, width), descending[0] if len(levels) else 0, dtype=np.int64)
     for j in range(len(levels) - 1):
-        top += pos >= reach[:, j : j + 1]
-    ideal = np.where(pos < reach[:, -1:], levels[::-1][top], 0)
+        ideal[pos >= reach[:, j : j + 1]] = descending[j + 1]
+    ideal[pos >= reach[:, -1:]] = 0
     return levels, level_counts, ideal
 
 
