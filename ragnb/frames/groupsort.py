@@ -719,9 +719,10 @@ def tied_positions(first, size, score, groups, x, out_starts, out, c_lo, c_hi):
         g = groups[c]
         f = first[g]
         o = out_starts[c]
+        end = out_starts[c + 1]  # never past the slice, whatever the count said
         v = x[c]
         for k in range(size[g]):
-            if score[f + k] == v:
+            if score[f + k] == v and o < end:
                 out[o] = k
                 o += 1
 
