@@ -164,3 +164,29 @@ def test_batch_failing_mid_insert_is_rolled_back(tmp_path):
         assert c.get_many("ns", ["good", "later"]) == {"later": b"3"}
     with Cache(tmp_path) as fresh:
         assert fresh.get_many("ns", ["good", "later"]) == {"later": b"3"}
+
+
+def test_derived_file_is_made_once_per_source_content_and_tag(tmp_path):
+    from ragnb.core.cache import derived_file
+
+    made = []
+
+    def build(source, target):
+        made.append(source.read_text())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(source.read_text().upper())
+
+    source = tmp_path / "model.txt"
+    source.write_text("weights")
+    first = derived_file(source, "onnx", "v1", build, what="ONNX model", cache_dir=tmp_path / "c")
+    again = derived_file(source, "onnx", "v1", build, what="ONNX model", cache_dir=tmp_path / "c")
+    assert first == again and first.read_text() == "WEIGHTS" and made == ["weights"]
+    assert first.parent == tmp_path / "c" / "onnx" and first.name.endswith("-v1.onnx")
+    other_tag = derived_file(
+        source, "onnx", "v2", build, what="ONNX model", cache_dir=tmp_path / "c"
+    )
+    source.write_text("other weights")
+    other_content = derived_file(source, "onnx", "v1", build, what="x", cache_dir=tmp_path / "c")
+    assert len({first, other_tag, other_content}) == 3 and made[1:] == ["weights", "other weights"]
+    with pytest.raises(FileNotFoundError, match="no such GGUF model"):
+        derived_file(tmp_path / "none", "gguf", "v1", build, what="GGUF model")

@@ -25,11 +25,13 @@ import os
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Cache", "default_cache_dir", "make_key", "text_hash"]
+from ragnb.core.provenance import file_sha256
+
+__all__ = ["Cache", "default_cache_dir", "derived_file", "make_key", "text_hash"]
 
 log = logging.getLogger("ragnb.core.cache")
 
@@ -51,6 +53,55 @@ def default_cache_dir() -> Path:
     """``$RAGNB_CACHE_DIR``, else ``~/.cache/ragnb``."""
     env = os.environ.get("RAGNB_CACHE_DIR")
     return Path(env) if env else Path.home() / ".cache" / "ragnb"
+
+
+def derived_file(
+    source: str | os.PathLike[str],
+    kind: str,
+    tag: str,
+    build: Callable[[Path, Path], object],
+    *,
+    what: str,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> Path:
+    """A file made from ``source`` by ``build(source, target)``, kept in the cache directory and
+    made on first use (a model's int8 graph, its float32 weights).
+
+    Parameters
+    ----------
+    source : str or PathLike
+        The file it is made from.
+    kind : str
+        The file type: the cache's subfolder and the suffix (``"onnx"``, ``"gguf"``).
+    tag : str
+        What else the result depends on (the recipe's version, a library's version).
+    build : callable
+        ``build(source, target)`` writes ``target`` (atomically: a reader never sees half of it).
+    what : str
+        ``source`` as an error names it (``"GGUF model"``).
+    cache_dir : str or PathLike, optional
+        The ragnb cache directory; default :func:`default_cache_dir`.
+
+    Returns
+    -------
+    Path
+        ``<cache_dir>/<kind>/<stem>-<first 16 hex of the source's SHA-256>-<tag>.<kind>``: a new
+        source or tag is a new file, an unchanged one is read again.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``source`` does not exist; and what ``build`` raises.
+    """
+    source = Path(source)
+    if not source.is_file():
+        raise FileNotFoundError(f"{source}: no such {what}")
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    target = folder / kind / f"{source.stem}-{file_sha256(source)[:16]}-{tag}.{kind}"
+    if not target.is_file():
+        log.info("making %s from %s (once)", target, source)
+        build(source, target)
+    return target
 
 
 def text_hash(text: str) -> str:

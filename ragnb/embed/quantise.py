@@ -49,10 +49,9 @@ from typing import Any
 
 import numpy as np
 
-from ragnb.core.cache import default_cache_dir
+from ragnb.core.cache import derived_file
 from ragnb.core.lazylibs import require
 from ragnb.core.machine import usable_cores
-from ragnb.core.provenance import file_sha256
 
 __all__ = [
     "INTEGER_OPS",
@@ -104,23 +103,20 @@ def quantised_model_path(source: str | Path, *, cache_dir: str | Path | None = N
     ImportError
         If the graph must be built and the ``onnx`` package is missing.
     """
-    source = Path(source)
-    if not source.is_file():
-        raise FileNotFoundError(f"{source}: no such ONNX model")
-    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    name = f"{source.stem}-{file_sha256(source)[:16]}-ort{_ort_version()}-{RECIPE}.onnx"
-    target = folder / "onnx" / name
-    if not target.is_file():
-        try:
-            require("onnx")  # onnxruntime's quantiser needs it
-        except ImportError:
-            raise ImportError(
-                "building the int8 graph needs the 'onnx' package: pip install onnx (in "
-                "'ragnb[offline-models]'), or use compute='float'"
-            ) from None
-        log.info("building the int8 graph of %s into %s (once)", source, target)
-        build_quantised_model(source, target)
-    return target
+    tag = f"ort{_ort_version()}-{RECIPE}"
+    return derived_file(source, "onnx", tag, _build, what="ONNX model", cache_dir=cache_dir)
+
+
+def _build(source: Path, target: Path) -> None:
+    """:func:`build_quantised_model`, once the ``onnx`` package is known to be there."""
+    try:
+        require("onnx")  # onnxruntime's quantiser needs it
+    except ImportError:
+        raise ImportError(
+            "building the int8 graph needs the 'onnx' package: pip install onnx (in "
+            "'ragnb[offline-models]'), or use compute='float'"
+        ) from None
+    build_quantised_model(source, target)
 
 
 def _widening_matmuls(model: Any) -> list[str]:

@@ -35,20 +35,17 @@ References
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ragnb.core.cache import default_cache_dir
+from ragnb.core.cache import derived_file
 from ragnb.core.lazylibs import require
-from ragnb.core.provenance import file_sha256
 
 __all__ = ["RECIPE", "WEIGHTS", "f32_model_path", "write_f32_model"]
 
-log = logging.getLogger("ragnb.llm.weights")
 
 #: Version of the conversion below; part of the cached file's name (a change writes it again).
 RECIPE = "f32-v1"
@@ -96,15 +93,9 @@ def f32_model_path(source: str | os.PathLike[str], *, cache_dir: str | Path | No
     ValueError
         If ``source`` is not a GGUF file, or holds a tensor type ``gguf`` cannot dequantise.
     """
-    source = Path(source)
-    if not source.is_file():
-        raise FileNotFoundError(f"{source}: no such GGUF model")
-    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    target = folder / "gguf" / f"{source.stem}-{file_sha256(source)[:16]}-{RECIPE}.gguf"
-    if not target.is_file():
-        log.info("writing the float32 weights of %s into %s (once)", source, target)
-        write_f32_model(source, target)
-    return target
+    return derived_file(
+        source, "gguf", RECIPE, write_f32_model, what="GGUF model", cache_dir=cache_dir
+    )
 
 
 def write_f32_model(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path:
