@@ -5,7 +5,8 @@ cores) and caches the machine code beside the module; running the common evaluat
 few rows here fills that cache at install time, so that the first ``ragnb evaluate`` or
 ``ragnb trec-eval`` on a real run does not wait for the compiler. The paths run: a run and qrels
 as dicts, as DataFrames, and as TREC files read by the columnar reader (dictionary-coded ids),
-evaluated by ``evaluate`` and by ``ragnb trec-eval``.
+evaluated by ``evaluate`` and by ``ragnb trec-eval``, and a TREC file joined with its qrels as it
+is read (``ragnb.io.runscan``, the path of ``ragnb trec-eval`` on a large run).
 
 Usage::
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from ragnb.evaluation.evaluate import evaluate
 from ragnb.evaluation.trec_eval import run_trec_eval
 from ragnb.frames import groupsort  # imported: the few rows below take the compiled kernels
+from ragnb.frames.index import index_qrels
 from ragnb.frames.schema import qrels_from_dict, run_from_dict
 from ragnb.io.columnar import read_run_columnar
 from ragnb.io.files import write_qrels, write_run
@@ -35,6 +37,8 @@ def main() -> None:
     if not groupsort.COMPILED:
         print("numba is not installed: nothing to compile")
         return
+    from ragnb.io.runscan import scan_run  # numba's, like the kernels
+
     start = time.perf_counter()
     evaluate(QRELS, RUN, MEASURES)
     qrels, run = qrels_from_dict(QRELS), run_from_dict(RUN)
@@ -50,6 +54,8 @@ def main() -> None:
         evaluate(qrels, coded, MEASURES)
         evaluate(qrels, coded, MEASURES, order="file")
         run_trec_eval(["-m", "all_trec", str(qrels_file), str(run_file)])
+        # a large run file is joined with its qrels as it is read (ragnb.io.runscan)
+        scan_run(run_file, index_qrels(qrels))
         run_trec_eval(["-q", "-m", "ndcg_cut.10", str(qrels_file), str(run_file)])
     print(f"ragnb's kernels compiled and cached in {time.perf_counter() - start:.1f} s")
 

@@ -62,12 +62,12 @@ import pandas as pd
 
 from ragnb.errors import DuplicateEntry, InputError
 from ragnb.evaluation.evaluate import no_shared_query
-from ragnb.frames.index import sort_run
-from ragnb.io.dispatch import locate_duplicate, read_qrels_file, read_run_file
+from ragnb.frames.index import index_qrels, preload_kernels, sort_run
+from ragnb.io.dispatch import locate_duplicate, read_qrels_file, read_run_file, scans_run
 from ragnb.io.readers import read_qrels_jg, read_zscores
 from ragnb.measures import RankingArrays, prepare
 from ragnb.measures.gains import gain_values
-from ragnb.measures.kernel import query_rows
+from ragnb.measures.kernel import prepare_ranked, query_rows
 from ragnb.measures.reslists import rel_lists
 from ragnb.measures.trec import iprec_values, mean_of_levels
 from ragnb.measures.trec_names import (
@@ -466,14 +466,38 @@ def _read_qrels(path: str) -> tuple[pd.DataFrame, list[str]]:
     return qrels.frame, [*qrels.notes, *(str(w.message) for w in caught)]
 
 
-def _read(opts: TrecEvalOptions) -> tuple[pd.DataFrame, pd.DataFrame, str, list[str]]:
+def _read(
+    opts: TrecEvalOptions, read_qrels: tuple[pd.DataFrame, list[str]] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, str, list[str]]:
     # the run first: its parser's buffers come and go before the qrels and the compiled
     # kernels take their share of memory
     run, tag, notes = _read_run(opts.run)
-    qrels, qrels_notes = _read_qrels(opts.qrels)
+    qrels, qrels_notes = read_qrels or _read_qrels(opts.qrels)
     if run.empty or tag is None:
         raise InputError("trec-eval: the run holds no line", path=opts.run)
     return qrels, run, tag, qrels_notes + notes
+
+
+def _scanned(
+    opts: TrecEvalOptions,
+) -> tuple[pd.DataFrame, RankingArrays, str, list[str]] | tuple[pd.DataFrame, list[str]] | None:
+    """The qrels, the arrays, the run's tag and the qrels' notes of a run joined with its qrels
+    as it is read (:func:`ragnb.io.runscan.scan_run`): the common case of a large run file,
+    without ``-M`` or ``-J``, every query of the qrels in the run or ``-c``. Otherwise the qrels
+    and their notes when they were read (the general path reads the run beside them), or
+    None."""
+    if opts.max_docs is not None or opts.judged_only or not scans_run(opts.run):
+        return None
+    preload_kernels()  # numba's import and the kernels' load beside the qrels' parse
+    qrels, qrels_notes = _read_qrels(opts.qrels)
+    from ragnb.io.runscan import scan_run
+
+    index = index_qrels(qrels)
+    run = scan_run(opts.run, index)
+    if run is None or (not opts.complete and bool((run.n_retrieved == 0).any())):
+        return qrels, qrels_notes  # read by the general readers, which name what is wrong
+    arrays = prepare_ranked(index, run.n_retrieved, run.rank, run.n_run_queries_without_qrels)
+    return qrels, arrays, run.tag, qrels_notes
 
 
 def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
@@ -505,10 +529,15 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
         return _run_judgment_groups(opts)
     if opts.preferences:
         return _run_preferences(opts)
-    qrels, run, runid, notes = _read(opts)
-    with _lines_named(opts.run):
-        arrays, lost = _evaluated(qrels, run, opts)
-    del run  # the arrays hold what the measures read
+    scanned = _scanned(opts)
+    if isinstance(scanned, tuple) and len(scanned) == 4:
+        qrels, arrays, runid, notes = scanned
+        lost = arrays.n_retrieved == 0
+    else:
+        qrels, run, runid, notes = _read(opts, scanned)
+        with _lines_named(opts.run):
+            arrays, lost = _evaluated(qrels, run, opts)
+        del run  # the arrays hold what the measures read
     names = [name for name in opts.measures if name not in ("runid", "num_q")]
     per_block = _per_block(arrays, names, opts)
     columns: list[_Column] = []

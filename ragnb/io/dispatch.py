@@ -22,6 +22,7 @@ one place:
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import tempfile
 import warnings
@@ -61,6 +62,7 @@ __all__ = [
     "read_in_blocks",
     "read_qrels_file",
     "read_run_file",
+    "scans_run",
 ]
 
 #: Run files above this size (bytes) are read in blocks of whole queries (1 GiB).
@@ -87,6 +89,29 @@ def file_format(path: str | os.PathLike[str]) -> str:
     if Path(path).name.lower().endswith(PARQUET_SUFFIXES):
         return "parquet"
     return ranx_file_kind(path)
+
+
+def scans_run(path: str | os.PathLike[str]) -> bool:
+    """Whether the run file ``path`` can be joined with its qrels as its bytes are read
+    (:func:`ragnb.io.runscan.scan_run`, which reads the common layout and declines the rest).
+
+    Parameters
+    ----------
+    path : str or PathLike
+
+    Returns
+    -------
+    bool
+        True for an uncompressed TREC file larger than :data:`PYTHON_READS_BYTES` (a smaller
+        one is read faster than numba starts) when numba is installed.
+    """
+    return (
+        file_format(path) == "trec"
+        and not str(path).lower().endswith(".gz")
+        and os.path.isfile(path)
+        and not _small(path)
+        and importlib.util.find_spec("numba") is not None
+    )
 
 
 def read_in_blocks(path: str | os.PathLike[str], *, stream: bool = False) -> bool:

@@ -48,6 +48,7 @@ from ragnb.frames.schema import RunOrder, check_qrels, check_run, qrels_from_dic
 __all__ = [
     "RankingArrays",
     "prepare",
+    "prepare_ranked",
     "as_qrels_frame",
     "as_run_frame",
     "check_arrays",
@@ -809,22 +810,61 @@ def _arrays_from_ranks(
     qrels: QrelsIndex, ranks: JoinedRanks, *, depth: int | None
 ) -> RankingArrays:
     """The padded arrays from the rank of each judgement in a dict run (no join needed)."""
+    found = ranks.group_of >= 0
+    n_retrieved = np.zeros(len(qrels.queries.ids), dtype=np.int64)
+    n_retrieved[found] = ranks.run.size[ranks.group_of[found]]
+    n_without = len(ranks.run.ids) - int(found.sum())
+    return prepare_ranked(qrels, n_retrieved, ranks.rank, n_without, depth=depth)
+
+
+def prepare_ranked(
+    qrels: QrelsIndex,
+    n_retrieved: np.ndarray,
+    rank: np.ndarray,
+    n_run_queries_without_qrels: int,
+    *,
+    depth: int | None = None,
+) -> RankingArrays:
+    """The padded arrays of a run given by where each judgement stands in it.
+
+    The measures read only the grade at each rank and how many documents each query returns,
+    so a run joined with its qrels as it is read (:func:`ragnb.io.runscan.scan_run`) needs no
+    other column.
+
+    Parameters
+    ----------
+    qrels : QrelsIndex
+        The qrels (:func:`ragnb.frames.index.index_qrels`).
+    n_retrieved : ndarray of int64, shape (n_qrels_queries,)
+        Documents the run returns for each query of the qrels (0: not in the run).
+    rank : ndarray of int64, shape (n_judgements,)
+        0-based rank of each judgement in its query's evaluation order (score descending,
+        ties by document id descending), -1 when not retrieved; in the layout of
+        ``qrels.queries.rows``.
+    n_run_queries_without_qrels : int
+        Queries of the run without judgements (left out of the arrays).
+    depth : int, optional
+        As :func:`prepare`.
+
+    Returns
+    -------
+    RankingArrays
+        The arrays :func:`prepare` builds from the same run (order ``"score"``).
+    """
+    depth = check_positive_int(depth, "depth", allow_none=True)
     groups = qrels.queries
     n_q = len(groups.ids)
-    found = ranks.group_of >= 0
-    n_retrieved = np.zeros(n_q, dtype=np.int64)
-    n_retrieved[found] = ranks.run.size[ranks.group_of[found]]
     full_depth = int(n_retrieved.max()) if n_q else 0
     width = full_depth if depth is None else min(depth, full_depth)
     q_row = np.repeat(np.arange(n_q, dtype=np.int64), groups.sizes)
-    hit = (ranks.rank >= 0) & (ranks.rank < width)
+    hit = (rank >= 0) & (rank < width)
     grades = np.zeros((n_q, width), dtype=np.int64)
     judged = np.zeros((n_q, width), dtype=bool)
-    cell = q_row[hit] * width + ranks.rank[hit]  # flat positions: one index for both
+    cell = q_row[hit] * width + rank[hit]  # flat positions: one index for both
     grades.ravel()[cell] = qrels.grades[groups.rows[hit]]
     judged.ravel()[cell] = True
     filled = np.arange(width, dtype=np.int64) < n_retrieved[:, None]
-    n_without = len(ranks.run.ids) - int(found.sum())
+    n_without = n_run_queries_without_qrels
     return _finish(qrels, grades, judged, filled, n_retrieved, "score", depth, 0, n_without)
 
 
