@@ -438,25 +438,19 @@ def scan(  # type: ignore[no-untyped-def]
                 deferred[n_deferred, 1] = min(i, stop)
                 n_deferred += 1
                 continue
-            # no document twice in the query
-            twice = False
+            # no document twice in the query: a slot of ``seen`` holds base + k for line k of
+            # this query, and any smaller value (an earlier query's) is free
+            base = n_seen * cap
             for k in range(size):
                 slot = b_hash[k] & smask
-                while seen[slot] >= 0:
-                    o = seen[slot]
+                while seen[slot] >= base:
+                    o = seen[slot] - base
                     if b_hash[o] == b_hash[k] and _same(
                         buf, b_ds[o], b_de[o], buf, b_ds[k], b_de[k]
                     ):
-                        twice = True
+                        return _STOP
                     slot = (slot + np.uint64(1)) & smask
-                seen[slot] = k
-            for k in range(size):  # cleared for the next query
-                slot = b_hash[k] & smask
-                while seen[slot] >= 0:
-                    seen[slot] = -1
-                    slot = (slot + np.uint64(1)) & smask
-            if twice:
-                return _STOP
+                seen[slot] = base + k
             # the query once in the run
             if g >= 0:
                 if n_retrieved[g] != 0:
