@@ -37,7 +37,7 @@ def main() -> None:
     if not groupsort.COMPILED:
         print("numba is not installed: nothing to compile")
         return
-    from ragnb.io.runscan import scan_run  # numba's, like the kernels
+    from ragnb.io.runscan import scan_qrels, scan_run  # numba's, like the kernels
 
     start = time.perf_counter()
     evaluate(QRELS, RUN, MEASURES)
@@ -56,6 +56,7 @@ def main() -> None:
         run_trec_eval(["-m", "all_trec", str(qrels_file), str(run_file)])
         # a large run file is joined with its qrels as it is read (ragnb.io.runscan)
         scan_run(run_file, index_qrels(qrels))
+        scan_run(run_file, scan_qrels(qrels_file))
         run_trec_eval(["-q", "-m", "ndcg_cut.10", str(qrels_file), str(run_file)])
     print(f"ragnb's kernels compiled and cached in {time.perf_counter() - start:.1f} s")
 

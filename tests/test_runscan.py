@@ -57,6 +57,11 @@ def general(qrels: Path, run: Path):  # type: ignore[no-untyped-def]
 def scanned(qrels: Path, run: Path, **options: int):  # type: ignore[no-untyped-def]
     index = index_qrels(read_qrels_file(qrels, as_trec_eval=True).frame)
     found = runscan.scan_run(run, index, **options)
+    also = runscan.scan_run(run, runscan.scan_qrels(qrels), **options)  # the qrels read so
+    assert (found is None) == (also is None)
+    if found is not None:
+        np.testing.assert_array_equal(found.rank, also.rank)
+        np.testing.assert_array_equal(found.n_retrieved, also.n_retrieved)
     if found is None:
         return None, None
     arrays = prepare_ranked(index, found.n_retrieved, found.rank, found.n_run_queries_without_qrels)
@@ -123,6 +128,11 @@ def test_scores_parsed_as_c_does(tmp_path: Path) -> None:
         "q1 Q0 a 1 1e999 t\n",  # not finite
         "q1 Q0 a 1 nan t\n",
         "q1 Q0 é 1 1.0 t\n",  # not ASCII
+        "q1 Q0 a-long-document-id\x7fx 1 1.0 t\n",  # DEL, past the first eight bytes
+        "q1 Q0 a-long-document-id\x01x 1 1.0 t\n",  # a control character
+        "q1 Q0 a 1 1.0 t\nq1 Q0 b 2 0.5 a-long-tag\x0bx\n",  # a vertical tab in the tag
+        "q1 Q0 a 1 1.5x t\n",  # a number followed by text
+        "q1 Q0 a 1 1e t\n",  # an exponent without digits
         "q1 Q0 a 1 1.0 t\n\nq2 Q0 a 1 1 t\n",  # an empty line
         "",  # nothing
     ],
@@ -132,6 +142,41 @@ def test_files_left_to_the_general_readers(tmp_path: Path, text: str) -> None:
     (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq2 0 a 1\n")
     index = index_qrels(read_qrels_file(tmp_path / "qrels.txt", as_trec_eval=True).frame)
     assert runscan.scan_run(tmp_path / "run.txt", index, block_bytes=16) is None
+
+
+def test_qrels_index_as_index_qrels_builds_it(tmp_path: Path) -> None:
+    qrels, _ = write_case(tmp_path, 5)
+    expected = index_qrels(read_qrels_file(qrels, as_trec_eval=True).frame)
+    found = runscan.scan_qrels(qrels)
+    assert found is not None
+    index = found.index
+    assert index.queries.ids.tolist() == expected.queries.ids.tolist()
+    for name in ("rows", "starts"):
+        np.testing.assert_array_equal(getattr(index.queries, name), getattr(expected.queries, name))
+    np.testing.assert_array_equal(index.grades, expected.grades)
+    np.testing.assert_array_equal(found.offsets, expected.docs.offsets)
+    np.testing.assert_array_equal(found.data, expected.docs.data)
+    np.testing.assert_array_equal(index.by_doc, expected.by_doc)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "q1 0 a 1\nq1 0 a 2\n",  # a pair twice
+        "q1 0 a 1\nq2 0 b 1\nq1 0 a 0\n",  # a pair twice, lines apart
+        "# comment\nq1 0 a 1\n",
+        "q1\t0 a 1\n",
+        "q1 0 a 1 extra\n",
+        "q1 0 a +1\n",  # the general readers read the grade
+        "q1 0 a 1.5\n",
+        "q1 0 a 1234567890123456789\n",  # past int64's digits
+        "q1 0 a 1\n\n",
+        "",
+    ],
+)
+def test_qrels_left_to_the_general_readers(tmp_path: Path, text: str) -> None:
+    (tmp_path / "qrels.txt").write_text(text)
+    assert runscan.scan_qrels(tmp_path / "qrels.txt") is None
 
 
 def test_a_query_apart_across_parts(tmp_path: Path) -> None:

@@ -62,8 +62,14 @@ import pandas as pd
 
 from ragnb.errors import DuplicateEntry, InputError
 from ragnb.evaluation.evaluate import no_shared_query
-from ragnb.frames.index import index_qrels, preload_kernels, sort_run
-from ragnb.io.dispatch import locate_duplicate, read_qrels_file, read_run_file, scans_run
+from ragnb.frames.index import index_qrels, sort_run
+from ragnb.io.dispatch import (
+    locate_duplicate,
+    read_qrels_file,
+    read_run_file,
+    scans_qrels,
+    scans_run,
+)
 from ragnb.io.readers import read_qrels_jg, read_zscores
 from ragnb.measures import RankingArrays, prepare
 from ragnb.measures.gains import gain_values
@@ -478,26 +484,39 @@ def _read(
     return qrels, run, tag, qrels_notes + notes
 
 
-def _scanned(
-    opts: TrecEvalOptions,
-) -> tuple[pd.DataFrame, RankingArrays, str, list[str]] | tuple[pd.DataFrame, list[str]] | None:
-    """The qrels, the arrays, the run's tag and the qrels' notes of a run joined with its qrels
-    as it is read (:func:`ragnb.io.runscan.scan_run`): the common case of a large run file,
+@dataclass(frozen=True)
+class _Scanned:
+    """A run joined with its qrels as it was read (:func:`_scanned`)."""
+
+    arrays: RankingArrays
+    runid: str
+    notes: list[str]
+    relevant_lines: int  # qrels lines of grade > 0
+
+
+def _scanned(opts: TrecEvalOptions) -> _Scanned | tuple[pd.DataFrame, list[str]] | None:
+    """The run joined with its qrels as its bytes are read (:func:`ragnb.io.runscan.scan_run`,
+    plain qrels by :func:`ragnb.io.runscan.scan_qrels`): the common case of a large run file,
     without ``-M`` or ``-J``, every query of the qrels in the run or ``-c``. Otherwise the qrels
-    and their notes when they were read (the general path reads the run beside them), or
+    frame and its notes when the general readers read it (the run is then read beside it), or
     None."""
     if opts.max_docs is not None or opts.judged_only or not scans_run(opts.run):
         return None
-    preload_kernels()  # numba's import and the kernels' load beside the qrels' parse
-    qrels, qrels_notes = _read_qrels(opts.qrels)
-    from ragnb.io.runscan import scan_run
+    from ragnb.io.runscan import scan_qrels, scan_run  # numba's
 
-    index = index_qrels(qrels)
-    run = scan_run(opts.run, index)
+    scanned = scan_qrels(opts.qrels) if scans_qrels(opts.qrels) else None
+    read: tuple[pd.DataFrame, list[str]] | None = None
+    if scanned is None:
+        read = _read_qrels(opts.qrels)
+        index = index_qrels(read[0])
+    else:
+        index = scanned.index
+    run = scan_run(opts.run, scanned or index)
     if run is None or (not opts.complete and bool((run.n_retrieved == 0).any())):
-        return qrels, qrels_notes  # read by the general readers, which name what is wrong
+        return read  # the general readers read the run, and name what is wrong
     arrays = prepare_ranked(index, run.n_retrieved, run.rank, run.n_run_queries_without_qrels)
-    return qrels, arrays, run.tag, qrels_notes
+    notes = read[1] if read is not None else []
+    return _Scanned(arrays, run.tag, notes, int((index.grades > 0).sum()))
 
 
 def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
@@ -530,14 +549,16 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
     if opts.preferences:
         return _run_preferences(opts)
     scanned = _scanned(opts)
-    if isinstance(scanned, tuple) and len(scanned) == 4:
-        qrels, arrays, runid, notes = scanned
+    if isinstance(scanned, _Scanned):
+        arrays, runid, notes = scanned.arrays, scanned.runid, scanned.notes
+        relevant_lines = scanned.relevant_lines
         lost = arrays.n_retrieved == 0
     else:
         qrels, run, runid, notes = _read(opts, scanned)
         with _lines_named(opts.run):
             arrays, lost = _evaluated(qrels, run, opts)
         del run  # the arrays hold what the measures read
+        relevant_lines = int((qrels["relevance"] > 0).sum())
     names = [name for name in opts.measures if name not in ("runid", "num_q")]
     per_block = _per_block(arrays, names, opts)
     columns: list[_Column] = []
@@ -555,7 +576,7 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
         if name == "num_rel" and opts.complete:
             # m_num_rel.c's te_calc_avg_num_rel: with -c, the qrels lines of grade > 0,
             # whatever -l, -J and -M
-            total = float((qrels["relevance"] > 0).sum())
+            total = float(relevant_lines)
         columns.append(_Column(col.name, values, col.kind, total))
     if opts.zscores is not None:
         zscores = read_zscores(opts.zscores)

@@ -58,6 +58,7 @@ __all__ = [
     "Strings",
     "common_skip",
     "index_coded_run",
+    "grouped_qrels_index",
     "index_qrels",
     "index_run",
     "index_string_run",
@@ -528,6 +529,34 @@ def index_qrels(qrels: pd.DataFrame | Mapping[str, Mapping[str, int]]) -> QrelsI
     if len(grades) == 0:
         raise InputError("qrels hold no judgements; nothing to evaluate")
     return QrelsIndex(queries, grades, keys, str_keys, sort_docs)
+
+
+def grouped_qrels_index(
+    queries: Groups, grades: np.ndarray, data: np.ndarray, offsets: np.ndarray
+) -> QrelsIndex:
+    """Indexed qrels from a reader that grouped them itself, without a duplicate pair
+    (:func:`ragnb.io.runscan.scan_qrels`).
+
+    Parameters
+    ----------
+    queries : Groups
+        The rows grouped by query (ids sorted, rows in row order within a group).
+    grades : ndarray of int64, shape (n_rows,)
+        Grade of each row.
+    data, offsets : ndarray of uint8, ndarray of int64 (n_rows + 1,)
+        The document ids' UTF-8 bytes, row after row.
+
+    Returns
+    -------
+    QrelsIndex
+        Its documents sorted within each query on first use (:attr:`QrelsIndex.sort_docs`).
+    """
+
+    def sort_docs() -> tuple[Strings, np.ndarray]:
+        docs = Strings.of(data, offsets)
+        return docs, _sorted_by_string(queries, docs, lambda: None, "qrels")
+
+    return QrelsIndex(queries, grades, None, False, sort_docs)
 
 
 def _given(value: tuple[Strings, np.ndarray]) -> Callable[[], tuple[Strings, np.ndarray]]:

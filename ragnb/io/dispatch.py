@@ -62,6 +62,7 @@ __all__ = [
     "read_in_blocks",
     "read_qrels_file",
     "read_run_file",
+    "scans_qrels",
     "scans_run",
 ]
 
@@ -111,6 +112,25 @@ def scans_run(path: str | os.PathLike[str]) -> bool:
         and os.path.isfile(path)
         and not _small(path)
         and importlib.util.find_spec("numba") is not None
+    )
+
+
+def scans_qrels(path: str | os.PathLike[str]) -> bool:
+    """Whether the qrels file ``path`` can be read by :func:`ragnb.io.runscan.scan_qrels`
+    (which reads the common layout and declines the rest): an uncompressed TREC file.
+
+    Parameters
+    ----------
+    path : str or PathLike
+
+    Returns
+    -------
+    bool
+    """
+    return (
+        file_format(path) == "trec"
+        and not str(path).lower().endswith(".gz")
+        and os.path.isfile(path)
     )
 
 

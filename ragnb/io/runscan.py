@@ -33,9 +33,9 @@ import numba as nb
 import numpy as np
 
 from ragnb.core.machine import usable_cores
-from ragnb.frames.index import QrelsIndex
+from ragnb.frames.index import Groups, QrelsIndex, grouped_qrels_index
 
-__all__ = ["ScannedRun", "scan_run"]
+__all__ = ["ScannedQrels", "ScannedRun", "scan_qrels", "scan_run"]
 
 #: Bytes read from the file at a time (a query whose lines are longer grows the buffer).
 BLOCK_BYTES = 1 << 24
@@ -60,6 +60,23 @@ _KIND[32] = 1
 _KIND[10] = 2
 #: 10**0 .. 10**22, each exactly a double.
 _POW10 = np.array([10.0**k for k in range(23)])
+
+
+@dataclass(frozen=True, eq=False)
+class ScannedQrels:
+    """Qrels read by :func:`scan_qrels`.
+
+    Attributes
+    ----------
+    index : QrelsIndex
+        The qrels grouped by query, as :func:`ragnb.frames.index.index_qrels` gives them.
+    data, offsets : ndarray of uint8, ndarray of int64 (n_rows + 1,)
+        The document ids' bytes, row after row (file order).
+    """
+
+    index: QrelsIndex
+    data: np.ndarray
+    offsets: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,15 +167,115 @@ def build_tables(qdata, qoffs, ddata, dstarts, dends):  # type: ignore[no-untype
         qtable[slot] = g
     dhash = np.empty(dstarts.shape[0], dtype=np.uint64)
     for p in range(dstarts.shape[0]):
-        dhash[p] = _fnv(ddata, dstarts[p], dends[p])
+        dhash[p] = _byte_hash(ddata, dstarts[p], dends[p])
     return qtable, dhash
+
+
+#: Eight bytes of 0x21, 0x80, 0x01 and 0x7F: the masks of :func:`_special`'s byte tests.
+_BYTES_21 = np.uint64(0x2121212121212121)
+_BYTES_80 = np.uint64(0x8080808080808080)
+_BYTES_01 = np.uint64(0x0101010101010101)
+_BYTES_7F = np.uint64(0x7F7F7F7F7F7F7F7F)
+#: A de Bruijn sequence and its table: the index of a word's lowest set bit.
+_DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_LOWEST_BIT = np.zeros(64, dtype=np.int64)
+for _bit in range(64):
+    _LOWEST_BIT[((1 << _bit) * 0x03F79D71B4CB0A89 & (2**64 - 1)) >> 58] = _bit
+_HASH_PRIME = np.uint64(0x9E3779B97F4A7C15)
+
+
+@_inline
+def _special(words, i, hi):  # type: ignore[no-untyped-def]
+    """The first byte at or after ``i`` that is not printable ASCII (a space, a newline, a
+    control character, 0x7F or above), ``hi`` when none is before it: eight bytes at a time
+    (``words`` is the block as little-endian uint64). The tests flag a byte below 0x21, from
+    0x80, and equal to 0x7F; each may also flag bytes above a flagged one (a borrow), never
+    below, so the lowest flag is exact."""
+    k = i >> 3
+    shift = np.uint64((i & 7) * 8)
+    while True:
+        w = words[k]
+        y = w ^ _BYTES_7F
+        f = (
+            ((w - _BYTES_21) & ~w & _BYTES_80)
+            | (w & _BYTES_80)
+            | ((y - _BYTES_01) & ~y & _BYTES_80)
+        )
+        f = (f >> shift) << shift
+        if f != 0:
+            bit = _LOWEST_BIT[((f & (~f + np.uint64(1))) * _DE_BRUIJN) >> np.uint64(58)]
+            return min(k * 8 + (bit >> 3), hi)
+        k += 1
+        shift = np.uint64(0)
+        if k * 8 >= hi:
+            return hi
+
+
+@_inline
+def _load8(words, p):  # type: ignore[no-untyped-def]
+    """The eight bytes from ``p`` on as a little-endian uint64 (``words`` has a word after the
+    one holding ``p``)."""
+    k = p >> 3
+    s = np.uint64((p & 7) * 8)
+    if s == 0:
+        return words[k]
+    return (words[k] >> s) | (words[k + 1] << (np.uint64(64) - s))
+
+
+@_inline
+def _mix(h, chunk):  # type: ignore[no-untyped-def]
+    h = (h ^ chunk) * _HASH_PRIME
+    return h ^ (h >> np.uint64(32))
+
+
+@_inline
+def _word_hash(words, s, e):  # type: ignore[no-untyped-def]
+    """The hash of bytes ``s:e`` read eight at a time (:func:`_byte_hash` of the same bytes)."""
+    h = _FNV_OFFSET
+    p = s
+    while p + 8 <= e:
+        h = _mix(h, _load8(words, p))
+        p += 8
+    if p < e:
+        h = _mix(h, _load8(words, p) & ((np.uint64(1) << np.uint64(8 * (e - p))) - np.uint64(1)))
+    return h * _HASH_PRIME
+
+
+@_inline
+def _byte_hash(buf, s, e):  # type: ignore[no-untyped-def]
+    """:func:`_word_hash` of ``buf[s:e]`` read byte by byte (any array of uint8)."""
+    h = _FNV_OFFSET
+    p = s
+    while p < e:
+        chunk = np.uint64(0)
+        n = min(8, e - p)
+        for j in range(n):
+            chunk |= np.uint64(buf[p + j]) << np.uint64(8 * j)
+        h = _mix(h, chunk)
+        p += 8
+    return h * _HASH_PRIME
+
+
+@_inline
+def _equal_words(words, a, b, n):  # type: ignore[no-untyped-def]
+    """The ``n`` bytes from ``a`` on equal those from ``b`` on (eight at a time)."""
+    p = 0
+    while p + 8 <= n:
+        if _load8(words, a + p) != _load8(words, b + p):
+            return False
+        p += 8
+    if p < n:
+        mask = (np.uint64(1) << np.uint64(8 * (n - p))) - np.uint64(1)
+        return (_load8(words, a + p) & mask) == (_load8(words, b + p) & mask)
+    return True
 
 
 @_inline
 def _score(buf, s, e):  # type: ignore[no-untyped-def]
-    """The decimal ``buf[s:e]``: ``(value, status)``; status 0 exact, 1 valid but to be parsed
-    by a full parser (NaN returned), 2 not C's decimal syntax (``[+-]digits[.digits][e[+-]digits]``
-    with a digit before the exponent)."""
+    """The decimal from ``buf[s]`` on, up to the first byte that cannot go on it (at most
+    ``e``): ``(value, status, end)``; status 0 exact, 1 valid but to be parsed by a full parser
+    (NaN returned), 2 not C's decimal syntax (``[+-]digits[.digits][e[+-]digits]`` with a
+    digit before the exponent)."""
     i = s
     negative = False
     if i < e and (buf[i] == 43 or buf[i] == 45):  # + -
@@ -193,25 +310,25 @@ def _score(buf, s, e):  # type: ignore[no-untyped-def]
             seen += 1
             i += 1
     if seen == 0:
-        return np.nan, 2
+        return np.nan, 2, i
     if i < e and (buf[i] == 101 or buf[i] == 69):  # e E
         i += 1
         sign = 1
         if i < e and (buf[i] == 43 or buf[i] == 45):
             sign = -1 if buf[i] == 45 else 1
             i += 1
-        if i == e:
-            return np.nan, 2
         x = 0
+        n_exp = 0
         while i < e and 48 <= buf[i] <= 57:
             if x < 100000:
                 x = x * 10 + (buf[i] - 48)
+            n_exp += 1
             i += 1
+        if n_exp == 0:
+            return np.nan, 2, i
         exp10 += sign * x
-    if i != e:
-        return np.nan, 2
     if digits > 19 or mantissa > np.uint64(1 << 53):
-        return np.nan, 1
+        return np.nan, 1, i
     value = float(mantissa)
     if mantissa == 0:
         value = 0.0
@@ -220,8 +337,8 @@ def _score(buf, s, e):  # type: ignore[no-untyped-def]
     elif -22 <= exp10 < 0:
         value = value / _POW10[-exp10]
     else:
-        return np.nan, 1
-    return (-value if negative else value), 0
+        return np.nan, 1, i
+    return (-value if negative else value), 0, i
 
 
 @_inline
@@ -270,6 +387,7 @@ def _rank_many(buf, b_score, b_ds, b_de, size, hits, hit_at, n_hits, rank):  # t
 @_jit
 def scan(  # type: ignore[no-untyped-def]
     buf,
+    words,
     ranges,
     last_open,
     hard_values,
@@ -369,26 +487,28 @@ def scan(  # type: ignore[no-untyped-def]
             taken_first = taken
             e = qe - qs
             while i < stop:
-                if not (i + e < stop and buf[i + e] == 32 and _same(buf, i, i + e, buf, qs, qe)):
+                if not (i + e < stop and buf[i + e] == 32 and _equal_words(words, i, qs, e)):
                     break  # another query
                 # Q0, docid, rank, score, tag, each ended by one space, the tag by the line's end
-                q0e = _field(buf, i + e + 1, stop)
-                if q0e < 0 or q0e >= stop or buf[q0e] != 32:
+                q0s = i + e + 1
+                q0e = _special(words, q0s, stop)
+                if q0e == q0s or q0e >= stop or buf[q0e] != 32:
                     return _STOP
                 ds = q0e + 1
-                de = _field(buf, ds, stop)
-                if de < 0 or de >= stop or buf[de] != 32:
+                de = _special(words, ds, stop)
+                if de == ds or de >= stop or buf[de] != 32:
                     return _STOP
-                rke = _field(buf, de + 1, stop)
-                if rke < 0 or rke >= stop or buf[rke] != 32:
+                rks = de + 1
+                rke = _special(words, rks, stop)
+                if rke == rks or rke >= stop or buf[rke] != 32:
                     return _STOP
                 ss = rke + 1
-                se = _field(buf, ss, stop)
-                if se < 0 or se >= stop or buf[se] != 32:
+                value, status, se = _score(buf, ss, stop)
+                if status == 2 or se >= stop or buf[se] != 32:
                     return _STOP
                 ts = se + 1
-                te = _field(buf, ts, stop)
-                if te < 0 or (te < stop and buf[te] != 10):  # a seventh field
+                te = _special(words, ts, stop)
+                if te == ts or (te < stop and buf[te] != 10):  # a seventh field
                     return _STOP
                 if size == cap:  # more lines than the buffers: again, with longer ones
                     state[0] = r
@@ -398,9 +518,6 @@ def scan(  # type: ignore[no-untyped-def]
                     state[4] = taken_first
                     state[5] = n_seen
                     return _GROW
-                value, status = _score(buf, ss, se)
-                if status == 2:
-                    return _STOP
                 if status == 1:
                     if first_pass:
                         hard_starts[n_hard] = ss
@@ -409,7 +526,7 @@ def scan(  # type: ignore[no-untyped-def]
                     else:
                         value = hard_values[taken]
                         taken += 1
-                h = _fnv(buf, ds, de)
+                h = _word_hash(words, ds, de)
                 b_score[size] = value
                 b_ds[size] = ds
                 b_de[size] = de
@@ -499,6 +616,182 @@ def scan(  # type: ignore[no-untyped-def]
     return _OK
 
 
+@_jit
+def qrels_lines(buf, q_se, d_se, grade):  # type: ignore[no-untyped-def]
+    """Split plain qrels ``qid iter docid grade`` (single spaces, printable ASCII, grades
+    ``-?[0-9]{1,18}``): the number of lines, each one's query and document bytes (start, end)
+    and grade; -1 at the first line it does not read (a comment, an empty line, another
+    layout)."""
+    n = buf.shape[0]
+    i = 0
+    k = 0
+    while i < n:
+        qe = _field(buf, i, n)
+        if qe < 0 or qe >= n or buf[qe] != 32 or buf[i] == 35:  # '#': a comment
+            return -1
+        ie = _field(buf, qe + 1, n)
+        if ie < 0 or ie >= n or buf[ie] != 32:
+            return -1
+        de = _field(buf, ie + 1, n)
+        if de < 0 or de >= n or buf[de] != 32:
+            return -1
+        gs = de + 1
+        ge = _field(buf, gs, n)
+        if ge < 0 or (ge < n and buf[ge] != 10):  # a fifth field
+            return -1
+        j = gs + 1 if buf[gs] == 45 else gs  # '-'
+        if j == ge or ge - j > 18:
+            return -1
+        value = 0
+        while j < ge:
+            c = buf[j]
+            if c < 48 or c > 57:
+                return -1
+            value = value * 10 + (c - 48)
+            j += 1
+        q_se[k, 0] = i
+        q_se[k, 1] = qe
+        d_se[k, 0] = ie + 1
+        d_se[k, 1] = de
+        grade[k] = -value if buf[gs] == 45 else value
+        k += 1
+        i = ge + 1
+    return k
+
+
+@_jit
+def qrels_queries(buf, q_se, n):  # type: ignore[no-untyped-def]
+    """The query of each of the ``n`` lines, numbered as first seen, and the lines where each
+    query is first seen: ``(query, first)``."""
+    size = 1
+    while size < 2 * n + 2:
+        size *= 2
+    table = np.full(size, -1, dtype=np.int64)
+    mask = np.uint64(size - 1)
+    query = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    m = 0
+    last = -1
+    for k in range(n):
+        s = q_se[k, 0]
+        e = q_se[k, 1]
+        if last >= 0 and _same(buf, s, e, buf, q_se[last, 0], q_se[last, 1]):
+            query[k] = query[last]  # the usual case: the previous line's query
+            last = k
+            continue
+        slot = _fnv(buf, s, e) & mask
+        found = -1
+        while table[slot] != -1:
+            c = table[slot]
+            if _same(buf, s, e, buf, q_se[first[c], 0], q_se[first[c], 1]):
+                found = c
+                break
+            slot = (slot + np.uint64(1)) & mask
+        if found < 0:
+            found = m
+            table[slot] = m
+            first[m] = k
+            m += 1
+        query[k] = found
+        last = k
+    return query, first[:m].copy()
+
+
+@_jit
+def qrels_groups(buf, d_se, group, n_groups):  # type: ignore[no-untyped-def]
+    """Lines grouped by ``group`` (line order within a group), their documents' bytes in line
+    order, and whether a group holds a document twice: ``(rows, starts, data, offsets,
+    twice)``."""
+    n = group.shape[0]
+    starts = np.zeros(n_groups + 1, dtype=np.int64)
+    for k in range(n):
+        starts[group[k] + 1] += 1
+    for g in range(n_groups):
+        starts[g + 1] += starts[g]
+    fill = starts[:-1].copy()
+    rows = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        rows[fill[group[k]]] = k
+        fill[group[k]] += 1
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    for k in range(n):
+        offsets[k + 1] = offsets[k] + d_se[k, 1] - d_se[k, 0]
+    data = np.empty(offsets[n], dtype=np.uint8)
+    for k in range(n):
+        data[offsets[k] : offsets[k + 1]] = buf[d_se[k, 0] : d_se[k, 1]]
+    width = 64
+    seen = np.full(width, -1, dtype=np.int64)
+    hashes = np.empty(n, dtype=np.uint64)
+    for k in range(n):
+        hashes[k] = _byte_hash(data, offsets[k], offsets[k + 1])
+    for g in range(n_groups):
+        lo = starts[g]
+        hi = starts[g + 1]
+        while width < 2 * (hi - lo):
+            width *= 2
+            seen = np.full(width, -1, dtype=np.int64)
+        mask = np.uint64(width - 1)
+        base = lo  # a slot holding base + j is taken by this group; smaller values are free
+        for j in range(hi - lo):
+            r = rows[lo + j]
+            slot = hashes[r] & mask
+            while seen[slot] >= base:
+                o = rows[seen[slot]]
+                if hashes[o] == hashes[r] and _same(
+                    data, offsets[o], offsets[o + 1], data, offsets[r], offsets[r + 1]
+                ):
+                    return rows, starts, data, offsets, True
+                slot = (slot + np.uint64(1)) & mask
+            seen[slot] = lo + j
+    return rows, starts, data, offsets, False
+
+
+def scan_qrels(path: str | os.PathLike[str]) -> ScannedQrels | None:
+    """Read plain qrels and group them by query: the index :func:`scan_run` and
+    :func:`ragnb.measures.kernel.prepare_ranked` read.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        TREC qrels ``qid iter docid grade`` (not compressed).
+
+    Returns
+    -------
+    ScannedQrels or None
+        None for a file of another layout (see :func:`qrels_lines`), an empty one, or one
+        holding a (query, document) pair twice: the general readers read it and name what is
+        wrong.
+
+    Notes
+    -----
+    The index is the one :func:`ragnb.frames.index.index_qrels` builds from the frame the
+    general readers read (``tests/test_runscan.py``), without building the frame: the file's
+    bytes are split by one compiled pass, the queries numbered by a hash table and only the
+    distinct query ids become Python strings (to be sorted).
+    """
+    buf = np.fromfile(path, dtype=np.uint8)
+    if len(buf) == 0:
+        return None
+    n_max = len(buf) // 8 + 1
+    q_se = np.empty((n_max, 2), dtype=np.int64)
+    d_se = np.empty((n_max, 2), dtype=np.int64)
+    grade = np.empty(n_max, dtype=np.int64)
+    n = int(qrels_lines(buf, q_se, d_se, grade))
+    if n <= 0:
+        return None
+    query, first = qrels_queries(buf, q_se, n)
+    ids = [buf[q_se[k, 0] : q_se[k, 1]].tobytes().decode("ascii") for k in first.tolist()]
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    group_of = np.empty(len(ids), dtype=np.int64)
+    group_of[order] = np.arange(len(ids), dtype=np.int64)
+    rows, starts, data, offsets, twice = qrels_groups(buf, d_se[:n], group_of[query], len(ids))
+    if twice:
+        return None
+    groups = Groups(np.array([ids[k] for k in order], dtype=object), rows, starts)
+    index = grouped_qrels_index(groups, grade[:n].copy(), data, offsets)
+    return ScannedQrels(index, data, offsets)
+
+
 def _hard_values(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
     """The decimals ``buf[starts[i]:ends[i]]`` parsed by pyarrow (correctly rounded); None
     when one is not finite or not read."""
@@ -514,6 +807,17 @@ def _hard_values(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nd
     except pa.ArrowInvalid:
         return None
     return values if np.isfinite(values).all() else None
+
+
+def _block(n: int, start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A block of ``n`` bytes (``start`` copied at its beginning) and the same memory as
+    little-endian uint64 words, with two words more after it (read, never used, by
+    :func:`_load8` and :func:`_special`)."""
+    words = np.zeros((n + 7) // 8 + 2, dtype="<u8")
+    buf = words.view(np.uint8)[:n]
+    if start is not None:
+        buf[: len(start)] = start
+    return buf, words
 
 
 def _query_buffers(n: int) -> tuple[np.ndarray, ...]:
@@ -546,7 +850,7 @@ def _after_last_newline(buf: np.ndarray, have: int) -> int:
 
 def scan_run(
     path: str | os.PathLike[str],
-    qrels: QrelsIndex,
+    qrels: QrelsIndex | ScannedQrels,
     *,
     block_bytes: int = BLOCK_BYTES,
     part_bytes: int = PART_BYTES,
@@ -557,8 +861,8 @@ def scan_run(
     ----------
     path : str or PathLike
         A TREC run ``qid Q0 docid rank score tag`` (not compressed).
-    qrels : QrelsIndex
-        The qrels (:func:`ragnb.frames.index.index_qrels`).
+    qrels : QrelsIndex or ScannedQrels
+        The qrels (:func:`ragnb.frames.index.index_qrels`, :func:`scan_qrels`).
     block_bytes : int, default :data:`BLOCK_BYTES`
         Bytes read at a time (a longer query grows the block).
     part_bytes : int, default :data:`PART_BYTES`
@@ -579,16 +883,20 @@ def scan_run(
     by a thread (the compiled pass lets the GIL go). Memory: a block of the file (16 MB) per
     part, the hashes of the qrels' documents (8 bytes a judgement) and the outputs.
     """
-    q = qrels.queries
+    if isinstance(qrels, ScannedQrels):
+        q = qrels.index.queries
+        ddata, doffsets = qrels.data, qrels.offsets
+    else:
+        q = qrels.queries
+        ddata, doffsets = qrels.docs.data, qrels.docs.offsets
     qids = [str(x).encode("utf-8") for x in q.ids.tolist()]
     qdata = np.frombuffer(b"".join(qids), dtype=np.uint8).copy()
     qoffs = np.zeros(len(qids) + 1, dtype=np.int64)
     np.cumsum([len(x) for x in qids], out=qoffs[1:])
-    docs, _ = qrels.sort_docs()
     rows = q.rows
-    dstarts = docs.offsets[rows]
-    dends = docs.offsets[rows + 1]
-    ddata = docs.data if docs.data.flags.writeable else docs.data.copy()
+    dstarts = np.ascontiguousarray(doffsets[rows], dtype=np.int64)
+    dends = np.ascontiguousarray(doffsets[rows + 1], dtype=np.int64)
+    ddata = ddata if ddata.flags.writeable else ddata.copy()
     qtable, dhash = build_tables(qdata, qoffs, ddata, dstarts, dends)
     gstarts = np.array(q.starts, dtype=np.int64)
     tables = (qtable, qdata, qoffs, gstarts, dhash, ddata, dstarts, dends)
@@ -689,7 +997,7 @@ def _scan_part(
     scratch = _query_buffers(1024)
     state = np.zeros(7, dtype=np.int64)
     no_values = np.empty(0, dtype=np.float64)
-    buf = np.empty(min(block_bytes, hi - lo + 1), dtype=np.uint8)
+    buf, words = _block(min(block_bytes, hi - lo + 1))
     have = 0
     tag = b""
 
@@ -698,7 +1006,7 @@ def _scan_part(
         state[:5] = (0, ranges[0, 0], 0, 0, 0)
         while True:
             status = scan(
-                buf, ranges, last_open, values, state, *tables, *other, counts, n_retrieved,
+                buf, words, ranges, last_open, values, state, *tables, *other, counts, n_retrieved,
                 rank, *listed, *scratch, *j_tables,
             )  # fmt: skip
             if status != _GROW:
@@ -719,7 +1027,7 @@ def _scan_part(
             eof = left == 0
             stop = have if eof else _after_last_newline(buf, have)
             if stop == 0 and not eof:  # no line end in the block: a longer line
-                buf = np.concatenate((buf, np.empty(len(buf), dtype=np.uint8)))
+                buf, words = _block(2 * len(buf), buf[:have])
                 continue
             listed = (
                 np.empty(stop // 8 + 1, dtype=np.int64),
@@ -741,7 +1049,7 @@ def _scan_part(
             if eof:
                 break
             if end == 0:  # one query longer than the block
-                buf = np.concatenate((buf, np.empty(len(buf), dtype=np.uint8)))
+                buf, words = _block(2 * len(buf), buf[:have])
                 continue
             buf[: have - end] = buf[end:have]
             have -= end
