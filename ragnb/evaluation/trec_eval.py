@@ -52,7 +52,6 @@ from __future__ import annotations
 import contextlib
 import getopt
 import math
-import os
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -60,6 +59,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from ragnb.core.machine import usable_cores
 from ragnb.errors import DuplicateEntry, InputError
 from ragnb.evaluation.evaluate import no_shared_query
 from ragnb.frames.index import index_qrels, sort_run
@@ -559,7 +559,9 @@ def run_trec_eval(argv: Sequence[str]) -> tuple[str, list[str]]:
             arrays, lost = _evaluated(qrels, run, opts)
         del run  # the arrays hold what the measures read
         relevant_lines = int((qrels["relevance"] > 0).sum())
-    names = [name for name in opts.measures if name not in ("runid", "num_q")]
+    # relstring is printed for each query only (-q): without it, not computed
+    skip = ("runid", "num_q") if opts.query else ("runid", "num_q", "relstring")
+    names = [name for name in opts.measures if name not in skip]
     per_block = _per_block(arrays, names, opts)
     columns: list[_Column] = []
     # trec_eval's num_ret: 0 after -J or -M 0, also for the one-document placeholder of -c
@@ -596,7 +598,7 @@ def _per_block(
         return [(name, col) for name in names for col in _columns(name, block, opts)]
 
     starts = range(0, max(arrays.n_queries, 1), QUERY_BLOCK)
-    if len(starts) < 2 or (os.cpu_count() or 1) < 2:
+    if len(starts) < 2 or usable_cores() < 2:
         return [block_columns(start) for start in starts]
     from concurrent.futures import ThreadPoolExecutor
 

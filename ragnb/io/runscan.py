@@ -25,15 +25,19 @@ numbers accurately", PLDI 1990); any other is handed to pyarrow's correctly roun
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numba as nb
 import numpy as np
 
 from ragnb.core.machine import usable_cores
 from ragnb.frames.index import Groups, QrelsIndex, grouped_qrels_index
+
+_T = TypeVar("_T")
 
 __all__ = ["ScannedQrels", "ScannedRun", "scan_qrels", "scan_run"]
 
@@ -576,8 +580,8 @@ def scan(  # type: ignore[no-untyped-def]
             else:
                 h = _fnv(buf, qs, qe)
                 slot = h & omask
-                while otable[slot] != -1:
-                    c = otable[slot]
+                while otable[slot] != 0:  # 0: free, else 1 + the query's number
+                    c = otable[slot] - 1
                     if _same(buf, qs, qe, odata, ooffs[c], ooffs[c + 1]):
                         return _STOP
                     slot = (slot + np.uint64(1)) & omask
@@ -588,7 +592,7 @@ def scan(  # type: ignore[no-untyped-def]
                 odata[used : used + e] = buf[qs:qe]
                 ooffs[c] = used
                 ooffs[c + 1] = used + e
-                otable[slot] = c
+                otable[slot] = c + 1
                 counts[1] = c + 1
                 counts[2] = used + e
             counts[0] += 1
@@ -617,27 +621,26 @@ def scan(  # type: ignore[no-untyped-def]
 
 
 @_jit
-def qrels_lines(buf, q_se, d_se, grade):  # type: ignore[no-untyped-def]
-    """Split plain qrels ``qid iter docid grade`` (single spaces, printable ASCII, grades
-    ``-?[0-9]{1,18}``): the number of lines, each one's query and document bytes (start, end)
-    and grade; -1 at the first line it does not read (a comment, an empty line, another
-    layout)."""
-    n = buf.shape[0]
-    i = 0
-    k = 0
-    while i < n:
-        qe = _field(buf, i, n)
-        if qe < 0 or qe >= n or buf[qe] != 32 or buf[i] == 35:  # '#': a comment
+def qrels_lines(buf, words, lo, hi, first, q_se, d_se, grade):  # type: ignore[no-untyped-def]
+    """Split the lines of plain qrels ``qid iter docid grade`` in ``buf[lo:hi]`` (whole lines;
+    single spaces, printable ASCII, grades ``-?[0-9]{1,18}``) into line ``first`` on of each
+    output: its query's and document's bytes (start, end) and its grade. Returns the lines
+    read, -1 at a line it does not read (a comment, an empty line, another layout)."""
+    i = lo
+    k = first
+    while i < hi:
+        qe = _special(words, i, hi)
+        if qe == i or qe >= hi or buf[qe] != 32 or buf[i] == 35:  # '#': a comment
             return -1
-        ie = _field(buf, qe + 1, n)
-        if ie < 0 or ie >= n or buf[ie] != 32:
+        ie = _special(words, qe + 1, hi)
+        if ie == qe + 1 or ie >= hi or buf[ie] != 32:
             return -1
-        de = _field(buf, ie + 1, n)
-        if de < 0 or de >= n or buf[de] != 32:
+        de = _special(words, ie + 1, hi)
+        if de == ie + 1 or de >= hi or buf[de] != 32:
             return -1
         gs = de + 1
-        ge = _field(buf, gs, n)
-        if ge < 0 or (ge < n and buf[ge] != 10):  # a fifth field
+        ge = _special(words, gs, hi)
+        if ge == gs or (ge < hi and buf[ge] != 10):  # a fifth field
             return -1
         j = gs + 1 if buf[gs] == 45 else gs  # '-'
         if j == ge or ge - j > 18:
@@ -656,13 +659,14 @@ def qrels_lines(buf, q_se, d_se, grade):  # type: ignore[no-untyped-def]
         grade[k] = -value if buf[gs] == 45 else value
         k += 1
         i = ge + 1
-    return k
+    return k - first
 
 
 @_jit
-def qrels_queries(buf, q_se, n):  # type: ignore[no-untyped-def]
-    """The query of each of the ``n`` lines, numbered as first seen, and the lines where each
-    query is first seen: ``(query, first)``."""
+def qrels_queries(buf, q_se):  # type: ignore[no-untyped-def]
+    """The query of each line, numbered as first seen, and the distinct query ids joined by
+    newlines with their line of first sight: ``(query, joined, first)``."""
+    n = q_se.shape[0]
     size = 1
     while size < 2 * n + 2:
         size *= 2
@@ -671,6 +675,7 @@ def qrels_queries(buf, q_se, n):  # type: ignore[no-untyped-def]
     query = np.empty(n, dtype=np.int64)
     first = np.empty(n, dtype=np.int64)
     m = 0
+    length = 0
     last = -1
     for k in range(n):
         s = q_se[k, 0]
@@ -692,16 +697,25 @@ def qrels_queries(buf, q_se, n):  # type: ignore[no-untyped-def]
             table[slot] = m
             first[m] = k
             m += 1
+            length += e - s + 1
         query[k] = found
         last = k
-    return query, first[:m].copy()
+    joined = np.empty(max(length - 1, 0), dtype=np.uint8)
+    at = 0
+    for c in range(m):
+        s = q_se[first[c], 0]
+        e = q_se[first[c], 1]
+        if c:
+            joined[at] = 10
+            at += 1
+        joined[at : at + e - s] = buf[s:e]
+        at += e - s
+    return query, joined, first[:m].copy()
 
 
 @_jit
-def qrels_groups(buf, d_se, group, n_groups):  # type: ignore[no-untyped-def]
-    """Lines grouped by ``group`` (line order within a group), their documents' bytes in line
-    order, and whether a group holds a document twice: ``(rows, starts, data, offsets,
-    twice)``."""
+def qrels_rows(group, n_groups):  # type: ignore[no-untyped-def]
+    """The lines grouped by ``group`` (line order within a group): ``(rows, starts)``."""
     n = group.shape[0]
     starts = np.zeros(n_groups + 1, dtype=np.int64)
     for k in range(n):
@@ -713,37 +727,56 @@ def qrels_groups(buf, d_se, group, n_groups):  # type: ignore[no-untyped-def]
     for k in range(n):
         rows[fill[group[k]]] = k
         fill[group[k]] += 1
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    for k in range(n):
-        offsets[k + 1] = offsets[k] + d_se[k, 1] - d_se[k, 0]
-    data = np.empty(offsets[n], dtype=np.uint8)
-    for k in range(n):
-        data[offsets[k] : offsets[k + 1]] = buf[d_se[k, 0] : d_se[k, 1]]
+    return rows, starts
+
+
+@_jit
+def qrels_docs(buf, d_se, lo, hi, data, offsets, hashes):  # type: ignore[no-untyped-def]
+    """Lines ``lo:hi``: each document's bytes into ``data`` at ``offsets`` and their hash."""
+    for k in range(lo, hi):
+        o = offsets[k]
+        s = d_se[k, 0]
+        for j in range(d_se[k, 1] - s):
+            data[o + j] = buf[s + j]
+        hashes[k] = _byte_hash(data, o, offsets[k + 1])
+
+
+@_jit
+def qrels_twice(data, offsets, hashes, rows, starts, g_lo, g_hi):  # type: ignore[no-untyped-def]
+    """Whether a group of ``g_lo:g_hi`` holds a document twice."""
     width = 64
     seen = np.full(width, -1, dtype=np.int64)
-    hashes = np.empty(n, dtype=np.uint64)
-    for k in range(n):
-        hashes[k] = _byte_hash(data, offsets[k], offsets[k + 1])
-    for g in range(n_groups):
+    for g in range(g_lo, g_hi):
         lo = starts[g]
         hi = starts[g + 1]
         while width < 2 * (hi - lo):
             width *= 2
             seen = np.full(width, -1, dtype=np.int64)
         mask = np.uint64(width - 1)
-        base = lo  # a slot holding base + j is taken by this group; smaller values are free
-        for j in range(hi - lo):
-            r = rows[lo + j]
+        for j in range(lo, hi):  # a slot holding a row of this group's: taken; else free
+            r = rows[j]
             slot = hashes[r] & mask
-            while seen[slot] >= base:
+            while seen[slot] >= lo:
                 o = rows[seen[slot]]
                 if hashes[o] == hashes[r] and _same(
                     data, offsets[o], offsets[o + 1], data, offsets[r], offsets[r + 1]
                 ):
-                    return rows, starts, data, offsets, True
+                    return True
                 slot = (slot + np.uint64(1)) & mask
-            seen[slot] = lo + j
-    return rows, starts, data, offsets, False
+            seen[slot] = j
+    return False
+
+
+def _cut_lines(buf: np.ndarray, n: int) -> list[int]:
+    """``[0, ..., len(buf)]``: ``buf`` cut after a newline near each ``n``-th of it."""
+    cuts = [0]
+    for j in range(1, n):
+        at = len(buf) * j // n
+        newline = np.flatnonzero(buf[at : at + (1 << 20)] == 10)
+        if not len(newline) or at + int(newline[0]) + 1 <= cuts[-1]:
+            break
+        cuts.append(at + int(newline[0]) + 1)
+    return [*cuts, len(buf)]
 
 
 def scan_qrels(path: str | os.PathLike[str]) -> ScannedQrels | None:
@@ -766,30 +799,71 @@ def scan_qrels(path: str | os.PathLike[str]) -> ScannedQrels | None:
     -----
     The index is the one :func:`ragnb.frames.index.index_qrels` builds from the frame the
     general readers read (``tests/test_runscan.py``), without building the frame: the file's
-    bytes are split by one compiled pass, the queries numbered by a hash table and only the
-    distinct query ids become Python strings (to be sorted).
+    bytes are split by compiled passes (a thread for each part of the file and of the queries,
+    as many as the machine has usable cores), the queries numbered by a hash table and only
+    the distinct query ids become Python strings (to be sorted).
     """
-    buf = np.fromfile(path, dtype=np.uint8)
-    if len(buf) == 0:
+    size = os.path.getsize(path)
+    if size == 0:
         return None
-    n_max = len(buf) // 8 + 1
-    q_se = np.empty((n_max, 2), dtype=np.int64)
-    d_se = np.empty((n_max, 2), dtype=np.int64)
-    grade = np.empty(n_max, dtype=np.int64)
-    n = int(qrels_lines(buf, q_se, d_se, grade))
-    if n <= 0:
+    buf, words = _block(size)
+    with Path(path).open("rb", buffering=0) as f:
+        have = 0
+        while have < size and (got := f.readinto(buf[have:].data)):
+            have += got
+    if have != size:
         return None
-    query, first = qrels_queries(buf, q_se, n)
-    ids = [buf[q_se[k, 0] : q_se[k, 1]].tobytes().decode("ascii") for k in first.tolist()]
+    cuts = _cut_lines(buf, usable_cores() if size > PART_BYTES // 4 else 1)
+    starts_at = [0]  # each part's first line
+    for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+        lines = int(np.count_nonzero(buf[lo:hi] == 10)) + int(buf[hi - 1] != 10)
+        starts_at.append(starts_at[-1] + lines)
+    n = starts_at[-1]
+    q_se = np.empty((n, 2), dtype=np.int64)
+    d_se = np.empty((n, 2), dtype=np.int64)
+    grade = np.empty(n, dtype=np.int64)
+    read = _threads(
+        lambda j: int(
+            qrels_lines(buf, words, cuts[j], cuts[j + 1], starts_at[j], q_se, d_se, grade)
+        ),
+        len(cuts) - 1,
+    )
+    # a part reads every line, or stops at one (-1)
+    if n == 0 or read != [b - a for a, b in zip(starts_at[:-1], starts_at[1:], strict=True)]:
+        return None
+    query, joined, _ = qrels_queries(buf, q_se)
+    ids = joined.tobytes().decode("ascii").split("\n")
     order = sorted(range(len(ids)), key=ids.__getitem__)
     group_of = np.empty(len(ids), dtype=np.int64)
     group_of[order] = np.arange(len(ids), dtype=np.int64)
-    rows, starts, data, offsets, twice = qrels_groups(buf, d_se[:n], group_of[query], len(ids))
-    if twice:
+    rows, starts = qrels_rows(group_of[query], len(ids))
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(d_se[:, 1] - d_se[:, 0], out=offsets[1:])
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    hashes = np.empty(n, dtype=np.uint64)
+    parts = len(cuts) - 1
+
+    def docs(j: int) -> None:
+        qrels_docs(buf, d_se, n * j // parts, n * (j + 1) // parts, data, offsets, hashes)
+
+    def twice(j: int) -> bool:
+        g_lo, g_hi = len(ids) * j // parts, len(ids) * (j + 1) // parts
+        return bool(qrels_twice(data, offsets, hashes, rows, starts, g_lo, g_hi))
+
+    _threads(docs, parts)
+    if any(_threads(twice, parts)):
         return None
     groups = Groups(np.array([ids[k] for k in order], dtype=object), rows, starts)
-    index = grouped_qrels_index(groups, grade[:n].copy(), data, offsets)
+    index = grouped_qrels_index(groups, grade, data, offsets)
     return ScannedQrels(index, data, offsets)
+
+
+def _threads(work: Callable[[int], _T], n: int) -> list[_T]:
+    """``[work(0), ..., work(n - 1)]``, each on a thread of its own (one: this thread)."""
+    if n == 1:
+        return [work(0)]
+    with ThreadPoolExecutor(n, thread_name_prefix="ragnb-scan") as pool:
+        return list(pool.map(work, range(n)))
 
 
 def _hard_values(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
@@ -813,7 +887,8 @@ def _block(n: int, start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndar
     """A block of ``n`` bytes (``start`` copied at its beginning) and the same memory as
     little-endian uint64 words, with two words more after it (read, never used, by
     :func:`_load8` and :func:`_special`)."""
-    words = np.zeros((n + 7) // 8 + 2, dtype="<u8")
+    words = np.empty((n + 7) // 8 + 2, dtype="<u8")
+    words[-2:] = 0
     buf = words.view(np.uint8)[:n]
     if start is not None:
         buf[: len(start)] = start
@@ -986,7 +1061,7 @@ def _scan_part(
     """:func:`scan` over the bytes ``lo:hi`` of ``path`` (whole queries), block after block."""
     n_groups = len(tables[2]) - 1
     other = (
-        np.full(2 * MAX_OTHER_QUERIES, -1, dtype=np.int64),
+        np.zeros(2 * MAX_OTHER_QUERIES, dtype=np.int64),  # pages given as they are touched
         np.empty(MAX_OTHER_QUERY_BYTES, dtype=np.uint8),
         np.zeros(MAX_OTHER_QUERIES + 1, dtype=np.int64),
     )
