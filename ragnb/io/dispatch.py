@@ -106,13 +106,7 @@ def scans_run(path: str | os.PathLike[str]) -> bool:
         True for an uncompressed TREC file larger than :data:`PYTHON_READS_BYTES` (a smaller
         one is read faster than numba starts) when numba is installed.
     """
-    return (
-        file_format(path) == "trec"
-        and not str(path).lower().endswith(".gz")
-        and os.path.isfile(path)
-        and not _small(path)
-        and importlib.util.find_spec("numba") is not None
-    )
+    return scans_qrels(path) and not _small(path) and importlib.util.find_spec("numba") is not None
 
 
 def scans_qrels(path: str | os.PathLike[str]) -> bool:

@@ -1,25 +1,30 @@
-"""A plain TREC run joined with indexed qrels as its bytes are read: the rank of every judgement.
+"""Plain TREC files read into what the measures need, without a frame: the rank of every
+judgement.
 
 trec_eval orders each query's documents by score, descending, ties by document id descending,
 and its measures read only where the judged documents stand and how many documents each query
-returns. So the rank of a judged document is one plus the documents of its query scored above
+returns. So the rank of a judged document is the number of documents of its query scored above
 it, plus those tied with it whose id is greater (``strcmp``), and nothing else of the run is
-needed: :func:`scan_run` reads the file in blocks, and one compiled pass over each block's bytes
-splits the lines, looks each query and each document of a judged query up in hash tables of the
-qrels, parses the scores, and at the end of each query counts the documents above its judged
-ones. No id of the run becomes a Python or arrow string, none is sorted, and the file is never
-held whole in memory.
+needed. :func:`scan_run` reads the run file in blocks, and one compiled pass over each block's
+bytes splits the lines (eight bytes at a time), looks each query and each document of a judged
+query up in hash tables of the qrels, parses the scores, and at the end of each query counts
+the documents above its judged ones. No id of the run becomes a Python or arrow string, none
+is sorted, and the file is never held whole in memory; a large file is cut at query starts into
+a part per usable core, each read by a thread. :func:`scan_qrels` reads plain qrels into the
+index the measures read (:class:`ragnb.frames.index.QrelsIndex`) in the same way, only the
+distinct query ids becoming Python strings.
 
-It reads the common file only: every line six fields split by single spaces (``qid Q0 docid rank
-score tag``, the rank not read, as trec_eval 10.0 does not), printable ASCII ids, each query's
-lines consecutive, no (query, document) pair twice, scores in C's decimal syntax. On any other
-line, or a query's lines apart, :func:`scan_run` returns None before it has changed anything,
-and the caller reads the file with the general readers, which read it all and name what is
-wrong (a bad line, a pair given twice). Scores are parsed exactly: a decimal of at most 19
-significant digits whose value is an integer up to 2**53 times or over a power of ten up to
-1e22 is one correctly rounded operation (Clinger's fast path, "How to read floating point
-numbers accurately", PLDI 1990); any other is handed to pyarrow's correctly rounded parser
-(``fast_float``), so every score is the double C's ``strtod`` (trec_eval's ``atof``) gives.
+They read the common files only: every line split by single spaces into six fields (a run:
+``qid Q0 docid rank score tag``, the rank not read, as trec_eval 10.0 does not) or four (qrels:
+``qid iter docid grade``, grades ``-?[0-9]{1,18}``), printable ASCII, each run query's lines
+consecutive, no (query, document) pair twice, scores in C's decimal syntax. On any other line,
+or a query's lines apart, they return None, and the caller reads the files with the general
+readers, which read them whole and name what is wrong (a bad line, a pair given twice). Scores
+are parsed exactly: a decimal of at most 19 significant digits, the integer they form at most
+2**53 and its power of ten at most 22 either way, is one correctly rounded multiplication or
+division (Clinger's fast path, "How to read floating point numbers accurately", PLDI 1990); any
+other is handed to pyarrow's correctly rounded parser, so every score is the double that C's
+``strtod`` (trec_eval's ``atof``) gives.
 """
 
 from __future__ import annotations
@@ -154,7 +159,7 @@ def _greater(a, sa, ea, sb, eb):  # type: ignore[no-untyped-def]
 
 
 @_jit
-def build_tables(qdata, qoffs, ddata, dstarts, dends):  # type: ignore[no-untyped-def]
+def _build_tables(qdata, qoffs, ddata, dstarts, dends):  # type: ignore[no-untyped-def]
     """The qrels' query ids in an open-addressing table (int64 of a power-of-two size at least
     twice their number, -1: empty; each slot a query's group) and the hash of each judgement's
     document id (uint64): ``(qtable, dhash)``."""
@@ -289,30 +294,27 @@ def _score(buf, s, e):  # type: ignore[no-untyped-def]
     digits = 0  # significant digits held in mantissa
     exp10 = 0
     seen = 0
-    while i < e and 48 <= buf[i] <= 57:
-        d = buf[i] - 48
-        if digits < 19:
-            if digits > 0 or d != 0:
-                mantissa = mantissa * np.uint64(10) + np.uint64(d)
-                digits += 1
-        else:
-            digits += 1
-            exp10 += 1
-        seen += 1
-        i += 1
-    if i < e and buf[i] == 46:  # .
-        i += 1
-        while i < e and 48 <= buf[i] <= 57:
-            d = buf[i] - 48
+    point = False
+    while i < e:
+        c = buf[i]
+        if 48 <= c <= 57:
+            d = c - 48
             if digits < 19:
                 if digits > 0 or d != 0:
                     mantissa = mantissa * np.uint64(10) + np.uint64(d)
                     digits += 1
-                exp10 -= 1
-            else:
+                if point:
+                    exp10 -= 1
+            else:  # past the digits held: the integer part's scale the value
                 digits += 1
+                if not point:
+                    exp10 += 1
             seen += 1
-            i += 1
+        elif c == 46 and not point:  # .
+            point = True
+        else:
+            break
+        i += 1
     if seen == 0:
         return np.nan, 2, i
     if i < e and (buf[i] == 101 or buf[i] == 69):  # e E
@@ -362,7 +364,7 @@ def _field(buf, i, hi):  # type: ignore[no-untyped-def]
 
 @_jit
 def _rank_many(buf, b_score, b_ds, b_de, size, hits, hit_at, n_hits, rank):  # type: ignore[no-untyped-def]
-    """:func:`scan`'s ranks of a query with many judged documents: the scores above each one
+    """:func:`_scan`'s ranks of a query with many judged documents: the scores above each one
     counted in a sorted copy, its ties compared one by one (False: too many ties to compare,
     nothing written)."""
     ordered = np.sort(b_score[:size])
@@ -389,7 +391,7 @@ def _rank_many(buf, b_score, b_ds, b_de, size, hits, hit_at, n_hits, rank):  # t
 
 
 @_jit
-def scan(  # type: ignore[no-untyped-def]
+def _scan(  # type: ignore[no-untyped-def]
     buf,
     words,
     ranges,
@@ -621,7 +623,7 @@ def scan(  # type: ignore[no-untyped-def]
 
 
 @_jit
-def qrels_lines(buf, words, lo, hi, first, q_se, d_se, grade):  # type: ignore[no-untyped-def]
+def _qrels_lines(buf, words, lo, hi, first, q_se, d_se, grade):  # type: ignore[no-untyped-def]
     """Split the lines of plain qrels ``qid iter docid grade`` in ``buf[lo:hi]`` (whole lines;
     single spaces, printable ASCII, grades ``-?[0-9]{1,18}``) into line ``first`` on of each
     output: its query's and document's bytes (start, end) and its grade. Returns the lines
@@ -663,7 +665,7 @@ def qrels_lines(buf, words, lo, hi, first, q_se, d_se, grade):  # type: ignore[n
 
 
 @_jit
-def qrels_queries(buf, q_se):  # type: ignore[no-untyped-def]
+def _qrels_queries(buf, q_se):  # type: ignore[no-untyped-def]
     """The query of each line, numbered as first seen, and the distinct query ids joined by
     newlines with their line of first sight: ``(query, joined, first)``."""
     n = q_se.shape[0]
@@ -714,7 +716,7 @@ def qrels_queries(buf, q_se):  # type: ignore[no-untyped-def]
 
 
 @_jit
-def qrels_rows(group, n_groups):  # type: ignore[no-untyped-def]
+def _qrels_rows(group, n_groups):  # type: ignore[no-untyped-def]
     """The lines grouped by ``group`` (line order within a group): ``(rows, starts)``."""
     n = group.shape[0]
     starts = np.zeros(n_groups + 1, dtype=np.int64)
@@ -731,7 +733,7 @@ def qrels_rows(group, n_groups):  # type: ignore[no-untyped-def]
 
 
 @_jit
-def qrels_docs(buf, d_se, lo, hi, data, offsets, hashes):  # type: ignore[no-untyped-def]
+def _qrels_docs(buf, d_se, lo, hi, data, offsets, hashes):  # type: ignore[no-untyped-def]
     """Lines ``lo:hi``: each document's bytes into ``data`` at ``offsets`` and their hash."""
     for k in range(lo, hi):
         o = offsets[k]
@@ -742,7 +744,7 @@ def qrels_docs(buf, d_se, lo, hi, data, offsets, hashes):  # type: ignore[no-unt
 
 
 @_jit
-def qrels_twice(data, offsets, hashes, rows, starts, g_lo, g_hi):  # type: ignore[no-untyped-def]
+def _qrels_twice(data, offsets, hashes, rows, starts, g_lo, g_hi):  # type: ignore[no-untyped-def]
     """Whether a group of ``g_lo:g_hi`` holds a document twice."""
     width = 64
     seen = np.full(width, -1, dtype=np.int64)
@@ -791,7 +793,7 @@ def scan_qrels(path: str | os.PathLike[str]) -> ScannedQrels | None:
     Returns
     -------
     ScannedQrels or None
-        None for a file of another layout (see :func:`qrels_lines`), an empty one, or one
+        None for a file of another layout (see :func:`_qrels_lines`), an empty one, or one
         holding a (query, document) pair twice: the general readers read it and name what is
         wrong.
 
@@ -824,19 +826,19 @@ def scan_qrels(path: str | os.PathLike[str]) -> ScannedQrels | None:
     grade = np.empty(n, dtype=np.int64)
     read = _threads(
         lambda j: int(
-            qrels_lines(buf, words, cuts[j], cuts[j + 1], starts_at[j], q_se, d_se, grade)
+            _qrels_lines(buf, words, cuts[j], cuts[j + 1], starts_at[j], q_se, d_se, grade)
         ),
         len(cuts) - 1,
     )
     # a part reads every line, or stops at one (-1)
     if n == 0 or read != [b - a for a, b in zip(starts_at[:-1], starts_at[1:], strict=True)]:
         return None
-    query, joined, _ = qrels_queries(buf, q_se)
+    query, joined, _ = _qrels_queries(buf, q_se)
     ids = joined.tobytes().decode("ascii").split("\n")
     order = sorted(range(len(ids)), key=ids.__getitem__)
     group_of = np.empty(len(ids), dtype=np.int64)
     group_of[order] = np.arange(len(ids), dtype=np.int64)
-    rows, starts = qrels_rows(group_of[query], len(ids))
+    rows, starts = _qrels_rows(group_of[query], len(ids))
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(d_se[:, 1] - d_se[:, 0], out=offsets[1:])
     data = np.empty(int(offsets[-1]), dtype=np.uint8)
@@ -844,11 +846,11 @@ def scan_qrels(path: str | os.PathLike[str]) -> ScannedQrels | None:
     parts = len(cuts) - 1
 
     def docs(j: int) -> None:
-        qrels_docs(buf, d_se, n * j // parts, n * (j + 1) // parts, data, offsets, hashes)
+        _qrels_docs(buf, d_se, n * j // parts, n * (j + 1) // parts, data, offsets, hashes)
 
     def twice(j: int) -> bool:
         g_lo, g_hi = len(ids) * j // parts, len(ids) * (j + 1) // parts
-        return bool(qrels_twice(data, offsets, hashes, rows, starts, g_lo, g_hi))
+        return bool(_qrels_twice(data, offsets, hashes, rows, starts, g_lo, g_hi))
 
     _threads(docs, parts)
     if any(_threads(twice, parts)):
@@ -896,7 +898,7 @@ def _block(n: int, start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndar
 
 
 def _query_buffers(n: int) -> tuple[np.ndarray, ...]:
-    """:func:`scan`'s buffers of one query of up to ``n`` lines (``n`` a power of two)."""
+    """:func:`_scan`'s buffers of one query of up to ``n`` lines (``n`` a power of two)."""
     ints = [np.empty(n, dtype=np.int64) for _ in range(4)]
     return (
         np.empty(n, dtype=np.float64),
@@ -972,7 +974,7 @@ def scan_run(
     dstarts = np.ascontiguousarray(doffsets[rows], dtype=np.int64)
     dends = np.ascontiguousarray(doffsets[rows + 1], dtype=np.int64)
     ddata = ddata if ddata.flags.writeable else ddata.copy()
-    qtable, dhash = build_tables(qdata, qoffs, ddata, dstarts, dends)
+    qtable, dhash = _build_tables(qdata, qoffs, ddata, dstarts, dends)
     gstarts = np.array(q.starts, dtype=np.int64)
     tables = (qtable, qdata, qoffs, gstarts, dhash, ddata, dstarts, dends)
     width = 1 << max(6, int(2 * int(q.sizes.max())).bit_length())
@@ -1058,7 +1060,7 @@ def _scan_part(
     width: int,
     block_bytes: int,
 ) -> _Part | None:
-    """:func:`scan` over the bytes ``lo:hi`` of ``path`` (whole queries), block after block."""
+    """:func:`_scan` over the bytes ``lo:hi`` of ``path`` (whole queries), block after block."""
     n_groups = len(tables[2]) - 1
     other = (
         np.zeros(2 * MAX_OTHER_QUERIES, dtype=np.int64),  # pages given as they are touched
@@ -1080,7 +1082,7 @@ def _scan_part(
         nonlocal scratch
         state[:5] = (0, ranges[0, 0], 0, 0, 0)
         while True:
-            status = scan(
+            status = _scan(
                 buf, words, ranges, last_open, values, state, *tables, *other, counts, n_retrieved,
                 rank, *listed, *scratch, *j_tables,
             )  # fmt: skip
