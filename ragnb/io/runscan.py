@@ -362,6 +362,119 @@ def _field(buf, i, hi):  # type: ignore[no-untyped-def]
     return -1 if i == s else i
 
 
+@_inline
+def _group_of(buf, qs, qe, qtable, qdata, qoffs):  # type: ignore[no-untyped-def]
+    """The qrels group of the query id ``buf[qs:qe]`` (-1: not in the qrels)."""
+    mask = np.uint64(qtable.shape[0] - 1)
+    slot = _fnv(buf, qs, qe) & mask
+    while qtable[slot] != -1:
+        c = qtable[slot]
+        if _same(buf, qs, qe, qdata, qoffs[c], qoffs[c + 1]):
+            return c
+        slot = (slot + np.uint64(1)) & mask
+    return -1
+
+
+@_inline
+def _judged_table(lo, hi, dhash, j_pos, j_stamp, stamp):  # type: ignore[no-untyped-def]
+    """The judgements ``lo:hi`` (one query's) in the open-addressing table ``j_pos`` (a slot
+    whose ``j_stamp`` is ``stamp`` is taken): the mask of the table's part used."""
+    width = 1
+    while width < 2 * (hi - lo):
+        width *= 2
+    mask = np.uint64(width - 1)
+    for p in range(lo, hi):
+        slot = dhash[p] & mask
+        while j_stamp[slot] == stamp:
+            slot = (slot + np.uint64(1)) & mask
+        j_stamp[slot] = stamp
+        j_pos[slot] = p
+    return mask
+
+
+@_inline
+def _judged(buf, ds, de, h, mask, j_pos, j_stamp, stamp, ddata, dstarts, dends, dhash):  # type: ignore[no-untyped-def]
+    """The judgement of the document ``buf[ds:de]`` (hash ``h``) in :func:`_judged_table`'s
+    table, -1 when it has none."""
+    slot = h & mask
+    while j_stamp[slot] == stamp:
+        p = j_pos[slot]
+        if dhash[p] == h and _same(buf, ds, de, ddata, dstarts[p], dends[p]):
+            return p
+        slot = (slot + np.uint64(1)) & mask
+    return -1
+
+
+@_inline
+def _twice(buf, b_hash, b_ds, b_de, size, seen, base):  # type: ignore[no-untyped-def]
+    """Whether a query's documents hold one twice. A slot of ``seen`` holding ``base + k``
+    (line k of this query) is taken, a smaller value (an earlier query's) free."""
+    mask = np.uint64(seen.shape[0] - 1)
+    for k in range(size):
+        slot = b_hash[k] & mask
+        while seen[slot] >= base:
+            o = seen[slot] - base
+            if b_hash[o] == b_hash[k] and _same(buf, b_ds[o], b_de[o], buf, b_ds[k], b_de[k]):
+                return True
+            slot = (slot + np.uint64(1)) & mask
+        seen[slot] = base + k
+    return False
+
+
+@_inline
+def _first_time(buf, qs, qe, otable, odata, ooffs, counts):  # type: ignore[no-untyped-def]
+    """Keep the id ``buf[qs:qe]`` of a run query without judgements: False when it was seen
+    before (its lines apart) or the table is full. ``otable``: 0 free, else 1 + the query's
+    number; ``counts[1]``, ``counts[2]``: the queries and bytes kept."""
+    mask = np.uint64(otable.shape[0] - 1)
+    slot = _fnv(buf, qs, qe) & mask
+    while otable[slot] != 0:
+        c = otable[slot] - 1
+        if _same(buf, qs, qe, odata, ooffs[c], ooffs[c + 1]):
+            return False
+        slot = (slot + np.uint64(1)) & mask
+    c = counts[1]
+    used = counts[2]
+    e = qe - qs
+    if c + 1 >= ooffs.shape[0] or used + e > odata.shape[0]:
+        return False
+    odata[used : used + e] = buf[qs:qe]
+    ooffs[c] = used
+    ooffs[c + 1] = used + e
+    otable[slot] = c + 1
+    counts[1] = c + 1
+    counts[2] = used + e
+    return True
+
+
+@_inline
+def _rank_few(buf, b_score, b_ds, b_de, size, hits, hit_at, n_hits, rank):  # type: ignore[no-untyped-def]
+    """Each judged document's rank: the documents of its query above it, and those tied with
+    it whose id is greater, counted over the query's scores."""
+    for t in range(n_hits):
+        k = hit_at[t]
+        s = b_score[k]
+        above = 0
+        for o in range(size):
+            v = b_score[o]
+            if v > s:
+                above += 1
+            elif v == s and o != k and _greater(buf, b_ds[o], b_de[o], b_ds[k], b_de[k]):
+                above += 1
+        rank[hits[t]] = above
+
+
+@_inline
+def _keep(state, r, at, n_hard, n_deferred, taken, n_seen):  # type: ignore[no-untyped-def]
+    """:func:`_scan`'s ``state``: where to go on from and its counts."""
+    state[0] = r
+    state[1] = at
+    state[2] = n_hard
+    state[3] = n_deferred
+    state[4] = taken
+    state[5] = n_seen
+
+
 @_jit
 def _rank_many(buf, b_score, b_ds, b_de, size, hits, hit_at, n_hits, rank):  # type: ignore[no-untyped-def]
     """:func:`_scan`'s ranks of a query with many judged documents: the scores above each one
@@ -390,64 +503,36 @@ def _rank_many(buf, b_score, b_ds, b_de, size, hits, hit_at, n_hits, rank):  # t
     return True
 
 
+# _scan's arguments. With ``last_open``, the last query of the last range may go on past it:
+# it is left for the next block and ``state[6]`` is where it starts (else the range's end).
+# With ``hard_values`` empty (the first pass), a query holding a score for the full parser is
+# not joined but listed in ``deferred`` (its bytes), and its scores' bytes in ``hard_starts`` /
+# ``hard_ends``; otherwise (the second pass, on the deferred queries) those values are taken in
+# order. ``tables``: the qrels' (``qtable, qdata, qoffs, gstarts, dhash, ddata, dstarts,
+# dends``, :func:`scan_run`); ``other``: the run queries without judgements
+# (:func:`_first_time`); ``listed``: ``hard_starts, hard_ends, deferred``; ``scratch``: a
+# query's buffers (``b_score, b_ds, b_de, b_hash, hits, hit_at, seen``; ``seen``, -1 empty,
+# twice as long as the others); ``j_tables``: ``j_pos, j_stamp``, at least twice the
+# judgements of any query, a power of two. ``state`` (int64, 7): range, byte, scores for the
+# full parser listed, queries deferred, full-parser values taken, queries begun (the stamp of
+# ``j_stamp``), end. ``counts`` (int64, 5): run queries, run queries without qrels, bytes of
+# their ids kept, the start and end of the last line's tag.
 @_jit
 def _scan(  # type: ignore[no-untyped-def]
-    buf,
-    words,
-    ranges,
-    last_open,
-    hard_values,
-    state,
-    qtable,
-    qdata,
-    qoffs,
-    gstarts,
-    dhash,
-    ddata,
-    dstarts,
-    dends,
-    otable,
-    odata,
-    ooffs,
-    counts,
-    n_retrieved,
-    rank,
-    hard_starts,
-    hard_ends,
-    deferred,
-    b_score,
-    b_ds,
-    b_de,
-    b_hash,
-    hits,
-    hit_at,
-    seen,
-    j_pos,
-    j_stamp,
-):
+    buf, words, ranges, last_open, hard_values, state, tables, other, counts, n_retrieved, rank,
+    listed, scratch, j_tables,
+):  # fmt: skip
     """Join the whole queries of ``buf[ranges[r, 0]:ranges[r, 1]]`` (whole lines), from the
-    range ``state[0]`` and byte ``state[1]`` on: see :func:`scan_run`.
-
-    With ``last_open``, the last query of the last range may go on past it: it is left for the
-    next block and ``state[6]`` is where it starts (else the range's end). With ``hard_values``
-    empty (the first pass), a query holding a score for the full parser is not joined but
-    listed in ``deferred`` (its bytes), and its scores' bytes in ``hard_starts`` /
-    ``hard_ends``; otherwise (the second pass, on the deferred queries) those values are taken
-    in order. Returns 0 when done; 1 for a line or a query this reader does not read (the
-    outputs are then to be dropped); 2 when a query has more lines than the query buffers
-    (``b_*``, ``hits``, ``hit_at``: ``state`` then holds where to go on from, with buffers twice
-    as long).
-
-    ``state`` (int64, 7): range, byte, scores for the full parser listed, queries deferred,
-    full-parser values taken, queries begun (the stamp of ``j_stamp``), end. ``counts`` (int64,
-    5): run queries, run queries without qrels, bytes of their ids kept, the start and end of
-    the last line's tag. ``seen`` (-1: empty) has twice the query buffers' length, ``j_pos``
-    and ``j_stamp`` at least twice the judgements of any query, both powers of two.
-    """
+    range ``state[0]`` and byte ``state[1]`` on: see :func:`scan_run` and the comment above.
+    Returns 0 when done; 1 for a line or a query this reader does not read (the outputs are
+    then to be dropped); 2 when a query has more lines than the query buffers (``state`` then
+    holds where to go on from, with buffers twice as long)."""
+    qtable, qdata, qoffs, gstarts, dhash, ddata, dstarts, dends = tables
+    otable, odata, ooffs = other
+    hard_starts, hard_ends, deferred = listed
+    b_score, b_ds, b_de, b_hash, hits, hit_at, seen = scratch
+    j_pos, j_stamp = j_tables
     first_pass = hard_values.shape[0] == 0
-    qmask = np.uint64(qtable.shape[0] - 1)
-    omask = np.uint64(otable.shape[0] - 1)
-    smask = np.uint64(seen.shape[0] - 1)
     cap = b_score.shape[0]
     n_hard = state[2]
     n_deferred = state[3]
@@ -464,29 +549,11 @@ def _scan(  # type: ignore[no-untyped-def]
             qe = _field(buf, i, stop)
             if qe < 0 or qe >= stop or buf[qe] != 32 or buf[qs] == 35:  # '#': a comment
                 return _STOP
-            g = -1
-            slot = _fnv(buf, qs, qe) & qmask
-            while qtable[slot] != -1:
-                c = qtable[slot]
-                if _same(buf, qs, qe, qdata, qoffs[c], qoffs[c + 1]):
-                    g = c
-                    break
-                slot = (slot + np.uint64(1)) & qmask
+            g = _group_of(buf, qs, qe, qtable, qdata, qoffs)
             n_seen += 1  # the judged documents of the query, in a table of their own
             jmask = np.uint64(0)
             if g >= 0:
-                lo = gstarts[g]
-                hi = gstarts[g + 1]
-                width = 1
-                while width < 2 * (hi - lo):
-                    width *= 2
-                jmask = np.uint64(width - 1)
-                for p in range(lo, hi):
-                    slot = dhash[p] & jmask
-                    while j_stamp[slot] == n_seen:
-                        slot = (slot + np.uint64(1)) & jmask
-                    j_stamp[slot] = n_seen
-                    j_pos[slot] = p
+                jmask = _judged_table(gstarts[g], gstarts[g + 1], dhash, j_pos, j_stamp, n_seen)
             size = 0
             n_hits = 0
             hard_first = n_hard
@@ -495,7 +562,6 @@ def _scan(  # type: ignore[no-untyped-def]
             while i < stop:
                 if not (i + e < stop and buf[i + e] == 32 and _equal_words(words, i, qs, e)):
                     break  # another query
-                # Q0, docid, rank, score, tag, each ended by one space, the tag by the line's end
                 q0s = i + e + 1
                 q0e = _special(words, q0s, stop)
                 if q0e == q0s or q0e >= stop or buf[q0e] != 32:
@@ -517,12 +583,7 @@ def _scan(  # type: ignore[no-untyped-def]
                 if te == ts or (te < stop and buf[te] != 10):  # a seventh field
                     return _STOP
                 if size == cap:  # more lines than the buffers: again, with longer ones
-                    state[0] = r
-                    state[1] = q_start
-                    state[2] = hard_first
-                    state[3] = n_deferred
-                    state[4] = taken_first
-                    state[5] = n_seen
+                    _keep(state, r, q_start, hard_first, n_deferred, taken_first, n_seen)
                     return _GROW
                 if status == 1:
                     if first_pass:
@@ -538,15 +599,13 @@ def _scan(  # type: ignore[no-untyped-def]
                 b_de[size] = de
                 b_hash[size] = h
                 if g >= 0:
-                    slot = h & jmask
-                    while j_stamp[slot] == n_seen:
-                        p = j_pos[slot]
-                        if dhash[p] == h and _same(buf, ds, de, ddata, dstarts[p], dends[p]):
-                            hits[n_hits] = p
-                            hit_at[n_hits] = size
-                            n_hits += 1
-                            break
-                        slot = (slot + np.uint64(1)) & jmask
+                    p = _judged(
+                        buf, ds, de, h, jmask, j_pos, j_stamp, n_seen, ddata, dstarts, dends, dhash
+                    )
+                    if p >= 0:
+                        hits[n_hits] = p
+                        hit_at[n_hits] = size
+                        n_hits += 1
                 size += 1
                 if first_pass:
                     counts[3] = ts
@@ -561,64 +620,22 @@ def _scan(  # type: ignore[no-untyped-def]
                 deferred[n_deferred, 1] = min(i, stop)
                 n_deferred += 1
                 continue
-            # no document twice in the query: a slot of ``seen`` holds base + k for line k of
-            # this query, and any smaller value (an earlier query's) is free
-            base = n_seen * cap
-            for k in range(size):
-                slot = b_hash[k] & smask
-                while seen[slot] >= base:
-                    o = seen[slot] - base
-                    if b_hash[o] == b_hash[k] and _same(
-                        buf, b_ds[o], b_de[o], buf, b_ds[k], b_de[k]
-                    ):
-                        return _STOP
-                    slot = (slot + np.uint64(1)) & smask
-                seen[slot] = base + k
+            if _twice(buf, b_hash, b_ds, b_de, size, seen, n_seen * cap):
+                return _STOP
             # the query once in the run
             if g >= 0:
                 if n_retrieved[g] != 0:
                     return _STOP
                 n_retrieved[g] = size
-            else:
-                h = _fnv(buf, qs, qe)
-                slot = h & omask
-                while otable[slot] != 0:  # 0: free, else 1 + the query's number
-                    c = otable[slot] - 1
-                    if _same(buf, qs, qe, odata, ooffs[c], ooffs[c + 1]):
-                        return _STOP
-                    slot = (slot + np.uint64(1)) & omask
-                c = counts[1]
-                used = counts[2]
-                if c + 1 >= ooffs.shape[0] or used + e > odata.shape[0]:
-                    return _STOP
-                odata[used : used + e] = buf[qs:qe]
-                ooffs[c] = used
-                ooffs[c + 1] = used + e
-                otable[slot] = c + 1
-                counts[1] = c + 1
-                counts[2] = used + e
+            elif not _first_time(buf, qs, qe, otable, odata, ooffs, counts):
+                return _STOP
             counts[0] += 1
-            # each judged document's rank: the documents above it, and those tied with it
-            # whose id is greater
             if n_hits > _FEW_HITS:
                 if not _rank_many(buf, b_score, b_ds, b_de, size, hits, hit_at, n_hits, rank):
                     return _STOP
-                continue
-            for t in range(n_hits):
-                k = hit_at[t]
-                s = b_score[k]
-                above = 0
-                for o in range(size):
-                    v = b_score[o]
-                    if v > s:
-                        above += 1
-                    elif v == s and o != k and _greater(buf, b_ds[o], b_de[o], b_ds[k], b_de[k]):
-                        above += 1
-                rank[hits[t]] = above
-    state[2] = n_hard
-    state[3] = n_deferred
-    state[4] = taken
-    state[5] = n_seen
+            else:
+                _rank_few(buf, b_score, b_ds, b_de, size, hits, hit_at, n_hits, rank)
+    _keep(state, state[0], state[1], n_hard, n_deferred, taken, n_seen)
     return _OK
 
 
@@ -1083,8 +1100,8 @@ def _scan_part(
         state[:5] = (0, ranges[0, 0], 0, 0, 0)
         while True:
             status = _scan(
-                buf, words, ranges, last_open, values, state, *tables, *other, counts, n_retrieved,
-                rank, *listed, *scratch, *j_tables,
+                buf, words, ranges, last_open, values, state, tables, other, counts,
+                n_retrieved, rank, listed, scratch, j_tables,
             )  # fmt: skip
             if status != _GROW:
                 return int(status)
