@@ -767,7 +767,8 @@ def _summary(col: _Column) -> float:
     if not len(values):
         return 0.0
     if col.kind == "gm":  # libm's log, as trec_eval's, value by value
-        logs = np.fromiter((math.log(max(v, 1e-5)) for v in values.tolist()), np.float64)
+        floored = np.maximum(values, 1e-5).tolist()  # max(v, 1e-5), NaN kept
+        logs = np.fromiter(map(math.log, floored), np.float64, len(floored))
         return math.exp(float(np.cumsum(logs)[-1]) / len(values))
     total = float(np.cumsum(values)[-1])  # cumsum adds in order, as trec_eval's loop
     return total if col.kind == "long" else total / len(values)
