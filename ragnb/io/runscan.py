@@ -60,13 +60,7 @@ _OK, _STOP, _GROW = 0, 1, 2
 #: (more: over a sorted copy).
 _FEW_HITS = 32
 _EMPTY = -1
-_FNV_OFFSET = np.uint64(14695981039346656037)
-_FNV_PRIME = np.uint64(1099511628211)
-#: Each byte's kind in a line: 0 printable ASCII, 1 space, 2 newline, 3 any other.
-_KIND = np.full(256, 3, dtype=np.uint8)
-_KIND[33:127] = 0
-_KIND[32] = 1
-_KIND[10] = 2
+_HASH_SEED = np.uint64(14695981039346656037)
 #: 10**0 .. 10**22, each exactly a double.
 _POW10 = np.array([10.0**k for k in range(23)])
 
@@ -81,11 +75,14 @@ class ScannedQrels:
         The qrels grouped by query, as :func:`ragnb.frames.index.index_qrels` gives them.
     data, offsets : ndarray of uint8, ndarray of int64 (n_rows + 1,)
         The document ids' bytes, row after row (file order).
+    hashes : ndarray of uint64, shape (n_rows,)
+        Each row's document id hashed as :func:`scan_run` hashes the run's.
     """
 
     index: QrelsIndex
     data: np.ndarray
     offsets: np.ndarray
+    hashes: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,15 +124,6 @@ def _inline(f):  # type: ignore[no-untyped-def]
 
 
 @_inline
-def _fnv(buf, s, e):  # type: ignore[no-untyped-def]
-    """FNV-1a, 64 bits, of ``buf[s:e]``."""
-    h = _FNV_OFFSET
-    for i in range(s, e):
-        h = (h ^ np.uint64(buf[i])) * _FNV_PRIME
-    return h
-
-
-@_inline
 def _same(a, sa, ea, b, sb, eb):  # type: ignore[no-untyped-def]
     """``a[sa:ea] == b[sb:eb]``."""
     if ea - sa != eb - sb:
@@ -159,10 +147,9 @@ def _greater(a, sa, ea, sb, eb):  # type: ignore[no-untyped-def]
 
 
 @_jit
-def _build_tables(qdata, qoffs, ddata, dstarts, dends):  # type: ignore[no-untyped-def]
+def _query_table(qdata, qoffs):  # type: ignore[no-untyped-def]
     """The qrels' query ids in an open-addressing table (int64 of a power-of-two size at least
-    twice their number, -1: empty; each slot a query's group) and the hash of each judgement's
-    document id (uint64): ``(qtable, dhash)``."""
+    twice their number, -1: empty; each slot a query's group)."""
     nq = qoffs.shape[0] - 1
     size = 1
     while size < 2 * nq + 2:
@@ -170,14 +157,20 @@ def _build_tables(qdata, qoffs, ddata, dstarts, dends):  # type: ignore[no-untyp
     qtable = np.full(size, -1, dtype=np.int64)
     mask = np.uint64(size - 1)
     for g in range(nq):
-        slot = _fnv(qdata, qoffs[g], qoffs[g + 1]) & mask
+        slot = _byte_hash(qdata, qoffs[g], qoffs[g + 1]) & mask
         while qtable[slot] != -1:
             slot = (slot + np.uint64(1)) & mask
         qtable[slot] = g
-    dhash = np.empty(dstarts.shape[0], dtype=np.uint64)
+    return qtable
+
+
+@_jit
+def _doc_hashes(ddata, dstarts, dends):  # type: ignore[no-untyped-def]
+    """:func:`_byte_hash` of each document id ``ddata[dstarts[p]:dends[p]]``."""
+    out = np.empty(dstarts.shape[0], dtype=np.uint64)
     for p in range(dstarts.shape[0]):
-        dhash[p] = _byte_hash(ddata, dstarts[p], dends[p])
-    return qtable, dhash
+        out[p] = _byte_hash(ddata, dstarts[p], dends[p])
+    return out
 
 
 #: Eight bytes of 0x21, 0x80, 0x01 and 0x7F: the masks of :func:`_special`'s byte tests.
@@ -240,7 +233,7 @@ def _mix(h, chunk):  # type: ignore[no-untyped-def]
 @_inline
 def _word_hash(words, s, e):  # type: ignore[no-untyped-def]
     """The hash of bytes ``s:e`` read eight at a time (:func:`_byte_hash` of the same bytes)."""
-    h = _FNV_OFFSET
+    h = _HASH_SEED
     p = s
     while p + 8 <= e:
         h = _mix(h, _load8(words, p))
@@ -253,7 +246,7 @@ def _word_hash(words, s, e):  # type: ignore[no-untyped-def]
 @_inline
 def _byte_hash(buf, s, e):  # type: ignore[no-untyped-def]
     """:func:`_word_hash` of ``buf[s:e]`` read byte by byte (any array of uint8)."""
-    h = _FNV_OFFSET
+    h = _HASH_SEED
     p = s
     while p < e:
         chunk = np.uint64(0)
@@ -348,25 +341,10 @@ def _score(buf, s, e):  # type: ignore[no-untyped-def]
 
 
 @_inline
-def _field(buf, i, hi):  # type: ignore[no-untyped-def]
-    """The end of the field starting at ``i`` (printable ASCII up to a space, a newline or
-    ``hi``), or -1 when it is empty or holds another byte."""
-    s = i
-    while i < hi:
-        k = _KIND[buf[i]]
-        if k != 0:
-            if k == 3:
-                return -1
-            break
-        i += 1
-    return -1 if i == s else i
-
-
-@_inline
 def _group_of(buf, qs, qe, qtable, qdata, qoffs):  # type: ignore[no-untyped-def]
     """The qrels group of the query id ``buf[qs:qe]`` (-1: not in the qrels)."""
     mask = np.uint64(qtable.shape[0] - 1)
-    slot = _fnv(buf, qs, qe) & mask
+    slot = _byte_hash(buf, qs, qe) & mask
     while qtable[slot] != -1:
         c = qtable[slot]
         if _same(buf, qs, qe, qdata, qoffs[c], qoffs[c + 1]):
@@ -427,7 +405,7 @@ def _first_time(buf, qs, qe, otable, odata, ooffs, counts):  # type: ignore[no-u
     before (its lines apart) or the table is full. ``otable``: 0 free, else 1 + the query's
     number; ``counts[1]``, ``counts[2]``: the queries and bytes kept."""
     mask = np.uint64(otable.shape[0] - 1)
-    slot = _fnv(buf, qs, qe) & mask
+    slot = _byte_hash(buf, qs, qe) & mask
     while otable[slot] != 0:
         c = otable[slot] - 1
         if _same(buf, qs, qe, odata, ooffs[c], ooffs[c + 1]):
@@ -546,8 +524,8 @@ def _scan(  # type: ignore[no-untyped-def]
             # a query: its lines up to the first with another query id
             q_start = i
             qs = i
-            qe = _field(buf, i, stop)
-            if qe < 0 or qe >= stop or buf[qe] != 32 or buf[qs] == 35:  # '#': a comment
+            qe = _special(words, i, stop)
+            if qe == i or qe >= stop or buf[qe] != 32 or buf[qs] == 35:  # '#': a comment
                 return _STOP
             g = _group_of(buf, qs, qe, qtable, qdata, qoffs)
             n_seen += 1  # the judged documents of the query, in a table of their own
@@ -703,7 +681,7 @@ def _qrels_queries(buf, q_se):  # type: ignore[no-untyped-def]
             query[k] = query[last]  # the usual case: the previous line's query
             last = k
             continue
-        slot = _fnv(buf, s, e) & mask
+        slot = _byte_hash(buf, s, e) & mask
         found = -1
         while table[slot] != -1:
             c = table[slot]
@@ -874,7 +852,7 @@ def scan_qrels(path: str | os.PathLike[str]) -> ScannedQrels | None:
         return None
     groups = Groups(np.array([ids[k] for k in order], dtype=object), rows, starts)
     index = grouped_qrels_index(groups, grade, data, offsets)
-    return ScannedQrels(index, data, offsets)
+    return ScannedQrels(index, data, offsets, hashes)
 
 
 def _threads(work: Callable[[int], _T], n: int) -> list[_T]:
@@ -991,7 +969,11 @@ def scan_run(
     dstarts = np.ascontiguousarray(doffsets[rows], dtype=np.int64)
     dends = np.ascontiguousarray(doffsets[rows + 1], dtype=np.int64)
     ddata = ddata if ddata.flags.writeable else ddata.copy()
-    qtable, dhash = _build_tables(qdata, qoffs, ddata, dstarts, dends)
+    qtable = _query_table(qdata, qoffs)
+    if isinstance(qrels, ScannedQrels):  # hashed as they were read
+        dhash = qrels.hashes[rows]
+    else:
+        dhash = _doc_hashes(ddata, dstarts, dends)
     gstarts = np.array(q.starts, dtype=np.int64)
     tables = (qtable, qdata, qoffs, gstarts, dhash, ddata, dstarts, dends)
     width = 1 << max(6, int(2 * int(q.sizes.max())).bit_length())
@@ -1001,11 +983,7 @@ def scan_run(
     def scanned(part: tuple[int, int]) -> _Part | None:
         return _scan_part(path, part[0], part[1], tables, len(rows), width, block_bytes)
 
-    if len(parts) == 1:
-        maybe = [scanned(parts[0])]
-    else:
-        with ThreadPoolExecutor(len(parts), thread_name_prefix="ragnb-scan") as pool:
-            maybe = list(pool.map(scanned, parts))
+    maybe = _threads(lambda j: scanned(parts[j]), len(parts))
     found = [part for part in maybe if part is not None]
     if len(found) < len(maybe):
         return None
